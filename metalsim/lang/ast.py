@@ -1,0 +1,355 @@
+"""The abstract syntax tree of the Metal Shading Language subset metalsim runs.
+
+Read top to bottom, the node list is the grammar: types, expressions, statements, then the
+declarations of a translation unit. Every node carries `coord`, the position of its first token in
+the section the user wrote (see `metalsim.diagnostics.Coord`), so any later stage can point at it.
+Nodes hold syntax only; types and names are resolved by the compiler (`metalsim.exec.compile`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from metalsim.diagnostics import Coord
+
+
+@dataclass(eq=False)
+class Node:
+    coord: Coord
+
+
+# --- Types -------------------------------------------------------------------------------------
+# A declared type is a chain: ArrayType -> PointerType/ReferenceType -> NamedType. Qualifiers that
+# C++ lets appear on either side of the name (`const device float*`, `device const float*`) are
+# normalised onto the NamedType they qualify.
+
+@dataclass(eq=False)
+class NamedType(Node):
+    """`[const] [address space] name[<args>]`, e.g. `const device float`, `vec<half, 4>`.
+
+    `name` keeps namespace qualifiers stripped of `metal::` (`metal::float4` -> "float4");
+    `template_args` holds TypeNodes and Exprs (for `vec<float, 4>`, `atomic<int>`).
+    """
+
+    name: str
+    template_args: list[Node] | None = None
+    const: bool = False
+    space: str | None = None  # "device", "constant", "threadgroup", "thread" or None
+
+
+@dataclass(eq=False)
+class PointerType(Node):
+    pointee: TypeNode
+    const: bool = False  # `T* const p`: the pointer itself is const
+
+
+@dataclass(eq=False)
+class ReferenceType(Node):
+    referee: TypeNode
+
+
+@dataclass(eq=False)
+class ArrayType(Node):
+    element: TypeNode
+    size: Expr | None  # None for `T a[] = {...}`
+
+
+TypeNode = NamedType | PointerType | ReferenceType | ArrayType
+
+
+# --- Expressions -------------------------------------------------------------------------------
+
+@dataclass(eq=False)
+class IntLiteral(Node):
+    value: int
+    suffix: str = ""  # lower-cased: "", "u", "l", "ul", ...
+    text: str = ""    # as written, for messages
+    hex_or_octal: bool = False  # C++ types unsuffixed hex/octal literals differently
+
+
+@dataclass(eq=False)
+class FloatLiteral(Node):
+    value: float
+    suffix: str = ""  # "", "f", "h", "bf"
+    text: str = ""
+
+
+@dataclass(eq=False)
+class BoolLiteral(Node):
+    value: bool
+
+
+@dataclass(eq=False)
+class StringLiteral(Node):
+    value: str
+
+
+@dataclass(eq=False)
+class Name(Node):
+    """An identifier, possibly qualified (`mem_flags::mem_threadgroup`, `metal::fast::exp`).
+
+    `qualifier` is the namespace path with `metal` dropped ("" for none, "fast", "precise",
+    "mem_flags", ...); `template_args` is set for `f<T, 3>` in a call or a variable template.
+    """
+
+    name: str
+    qualifier: str = ""
+    template_args: list[Node] | None = None
+
+
+@dataclass(eq=False)
+class Unary(Node):
+    op: str  # "+", "-", "!", "~", "*" (dereference), "&" (address of), "++", "--" (prefix)
+    operand: Expr
+
+
+@dataclass(eq=False)
+class Postfix(Node):
+    op: str  # "++" or "--"
+    operand: Expr
+
+
+@dataclass(eq=False)
+class Binary(Node):
+    op: str  # every C binary operator, including "&&", "||" and ","
+    left: Expr
+    right: Expr
+
+
+@dataclass(eq=False)
+class Assign(Node):
+    op: str  # "=", "+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=", "<<=", ">>="
+    target: Expr
+    value: Expr
+
+
+@dataclass(eq=False)
+class Conditional(Node):
+    cond: Expr
+    then: Expr
+    otherwise: Expr
+
+
+@dataclass(eq=False)
+class Call(Node):
+    """A call of a named function: `f(x)`, `metal::exp(x)`, `max<int>(a, b)`."""
+
+    func: Name
+    args: list[Expr]
+
+
+@dataclass(eq=False)
+class Construct(Node):
+    """A functional cast or constructor: `float4(1, 2, 3, 4)`, `uint(x)`, `T(x)`, `float2{a, b}`."""
+
+    type: TypeNode
+    args: list[Expr]
+
+
+@dataclass(eq=False)
+class Cast(Node):
+    """An explicit conversion; `style` is "c", "static_cast", "reinterpret_cast" or "as_type"."""
+
+    type: TypeNode
+    expr: Expr
+    style: str = "c"
+
+
+@dataclass(eq=False)
+class Index(Node):
+    base: Expr
+    index: Expr
+
+
+@dataclass(eq=False)
+class Member(Node):
+    """`base.name` (vector components and swizzles) or `base->name`."""
+
+    base: Expr
+    name: str
+    arrow: bool = False
+
+
+@dataclass(eq=False)
+class SizeOf(Node):
+    operand: TypeNode | Expr
+
+
+@dataclass(eq=False)
+class InitList(Node):
+    """`{a, b, {c, d}}` in an initializer."""
+
+    items: list[Expr]
+
+
+Expr = (IntLiteral | FloatLiteral | BoolLiteral | StringLiteral | Name | Unary | Postfix | Binary
+        | Assign | Conditional | Call | Construct | Cast | Index | Member | SizeOf | InitList)
+
+
+# --- Statements --------------------------------------------------------------------------------
+
+@dataclass(eq=False)
+class VarDecl(Node):
+    """One declarator: `type name [= init]`. `constexpr` and `static` are kept for checking."""
+
+    name: str
+    type: TypeNode
+    init: Expr | None = None
+    constexpr: bool = False
+    static: bool = False
+
+
+@dataclass(eq=False)
+class DeclStmt(Node):
+    """A declaration statement; `int i = 0, j;` holds two VarDecls."""
+
+    decls: list[VarDecl]
+
+
+@dataclass(eq=False)
+class ExprStmt(Node):
+    expr: Expr
+
+
+@dataclass(eq=False)
+class Compound(Node):
+    items: list[Stmt]
+
+
+@dataclass(eq=False)
+class If(Node):
+    cond: Expr
+    then: Stmt
+    otherwise: Stmt | None = None
+    constexpr: bool = False
+
+
+@dataclass(eq=False)
+class For(Node):
+    init: DeclStmt | ExprStmt | None
+    cond: Expr | None
+    step: Expr | None
+    body: Stmt
+
+
+@dataclass(eq=False)
+class While(Node):
+    cond: Expr
+    body: Stmt
+
+
+@dataclass(eq=False)
+class DoWhile(Node):
+    body: Stmt
+    cond: Expr
+
+
+@dataclass(eq=False)
+class Switch(Node):
+    """`switch (expr) { ... }`; the body's items include CaseLabel markers."""
+
+    expr: Expr
+    body: Compound
+
+
+@dataclass(eq=False)
+class CaseLabel(Node):
+    value: Expr | None  # None for `default:`
+
+
+@dataclass(eq=False)
+class Break(Node):
+    pass
+
+
+@dataclass(eq=False)
+class Continue(Node):
+    pass
+
+
+@dataclass(eq=False)
+class Return(Node):
+    value: Expr | None = None
+
+
+@dataclass(eq=False)
+class Empty(Node):
+    pass
+
+
+@dataclass(eq=False)
+class StaticAssert(Node):
+    cond: Expr
+    message: str = ""
+
+
+Stmt = (DeclStmt | ExprStmt | Compound | If | For | While | DoWhile | Switch | CaseLabel | Break
+        | Continue | Return | Empty | StaticAssert)
+
+
+# --- Declarations of a translation unit --------------------------------------------------------
+
+@dataclass(eq=False)
+class Attribute(Node):
+    """`[[name(args)]]`, e.g. `[[buffer(0)]]`, `[[thread_position_in_grid]]`, `[[kernel]]`."""
+
+    name: str
+    args: list[Expr] = field(default_factory=list)
+
+
+@dataclass(eq=False)
+class TemplateParam(Node):
+    """`typename T`, `int N`, `bool B = true`; `kind` is None for `typename`/`class`."""
+
+    name: str
+    kind: NamedType | None = None
+    default: Node | None = None
+
+
+@dataclass(eq=False)
+class Param(Node):
+    name: str | None
+    type: TypeNode
+    attributes: list[Attribute] = field(default_factory=list)
+    default: Expr | None = None
+
+
+@dataclass(eq=False)
+class FunctionDef(Node):
+    """A function (a declaration only when `body` is None); kernels have the `kernel` attribute."""
+
+    name: str
+    return_type: TypeNode
+    params: list[Param]
+    body: Compound | None
+    template_params: list[TemplateParam] | None = None
+    attributes: list[Attribute] = field(default_factory=list)
+
+
+@dataclass(eq=False)
+class TypeAlias(Node):
+    """`typedef T name;` or `using name = T;` (optionally templated)."""
+
+    name: str
+    type: TypeNode
+    template_params: list[TemplateParam] | None = None
+
+
+@dataclass(eq=False)
+class UsingNamespace(Node):
+    name: str
+
+
+@dataclass(eq=False)
+class ExplicitInstantiation(Node):
+    """`template [[host_name("n")]] [[kernel]] decltype(f<A, B>) f<A, B>;` as MLX writes it."""
+
+    name: str
+    template_args: list[Node]
+    attributes: list[Attribute] = field(default_factory=list)
+
+
+@dataclass(eq=False)
+class TranslationUnit(Node):
+    items: list[FunctionDef | DeclStmt | TypeAlias | UsingNamespace | ExplicitInstantiation
+                | StaticAssert]

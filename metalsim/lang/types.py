@@ -1,0 +1,258 @@
+"""The MSL type system: scalar, vector, pointer, array and atomic types, and C++'s conversion rules.
+
+Types are immutable values compared by equality. Each scalar type knows its numpy dtype, so the
+executor stores every value in exactly its declared type (a `half` is a float16, never a float64).
+The arithmetic-conversion rules here are C++'s (MSL is C++14-based), which is what decides, for
+example, that `int(-1) / 4u` divides unsigned.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import ml_dtypes
+import numpy as np
+
+
+@dataclass(frozen=True)
+class ScalarType:
+    name: str
+    dtype: np.dtype
+    kind: str     # "bool", "int" or "float"
+    signed: bool
+    rank: int     # integer conversion rank; float precision order for floats
+
+    @property
+    def size(self) -> int:
+        return self.dtype.itemsize
+
+    @property
+    def align(self) -> int:
+        return self.size
+
+    @property
+    def bits(self) -> int:
+        return 8 * self.size
+
+    def __str__(self) -> str:
+        return self.name
+
+
+@dataclass(frozen=True)
+class VectorType:
+    elem: ScalarType
+    n: int
+    packed: bool = False
+
+    @property
+    def size(self) -> int:
+        # A 3-component vector has the size and alignment of a 4-component one unless packed.
+        return self.elem.size * (self.n if self.packed or self.n != 3 else 4)
+
+    @property
+    def align(self) -> int:
+        return self.elem.size if self.packed else self.size
+
+    @property
+    def name(self) -> str:
+        return f"{'packed_' if self.packed else ''}{self.elem.name}{self.n}"
+
+    def __str__(self) -> str:
+        return self.name
+
+
+@dataclass(frozen=True)
+class AtomicType:
+    value: ScalarType
+
+    @property
+    def size(self) -> int:
+        return self.value.size
+
+    @property
+    def align(self) -> int:
+        return self.value.size
+
+    def __str__(self) -> str:
+        return f"atomic<{self.value.name}>"
+
+
+@dataclass(frozen=True)
+class ArrayType:
+    elem: Type
+    length: int
+
+    @property
+    def size(self) -> int:
+        return self.elem.size * self.length
+
+    @property
+    def align(self) -> int:
+        return self.elem.align
+
+    def __str__(self) -> str:
+        inner, dims = self, ""
+        while isinstance(inner, ArrayType):
+            dims += f"[{inner.length}]"
+            inner = inner.elem
+        return f"{inner}{dims}"
+
+
+@dataclass(frozen=True)
+class PointerType:
+    pointee: Type
+    space: str           # "device", "constant", "threadgroup" or "thread"
+    const: bool = False  # the pointee is const
+
+    size = 8
+    align = 8
+
+    def __str__(self) -> str:
+        return f"{'const ' if self.const else ''}{self.space} {self.pointee}*"
+
+
+@dataclass(frozen=True)
+class VoidType:
+    size = 0
+    align = 1
+
+    def __str__(self) -> str:
+        return "void"
+
+
+Type = ScalarType | VectorType | AtomicType | ArrayType | PointerType | VoidType
+
+VOID = VoidType()
+
+BOOL = ScalarType("bool", np.dtype(np.bool_), "bool", False, 1)
+CHAR = ScalarType("char", np.dtype(np.int8), "int", True, 2)
+UCHAR = ScalarType("uchar", np.dtype(np.uint8), "int", False, 2)
+SHORT = ScalarType("short", np.dtype(np.int16), "int", True, 3)
+USHORT = ScalarType("ushort", np.dtype(np.uint16), "int", False, 3)
+INT = ScalarType("int", np.dtype(np.int32), "int", True, 4)
+UINT = ScalarType("uint", np.dtype(np.uint32), "int", False, 4)
+LONG = ScalarType("long", np.dtype(np.int64), "int", True, 5)
+ULONG = ScalarType("ulong", np.dtype(np.uint64), "int", False, 5)
+HALF = ScalarType("half", np.dtype(np.float16), "float", True, 1)
+BFLOAT = ScalarType("bfloat", np.dtype(ml_dtypes.bfloat16), "float", True, 1)
+FLOAT = ScalarType("float", np.dtype(np.float32), "float", True, 2)
+
+SCALARS = (BOOL, CHAR, UCHAR, SHORT, USHORT, INT, UINT, LONG, ULONG, HALF, BFLOAT, FLOAT)
+
+_SCALAR_NAMES: dict[str, ScalarType] = {t.name: t for t in SCALARS} | {
+    "int8_t": CHAR, "uint8_t": UCHAR, "int16_t": SHORT, "uint16_t": USHORT,
+    "int32_t": INT, "uint32_t": UINT, "int64_t": LONG, "uint64_t": ULONG,
+    "size_t": ULONG, "ptrdiff_t": LONG, "float16_t": HALF, "bfloat16_t": BFLOAT,
+    "float32_t": FLOAT, "unsigned": UINT, "signed": INT,
+}
+
+ATOMIC_NAMES = {"atomic_int": INT, "atomic_uint": UINT, "atomic_float": FLOAT,
+                "atomic_bool": BOOL, "atomic_ulong": ULONG}
+
+
+def _build_type_names() -> dict[str, Type]:
+    names: dict[str, Type] = dict(_SCALAR_NAMES)
+    for elem in SCALARS:
+        for n in (2, 3, 4):
+            names[f"{elem.name}{n}"] = VectorType(elem, n)
+            names[f"packed_{elem.name}{n}"] = VectorType(elem, n, packed=True)
+    names |= {name: AtomicType(t) for name, t in ATOMIC_NAMES.items()}
+    names["void"] = VOID
+    return names
+
+
+TYPE_NAMES: dict[str, Type] = _build_type_names()
+"""Every built-in type name the parser must treat as a type (besides templates `vec`, `atomic`)."""
+
+BUILTIN_TYPE_TEMPLATES = frozenset({"vec", "atomic", "packed_vec"})
+
+MLX_DTYPE_TO_SCALAR: dict[str, ScalarType] = {
+    "bool": BOOL, "int8": CHAR, "uint8": UCHAR, "int16": SHORT, "uint16": USHORT,
+    "int32": INT, "uint32": UINT, "int64": LONG, "uint64": ULONG,
+    "float16": HALF, "bfloat16": BFLOAT, "float32": FLOAT,
+}
+
+
+def scalar_of(t: Type) -> ScalarType:
+    """The element type of a scalar or vector type."""
+    return t.elem if isinstance(t, VectorType) else t  # type: ignore[return-value]
+
+
+def is_arithmetic(t: Type) -> bool:
+    return isinstance(t, ScalarType | VectorType)
+
+
+def is_integer(t: Type) -> bool:
+    s = scalar_of(t)
+    return isinstance(s, ScalarType) and s.kind in ("int", "bool")
+
+
+def is_float(t: Type) -> bool:
+    s = scalar_of(t)
+    return isinstance(s, ScalarType) and s.kind == "float"
+
+
+def with_elem(t: Type, elem: ScalarType) -> Type:
+    """`t` with its element type replaced (a vector stays a vector of the same width)."""
+    return VectorType(elem, t.n) if isinstance(t, VectorType) else elem
+
+
+def promote(t: ScalarType) -> ScalarType:
+    """C++ integer promotion: bool, char, short and their unsigned kin become int."""
+    if t.kind in ("bool", "int") and t.rank < INT.rank:
+        return INT
+    return t
+
+
+class ConversionError(Exception):
+    """Two operand types have no common type (for example `half` and `bfloat`)."""
+
+
+def common_scalar(a: ScalarType, b: ScalarType) -> ScalarType:
+    """The usual arithmetic conversions of C++ for two scalar types."""
+    if a.kind == "float" or b.kind == "float":
+        if a.kind == "float" and b.kind == "float":
+            if a == b:
+                return a
+            if {a, b} == {HALF, BFLOAT}:
+                raise ConversionError("half and bfloat have no common type")
+            return FLOAT
+        return a if a.kind == "float" else b
+    a, b = promote(a), promote(b)
+    if a == b:
+        return a
+    if a.signed == b.signed:
+        return a if a.rank > b.rank else b
+    unsigned, signed = (a, b) if not a.signed else (b, a)
+    if unsigned.rank >= signed.rank:
+        return unsigned
+    if signed.size > unsigned.size:
+        return signed
+    return {INT: UINT, LONG: ULONG}[signed]
+
+
+def common_type(a: Type, b: Type) -> Type:
+    """The type both operands of a binary arithmetic operator are converted to.
+
+    A vector and a scalar give the vector type (the scalar is converted to the element type and
+    splatted); two vectors must have the same type.
+    """
+    if isinstance(a, VectorType) or isinstance(b, VectorType):
+        if isinstance(a, VectorType) and isinstance(b, VectorType):
+            if a.n != b.n or a.elem != b.elem:
+                raise ConversionError(f"cannot combine '{a}' and '{b}'")
+            return VectorType(a.elem, a.n)
+        vec = a if isinstance(a, VectorType) else b
+        return VectorType(vec.elem, vec.n)
+    return common_scalar(a, b)  # type: ignore[arg-type]
+
+
+def bool_like(t: Type) -> Type:
+    """The type of a comparison of two `t`s: `bool`, or `boolN` for vectors."""
+    return VectorType(BOOL, t.n) if isinstance(t, VectorType) else BOOL
+
+
+def mlx_type_string(t: ScalarType) -> str:
+    """The spelling MLX uses for a scalar type in generated code (see signature.py)."""
+    return {HALF: "float16_t", BFLOAT: "bfloat16_t", FLOAT: "float", BOOL: "bool"}.get(
+        t, f"{'u' if not t.signed else ''}int{t.bits}_t")

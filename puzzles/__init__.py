@@ -1,0 +1,1 @@
+"""The puzzle catalog and its command line (`python -m puzzles`)."""

@@ -1,0 +1,1 @@
+"""Reference kernels: every puzzle's solution and each notebook's real kernel."""

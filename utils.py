@@ -1,0 +1,1 @@
+"""The learner-facing harness (`MetalKernel`, `MetalProblem`); built on `metalsim`."""
