@@ -1,0 +1,16 @@
+"""metalsim: run `mx.fast.metal_kernel` kernels on any machine, faithfully, and see inside them.
+
+    import metalsim
+    kernel = metalsim.metal_kernel(name, input_names, output_names, source, header="")
+    outputs = kernel(inputs=[...], output_shapes=[...], output_dtypes=[...],
+                     grid=(x, y, z), threadgroup=(x, y, z))    # like MLX; raises KernelFault
+    run = metalsim.simulate(kernel, inputs=[...], ..., trace=False)   # run.outputs, run.report
+    text = metalsim.source(kernel, inputs=[...], ...)                  # MLX's generated source
+"""
+
+from metalsim.api import Kernel, Run, metal_kernel, simulate, source
+from metalsim.diagnostics import CompileError, Diagnostic, KernelFault
+from metalsim.report import Report
+
+__all__ = ["CompileError", "Diagnostic", "Kernel", "KernelFault", "Report", "Run",
+           "metal_kernel", "simulate", "source"]

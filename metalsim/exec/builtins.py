@@ -1,0 +1,114 @@
+"""Built-in names the compiler resolves specially: barriers, `mem_flags`, and MSL constants.
+
+Math functions live in `mathlib`; MLX's `utils.h` helpers are MSL source in `prelude.py`.
+Each entry maps a key — `("call", name)` or `("name", qualifier, name)` — to a handler
+`handler(compiler, node, scope) -> E`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from metalsim.exec.compile import E, constant
+from metalsim.exec.machine import Lanes, Machine
+from metalsim.lang import ast
+from metalsim.lang import types as ty
+
+MEM_FLAGS = {"mem_none": 0, "mem_device": 1, "mem_threadgroup": 2, "mem_texture": 4,
+             "mem_threadgroup_imageblock": 8, "mem_object_data": 16}
+
+_F32 = np.finfo(np.float32)
+_F16 = np.finfo(np.float16)
+FLOAT_CONSTANTS = {
+    "INFINITY": np.inf, "NAN": np.nan, "HUGE_VALF": np.inf, "MAXFLOAT": float(_F32.max),
+    "FLT_MAX": float(_F32.max), "FLT_MIN": float(_F32.tiny), "FLT_EPSILON": float(_F32.eps),
+    "M_E_F": np.e, "M_LOG2E_F": np.log2(np.e), "M_LOG10E_F": np.log10(np.e),
+    "M_LN2_F": np.log(2), "M_LN10_F": np.log(10), "M_PI_F": np.pi, "M_PI_2_F": np.pi / 2,
+    "M_PI_4_F": np.pi / 4, "M_1_PI_F": 1 / np.pi, "M_2_PI_F": 2 / np.pi,
+    "M_2_SQRTPI_F": 2 / np.sqrt(np.pi), "M_SQRT2_F": np.sqrt(2), "M_SQRT1_2_F": np.sqrt(0.5),
+}
+HALF_CONSTANTS = {"HALF_MAX": float(_F16.max), "HALF_MIN": float(_F16.tiny),
+                  "HALF_EPSILON": float(_F16.eps), "MAXHALF": float(_F16.max)} | {
+    name[:-2] + "_H": value for name, value in FLOAT_CONSTANTS.items()
+    if name.startswith("M_")}
+INT_CONSTANTS = {
+    "CHAR_BIT": (8, ty.INT), "SCHAR_MAX": (127, ty.INT), "SCHAR_MIN": (-128, ty.INT),
+    "UCHAR_MAX": (255, ty.INT), "SHRT_MAX": (32767, ty.INT), "SHRT_MIN": (-32768, ty.INT),
+    "USHRT_MAX": (65535, ty.INT), "INT_MAX": (2**31 - 1, ty.INT), "INT_MIN": (-2**31, ty.INT),
+    "UINT_MAX": (2**32 - 1, ty.UINT), "LONG_MAX": (2**63 - 1, ty.LONG),
+    "LONG_MIN": (-2**63, ty.LONG), "ULONG_MAX": (2**64 - 1, ty.ULONG),
+}
+
+
+def barrier(m: Machine, lanes: Lanes, flags: int, coord) -> None:
+    """`threadgroup_barrier`: every live thread of a threadgroup must arrive together.
+
+    Threads that returned from the kernel no longer take part (Apple silicon). A threadgroup
+    whose live threads are only partly here has a divergent barrier. Barriers whose flags order
+    threadgroup (device) memory start a new race-detection epoch for that memory.
+    """
+    b = m.batch
+    here = b.tg_local[lanes.idx]
+    arrived = np.bincount(here, minlength=b.tg_count)
+    live = np.bincount(b.tg_local[m.alive], minlength=b.tg_count)
+    divergent = (arrived > 0) & (arrived != live)
+    if divergent.any():
+        present = np.zeros(b.size, bool)
+        present[lanes.idx] = True
+        missing = np.flatnonzero(m.alive & ~present & divergent[b.tg_local])
+        g = int(np.flatnonzero(divergent)[0])
+        m.report("divergent-barrier", "error",
+                 "threadgroup_barrier is not reached by every thread of the threadgroup",
+                 coord, missing,
+                 detail=f"{arrived[g]} of the {live[g]} live threads of threadgroup "
+                        f"{int(b.tg_ids[g])} reached it; the listed threads did not",
+                 hint="a barrier must be reached by all threads that have not returned: move "
+                      "it out of the condition, or make the condition the same for the whole "
+                      "threadgroup")
+    reached = arrived > 0
+    if flags & MEM_FLAGS["mem_threadgroup"]:
+        m.tg_epoch[reached] += 1
+    if flags & MEM_FLAGS["mem_device"]:
+        m.dev_epoch[reached] += 1
+    m.counters.barriers[b.tid[lanes.idx]] += 1
+
+
+def _barrier_call(threadgroup_scope: bool):
+    def handler(c, node: ast.Call, scope) -> E:
+        if len(node.args) != 1:
+            c.error(f"{node.func.name} takes one argument (mem_flags)", node)
+        flags = c.convert(c.expr(node.args[0], scope), ty.UINT, node.args[0], explicit=True)
+        if flags.const is None:
+            c.error("the barrier's mem_flags must be a constant", node.args[0])
+        value, coord = int(flags.const), node.coord
+        if threadgroup_scope:
+            def ev(f, lanes):
+                barrier(f.m, lanes, value, coord)
+        else:
+            def ev(f, lanes):
+                return None  # lanes of a SIMD-group already run in lockstep here
+        return E(ty.VOID, ev, coord)
+    return handler
+
+
+def _named_constant(value, t):
+    return lambda c, node, scope: constant(value, t, node.coord)
+
+
+def build_builtins() -> dict:
+    table: dict = {
+        ("call", "threadgroup_barrier"): _barrier_call(True),
+        ("call", "simdgroup_barrier"): _barrier_call(False),
+    }
+    for name, value in MEM_FLAGS.items():
+        table[("name", "mem_flags", name)] = _named_constant(value, ty.UINT)
+    for name, value in FLOAT_CONSTANTS.items():
+        table[("name", "", name)] = _named_constant(value, ty.FLOAT)
+    for name, value in HALF_CONSTANTS.items():
+        table[("name", "", name)] = _named_constant(value, ty.HALF)
+    for name, (value, t) in INT_CONSTANTS.items():
+        table[("name", "", name)] = _named_constant(value, t)
+    return table
+
+
+BUILTINS = build_builtins()

@@ -1,0 +1,246 @@
+"""Dispatch a compiled kernel over MLX's grid, batch by batch, and build its Report.
+
+Dispatch follows `mx.fast.metal_kernel`: `grid` counts threads; the threadgroup is clamped to the
+grid per dimension; edge threadgroups are smaller and report their real size; SIMD-groups are 32
+consecutive threads of a threadgroup's linear order. Whole threadgroups are packed into batches
+of at most `LANE_BUDGET` lanes that run in lockstep; batches run one after another.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+import numpy as np
+
+from metalsim.diagnostics import Coord, SourceMap
+from metalsim.exec import memory as mem
+from metalsim.exec.builtins import BUILTINS
+from metalsim.exec.compile import Compiler, FunctionCode, Var
+from metalsim.exec.machine import (
+    MAX_THREADGROUP_MEMORY, MAX_THREADS_PER_THREADGROUP, SIMD_WIDTH, Batch, Lanes, Machine,
+    StepLimitExceeded,
+)
+from metalsim.exec.prelude import PRELUDE
+from metalsim.exec.values import Frame, PtrSlot, RefSlot
+from metalsim.lang import types as ty
+from metalsim.lang.parser import parse
+from metalsim.lang.preprocess import preprocess
+from metalsim.report import COUNT_NAMES, BufferTraffic, Report
+
+LANE_BUDGET = 1 << 20
+DEFAULT_STEP_LIMIT = 200_000
+
+
+@dataclass
+class Program:
+    """A compiled kernel instantiation, cached by its generated text and math mode."""
+
+    code: FunctionCode
+    params: dict[str, Var]
+    source_map: SourceMap
+
+
+@functools.lru_cache(maxsize=256)
+def compile_program(text: str, sections: tuple, math_mode: str) -> Program:
+    """Preprocess, parse and compile MLX's generated kernel text (with MLX's prelude helpers)."""
+    full = PRELUDE + text
+    shift = len(PRELUDE)
+    all_sections = [("prelude", 0, shift)] + [(n, s + shift, e + shift) for n, s, e in sections]
+    source_map = SourceMap(full, all_sections)
+    predefined = {"__FAST_MATH__": "1"} if math_mode == "fast" else None
+    tokens = preprocess(full, source_map, predefined)
+    unit = parse(tokens, source_map)
+    variant = "fast" if math_mode == "fast" else "precise"
+    code, params = Compiler(unit, source_map, BUILTINS, variant).compile_kernel()
+    return Program(code, params, source_map)
+
+
+def _ceil_div(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def make_batches(grid: tuple[int, int, int], tg: tuple[int, int, int], budget: int):
+    """Yield the Batches of a dispatch: whole threadgroups in linear order, x fastest."""
+    gx, gy, gz = grid
+    tx, ty_, tz = tg
+    nx, ny, nz = _ceil_div(gx, tx), _ceil_div(gy, ty_), _ceil_div(gz, tz)
+    total_tgs = nx * ny * nz
+    per_batch = max(1, budget // (tx * ty_ * tz))
+    for start in range(0, total_tgs, per_batch):
+        ids = np.arange(start, min(total_tgs, start + per_batch), dtype=np.int64)
+        wx, wy, wz = ids % nx, (ids // nx) % ny, ids // (nx * ny)
+        ax = np.minimum(tx, gx - wx * tx)
+        ay = np.minimum(ty_, gy - wy * ty_)
+        az = np.minimum(tz, gz - wz * tz)
+        counts = ax * ay * az
+        n = int(counts.sum())
+        local_tg = np.repeat(np.arange(ids.size), counts)
+        starts = np.cumsum(counts) - counts
+        lin = np.arange(n) - starts[local_tg]
+        lax, lay = ax[local_tg], ay[local_tg]
+        lx, ly, lz = lin % lax, (lin // lax) % lay, lin // (lax * lay)
+        px, py, pz = wx[local_tg] * tx + lx, wy[local_tg] * ty_ + ly, wz[local_tg] * tz + lz
+        simds = _ceil_div_arr(counts, SIMD_WIDTH)
+        simd_base = np.cumsum(simds) - simds
+        attrs = _attributes(grid, tg, (nx, ny, nz), (px, py, pz), (lx, ly, lz),
+                            (wx[local_tg], wy[local_tg], wz[local_tg]),
+                            (lax, lay, az[local_tg]), lin, counts[local_tg])
+        yield Batch(size=n, tid=pz * gx * gy + py * gx + px, tg_global=ids[local_tg],
+                    tg_local=local_tg, tg_count=ids.size, tg_ids=ids, tg_sizes=counts,
+                    simd_global=simd_base[local_tg] + lin // SIMD_WIDTH, attributes=attrs)
+
+
+def _ceil_div_arr(a: np.ndarray, b: int) -> np.ndarray:
+    return -(-a // b)
+
+
+def _attributes(grid, tg, ntgs, pos, local, group, actual, lin, actual_total) -> dict:
+    """Per-lane values of every attribute MLX can declare, as `uint`/`uint3` arrays."""
+    n = lin.size
+
+    def vec3(parts) -> np.ndarray:
+        out = np.empty((n, 3), np.uint32)
+        for i, p in enumerate(parts):
+            out[:, i] = p
+        return out
+
+    def uniform3(values) -> np.ndarray:
+        return np.broadcast_to(np.asarray(values, np.uint32), (n, 3))
+
+    def scalar(values) -> np.ndarray:
+        return np.broadcast_to(np.asarray(values, np.uint32), (n,))
+
+    dispatch_total = tg[0] * tg[1] * tg[2]
+    return {
+        "thread_position_in_grid": vec3(pos),
+        "thread_position_in_threadgroup": vec3(local),
+        "threadgroup_position_in_grid": vec3(group),
+        "threads_per_threadgroup": vec3(actual),
+        "dispatch_threads_per_threadgroup": uniform3(tg),
+        "threadgroups_per_grid": uniform3(ntgs),
+        "threads_per_grid": uniform3(grid),
+        "grid_origin": uniform3((0, 0, 0)),
+        "grid_size": uniform3(grid),
+        "thread_index_in_threadgroup": scalar(lin),
+        "thread_index_in_simdgroup": scalar(lin % SIMD_WIDTH),
+        "simdgroup_index_in_threadgroup": scalar(lin // SIMD_WIDTH),
+        "threads_per_simdgroup": scalar(SIMD_WIDTH),
+        "thread_execution_width": scalar(SIMD_WIDTH),
+        "simdgroups_per_threadgroup": scalar(_ceil_div_arr(actual_total, SIMD_WIDTH)),
+        "dispatch_simdgroups_per_threadgroup": scalar(_ceil_div(dispatch_total, SIMD_WIDTH)),
+        "thread_index_in_quadgroup": scalar(lin % 4),
+        "quadgroup_index_in_threadgroup": scalar(lin // 4),
+        "quadgroups_per_threadgroup": scalar(_ceil_div_arr(actual_total, 4)),
+        "dispatch_quadgroups_per_threadgroup": scalar(_ceil_div(dispatch_total, 4)),
+    }
+
+
+def _buffer_region(name: str, data: np.ndarray, elem: ty.Type, space: str, **kw) -> mem.Region:
+    raw = np.ascontiguousarray(data).reshape(-1).view(np.uint8)
+    return mem.Region(name, space, elem, raw.size, data=raw, **kw)
+
+
+def _pointee(var: Var) -> ty.Type:
+    return var.type.pointee if isinstance(var.type, ty.PointerType) else var.type
+
+
+def bind_buffers(gen, program: Program, inputs, outputs) -> tuple[dict, list]:
+    """Regions for every buffer parameter (they live for the whole launch) and traffic rows."""
+    regions: dict[str, tuple[mem.Region, int]] = {}
+    traffic = []
+    for p in gen.params:
+        var = program.params.get(p.name)
+        if var is None or p.role == "attribute":
+            continue
+        elem = _pointee(var)
+        space = var.type.space if isinstance(var.type, ty.PointerType) else (var.space or
+                                                                              "constant")
+        if p.role == "input":
+            b = inputs[p.index]
+            counted = None if b.is_scalar else "global"
+            region = _buffer_region(p.name, b.data, elem, space, counted=counted,
+                                    element_count=b.size)
+            regions[p.name] = (region, b.offset * b.data.dtype.itemsize)
+            if not b.is_scalar:
+                traffic.append((region, "input", b.size * b.data.dtype.itemsize))
+        elif p.role == "output":
+            o = outputs[p.index]
+            region = _buffer_region(p.name, o.data, elem, "device", counted="global",
+                                    track_races=True, track_init=not o.initialized,
+                                    element_count=o.data.size)
+            regions[p.name] = (region, 0)
+            traffic.append((region, "output", o.data.nbytes))
+        else:
+            b = inputs[p.index]
+            values = {"shape": np.asarray(b.shape, np.int32),
+                      "strides": np.asarray(b.strides, np.int64),
+                      "ndim": np.asarray([len(b.shape)], np.int32)}[p.role]
+            regions[p.name] = (_buffer_region(p.name, values, elem, "constant"), 0)
+    return regions, traffic
+
+
+def bind_kernel_frame(m: Machine, program: Program, regions: dict) -> Frame:
+    frame = Frame(m, program.code.nslots, is_kernel=True)
+    size = m.batch.size
+    for name, var in program.params.items():
+        if name in regions:
+            region, base = regions[name]
+            if var.kind == "ptr":
+                slot = PtrSlot(region, size)
+                slot.off[:] = base
+                frame.vars[var.slot] = slot
+            else:
+                frame.vars[var.slot] = RefSlot(region, np.full(size, base, np.int64), None)
+        else:
+            frame.vars[var.slot] = np.ascontiguousarray(m.batch.attributes[name])
+    return frame
+
+
+def launch(gen, inputs, outputs, grid, threadgroup, template=None, math_mode: str = "safe",
+           trace: bool = False, step_limit: int = DEFAULT_STEP_LIMIT) -> Report:
+    """Run MLX's generated kernel `gen` in the simulator; outputs are written in place."""
+    program = compile_program(gen.text, tuple(gen.sections), math_mode)
+    grid = tuple(int(g) for g in grid)
+    tg = tuple(max(1, min(int(t), g)) for t, g in zip(threadgroup, grid))
+    m = Machine(grid, program.source_map, step_limit, trace)
+    regions, traffic_rows = bind_buffers(gen, program, inputs, outputs)
+    kernel_coord = Coord("source", 1, 1)
+    if program.code.threadgroup_bytes > MAX_THREADGROUP_MEMORY:
+        m.report("resource-limit", "error",
+                 f"the kernel declares {program.code.threadgroup_bytes:,} bytes of threadgroup "
+                 f"memory; Apple GPUs allow {MAX_THREADGROUP_MEMORY:,}", None,
+                 np.empty(0, np.int64), hint="use smaller tiles")
+    elif int(np.prod(threadgroup)) > MAX_THREADS_PER_THREADGROUP:
+        m.report("resource-limit", "error",
+                 f"threadgroup of {int(np.prod(threadgroup))} threads; the maximum is "
+                 f"{MAX_THREADS_PER_THREADGROUP}", None, np.empty(0, np.int64))
+    elif m.total_threads > 0:
+        run_batches(m, program, regions, tg, kernel_coord)
+    return build_report(m, grid, tg, traffic_rows)
+
+
+def run_batches(m: Machine, program: Program, regions: dict, tg, coord: Coord) -> None:
+    for batch in make_batches(m.grid, tg, LANE_BUDGET):
+        m.start_batch(batch)
+        frame = bind_kernel_frame(m, program, regions)
+        try:
+            program.code.body(frame, Lanes(slice(None), batch.size))
+        except StepLimitExceeded as stop:
+            m.report("step-limit", "error",
+                     f"the kernel ran more than {m.step_limit:,} steps; it probably never ends",
+                     stop.coord, stop.lanes,
+                     hint="look for a loop whose condition never becomes false, such as a uint "
+                          "counter compared with >= 0 or decremented past 0")
+            return
+
+
+def build_report(m: Machine, grid, tg, traffic_rows) -> Report:
+    gx, gy, gz = grid
+    counts = {name: getattr(m.counters, name).reshape(gz, gy, gx) for name in COUNT_NAMES}
+    traffic = [BufferTraffic(r.name, role, r.bytes_read, r.bytes_written, ideal)
+               for r, role, ideal in traffic_rows]
+    efficiency = (m.active_lane_steps / (SIMD_WIDTH * m.simd_group_steps)
+                  if m.simd_group_steps else 1.0)
+    return Report(grid=grid, threadgroup=tg, counts=counts, traffic=traffic,
+                  simd_efficiency=efficiency, diagnostics=m.diagnostics(), trace=m.trace)

@@ -1,0 +1,223 @@
+"""The state of one kernel launch while it runs: lanes, active sets, counters, epochs, findings.
+
+Every thread of a batch of whole threadgroups is one *lane*: lane arrays hold each thread's
+built-in attributes, and an active set (`Lanes`) names the lanes executing the current statement.
+Threadgroups of a batch run in lockstep, which is a legal Metal schedule; the race detector works
+on barrier epochs, so it reports schedule-dependent kernels instead of silently picking an order.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from metalsim.diagnostics import Coord, Diagnostic, SourceMap, render_excerpt
+
+SIMD_WIDTH = 32
+MAX_THREADS_PER_THREADGROUP = 1024
+MAX_THREADGROUP_MEMORY = 32 * 1024
+
+
+class Lanes:
+    """An active set: sorted lane indices (`idx`), or every lane of the batch (`idx` is a slice).
+
+    Indexing a full-width lane array with `idx` works for both forms; the slice form avoids
+    copying in the common case of uniform control flow.
+    """
+
+    __slots__ = ("idx", "n")
+
+    def __init__(self, idx: np.ndarray | slice, n: int) -> None:
+        self.idx = idx
+        self.n = n
+
+    @property
+    def is_all(self) -> bool:
+        return self.idx.__class__ is slice
+
+    def indices(self) -> np.ndarray:
+        return np.arange(self.n) if self.is_all else self.idx  # type: ignore[return-value]
+
+    def select(self, mask: np.ndarray) -> Lanes:
+        """The lanes of this set where `mask` (aligned with this set) is true."""
+        if mask.ndim == 0 or mask.shape[0] != self.n:
+            mask = np.broadcast_to(mask, (self.n,))
+        if self.is_all:
+            chosen = np.flatnonzero(mask)
+            return self if chosen.size == self.n else Lanes(chosen, chosen.size)
+        chosen = self.idx[mask]  # type: ignore[index]
+        return Lanes(chosen, chosen.size)
+
+    def split(self, mask: np.ndarray) -> tuple[Lanes, Lanes]:
+        if mask.ndim == 0 or mask.shape[0] != self.n:
+            mask = np.broadcast_to(mask, (self.n,))
+        return self.select(mask), self.select(~mask)
+
+    def position_in(self, outer: Lanes) -> np.ndarray:
+        """Where each lane of this set sits inside `outer` (this set must be a subset)."""
+        if outer.is_all:
+            return self.indices()
+        return np.searchsorted(outer.idx, self.indices())  # type: ignore[arg-type]
+
+
+def union(total: int, parts: list[Lanes]) -> Lanes:
+    """The union of disjoint active sets of a batch with `total` lanes."""
+    parts = [p for p in parts if p.n]
+    if not parts:
+        return Lanes(np.empty(0, np.int64), 0)
+    if len(parts) == 1:
+        return parts[0]
+    n = sum(p.n for p in parts)
+    if n == total:
+        return Lanes(slice(None), total)
+    merged = np.sort(np.concatenate([p.indices() for p in parts]))
+    return Lanes(merged, n)
+
+
+EMPTY = Lanes(np.empty(0, np.int64), 0)
+
+
+@dataclass
+class Counters:
+    """Per-thread counts over the whole grid (index = linear thread id)."""
+
+    global_reads: np.ndarray
+    global_writes: np.ndarray
+    threadgroup_reads: np.ndarray
+    threadgroup_writes: np.ndarray
+    atomics: np.ndarray
+    barriers: np.ndarray
+
+    @classmethod
+    def zeros(cls, n: int) -> Counters:
+        return cls(*(np.zeros(n, np.int64) for _ in range(6)))
+
+
+class StepLimitExceeded(Exception):
+    """Raised inside the executor to abandon a launch that runs too long."""
+
+    def __init__(self, coord: Coord, lanes: np.ndarray) -> None:
+        super().__init__("step limit")
+        self.coord = coord
+        self.lanes = lanes
+
+
+@dataclass
+class Finding:
+    """A diagnostic being accumulated: the threads that hit it, merged by (kind, place, what)."""
+
+    kind: str
+    severity: str
+    message: str
+    coord: Coord | None
+    threads: list[tuple[int, int, int]] = field(default_factory=list)
+    count: int = 0
+    detail: str = ""
+    hint: str = ""
+
+
+@dataclass
+class Batch:
+    """The lanes of one batch: whole threadgroups, threadgroup-major, then linear index."""
+
+    size: int
+    tid: np.ndarray               # linear thread id in the grid, per lane
+    tg_global: np.ndarray         # linear threadgroup id in the grid, per lane
+    tg_local: np.ndarray          # index of the lane's threadgroup within the batch
+    tg_count: int                 # threadgroups in this batch
+    tg_ids: np.ndarray            # linear threadgroup ids of the batch's threadgroups
+    tg_sizes: np.ndarray          # live threads per threadgroup of the batch
+    simd_global: np.ndarray       # a batch-unique id of the lane's SIMD-group
+    attributes: dict[str, np.ndarray]
+
+
+class Machine:
+    """Everything a running kernel touches besides its own variables."""
+
+    def __init__(self, grid: tuple[int, int, int], source_map: SourceMap, step_limit: int,
+                 trace: bool) -> None:
+        self.grid = grid
+        self.total_threads = grid[0] * grid[1] * grid[2]
+        self.source_map = source_map
+        self.counters = Counters.zeros(self.total_threads)
+        self.findings: dict[tuple, Finding] = {}
+        self.step_limit = step_limit
+        self.steps = 0
+        self.trace: list[dict] | None = [] if trace else None
+        self.active_lane_steps = 0
+        self.simd_group_steps = 0
+        self.batch: Batch | None = None
+        self.alive: np.ndarray | None = None       # lanes that have not returned from the kernel
+        self.tg_epoch: np.ndarray | None = None    # threadgroup-memory barrier count per group
+        self.dev_epoch: np.ndarray | None = None   # device-memory barrier count per group
+        self.tg_regions: dict[int, object] = {}    # threadgroup allocations of this batch
+        self.depth = 0                             # helper-function call depth
+
+    # --- batches --------------------------------------------------------------------------
+    def start_batch(self, batch: Batch) -> None:
+        self.batch = batch
+        self.alive = np.ones(batch.size, bool)
+        self.tg_epoch = np.zeros(batch.tg_count, np.int64)
+        self.dev_epoch = np.zeros(batch.tg_count, np.int64)
+        self.tg_regions = {}
+
+    def stamps(self, idx: np.ndarray | slice, device: bool) -> np.ndarray:
+        """Per lane: (threadgroup id, barrier epoch) packed in one int64, for race checks."""
+        b = self.batch
+        epoch = self.dev_epoch if device else self.tg_epoch
+        local = b.tg_local[idx]
+        return (b.tg_global[idx].astype(np.int64) << 32) | epoch[local]
+
+    def thread_positions(self, tids: np.ndarray, limit: int = 8) -> list[tuple[int, int, int]]:
+        gx, gy, _ = self.grid
+        out = []
+        for t in np.unique(tids)[:limit]:
+            t = int(t)
+            out.append((t % gx, (t // gx) % gy, t // (gx * gy)))
+        return out
+
+    # --- accounting -----------------------------------------------------------------------
+    def step(self, lanes: Lanes, coord: Coord) -> None:
+        """Count one executed statement: the step limit and SIMD-group efficiency."""
+        self.steps += 1
+        if self.steps > self.step_limit:
+            raise StepLimitExceeded(coord, lanes.indices())
+        self.active_lane_steps += lanes.n
+        simd = self.batch.simd_global[lanes.idx]
+        if lanes.is_all:
+            self.simd_group_steps += int(simd[-1]) + 1 if simd.size else 0
+        elif simd.size:
+            self.simd_group_steps += 1 + int(np.count_nonzero(np.diff(simd)))
+
+    # --- findings -------------------------------------------------------------------------
+    def report(self, kind: str, severity: str, message: str, coord: Coord | None,
+               lanes: np.ndarray, *, key: object = None, detail: str = "",
+               hint: str = "") -> None:
+        """Record that the batch lanes `lanes` hit a problem; merges repeats of the same one."""
+        tids = self.batch.tid[lanes] if self.batch is not None else np.empty(0, np.int64)
+        k = (kind, coord, key if key is not None else message)
+        f = self.findings.get(k)
+        if f is None:
+            f = self.findings[k] = Finding(kind, severity, message, coord, detail=detail,
+                                           hint=hint)
+        f.count += int(np.unique(tids).size)
+        if len(f.threads) < 8:
+            f.threads.extend(self.thread_positions(tids, 8 - len(f.threads)))
+
+    def diagnostics(self) -> list[Diagnostic]:
+        out = []
+        for f in self.findings.values():
+            c = f.coord
+            detail = f.detail
+            if f.count > len(f.threads) and f.threads:
+                detail = (detail + "; " if detail else "") + f"{f.count} threads in all"
+            out.append(Diagnostic(
+                kind=f.kind, severity=f.severity, message=f.message,
+                line=c.line if c else None, column=c.column if c else None,
+                threads=f.threads, detail=detail, section=c.section if c else "source",
+                hint=f.hint, excerpt=render_excerpt(self.source_map, c),
+            ))
+        order = {"error": 0, "warning": 1}
+        out.sort(key=lambda d: (order.get(d.severity, 2), d.line or 0))
+        return out

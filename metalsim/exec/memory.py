@@ -1,0 +1,269 @@
+"""Typed, byte-addressed memory with shadow state: bounds, initialisation, races, counts.
+
+A `Region` is one allocation: a kernel buffer (`device`/`constant`), a threadgroup variable (one
+bank per threadgroup of the batch) or a thread-private array (one bank per lane). Its bytes can be
+read through any element type, so `(device float4*)p` and `(threadgroup half*)shmem` work as on
+the GPU. Shadow state is kept per *granule*, the size of the region's declared element type:
+whether a granule was ever written, and who last wrote and read it in which barrier epoch.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from metalsim.diagnostics import Coord
+from metalsim.exec.machine import Machine
+from metalsim.lang.types import ScalarType, Type, VectorType, scalar_of
+
+POISON_BYTE = 0xBE
+
+
+class Region:
+    """One allocation of typed memory; see the module docstring."""
+
+    def __init__(self, name: str, space: str, elem: Type, nbytes: int, banks: int = 1, *,
+                 counted: str | None = None, track_races: bool = False,
+                 track_init: bool = False, data: np.ndarray | None = None,
+                 element_count: int | None = None) -> None:
+        self.name = name
+        self.space = space            # "device", "constant", "threadgroup", "thread"
+        self.elem = elem              # declared element type (for messages and granules)
+        self.nbytes = nbytes
+        self.banks = banks
+        self.counted = counted        # "global", "threadgroup" or None
+        self.track_races = track_races
+        self.track_init = track_init
+        self.element_count = element_count if element_count is not None else (
+            nbytes // max(1, elem.size))
+        if data is None:
+            data = np.full((banks, nbytes), POISON_BYTE, np.uint8)
+        self.data = data.reshape(banks, nbytes)
+        self.granule = max(1, scalar_of(elem).size if isinstance(elem, ScalarType | VectorType)
+                           else elem.size)
+        granules = -(-nbytes // self.granule)
+        shape = (banks, granules)
+        self.init = np.zeros(shape, bool) if track_init else None
+        if track_races:
+            self.w_tid = np.full(shape, -1, np.int64)
+            self.w_stamp = np.zeros(shape, np.int64)
+            self.r_tid = np.full(shape, -1, np.int64)
+            self.r_stamp = np.zeros(shape, np.int64)
+            self.r_multi = np.zeros(shape, bool)
+        self._views: dict[np.dtype, np.ndarray] = {}
+        self.bytes_read = 0
+        self.bytes_written = 0
+
+    def view(self, dtype: np.dtype) -> np.ndarray:
+        v = self._views.get(dtype)
+        if v is None:
+            usable = self.nbytes - self.nbytes % dtype.itemsize
+            v = self._views[dtype] = self.data[:, :usable].view(dtype)
+        return v
+
+    def bank(self, m: Machine, idx: np.ndarray | slice) -> np.ndarray | int:
+        if self.space == "threadgroup":
+            return m.batch.tg_local[idx]
+        if self.space == "thread":
+            return np.arange(m.batch.size)[idx]
+        return 0
+
+    def describe_element(self, t: Type) -> str:
+        return f"'{self.name}' has {self.element_count} element{'s' * (self.element_count != 1)}"
+
+
+def _access_layout(t: Type) -> tuple[ScalarType, int]:
+    """The scalar element type and component count of a load/store of type `t`."""
+    if isinstance(t, VectorType):
+        return t.elem, t.n
+    return t, 1  # type: ignore[return-value]
+
+
+def _check(m: Machine, region: Region, idx: np.ndarray | slice, off: np.ndarray, t: Type,
+           write: bool, coord: Coord) -> np.ndarray | None:
+    """Bounds and alignment; returns a mask of the lanes (of `idx`) whose access is valid."""
+    elem, n = _access_layout(t)
+    width = elem.size * n
+    bad = (off < 0) | (off + width > region.nbytes)
+    misaligned = (off % elem.size) != 0
+    if not bad.any() and not misaligned.any():
+        return None
+    lanes = np.arange(m.batch.size)[idx]
+    if bad.any():
+        first = off[bad] if off.ndim else off
+        index = int(np.ravel(first)[0]) // max(1, region.elem.size if region.elem.size else 1)
+        verb = "wrote" if write else "read"
+        m.report("out-of-bounds", "error",
+                 f"out-of-bounds {'write' if write else 'read'}: {region.describe_element(t)}",
+                 coord, np.broadcast_to(lanes, bad.shape)[bad] if bad.ndim else lanes,
+                 key=(region.name, write),
+                 detail=f"a thread {verb} element {index} of '{region.name}'",
+                 hint="guard the access with a bounds check such as `if (i < n)`")
+    if misaligned.any():
+        m.report("out-of-bounds", "error",
+                 f"misaligned {elem.name} access to '{region.name}'", coord,
+                 np.broadcast_to(lanes, misaligned.shape)[misaligned] if misaligned.ndim
+                 else lanes, key=(region.name, "align"))
+    return ~(bad | misaligned)
+
+
+def _granules(region: Region, off: np.ndarray, t: Type) -> np.ndarray:
+    elem, n = _access_layout(t)
+    g = region.granule
+    first = off // g
+    last = (off + elem.size * n - 1) // g
+    if n == 1 and elem.size <= g:
+        return first
+    count = int(np.max(last - first)) + 1 if np.size(off) else 1
+    return first[..., None] + np.arange(count)
+
+
+def _expand(values: np.ndarray, like: np.ndarray) -> np.ndarray:
+    """Broadcast a per-lane array over the granule axis of `like` when an access spans several."""
+    return values[:, None] if like.ndim > values.ndim else values
+
+
+def load(m: Machine, region: Region, idx: np.ndarray | slice, n: int, off: np.ndarray,
+         t: Type, coord: Coord) -> np.ndarray:
+    """Read a value of type `t` at byte offsets `off` (one per active lane)."""
+    off = np.broadcast_to(np.asarray(off, np.int64), (n,))
+    elem, comps = _access_layout(t)
+    ok = _check(m, region, idx, off, t, False, coord)
+    bank = region.bank(m, idx)
+    if ok is not None:
+        off = np.where(ok, off, 0)
+        lanes_ok = np.arange(m.batch.size)[idx][ok]
+    view = region.view(elem.dtype)
+    step = elem.size
+    first = off // step
+    if comps == 1:
+        value = view[bank, first]
+    else:
+        value = view[np.asarray(bank)[..., None] if np.ndim(bank) else bank,
+                     first[:, None] + np.arange(comps)]
+    if ok is not None:
+        value = np.where(ok if comps == 1 else ok[:, None], value, np.zeros((), elem.dtype))
+    if region.counted is not None or region.track_init or region.track_races:
+        lane_idx = np.arange(m.batch.size)[idx] if ok is None else lanes_ok
+        sub_off = off if ok is None else off[ok]
+        sub_bank = bank if np.ndim(bank) == 0 else (bank if ok is None else bank[ok])
+        _after_access(m, region, lane_idx, sub_bank, sub_off, t, False, coord)
+    return value
+
+
+def store(m: Machine, region: Region, idx: np.ndarray | slice, n: int, off: np.ndarray,
+          t: Type, value: np.ndarray, coord: Coord) -> None:
+    """Write `value` (type `t`) at byte offsets `off` (one per active lane)."""
+    off = np.broadcast_to(np.asarray(off, np.int64), (n,))
+    elem, comps = _access_layout(t)
+    value = np.broadcast_to(np.asarray(value, elem.dtype), (n,) if comps == 1 else (n, comps))
+    ok = _check(m, region, idx, off, t, True, coord)
+    bank = region.bank(m, idx)
+    lane_idx = np.arange(m.batch.size)[idx]
+    if ok is not None:
+        off, value, lane_idx = off[ok], value[ok], lane_idx[ok]
+        if np.ndim(bank):
+            bank = bank[ok]
+    view = region.view(elem.dtype)
+    first = off // elem.size
+    if comps == 1:
+        view[bank, first] = value
+    else:
+        view[np.asarray(bank)[..., None] if np.ndim(bank) else bank,
+             first[:, None] + np.arange(comps)] = value
+    _after_access(m, region, lane_idx, bank, off, t, True, coord)
+
+
+def _after_access(m: Machine, region: Region, lanes: np.ndarray, bank, off: np.ndarray,
+                  t: Type, write: bool, coord: Coord) -> None:
+    """Counts, initialisation and race shadow for an access that passed the bounds check."""
+    if lanes.size == 0:
+        return
+    tids = m.batch.tid[lanes]
+    elem, comps = _access_layout(t)
+    if write:
+        region.bytes_written += lanes.size * elem.size * comps
+    else:
+        region.bytes_read += lanes.size * elem.size * comps
+    if region.counted == "global":
+        target = m.counters.global_writes if write else m.counters.global_reads
+        target[tids] += 1  # one lane per thread, so no index repeats
+    elif region.counted == "threadgroup":
+        target = m.counters.threadgroup_writes if write else m.counters.threadgroup_reads
+        target[tids] += 1
+    if m.trace is not None and region.space != "thread":
+        m.trace.append({"kind": "write" if write else "read", "buffer": region.name,
+                        "space": region.space, "tid": tids.copy(),
+                        "bank": np.broadcast_to(bank, lanes.shape).copy(),
+                        "offset": off.copy(), "type": t, "coord": coord,
+                        "epoch": m.tg_epoch[m.batch.tg_local[lanes]].copy()})
+    if not (region.track_init or region.track_races):
+        return
+    g = _granules(region, off, t)
+    b = np.asarray(bank)
+    bg = b[..., None] if (g.ndim > 1 and b.ndim) else b
+    if region.track_init:
+        if write:
+            region.init[bg, g] = True
+        else:
+            seen = region.init[bg, g]
+            if not seen.all():
+                bad = ~seen if seen.ndim == 1 else ~seen.all(axis=1)
+                where = "threadgroup memory" if region.space == "threadgroup" else "memory"
+                m.report("uninitialized-read", "error",
+                         f"read of uninitialised {where}: '{region.name}'", coord,
+                         lanes[bad], key=region.name,
+                         detail=f"element {int(np.ravel(off[bad])[0]) // region.elem.size} of "
+                                f"'{region.name}' was read before any thread wrote it",
+                         hint=_init_hint(region))
+    if region.track_races:
+        _race_check(m, region, lanes, tids, bg, g, write, coord)
+
+
+def _init_hint(region: Region) -> str:
+    if region.space == "threadgroup":
+        return ("threadgroup memory starts as garbage in every threadgroup: write it (and "
+                "call threadgroup_barrier) before reading it")
+    if region.space == "device":
+        return "outputs start uninitialised; pass init_value=... or write before reading"
+    return "initialise the variable before reading it"
+
+
+def _race_check(m: Machine, region: Region, lanes: np.ndarray, tids: np.ndarray, bg, g,
+                write: bool, coord: Coord) -> None:
+    device = region.space == "device"
+    cur = m.stamps(lanes, device)
+    tid_g, cur_g = _expand(tids, g), _expand(cur, g)
+    w_tid = region.w_tid[bg, g]
+    w_stamp = region.w_stamp[bg, g]
+    unordered_w = (w_stamp == cur_g) | ((w_stamp >> 32) != (cur_g >> 32))
+    conflict = (w_tid >= 0) & (w_tid != tid_g) & unordered_w
+    if write:
+        r_tid = region.r_tid[bg, g]
+        r_stamp = region.r_stamp[bg, g]
+        unordered_r = (r_stamp == cur_g) | ((r_stamp >> 32) != (cur_g >> 32))
+        conflict |= (r_tid >= 0) & unordered_r & ((r_tid != tid_g) | region.r_multi[bg, g])
+        region.w_tid[bg, g] = tid_g
+        region.w_stamp[bg, g] = cur_g
+        conflict |= region.w_tid[bg, g] != tid_g  # two lanes of this very store hit one cell
+    else:
+        same = region.r_stamp[bg, g] == cur_g
+        other = same & (region.r_tid[bg, g] >= 0) & (region.r_tid[bg, g] != tid_g)
+        region.r_multi[bg, g] = other | (same & region.r_multi[bg, g])
+        region.r_tid[bg, g] = tid_g
+        region.r_stamp[bg, g] = cur_g
+        region.r_multi[bg, g] |= region.r_tid[bg, g] != tid_g
+    if conflict.any():
+        bad = conflict if conflict.ndim == 1 else conflict.any(axis=1)
+        first_g = int(np.ravel(g[bad])[0])
+        element = first_g * region.granule // max(1, region.elem.size)
+        what = "write" if write else "read"
+        if region.space == "threadgroup":
+            hint = "separate the write and the read with threadgroup_barrier(mem_flags::mem_threadgroup)"
+        else:
+            hint = ("threads of different threadgroups are never ordered; give each output "
+                    "element one writer, or use atomics")
+        m.report("race", "error", f"data race on '{region.name}' ({region.space} memory)",
+                 coord, lanes[bad], key=region.name,
+                 detail=f"a {what} of element {element} conflicts with another thread's access "
+                        f"with no barrier between them",
+                 hint=hint)

@@ -1,0 +1,51 @@
+"""MLX's `utils.h` helpers that kernel bodies may call, written in MSL for metalsim to compile.
+
+MLX prepends its `utils.h` to every custom kernel; these are the indexing helpers from it that
+user kernels call, with the same signatures and results (`elem_to_loc` deduces its index type
+from the element argument; the `uint3` overload defaults to `int64_t`). metalsim compiles this
+text in front of the generated source, as its own section, so diagnostics inside it are clear.
+"""
+
+PRELUDE = """\
+template <typename T, typename U>
+inline T ceildiv(T N, U M) {
+  return (N + M - 1) / M;
+}
+
+template <typename IdxT = int64_t>
+inline IdxT elem_to_loc(IdxT elem, constant const int* shape,
+                        constant const int64_t* strides, int ndim) {
+  IdxT loc = 0;
+  for (int axis = ndim - 1; axis >= 0 && elem > 0; --axis) {
+    loc += (elem % shape[axis]) * IdxT(strides[axis]);
+    elem /= shape[axis];
+  }
+  return loc;
+}
+
+template <typename IdxT = int64_t>
+inline IdxT elem_to_loc(uint3 elem, constant const int* shape,
+                        constant const int64_t* strides, int ndim) {
+  IdxT loc = elem.x * IdxT(strides[ndim - 1]) + elem.y * IdxT(strides[ndim - 2]);
+  for (int axis = ndim - 3; axis >= 0; --axis) {
+    loc += (elem.z % shape[axis]) * IdxT(strides[axis]);
+    elem.z /= shape[axis];
+  }
+  return loc;
+}
+
+template <typename IdxT = int64_t>
+inline IdxT elem_to_loc_1(uint elem, constant const int64_t& stride) {
+  return elem * IdxT(stride);
+}
+
+template <typename IdxT = int64_t>
+inline IdxT elem_to_loc_2(uint2 elem, constant const int64_t strides[2]) {
+  return elem.x * IdxT(strides[1]) + elem.y * IdxT(strides[0]);
+}
+
+template <typename IdxT = int64_t>
+inline IdxT elem_to_loc_3(uint3 elem, constant const int64_t strides[3]) {
+  return elem.x * IdxT(strides[2]) + elem.y * IdxT(strides[1]) + elem.z * IdxT(strides[0]);
+}
+"""

@@ -1,0 +1,80 @@
+"""Run-time values that are not plain lane arrays: pointers, locations, and a call frame.
+
+Scalars and vectors are numpy arrays aligned with the active lanes (`(n,)` or `(n, k)`), or 0-d
+arrays for lane-uniform constants. Pointers and lvalue locations are small objects defined here.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from metalsim.exec.machine import Machine
+from metalsim.exec.memory import Region
+
+
+class Ptr:
+    """A pointer value: a region and a byte offset per active lane (or one uniform offset)."""
+
+    __slots__ = ("region", "off")
+
+    def __init__(self, region: Region, off: np.ndarray) -> None:
+        self.region = region
+        self.off = off
+
+
+class PtrSlot:
+    """A pointer variable: its region and a full-width array of byte offsets."""
+
+    __slots__ = ("region", "off")
+
+    def __init__(self, region: Region | None, size: int) -> None:
+        self.region = region
+        self.off = np.zeros(size, np.int64)
+
+
+class VarLoc:
+    """An lvalue in a thread variable: the full-width array and optional vector components."""
+
+    __slots__ = ("arr", "comps")
+
+    def __init__(self, arr: np.ndarray, comps: tuple[int, ...] | np.ndarray | None = None) -> None:
+        self.arr = arr
+        self.comps = comps
+
+
+class MemLoc:
+    """An lvalue in memory: a region, byte offsets aligned with the active lanes, components."""
+
+    __slots__ = ("region", "off", "comps")
+
+    def __init__(self, region: Region, off: np.ndarray,
+                 comps: tuple[int, ...] | None = None) -> None:
+        self.region = region
+        self.off = off
+        self.comps = comps
+
+
+class RefSlot:
+    """A reference variable bound to memory: region, full-width offsets and components."""
+
+    __slots__ = ("region", "off", "comps")
+
+    def __init__(self, region: Region, off: np.ndarray, comps: tuple[int, ...] | None) -> None:
+        self.region = region
+        self.off = off
+        self.comps = comps
+
+
+class Frame:
+    """The variables of one function activation, plus control-flow bookkeeping."""
+
+    __slots__ = ("m", "vars", "breaks", "conts", "ret", "returned", "is_kernel")
+
+    def __init__(self, m: Machine, nslots: int, is_kernel: bool = False) -> None:
+        self.m = m
+        self.vars: list = [None] * nslots
+        self.breaks: list[list] = []
+        self.conts: list[list] = []
+        self.ret: np.ndarray | None = None
+        self.returned: list = []
+        self.is_kernel = is_kernel

@@ -1,0 +1,1 @@
+"""The front end: preprocessor, lexer, parser, AST and the MSL type system."""

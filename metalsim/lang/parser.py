@@ -1,0 +1,1166 @@
+"""The parser: preprocessed tokens to the AST of `metalsim.lang.ast`.
+
+A hand-written recursive descent parser in the style of pycparser: one method per grammar rule,
+each documented with the rule it parses. C++ cannot be parsed without knowing which names are
+types and which are templates, so the parser keeps a stack of scopes recording every type alias,
+template parameter, function template and variable it has seen; built-in names come from
+`metalsim.lang.types`. Binary operators use precedence climbing, which gives C++'s exact
+precedence and associativity without one method per level.
+
+Representation choices the compiler relies on:
+  * `metal::` is dropped from every name; other qualifiers stay in `Name.qualifier`.
+  * A member of a class template instance, `numeric_limits<float>::max()`, is
+    `Call(Name("max", qualifier="numeric_limits", template_args=[float]))`: the template arguments
+    are those of the qualifying class.
+  * Multi-word integer types are normalised (`unsigned int` -> "uint", `long long` -> "long").
+  * `VarDecl` and `Param` coords point at the declared name (as a compiler's "declared here"
+    does); every other node's coord is its first token.
+  * `typedef` / `using` inside a function body appear in `Compound.items` as TypeAlias /
+    UsingNamespace nodes.
+  * `T x(args);` in a function body is a VarDecl initialised with `Construct(T, args)`.
+"""
+
+from __future__ import annotations
+
+import copy
+import difflib
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from typing import TypeVar
+
+from metalsim.diagnostics import CompileError, Coord, SourceMap
+from metalsim.lang import ast
+from metalsim.lang.lexer import Token
+from metalsim.lang.preprocess import preprocess
+from metalsim.lang.types import BUILTIN_TYPE_TEMPLATES, TYPE_NAMES
+
+_R = TypeVar("_R")
+
+# Words that combine into one integer type; keys are the sorted words.
+_INT_WORDS = frozenset({"unsigned", "signed", "short", "long", "int", "char"})
+
+
+def _int_combinations() -> dict[tuple[str, ...], str]:
+    combos: dict[tuple[str, ...], str] = {}
+    bases = {("int",): "int", ("char",): "char", ("short",): "short", ("short", "int"): "short",
+             ("long",): "long", ("long", "int"): "long", ("long", "long"): "long",
+             ("long", "long", "int"): "long"}
+    for words, name in bases.items():
+        combos[tuple(sorted(words))] = name
+        combos[tuple(sorted((*words, "signed")))] = name
+        combos[tuple(sorted((*words, "unsigned")))] = "u" + name
+    combos[("signed",)] = "int"
+    combos[("unsigned",)] = "uint"
+    return combos
+
+
+_INT_COMBINATIONS = _int_combinations()
+
+# Metal types the type system does not model (yet); parsing them as types lets the compiler,
+# not the parser, say they are unsupported.
+_EXTRA_TYPES = frozenset(
+    {"simdgroup_float8x8", "simdgroup_half8x8", "simdgroup_bfloat8x8", "auto", "double"}
+    | {f"{e}{r}x{c}" for e in ("float", "half") for r in (2, 3, 4) for c in (2, 3, 4)}
+)
+_TYPE_TEMPLATES = BUILTIN_TYPE_TEMPLATES | {"simdgroup_matrix"}
+_BUILTIN_TYPE_WORDS = frozenset(TYPE_NAMES) | _INT_WORDS | _EXTRA_TYPES | _TYPE_TEMPLATES
+
+# Built-in names after which `<` opens a template argument list rather than comparing.
+_BUILTIN_TEMPLATES = frozenset({
+    "make_filled_simdgroup_matrix", "numeric_limits", "Limits", "elem_to_loc", "elem_to_loc_1",
+    "elem_to_loc_2", "elem_to_loc_3", "elem_to_loc_2_nd", "elem_to_loc_3_nd",
+    "max", "min", "clamp", "abs", "select",
+})
+_CASTS = frozenset({"static_cast", "reinterpret_cast", "as_type"})
+
+_ADDRESS_SPACES = frozenset({"device", "constant", "threadgroup", "thread"})
+# Words that can only begin a declaration (besides type names).
+_DECL_WORDS = _ADDRESS_SPACES | {"const", "volatile", "constexpr", "static", "inline", "extern",
+                                  "typename", "__attribute__"}
+_KEYWORDS = frozenset({
+    "if", "else", "for", "while", "do", "switch", "case", "default", "break", "continue",
+    "return", "goto", "sizeof", "typedef", "using", "namespace", "template", "class", "struct",
+    "union", "enum", "true", "false", "static_assert", "decltype", "kernel", "operator", "this",
+    "new", "delete", "const_cast", "dynamic_cast",
+}) | _DECL_WORDS | _CASTS
+_RESERVED = _KEYWORDS | _BUILTIN_TYPE_WORDS
+
+_BINARY_PRECEDENCE = {
+    "||": 1, "&&": 2, "|": 3, "^": 4, "&": 5, "==": 6, "!=": 6, "<": 7, ">": 7, "<=": 7, ">=": 7,
+    "<<": 8, ">>": 8, "+": 9, "-": 9, "*": 10, "/": 10, "%": 10,
+}
+_ASSIGN_OPS = frozenset({"=", "+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=", "<<=", ">>="})
+_UNARY_OPS = frozenset({"+", "-", "!", "~", "*", "&"})
+_CLOSERS = {"(": ")", "[": "]", "{": "}"}
+
+# What a scope records about a name.
+_TYPE, _TYPE_TEMPLATE, _TEMPLATE, _VALUE = "type", "type template", "template", "value"
+
+
+@dataclass
+class _Specifiers:
+    """The declaration specifiers in front of a declarator: `static constexpr constant float`."""
+
+    type: ast.NamedType
+    constexpr: bool = False
+    static: bool = False
+    attributes: list[ast.Attribute] = field(default_factory=list)
+
+
+class _Parser:
+    """Parses one translation unit; `pos` indexes `tokens`, which ends with an "eof" token."""
+
+    def __init__(self, tokens: list[Token], source_map: SourceMap) -> None:
+        # Our own copy: closing `>>` of nested template lists splits tokens in place.
+        self.tokens = list(tokens)
+        if not self.tokens or self.tokens[-1].kind != "eof":
+            end = len(source_map.text)
+            self.tokens.append(Token("eof", "", end))
+        self.pos = 0
+        self.sm = source_map
+        self.scopes: list[dict[str, str]] = [{}]
+        self.no_gt = False  # inside a template argument list, where `>` closes the list
+        self.switch_depth = 0
+
+    # --- Tokens and errors ---------------------------------------------------------------------
+
+    def peek(self, k: int = 0) -> Token:
+        return self.tokens[min(self.pos + k, len(self.tokens) - 1)]
+
+    def at(self, text: str, k: int = 0) -> bool:
+        tok = self.peek(k)
+        return tok.text == text and tok.kind in ("punct", "ident")
+
+    def advance(self) -> Token:
+        tok = self.tokens[self.pos]
+        if tok.kind != "eof":
+            self.pos += 1
+        return tok
+
+    def accept(self, text: str) -> Token | None:
+        return self.advance() if self.at(text) else None
+
+    def expect(self, text: str, message: str = "", hint: str = "") -> Token:
+        if self.at(text):
+            return self.advance()
+        message = message or f"expected '{text}'"
+        if text == ";":
+            raise self.error_after_previous(message, hint or "add a ';' here")
+        raise self.error(message, hint=hint)
+
+    def coord(self, tok: Token) -> Coord:
+        return self.sm.coord(tok.offset)
+
+    def error(self, message: str, tok: Token | None = None, hint: str = "",
+              width: int = 1) -> CompileError:
+        """A CompileError at `tok` (default: the current token); at the end of input, just after
+        the last token, so the caret lands in the user's code rather than past it."""
+        tok = tok or self.peek()
+        if tok.kind == "eof" and self.pos > 0:
+            return self.error_after_previous(message, hint)
+        return CompileError(message, self.coord(tok), self.sm, hint=hint, width=width)
+
+    def error_after_previous(self, message: str, hint: str = "") -> CompileError:
+        """A CompileError just after the previous token, where clang reports a missing ';'."""
+        prev = self.tokens[max(self.pos - 1, 0)]
+        # Tokens from macro expansions carry the macro name's offset; point at the name then.
+        if prev.text and self.sm.text.startswith(prev.text, prev.offset):
+            last = self.sm.coord(prev.offset + len(prev.text) - 1)
+            where = Coord(last.section, last.line, last.column + 1)
+        else:
+            where = self.coord(prev)
+        return CompileError(message, where, self.sm, hint=hint)
+
+    def speculate(self, rule: Callable[[], _R]) -> _R | None:
+        """Runs `rule`; on a syntax error rewinds to where it started and returns None."""
+        pos, no_gt = self.pos, self.no_gt
+        try:
+            return rule()
+        except CompileError:
+            self.pos, self.no_gt = pos, no_gt
+            return None
+
+    def nested(self, rule: Callable[[], _R]) -> _R:
+        """Runs `rule` inside brackets, where `>` is an operator again."""
+        saved, self.no_gt = self.no_gt, False
+        try:
+            return rule()
+        finally:
+            self.no_gt = saved
+
+    # --- Scopes --------------------------------------------------------------------------------
+
+    def lookup(self, name: str) -> str | None:
+        for scope in reversed(self.scopes):
+            kind = scope.get(name)
+            if kind is not None:
+                return kind
+        return None
+
+    def declare(self, name: str, kind: str, file_scope: bool = False) -> None:
+        self.scopes[0 if file_scope else -1][name] = kind
+
+    def type_at(self, k: int = 0) -> bool:
+        """Whether the tokens `k` ahead begin a type name (`float`, `metal::vec`, `T`, ...)."""
+        if self.at("::", k):
+            k += 1
+        while self.at("metal", k) and self.at("::", k + 1):
+            k += 2
+        tok = self.peek(k)
+        if tok.kind != "ident":
+            return False
+        return tok.text in _BUILTIN_TYPE_WORDS or self.lookup(tok.text) in (_TYPE, _TYPE_TEMPLATE)
+
+    def is_template(self, name: str) -> bool:
+        kind = self.lookup(name)
+        if kind is not None:
+            return kind in (_TEMPLATE, _TYPE_TEMPLATE)
+        return name in _BUILTIN_TEMPLATES
+
+    def unknown_type(self, tok: Token) -> CompileError:
+        """"unknown type name 'flaot'", suggesting the closest known type name."""
+        known = [n for scope in self.scopes for n, k in scope.items() if k == _TYPE]
+        close = difflib.get_close_matches(tok.text, [*_BUILTIN_TYPE_WORDS, *known], n=1)
+        hint = f"did you mean '{close[0]}'?" if close else ""
+        return self.error(f"unknown type name '{tok.text}'", tok, hint, width=len(tok.text))
+
+    # --- Translation unit ----------------------------------------------------------------------
+
+    def translation_unit(self) -> ast.TranslationUnit:
+        """translation-unit: external-declaration*"""
+        items: list = []
+        start = self.peek()
+        while self.peek().kind != "eof":
+            if self.accept(";"):
+                continue  # an empty declaration
+            items.append(self.external_declaration())
+        return ast.TranslationUnit(self.coord(start), items)
+
+    def external_declaration(self) -> ast.Node:
+        """external-declaration: template-declaration | alias | static_assert | function
+        | program-scope variable"""
+        tok = self.peek()
+        word = tok.text if tok.kind == "ident" else ""
+        if word == "template":
+            return self.template_declaration()
+        if word in ("typedef", "using"):
+            return self.alias_declaration()
+        if word == "static_assert":
+            return self.static_assert()
+        if word in ("namespace", "struct", "class", "union", "enum"):
+            raise self.error(f"'{word}' declarations are not supported by metalsim", tok,
+                             width=len(word))
+        if self.at("}"):
+            raise self.error("extraneous closing brace ('}')")
+        if not (word in _DECL_WORDS or word == "kernel" or self.type_at() or self.at("[")):
+            following = self.peek(1)
+            if tok.kind == "ident" and word not in _RESERVED and (
+                    following.kind == "ident" or following.text in ("*", "&", "<", "::")):
+                raise self.unknown_type(tok)
+            raise self.error("expected a declaration", tok,
+                             hint="statements belong inside a function body")
+        return self.declaration(None)
+
+    def declaration(self, template_params: list[ast.TemplateParam] | None) -> ast.Node:
+        """function-definition | declaration, at file scope"""
+        start = self.peek()
+        specs = self.specifiers(allow_kernel=True)
+        name, type_ = self.declarator(specs.type, stop_at_paren=True)
+        assert name is not None
+        if self.at("("):
+            return self.function(start, specs, name, type_, template_params)
+        if template_params is not None:
+            raise self.error("variable templates are not supported by metalsim", name)
+        decls = self.init_declarators(specs, name, type_, file_scope=True)
+        self.expect(";", "expected ';' after top level declarator")
+        return ast.DeclStmt(self.coord(start), decls)
+
+    def function(self, start: Token, specs: _Specifiers, name: Token, return_type: ast.TypeNode,
+                 template_params: list[ast.TemplateParam] | None) -> ast.FunctionDef:
+        """function-definition: specifiers declarator '(' params ')' (compound | ';')"""
+        if template_params is not None:
+            # Declared before the body so that recursive calls `f<T>(...)` parse.
+            self.declare(name.text, _TEMPLATE, file_scope=True)
+        self.scopes.append({})
+        try:
+            params = self.parameters()
+            body = None
+            if self.at("{"):
+                body = self.compound()
+            elif not self.accept(";"):
+                raise self.error("expected function body after function declarator")
+        finally:
+            self.scopes.pop()
+        return ast.FunctionDef(self.coord(start), name.text, return_type, params, body,
+                               template_params, specs.attributes)
+
+    def parameters(self) -> list[ast.Param]:
+        """parameter-list: '(' [void | parameter (',' parameter)*] ')'"""
+        self.expect("(")
+        params: list[ast.Param] = []
+        if self.at("void") and self.at(")", 1):
+            self.advance()
+        elif not self.at(")"):
+            while True:
+                params.append(self.parameter())
+                if not self.accept(","):
+                    break
+        self.expect(")")
+        return params
+
+    def parameter(self) -> ast.Param:
+        """parameter: specifiers declarator? attribute* ['=' default]"""
+        start = self.peek()
+        if not (start.kind == "ident" or self.at("[")):
+            raise self.error("expected parameter declarator")
+        specs = self.specifiers()
+        name, type_ = self.declarator(specs.type, abstract=None)
+        attributes = specs.attributes + self.attributes()
+        default = self.assignment() if self.accept("=") else None
+        if name is not None:
+            self.declare(name.text, _VALUE)
+        return ast.Param(self.coord(name or start), name.text if name else None, type_,
+                         attributes, default)
+
+    def template_declaration(self) -> ast.Node:
+        """template-declaration: 'template' '<' template-params '>' (function | alias)"""
+        tmpl = self.advance()
+        if not self.at("<"):
+            return self.explicit_instantiation(tmpl)
+        self.advance()
+        self.scopes.append({})
+        try:
+            params = self.template_parameters()
+            if self.at("using"):
+                alias = self.alias_declaration(params)
+                self.declare(alias.name, _TYPE_TEMPLATE, file_scope=True)
+                alias.coord = self.coord(tmpl)
+                return alias
+            if self.at("template"):
+                raise self.error("nested template declarations are not supported by metalsim")
+            node = self.declaration(params)
+        finally:
+            self.scopes.pop()
+        node.coord = self.coord(tmpl)
+        return node
+
+    def template_parameters(self) -> list[ast.TemplateParam]:
+        """template-parameter-list: template-parameter (',' template-parameter)* '>'"""
+        params: list[ast.TemplateParam] = []
+        while not self.at(">"):
+            tok = self.peek()
+            if self.accept("typename") or self.accept("class"):
+                name = self.identifier("expected a template parameter name")
+                default = self.template_default(self.type_name)
+                self.declare(name.text, _TYPE)
+                params.append(ast.TemplateParam(self.coord(tok), name.text, None, default))
+            else:
+                kind = self.specifiers().type
+                name = self.identifier("expected a template parameter name")
+                default = self.template_default(self.conditional)
+                self.declare(name.text, _VALUE)
+                params.append(ast.TemplateParam(self.coord(tok), name.text, kind, default))
+            if not self.accept(","):
+                break
+        self.close_angle()
+        return params
+
+    def template_default(self, rule: Callable[[], ast.Node]) -> ast.Node | None:
+        if not self.accept("="):
+            return None
+        saved, self.no_gt = self.no_gt, True
+        try:
+            return rule()
+        finally:
+            self.no_gt = saved
+
+    def explicit_instantiation(self, tmpl: Token) -> ast.ExplicitInstantiation:
+        """explicit-instantiation: 'template' attribute* ['kernel'] decltype(...) name '<' args '>'
+        ';' -- the one form MLX generates for a templated kernel."""
+        attributes = self.attributes()
+        if self.at("kernel"):
+            attributes.append(ast.Attribute(self.coord(self.advance()), "kernel"))
+        self.expect("decltype", "expected 'decltype(...)' in the explicit instantiation",
+                    hint="metalsim supports `template [[host_name(\"n\")]] [[kernel]] "
+                         "decltype(f<T>) f<T>;`")
+        self.skip_balanced()
+        name = self.identifier("expected the name of the instantiated function")
+        self.expect("<", "expected '<' after the name of the instantiated function")
+        args = self.template_arguments()
+        self.expect(";", "expected ';' after explicit instantiation")
+        return ast.ExplicitInstantiation(self.coord(tmpl), name.text, args, attributes)
+
+    def skip_balanced(self) -> None:
+        """Skips a parenthesised token group, `(...)`, whose contents are not needed."""
+        open_ = self.expect("(")
+        depth = 1
+        while depth:
+            tok = self.advance()
+            if tok.kind == "eof":
+                raise self.error("expected ')' to match this '('", open_)
+            if tok.kind == "punct":
+                depth += {"(": 1, ")": -1}.get(tok.text, 0)
+
+    def alias_declaration(self, template_params: list[ast.TemplateParam] | None = None
+                          ) -> ast.TypeAlias | ast.UsingNamespace:
+        """alias: 'typedef' specifiers declarator ';' | 'using' name '=' type-name ';'
+        | 'using' 'namespace' name ';'"""
+        start = self.advance()
+        if start.text == "typedef":
+            specs = self.specifiers()
+            name, type_ = self.declarator(specs.type)
+            assert name is not None
+            self.expect(";", "expected ';' after typedef")
+        elif self.accept("namespace"):
+            parts = [self.identifier("expected a namespace name").text]
+            while self.accept("::"):
+                parts.append(self.identifier("expected a namespace name").text)
+            self.expect(";", "expected ';' after namespace name")
+            return ast.UsingNamespace(self.coord(start), "::".join(parts))
+        else:
+            name = self.identifier("expected a name after 'using'")
+            self.expect("=", "expected '=' after the alias name",
+                        hint="metalsim supports `using Name = Type;` and `using namespace N;`")
+            type_ = self.type_name()
+            self.expect(";", "expected ';' after alias declaration")
+        if template_params is None:
+            self.declare(name.text, _TYPE)
+        return ast.TypeAlias(self.coord(start), name.text, type_, template_params)
+
+    def static_assert(self) -> ast.StaticAssert:
+        """static-assert: 'static_assert' '(' expression [',' string] ')' ';'"""
+        start = self.advance()
+        self.expect("(", "expected '(' after 'static_assert'")
+        cond = self.nested(self.assignment)
+        message = ""
+        if self.accept(","):
+            if self.peek().kind != "string":
+                raise self.error("expected a string literal as the static_assert message")
+            message = self.string_literal().value
+        self.expect(")")
+        self.expect(";", "expected ';' after static_assert")
+        return ast.StaticAssert(self.coord(start), cond, message)
+
+    def attributes(self) -> list[ast.Attribute]:
+        """attribute-specifier*: '[[' [attribute (',' attribute)*] ']]'"""
+        attributes: list[ast.Attribute] = []
+        while self.at("[") and self.at("[", 1):
+            self.advance()
+            self.advance()
+            while not self.at("]"):
+                # Attribute names may be keywords: `[[kernel]]`, `[[threadgroup(0)]]`.
+                name = self.attribute_name()
+                text = name.text
+                while self.accept("::"):
+                    text += "::" + self.attribute_name().text
+                args = self.call_arguments() if self.at("(") else []
+                attributes.append(ast.Attribute(self.coord(name), text, args))
+                if not self.accept(","):
+                    break
+            self.expect("]", "expected ']]' to close the attribute")
+            self.expect("]", "expected ']]' to close the attribute")
+        return attributes
+
+    def attribute_name(self) -> Token:
+        if self.peek().kind != "ident":
+            raise self.error("expected an attribute name")
+        return self.advance()
+
+    def identifier(self, message: str) -> Token:
+        tok = self.peek()
+        if tok.kind != "ident" or tok.text in _RESERVED:
+            raise self.error(message)
+        return self.advance()
+
+    # --- Declarations and types ----------------------------------------------------------------
+
+    def specifiers(self, allow_kernel: bool = False) -> _Specifiers:
+        """decl-specifiers: (storage | cv | address-space | attribute | type-specifier)+
+
+        Qualifiers may sit on either side of the type name (`const device float`,
+        `device float const`); they all land on the NamedType.
+        """
+        first: Token | None = None  # the type's coord: its first word, after any attributes
+        const = constexpr = static = False
+        space: str | None = None
+        attributes: list[ast.Attribute] = []
+        base: ast.NamedType | None = None
+        words: list[Token] = []  # integer type words: `unsigned long`
+        while True:
+            tok = self.peek()
+            text = tok.text
+            if tok.kind != "ident":
+                if text == "[" and self.at("[", 1):
+                    attributes += self.attributes()
+                    continue
+                break
+            first = first or tok
+            if text == "const":
+                const = True
+            elif text == "constexpr":
+                constexpr = True
+            elif text == "static":
+                static = True
+            elif text in ("volatile", "inline", "extern", "typename"):
+                pass  # no effect on what the simulator computes
+            elif text in _ADDRESS_SPACES:
+                if space is not None and space != text:
+                    raise self.error(f"conflicting address spaces '{space}' and '{text}'", tok,
+                                     width=len(text))
+                space = text
+            elif text == "__attribute__":
+                self.advance()
+                self.skip_balanced()
+                continue
+            elif text == "kernel" and allow_kernel:
+                attributes.append(ast.Attribute(self.coord(tok), "kernel"))
+            elif text in _INT_WORDS and base is None:
+                words.append(tok)
+            elif base is None and not words and self.type_at():
+                base = self.type_specifier()
+                continue
+            elif base is not None or words:
+                if text in _BUILTIN_TYPE_WORDS:
+                    previous = base.name if base is not None else words[-1].text
+                    raise self.error(f"cannot combine with previous '{previous}' declaration "
+                                     "specifier", tok, width=len(text))
+                break  # the declarator's name
+            elif text in _RESERVED:
+                break
+            elif self.peek(1).kind == "ident" or self.peek(1).text in ("*", "&", "<", "::"):
+                raise self.unknown_type(tok)
+            else:
+                raise self.error(f"expected a type before '{text}'", tok, width=len(text),
+                                 hint="every declaration needs a type, e.g. 'int'")
+            self.advance()
+        if words:
+            key = tuple(sorted(w.text for w in words))
+            if key not in _INT_COMBINATIONS:
+                spelled = " ".join(w.text for w in words)
+                raise self.error(f"'{spelled}' is not a valid type", words[0],
+                                 width=len(spelled))
+            base = ast.NamedType(self.coord(words[0]), _INT_COMBINATIONS[key])
+        if base is None:
+            raise self.error("expected a type", hint="every declaration needs a type, e.g. 'int'")
+        base.const, base.space = const, space
+        base.coord = self.coord(first or self.peek())
+        return _Specifiers(base, constexpr, static, attributes)
+
+    def type_specifier(self) -> ast.NamedType:
+        """type-specifier: ['::'] ['metal' '::']* name ['<' template-args '>']"""
+        start = self.peek()
+        self.accept("::")
+        while self.at("metal") and self.at("::", 1):
+            self.advance()
+            self.advance()
+        tok = self.advance()
+        name = tok.text
+        if name == "double":
+            raise self.error("'double' is not supported in Metal", tok, hint="use 'float'",
+                             width=6)
+        if name in _INT_WORDS:
+            name = _INT_COMBINATIONS[(name,)]
+        args = None
+        if name in _TYPE_TEMPLATES or self.lookup(name) == _TYPE_TEMPLATE:
+            if not self.accept("<"):
+                raise self.error(f"use of template '{name}' requires template arguments", tok,
+                                 hint=f"e.g. '{name}<float, 4>'" if name == "vec" else "",
+                                 width=len(name))
+            args = self.template_arguments()
+        return ast.NamedType(self.coord(start), name, args)
+
+    def type_name(self) -> ast.TypeNode:
+        """type-name: specifiers abstract-declarator, as in casts and template arguments"""
+        return self.declarator(self.specifiers().type, abstract=True)[1]
+
+    def declarator(self, base: ast.NamedType, abstract: bool | None = False,
+                   stop_at_paren: bool = False) -> tuple[Token | None, ast.TypeNode]:
+        """declarator: ('*' cv* | '&')* name? ('[' size? ']')*
+
+        `abstract` is True where no name may appear (casts), None where it is optional
+        (parameters). Returns the name token and the declared type.
+        """
+        type_: ast.TypeNode = base
+        while True:
+            if self.accept("*"):
+                const = False
+                while self.peek().text in ("const", "volatile", "restrict", "__restrict"):
+                    const = const or self.advance().text == "const"
+                type_ = ast.PointerType(base.coord, type_, const)
+            elif self.accept("&"):
+                type_ = ast.ReferenceType(base.coord, type_)
+            elif self.at("&&"):
+                raise self.error("rvalue references are not supported by metalsim")
+            else:
+                break
+        name = None
+        tok = self.peek()
+        if not abstract and tok.kind == "ident" and tok.text not in _RESERVED:
+            name = self.advance()
+        elif abstract is False:
+            raise self.error("expected identifier" if tok.kind != "ident"
+                             else f"expected identifier; '{tok.text}' is a reserved word",
+                             hint="" if tok.kind != "eof" else "the declaration is incomplete")
+        if stop_at_paren and self.at("("):
+            return name, type_
+        sizes: list[ast.Expr | None] = []
+        while self.at("[") and not self.at("[", 1):
+            self.advance()
+            sizes.append(None if self.at("]") else self.nested(self.conditional))
+            self.expect("]")
+        for size in reversed(sizes):
+            type_ = ast.ArrayType(base.coord, type_, size)
+        return name, type_
+
+    def init_declarators(self, specs: _Specifiers, name: Token, type_: ast.TypeNode,
+                         file_scope: bool = False) -> list[ast.VarDecl]:
+        """init-declarator-list: declarator [initializer] (',' declarator [initializer])*
+
+        The first declarator has been parsed already; later ones get copies of the specifiers'
+        NamedType so that no two declarations share a node.
+        """
+        decls: list[ast.VarDecl] = []
+        while True:
+            init = None
+            if self.accept("="):
+                init = self.initializer()
+            elif self.at("{"):
+                init = self.init_list()
+            elif self.at("(") and not file_scope:
+                # `float4 v(1, 2, 3, 4);` direct initialisation
+                if self.at(")", 1):
+                    raise self.error("empty parentheses declare a function, not a variable",
+                                     hint=f"write '{name.text}{{}}' or drop the '()'")
+                init = ast.Construct(self.coord(name), type_, self.call_arguments())
+            self.declare(name.text, _VALUE, file_scope)
+            decls.append(ast.VarDecl(self.coord(name), name.text, type_, init, specs.constexpr,
+                                     specs.static))
+            if not self.accept(","):
+                return decls
+            named, type_ = self.declarator(copy.copy(specs.type))
+            assert named is not None
+            name = named
+
+    def initializer(self) -> ast.Expr:
+        """initializer: assignment-expression | init-list"""
+        return self.init_list() if self.at("{") else self.assignment()
+
+    def init_list(self) -> ast.InitList:
+        """init-list: '{' [initializer (',' initializer)* [',']] '}'"""
+        return ast.InitList(self.coord(self.peek()), self.nested(self.brace_items))
+
+    def brace_items(self) -> list[ast.Expr]:
+        open_ = self.expect("{")
+        items: list[ast.Expr] = []
+        while not self.at("}"):
+            items.append(self.initializer())
+            if not self.accept(","):
+                break
+        if not self.at("}"):
+            if self.peek().kind == "eof":
+                raise self.error("expected '}' to match this '{'", open_)
+            raise self.error("expected '}' or ',' in initializer list")
+        self.advance()
+        return items
+
+    # --- Statements ----------------------------------------------------------------------------
+
+    def compound(self, allow_case: bool = False) -> ast.Compound:
+        """compound-statement: '{' statement* '}' (case labels only directly in a switch body)"""
+        open_ = self.expect("{")
+        self.scopes.append({})
+        items: list = []
+        try:
+            while not self.accept("}"):
+                if self.peek().kind == "eof":
+                    raise self.error("expected '}' to match this '{'", open_,
+                                     hint="this '{' is never closed")
+                if allow_case and self.peek().text in ("case", "default"):
+                    items.append(self.case_label())
+                else:
+                    items.append(self.statement())
+        finally:
+            self.scopes.pop()
+        return ast.Compound(self.coord(open_), items)
+
+    def statement(self) -> ast.Node:
+        """statement: compound | selection | iteration | jump | declaration | expression ';'"""
+        tok = self.peek()
+        if tok.kind == "punct":
+            if tok.text == "{":
+                return self.compound()
+            if tok.text == ";":
+                return ast.Empty(self.coord(self.advance()))
+            if tok.text == "[" and self.at("[", 1):
+                self.attributes()  # `[[unroll]]` and the like change nothing we simulate
+                return self.statement()
+            if tok.text == "}":
+                raise self.error("expected a statement before '}'")
+        elif tok.kind == "ident":
+            rule = self.STATEMENT_RULES.get(tok.text)
+            if rule is not None:
+                return rule(self)
+            if self.starts_declaration():
+                return self.declaration_statement()
+            if tok.text not in _RESERVED and self.peek(1).kind == "ident" \
+                    and self.peek(1).text not in _RESERVED:
+                raise self.unknown_type(tok)
+        return self.expression_statement()
+
+    def starts_declaration(self) -> bool:
+        """Whether a statement beginning here is a declaration: it starts with a specifier or a
+        type name that is not a functional cast (`float4(...)`, `float2{...}`)."""
+        tok = self.peek()
+        if tok.text in _DECL_WORDS:
+            return True
+        if not self.type_at():
+            return False
+        start = self.pos
+        parsed = self.speculate(self.type_specifier)
+        following = self.peek().text
+        self.pos = start
+        return parsed is None or following not in ("(", "{", "::")
+
+    def declaration_statement(self) -> ast.DeclStmt:
+        """declaration: specifiers init-declarator-list ';'"""
+        start = self.peek()
+        specs = self.specifiers()
+        name, type_ = self.declarator(specs.type)
+        assert name is not None
+        decls = self.init_declarators(specs, name, type_)
+        self.expect(";", "expected ';' at end of declaration")
+        return ast.DeclStmt(self.coord(start), decls)
+
+    def expression_statement(self) -> ast.ExprStmt:
+        """expression-statement: expression ';'"""
+        expr = self.expression()
+        self.expect(";", "expected ';' after expression")
+        return ast.ExprStmt(expr.coord, expr)
+
+    def if_statement(self) -> ast.If:
+        """if: 'if' ['constexpr'] '(' expression ')' statement ['else' statement]"""
+        start = self.advance()
+        constexpr = self.accept("constexpr") is not None
+        cond = self.condition("if")
+        then = self.statement()
+        otherwise = self.statement() if self.accept("else") else None
+        return ast.If(self.coord(start), cond, then, otherwise, constexpr)
+
+    def condition(self, keyword: str) -> ast.Expr:
+        """'(' expression ')' after if, while and switch"""
+        self.expect("(", f"expected '(' after '{keyword}'")
+        cond = self.nested(self.expression)
+        self.expect(")")
+        return cond
+
+    def for_statement(self) -> ast.For:
+        """for: 'for' '(' (declaration | expression? ';') expression? ';' expression? ')' stmt"""
+        start = self.advance()
+        self.expect("(", "expected '(' after 'for'")
+        self.scopes.append({})
+        try:
+            init: ast.DeclStmt | ast.ExprStmt | None = None
+            if self.starts_declaration():
+                init = self.nested(self.declaration_statement)
+            elif not self.accept(";"):
+                expr = self.nested(self.expression)
+                self.expect(";", "expected ';' in 'for' statement specifier")
+                init = ast.ExprStmt(expr.coord, expr)
+            cond = None if self.at(";") else self.nested(self.expression)
+            self.expect(";", "expected ';' in 'for' statement specifier")
+            step = None if self.at(")") else self.nested(self.expression)
+            self.expect(")")
+            body = self.statement()
+        finally:
+            self.scopes.pop()
+        return ast.For(self.coord(start), init, cond, step, body)
+
+    def while_statement(self) -> ast.While:
+        """while: 'while' '(' expression ')' statement"""
+        start = self.advance()
+        cond = self.condition("while")
+        return ast.While(self.coord(start), cond, self.statement())
+
+    def do_statement(self) -> ast.DoWhile:
+        """do-while: 'do' statement 'while' '(' expression ')' ';'"""
+        start = self.advance()
+        body = self.statement()
+        self.expect("while", "expected 'while' in do/while loop")
+        cond = self.condition("while")
+        self.expect(";", "expected ';' after do/while statement")
+        return ast.DoWhile(self.coord(start), body, cond)
+
+    def switch_statement(self) -> ast.Switch:
+        """switch: 'switch' '(' expression ')' '{' (case-label | statement)* '}'"""
+        start = self.advance()
+        expr = self.condition("switch")
+        if not self.at("{"):
+            raise self.error("expected '{' after 'switch (...)'",
+                             hint="metalsim needs the cases of a switch in a { } block")
+        self.switch_depth += 1
+        try:
+            body = self.compound(allow_case=True)
+        finally:
+            self.switch_depth -= 1
+        return ast.Switch(self.coord(start), expr, body)
+
+    def case_label(self) -> ast.CaseLabel:
+        """case-label: 'case' constant-expression ':' | 'default' ':'"""
+        tok = self.advance()
+        value = self.conditional() if tok.text == "case" else None
+        self.expect(":", f"expected ':' after '{tok.text}'"
+                    if tok.text == "default" else "expected ':' after 'case' value")
+        return ast.CaseLabel(self.coord(tok), value)
+
+    def misplaced_case(self) -> ast.Node:
+        tok = self.peek()
+        if self.switch_depth:
+            raise self.error(f"'{tok.text}' label inside a nested block of a switch is not "
+                             "supported by metalsim", tok, width=len(tok.text))
+        raise self.error(f"'{tok.text}' statement not in switch statement", tok,
+                         width=len(tok.text))
+
+    def jump_statement(self) -> ast.Node:
+        """jump: 'break' ';' | 'continue' ';'"""
+        tok = self.advance()
+        self.expect(";", f"expected ';' after {tok.text} statement")
+        node = ast.Break if tok.text == "break" else ast.Continue
+        return node(self.coord(tok))
+
+    def return_statement(self) -> ast.Return:
+        """return: 'return' [expression | init-list] ';'"""
+        tok = self.advance()
+        value = None
+        if not self.at(";"):
+            value = self.init_list() if self.at("{") else self.expression()
+        self.expect(";", "expected ';' after return statement")
+        return ast.Return(self.coord(tok), value)
+
+    def alias_statement(self) -> ast.Node:
+        return self.alias_declaration()
+
+    def misplaced(self) -> ast.Node:
+        tok = self.peek()
+        if tok.text == "else":
+            raise self.error("'else' without a matching 'if'", tok, width=4)
+        if tok.text == "template":
+            raise self.error("a template cannot be declared inside a function", tok, width=8)
+        raise self.error(f"'{tok.text}' is not supported by metalsim", tok, width=len(tok.text))
+
+    STATEMENT_RULES: dict[str, Callable[[_Parser], ast.Node]] = {
+        "if": if_statement, "for": for_statement, "while": while_statement, "do": do_statement,
+        "switch": switch_statement, "case": misplaced_case, "default": misplaced_case,
+        "break": jump_statement, "continue": jump_statement, "return": return_statement,
+        "static_assert": static_assert, "typedef": alias_statement, "using": alias_statement,
+        "else": misplaced, "template": misplaced, "goto": misplaced,
+    }
+
+    # --- Expressions ---------------------------------------------------------------------------
+
+    def expression(self) -> ast.Expr:
+        """expression: assignment (',' assignment)*"""
+        expr = self.assignment()
+        while self.accept(","):
+            expr = ast.Binary(expr.coord, ",", expr, self.assignment())
+        return expr
+
+    def assignment(self) -> ast.Expr:
+        """assignment: conditional | logical-or assignment-op assignment (right-associative)"""
+        left = self.binary(1)
+        tok = self.peek()
+        if tok.kind != "punct":
+            return left
+        if tok.text == "?":
+            return self.conditional_rest(left, self.assignment)
+        if tok.text in _ASSIGN_OPS and not (self.no_gt and tok.text == ">>="):
+            self.advance()
+            return ast.Assign(left.coord, tok.text, left, self.assignment())
+        return left
+
+    def conditional(self) -> ast.Expr:
+        """conditional: logical-or ['?' expression ':' conditional] (constant expressions)"""
+        cond = self.binary(1)
+        return self.conditional_rest(cond, self.conditional) if self.at("?") else cond
+
+    def conditional_rest(self, cond: ast.Expr, otherwise: Callable[[], ast.Expr]) -> ast.Expr:
+        """'?' expression ':' otherwise -- right-associative through `otherwise`"""
+        self.advance()
+        then = self.expression()
+        self.expect(":", "expected ':' in conditional expression")
+        return ast.Conditional(cond.coord, cond, then, otherwise())
+
+    def binary(self, min_precedence: int) -> ast.Expr:
+        """Binary operators from `||` (1) to `*` (10), left-associative, by precedence climbing."""
+        left = self.unary()
+        while True:
+            tok = self.peek()
+            precedence = _BINARY_PRECEDENCE.get(tok.text) if tok.kind == "punct" else None
+            if precedence is None or precedence < min_precedence:
+                return left
+            if self.no_gt and tok.text in (">", ">>"):
+                return left  # the end of a template argument list
+            self.advance()
+            right = self.binary(precedence + 1)
+            left = ast.Binary(left.coord, tok.text, left, right)
+
+    def unary(self) -> ast.Expr:
+        """unary: ('++' | '--' | unary-op) unary | '(' type-name ')' unary | sizeof | postfix"""
+        tok = self.peek()
+        if tok.kind == "punct":
+            if tok.text in ("++", "--") or tok.text in _UNARY_OPS:
+                self.advance()
+                return ast.Unary(self.coord(tok), tok.text, self.unary())
+            if tok.text == "(" and self.type_at(1):
+                cast_type = self.speculate(self.parenthesised_type)
+                if cast_type is not None:
+                    return ast.Cast(self.coord(tok), cast_type, self.unary(), "c")
+        elif tok.text == "sizeof":
+            self.advance()
+            if self.at("(") and self.type_at(1):
+                operand = self.speculate(self.parenthesised_type)
+                if operand is not None:
+                    return ast.SizeOf(self.coord(tok), operand)
+            return ast.SizeOf(self.coord(tok), self.unary())
+        return self.postfix()
+
+    def parenthesised_type(self) -> ast.TypeNode:
+        """'(' type-name ')', the head of a C-style cast or of sizeof(type)"""
+        self.expect("(")
+        type_ = self.nested(self.type_name)
+        self.expect(")")
+        return type_
+
+    def postfix(self) -> ast.Expr:
+        """postfix: primary ('[' expression ']' | '(' args ')' | '.' name | '->' name | '++'
+        | '--')*"""
+        expr = self.primary()
+        while True:
+            tok = self.peek()
+            if tok.kind != "punct":
+                return expr
+            text = tok.text
+            if text == "[":
+                self.advance()
+                index = self.nested(self.expression)
+                self.expect("]")
+                expr = ast.Index(expr.coord, expr, index)
+            elif text == "(":
+                if isinstance(expr, ast.Name):
+                    expr = ast.Call(expr.coord, expr, self.call_arguments())
+                elif isinstance(expr, ast.Member):
+                    raise self.error(f"member function calls ('.{expr.name}()') are not "
+                                     "supported by metalsim")
+                else:
+                    raise self.error("called object is not a function")
+            elif text in (".", "->"):
+                self.advance()
+                name = self.peek()
+                if name.kind != "ident":
+                    raise self.error(f"expected a member name after '{text}'")
+                self.advance()
+                expr = ast.Member(expr.coord, expr, name.text, text == "->")
+            elif text in ("++", "--"):
+                self.advance()
+                expr = ast.Postfix(expr.coord, text, expr)
+            else:
+                return expr
+
+    def call_arguments(self) -> list[ast.Expr]:
+        """arguments: '(' [assignment (',' assignment)*] ')'"""
+        return self.nested(self.argument_list)
+
+    def argument_list(self) -> list[ast.Expr]:
+        open_ = self.expect("(")
+        args: list[ast.Expr] = []
+        if not self.at(")"):
+            while True:
+                args.append(self.init_list() if self.at("{") else self.assignment())
+                if not self.accept(","):
+                    break
+        if not self.at(")"):
+            if self.peek().kind == "eof":
+                raise self.error("expected ')' to match this '('", open_)
+            raise self.error("expected ')'")
+        self.advance()
+        return args
+
+    def primary(self) -> ast.Expr:
+        """primary: literal | name | '(' expression ')' | cast<T>(e) | type '(' args ')'
+        | type '{' items '}'"""
+        tok = self.peek()
+        kind = tok.kind
+        if kind == "int":
+            self.advance()
+            body = tok.text[: len(tok.text) - len(tok.suffix)]
+            # Unsuffixed hex, octal and binary literals may take unsigned types (C++ [lex.icon]).
+            return ast.IntLiteral(self.coord(tok), tok.value, tok.suffix, tok.text,
+                                  len(body) > 1 and body[0] == "0")
+        if kind == "float":
+            self.advance()
+            return ast.FloatLiteral(self.coord(tok), tok.value, tok.suffix, tok.text)
+        if kind == "char":
+            self.advance()
+            return ast.IntLiteral(self.coord(tok), tok.value, "", tok.text)
+        if kind == "string":
+            return self.string_literal()
+        if kind == "ident":
+            text = tok.text
+            if text in ("true", "false"):
+                self.advance()
+                return ast.BoolLiteral(self.coord(tok), text == "true")
+            if text in _CASTS:
+                return self.named_cast()
+            if self.type_at():
+                return self.construct()
+            if text not in _RESERVED:
+                return self.qualified_name()
+        elif self.at("::"):
+            return self.qualified_name()
+        elif self.at("("):
+            self.advance()
+            expr = self.nested(self.expression)
+            if not self.at(")"):
+                if self.peek().kind == "eof":
+                    raise self.error("expected ')' to match this '('", tok)
+                raise self.error("expected ')'")
+            self.advance()
+            return expr
+        raise self.error("expected expression", width=max(1, len(tok.text)))
+
+    def string_literal(self) -> ast.StringLiteral:
+        """string-literal+ (adjacent literals concatenate)"""
+        first = self.peek()
+        parts = []
+        while self.peek().kind == "string":
+            parts.append(self.advance().value)
+        return ast.StringLiteral(self.coord(first), "".join(parts))
+
+    def named_cast(self) -> ast.Cast:
+        """named-cast: ('static_cast' | 'reinterpret_cast' | 'as_type') '<' type '>' '(' e ')'"""
+        tok = self.advance()
+        self.expect("<", f"expected '<' after '{tok.text}'")
+        saved, self.no_gt = self.no_gt, True
+        try:
+            type_ = self.type_name()
+        finally:
+            self.no_gt = saved
+        self.close_angle()
+        self.expect("(", f"expected '(' after '{tok.text}<...>'")
+        expr = self.nested(self.expression)
+        self.expect(")")
+        return ast.Cast(self.coord(tok), type_, expr, tok.text)
+
+    def construct(self) -> ast.Construct:
+        """functional-cast: type-specifier ('(' args ')' | '{' items '}')"""
+        type_ = self.type_specifier()
+        if self.at("("):
+            args = self.call_arguments()
+        elif self.at("{"):
+            args = self.nested(self.brace_items)
+        else:
+            raise self.error("expected '(' for function-style cast or type construction",
+                             hint=f"'{type_.name}' is a type, not a value")
+        return ast.Construct(type_.coord, type_, args)
+
+    def qualified_name(self) -> ast.Name:
+        """qualified-name: ['::'] name ['<' args '>'] ('::' name ['<' args '>'])*"""
+        start = self.peek()
+        self.accept("::")
+        parts: list[tuple[str, list[ast.Node] | None]] = []
+        while True:
+            tok = self.peek()
+            if tok.kind != "ident":
+                raise self.error("expected identifier after '::'")
+            self.advance()
+            args = None
+            if self.at("<") and self.is_template(tok.text):
+                self.advance()
+                args = self.template_arguments()
+            parts.append((tok.text, args))
+            if not (self.at("::") and self.peek(1).kind == "ident"):
+                break
+            self.advance()
+        name, args = parts[-1]
+        qualifier = [part for part, _ in parts[:-1] if part != "metal"]
+        scoped = [part_args for _, part_args in parts[:-1] if part_args is not None]
+        if scoped:
+            if args is not None or len(scoped) > 1:
+                raise self.error("nested template qualifiers are not supported by metalsim",
+                                 start)
+            args = scoped[0]
+        return ast.Name(self.coord(start), name, "::".join(qualifier), args)
+
+    def template_arguments(self) -> list[ast.Node]:
+        """template-argument-list (after '<'): [(type-name | conditional) (',' ...)*] '>'"""
+        saved, self.no_gt = self.no_gt, True
+        try:
+            args: list[ast.Node] = []
+            while not self.peek().text.startswith(">"):
+                args.append(self.type_name() if self.type_at() else self.conditional())
+                if not self.accept(","):
+                    break
+            self.close_angle()
+            return args
+        finally:
+            self.no_gt = saved
+
+    def close_angle(self) -> None:
+        """Consumes the '>' closing a template list, splitting `>>` (`vec<vec<int, 2>>`)."""
+        tok = self.peek()
+        if tok.kind != "punct" or not tok.text.startswith(">"):
+            raise self.error("expected '>' to close the template argument list")
+        if tok.text != ">":
+            rest = replace(tok, text=tok.text[1:], offset=tok.offset + 1, space_before=False)
+            self.tokens[self.pos : self.pos + 1] = [replace(tok, text=">"), rest]
+        self.advance()
+
+
+def _unbalanced_brackets(tokens: list[Token], source_map: SourceMap) -> CompileError | None:
+    """The first bracket left unmatched within one of the user's sections, if any.
+
+    An unclosed `{` in a kernel body is only noticed in code MLX generated after it; pointing
+    there would not help, so such errors are traced back to the user's own brackets.
+    """
+    for _, start, end in source_map.sections:
+        stack: list[Token] = []
+        for tok in tokens:
+            if tok.kind != "punct" or not start <= tok.offset < end:
+                continue
+            if tok.text in _CLOSERS:
+                stack.append(tok)
+            elif tok.text in (")", "]", "}"):
+                if not stack or _CLOSERS[stack[-1].text] != tok.text:
+                    return CompileError(f"extraneous closing '{tok.text}'",
+                                        source_map.coord(tok.offset), source_map,
+                                        hint="it matches no opening bracket")
+                stack.pop()
+        if stack:
+            tok = stack[-1]
+            return CompileError(f"expected '{_CLOSERS[tok.text]}' to match this '{tok.text}'",
+                                source_map.coord(tok.offset), source_map,
+                                hint=f"this '{tok.text}' is never closed")
+    return None
+
+
+def parse(tokens: list[Token], source_map: SourceMap) -> ast.TranslationUnit:
+    """Parses preprocessed `tokens` (ending with "eof") into a TranslationUnit.
+
+    Raises CompileError, and nothing else, for any input that is not valid Metal.
+    """
+    parser = _Parser(tokens, source_map)
+    try:
+        return parser.translation_unit()
+    except RecursionError:
+        raise parser.error("expression too deeply nested",
+                           hint="split the expression into several statements") from None
+    except CompileError as error:
+        if error.coord is not None and error.coord.section == "generated":
+            raise _unbalanced_brackets(tokens, source_map) or error from None
+        raise
+
+
+def parse_source(text: str, sections: list[tuple[str, int, int]] = ()
+                 ) -> tuple[ast.TranslationUnit, SourceMap]:
+    """Preprocesses and parses `text`; `sections` are as for SourceMap."""
+    source_map = SourceMap(text, sections)
+    return parse(preprocess(text, source_map), source_map), source_map

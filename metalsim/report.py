@@ -1,0 +1,90 @@
+"""What a simulated launch measured: per-thread counts, traffic, SIMD efficiency, findings, trace."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from metalsim.diagnostics import Diagnostic
+
+COUNT_NAMES = ("global_reads", "global_writes", "threadgroup_reads", "threadgroup_writes",
+               "atomics", "barriers")
+
+
+@dataclass
+class BufferTraffic:
+    """Bytes a launch moved through one kernel buffer, against reading/writing it once."""
+
+    name: str
+    role: str            # "input" or "output"
+    bytes_read: int
+    bytes_written: int
+    ideal_bytes: int
+
+    @property
+    def bytes_moved(self) -> int:
+        return self.bytes_read + self.bytes_written
+
+
+@dataclass
+class Report:
+    """Everything one simulated launch measured.
+
+    `counts[name]` is an int array shaped like the grid, indexed `[z, y, x]` by thread position;
+    `max_per_thread()` gives the puzzle score (the maximum over threads of each count).
+    """
+
+    grid: tuple[int, int, int]
+    threadgroup: tuple[int, int, int]
+    counts: dict[str, np.ndarray]
+    traffic: list[BufferTraffic]
+    simd_efficiency: float
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    trace: list[dict] | None = None
+
+    @property
+    def errors(self) -> list[Diagnostic]:
+        return [d for d in self.diagnostics if d.severity == "error"]
+
+    @property
+    def ok(self) -> bool:
+        return not self.errors
+
+    def max_per_thread(self) -> dict[str, int]:
+        return {k: int(v.max()) if v.size else 0 for k, v in self.counts.items()}
+
+    def totals(self) -> dict[str, int]:
+        return {k: int(v.sum()) for k, v in self.counts.items()}
+
+    def per_thread(self, x: int, y: int = 0, z: int = 0) -> dict[str, int]:
+        return {k: int(v[z, y, x]) for k, v in self.counts.items()}
+
+    @property
+    def bytes_moved(self) -> int:
+        return sum(t.bytes_moved for t in self.traffic)
+
+    @property
+    def ideal_bytes(self) -> int:
+        return sum(t.ideal_bytes for t in self.traffic)
+
+    def summary(self) -> str:
+        m, t = self.max_per_thread(), self.totals()
+        lines = [
+            f"grid {self.grid}, threadgroup {self.threadgroup}",
+            f"{'':22}{'max/thread':>12}{'total':>12}",
+        ]
+        lines += [f"{name.replace('_', ' '):22}{m[name]:>12}{t[name]:>12}"
+                  for name in COUNT_NAMES]
+        lines.append(f"SIMD-group efficiency {self.simd_efficiency:.0%}")
+        for b in self.traffic:
+            lines.append(f"traffic {b.name:>10}: {b.bytes_moved:>12,} bytes "
+                         f"(ideal {b.ideal_bytes:,})")
+        if self.traffic:
+            ratio = self.bytes_moved / self.ideal_bytes if self.ideal_bytes else float("nan")
+            lines.append(f"traffic total: {self.bytes_moved:,} bytes, {ratio:.2f}x ideal")
+        for d in self.diagnostics:
+            lines.append(d.render())
+        return "\n".join(lines)
+
+    __str__ = summary
