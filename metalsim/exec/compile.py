@@ -507,8 +507,10 @@ class Compiler:
             return self.pointer_arith(node, left, right)
         return self.binary(op, left, right, node)
 
-    def binary(self, op: str, left: E, right: E, node: ast.Node) -> E:
-        left, right = self.arith_operand(left, node.left), self.arith_operand(right, node.right)
+    def binary(self, op: str, left: E, right: E, node: ast.Node,
+               operands: tuple[ast.Node, ast.Node] | None = None) -> E:
+        lnode, rnode = operands or (node.left, node.right)
+        left, right = self.arith_operand(left, lnode), self.arith_operand(right, rnode)
         lt, rt = left.type, right.type
         if op in ("<<", ">>"):
             if not (ty.is_integer(lt) and ty.is_integer(rt)):
@@ -745,7 +747,7 @@ class Compiler:
                                            coord) if op in ("+", "-") else self.error(
                 "invalid compound assignment to a pointer", node)
         else:
-            combined = self.binary(op, current, value, node)
+            combined = self.binary(op, current, value, node, (node.target, node.value))
         result = self.convert(combined, t, node, explicit=True)
         rev = result.ev
 

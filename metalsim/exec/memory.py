@@ -13,9 +13,18 @@ import numpy as np
 
 from metalsim.diagnostics import Coord
 from metalsim.exec.machine import Machine
-from metalsim.lang.types import ScalarType, Type, VectorType, scalar_of
+from metalsim.lang.types import ArrayType, AtomicType, ScalarType, Type, VectorType, scalar_of
 
 POISON_BYTE = 0xBE
+
+
+def leaf_scalar(t: Type) -> ScalarType:
+    """The scalar a type is built from (`float` for `float4[8]`, `int` for `atomic_int`)."""
+    while isinstance(t, ArrayType):
+        t = t.elem
+    if isinstance(t, AtomicType):
+        return t.value
+    return scalar_of(t)
 
 
 class Region:
@@ -33,13 +42,15 @@ class Region:
         self.counted = counted        # "global", "threadgroup" or None
         self.track_races = track_races
         self.track_init = track_init
-        self.element_count = element_count if element_count is not None else (
-            nbytes // max(1, elem.size))
+        inner = elem
+        while isinstance(inner, ArrayType):
+            inner = inner.elem
+        self.unit = max(1, inner.size)  # messages count elements of the innermost type
+        self.element_count = element_count if element_count is not None else nbytes // self.unit
         if data is None:
             data = np.full((banks, nbytes), POISON_BYTE, np.uint8)
         self.data = data.reshape(banks, nbytes)
-        self.granule = max(1, scalar_of(elem).size if isinstance(elem, ScalarType | VectorType)
-                           else elem.size)
+        self.granule = leaf_scalar(elem).size
         granules = -(-nbytes // self.granule)
         shape = (banks, granules)
         self.init = np.zeros(shape, bool) if track_init else None
@@ -90,7 +101,7 @@ def _check(m: Machine, region: Region, idx: np.ndarray | slice, off: np.ndarray,
     lanes = np.arange(m.batch.size)[idx]
     if bad.any():
         first = off[bad] if off.ndim else off
-        index = int(np.ravel(first)[0]) // max(1, region.elem.size if region.elem.size else 1)
+        index = int(np.ravel(first)[0]) // region.unit
         verb = "wrote" if write else "read"
         m.report("out-of-bounds", "error",
                  f"out-of-bounds {'write' if write else 'read'}: {region.describe_element(t)}",
@@ -212,7 +223,7 @@ def _after_access(m: Machine, region: Region, lanes: np.ndarray, bank, off: np.n
                 m.report("uninitialized-read", "error",
                          f"read of uninitialised {where}: '{region.name}'", coord,
                          lanes[bad], key=region.name,
-                         detail=f"element {int(np.ravel(off[bad])[0]) // region.elem.size} of "
+                         detail=f"element {int(np.ravel(off[bad])[0]) // region.unit} of "
                                 f"'{region.name}' was read before any thread wrote it",
                          hint=_init_hint(region))
     if region.track_races:
@@ -255,7 +266,7 @@ def _race_check(m: Machine, region: Region, lanes: np.ndarray, tids: np.ndarray,
     if conflict.any():
         bad = conflict if conflict.ndim == 1 else conflict.any(axis=1)
         first_g = int(np.ravel(g[bad])[0])
-        element = first_g * region.granule // max(1, region.elem.size)
+        element = first_g * region.granule // region.unit
         what = "write" if write else "read"
         if region.space == "threadgroup":
             hint = "separate the write and the read with threadgroup_barrier(mem_flags::mem_threadgroup)"

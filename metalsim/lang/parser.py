@@ -121,6 +121,7 @@ class _Parser:
         self.scopes: list[dict[str, str]] = [{}]
         self.no_gt = False  # inside a template argument list, where `>` closes the list
         self.switch_depth = 0
+        self.failed: dict[tuple[str, int], Token] = {}  # speculations known to fail
 
     # --- Tokens and errors ---------------------------------------------------------------------
 
@@ -172,12 +173,22 @@ class _Parser:
         return CompileError(message, where, self.sm, hint=hint)
 
     def speculate(self, rule: Callable[[], _R]) -> _R | None:
-        """Runs `rule`; on a syntax error rewinds to where it started and returns None."""
+        """Runs `rule`; on a syntax error rewinds to where it started and returns None.
+
+        Failures are remembered: nested casts like `(vec<(vec<(...` would otherwise be tried
+        twice at every level, taking time exponential in the depth.
+        """
         pos, no_gt = self.pos, self.no_gt
+        tok = self.tokens[pos]
+        # Keyed by the token's id; the value keeps the token alive so the id stays unique.
+        key = (rule.__name__, id(tok))
+        if self.failed.get(key) is tok:
+            return None
         try:
             return rule()
         except CompileError:
             self.pos, self.no_gt = pos, no_gt
+            self.failed[key] = tok
             return None
 
     def nested(self, rule: Callable[[], _R]) -> _R:
