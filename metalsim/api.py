@@ -193,9 +193,16 @@ def _cast_template_pair(obj: object) -> tuple[str, object]:
 
 
 def _cast_stream(obj: object) -> object:
+    """MLX's StreamOrDevice: None, a Stream, Device or DeviceType, or a DeviceType's int value."""
     if obj is None or isinstance(obj, (mx.Stream, mx.Device, mx.DeviceType, mx.ThreadLocalStream)):
         return obj
-    raise _NoMatch
+    try:
+        value = operator.index(obj)  # nanobind converts ints (0, 1, True, ...) to the enum
+    except Exception:
+        raise _NoMatch from None
+    if value not in {member.value for member in mx.DeviceType}:
+        raise _NoMatch
+    return mx.DeviceType(value)
 
 
 def _cast_input(obj: object) -> object:

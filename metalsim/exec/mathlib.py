@@ -556,14 +556,24 @@ _define("fma", "T T T", FLOATS, "T", _fma)
 _define("ldexp", "T Ti", FLOATS, "T", _ldexp)
 _define("nextafter", "T T", FLOATS, "T", _nextafter)
 
-# Minimum and maximum: float versions return the non-NaN operand; `abs/min/max...` also take ints.
-_define("abs", "T", NUMBERS, "T", _abs)
-_define("fmin min", "T T", FLOATS, "T", lambda a, p, r: _min_max(p)[0](a[0], a[1]))
-_define("fmax max", "T T", FLOATS, "T", lambda a, p, r: _min_max(p)[1](a[0], a[1]))
-_define("fmin3 min3", "T T T", FLOATS, "T",
-        lambda a, p, r: _min_max(p)[0](a[0], _min_max(p)[0](a[1], a[2])))
-_define("fmax3 max3", "T T T", FLOATS, "T",
-        lambda a, p, r: _min_max(p)[1](a[0], _min_max(p)[1](a[1], a[2])))
+# Minimum and maximum: the float versions return the non-NaN operand (Table 6.4); the unprefixed
+# spellings also have integer overloads.
+def _min2(args: list[np.ndarray], params: list[Type], result: Type) -> np.ndarray:
+    return _min_max(params)[0](args[0], args[1])
+
+
+def _max2(args: list[np.ndarray], params: list[Type], result: Type) -> np.ndarray:
+    return _min_max(params)[1](args[0], args[1])
+
+
+def _min3(args: list[np.ndarray], params: list[Type], result: Type) -> np.ndarray:
+    lo = _min_max(params)[0]
+    return lo(args[0], lo(args[1], args[2]))
+
+
+def _max3(args: list[np.ndarray], params: list[Type], result: Type) -> np.ndarray:
+    hi = _min_max(params)[1]
+    return hi(args[0], hi(args[1], args[2]))
 
 
 def _median3(args: list[np.ndarray], params: list[Type], result: Type) -> np.ndarray:
@@ -574,10 +584,13 @@ def _median3(args: list[np.ndarray], params: list[Type], result: Type) -> np.nda
     return hi(lo(x, y), lo(hi(x, y), z))
 
 
-_define("fmedian3 median3", "T T T", FLOATS, "T", _median3)
-for _name in ("min", "max", "min3", "max3", "median3"):
-    FUNCTIONS[_name] = MathFunction(_name, FUNCTIONS[_name].params, NUMBERS, "T",
-                                    FUNCTIONS[_name].impl)
+for _names, _params, _impl in (("fmin min", "T T", _min2), ("fmax max", "T T", _max2),
+                               ("fmin3 min3", "T T T", _min3), ("fmax3 max3", "T T T", _max3),
+                               ("fmedian3 median3", "T T T", _median3)):
+    _float_name, _name = _names.split()
+    _define(_float_name, _params, FLOATS, "T", _impl)
+    _define(_name, _params, NUMBERS, "T", _impl)
+_define("abs", "T", NUMBERS, "T", _abs)
 
 # Integer functions.
 _define("clz", "T", INTEGERS, "T", _clz)

@@ -74,6 +74,7 @@ _BUILTIN_TEMPLATES = frozenset({
 _CASTS = frozenset({"static_cast", "reinterpret_cast", "as_type"})
 
 _ADDRESS_SPACES = frozenset({"device", "constant", "threadgroup", "thread"})
+_QUALIFIERS = _ADDRESS_SPACES | {"const", "volatile"}  # may precede the type in a type-name
 # Words that can only begin a declaration (besides type names).
 _DECL_WORDS = _ADDRESS_SPACES | {"const", "volatile", "constexpr", "static", "inline", "extern",
                                   "typename", "__attribute__"}
@@ -221,6 +222,11 @@ class _Parser:
         if tok.kind != "ident":
             return False
         return tok.text in _BUILTIN_TYPE_WORDS or self.lookup(tok.text) in (_TYPE, _TYPE_TEMPLATE)
+
+    def type_name_at(self, k: int = 0) -> bool:
+        """Whether a type-name (a type possibly after qualifiers) begins `k` tokens ahead."""
+        tok = self.peek(k)
+        return (tok.kind == "ident" and tok.text in _QUALIFIERS) or self.type_at(k)
 
     def is_template(self, name: str) -> bool:
         kind = self.lookup(name)
@@ -921,13 +927,13 @@ class _Parser:
             if tok.text in ("++", "--") or tok.text in _UNARY_OPS:
                 self.advance()
                 return ast.Unary(self.coord(tok), tok.text, self.unary())
-            if tok.text == "(" and self.type_at(1):
+            if tok.text == "(" and self.type_name_at(1):
                 cast_type = self.speculate(self.parenthesised_type)
                 if cast_type is not None:
                     return ast.Cast(self.coord(tok), cast_type, self.unary(), "c")
         elif tok.text == "sizeof":
             self.advance()
-            if self.at("(") and self.type_at(1):
+            if self.at("(") and self.type_name_at(1):
                 operand = self.speculate(self.parenthesised_type)
                 if operand is not None:
                     return ast.SizeOf(self.coord(tok), operand)
@@ -1107,7 +1113,7 @@ class _Parser:
         try:
             args: list[ast.Node] = []
             while not self.peek().text.startswith(">"):
-                args.append(self.type_name() if self.type_at() else self.conditional())
+                args.append(self.type_name() if self.type_name_at() else self.conditional())
                 if not self.accept(","):
                     break
             self.close_angle()

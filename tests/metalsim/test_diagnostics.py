@@ -1,0 +1,299 @@
+"""Each run-time diagnostic: a kernel that must trigger it, and a corrected twin that must not."""
+
+import mlx.core as mx
+import numpy as np
+import pytest
+
+import metalsim
+
+
+def simulate(source, inputs, out_shape, grid, threadgroup, header="", names=("a",),
+             init_value=None, dtype=mx.float32):
+    kernel = metalsim.metal_kernel("k", list(names), ["out"], source, header=header)
+    return metalsim.simulate(kernel, inputs=inputs, output_shapes=[out_shape],
+                             output_dtypes=[dtype], grid=grid, threadgroup=threadgroup,
+                             init_value=init_value)
+
+
+def kinds(run):
+    return sorted({d.kind for d in run.report.diagnostics})
+
+
+# --- out-of-bounds ---------------------------------------------------------------------------
+
+def test_read_past_the_end_is_out_of_bounds():
+    run = simulate("uint i = thread_position_in_grid.x;\nout[i] = a[i + 1];",
+                   [mx.arange(8)], (8,), (8, 1, 1), (8, 1, 1))
+    [d] = run.report.errors
+    assert d.kind == "out-of-bounds" and d.line == 2
+    assert d.threads == [(7, 0, 0)]
+    assert "'a' has 8 elements" in d.message
+
+
+def test_guarded_read_is_not_out_of_bounds():
+    run = simulate("uint i = thread_position_in_grid.x;\n"
+                   "out[i] = i + 1 < a_shape[0] ? a[i + 1] : 0;",
+                   [mx.arange(8)], (8,), (8, 1, 1), (8, 1, 1))
+    assert run.report.diagnostics == []
+    np.testing.assert_array_equal(np.array(run.outputs[0]), [1, 2, 3, 4, 5, 6, 7, 0])
+
+
+def test_threads_beyond_the_data_write_out_of_bounds():
+    run = simulate("uint i = thread_position_in_grid.x;\nout[i] = a[i];",
+                   [mx.arange(8)], (8,), (10, 1, 1), (4, 1, 1))
+    assert kinds(run) == ["out-of-bounds"]
+    assert {t for d in run.report.errors for t in d.threads} == {(8, 0, 0), (9, 0, 0)}
+
+
+def test_short_circuit_guard_never_reads_past_the_end():
+    run = simulate("uint i = thread_position_in_grid.x;\n"
+                   "if (i < a_shape[0] && a[i] > 2) out[i] = 1; else if (i < 8) out[i] = 0;",
+                   [mx.arange(8)], (8,), (16, 1, 1), (16, 1, 1))
+    assert run.report.diagnostics == []
+    assert run.report.max_per_thread()["global_reads"] == 1
+
+
+def test_uint_underflow_in_guard_is_caught():
+    # `i - 1 >= 0` is always true for uint: thread 0 reads a[4294967295].
+    source = "uint i = thread_position_in_grid.x;\nif (i - 1 >= 0) out[i] = a[i - 1];"
+    run = simulate(source, [mx.arange(8)], (8,), (8, 1, 1), (8, 1, 1))
+    [d] = run.report.errors
+    assert d.kind == "out-of-bounds" and d.threads == [(0, 0, 0)]
+    fixed = simulate("uint i = thread_position_in_grid.x;\nif (i >= 1) out[i] = a[i - 1];",
+                     [mx.arange(8)], (8,), (8, 1, 1), (8, 1, 1), init_value=0)
+    assert fixed.report.diagnostics == []
+
+
+# --- races -------------------------------------------------------------------------------------
+
+SHIFT_LEFT = """
+threadgroup float tile[8];
+uint i = thread_position_in_threadgroup.x;
+tile[i] = a[i];
+{barrier}
+out[i] = i < 7 ? tile[i + 1] : 0;
+"""
+
+
+def test_missing_barrier_is_a_threadgroup_race():
+    run = simulate(SHIFT_LEFT.format(barrier=""), [mx.arange(8)], (8,), (8, 1, 1), (8, 1, 1))
+    [d] = run.report.errors
+    assert d.kind == "race" and "'tile'" in d.message
+    assert d.line == 6 and "threadgroup_barrier" in d.hint
+
+
+def test_barrier_removes_the_threadgroup_race():
+    run = simulate(SHIFT_LEFT.format(barrier="threadgroup_barrier(mem_flags::mem_threadgroup);"),
+                   [mx.arange(8)], (8,), (8, 1, 1), (8, 1, 1))
+    assert run.report.diagnostics == []
+    np.testing.assert_array_equal(np.array(run.outputs[0]), [1, 2, 3, 4, 5, 6, 7, 0])
+
+
+def test_barrier_without_threadgroup_flag_does_not_order_threadgroup_memory():
+    run = simulate(SHIFT_LEFT.format(barrier="threadgroup_barrier(mem_flags::mem_none);"),
+                   [mx.arange(8)], (8,), (8, 1, 1), (8, 1, 1))
+    assert kinds(run) == ["race"]
+
+
+def test_many_threads_writing_one_output_is_a_device_race():
+    run = simulate("out[0] = a[thread_position_in_grid.x];", [mx.arange(8)], (1,),
+                   (8, 1, 1), (4, 1, 1))
+    [d] = run.report.errors
+    assert d.kind == "race" and "'out'" in d.message and len(d.threads) >= 2
+
+
+def test_one_writer_per_output_is_not_a_race():
+    run = simulate("uint i = thread_position_in_grid.x;\nif (i == 0) out[0] = a[0];",
+                   [mx.arange(8)], (1,), (8, 1, 1), (4, 1, 1))
+    assert run.report.diagnostics == []
+
+
+def test_reading_another_threadgroups_output_is_a_race():
+    source = """
+    uint i = thread_position_in_grid.x;
+    out[i] = a[i];
+    threadgroup_barrier(mem_flags::mem_device);
+    out[i] += out[(i + 4) % 8];
+    """
+    run = simulate(source, [mx.arange(8)], (8,), (8, 1, 1), (4, 1, 1))
+    assert "race" in kinds(run)
+
+
+# --- divergent barriers ----------------------------------------------------------------------
+
+def test_barrier_inside_a_thread_dependent_branch_is_divergent():
+    source = """
+    threadgroup float t[8];
+    uint i = thread_position_in_threadgroup.x;
+    t[i] = a[i];
+    if (i < 4) { threadgroup_barrier(mem_flags::mem_threadgroup); }
+    out[i] = t[i];
+    """
+    run = simulate(source, [mx.arange(8)], (8,), (8, 1, 1), (8, 1, 1))
+    [d] = [d for d in run.report.errors if d.kind == "divergent-barrier"]
+    assert d.line == 5
+    assert set(d.threads) == {(4, 0, 0), (5, 0, 0), (6, 0, 0), (7, 0, 0)}
+
+
+def test_threads_that_returned_do_not_block_a_barrier():
+    source = """
+    threadgroup float t[8];
+    uint i = thread_position_in_threadgroup.x;
+    if (i >= 6) return;
+    t[i] = a[i];
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    out[i] = t[5 - i];
+    """
+    run = simulate(source, [mx.arange(8)], (8,), (8, 1, 1), (8, 1, 1), init_value=-1)
+    assert run.report.diagnostics == []
+    np.testing.assert_array_equal(np.array(run.outputs[0]), [5, 4, 3, 2, 1, 0, -1, -1])
+
+
+def test_barrier_in_loop_with_uniform_trip_count_per_threadgroup_is_fine():
+    source = """
+    uint g = threadgroup_position_in_grid.x;
+    for (uint k = 0; k < g + 1; ++k) { threadgroup_barrier(mem_flags::mem_threadgroup); }
+    out[thread_position_in_grid.x] = a[thread_position_in_grid.x];
+    """
+    run = simulate(source, [mx.arange(8)], (8,), (8, 1, 1), (4, 1, 1))
+    assert run.report.diagnostics == []
+    assert run.report.counts["barriers"].ravel().tolist() == [1] * 4 + [2] * 4
+
+
+# --- uninitialised reads ---------------------------------------------------------------------
+
+def test_threadgroup_memory_read_before_written_is_uninitialized():
+    source = """
+    threadgroup float t[8];
+    uint i = thread_position_in_threadgroup.x;
+    if (i < 4) t[i] = a[i];
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    out[i] = t[i];
+    """
+    run = simulate(source, [mx.arange(8)], (8,), (8, 1, 1), (8, 1, 1))
+    [d] = run.report.errors
+    assert d.kind == "uninitialized-read" and d.line == 6
+    assert set(d.threads) == {(4, 0, 0), (5, 0, 0), (6, 0, 0), (7, 0, 0)}
+
+
+def test_output_read_before_written_is_uninitialized_unless_init_value():
+    source = "uint i = thread_position_in_grid.x;\nout[i] += a[i];"
+    run = simulate(source, [mx.arange(8)], (8,), (8, 1, 1), (8, 1, 1))
+    assert kinds(run) == ["uninitialized-read"]
+    assert "init_value" in run.report.errors[0].hint
+    fixed = simulate(source, [mx.arange(8)], (8,), (8, 1, 1), (8, 1, 1), init_value=1)
+    assert fixed.report.diagnostics == []
+    np.testing.assert_array_equal(np.array(fixed.outputs[0]), np.arange(8) + 1)
+
+
+def test_thread_array_read_before_written_is_uninitialized():
+    source = """
+    float acc[4];
+    acc[0] = 1;
+    out[thread_position_in_grid.x] = acc[thread_position_in_grid.x % 4];
+    """
+    run = simulate(source, [mx.arange(8)], (8,), (8, 1, 1), (8, 1, 1))
+    assert kinds(run) == ["uninitialized-read"]
+    fixed = simulate(source.replace("float acc[4];", "float acc[4] = {1};"),
+                     [mx.arange(8)], (8,), (8, 1, 1), (8, 1, 1))
+    assert fixed.report.diagnostics == []
+    np.testing.assert_array_equal(np.array(fixed.outputs[0]), [1, 0, 0, 0] * 2)
+
+
+# --- division by zero, step limit, resource limits -------------------------------------------
+
+def test_integer_division_by_zero_is_reported_for_the_threads_that_did_it():
+    source = "int i = thread_position_in_grid.x;\nout[i] = 12 / (i - 3);"
+    run = simulate(source, [mx.arange(8)], (8,), (8, 1, 1), (8, 1, 1), dtype=mx.int32)
+    [d] = run.report.diagnostics
+    assert (d.kind, d.severity, d.threads) == ("division-by-zero", "warning", [(3, 0, 0)])
+    fixed = simulate(source.replace("12 / (i - 3)", "i == 3 ? 0 : 12 / (i - 3)"),
+                     [mx.arange(8)], (8,), (8, 1, 1), (8, 1, 1), dtype=mx.int32)
+    assert fixed.report.diagnostics == []
+    assert np.array(fixed.outputs[0]).tolist() == [-4, -6, -12, 0, 12, 6, 4, 3]
+
+
+def test_float_division_by_zero_is_ieee_not_a_diagnostic():
+    run = simulate("uint i = thread_position_in_grid.x;\nout[i] = 1.0f / (a[i] - 2);",
+                   [mx.arange(4)], (4,), (4, 1, 1), (4, 1, 1))
+    assert run.report.diagnostics == []
+    assert np.isinf(np.array(run.outputs[0])[2])
+
+
+def test_uint_countdown_loop_hits_the_step_limit():
+    source = "float s = 0;\nfor (uint k = 3; k >= 0; --k) { s += 1; }\nout[0] = s;"
+    run = simulate(source, [mx.arange(8)], (1,), (1, 1, 1), (1, 1, 1))
+    [d] = run.report.errors
+    assert d.kind == "step-limit" and d.line == 2
+
+
+def test_counting_down_with_int_terminates():
+    source = "float s = 0;\nfor (int k = 3; k >= 0; --k) { s += 1; }\nout[0] = s;"
+    run = simulate(source, [mx.arange(8)], (1,), (1, 1, 1), (1, 1, 1))
+    assert run.report.diagnostics == []
+    assert np.array(run.outputs[0]).tolist() == [4]
+
+
+def test_too_much_threadgroup_memory_is_a_resource_limit():
+    source = "threadgroup float big[9000];\nbig[0] = 1;\nout[0] = a[0];"
+    run = simulate(source, [mx.arange(8)], (1,), (1, 1, 1), (1, 1, 1))
+    [d] = run.report.errors
+    assert d.kind == "resource-limit" and "36,000 bytes" in d.message
+    fixed = simulate(source.replace("9000", "8192"), [mx.arange(8)], (1,), (1, 1, 1), (1, 1, 1))
+    assert fixed.report.diagnostics == []
+
+
+def test_more_than_1024_threads_per_threadgroup_is_rejected_like_mlx():
+    kernel = metalsim.metal_kernel("k", ["a"], ["out"], "out[0] = a[0];")
+    with pytest.raises(ValueError, match="Thread group size \\(2048\\) is greater than  the"):
+        kernel(inputs=[mx.arange(8)], output_shapes=[(1,)], output_dtypes=[mx.float32],
+               grid=(8, 1, 1), threadgroup=(2048, 1, 1))
+
+
+def test_calling_a_faulty_kernel_raises_kernel_fault_with_diagnostics():
+    kernel = metalsim.metal_kernel("k", ["a"], ["out"], "out[0] = a[thread_position_in_grid.x];")
+    with pytest.raises(metalsim.KernelFault) as info:
+        kernel(inputs=[mx.arange(8)], output_shapes=[(1,)], output_dtypes=[mx.float32],
+               grid=(8, 1, 1), threadgroup=(8, 1, 1))
+    assert [d.kind for d in info.value.diagnostics] == ["race"]
+    assert "out[0] = a[thread_position_in_grid.x];" in str(info.value)
+
+
+# --- classic traps behave as on a GPU --------------------------------------------------------
+
+def test_non_multiple_grid_runs_exactly_grid_threads_with_partial_threadgroup():
+    source = """
+    uint i = thread_position_in_grid.x;
+    out[i] = threads_per_threadgroup.x * 100 + thread_position_in_threadgroup.x;
+    """
+    run = simulate(source, [mx.arange(8)], (10,), (10, 1, 1), (4, 1, 1))
+    assert run.report.diagnostics == []
+    assert np.array(run.outputs[0]).tolist() == [400, 401, 402, 403, 400, 401, 402, 403,
+                                                 200, 201]
+
+
+def test_naive_index_with_actual_threadgroup_size_breaks_in_the_edge_group():
+    source = """
+    uint i = threadgroup_position_in_grid.x * threads_per_threadgroup.x
+             + thread_position_in_threadgroup.x;
+    out[i] = i;
+    """
+    run = simulate(source, [mx.arange(8)], (10,), (10, 1, 1), (4, 1, 1))
+    # The edge group has 2 threads, so its threads compute 4 and 5 instead of 8 and 9: the
+    # same cells are written twice and the last two never.
+    assert kinds(run) == ["race"]
+
+
+def test_off_by_one_halo_reads_past_the_input():
+    source = """
+    threadgroup float tile[10];
+    uint i = thread_position_in_grid.x, l = thread_position_in_threadgroup.x;
+    tile[l] = a[i];
+    if (l < 2) tile[8 + l] = a[i + 8];
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    out[i] = tile[l] + tile[l + 1] + tile[l + 2];
+    """
+    run = simulate(source, [mx.arange(16)], (16,), (16, 1, 1), (8, 1, 1))
+    [d] = run.report.errors
+    assert d.kind == "out-of-bounds" and d.line == 5
+    assert set(d.threads) == {(8, 0, 0), (9, 0, 0)}
