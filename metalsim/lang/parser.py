@@ -78,6 +78,7 @@ _QUALIFIERS = _ADDRESS_SPACES | {"const", "volatile"}  # may precede the type in
 # Words that can only begin a declaration (besides type names).
 _DECL_WORDS = _ADDRESS_SPACES | {"const", "volatile", "constexpr", "static", "inline", "extern",
                                   "typename", "__attribute__"}
+_UNSUPPORTED_DECLARATIONS = frozenset({"namespace", "struct", "class", "union", "enum"})
 _KEYWORDS = frozenset({
     "if", "else", "for", "while", "do", "switch", "case", "default", "break", "continue",
     "return", "goto", "sizeof", "typedef", "using", "namespace", "template", "class", "struct",
@@ -155,12 +156,18 @@ class _Parser:
 
     def error(self, message: str, tok: Token | None = None, hint: str = "",
               width: int = 1) -> CompileError:
-        """A CompileError at `tok` (default: the current token); at the end of input, just after
-        the last token, so the caret lands in the user's code rather than past it."""
+        """A CompileError at `tok` (default: the current token).
+
+        At the end of input, or at the first token MLX generated after the user's code (the
+        kernel's closing `}`), the error goes just after the user's last token instead.
+        """
         tok = tok or self.peek()
-        if tok.kind == "eof" and self.pos > 0:
+        where = self.coord(tok)
+        if self.pos > 0 and tok is self.peek() and (
+                tok.kind == "eof" or where.section == "generated" and self.sm.sections
+                and self.coord(self.tokens[self.pos - 1]).section != "generated"):
             return self.error_after_previous(message, hint)
-        return CompileError(message, self.coord(tok), self.sm, hint=hint, width=width)
+        return CompileError(message, where, self.sm, hint=hint, width=width)
 
     def error_after_previous(self, message: str, hint: str = "") -> CompileError:
         """A CompileError just after the previous token, where clang reports a missing ';'."""
@@ -250,6 +257,12 @@ class _Parser:
         while self.peek().kind != "eof":
             if self.accept(";"):
                 continue  # an empty declaration
+            if self.coord(self.peek()).section == "source":
+                # MLX wraps `source` in the kernel's body, so reaching file scope inside it
+                # means a stray '}' closed the kernel early; say where.
+                stray = _unbalanced_brackets(self.tokens, self.sm)
+                if stray is not None:
+                    raise stray
             items.append(self.external_declaration())
         return ast.TranslationUnit(self.coord(start), items)
 
@@ -264,9 +277,8 @@ class _Parser:
             return self.alias_declaration()
         if word == "static_assert":
             return self.static_assert()
-        if word in ("namespace", "struct", "class", "union", "enum"):
-            raise self.error(f"'{word}' declarations are not supported by metalsim", tok,
-                             width=len(word))
+        if word in _UNSUPPORTED_DECLARATIONS:
+            return self.misplaced()
         if self.at("}"):
             raise self.error("extraneous closing brace ('}')")
         if not (word in _DECL_WORDS or word == "kernel" or self.type_at() or self.at("[")):
@@ -744,6 +756,9 @@ class _Parser:
         specs = self.specifiers()
         name, type_ = self.declarator(specs.type)
         assert name is not None
+        if self.at(":"):
+            raise self.error("range-based for loops are not supported by metalsim",
+                             hint="loop over an index: for (int i = 0; i < n; i++)")
         decls = self.init_declarators(specs, name, type_)
         self.expect(";", "expected ';' at end of declaration")
         return ast.DeclStmt(self.coord(start), decls)
@@ -862,6 +877,9 @@ class _Parser:
             raise self.error("'else' without a matching 'if'", tok, width=4)
         if tok.text == "template":
             raise self.error("a template cannot be declared inside a function", tok, width=8)
+        if tok.text in _UNSUPPORTED_DECLARATIONS:
+            raise self.error(f"'{tok.text}' declarations are not supported by metalsim", tok,
+                             width=len(tok.text))
         raise self.error(f"'{tok.text}' is not supported by metalsim", tok, width=len(tok.text))
 
     STATEMENT_RULES: dict[str, Callable[[_Parser], ast.Node]] = {
@@ -870,7 +888,7 @@ class _Parser:
         "break": jump_statement, "continue": jump_statement, "return": return_statement,
         "static_assert": static_assert, "typedef": alias_statement, "using": alias_statement,
         "else": misplaced, "template": misplaced, "goto": misplaced,
-    }
+    } | dict.fromkeys(_UNSUPPORTED_DECLARATIONS, misplaced)
 
     # --- Expressions ---------------------------------------------------------------------------
 
@@ -1171,7 +1189,8 @@ def parse(tokens: list[Token], source_map: SourceMap) -> ast.TranslationUnit:
         raise parser.error("expression too deeply nested",
                            hint="split the expression into several statements") from None
     except CompileError as error:
-        if error.coord is not None and error.coord.section == "generated":
+        # Stopped in code MLX generated: the user's code may have left a bracket open.
+        if parser.coord(parser.peek()).section == "generated":
             raise _unbalanced_brackets(tokens, source_map) or error from None
         raise
 

@@ -1,0 +1,273 @@
+"""The MSL language features kernels use, each run in the simulator against a known answer."""
+
+import ml_dtypes
+import mlx.core as mx
+import numpy as np
+import pytest
+
+import metalsim
+
+
+def run1(source, inputs=(), out_shape=(8,), dtype=mx.float32, grid=(8, 1, 1), tg=(8, 1, 1),
+         header="", names=None, template=None, init_value=None, **kw):
+    names = names or [f"in{i}" for i in range(len(inputs))]
+    kernel = metalsim.metal_kernel("k", names, ["out"], source, header=header, **kw)
+    result = metalsim.simulate(kernel, inputs=list(inputs), output_shapes=[out_shape],
+                               output_dtypes=[dtype], grid=grid, threadgroup=tg,
+                               template=template, init_value=init_value)
+    assert result.report.errors == [], result.report.summary()
+    out = result.outputs[0]
+    return np.array(out.astype(mx.float32) if out.dtype == mx.bfloat16 else out)
+
+
+def test_vector_constructors_swizzles_and_component_writes():
+    source = """
+    uint i = thread_position_in_grid.x;
+    float4 v = float4(1.0f, float2(2.0f, 3.0f), float(i));
+    v.yx = v.xy;
+    float3 w = v.zyx + 1.0f;
+    w.z *= 10;
+    out[i] = w.x + w.y + w.z + v[1] + dot(v.xy, float2(1.0f));
+    """
+    out = run1(source)
+    i = np.arange(8)
+    np.testing.assert_array_equal(out, (3 + 1) + (1 + 1) + (2 + 1) * 10 + 1 + 3 + 0 * i)
+
+
+def test_vector_loads_through_a_cast_pointer():
+    source = """
+    uint i = thread_position_in_grid.x;
+    const device float4* v = (const device float4*)in0;
+    float4 x = v[i];
+    out[i] = x.x + x.y + x.z + x.w;
+    """
+    data = mx.arange(32, dtype=mx.float32)
+    out = run1(source, [data])
+    np.testing.assert_array_equal(out, np.arange(32).reshape(8, 4).sum(1))
+
+
+def test_vector_comparison_gives_bool_vector_for_all_and_any():
+    source = """
+    uint i = thread_position_in_grid.x;
+    int2 p = int2(i, 7 - i);
+    out[i] = all(p > int2(2)) ? 2 : (any(p == int2(0)) ? 1 : 0);
+    """
+    out = run1(source, dtype=mx.int32)
+    assert out.tolist() == [1, 0, 0, 2, 2, 0, 0, 1]
+
+
+def test_half_arithmetic_rounds_to_half_after_each_operation():
+    source = """
+    uint i = thread_position_in_grid.x;
+    half x = in0[i];
+    half y = x + 0.0001h;   // below half's resolution at 1.0: no change
+    out[i] = y * 3.0h;
+    """
+    data = mx.array(np.full(8, 1.0, np.float16))
+    out = run1(source, [data], dtype=mx.float16)
+    expected = (np.float16(1.0) + np.float16(0.0001)) * np.float16(3.0)
+    np.testing.assert_array_equal(out, np.full(8, expected, np.float16))
+
+
+def test_bfloat_values_round_to_nearest_even():
+    source = "uint i = thread_position_in_grid.x;\nout[i] = bfloat(in0[i]) + bfloat(1.0f);"
+    data = mx.array(np.linspace(0, 3, 8).astype(np.float32))
+    out = run1(source, [data], dtype=mx.bfloat16)
+    expected = (np.linspace(0, 3, 8).astype(np.float32).astype(ml_dtypes.bfloat16)
+                + ml_dtypes.bfloat16(1.0)).astype(np.float32)
+    np.testing.assert_array_equal(out, expected)
+
+
+def test_mixing_half_and_bfloat_is_a_compile_error():
+    with pytest.raises(metalsim.CompileError, match="half.*bfloat|bfloat.*half"):
+        run1("out[0] = half(1) + bfloat(1);", dtype=mx.float32)
+
+
+def test_as_type_reinterprets_bits():
+    source = """
+    uint i = thread_position_in_grid.x;
+    out[i] = as_type<uint>(float(i));
+    """
+    out = run1(source, dtype=mx.uint32)
+    np.testing.assert_array_equal(out, np.arange(8, dtype=np.float32).view(np.uint32))
+
+
+def test_helper_function_template_and_references_in_header():
+    header = """
+    template <typename T>
+    inline T square(T x) { return x * x; }
+    inline void bump(thread float& acc, float v) { acc += v; }
+    """
+    source = """
+    uint i = thread_position_in_grid.x;
+    float acc = 1.0f;
+    bump(acc, square(float(i)));
+    out[i] = acc + square(int(i));
+    """
+    out = run1(source, header=header)
+    np.testing.assert_array_equal(out, 1 + 2 * np.arange(8) ** 2)
+
+
+def test_switch_with_fallthrough_and_default():
+    source = """
+    uint i = thread_position_in_grid.x;
+    int r = 0;
+    switch (i % 4) {
+        case 0: r += 1;
+        case 1: r += 10; break;
+        case 2: { r = 5; break; }
+        default: r = -1;
+    }
+    out[i] = r;
+    """
+    out = run1(source, dtype=mx.int32)
+    assert out.tolist() == [11, 10, 5, -1] * 2
+
+
+def test_do_while_and_continue_and_break_in_divergent_loops():
+    source = """
+    uint i = thread_position_in_grid.x;
+    int s = 0, k = 0;
+    do {
+        k++;
+        if (k % 2 == 0) continue;
+        if (k > int(i)) break;
+        s += k;
+    } while (k < 10);
+    out[i] = s * 100 + k;
+    """
+    out = run1(source, dtype=mx.int32)
+    expected = []
+    for i in range(8):
+        s = k = 0
+        while True:
+            k += 1
+            if k % 2 == 0:
+                if not k < 10:
+                    break
+                continue
+            if k > i:
+                break
+            s += k
+            if not k < 10:
+                break
+        expected.append(s * 100 + k)
+    assert out.tolist() == expected
+
+
+def test_multidimensional_thread_array_with_initializer():
+    source = """
+    uint i = thread_position_in_grid.x;
+    int m[2][3] = {{1, 2, 3}, {4, 5, 6}};
+    out[i] = m[i % 2][i % 3];
+    """
+    out = run1(source, dtype=mx.int32)
+    assert out.tolist() == [[1, 2, 3], [4, 5, 6]][0][:0] + [
+        [[1, 2, 3], [4, 5, 6]][i % 2][i % 3] for i in range(8)]
+
+
+def test_program_scope_constant_array_and_static_assert():
+    header = """
+    constant int WEIGHTS[4] = {1, -2, 3, -4};
+    constexpr constant int N = 4;
+    static_assert(N == 4, "four weights");
+    """
+    source = "uint i = thread_position_in_grid.x;\nout[i] = WEIGHTS[i % N] * 2;"
+    assert run1(source, header=header, dtype=mx.int32).tolist() == [2, -4, 6, -8] * 2
+
+
+def test_failed_static_assert_is_a_compile_error():
+    with pytest.raises(metalsim.CompileError, match="static assertion failed: too big"):
+        run1('static_assert(sizeof(float4) == 12, "too big");\nout[0] = 0;')
+
+
+def test_pointer_arithmetic_and_dereference():
+    source = """
+    uint i = thread_position_in_grid.x;
+    const device float* p = in0 + i;
+    p += 1;
+    out[i] = *p - *(p - 1) + p[-1];
+    """
+    data = mx.arange(9, dtype=mx.float32)
+    np.testing.assert_array_equal(run1(source, [data]), 1 + np.arange(8))
+
+
+def test_templates_with_type_int_and_bool_arguments():
+    source = """
+    uint i = thread_position_in_grid.x;
+    T v = T(i) * T(SCALE);
+    if (NEGATE) v = -v;
+    out[i] = v;
+    """
+    out = run1(source, dtype=mx.float32,
+               template=[("T", mx.float32), ("SCALE", -3), ("NEGATE", True)])
+    np.testing.assert_array_equal(out, np.arange(8) * 3)
+
+
+def test_zero_dimensional_and_python_scalar_inputs_are_values():
+    source = "uint i = thread_position_in_grid.x;\nout[i] = in0[i] * s + n;"
+    out = run1(source, [mx.arange(8, dtype=mx.float32), 2.0, 3], names=["in0", "s", "n"])
+    np.testing.assert_array_equal(out, np.arange(8) * 2 + 3)
+
+
+def test_strided_input_with_elem_to_loc_when_not_row_contiguous():
+    source = """
+    uint elem = thread_position_in_grid.x;
+    uint loc = elem_to_loc(elem, inp_shape, inp_strides, inp_ndim);
+    out[elem] = inp[loc];
+    """
+    base = mx.arange(24, dtype=mx.float32).reshape(4, 6)
+    view = base.T[::2]  # a non-contiguous, strided view
+    out = run1(source, [view], names=["inp"], out_shape=(view.size,), grid=(view.size, 1, 1),
+               tg=(4, 1, 1), ensure_row_contiguous=False)
+    np.testing.assert_array_equal(out, np.array(view).ravel())
+
+
+def test_row_contiguous_copy_by_default_makes_plain_indexing_work():
+    source = "uint i = thread_position_in_grid.x;\nout[i] = inp[i];"
+    view = mx.arange(12, dtype=mx.float32).reshape(3, 4).T
+    out = run1(source, [view], names=["inp"], out_shape=(12,), grid=(12, 1, 1), tg=(12, 1, 1))
+    np.testing.assert_array_equal(out, np.array(view).ravel())
+
+
+def test_math_functions_compute_in_float32():
+    source = """
+    uint i = thread_position_in_grid.x;
+    float x = float(i) * 0.5f;
+    out[i] = metal::exp(-x) + sqrt(x) + max(x, 1.0f) + clamp(x, 0.5f, 2.0f) + floor(x);
+    """
+    x = np.arange(8, dtype=np.float32) * np.float32(0.5)
+    expected = (np.exp(-x.astype(np.float64)).astype(np.float32) + np.sqrt(x)
+                + np.maximum(x, 1) + np.clip(x, 0.5, 2) + np.floor(x))
+    np.testing.assert_allclose(run1(source), expected, rtol=1e-6)
+
+
+def test_unsuffixed_float_literal_is_float_not_double():
+    source = "uint i = thread_position_in_grid.x;\nout[i] = float(i) * 0.1;"
+    expected = np.arange(8, dtype=np.float32) * np.float32(0.1)
+    np.testing.assert_array_equal(run1(source), expected)
+
+
+def test_macros_and_conditional_compilation_in_header():
+    header = """
+    #define TWICE(x) ((x) * 2)
+    #if __METAL_VERSION__ >= 300
+    #define BONUS 1
+    #else
+    #define BONUS 100
+    #endif
+    """
+    source = "uint i = thread_position_in_grid.x;\nout[i] = TWICE(int(i)) + BONUS;"
+    assert run1(source, header=header, dtype=mx.int32).tolist() == [2 * i + 1 for i in range(8)]
+
+
+def test_attributes_of_a_3d_dispatch():
+    source = """
+    uint3 p = thread_position_in_grid;
+    uint idx = (p.z * threads_per_grid.y + p.y) * threads_per_grid.x + p.x;
+    out[idx] = thread_index_in_threadgroup * 1000 + simdgroup_index_in_threadgroup * 100
+             + threadgroups_per_grid.x * 10 + thread_index_in_simdgroup % 10;
+    """
+    out = run1(source, out_shape=(2, 4, 8), grid=(8, 4, 2), tg=(8, 4, 2), dtype=mx.int32)
+    lin = np.arange(64).reshape(2, 4, 8)
+    np.testing.assert_array_equal(out, lin * 1000 + (lin // 32) * 100 + 10 + (lin % 32) % 10)
