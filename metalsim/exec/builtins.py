@@ -65,12 +65,9 @@ def barrier(m: Machine, lanes: Lanes, flags: int, coord) -> None:
                  hint="a barrier must be reached by all threads that have not returned: move "
                       "it out of the condition, or make the condition the same for the whole "
                       "threadgroup")
-    reached = arrived > 0
-    if flags & MEM_FLAGS["mem_threadgroup"]:
-        m.tg_epoch[reached] += 1
-    if flags & MEM_FLAGS["mem_device"]:
-        m.dev_epoch[reached] += 1
-    m.counters.barriers[b.tid[lanes.idx]] += 1
+    m.new_epoch(arrived > 0, bool(flags & MEM_FLAGS["mem_threadgroup"]),
+                bool(flags & MEM_FLAGS["mem_device"]))
+    m.count("barriers", lanes.idx)
 
 
 def _barrier_call(threadgroup_scope: bool):

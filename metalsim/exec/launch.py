@@ -226,7 +226,9 @@ def run_batches(m: Machine, program: Program, regions: dict, tg, coord: Coord) -
         frame = bind_kernel_frame(m, program, regions)
         try:
             program.code.body(frame, Lanes(slice(None), batch.size))
+            m.finish_batch()
         except StepLimitExceeded as stop:
+            m.finish_batch()
             m.report("step-limit", "error",
                      f"the kernel ran more than {m.step_limit:,} steps; it probably never ends",
                      stop.coord, stop.lanes,

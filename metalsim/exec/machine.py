@@ -78,6 +78,10 @@ def union(total: int, parts: list[Lanes]) -> Lanes:
 EMPTY = Lanes(np.empty(0, np.int64), 0)
 
 
+COUNTS = ("global_reads", "global_writes", "threadgroup_reads", "threadgroup_writes", "atomics",
+          "barriers")
+
+
 @dataclass
 class Counters:
     """Per-thread counts over the whole grid (index = linear thread id)."""
@@ -161,13 +165,35 @@ class Machine:
         self.tg_epoch = np.zeros(batch.tg_count, np.int64)
         self.dev_epoch = np.zeros(batch.tg_count, np.int64)
         self.tg_regions = {}
+        self.lane_counts = {name: np.zeros(batch.size, np.int64) for name in COUNTS}
+        self._stamps: dict[bool, np.ndarray] = {}
+
+    def finish_batch(self) -> None:
+        """Move the batch's per-lane counts into the per-thread counters of the grid."""
+        tid = self.batch.tid
+        for name, counts in self.lane_counts.items():
+            getattr(self.counters, name)[tid] += counts
+
+    def count(self, name: str, idx: np.ndarray | slice) -> None:
+        self.lane_counts[name][idx] += 1  # lanes of one access are distinct threads
 
     def stamps(self, idx: np.ndarray | slice, device: bool) -> np.ndarray:
         """Per lane: (threadgroup id, barrier epoch) packed in one int64, for race checks."""
-        b = self.batch
-        epoch = self.dev_epoch if device else self.tg_epoch
-        local = b.tg_local[idx]
-        return (b.tg_global[idx].astype(np.int64) << 32) | epoch[local]
+        full = self._stamps.get(device)
+        if full is None:
+            b = self.batch
+            epoch = self.dev_epoch if device else self.tg_epoch
+            full = self._stamps[device] = (b.tg_global << 32) | epoch[b.tg_local]
+        return full[idx]
+
+    def new_epoch(self, reached: np.ndarray, threadgroup_memory: bool, device_memory: bool) -> None:
+        """A barrier ordered memory for the threadgroups in `reached`."""
+        if threadgroup_memory:
+            self.tg_epoch[reached] += 1
+            self._stamps.pop(False, None)
+        if device_memory:
+            self.dev_epoch[reached] += 1
+            self._stamps.pop(True, None)
 
     def thread_positions(self, tids: np.ndarray, limit: int = 8) -> list[tuple[int, int, int]]:
         gx, gy, _ = self.grid

@@ -51,15 +51,14 @@ class Region:
             data = np.full((banks, nbytes), POISON_BYTE, np.uint8)
         self.data = data.reshape(banks, nbytes)
         self.granule = leaf_scalar(elem).size
-        granules = -(-nbytes // self.granule)
-        shape = (banks, granules)
-        self.init = np.zeros(shape, bool) if track_init else None
+        self.granules = -(-nbytes // self.granule)
+        size = banks * self.granules  # shadow state is flat: index = bank * granules + granule
+        self.init = np.zeros(size, bool) if track_init else None
         if track_races:
-            self.w_tid = np.full(shape, -1, np.int64)
-            self.w_stamp = np.zeros(shape, np.int64)
-            self.r_tid = np.full(shape, -1, np.int64)
-            self.r_stamp = np.zeros(shape, np.int64)
-            self.r_multi = np.zeros(shape, bool)
+            self.w_tid = np.full(size, -1, np.int64)
+            self.w_stamp = np.zeros(size, np.int64)
+            self.r_tid = np.full(size, -1, np.int64)
+            self.r_stamp = np.zeros(size, np.int64)
         self._views: dict[np.dtype, np.ndarray] = {}
         self.bytes_read = 0
         self.bytes_written = 0
@@ -128,9 +127,8 @@ def _granules(region: Region, off: np.ndarray, t: Type) -> np.ndarray:
     return first[..., None] + np.arange(count)
 
 
-def _expand(values: np.ndarray, like: np.ndarray) -> np.ndarray:
-    """Broadcast a per-lane array over the granule axis of `like` when an access spans several."""
-    return values[:, None] if like.ndim > values.ndim else values
+def _lane_indices(m: Machine, idx: np.ndarray | slice) -> np.ndarray:
+    return np.arange(m.batch.size)[idx] if isinstance(idx, slice) else idx
 
 
 def load(m: Machine, region: Region, idx: np.ndarray | slice, n: int, off: np.ndarray,
@@ -142,10 +140,8 @@ def load(m: Machine, region: Region, idx: np.ndarray | slice, n: int, off: np.nd
     bank = region.bank(m, idx)
     if ok is not None:
         off = np.where(ok, off, 0)
-        lanes_ok = np.arange(m.batch.size)[idx][ok]
     view = region.view(elem.dtype)
-    step = elem.size
-    first = off // step
+    first = off // elem.size
     if comps == 1:
         value = view[bank, first]
     else:
@@ -153,11 +149,11 @@ def load(m: Machine, region: Region, idx: np.ndarray | slice, n: int, off: np.nd
                      first[:, None] + np.arange(comps)]
     if ok is not None:
         value = np.where(ok if comps == 1 else ok[:, None], value, np.zeros((), elem.dtype))
-    if region.counted is not None or region.track_init or region.track_races:
-        lane_idx = np.arange(m.batch.size)[idx] if ok is None else lanes_ok
-        sub_off = off if ok is None else off[ok]
-        sub_bank = bank if np.ndim(bank) == 0 else (bank if ok is None else bank[ok])
-        _after_access(m, region, lane_idx, sub_bank, sub_off, t, False, coord)
+        idx = _lane_indices(m, idx)[ok]
+        off = off[ok]
+        if np.ndim(bank):
+            bank = bank[ok]
+    _after_access(m, region, idx, bank, off, t, False, coord)
     return value
 
 
@@ -169,9 +165,8 @@ def store(m: Machine, region: Region, idx: np.ndarray | slice, n: int, off: np.n
     value = np.broadcast_to(np.asarray(value, elem.dtype), (n,) if comps == 1 else (n, comps))
     ok = _check(m, region, idx, off, t, True, coord)
     bank = region.bank(m, idx)
-    lane_idx = np.arange(m.batch.size)[idx]
     if ok is not None:
-        off, value, lane_idx = off[ok], value[ok], lane_idx[ok]
+        off, value, idx = off[ok], value[ok], _lane_indices(m, idx)[ok]
         if np.ndim(bank):
             bank = bank[ok]
     view = region.view(elem.dtype)
@@ -181,53 +176,58 @@ def store(m: Machine, region: Region, idx: np.ndarray | slice, n: int, off: np.n
     else:
         view[np.asarray(bank)[..., None] if np.ndim(bank) else bank,
              first[:, None] + np.arange(comps)] = value
-    _after_access(m, region, lane_idx, bank, off, t, True, coord)
+    _after_access(m, region, idx, bank, off, t, True, coord)
 
 
-def _after_access(m: Machine, region: Region, lanes: np.ndarray, bank, off: np.ndarray,
+_COUNT_NAMES = {("global", False): "global_reads", ("global", True): "global_writes",
+                ("threadgroup", False): "threadgroup_reads",
+                ("threadgroup", True): "threadgroup_writes"}
+
+
+def _after_access(m: Machine, region: Region, idx: np.ndarray | slice, bank, off: np.ndarray,
                   t: Type, write: bool, coord: Coord) -> None:
-    """Counts, initialisation and race shadow for an access that passed the bounds check."""
-    if lanes.size == 0:
+    """Counts, initialisation and race shadow for the lanes `idx` whose access was in bounds."""
+    n = off.shape[0]
+    if n == 0:
         return
-    tids = m.batch.tid[lanes]
     elem, comps = _access_layout(t)
     if write:
-        region.bytes_written += lanes.size * elem.size * comps
+        region.bytes_written += n * elem.size * comps
     else:
-        region.bytes_read += lanes.size * elem.size * comps
-    if region.counted == "global":
-        target = m.counters.global_writes if write else m.counters.global_reads
-        target[tids] += 1  # one lane per thread, so no index repeats
-    elif region.counted == "threadgroup":
-        target = m.counters.threadgroup_writes if write else m.counters.threadgroup_reads
-        target[tids] += 1
+        region.bytes_read += n * elem.size * comps
+    if region.counted is not None:
+        m.count(_COUNT_NAMES[region.counted, write], idx)
     if m.trace is not None and region.space != "thread":
+        lanes = _lane_indices(m, idx)
         m.trace.append({"kind": "write" if write else "read", "buffer": region.name,
-                        "space": region.space, "tid": tids.copy(),
-                        "bank": np.broadcast_to(bank, lanes.shape).copy(),
+                        "space": region.space, "tid": m.batch.tid[lanes],
+                        "bank": np.broadcast_to(bank, (n,)).copy(),
                         "offset": off.copy(), "type": t, "coord": coord,
                         "epoch": m.tg_epoch[m.batch.tg_local[lanes]].copy()})
     if not (region.track_init or region.track_races):
         return
     g = _granules(region, off, t)
-    b = np.asarray(bank)
-    bg = b[..., None] if (g.ndim > 1 and b.ndim) else b
+    if np.ndim(bank):
+        bank = bank[:, None] if g.ndim > 1 else bank
+        flat = bank * region.granules + g
+    else:
+        flat = g if not bank else bank * region.granules + g
     if region.track_init:
         if write:
-            region.init[bg, g] = True
+            region.init[flat] = True
         else:
-            seen = region.init[bg, g]
+            seen = region.init[flat]
             if not seen.all():
                 bad = ~seen if seen.ndim == 1 else ~seen.all(axis=1)
                 where = "threadgroup memory" if region.space == "threadgroup" else "memory"
                 m.report("uninitialized-read", "error",
                          f"read of uninitialised {where}: '{region.name}'", coord,
-                         lanes[bad], key=region.name,
+                         _lane_indices(m, idx)[bad], key=region.name,
                          detail=f"element {int(np.ravel(off[bad])[0]) // region.unit} of "
                                 f"'{region.name}' was read before any thread wrote it",
                          hint=_init_hint(region))
     if region.track_races:
-        _race_check(m, region, lanes, tids, bg, g, write, coord)
+        _race_check(m, region, idx, flat, write, coord)
 
 
 def _init_hint(region: Region) -> str:
@@ -239,42 +239,52 @@ def _init_hint(region: Region) -> str:
     return "initialise the variable before reading it"
 
 
-def _race_check(m: Machine, region: Region, lanes: np.ndarray, tids: np.ndarray, bg, g,
+def _race_check(m: Machine, region: Region, idx: np.ndarray | slice, flat: np.ndarray,
                 write: bool, coord: Coord) -> None:
-    device = region.space == "device"
-    cur = m.stamps(lanes, device)
-    tid_g, cur_g = _expand(tids, g), _expand(cur, g)
-    w_tid = region.w_tid[bg, g]
-    w_stamp = region.w_stamp[bg, g]
-    unordered_w = (w_stamp == cur_g) | ((w_stamp >> 32) != (cur_g >> 32))
-    conflict = (w_tid >= 0) & (w_tid != tid_g) & unordered_w
+    """Two accesses to one granule race unless they come from the same thread, or from one
+    threadgroup with a barrier ordering this memory between them; one must be a write.
+
+    Per granule the shadow keeps the last writer and the last reader (-2: several readers in
+    one epoch), each with the (threadgroup, epoch) stamp of the access.
+    """
+    stamp = m.stamps(idx, region.space == "device")
+    tid = m.batch.tid[idx]
+    if flat.ndim > 1:
+        stamp, tid = stamp[:, None], tid[:, None]
+    w_tid, w_stamp = region.w_tid[flat], region.w_stamp[flat]
+    conflict = (w_tid >= 0) & (w_tid != tid) & _unordered(w_stamp, stamp)
     if write:
-        r_tid = region.r_tid[bg, g]
-        r_stamp = region.r_stamp[bg, g]
-        unordered_r = (r_stamp == cur_g) | ((r_stamp >> 32) != (cur_g >> 32))
-        conflict |= (r_tid >= 0) & unordered_r & ((r_tid != tid_g) | region.r_multi[bg, g])
-        region.w_tid[bg, g] = tid_g
-        region.w_stamp[bg, g] = cur_g
-        conflict |= region.w_tid[bg, g] != tid_g  # two lanes of this very store hit one cell
+        r_tid = region.r_tid[flat]
+        conflict |= (r_tid != -1) & (r_tid != tid) & _unordered(region.r_stamp[flat], stamp)
+        region.w_tid[flat] = tid
+        region.w_stamp[flat] = stamp
+        conflict |= region.w_tid[flat] != tid  # two lanes of this very store hit one granule
     else:
-        same = region.r_stamp[bg, g] == cur_g
-        other = same & (region.r_tid[bg, g] >= 0) & (region.r_tid[bg, g] != tid_g)
-        region.r_multi[bg, g] = other | (same & region.r_multi[bg, g])
-        region.r_tid[bg, g] = tid_g
-        region.r_stamp[bg, g] = cur_g
-        region.r_multi[bg, g] |= region.r_tid[bg, g] != tid_g
+        r_tid = region.r_tid[flat]
+        shared = (region.r_stamp[flat] == stamp) & (r_tid != -1) & (r_tid != tid)
+        readers = np.where(shared, -2, tid)
+        region.r_tid[flat] = readers
+        region.r_stamp[flat] = stamp
+        repeated = region.r_tid[flat] != readers
+        if repeated.any():
+            region.r_tid[flat[repeated]] = -2
     if conflict.any():
         bad = conflict if conflict.ndim == 1 else conflict.any(axis=1)
-        first_g = int(np.ravel(g[bad])[0])
-        element = first_g * region.granule // region.unit
+        element = int(np.ravel(flat[bad])[0]) % region.granules * region.granule // region.unit
         what = "write" if write else "read"
         if region.space == "threadgroup":
-            hint = "separate the write and the read with threadgroup_barrier(mem_flags::mem_threadgroup)"
+            hint = ("separate the write and the read with "
+                    "threadgroup_barrier(mem_flags::mem_threadgroup)")
         else:
             hint = ("threads of different threadgroups are never ordered; give each output "
                     "element one writer, or use atomics")
         m.report("race", "error", f"data race on '{region.name}' ({region.space} memory)",
-                 coord, lanes[bad], key=region.name,
+                 coord, _lane_indices(m, idx)[bad], key=region.name,
                  detail=f"a {what} of element {element} conflicts with another thread's access "
                         f"with no barrier between them",
                  hint=hint)
+
+
+def _unordered(stamp_before: np.ndarray, stamp_now: np.ndarray) -> np.ndarray:
+    """Accesses with these stamps are unordered: same epoch, or different threadgroups."""
+    return (stamp_before == stamp_now) | ((stamp_before >> 32) != (stamp_now >> 32))

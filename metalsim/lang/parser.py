@@ -56,8 +56,8 @@ def _int_combinations() -> dict[tuple[str, ...], str]:
 
 _INT_COMBINATIONS = _int_combinations()
 
-# Metal types the type system does not model (yet); parsing them as types lets the compiler,
-# not the parser, say they are unsupported.
+# More type names: Metal types the type system does not model (yet), which the compiler rather
+# than the parser reports, `auto`, and `double`, which the parser rejects with a clear message.
 _EXTRA_TYPES = frozenset(
     {"simdgroup_float8x8", "simdgroup_half8x8", "simdgroup_bfloat8x8", "auto", "double"}
     | {f"{e}{r}x{c}" for e in ("float", "half") for r in (2, 3, 4) for c in (2, 3, 4)}
@@ -92,7 +92,7 @@ _BINARY_PRECEDENCE = {
     "<<": 8, ">>": 8, "+": 9, "-": 9, "*": 10, "/": 10, "%": 10,
 }
 _ASSIGN_OPS = frozenset({"=", "+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=", "<<=", ">>="})
-_UNARY_OPS = frozenset({"+", "-", "!", "~", "*", "&"})
+_PREFIX_OPS = frozenset({"+", "-", "!", "~", "*", "&", "++", "--"})
 _CLOSERS = {"(": ")", "[": "]", "{": "}"}
 
 # What a scope records about a name.
@@ -164,8 +164,9 @@ class _Parser:
         tok = tok or self.peek()
         where = self.coord(tok)
         if self.pos > 0 and tok is self.peek() and (
-                tok.kind == "eof" or where.section == "generated" and self.sm.sections
-                and self.coord(self.tokens[self.pos - 1]).section != "generated"):
+                tok.kind == "eof" or (where.section == "generated" and self.sm.sections
+                                      and self.coord(self.tokens[self.pos - 1]).section
+                                      != "generated")):
             return self.error_after_previous(message, hint)
         return CompileError(message, where, self.sm, hint=hint, width=width)
 
@@ -750,13 +751,13 @@ class _Parser:
         self.pos = start
         return parsed is None or following not in ("(", "{", "::")
 
-    def declaration_statement(self) -> ast.DeclStmt:
+    def declaration_statement(self, in_for: bool = False) -> ast.DeclStmt:
         """declaration: specifiers init-declarator-list ';'"""
         start = self.peek()
         specs = self.specifiers()
         name, type_ = self.declarator(specs.type)
         assert name is not None
-        if self.at(":"):
+        if in_for and self.at(":"):
             raise self.error("range-based for loops are not supported by metalsim",
                              hint="loop over an index: for (int i = 0; i < n; i++)")
         decls = self.init_declarators(specs, name, type_)
@@ -793,7 +794,7 @@ class _Parser:
         try:
             init: ast.DeclStmt | ast.ExprStmt | None = None
             if self.starts_declaration():
-                init = self.nested(self.declaration_statement)
+                init = self.nested(lambda: self.declaration_statement(in_for=True))
             elif not self.accept(";"):
                 expr = self.nested(self.expression)
                 self.expect(";", "expected ';' in 'for' statement specifier")
@@ -868,9 +869,6 @@ class _Parser:
         self.expect(";", "expected ';' after return statement")
         return ast.Return(self.coord(tok), value)
 
-    def alias_statement(self) -> ast.Node:
-        return self.alias_declaration()
-
     def misplaced(self) -> ast.Node:
         tok = self.peek()
         if tok.text == "else":
@@ -886,7 +884,8 @@ class _Parser:
         "if": if_statement, "for": for_statement, "while": while_statement, "do": do_statement,
         "switch": switch_statement, "case": misplaced_case, "default": misplaced_case,
         "break": jump_statement, "continue": jump_statement, "return": return_statement,
-        "static_assert": static_assert, "typedef": alias_statement, "using": alias_statement,
+        "static_assert": static_assert, "typedef": alias_declaration,
+        "using": alias_declaration,
         "else": misplaced, "template": misplaced, "goto": misplaced,
     } | dict.fromkeys(_UNSUPPORTED_DECLARATIONS, misplaced)
 
@@ -942,7 +941,7 @@ class _Parser:
         """unary: ('++' | '--' | unary-op) unary | '(' type-name ')' unary | sizeof | postfix"""
         tok = self.peek()
         if tok.kind == "punct":
-            if tok.text in ("++", "--") or tok.text in _UNARY_OPS:
+            if tok.text in _PREFIX_OPS:
                 self.advance()
                 return ast.Unary(self.coord(tok), tok.text, self.unary())
             if tok.text == "(" and self.type_name_at(1):
@@ -983,7 +982,8 @@ class _Parser:
                 if isinstance(expr, ast.Name):
                     expr = ast.Call(expr.coord, expr, self.call_arguments())
                 elif isinstance(expr, ast.Member):
-                    raise self.error(f"member function calls ('.{expr.name}()') are not "
+                    spelled = ("->" if expr.arrow else ".") + expr.name
+                    raise self.error(f"member function calls ('{spelled}()') are not "
                                      "supported by metalsim")
                 else:
                     raise self.error("called object is not a function")
@@ -1165,7 +1165,8 @@ def _unbalanced_brackets(tokens: list[Token], source_map: SourceMap) -> CompileE
                 stack.append(tok)
             elif tok.text in (")", "]", "}"):
                 if not stack or _CLOSERS[stack[-1].text] != tok.text:
-                    return CompileError(f"extraneous closing '{tok.text}'",
+                    what = "brace ('}')" if tok.text == "}" else f"'{tok.text}'"
+                    return CompileError(f"extraneous closing {what}",
                                         source_map.coord(tok.offset), source_map,
                                         hint="it matches no opening bracket")
                 stack.pop()

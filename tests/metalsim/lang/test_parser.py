@@ -724,6 +724,28 @@ def test_error_unclosed_brace_at_end_of_input():
     assert (err.line, err.column) == (2, 10)
 
 
+def test_error_stray_brace_in_kernel_body_is_found():
+    err = body_error("if (inp[0] > 0) out[0] = 1; }\nout[1] = 2;")
+    assert err.diagnostic.message == "extraneous closing brace ('}')"
+    assert where(err) == ("source", 1, 29)
+
+
+def test_error_at_generated_code_points_after_the_users_last_token():
+    err = body_error("out[0] = 1;\nreturn")
+    assert err.diagnostic.message == "expected expression"
+    assert where(err) == ("source", 2, 7)
+
+
+def test_error_unclosed_brace_in_templated_kernel():
+    text = "template <typename T>\n[[kernel]] void k(device T* out [[buffer(0)]]) {\n"
+    source = "for (int i = 0; i < 4; i++) {\n  out[i] = 0;"
+    instantiation = 'template [[host_name("k")]] [[kernel]] decltype(k<float>) k<float>;'
+    full = text + source + "\n}\n\n" + instantiation + "\n"
+    err = error(full, [("source", len(text), len(text) + len(source))])
+    assert err.diagnostic.message == "expected '}' to match this '{'"
+    assert where(err) == ("source", 1, 29)
+
+
 def test_error_extraneous_closing_brace():
     err = error("void f() { }\n}")
     assert err.diagnostic.message == "extraneous closing brace ('}')"
