@@ -361,6 +361,18 @@ def test_template_argument_with_arithmetic():
     assert expr("g<N + 1>(x)", "constant int N = 1;\n" + header) == "(call g<(+ N 1)> x)"
 
 
+def test_right_shift_token_closes_a_cast_type():
+    assert expr("static_cast<vec<int, 2>>(x)") == "(static_cast-cast vec<int, 2> x)"
+
+
+def test_explicit_instantiation_with_value_arguments():
+    unit, _ = parse_source(
+        "template <typename T, int N, bool B> [[kernel]] void k(device T* o [[buffer(0)]]) {}\n"
+        'template [[host_name("k_1")]] [[kernel]] decltype(k<float, -3, 1>) k<float, -3, 1>;'
+    )
+    assert [show(a) for a in unit.items[1].template_args] == ["float", "(- 3)", "1"]
+
+
 def test_shift_still_works_after_template_lists():
     assert expr("x = static_cast<int>(a) >> 2") == "(= x (>> (static_cast-cast int a) 2))"
 
@@ -756,6 +768,18 @@ def test_error_case_outside_switch():
     err = body_error("case 1: out[0] = 1;")
     assert err.diagnostic.message == "'case' statement not in switch statement"
     assert where(err) == ("source", 1, 1)
+
+
+def test_error_case_label_in_a_nested_block_of_a_switch():
+    err = body_error("switch (1) { case 0: { case 1: break; } }")
+    assert "nested block" in err.diagnostic.message
+    assert where(err) == ("source", 1, 24)
+
+
+def test_error_conflicting_address_spaces():
+    err = body_error("device threadgroup float* p;")
+    assert err.diagnostic.message == "conflicting address spaces 'device' and 'threadgroup'"
+    assert where(err) == ("source", 1, 8)
 
 
 def test_error_else_without_if():
