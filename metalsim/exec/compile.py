@@ -67,6 +67,8 @@ class Var:
     const: np.ndarray | None = None
     space: str | None = None
     region: object = None
+    init_slot: int = -1     # slot of the "written" mask of a variable declared uninitialised
+    name: str = ""
 
 
 @dataclass
@@ -445,10 +447,13 @@ class Compiler:
         if v.kind == "const":
             c = v.const
             return E(t, lambda f, lanes: c, coord, const=c, readonly=True)
+        if v.kind == "value" and v.init_slot >= 0:
+            init_slot, name = v.init_slot, v.name
+
+            def loc_tracked(f, lanes):
+                return VarLoc(f.vars[slot], None, f.vars[init_slot], name)
+            return self.with_load(E(t, None, coord, loc=loc_tracked, readonly=v.readonly))
         if v.kind == "value":
-            if isinstance(t, VectorType):
-                return E(t, lambda f, lanes: f.vars[slot][lanes.idx], coord,
-                         loc=lambda f, lanes: VarLoc(f.vars[slot]), readonly=v.readonly)
             return E(t, lambda f, lanes: f.vars[slot][lanes.idx], coord,
                      loc=lambda f, lanes: VarLoc(f.vars[slot]), readonly=v.readonly)
         if v.kind == "ptr":
@@ -839,7 +844,7 @@ class Compiler:
                 where = bloc(f, lanes)
                 k = np.broadcast_to(np.asarray(iev(f, lanes)).astype(np.int64), (lanes.n,))
                 if isinstance(where, VarLoc):
-                    return VarLoc(where.arr, k)
+                    return VarLoc(where.arr, k, where.init, where.name)
                 return MemLoc(where.region, where.off + k * elem.size)
             e.loc, e.readonly, e.space = loc, base.readonly, base.space
         return e
@@ -876,9 +881,7 @@ class Compiler:
                 inner = where.comps
                 picked = comps if inner is None else tuple(inner[c] for c in comps)
                 if isinstance(where, VarLoc):
-                    return VarLoc(where.arr, picked)
-                if inner is None and isinstance(where, MemLoc):
-                    return MemLoc(where.region, where.off, picked)
+                    return VarLoc(where.arr, picked, where.init, where.name)
                 return MemLoc(where.region, where.off, picked)
             e.loc, e.readonly, e.space = loc, base.readonly, base.space
         return e
@@ -1303,7 +1306,9 @@ class Compiler:
         if not ty.is_arithmetic(t):
             self.error(f"cannot declare a variable of type '{t}'", d)
         slot = self.new_slot()
-        scope.names[d.name] = Var("value", t, slot, readonly=const)
+        init_slot = self.new_slot() if value is None else -1
+        scope.names[d.name] = Var("value", t, slot, readonly=const, init_slot=init_slot,
+                                  name=d.name)
         vev = value.ev if value is not None else None
         shape = (t.n,) if isinstance(t, VectorType) else ()
         dtype = ty.scalar_of(t).dtype
@@ -1314,6 +1319,10 @@ class Compiler:
                 arr = f.vars[slot] = np.zeros((f.m.batch.size,) + shape, dtype)
             if vev is not None:
                 arr[lanes.idx] = vev(f, lanes)
+            else:
+                if f.vars[init_slot] is None:
+                    f.vars[init_slot] = np.zeros(f.m.batch.size, bool)
+                f.vars[init_slot][lanes.idx] = False  # a fresh, indeterminate object
             return lanes
         return run_value
 
@@ -1616,6 +1625,12 @@ def load_loc(f: Frame, lanes: Lanes, where, t: Type, coord: Coord):
         arr = where.arr
         if isinstance(arr, PtrSlot):
             return Ptr(arr.region, arr.off[lanes.idx])
+        if where.init is not None:
+            written = where.init[lanes.idx]
+            if not written.all():
+                report_lanes(f, lanes, ~written, "uninitialized-read", "error",
+                             f"read of uninitialised variable '{where.name}'", coord,
+                             hint="give the variable an initial value where it is declared")
         v = arr[lanes.idx]
         c = where.comps
         if c is None:
@@ -1641,6 +1656,8 @@ def store_loc(f: Frame, lanes: Lanes, where, t: Type, value, coord: Coord) -> No
             arr.region = value.region
             arr.off[lanes.idx] = value.off
             return
+        if where.init is not None:
+            where.init[lanes.idx] = True
         c = where.comps
         if c is None:
             arr[lanes.idx] = value

@@ -33,13 +33,20 @@ class PtrSlot:
 
 
 class VarLoc:
-    """An lvalue in a thread variable: the full-width array and optional vector components."""
+    """An lvalue in a thread variable: the full-width array and optional vector components.
 
-    __slots__ = ("arr", "comps")
+    `init` is the variable's full-width "has been written" mask when it was declared without
+    an initializer (so reading it first can be reported), and `name` names it in that report.
+    """
 
-    def __init__(self, arr: np.ndarray, comps: tuple[int, ...] | np.ndarray | None = None) -> None:
+    __slots__ = ("arr", "comps", "init", "name")
+
+    def __init__(self, arr: np.ndarray, comps: tuple[int, ...] | np.ndarray | None = None,
+                 init: np.ndarray | None = None, name: str = "") -> None:
         self.arr = arr
         self.comps = comps
+        self.init = init
+        self.name = name
 
 
 class MemLoc:

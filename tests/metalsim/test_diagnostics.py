@@ -297,3 +297,19 @@ def test_off_by_one_halo_reads_past_the_input():
     [d] = run.report.errors
     assert d.kind == "out-of-bounds" and d.line == 5
     assert set(d.threads) == {(8, 0, 0), (9, 0, 0)}
+
+
+def test_local_variable_read_before_assignment_is_uninitialized():
+    source = """
+    uint i = thread_position_in_grid.x;
+    float x;
+    if (i < 4) x = a[i];
+    out[i] = x;
+    """
+    run = simulate(source, [mx.arange(8)], (8,), (8, 1, 1), (8, 1, 1))
+    [d] = run.report.errors
+    assert d.kind == "uninitialized-read" and "'x'" in d.message and d.line == 5
+    assert set(d.threads) == {(4, 0, 0), (5, 0, 0), (6, 0, 0), (7, 0, 0)}
+    fixed = simulate(source.replace("float x;", "float x = 0;"), [mx.arange(8)], (8,),
+                     (8, 1, 1), (8, 1, 1))
+    assert fixed.report.diagnostics == []

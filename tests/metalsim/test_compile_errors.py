@@ -1,0 +1,147 @@
+"""Malformed kernels give CompileError at the user's line; fuzzed kernels never crash or hang."""
+
+import re
+
+import mlx.core as mx
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import metalsim
+
+GOOD = """\
+uint i = thread_position_in_grid.x;
+float acc = 0.0f;
+for (uint k = 0; k < 4; ++k) {
+    acc += a[(i + k) % a_shape[0]] * 0.5f;
+}
+if (i < a_shape[0]) {
+    out[i] = acc;
+}
+"""
+
+
+def call(source, header=""):
+    kernel = metalsim.metal_kernel("k", ["a"], ["out"], source, header=header)
+    return metalsim.simulate(kernel, inputs=[mx.arange(8, dtype=mx.float32)],
+                             output_shapes=[(8,)], output_dtypes=[mx.float32], grid=(8, 1, 1),
+                             threadgroup=(4, 1, 1))
+
+
+MALFORMED = [
+    # (source, line, column, message pattern, hint pattern)
+    ("uint i = thread_position_in_grid.x;\nout[i] = a[j];", 2, 12,
+     "undeclared identifier 'j'", ""),
+    ("uint i = thread_position_in_grid.x;\nflaot x = a[i];\nout[i] = x;", 2, 1,
+     "unknown type name 'flaot'", "did you mean 'float'"),
+    ("uint i = thread_position_in_grid.x\nout[i] = a[i];", 1, 35, "expected ';'", ""),
+    ("uint i = thread_position_in_grid.x;\na[i] = 1.0f;", 2, 1,
+     "const", ""),
+    ("uint i = thread_position_in_grid.x;\nout[i] = a[i] % 2.0f;", 2, 10,
+     "invalid operands", "fmod"),
+    ("uint i = thread_position_in_grid.x;\nint grid_size = 3;\nout[i] = a[i] + grid_size;", 2, 5,
+     "redefinition of 'grid_size'", "MLX adds one"),
+    ("uint i = thread_position_in_grid.x;\nfloat4 v = float4(1.0f, 2.0f);\nout[i] = v.x;", 2, 12,
+     "too few elements", ""),
+    ("uint i = thread_position_in_grid.x;\nfloat2 v = float2(1.0f);\nout[i] = v.z;", 3, 10,
+     "exceeds", ""),
+    ("uint i = thread_position_in_grid.x;\nout[i] = max(int(i), 2u);", 2, 10,
+     "no matching function|max", ""),
+    ("uint i = thread_position_in_grid.x;\nfloat* p = out;\nout[i] = a[i];", 2, 1,
+     "address space", ""),
+    ("uint i = thread_position_in_grid.x;\nthreadgroup float t[4] = {0, 0, 0, 0};\nout[i] = t[0];",
+     2, 26, "threadgroup variables cannot have an initializer", ""),
+    ("uint i = thread_position_in_grid.x;\nif (i < 3) {\n  out[i] = a[i];\n", 2, 12,
+     "expected '}'|unmatched|'}'", ""),
+    ("uint i = thread_position_in_grid.x;\nbreak;\nout[i] = a[i];", 2, 1,
+     "'break' statement not in loop", ""),
+    ("uint i = thread_position_in_grid.x;\nout[i] = sqrtt(a[i]);", 2, 10,
+     "undeclared identifier 'sqrtt'", "did you mean 'sqrt'"),
+    ("uint i = thread_position_in_grid.x;\nout[i] = a[i] @ 2;", 2, 15, "unexpected character", ""),
+    ("uint i = thread_position_in_grid.x;\nint x = 1 / 0;\nout[i] = x;", 2, 9,
+     "division by zero", ""),
+]
+
+
+@pytest.mark.parametrize(("source", "line", "column", "message", "hint"), MALFORMED)
+def test_malformed_kernel_reports_the_users_line(source, line, column, message, hint):
+    with pytest.raises(metalsim.CompileError) as info:
+        call(source)
+    err = info.value
+    assert err.diagnostic.section == "source"
+    assert (err.line, err.column) == (line, column), str(err)
+    assert re.search(message, err.diagnostic.message), err.diagnostic.message
+    assert re.search(hint, err.diagnostic.hint), err.diagnostic.hint
+    assert "^" in str(err)
+
+
+def test_error_in_the_header_points_at_the_header():
+    with pytest.raises(metalsim.CompileError) as info:
+        call("uint i = thread_position_in_grid.x;\nout[i] = twice(a[i]);",
+             header="inline float twice(float x) { return 2 * y; }\n")
+    assert info.value.diagnostic.section == "header"
+    assert (info.value.line, info.value.column) == (1, 42)
+
+
+def test_good_kernel_compiles_and_runs():
+    assert call(GOOD).report.diagnostics == []
+
+
+# --- fuzzing: only CompileError or a finished run, never another exception, never a hang ------
+
+TOKENS = ["uint", "int", "float", "half", "float4", "i", "k", "acc", "a", "out", "a_shape",
+          "thread_position_in_grid", ".x", ".yz", "[", "]", "(", ")", "{", "}", ";", "=", "+=",
+          "+", "-", "*", "/", "%", "<<", ">>", "&&", "||", "!", "?", ":", "<", ">", "==", ",",
+          "0", "1", "4", "0.5f", "2u", "for", "while", "if", "else", "return", "break",
+          "threadgroup", "threadgroup_barrier(mem_flags::mem_threadgroup)", "float t[4]",
+          "&", "->", "sizeof", "static_cast<int>", "as_type<uint>", "#define X 1\n", "\n"]
+
+
+def run_fuzzed(source):
+    try:
+        call(source)
+    except metalsim.CompileError:
+        pass
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+@given(st.lists(st.sampled_from(TOKENS), min_size=1, max_size=40))
+def test_random_token_soup_only_raises_compile_errors(tokens):
+    run_fuzzed(" ".join(tokens))
+
+
+@st.composite
+def mutated_kernel(draw):
+    lines = GOOD.splitlines()
+    for _ in range(draw(st.integers(1, 3))):
+        i = draw(st.integers(0, len(lines) - 1))
+        line = lines[i]
+        action = draw(st.sampled_from(["delete_char", "insert", "swap_lines", "drop_line",
+                                       "duplicate_line"]))
+        if action == "delete_char" and line:
+            j = draw(st.integers(0, len(line) - 1))
+            lines[i] = line[:j] + line[j + 1:]
+        elif action == "insert":
+            j = draw(st.integers(0, len(line)))
+            lines[i] = line[:j] + draw(st.sampled_from(TOKENS)) + line[j:]
+        elif action == "swap_lines":
+            k = draw(st.integers(0, len(lines) - 1))
+            lines[i], lines[k] = lines[k], lines[i]
+        elif action == "drop_line":
+            del lines[i]
+            if not lines:
+                lines = ["uint i = 0;"]
+        else:
+            lines.insert(i, line)
+    return "\n".join(lines)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck))
+@given(mutated_kernel())
+def test_mutated_kernels_only_raise_compile_errors(source):
+    run_fuzzed(source)
+
+
+def test_infinite_loop_ends_with_a_step_limit_diagnostic():
+    run = call("while (true) { }\nout[0] = 1;")
+    assert [d.kind for d in run.report.errors] == ["step-limit"]
