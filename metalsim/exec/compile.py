@@ -134,7 +134,9 @@ class Compiler:
     """Compiles one translation unit's kernel (and what it calls) for one instantiation."""
 
     def __init__(self, unit: ast.TranslationUnit, source_map: SourceMap,
-                 builtins: dict[str, Callable], math_variant: str = "precise") -> None:
+                 builtins: dict[str, Callable], math_variant: str = "precise",
+                 tracing: bool = False) -> None:
+        self.tracing = tracing  # also follow where values come from (for diagrams)
         self.unit = unit
         self.sm = source_map
         self.builtins = builtins
@@ -447,11 +449,12 @@ class Compiler:
         if v.kind == "const":
             c = v.const
             return E(t, lambda f, lanes: c, coord, const=c, readonly=True)
-        if v.kind == "value" and v.init_slot >= 0:
-            init_slot, name = v.init_slot, v.name
+        if v.kind == "value" and (v.init_slot >= 0 or self.tracing):
+            init_slot, name, tracing = v.init_slot, v.name, self.tracing
 
             def loc_tracked(f, lanes):
-                return VarLoc(f.vars[slot], None, f.vars[init_slot], name)
+                return VarLoc(f.vars[slot], None, f.vars[init_slot] if init_slot >= 0 else None,
+                              name, f.sources.setdefault(slot, {}) if tracing else None)
             return self.with_load(E(t, None, coord, loc=loc_tracked, readonly=v.readonly))
         if v.kind == "value":
             return E(t, lambda f, lanes: f.vars[slot][lanes.idx], coord,
@@ -816,6 +819,8 @@ class Compiler:
         if not isinstance(t, PointerType):
             self.error(f"subscripted value is not an array, pointer, or vector ('{t}')", node)
         size, bev, iev, itype = t.pointee.size, base.ev, index.ev, index.type
+        if self.tracing:
+            iev = address_only(iev)
 
         def loc(f, lanes):
             p = bev(f, lanes)
@@ -844,7 +849,7 @@ class Compiler:
                 where = bloc(f, lanes)
                 k = np.broadcast_to(np.asarray(iev(f, lanes)).astype(np.int64), (lanes.n,))
                 if isinstance(where, VarLoc):
-                    return VarLoc(where.arr, k, where.init, where.name)
+                    return VarLoc(where.arr, k, where.init, where.name, where.sources)
                 return MemLoc(where.region, where.off + k * elem.size)
             e.loc, e.readonly, e.space = loc, base.readonly, base.space
         return e
@@ -881,7 +886,7 @@ class Compiler:
                 inner = where.comps
                 picked = comps if inner is None else tuple(inner[c] for c in comps)
                 if isinstance(where, VarLoc):
-                    return VarLoc(where.arr, picked, where.init, where.name)
+                    return VarLoc(where.arr, picked, where.init, where.name, where.sources)
                 return MemLoc(where.region, where.off, picked)
             e.loc, e.readonly, e.space = loc, base.readonly, base.space
         return e
@@ -1038,7 +1043,7 @@ class Compiler:
         for p in fdef.params[len(args):]:
             arg_evs.append(("value", self.convert(self.expr(p.default, scope),
                                                   self.resolve_type(p.type, scope), p).ev))
-        rt, coord = code.return_type, node.coord
+        rt, coord, tracing = code.return_type, node.coord, self.tracing
 
         def ev(f, lanes):
             m = f.m
@@ -1046,6 +1051,11 @@ class Compiler:
             frame = Frame(m, code.nslots)
             for (var, _), (kind, aev) in zip(code.params, arg_evs):
                 frame.vars[var.slot] = bind_argument(kind, var, aev(f, lanes), lanes, size)
+            caller_flow = m.flow
+            if tracing:
+                arrived = dict(zip(lanes.indices().tolist(), m.sources(lanes.indices())))
+                for var, _ in code.params:
+                    frame.sources[var.slot] = arrived
             m.depth += 1
             if m.depth > 64:
                 raise CompileError(f"call depth exceeds 64 (runaway recursion in "
@@ -1054,6 +1064,9 @@ class Compiler:
                 code.body(frame, lanes)
             finally:
                 m.depth -= 1
+            if tracing:
+                m.flow = caller_flow
+                m.note_sources(lanes.indices(), frame.ret_sources)
             if rt == ty.VOID:
                 return None
             if frame.ret is None:
@@ -1205,6 +1218,18 @@ class Compiler:
         runs = [(self.stmt(item, inner), item.coord) for item in node.items
                 if not isinstance(item, ast.Empty)]
 
+        if self.tracing:
+            def run_traced(f, lanes):
+                m = f.m
+                for r, coord in runs:
+                    if lanes.n == 0:
+                        break
+                    m.step(lanes, coord)
+                    m.begin_statement()
+                    lanes = r(f, lanes)
+                return lanes
+            return run_traced
+
         def run(f, lanes):
             step = f.m.step
             for r, coord in runs:
@@ -1312,6 +1337,7 @@ class Compiler:
         vev = value.ev if value is not None else None
         shape = (t.n,) if isinstance(t, VectorType) else ()
         dtype = ty.scalar_of(t).dtype
+        tracing = self.tracing
 
         def run_value(f, lanes):
             arr = f.vars[slot]
@@ -1319,6 +1345,8 @@ class Compiler:
                 arr = f.vars[slot] = np.zeros((f.m.batch.size,) + shape, dtype)
             if vev is not None:
                 arr[lanes.idx] = vev(f, lanes)
+                if tracing:
+                    record_sources(f, lanes, VarLoc(arr, sources=f.sources.setdefault(slot, {})))
             else:
                 if f.vars[init_slot] is None:
                     f.vars[init_slot] = np.zeros(f.m.batch.size, bool)
@@ -1515,6 +1543,9 @@ class Compiler:
             m = f.m
             if vev is not None:
                 v = vev(f, lanes)
+                if m.trace is not None:
+                    f.ret_sources.update(zip(lanes.indices().tolist(),
+                                             m.sources(lanes.indices())))
                 if isinstance(rt, PointerType):
                     if f.ret is None:
                         f.ret = PtrSlot(v.region, m.batch.size)
@@ -1625,6 +1656,8 @@ def load_loc(f: Frame, lanes: Lanes, where, t: Type, coord: Coord):
         arr = where.arr
         if isinstance(arr, PtrSlot):
             return Ptr(arr.region, arr.off[lanes.idx])
+        if where.sources is not None:
+            f.m.note_sources(lanes.indices(), where.sources)
         if where.init is not None:
             written = where.init[lanes.idx]
             if not written.all():
@@ -1658,6 +1691,8 @@ def store_loc(f: Frame, lanes: Lanes, where, t: Type, value, coord: Coord) -> No
             return
         if where.init is not None:
             where.init[lanes.idx] = True
+        if where.sources is not None:
+            record_sources(f, lanes, where)
         c = where.comps
         if c is None:
             arr[lanes.idx] = value
@@ -1679,6 +1714,30 @@ def store_loc(f: Frame, lanes: Lanes, where, t: Type, value, coord: Coord) -> No
         part = value if len(where.comps) == 1 else value[..., j]
         mem.store(f.m, where.region, lanes.idx, lanes.n, where.off + c * elem.size, elem,
                   part, coord)
+
+
+def address_only(ev: Ev) -> Ev:
+    """Trace mode: what an index expression reads picks a cell; it does not flow into the
+    value read from that cell, so it is left out of the provenance."""
+    def ev_index(f, lanes):
+        m = f.m
+        kept = {lane: set(cells) for lane, cells in m.flow.items()}
+        value = ev(f, lanes)
+        m.flow = kept
+        return value
+    return ev_index
+
+
+def record_sources(f: Frame, lanes: Lanes, where: VarLoc) -> None:
+    """Trace mode: a variable now holds what flowed into the current statement; a write of
+    some components keeps what the other components came from."""
+    lane_ids = lanes.indices().tolist()
+    new = f.m.sources(lanes.indices())
+    if where.comps is None:
+        where.sources.update(zip(lane_ids, new))
+    else:
+        for lane, cells in zip(lane_ids, new):
+            where.sources[lane] = where.sources.get(lane, frozenset()) | cells
 
 
 def bind_argument(kind: str, var: Var | None, value, lanes: Lanes, size: int):

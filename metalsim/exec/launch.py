@@ -30,6 +30,7 @@ from metalsim.report import COUNT_NAMES, BufferTraffic, Report
 
 LANE_BUDGET = 1 << 20
 DEFAULT_STEP_LIMIT = 200_000
+MAX_TRACED_THREADS = 16_384
 
 
 @dataclass
@@ -42,7 +43,7 @@ class Program:
 
 
 @functools.lru_cache(maxsize=256)
-def compile_program(text: str, sections: tuple, math_mode: str) -> Program:
+def compile_program(text: str, sections: tuple, math_mode: str, tracing: bool = False) -> Program:
     """Preprocess, parse and compile MLX's generated kernel text (with MLX's prelude helpers)."""
     full = PRELUDE + text
     shift = len(PRELUDE)
@@ -52,7 +53,7 @@ def compile_program(text: str, sections: tuple, math_mode: str) -> Program:
     tokens = preprocess(full, source_map, predefined)
     unit = parse(tokens, source_map)
     variant = "fast" if math_mode == "fast" else "precise"
-    code, params = Compiler(unit, source_map, BUILTINS, variant).compile_kernel()
+    code, params = Compiler(unit, source_map, BUILTINS, variant, tracing).compile_kernel()
     return Program(code, params, source_map)
 
 
@@ -200,8 +201,12 @@ def bind_kernel_frame(m: Machine, program: Program, regions: dict) -> Frame:
 def launch(gen, inputs, outputs, grid, threadgroup, template=None, math_mode: str = "safe",
            trace: bool = False, step_limit: int = DEFAULT_STEP_LIMIT) -> Report:
     """Run MLX's generated kernel `gen` in the simulator; outputs are written in place."""
-    program = compile_program(gen.text, tuple(gen.sections), math_mode)
     grid = tuple(int(g) for g in grid)
+    if trace and grid[0] * grid[1] * grid[2] > MAX_TRACED_THREADS:
+        raise ValueError(f"[metalsim] trace=True records every memory access and is limited to "
+                         f"{MAX_TRACED_THREADS:,} threads; this grid has "
+                         f"{grid[0] * grid[1] * grid[2]:,}. Trace a smaller launch.")
+    program = compile_program(gen.text, tuple(gen.sections), math_mode, trace)
     tg = tuple(max(1, min(int(t), g)) for t, g in zip(threadgroup, grid))
     m = Machine(grid, program.source_map, step_limit, trace)
     regions, traffic_rows = bind_buffers(gen, program, inputs, outputs)

@@ -157,6 +157,9 @@ class Machine:
         self.dev_epoch: np.ndarray | None = None   # device-memory barrier count per group
         self.tg_regions: dict[int, object] = {}    # threadgroup allocations of this batch
         self.depth = 0                             # helper-function call depth
+        # Provenance while tracing: for each lane, the memory cells whose values flowed into
+        # what the current statement computed so far (see `note_cells` and `sources`).
+        self.flow: dict[int, set] = {}
 
     # --- batches --------------------------------------------------------------------------
     def start_batch(self, batch: Batch) -> None:
@@ -202,6 +205,30 @@ class Machine:
             t = int(t)
             out.append((t % gx, (t // gx) % gy, t // (gx * gy)))
         return out
+
+    # --- provenance (trace mode) ---------------------------------------------------------
+    def begin_statement(self) -> None:
+        self.flow = {}
+
+    def note_cells(self, lanes: np.ndarray, cells) -> None:
+        """Lanes `lanes` read `cells` (one per lane) in the current statement."""
+        flow = self.flow
+        for lane, cell in zip(lanes.tolist(), cells):
+            flow.setdefault(lane, set()).add(cell)
+
+    def note_sources(self, lanes: np.ndarray, sources: dict) -> None:
+        """Lanes read a variable whose value came from `sources` (lane -> cells)."""
+        flow = self.flow
+        for lane in lanes.tolist():
+            cells = sources.get(lane)
+            if cells:
+                flow.setdefault(lane, set()).update(cells)
+
+    def sources(self, lanes: np.ndarray) -> list[frozenset]:
+        """What flowed into each lane's current value: the cells it read, directly or through
+        variables, in the statement being executed."""
+        flow = self.flow
+        return [frozenset(flow.get(lane, ())) for lane in lanes.tolist()]
 
     # --- accounting -----------------------------------------------------------------------
     def step(self, lanes: Lanes, coord: Coord) -> None:

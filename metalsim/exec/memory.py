@@ -62,6 +62,7 @@ class Region:
         self._views: dict[np.dtype, np.ndarray] = {}
         self.bytes_read = 0
         self.bytes_written = 0
+        self.provenance: dict[tuple, frozenset] = {}  # thread memory, trace mode only
 
     def view(self, dtype: np.dtype) -> np.ndarray:
         v = self._views.get(dtype)
@@ -197,13 +198,8 @@ def _after_access(m: Machine, region: Region, idx: np.ndarray | slice, bank, off
         region.bytes_read += n * elem.size * comps
     if region.counted is not None:
         m.count(_COUNT_NAMES[region.counted, write], idx)
-    if m.trace is not None and region.space != "thread":
-        lanes = _lane_indices(m, idx)
-        m.trace.append({"kind": "write" if write else "read", "buffer": region.name,
-                        "space": region.space, "tid": m.batch.tid[lanes],
-                        "bank": np.broadcast_to(bank, (n,)).copy(),
-                        "offset": off.copy(), "type": t, "coord": coord,
-                        "epoch": m.tg_epoch[m.batch.tg_local[lanes]].copy()})
+    if m.trace is not None:
+        _record(m, region, _lane_indices(m, idx), off, t, write, coord)
     if not (region.track_init or region.track_races):
         return
     g = _granules(region, off, t)
@@ -228,6 +224,36 @@ def _after_access(m: Machine, region: Region, idx: np.ndarray | slice, bank, off
                          hint=_init_hint(region))
     if region.track_races:
         _race_check(m, region, idx, flat, write, coord)
+
+
+def _record(m: Machine, region: Region, lanes: np.ndarray, off: np.ndarray, t: Type,
+            write: bool, coord: Coord) -> None:
+    """Trace one access: who touched which cell, when; and for writes, where the value came
+    from. A cell is (buffer, threadgroup or -1, element); thread-private memory is not traced
+    but values flow through it."""
+    b = m.batch
+    owner = b.tg_global[lanes] if region.space == "threadgroup" else (
+        b.tid[lanes] if region.space == "thread" else np.full(lanes.size, -1))
+    element = off // region.unit
+    cells = [(region.name, g, e) for g, e in zip(owner.tolist(), element.tolist())]
+    if region.space == "thread":
+        # Private memory is not drawn, but values flow through it: keep what was stored.
+        if write:
+            for cell, sources in zip(cells, m.sources(lanes)):
+                region.provenance[cell] = sources
+        else:
+            m.note_sources(lanes, {lane: region.provenance.get(cell, ())
+                                   for lane, cell in zip(lanes.tolist(), cells)})
+        return
+    if not write:
+        m.note_cells(lanes, cells)
+    m.trace.append({
+        "kind": "write" if write else "read", "buffer": region.name, "space": region.space,
+        "thread": b.tid[lanes], "threadgroup": b.tg_global[lanes], "element": element,
+        "epoch": m.tg_epoch[b.tg_local[lanes]].copy(), "line": coord.line if coord else None,
+        "section": coord.section if coord else None, "type": str(t),
+        "sources": m.sources(lanes) if write else None,
+    })
 
 
 def _init_hint(region: Region) -> str:

@@ -39,14 +39,16 @@ class VarLoc:
     an initializer (so reading it first can be reported), and `name` names it in that report.
     """
 
-    __slots__ = ("arr", "comps", "init", "name")
+    __slots__ = ("arr", "comps", "init", "name", "sources")
 
     def __init__(self, arr: np.ndarray, comps: tuple[int, ...] | np.ndarray | None = None,
-                 init: np.ndarray | None = None, name: str = "") -> None:
+                 init: np.ndarray | None = None, name: str = "",
+                 sources: dict | None = None) -> None:
         self.arr = arr
         self.comps = comps
         self.init = init
         self.name = name
+        self.sources = sources  # trace mode: lane -> cells the variable's value came from
 
 
 class MemLoc:
@@ -75,7 +77,8 @@ class RefSlot:
 class Frame:
     """The variables of one function activation, plus control-flow bookkeeping."""
 
-    __slots__ = ("m", "vars", "breaks", "conts", "ret", "returned", "is_kernel")
+    __slots__ = ("m", "vars", "breaks", "conts", "ret", "returned", "is_kernel", "sources",
+                 "ret_sources")
 
     def __init__(self, m: Machine, nslots: int, is_kernel: bool = False) -> None:
         self.m = m
@@ -85,3 +88,5 @@ class Frame:
         self.ret: np.ndarray | None = None
         self.returned: list = []
         self.is_kernel = is_kernel
+        self.sources: dict[int, dict] = {}   # trace mode: slot -> lane -> cells
+        self.ret_sources: dict[int, frozenset] = {}

@@ -426,7 +426,7 @@ class KernelGen(StmtGen):
         super().__init__(ch, scope)
         self.max_depth = max_depth
 
-    def block(self, depth: int, loops: int, n_max: int = 3) -> str:
+    def block(self, depth: int, loops: int, n_max: int = 2) -> str:
         n = self.ch.integer(1, n_max)
         return "".join(self.stmt(depth, loops) for _ in range(n))
 
@@ -690,7 +690,7 @@ def expression_program(ch: Chooser, n_statements: int, depth: int = 3) -> Progra
     return Program(body + writes, slots)
 
 
-def loop_program(ch: Chooser, n_statements: int, max_depth: int = 3) -> Program:
+def loop_program(ch: Chooser, n_statements: int, max_depth: int = 2) -> Program:
     """A kernel with nested loops, switch, break/continue and early returns over the inputs."""
     scope = input_vars() + [Var(f"acc_{t.short}", t) for t in TYPES.values()]
     gen = KernelGen(ch, scope, max_depth)
