@@ -88,6 +88,41 @@ def _barrier_call(threadgroup_scope: bool):
     return handler
 
 
+def _limits(t: ty.ScalarType) -> dict[str, object]:
+    """`metal::numeric_limits<T>` members (called) and MLX's `Limits<T>` (plain members)."""
+    if t.kind == "float":
+        info = np.finfo(t.dtype)
+        big, tiny = float(info.max), float(info.smallest_normal)
+        return {"max": big, "min": tiny, "lowest": -big, "epsilon": float(info.eps),
+                "infinity": np.inf, "quiet_NaN": np.nan, "denorm_min": float(info.smallest_subnormal),
+                "Limits.max": np.inf, "Limits.min": -np.inf, "Limits.finite_max": big,
+                "Limits.finite_min": -big}
+    if t.kind == "bool":
+        return {"max": True, "min": False, "lowest": False, "Limits.max": True,
+                "Limits.min": False}
+    info = np.iinfo(t.dtype)
+    return {"max": int(info.max), "min": int(info.min), "lowest": int(info.min),
+            "Limits.max": int(info.max), "Limits.min": int(info.min),
+            "Limits.finite_max": int(info.max), "Limits.finite_min": int(info.min)}
+
+
+def _limits_member(called: bool):
+    def handler(c, node, scope) -> E:
+        name = node.func if called else node
+        if called and node.args:
+            c.error(f"numeric_limits<T>::{name.name}() takes no arguments", node)
+        args = name.template_args or []
+        t = c.resolve_type(args[0], scope) if len(args) == 1 else None
+        if not isinstance(t, ty.ScalarType):
+            c.error(f"{name.qualifier}<T> needs one scalar type argument", node)
+        key = name.name if called else f"Limits.{name.name}"
+        value = _limits(t).get(key)
+        if value is None:
+            c.error(f"no member named '{name.name}' in '{name.qualifier}<{t}>'", node)
+        return constant(value, t, node.coord)
+    return handler
+
+
 def _named_constant(value, t):
     return lambda c, node, scope: constant(value, t, node.coord)
 
@@ -96,6 +131,8 @@ def build_builtins() -> dict:
     table: dict = {
         ("call", "threadgroup_barrier"): _barrier_call(True),
         ("call", "simdgroup_barrier"): _barrier_call(False),
+        ("qualified_call", "numeric_limits"): _limits_member(True),
+        ("qualified_name", "Limits"): _limits_member(False),
     }
     for name, value in MEM_FLAGS.items():
         table[("name", "mem_flags", name)] = _named_constant(value, ty.UINT)

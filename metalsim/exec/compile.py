@@ -429,6 +429,9 @@ class Compiler:
         return constant(node.value, BOOL, node.coord)
 
     def x_Name(self, node: ast.Name, scope: Scope) -> E:
+        qualified = self.builtins.get(("qualified_name", node.qualifier))
+        if qualified is not None:
+            return qualified(self, node, scope)
         v = scope.lookup(node.name) if not node.qualifier else None
         if isinstance(v, Var):
             return self.var_expr(v, node)
@@ -991,6 +994,9 @@ class Compiler:
     # --- calls ------------------------------------------------------------------------------
     def x_Call(self, node: ast.Call, scope: Scope) -> E:
         name = node.func
+        qualified = self.builtins.get(("qualified_call", name.qualifier))
+        if qualified is not None:
+            return qualified(self, node, scope)
         if name.qualifier not in ("fast", "precise") and name.name in self.functions:
             return self.call_user(node, scope)
         handler = self.builtins.get(("call", name.name))

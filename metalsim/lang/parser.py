@@ -1108,7 +1108,10 @@ class _Parser:
                 raise self.error("expected identifier after '::'")
             self.advance()
             args = None
-            if self.at("<") and self.is_template(tok.text):
+            # A member of a class template instance (`Limits<T>::min`) is not itself a
+            # template here: C++ would need the `template` keyword for that.
+            member = any(part_args is not None for _, part_args in parts)
+            if self.at("<") and not member and self.is_template(tok.text):
                 self.advance()
                 args = self.template_arguments()
             parts.append((tok.text, args))

@@ -475,9 +475,11 @@ class KernelGen(StmtGen):
         if ch.integer(0, 2) != 0:
             arms.insert(ch.integer(0, len(arms)), "default:")
         text = f"switch ({self.expr(2, want_int=True).text} & 7) {{\n"
-        for arm in arms:
+        for k, arm in enumerate(arms):
             body = "".join(self.stmt(depth + 1, loops) for _ in range(ch.integer(0, 2)))
             brk = "break;\n" if ch.integer(0, 2) != 0 else ""   # else fall through
+            if not body + brk and k == len(arms) - 1:
+                brk = ";\n"    # a label must label a statement
             text += f"{arm}\n{body}{brk}"
         return text + "}\n"
 

@@ -271,3 +271,15 @@ def test_attributes_of_a_3d_dispatch():
     out = run1(source, out_shape=(2, 4, 8), grid=(8, 4, 2), tg=(8, 4, 2), dtype=mx.int32)
     lin = np.arange(64).reshape(2, 4, 8)
     np.testing.assert_array_equal(out, lin * 1000 + (lin // 32) * 100 + 10 + (lin % 32) % 10)
+
+
+def test_numeric_limits_and_mlx_limits():
+    source = """
+    out[0] = numeric_limits<int>::max();
+    out[1] = metal::numeric_limits<uint>::max() == 4294967295u ? 1 : 0;
+    out[2] = isinf(Limits<float>::min) && Limits<float>::min < 0 ? 1 : 0;
+    out[3] = numeric_limits<half>::max();
+    out[4] = numeric_limits<float>::lowest() == -FLT_MAX ? 1 : 0;
+    """
+    out = run1(source, out_shape=(5,), grid=(1, 1, 1), tg=(1, 1, 1))
+    assert out.tolist() == [2147483648.0, 1, 1, 65504, 1]
