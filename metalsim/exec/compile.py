@@ -712,6 +712,8 @@ class Compiler:
         def ev(f, lanes):
             where = loc(f, lanes)
             old = load_loc(f, lanes, where, t, coord)
+            if not prefix and isinstance(old, np.ndarray):
+                old = old.copy()  # a variable load may be a view of the variable itself
             new = step(old)
             store_loc(f, lanes, where, t, new, coord)
             return new if prefix else old
