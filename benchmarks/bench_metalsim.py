@@ -1,4 +1,6 @@
-"""Speed of the simulator on the sizes the project promises (run: python benchmarks/bench_metalsim.py).
+"""Speed of the simulator at the sizes the project promises.
+
+Run: python benchmarks/bench_metalsim.py
 
 Targets on a 2-core machine: a puzzle-sized kernel (compile cached) under 20 ms; compiling a
 50-line kernel under 200 ms; a 1,048,576-thread elementwise kernel under 1 s; a 256x256 tiled

@@ -50,21 +50,10 @@ class SourceMap:
 
     def line_text(self, coord: Coord) -> str:
         """The text of `coord`'s line within its section."""
-        start = 0
-        for name, s, _ in self.sections:
-            if name == coord.section:
-                start = s
-        base_line = bisect.bisect_right(self._line_starts, start) - 1
-        index = base_line + coord.line - 1
-        if index >= len(self._line_starts):
-            return ""
-        begin = max(self._line_starts[index], start)
-        end = self.text.find("\n", begin)
-        text = self.text[begin : end if end >= 0 else len(self.text)]
-        for name, s, e in self.sections:
-            if name == coord.section and e < len(self.text):
-                text = text[: max(0, e - begin)] if begin + len(text) > e else text
-        return text
+        start, end = next(((s, e) for name, s, e in self.sections if name == coord.section),
+                          (0, len(self.text)))
+        lines = self.text[start:end].split("\n")
+        return lines[coord.line - 1] if 0 < coord.line <= len(lines) else ""
 
 
 def render_excerpt(source_map: SourceMap | None, coord: Coord | None, width: int = 1) -> str:

@@ -1,4 +1,5 @@
-"""What a simulated launch measured: per-thread counts, traffic, SIMD efficiency, findings, trace."""
+"""What a simulated launch measured: per-thread counts, traffic, SIMD efficiency, findings,
+trace."""
 
 from __future__ import annotations
 

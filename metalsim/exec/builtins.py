@@ -94,7 +94,8 @@ def _limits(t: ty.ScalarType) -> dict[str, object]:
         info = np.finfo(t.dtype)
         big, tiny = float(info.max), float(info.smallest_normal)
         return {"max": big, "min": tiny, "lowest": -big, "epsilon": float(info.eps),
-                "infinity": np.inf, "quiet_NaN": np.nan, "denorm_min": float(info.smallest_subnormal),
+                "infinity": np.inf, "quiet_NaN": np.nan,
+                "denorm_min": float(info.smallest_subnormal),
                 "Limits.max": np.inf, "Limits.min": -np.inf, "Limits.finite_max": big,
                 "Limits.finite_min": -big}
     if t.kind == "bool":

@@ -631,8 +631,7 @@ class Compiler:
         if isinstance(e.type, VectorType):
             self.error(f"a vector ('{e.type}') cannot be used as a condition", node,
                        hint="use all(...) or any(...)")
-        if isinstance(e.type, PointerType):
-            ev = e.ev
+        if isinstance(e.type, PointerType):  # kernel pointers are never null
             return E(BOOL, lambda f, lanes: np.ones(lanes.n, bool), e.coord)
         if not ty.is_arithmetic(e.type):
             self.error(f"'{e.type}' cannot be used as a condition", node)
@@ -1033,7 +1032,7 @@ class Compiler:
         fdef, bindings = self.resolve_overload(node, args, scope)
         code = self.instantiate(fdef, bindings)
         arg_evs = []
-        for (var, is_ref), a, p in zip(code.params, args, fdef.params):
+        for (var, is_ref), a in zip(code.params, args):
             if is_ref:
                 if a.loc is None:
                     if not var.readonly:
@@ -1126,9 +1125,9 @@ class Compiler:
             at = self.rvalue(a).type
             if isinstance(pt, ast.PointerType) and isinstance(at, PointerType):
                 pt, at = pt.pointee, at.pointee
-            if isinstance(pt, ast.NamedType) and pt.name in names and pt.name not in bindings:
-                if isinstance(at, ty.ScalarType | VectorType | AtomicType):
-                    bindings[pt.name] = at
+            if (isinstance(pt, ast.NamedType) and pt.name in names and pt.name not in bindings
+                    and isinstance(at, ty.ScalarType | VectorType | AtomicType)):
+                bindings[pt.name] = at
         for p in params:
             if p.name not in bindings:
                 if p.default is None:
@@ -1400,7 +1399,7 @@ class Compiler:
         decl_id = self.decl_ids = self.decl_ids + 1
         self.fn.threadgroup_bytes += t.size
         scope.names[d.name] = Var("region", t, slot, space="threadgroup")
-        name, coord = d.name, d.coord
+        name = d.name
 
         def run(f, lanes):
             m = f.m

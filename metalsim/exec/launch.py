@@ -18,7 +18,12 @@ from metalsim.exec import memory as mem
 from metalsim.exec.builtins import BUILTINS
 from metalsim.exec.compile import Compiler, FunctionCode, Var
 from metalsim.exec.machine import (
-    MAX_THREADGROUP_MEMORY, MAX_THREADS_PER_THREADGROUP, SIMD_WIDTH, Batch, Lanes, Machine,
+    MAX_THREADGROUP_MEMORY,
+    MAX_THREADS_PER_THREADGROUP,
+    SIMD_WIDTH,
+    Batch,
+    Lanes,
+    Machine,
     StepLimitExceeded,
 )
 from metalsim.exec.prelude import PRELUDE

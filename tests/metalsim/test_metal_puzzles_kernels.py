@@ -239,7 +239,8 @@ for (uint t = 0; t < n; t += THREADGROUP_MEM_SIZE) {
     a_shared[local_j][local_i] = (j < n && t + local_i < n) ? a[j * n + t + local_i] : 0;
     b_shared[local_j][local_i] = (i < n && t + local_j < n) ? b[(t + local_j) * n + i] : 0;
     threadgroup_barrier(mem_flags::mem_threadgroup);
-    for (uint k = 0; k < THREADGROUP_MEM_SIZE; k++) acc += a_shared[local_j][k] * b_shared[k][local_i];
+    for (uint k = 0; k < THREADGROUP_MEM_SIZE; k++)
+        acc += a_shared[local_j][k] * b_shared[k][local_i];
     threadgroup_barrier(mem_flags::mem_threadgroup);
 }
 if (i < n && j < n) out[j * n + i] = acc;
