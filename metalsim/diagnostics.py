@@ -113,8 +113,8 @@ class MetalsimError(Exception):
 class CompileError(MetalsimError):
     """What the Metal compiler would reject, pointing at the user's line and column."""
 
-    def __init__(self, message: str, coord: Coord | None = None, source_map: SourceMap | None = None,
-                 hint: str = "", width: int = 1) -> None:
+    def __init__(self, message: str, coord: Coord | None = None,
+                 source_map: SourceMap | None = None, hint: str = "", width: int = 1) -> None:
         self.coord = coord
         self.diagnostic = Diagnostic(
             kind="compile", severity="error", message=message,
