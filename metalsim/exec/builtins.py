@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from metalsim.exec.atomics import ATOMIC_BUILTINS
 from metalsim.exec.compile import E, constant
 from metalsim.exec.machine import Lanes, Machine
 from metalsim.lang import ast
@@ -143,6 +144,7 @@ def build_builtins() -> dict:
         table[("name", "", name)] = _named_constant(value, ty.HALF)
     for name, (value, t) in INT_CONSTANTS.items():
         table[("name", "", name)] = _named_constant(value, t)
+    table |= ATOMIC_BUILTINS
     return table
 
 

@@ -339,6 +339,9 @@ class Compiler:
     # --- conversions ------------------------------------------------------------------------
     def rvalue(self, e: E) -> E:
         """Array-to-pointer decay; everything else is already an rvalue evaluator."""
+        if isinstance(e.type, AtomicType):
+            self.error(f"an atomic ('{e.type}') cannot be read directly", e.coord,
+                       hint="use atomic_load_explicit(&x, memory_order_relaxed)")
         if isinstance(e.type, ArrayType) and e.loc is not None:
             loc, elem, space = e.loc, e.type.elem, e.space
 

@@ -59,6 +59,8 @@ class Region:
             self.w_stamp = np.zeros(size, np.int64)
             self.r_tid = np.full(size, -1, np.int64)
             self.r_stamp = np.zeros(size, np.int64)
+            self.a_tid = np.full(size, -1, np.int64)   # last atomic access (never races
+            self.a_stamp = np.zeros(size, np.int64)    # with another atomic one)
         self._views: dict[np.dtype, np.ndarray] = {}
         self.bytes_read = 0
         self.bytes_written = 0
@@ -279,6 +281,8 @@ def _race_check(m: Machine, region: Region, idx: np.ndarray | slice, flat: np.nd
         stamp, tid = stamp[:, None], tid[:, None]
     w_tid, w_stamp = region.w_tid[flat], region.w_stamp[flat]
     conflict = (w_tid >= 0) & (w_tid != tid) & _unordered(w_stamp, stamp)
+    a_tid = region.a_tid[flat]
+    conflict |= (a_tid >= 0) & (a_tid != tid) & _unordered(region.a_stamp[flat], stamp)
     if write:
         r_tid = region.r_tid[flat]
         conflict |= (r_tid != -1) & (r_tid != tid) & _unordered(region.r_stamp[flat], stamp)
@@ -294,11 +298,18 @@ def _race_check(m: Machine, region: Region, idx: np.ndarray | slice, flat: np.nd
         repeated = region.r_tid[flat] != readers
         if repeated.any():
             region.r_tid[flat[repeated]] = -2
+    _report_race(m, region, idx, flat, conflict, "write" if write else "read", coord)
+
+
+def _report_race(m: Machine, region: Region, idx, flat: np.ndarray, conflict: np.ndarray,
+                 what: str, coord: Coord) -> None:
     if conflict.any():
         bad = conflict if conflict.ndim == 1 else conflict.any(axis=1)
         element = int(np.ravel(flat[bad])[0]) % region.granules * region.granule // region.unit
-        what = "write" if write else "read"
-        if region.space == "threadgroup":
+        if what == "atomic":
+            hint = ("every access to a location that is updated atomically must be atomic "
+                    "(atomic_load_explicit / atomic_store_explicit), or be ordered by a barrier")
+        elif region.space == "threadgroup":
             hint = ("separate the write and the read with "
                     "threadgroup_barrier(mem_flags::mem_threadgroup)")
         else:
@@ -306,11 +317,116 @@ def _race_check(m: Machine, region: Region, idx: np.ndarray | slice, flat: np.nd
                     "element one writer, or use atomics")
         m.report("race", "error", f"data race on '{region.name}' ({region.space} memory)",
                  coord, _lane_indices(m, idx)[bad], key=region.name,
-                 detail=f"a {what} of element {element} conflicts with another thread's access "
-                        f"with no barrier between them",
+                 detail=f"{'an' if what == 'atomic' else 'a'} {what} access of element {element} "
+                        f"conflicts with another thread's access with no barrier between them",
                  hint=hint)
 
 
 def _unordered(stamp_before: np.ndarray, stamp_now: np.ndarray) -> np.ndarray:
     """Accesses with these stamps are unordered: same epoch, or different threadgroups."""
     return (stamp_before == stamp_now) | ((stamp_before >> 32) != (stamp_now >> 32))
+
+
+def atomic_update(m: Machine, region: Region, idx: np.ndarray | slice, n: int, off: np.ndarray,
+                  t: ScalarType, update, coord: Coord, *, reads: bool = True,
+                  writes: bool = True, fast: tuple | None = None) -> np.ndarray:
+    """Apply an atomic operation for every active lane; returns each lane's old value.
+
+    `update(old, lanes)` gives `(new, store_mask)` for the lanes at positions `lanes` (of the
+    active set), seeing the values left by the lanes before them: lanes touching the same
+    location are applied one after another in lane order, which is one legal order of the
+    hardware's. `fast = (ufunc, operands)` is a fast path for heavily contended locations of
+    the fetch-and-op functions: the same order, through `ufunc.accumulate`.
+    """
+    off = np.broadcast_to(np.asarray(off, np.int64), (n,))
+    ok = _check(m, region, idx, off, t, writes and not reads, coord)
+    lanes = _lane_indices(m, idx)
+    positions = np.arange(n)
+    old = np.zeros(n, t.dtype)
+    if ok is not None:
+        lanes, positions, off = lanes[ok], positions[ok], off[ok]
+    if lanes.size == 0:
+        return old
+    bank = region.bank(m, lanes)
+    view = region.view(t.dtype)
+    columns = view.shape[1]
+    flat_elem = np.asarray(bank, np.int64) * columns + off // t.size  # one key per location
+    if reads and region.track_init:
+        _check_atomic_init(m, region, lanes, bank, off, t, coord)
+    order = np.argsort(flat_elem, kind="stable")
+    sorted_cells = flat_elem[order]
+    starts = np.flatnonzero(np.r_[True, sorted_cells[1:] != sorted_cells[:-1]])
+    sizes = np.diff(np.r_[starts, sorted_cells.size])
+    rank = np.empty(order.size, np.int64)
+    rank[order] = np.arange(order.size) - np.repeat(starts, sizes)
+    heavy = np.zeros(order.size, bool)
+    if fast is not None and sizes.max() > 64:
+        ufunc, operands = fast
+        for start, size in zip(starts[sizes > 64], sizes[sizes > 64]):
+            members = order[start:start + size]
+            heavy[members] = True
+            cell = divmod(int(sorted_cells[start]), columns)
+            chain = np.concatenate([[view[cell]], np.broadcast_to(
+                operands, (n,))[positions[members]]]).astype(t.dtype)
+            acc = ufunc.accumulate(chain, dtype=t.dtype)
+            old[positions[members]] = acc[:-1]
+            view[cell] = acc[-1]
+    for r in range(int(rank[~heavy].max()) + 1 if (~heavy).any() else 0):
+        sel = (rank == r) & ~heavy
+        rows, cols = np.divmod(flat_elem[sel], columns)
+        pos = positions[sel]
+        current = view[rows, cols]
+        old[pos] = current
+        new, store_mask = update(current, pos)
+        view[rows[store_mask], cols[store_mask]] = np.asarray(new, t.dtype)[store_mask]
+    _after_atomic(m, region, lanes, bank, off, t, reads, writes, coord)
+    return old
+
+
+def _check_atomic_init(m: Machine, region: Region, lanes, bank, off, t, coord) -> None:
+    g = _granules(region, off, t)
+    flat = np.asarray(bank) * region.granules + g if np.ndim(bank) else g
+    seen = region.init[flat]
+    if not seen.all():
+        where = "threadgroup memory" if region.space == "threadgroup" else "memory"
+        m.report("uninitialized-read", "error",
+                 f"atomic operation on uninitialised {where}: '{region.name}'", coord,
+                 lanes[~seen], key=region.name, hint=_init_hint(region))
+
+
+def _after_atomic(m: Machine, region: Region, lanes: np.ndarray, bank, off: np.ndarray,
+                  t: ScalarType, reads: bool, writes: bool, coord: Coord) -> None:
+    """Counts, trace, initialisation and races of an atomic access."""
+    if region.counted is not None:
+        if reads:
+            m.count(_COUNT_NAMES[region.counted, False], lanes)
+        if writes:
+            m.count(_COUNT_NAMES[region.counted, True], lanes)
+        m.count("atomics", lanes)
+    size = lanes.size * t.size
+    region.bytes_read += size if reads else 0
+    region.bytes_written += size if writes else 0
+    if m.trace is not None and region.space != "thread":
+        b = m.batch
+        m.trace.append({
+            "kind": "atomic", "buffer": region.name, "space": region.space,
+            "thread": b.tid[lanes], "threadgroup": b.tg_global[lanes],
+            "element": off // region.unit, "epoch": m.tg_epoch[b.tg_local[lanes]].copy(),
+            "line": coord.line if coord else None, "section": coord.section if coord else None,
+            "type": str(t), "sources": m.sources(lanes) if writes else None})
+    if not (region.track_init or region.track_races):
+        return
+    g = _granules(region, off, t)
+    flat = np.asarray(bank) * region.granules + g if np.ndim(bank) else g
+    if writes and region.track_init:
+        region.init[flat] = True
+    if region.track_races:
+        stamp = m.stamps(lanes, region.space == "device")
+        tid = m.batch.tid[lanes]
+        conflict = (region.w_tid[flat] >= 0) & (region.w_tid[flat] != tid) & _unordered(
+            region.w_stamp[flat], stamp)
+        r_tid = region.r_tid[flat]
+        conflict |= (r_tid != -1) & (r_tid != tid) & _unordered(region.r_stamp[flat], stamp)
+        region.a_tid[flat] = tid
+        region.a_stamp[flat] = stamp
+        _report_race(m, region, lanes, flat, conflict, "atomic", coord)
