@@ -407,6 +407,16 @@ def test_conversions_to_floats_round_once(data: st.DataObject, src: ScalarType,
             float(middle[0]), dst)
 
 
+def test_int_to_bfloat_rounds_once() -> None:
+    # Each value is just above a bfloat halfway point; a float32 on the way would round it onto
+    # the halfway point, and the second rounding would then go to even (down).
+    for t, value, expected in ((INT, 2**30 + 2**22 + 1, 2**30 + 2**23),
+                               (LONG, -(2**40 + 2**32 + 1), -(2**40 + 2**33)),
+                               (ULONG, 2**63 + 2**55 + 1, 2**63 + 2**56)):
+        got = arith.convert(np.array([value], t.dtype), t, BFLOAT)
+        assert float(got[0]) == expected
+
+
 def test_float32_to_bfloat_ties_to_even() -> None:
     bits = np.array([0x3F808000, 0x3F818000, 0x3F808001, 0x7F7FFFFF, 0x00008000],
                     dtype=np.uint32)
