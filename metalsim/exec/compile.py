@@ -122,8 +122,7 @@ def truthy(value: np.ndarray, t: Type) -> np.ndarray:
 
 
 def _zeros(t: Type, n: int) -> np.ndarray:
-    shape = (n, t.n) if isinstance(t, VectorType) else (n,)
-    return np.zeros(shape, ty.scalar_of(t).dtype)
+    return np.zeros((n,) + ty.lane_shape(t), ty.scalar_of(t).dtype)
 
 
 def _scatter(out: np.ndarray, pos: np.ndarray, value, n: int) -> None:
@@ -283,6 +282,13 @@ class Compiler:
             if not isinstance(elem, ScalarType) or n not in (2, 3, 4):
                 self.error(f"invalid vector type vec<{elem}, {n}>", node)
             return VectorType(elem, n, packed=name == "packed_vec")
+        if name == "simdgroup_matrix":
+            args = node.template_args or []
+            elem = self.resolve_type(args[0], scope) if args else None
+            dims = [self.const_int(a, scope, "matrix size") for a in args[1:]]
+            if elem not in (ty.HALF, ty.BFLOAT, ty.FLOAT) or dims not in ([8, 8], [8]):
+                self.error("simdgroup_matrix<T, 8, 8> needs T = half, bfloat or float", node)
+            return ty.SimdMatrixType(elem)
         if name == "atomic":
             args = node.template_args or []
             elem = self.resolve_type(args[0], scope) if args else None
@@ -524,6 +530,8 @@ class Compiler:
     def binary(self, op: str, left: E, right: E, node: ast.Node,
                operands: tuple[ast.Node, ast.Node] | None = None) -> E:
         lnode, rnode = operands or (node.left, node.right)
+        if isinstance(left.type, ty.SimdMatrixType) or isinstance(right.type, ty.SimdMatrixType):
+            return self.builtins[("operator", "simdgroup_matrix")](self, op, left, right, node)
         left, right = self.arith_operand(left, lnode), self.arith_operand(right, rnode)
         lt, rt = left.type, right.type
         if op in ("<<", ">>"):
@@ -906,6 +914,12 @@ class Compiler:
             t = self.expr(operand, scope).type
         return constant(t.size, ULONG, node.coord)
 
+    def x_MethodCall(self, node: ast.MethodCall, scope: Scope) -> E:
+        handler = self.builtins.get(("method", node.name))
+        if handler is None:
+            self.error(f"member function '{node.name}' is not supported", node)
+        return handler(self, node, scope)
+
     def x_InitList(self, node: ast.InitList, scope: Scope) -> E:
         self.error("an initializer list can only initialize a declared variable", node)
 
@@ -954,6 +968,8 @@ class Compiler:
             return replace(self.convert(args[0], t, node, explicit=True), coord=node.coord)
         if isinstance(t, VectorType):
             return self.construct_vector(t, args, node)
+        if isinstance(t, ty.SimdMatrixType):
+            return self.builtins[("construct", "simdgroup_matrix")](self, t, args, node)
         if isinstance(t, PointerType) and len(args) == 1:
             return self.convert(args[0], t, node, explicit=True)
         self.error(f"cannot construct a value of type '{t}'", node)
@@ -1338,14 +1354,14 @@ class Compiler:
                     s.off[lanes.idx] = p.off
                 return lanes
             return run_ptr
-        if not ty.is_arithmetic(t):
+        if not (ty.is_arithmetic(t) or isinstance(t, ty.SimdMatrixType)):
             self.error(f"cannot declare a variable of type '{t}'", d)
         slot = self.new_slot()
         init_slot = self.new_slot() if value is None else -1
         scope.names[d.name] = Var("value", t, slot, readonly=const, init_slot=init_slot,
                                   name=d.name)
         vev = value.ev if value is not None else None
-        shape = (t.n,) if isinstance(t, VectorType) else ()
+        shape = ty.lane_shape(t)
         dtype = ty.scalar_of(t).dtype
         tracing = self.tracing
 
@@ -1374,7 +1390,7 @@ class Compiler:
                            f"'{self.rvalue(init).type}'", d.init)
             scope.names[d.name] = Var("value", t, slot, readonly=True)
             vev = self.convert(init, t, d.init).ev
-            shape = (t.n,) if isinstance(t, VectorType) else ()
+            shape = ty.lane_shape(t)
 
             def run_temp(f, lanes):
                 if f.vars[slot] is None:
@@ -1547,7 +1563,7 @@ class Compiler:
             if rt == ty.VOID:
                 self.error(f"void function '{self.fn.name}' should not return a value", node)
             vev = self.convert(self.expr(node.value, scope), rt, node.value).ev
-        shape = (rt.n,) if isinstance(rt, VectorType) else ()
+        shape = ty.lane_shape(rt)
 
         def run(f, lanes):
             m = f.m
@@ -1763,7 +1779,7 @@ def bind_argument(kind: str, var: Var | None, value, lanes: Lanes, size: int):
         slot.off[lanes.idx] = value.off
         return slot
     t = var.type
-    shape = (t.n,) if isinstance(t, VectorType) else ()
+    shape = ty.lane_shape(t)
     arr = np.zeros((size,) + shape, ty.scalar_of(t).dtype)
     arr[lanes.idx] = value
     return arr

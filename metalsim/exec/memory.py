@@ -13,7 +13,15 @@ import numpy as np
 
 from metalsim.diagnostics import Coord
 from metalsim.exec.machine import Machine
-from metalsim.lang.types import ArrayType, AtomicType, ScalarType, Type, VectorType, scalar_of
+from metalsim.lang.types import (
+    ArrayType,
+    AtomicType,
+    ScalarType,
+    SimdMatrixType,
+    Type,
+    VectorType,
+    scalar_of,
+)
 
 POISON_BYTE = 0xBE
 
@@ -88,6 +96,8 @@ def _access_layout(t: Type) -> tuple[ScalarType, int]:
     """The scalar element type and component count of a load/store of type `t`."""
     if isinstance(t, VectorType):
         return t.elem, t.n
+    if isinstance(t, SimdMatrixType):
+        return t.elem, t.per_lane
     return t, 1  # type: ignore[return-value]
 
 

@@ -139,6 +139,16 @@ class Call(Node):
 
 
 @dataclass(eq=False)
+class MethodCall(Node):
+    """`base.name(args)`: a member function, e.g. `m.thread_elements()` of a simdgroup_matrix."""
+
+    base: Expr
+    name: str
+    args: list[Expr]
+    arrow: bool = False
+
+
+@dataclass(eq=False)
 class Construct(Node):
     """A functional cast or constructor: `float4(1, 2, 3, 4)`, `uint(x)`, `T(x)`, `float2{a, b}`."""
 
@@ -183,7 +193,8 @@ class InitList(Node):
 
 
 Expr = (IntLiteral | FloatLiteral | BoolLiteral | StringLiteral | Name | Unary | Postfix | Binary
-        | Assign | Conditional | Call | Construct | Cast | Index | Member | SizeOf | InitList)
+        | Assign | Conditional | Call | MethodCall | Construct | Cast | Index | Member | SizeOf
+        | InitList)
 
 
 # --- Statements --------------------------------------------------------------------------------

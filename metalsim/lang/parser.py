@@ -982,9 +982,8 @@ class _Parser:
                 if isinstance(expr, ast.Name):
                     expr = ast.Call(expr.coord, expr, self.call_arguments())
                 elif isinstance(expr, ast.Member):
-                    spelled = ("->" if expr.arrow else ".") + expr.name
-                    raise self.error(f"member function calls ('{spelled}()') are not "
-                                     "supported by metalsim")
+                    expr = ast.MethodCall(expr.coord, expr.base, expr.name,
+                                          self.call_arguments(), expr.arrow)
                 else:
                     raise self.error("called object is not a function")
             elif text in (".", "->"):

@@ -62,6 +62,31 @@ class VectorType:
 
 
 @dataclass(frozen=True)
+class SimdMatrixType:
+    """`simdgroup_matrix<T, 8, 8>`: owned by a SIMD-group, two elements held by each lane."""
+
+    elem: ScalarType
+    rows: int = 8
+    cols: int = 8
+    per_lane = 2
+
+    @property
+    def size(self) -> int:  # what one lane stores
+        return self.elem.size * self.per_lane
+
+    @property
+    def align(self) -> int:
+        return self.elem.size
+
+    @property
+    def name(self) -> str:
+        return f"simdgroup_{self.elem.name}8x8"
+
+    def __str__(self) -> str:
+        return self.name
+
+
+@dataclass(frozen=True)
 class AtomicType:
     value: ScalarType
 
@@ -120,7 +145,8 @@ class VoidType:
         return "void"
 
 
-Type = ScalarType | VectorType | AtomicType | ArrayType | PointerType | VoidType
+Type = (ScalarType | VectorType | SimdMatrixType | AtomicType | ArrayType | PointerType
+        | VoidType)
 
 VOID = VoidType()
 
@@ -157,6 +183,7 @@ def _build_type_names() -> dict[str, Type]:
             names[f"{elem.name}{n}"] = VectorType(elem, n)
             names[f"packed_{elem.name}{n}"] = VectorType(elem, n, packed=True)
     names |= {name: AtomicType(t) for name, t in ATOMIC_NAMES.items()}
+    names |= {f"simdgroup_{t.name}8x8": SimdMatrixType(t) for t in (HALF, BFLOAT, FLOAT)}
     names["void"] = VOID
     return names
 
@@ -164,7 +191,7 @@ def _build_type_names() -> dict[str, Type]:
 TYPE_NAMES: dict[str, Type] = _build_type_names()
 """Every built-in type name the parser must treat as a type (besides templates `vec`, `atomic`)."""
 
-BUILTIN_TYPE_TEMPLATES = frozenset({"vec", "atomic", "packed_vec"})
+BUILTIN_TYPE_TEMPLATES = frozenset({"vec", "atomic", "packed_vec", "simdgroup_matrix"})
 
 MLX_DTYPE_TO_SCALAR: dict[str, ScalarType] = {
     "bool": BOOL, "int8": CHAR, "uint8": UCHAR, "int16": SHORT, "uint16": USHORT,
@@ -174,8 +201,18 @@ MLX_DTYPE_TO_SCALAR: dict[str, ScalarType] = {
 
 
 def scalar_of(t: Type) -> ScalarType:
-    """The element type of a scalar or vector type."""
-    return t.elem if isinstance(t, VectorType) else t  # type: ignore[return-value]
+    """The element type of a scalar, vector or SIMD-group matrix type."""
+    return t.elem if isinstance(t, VectorType | SimdMatrixType) else t  # type: ignore[return-value]
+
+
+def lane_shape(t: Type) -> tuple[int, ...]:
+    """The shape one lane's value of `t` has in a lane array: () for scalars, (n,) for vectors,
+    (2,) for the two elements of a SIMD-group matrix a lane holds."""
+    if isinstance(t, VectorType):
+        return (t.n,)
+    if isinstance(t, SimdMatrixType):
+        return (t.per_lane,)
+    return ()
 
 
 def is_arithmetic(t: Type) -> bool:
