@@ -6,11 +6,13 @@
                      grid=(x, y, z), threadgroup=(x, y, z))    # like MLX; raises KernelFault
     run = metalsim.simulate(kernel, inputs=[...], ..., trace=False)   # run.outputs, run.report
     text = metalsim.source(kernel, inputs=[...], ...)                  # MLX's generated source
+    with metalsim.patch(): ...     # mx.fast.metal_kernel itself runs in the simulator
 """
 
 from metalsim.api import Kernel, Run, metal_kernel, simulate, source
 from metalsim.diagnostics import CompileError, Diagnostic, KernelFault
+from metalsim.patch import patch
 from metalsim.report import Report
 
 __all__ = ["CompileError", "Diagnostic", "Kernel", "KernelFault", "Report", "Run",
-           "metal_kernel", "simulate", "source"]
+           "metal_kernel", "patch", "simulate", "source"]

@@ -1,0 +1,148 @@
+"""Unchanged `mx.fast.metal_kernel` code runs under `metalsim.patch()`: the MLX documentation's
+kernels (exp, strided exp, grid_sample forward and VJP) against their plain-MLX references, and
+`mx.custom_function` VJPs that launch simulated kernels, differentiated by `mx.grad`."""
+
+import mlx.core as mx
+import numpy as np
+import pytest
+
+import metalsim
+
+# --- the MLX documentation's kernels, as users write them (braces restored) -----------------
+
+
+def exp_elementwise(a: mx.array):
+    source = """
+        uint elem = thread_position_in_grid.x;
+        T tmp = inp[elem];
+        out[elem] = metal::exp(tmp);
+    """
+    kernel = mx.fast.metal_kernel(
+        name="myexp",
+        input_names=["inp"],
+        output_names=["out"],
+        source=source,
+    )
+    outputs = kernel(
+        inputs=[a],
+        template=[("T", mx.float32)],
+        grid=(a.size, 1, 1),
+        threadgroup=(256, 1, 1),
+        output_shapes=[a.shape],
+        output_dtypes=[a.dtype],
+        verbose=False,
+    )
+    return outputs[0]
+
+
+def exp_elementwise_strided(a: mx.array):
+    source = """
+        uint elem = thread_position_in_grid.x;
+        // Utils from `mlx/backend/metal/kernels/utils.h` are automatically included
+        uint loc = elem_to_loc(elem, inp_shape, inp_strides, inp_ndim);
+        T tmp = inp[loc];
+        // Output arrays are always row contiguous
+        out[elem] = metal::exp(tmp);
+    """
+    kernel = mx.fast.metal_kernel(
+        name="myexp_strided",
+        input_names=["inp"],
+        output_names=["out"],
+        source=source,
+        ensure_row_contiguous=False,
+    )
+    outputs = kernel(
+        inputs=[a],
+        template=[("T", mx.float32)],
+        grid=(a.size, 1, 1),
+        threadgroup=(256, 1, 1),
+        output_shapes=[a.shape],
+        output_dtypes=[a.dtype],
+    )
+    return outputs[0]
+
+
+def test_patch_replaces_metal_kernel_and_restores_it():
+    original = mx.fast.metal_kernel
+    with metalsim.patch():
+        assert mx.fast.metal_kernel is metalsim.metal_kernel
+    assert mx.fast.metal_kernel is original
+
+
+def test_patch_works_as_a_decorator():
+    @metalsim.patch()
+    def inside():
+        return mx.fast.metal_kernel
+
+    assert inside() is metalsim.metal_kernel
+
+
+def test_patch_fixture_is_available(metalsim_patch):
+    assert mx.fast.metal_kernel is metalsim.metal_kernel
+
+
+def test_exp_elementwise_from_the_mlx_docs_equals_mx_exp(metalsim_patch):
+    a = mx.random.normal(shape=(4, 16)).astype(mx.float16)
+    b = exp_elementwise(a)
+    assert mx.allclose(b, mx.exp(a)).item()
+
+
+def test_strided_exp_from_the_mlx_docs_equals_mx_exp(metalsim_patch):
+    a = mx.random.normal(shape=(4, 16)).astype(mx.float16)
+    a = a[::2]
+    b = exp_elementwise_strided(a)
+    assert mx.allclose(b, mx.exp(a)).item()
+
+
+def test_gpu_stream_is_accepted_and_cpu_stream_is_rejected_as_in_mlx(metalsim_patch):
+    kernel = mx.fast.metal_kernel("k", ["a"], ["out"], "out[0] = a[0];")
+    args = dict(inputs=[mx.ones(1)], output_shapes=[(1,)], output_dtypes=[mx.float32],
+                grid=(1, 1, 1), threadgroup=(1, 1, 1))
+    assert kernel(**args, stream=mx.gpu)[0].item() == 1
+    with pytest.raises(ValueError, match="Only supports the GPU"):
+        kernel(**args, stream=mx.cpu)
+
+
+# --- mx.custom_function with a simulated VJP kernel -----------------------------------------
+
+SQUARE = "uint i = thread_position_in_grid.x;\nout[i] = x[i] * x[i];"
+SQUARE_VJP = """
+uint i = thread_position_in_grid.x;
+atomic_fetch_add_explicit(&dx[idx[i]], 2.0f * x[idx[i]] * cot[i], memory_order_relaxed);
+"""
+
+
+def gathered_square(x: mx.array, idx: mx.array) -> mx.array:
+    """y[i] = x[idx[i]]**2 with a forward kernel and a scatter-add (atomic) backward kernel."""
+
+    @mx.custom_function
+    def f(x):
+        xg = x[idx]
+        kernel = mx.fast.metal_kernel("square", ["x"], ["out"], SQUARE)
+        return kernel(inputs=[xg], output_shapes=[xg.shape], output_dtypes=[xg.dtype],
+                      grid=(xg.size, 1, 1), threadgroup=(64, 1, 1))[0]
+
+    @f.vjp
+    def f_vjp(x, cot, out):
+        kernel = mx.fast.metal_kernel("square_vjp", ["x", "idx", "cot"], ["dx"], SQUARE_VJP,
+                                      atomic_outputs=True)
+        return kernel(inputs=[x, idx, cot], output_shapes=[x.shape], output_dtypes=[x.dtype],
+                      grid=(idx.size, 1, 1), threadgroup=(64, 1, 1), init_value=0)[0]
+
+    return f(x)
+
+
+def test_grad_through_a_custom_function_with_simulated_kernels_equals_autodiff(metalsim_patch):
+    x = mx.random.normal(shape=(50,))
+    idx = mx.array(np.random.default_rng(0).integers(0, 50, 300).astype(np.uint32))
+    weights = mx.random.normal(shape=(300,))
+
+    def loss(x):
+        return (gathered_square(x, idx) * weights).sum()
+
+    def loss_ref(x):
+        return ((x[idx] ** 2) * weights).sum()
+
+    np.testing.assert_allclose(np.array(loss(x)), np.array(loss_ref(x)), rtol=1e-5)
+    np.testing.assert_allclose(np.array(mx.grad(loss)(x)), np.array(mx.grad(loss_ref)(x)),
+                               rtol=1e-4, atol=1e-5)
