@@ -283,3 +283,43 @@ def test_numeric_limits_and_mlx_limits():
     """
     out = run1(source, out_shape=(5,), grid=(1, 1, 1), tg=(1, 1, 1))
     assert out.tolist() == [2147483648.0, 1, 1, 65504, 1]
+
+
+def test_fast_and_precise_math_namespaces_and_math_modes():
+    source = """
+    uint i = thread_position_in_grid.x;
+    float x = float(i) + 0.5f;
+    out[i] = metal::fast::exp(x) - metal::precise::exp(x) + fast::sqrt(x) - precise::sqrt(x)
+             + metal::exp(x) - exp(x);
+    """
+    for mode in ("safe", "relaxed", "fast"):
+        out = run1(source, compile_options={"math_mode": mode})
+        np.testing.assert_allclose(out, np.zeros(8), atol=1e-3)
+
+
+def test_fast_math_mode_defines_the_fast_math_macro():
+    source = """
+    #ifdef __FAST_MATH__
+    out[0] = 1;
+    #else
+    out[0] = 0;
+    #endif
+    """
+    assert run1(source, out_shape=(1,), grid=(1, 1, 1), tg=(1, 1, 1),
+                compile_options={"math_mode": "fast"}).tolist() == [1]
+    assert run1(source, out_shape=(1,), grid=(1, 1, 1), tg=(1, 1, 1)).tolist() == [0]
+
+
+def test_integer_math_and_select_and_vector_relational_functions():
+    source = """
+    uint i = thread_position_in_grid.x;
+    uint x = i * 0x01010101u;
+    float4 v = float4(float(i), -1.0f, NAN, INFINITY);
+    bool4 bad = isnan(v) | isinf(v);
+    out[i] = popcount(x) * 1000 + clz(i + 1) * 10 + (any(bad) ? 1 : 0)
+             + select(0, 5, all(bad.zw)) * 100 + int(select(float4(0.0f), v, v > 0.0f).x);
+    """
+    out = run1(source, dtype=mx.int32)
+    expected = [bin(i * 0x01010101).count("1") * 1000 + (32 - (i + 1).bit_length()) * 10 + 1
+                + 500 + i for i in range(8)]
+    assert out.tolist() == expected
