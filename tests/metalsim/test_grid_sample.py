@@ -20,8 +20,10 @@ def grid_sample_ref(x, grid):
     ix = ((grid[..., 0] + 1) * W_in - 1) / 2
     iy = ((grid[..., 1] + 1) * H_in - 1) / 2
 
-    ix_nw = mx.floor(ix).astype(mx.int32)
-    iy_nw = mx.floor(iy).astype(mx.int32)
+    # The docs' reference, with the integer corner indices cut from autodiff (they are
+    # piecewise constant; MLX's gather refuses a VJP with respect to its indices otherwise).
+    ix_nw = mx.stop_gradient(mx.floor(ix).astype(mx.int32))
+    iy_nw = mx.stop_gradient(mx.floor(iy).astype(mx.int32))
 
     ix_ne = ix_nw + 1
     iy_ne = iy_nw

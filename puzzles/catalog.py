@@ -1,0 +1,117 @@
+"""The puzzle catalog: what a puzzle is, and the registry of all of them.
+
+Each chapter module (`puzzles/ch01_threads.py`, ...) defines its puzzles with `Puzzle(...)` and
+registers them with `register(...)`; `all_puzzles()` imports every chapter. Notebooks, the
+harness (`utils.py`), the CLI and the grader all read puzzles from here.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+SOLUTIONS = ROOT / "solutions"
+
+CHAPTERS = ("ch01_threads", "ch02_threadgroup_memory", "ch03_reductions", "ch04_matmul")
+
+
+@dataclass(frozen=True)
+class Case:
+    """One launch of a puzzle: numpy inputs (in `input_names` order), output and launch sizes."""
+
+    inputs: tuple[np.ndarray, ...]
+    output_shape: tuple[int, ...]
+    grid: tuple[int, int, int]
+    threadgroup: tuple[int, int, int] = (1, 1, 1)
+    output_dtype: str = "float32"
+
+
+@dataclass(frozen=True)
+class Budget:
+    """Maximum per thread; None means not limited."""
+
+    global_reads: int | None = None
+    global_writes: int | None = None
+    threadgroup_reads: int | None = None
+    threadgroup_writes: int | None = None
+    atomics: int | None = None
+
+    def limits(self) -> dict[str, int]:
+        return {k: v for k, v in vars(self).items() if v is not None}
+
+
+@dataclass(frozen=True)
+class Puzzle:
+    """A puzzle: everything the notebooks, `check()`, the CLI and the grader need.
+
+    `spec(*inputs)` computes the expected output with plain MLX ops from `mx.array` inputs.
+    `hidden(rng)` returns the hidden cases (random values; other sizes for "general case"
+    puzzles). `template` is the kernel body shipped to learners, with `// FILL ME IN`; the
+    reference body is `solutions/<solution_file>`. `titles` are the names a `MetalProblem` may
+    use for this puzzle (the first is the catalog title; Metal-Puzzles titles such as
+    "1D Conv (Full)" are listed too, each mapping to its visible case in `cases_by_title`).
+    """
+
+    number: int
+    slug: str
+    titles: tuple[str, ...]
+    chapter: str
+    description: str
+    input_names: tuple[str, ...]
+    spec: Callable
+    visible: Case
+    hidden: Callable[[np.random.Generator], list[Case]]
+    template: str
+    budget: Budget
+    hints: tuple[str, ...]
+    solution_file: str
+    header: str = ""
+    output_names: tuple[str, ...] = ("out",)
+    atomic_outputs: bool = False
+    init_value: float | None = None
+    cases_by_title: dict[str, Case] = field(default_factory=dict)
+    kernel_name: str = ""
+    setup: str = ""
+
+    @property
+    def title(self) -> str:
+        return self.titles[0]
+
+    @property
+    def kernel(self) -> str:
+        """The kernel's `name=`: `kernel_name`, or the slug."""
+        return self.kernel_name or self.slug
+
+    def solution(self) -> str:
+        return (SOLUTIONS / self.solution_file).read_text()
+
+
+_REGISTRY: dict[int, Puzzle] = {}
+
+
+def register(*puzzles: Puzzle) -> None:
+    for p in puzzles:
+        if p.number in _REGISTRY:
+            raise ValueError(f"puzzle {p.number} registered twice")
+        _REGISTRY[p.number] = p
+
+
+def all_puzzles() -> list[Puzzle]:
+    """Every puzzle of every chapter, by number."""
+    for chapter in CHAPTERS:
+        importlib.import_module(f"puzzles.{chapter}")
+    return [_REGISTRY[n] for n in sorted(_REGISTRY)]
+
+
+def find(key: str | int) -> Puzzle | None:
+    """A puzzle by number, slug or any of its titles (case-insensitive), or None."""
+    wanted = str(key).strip().lower()
+    for p in all_puzzles():
+        if wanted in (str(p.number), p.slug.lower(), *(t.lower() for t in p.titles)):
+            return p
+    return None
