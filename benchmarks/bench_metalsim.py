@@ -4,7 +4,8 @@ Run: python benchmarks/bench_metalsim.py
 
 Targets on a 2-core machine: a puzzle-sized kernel (compile cached) under 20 ms; compiling a
 50-line kernel under 200 ms; a 1,048,576-thread elementwise kernel under 1 s; a 256x256 tiled
-matmul through threadgroup memory with barriers under 3 s.
+matmul through threadgroup memory with barriers under 3 s; a 1,048,576-element `simd_sum`
+reduction (with atomics) and a 256x256 `simdgroup_matrix` matmul each under 3 s.
 """
 
 from __future__ import annotations
@@ -110,6 +111,51 @@ for (uint t = 0; t < n; t += 16) {
 out[row * n + col] = acc;
 """
 
+SIMD_REDUCE = """
+threadgroup float partial[32];
+float v = simd_sum(x[thread_position_in_grid.x]);
+if (thread_index_in_simdgroup == 0) partial[simdgroup_index_in_threadgroup] = v;
+threadgroup_barrier(mem_flags::mem_threadgroup);
+if (simdgroup_index_in_threadgroup == 0) {
+    float total = simd_sum(thread_index_in_simdgroup < simdgroups_per_threadgroup
+                           ? partial[thread_index_in_simdgroup] : 0.0f);
+    if (thread_index_in_simdgroup == 0) {
+        atomic_fetch_add_explicit(&out[0], total, memory_order_relaxed);
+    }
+}
+"""
+
+SIMDGROUP_MATMUL = """
+threadgroup float As[32][8];
+threadgroup float Bs[8][32];
+uint n = a_shape[0];
+uint sg = simdgroup_index_in_threadgroup;
+uint tid = thread_index_in_threadgroup;
+uint row0 = threadgroup_position_in_grid.y * 32, col0 = threadgroup_position_in_grid.x * 32;
+uint sr = (sg / 2) * 16, sc = (sg % 2) * 16;
+simdgroup_float8x8 acc[2][2];
+for (int i = 0; i < 2; ++i) for (int j = 0; j < 2; ++j) acc[i][j] = simdgroup_float8x8(0.0f);
+for (uint k0 = 0; k0 < n; k0 += 8) {
+    for (uint e = tid; e < 256; e += 128) {
+        As[e / 8][e % 8] = a[(row0 + e / 8) * n + k0 + e % 8];
+        Bs[e / 32][e % 32] = b[(k0 + e / 32) * n + col0 + e % 32];
+    }
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    for (int i = 0; i < 2; ++i) {
+        simdgroup_float8x8 ta;
+        simdgroup_load(ta, &As[sr + 8 * i][0], 8);
+        for (int j = 0; j < 2; ++j) {
+            simdgroup_float8x8 tb;
+            simdgroup_load(tb, &Bs[0][sc + 8 * j], 32);
+            simdgroup_multiply_accumulate(acc[i][j], ta, tb, acc[i][j]);
+        }
+    }
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+}
+for (int i = 0; i < 2; ++i) for (int j = 0; j < 2; ++j)
+    simdgroup_store(acc[i][j], out, n, ulong2(col0 + sc + 8 * j, row0 + sr + 8 * i));
+"""
+
 
 def main() -> None:
     kernel = metalsim.metal_kernel("pooling", ["a"], ["out"], POOLING)
@@ -158,6 +204,31 @@ def main() -> None:
     np.testing.assert_allclose(np.array(run.outputs[0]), np.array(a) @ np.array(b),
                                rtol=1e-3, atol=1e-3)
     print(f"tiled matmul 256x256 (16x16 tiles, barriers):          {t:7.2f} s   (target 3 s)")
+
+    n = 1 << 20
+    kernel = metalsim.metal_kernel("reduce", ["x"], ["out"], SIMD_REDUCE, atomic_outputs=True)
+    x = mx.random.normal((n,))
+    args = dict(inputs=[x], output_shapes=[(1,)], output_dtypes=[mx.float32],
+                grid=(n, 1, 1), threadgroup=(1024, 1, 1), init_value=0)
+    metalsim.simulate(kernel, **args)
+    t = best_of(lambda: metalsim.simulate(kernel, **args), 2)
+    run = metalsim.simulate(kernel, **args)
+    assert run.report.errors == [], run.report.summary()
+    np.testing.assert_allclose(np.array(run.outputs[0])[0], float(np.array(x).sum()),
+                               rtol=1e-3, atol=1e-1)
+    print(f"simd_sum reduction of 1,048,576 floats (+ atomics):     {t:7.2f} s   (target 3 s)")
+
+    size = 256
+    kernel = metalsim.metal_kernel("sg_matmul", ["a", "b"], ["out"], SIMDGROUP_MATMUL)
+    a, b = mx.random.normal((size, size)), mx.random.normal((size, size))
+    args = dict(inputs=[a, b], output_shapes=[(size, size)], output_dtypes=[mx.float32],
+                grid=(size // 32 * 128, size // 32, 1), threadgroup=(128, 1, 1))
+    metalsim.simulate(kernel, **args)
+    t = best_of(lambda: metalsim.simulate(kernel, **args), 2)
+    run = metalsim.simulate(kernel, **args)
+    np.testing.assert_allclose(np.array(run.outputs[0]), np.array(a) @ np.array(b),
+                               rtol=1e-3, atol=1e-3)
+    print(f"simdgroup_matrix matmul 256x256 (4 SIMD-groups/group): {t:7.2f} s   (target 3 s)")
 
 
 if __name__ == "__main__":
