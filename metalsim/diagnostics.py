@@ -73,8 +73,10 @@ class Diagnostic:
     """One finding about a kernel: what went wrong, where, and which threads did it.
 
     `kind` is one of: out-of-bounds, race, divergent-barrier, uninitialized-read,
-    division-by-zero, shift-out-of-range, step-limit, resource-limit (run time) or compile
-    (compile time). `threads` lists offending threads as `thread_position_in_grid` triples.
+    division-by-zero, shift-out-of-range, step-limit, resource-limit; for SIMD-group code
+    inactive-lane-read, invalid-lane, invalid-argument, non-uniform-argument,
+    divergent-simdgroup, unconfirmed-behavior (run time); or compile (compile time).
+    `threads` lists offending threads as `thread_position_in_grid` triples.
     """
 
     kind: str

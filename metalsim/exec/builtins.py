@@ -12,6 +12,7 @@ import numpy as np
 from metalsim.exec.atomics import ATOMIC_BUILTINS
 from metalsim.exec.compile import E, constant
 from metalsim.exec.machine import Lanes, Machine
+from metalsim.exec.simd import SIMD_BUILTINS
 from metalsim.exec.simdgroup_matrix import SIMDGROUP_MATRIX_BUILTINS
 from metalsim.lang import ast
 from metalsim.lang import types as ty
@@ -147,6 +148,7 @@ def build_builtins() -> dict:
         table[("name", "", name)] = _named_constant(value, t)
     table |= ATOMIC_BUILTINS
     table |= SIMDGROUP_MATRIX_BUILTINS
+    table |= SIMD_BUILTINS
     return table
 
 
