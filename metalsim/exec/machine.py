@@ -116,9 +116,13 @@ class Finding:
     message: str
     coord: Coord | None
     threads: list[tuple[int, int, int]] = field(default_factory=list)
-    count: int = 0
+    seen: np.ndarray | None = None   # which threads of the grid hit it
     detail: str = ""
     hint: str = ""
+
+    @property
+    def count(self) -> int:
+        return int(self.seen.sum()) if self.seen is not None else 0
 
 
 @dataclass
@@ -199,9 +203,12 @@ class Machine:
             self._stamps.pop(True, None)
 
     def thread_positions(self, tids: np.ndarray, limit: int = 8) -> list[tuple[int, int, int]]:
+        """Grid positions of the lowest `limit` thread ids (in O(n), for huge reports)."""
         gx, gy, _ = self.grid
+        if tids.size > limit:
+            tids = np.partition(tids, limit)[:limit]
         out = []
-        for t in np.unique(tids)[:limit]:
+        for t in np.unique(tids):
             t = int(t)
             out.append((t % gx, (t // gx) % gy, t // (gx * gy)))
         return out
@@ -254,9 +261,13 @@ class Machine:
         if f is None:
             f = self.findings[k] = Finding(kind, severity, message, coord, detail=detail,
                                            hint=hint)
-        f.count += int(np.unique(tids).size)
+        if f.seen is None:
+            f.seen = np.zeros(self.total_threads, bool)
+        f.seen[tids] = True
         if len(f.threads) < 8:
-            f.threads.extend(self.thread_positions(tids, 8 - len(f.threads)))
+            known = set(f.threads)
+            fresh = [p for p in self.thread_positions(tids, 8) if p not in known]
+            f.threads.extend(fresh[:8 - len(f.threads)])
 
     def diagnostics(self) -> list[Diagnostic]:
         out = []
