@@ -184,6 +184,10 @@ def _build_type_names() -> dict[str, Type]:
             names[f"packed_{elem.name}{n}"] = VectorType(elem, n, packed=True)
     names |= {name: AtomicType(t) for name, t in ATOMIC_NAMES.items()}
     names |= {f"simdgroup_{t.name}8x8": SimdMatrixType(t) for t in (HALF, BFLOAT, FLOAT)}
+    # Metal's vote structs are their `vote_t` here: a simplification (Metal converts them only
+    # explicitly) that keeps `simd_vote v = simd_ballot(c); ulong bits = ulong(v);` working.
+    names["simd_vote"] = ULONG
+    names["quad_vote"] = USHORT
     names["void"] = VOID
     return names
 

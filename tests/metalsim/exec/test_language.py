@@ -323,3 +323,12 @@ def test_integer_math_and_select_and_vector_relational_functions():
     expected = [bin(i * 0x01010101).count("1") * 1000 + (32 - (i + 1).bit_length()) * 10 + 1
                 + 500 + i for i in range(8)]
     assert out.tolist() == expected
+
+
+def test_simd_vote_holds_the_ballot_bits():
+    source = """
+    simd_vote v = simd_ballot(thread_index_in_simdgroup < 3);
+    out[thread_position_in_grid.x] = ulong(v);
+    """
+    out = run1(source, out_shape=(4,), grid=(4, 1, 1), tg=(4, 1, 1), dtype=mx.uint64)
+    assert out.tolist() == [7, 7, 7, 7]
