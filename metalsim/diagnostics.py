@@ -89,6 +89,7 @@ class Diagnostic:
     section: str = "source"
     hint: str = ""
     excerpt: str = ""
+    cells: list[tuple] = field(default_factory=list)  # (buffer, threadgroup or -1, element)
 
     def render(self) -> str:
         where = f"{self.section}:{self.line}:{self.column}: " if self.line is not None else ""

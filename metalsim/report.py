@@ -43,6 +43,14 @@ class Report:
     simd_efficiency: float
     diagnostics: list[Diagnostic] = field(default_factory=list)
     trace: list[dict] | None = None
+    buffers: dict[str, dict] = field(default_factory=dict)  # name -> role, space, shape, type
+
+    # `trace` (with trace=True) lists every access in execution order, each a dict:
+    # kind ("read", "write" or "atomic"), buffer, space, and per thread of the access the arrays
+    # thread (linear id), threadgroup (linear id), element (index in the buffer, or in the
+    # threadgroup's copy of threadgroup memory), epoch (barriers passed by that threadgroup);
+    # line and section of the source; type; and for writes `sources`, one frozenset per thread
+    # of the cells (buffer, threadgroup or -1, element) whose values flowed into the stored value.
 
     @property
     def errors(self) -> list[Diagnostic]:

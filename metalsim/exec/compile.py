@@ -11,8 +11,11 @@ kernel costs Python work per AST node executed, never per thread.
 from __future__ import annotations
 
 import difflib
+import math
+import struct
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from fractions import Fraction
 
 import numpy as np
 
@@ -108,7 +111,8 @@ class Scope:
 def constant(value: object, t: Type, coord: Coord) -> E:
     """An E for a compile-time constant of type `t`."""
     dtype = ty.scalar_of(t).dtype
-    c = np.asarray(value, dtype=dtype)
+    with np.errstate(over="ignore"):  # a literal too large for its type is inf, as in C++
+        c = np.asarray(value, dtype=dtype)
     return E(t, lambda f, lanes: c, coord, const=c)
 
 
@@ -423,6 +427,8 @@ class Compiler:
         return method(node, scope)
 
     def x_IntLiteral(self, node: ast.IntLiteral, scope: Scope) -> E:
+        if node.text.startswith("'"):  # a character literal has type char in C++
+            return constant((node.value + 128) % 256 - 128, ty.CHAR, node.coord)
         try:
             t = arith.parse_int_literal_type(node.value, node.suffix, node.hex_or_octal)
         except ValueError as exc:
@@ -432,7 +438,8 @@ class Compiler:
 
     def x_FloatLiteral(self, node: ast.FloatLiteral, scope: Scope) -> E:
         t = {"h": ty.HALF, "bf": ty.BFLOAT}.get(node.suffix, FLOAT)
-        return constant(node.value, t, node.coord)
+        c = np.asarray(arith.round_from_float64(np.array([odd_double(node)]), t.dtype)[0])
+        return E(t, lambda f, lanes: c, node.coord, const=c)
 
     def x_BoolLiteral(self, node: ast.BoolLiteral, scope: Scope) -> E:
         return constant(node.value, BOOL, node.coord)
@@ -792,8 +799,10 @@ class Compiler:
             t = a.type
         else:
             try:
-                t = ty.common_type(self.arith_operand(a, node.then).type,
-                                   self.arith_operand(b, node.otherwise).type)
+                at = self.arith_operand(a, node.then).type
+                bt = self.arith_operand(b, node.otherwise).type
+                # Operands of one type keep it; otherwise the usual arithmetic conversions.
+                t = at if at == bt else ty.common_type(at, bt)
             except ty.ConversionError:
                 self.error(f"incompatible operand types ('{a.type}' and '{b.type}')", node)
             a, b = self.convert(a, t, node.then), self.convert(b, t, node.otherwise)
@@ -1427,6 +1436,9 @@ class Compiler:
                 region = m.tg_regions[decl_id] = mem.Region(
                     name, "threadgroup", t, t.size, m.batch.tg_count, counted="threadgroup",
                     track_races=True, track_init=True)
+                dims, elem = ty.array_shape(t)
+                m.buffers.setdefault(name, {"role": "threadgroup", "space": "threadgroup",
+                                            "shape": dims, "type": str(elem)})
             f.vars[slot] = region
             return lanes
         return run
@@ -1615,6 +1627,7 @@ class Compiler:
                 items.append(("stmt", self.stmt(item, inner), item.coord))
         self.switch_depth -= 1
         keys = [k for k in seen if k is not None]
+        has_default = None in seen
         vev = value.ev
 
         def run(f, lanes):
@@ -1634,7 +1647,8 @@ class Compiler:
                         running = item[1](f, running)
             finally:
                 f.breaks.pop()
-            return union(m.batch.size, [running] + breaks)
+            unmatched = [] if has_default else [lanes.select(~np.isin(v, keys))]
+            return union(m.batch.size, [running] + breaks + unmatched)
         return run
 
     # --- the kernel -------------------------------------------------------------------------
@@ -1740,6 +1754,22 @@ def store_loc(f: Frame, lanes: Lanes, where, t: Type, value, coord: Coord) -> No
         part = value if len(where.comps) == 1 else value[..., j]
         mem.store(f.m, where.region, lanes.idx, lanes.n, where.off + c * elem.size, elem,
                   part, coord)
+
+
+def odd_double(node: ast.FloatLiteral) -> float:
+    """The literal's exact decimal value rounded to double *to odd*, so that one more rounding
+    to float, half or bfloat is the correct single rounding of the decimal (no double rounding
+    through the nearest double)."""
+    text = node.text.rstrip("fFhH")
+    if text.lower().endswith("b"):  # the "bf" suffix
+        text = text[:-1]
+    exact = Fraction(float.fromhex(text)) if text.lower().startswith("0x") else Fraction(text)
+    nearest = float(exact)
+    if Fraction(nearest) == exact or not math.isfinite(nearest):
+        return nearest
+    toward_zero = nearest if abs(Fraction(nearest)) < abs(exact) else math.nextafter(nearest, 0.0)
+    bits = struct.unpack("<q", struct.pack("<d", toward_zero))[0] | 1
+    return struct.unpack("<d", struct.pack("<q", bits))[0]
 
 
 def address_only(ev: Ev) -> Ev:

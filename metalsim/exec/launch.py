@@ -151,7 +151,7 @@ def _pointee(var: Var) -> ty.Type:
     return var.type.pointee if isinstance(var.type, ty.PointerType) else var.type
 
 
-def bind_buffers(gen, program: Program, inputs, outputs) -> tuple[dict, list]:
+def bind_buffers(m: Machine, gen, program: Program, inputs, outputs) -> tuple[dict, list]:
     """Regions for every buffer parameter (they live for the whole launch) and traffic rows."""
     regions: dict[str, tuple[mem.Region, int]] = {}
     traffic = []
@@ -170,6 +170,8 @@ def bind_buffers(gen, program: Program, inputs, outputs) -> tuple[dict, list]:
             regions[p.name] = (region, b.offset * b.data.dtype.itemsize)
             if not b.is_scalar:
                 traffic.append((region, "input", b.size * b.data.dtype.itemsize))
+                m.buffers[p.name] = {"role": "input", "space": space, "shape": tuple(b.shape),
+                                     "type": str(elem)}
         elif p.role == "output":
             o = outputs[p.index]
             region = _buffer_region(p.name, o.data, elem, "device", counted="global",
@@ -177,6 +179,8 @@ def bind_buffers(gen, program: Program, inputs, outputs) -> tuple[dict, list]:
                                     element_count=o.data.size)
             regions[p.name] = (region, 0)
             traffic.append((region, "output", o.data.nbytes))
+            m.buffers[p.name] = {"role": "output", "space": "device", "shape": tuple(o.shape),
+                                 "type": str(elem)}
         else:
             b = inputs[p.index]
             values = {"shape": np.asarray(b.shape, np.int32),
@@ -214,7 +218,7 @@ def launch(gen, inputs, outputs, grid, threadgroup, template=None, math_mode: st
     program = compile_program(gen.text, tuple(gen.sections), math_mode, trace)
     tg = tuple(max(1, min(int(t), g)) for t, g in zip(threadgroup, grid))
     m = Machine(grid, program.source_map, step_limit, trace)
-    regions, traffic_rows = bind_buffers(gen, program, inputs, outputs)
+    regions, traffic_rows = bind_buffers(m, gen, program, inputs, outputs)
     kernel_coord = Coord("source", 1, 1)
     if program.code.threadgroup_bytes > MAX_THREADGROUP_MEMORY:
         m.report("resource-limit", "error",
@@ -255,4 +259,5 @@ def build_report(m: Machine, grid, tg, traffic_rows) -> Report:
     efficiency = (m.active_lane_steps / (SIMD_WIDTH * m.simd_group_steps)
                   if m.simd_group_steps else 1.0)
     return Report(grid=grid, threadgroup=tg, counts=counts, traffic=traffic,
-                  simd_efficiency=efficiency, diagnostics=m.diagnostics(), trace=m.trace)
+                  simd_efficiency=efficiency, diagnostics=m.diagnostics(), trace=m.trace,
+                  buffers=m.buffers)

@@ -17,6 +17,7 @@ from metalsim.diagnostics import Coord, Diagnostic, SourceMap, render_excerpt
 SIMD_WIDTH = 32
 MAX_THREADS_PER_THREADGROUP = 1024
 MAX_THREADGROUP_MEMORY = 32 * 1024
+MAX_CELLS_PER_FINDING = 256
 
 
 class Lanes:
@@ -117,6 +118,7 @@ class Finding:
     coord: Coord | None
     threads: list[tuple[int, int, int]] = field(default_factory=list)
     seen: np.ndarray | None = None   # which threads of the grid hit it
+    cells: set = field(default_factory=set)
     detail: str = ""
     hint: str = ""
 
@@ -164,6 +166,7 @@ class Machine:
         # Provenance while tracing: for each lane, the memory cells whose values flowed into
         # what the current statement computed so far (see `note_cells` and `sources`).
         self.flow: dict[int, set] = {}
+        self.buffers: dict[str, dict] = {}   # name -> role, space, shape, dtype (for diagrams)
 
     # --- batches --------------------------------------------------------------------------
     def start_batch(self, batch: Batch) -> None:
@@ -253,14 +256,20 @@ class Machine:
     # --- findings -------------------------------------------------------------------------
     def report(self, kind: str, severity: str, message: str, coord: Coord | None,
                lanes: np.ndarray, *, key: object = None, detail: str = "",
-               hint: str = "") -> None:
-        """Record that the batch lanes `lanes` hit a problem; merges repeats of the same one."""
+               hint: str = "", cells: list[tuple] = ()) -> None:
+        """Record that the batch lanes `lanes` hit a problem; merges repeats of the same one.
+
+        `cells` are the memory cells involved, as (buffer, threadgroup or -1, element), so that
+        diagrams can mark them."""
         tids = self.batch.tid[lanes] if self.batch is not None else np.empty(0, np.int64)
         k = (kind, coord, key if key is not None else message)
         f = self.findings.get(k)
         if f is None:
             f = self.findings[k] = Finding(kind, severity, message, coord, detail=detail,
                                            hint=hint)
+        room = MAX_CELLS_PER_FINDING - len(f.cells)
+        if room > 0:
+            f.cells.update(list(dict.fromkeys(cells))[:room])
         if f.seen is None:
             f.seen = np.zeros(self.total_threads, bool)
         f.seen[tids] = True
@@ -281,6 +290,7 @@ class Machine:
                 line=c.line if c else None, column=c.column if c else None,
                 threads=f.threads, detail=detail, section=c.section if c else "source",
                 hint=f.hint, excerpt=render_excerpt(self.source_map, c),
+                cells=sorted(f.cells, key=str),
             ))
         order = {"error": 0, "warning": 1}
         out.sort(key=lambda d: (order.get(d.severity, 2), d.line or 0))

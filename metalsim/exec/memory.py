@@ -101,6 +101,17 @@ def _access_layout(t: Type) -> tuple[ScalarType, int]:
     return t, 1  # type: ignore[return-value]
 
 
+def cells_of(m: Machine, region: Region, lanes: np.ndarray, element: np.ndarray) -> list:
+    """Memory cells as diagrams name them: (buffer, threadgroup or -1, element index)."""
+    lanes, element = lanes[:MAX_CELLS], np.ravel(element)[:MAX_CELLS]
+    owner = (m.batch.tg_global[lanes] if region.space == "threadgroup"
+             else np.full(lanes.size, -1))
+    return [(region.name, int(g), int(e)) for g, e in zip(owner.tolist(), element.tolist())]
+
+
+MAX_CELLS = 64
+
+
 def _check(m: Machine, region: Region, idx: np.ndarray | slice, off: np.ndarray, t: Type,
            write: bool, coord: Coord) -> np.ndarray | None:
     """Bounds and alignment; returns a mask of the lanes (of `idx`) whose access is valid."""
@@ -115,12 +126,14 @@ def _check(m: Machine, region: Region, idx: np.ndarray | slice, off: np.ndarray,
         first = off[bad] if off.ndim else off
         index = int(np.ravel(first)[0]) // region.unit
         verb = "wrote" if write else "read"
+        offenders = np.broadcast_to(lanes, bad.shape)[bad] if bad.ndim else lanes
         m.report("out-of-bounds", "error",
                  f"out-of-bounds {'write' if write else 'read'}: {region.describe_element(t)}",
-                 coord, np.broadcast_to(lanes, bad.shape)[bad] if bad.ndim else lanes,
-                 key=(region.name, write),
+                 coord, offenders, key=(region.name, write),
                  detail=f"a thread {verb} element {index} of '{region.name}'",
-                 hint="guard the access with a bounds check such as `if (i < n)`")
+                 hint="guard the access with a bounds check such as `if (i < n)`",
+                 cells=cells_of(m, region, offenders, np.broadcast_to(off, bad.shape)[bad]
+                                // region.unit))
     if misaligned.any():
         m.report("out-of-bounds", "error",
                  f"misaligned {elem.name} access to '{region.name}'", coord,
@@ -228,9 +241,11 @@ def _after_access(m: Machine, region: Region, idx: np.ndarray | slice, bank, off
             if not seen.all():
                 bad = ~seen if seen.ndim == 1 else ~seen.all(axis=1)
                 where = "threadgroup memory" if region.space == "threadgroup" else "memory"
+                offenders = _lane_indices(m, idx)[bad]
                 m.report("uninitialized-read", "error",
                          f"read of uninitialised {where}: '{region.name}'", coord,
-                         _lane_indices(m, idx)[bad], key=region.name,
+                         offenders, key=region.name,
+                         cells=cells_of(m, region, offenders, off[bad] // region.unit),
                          detail=f"element {int(np.ravel(off[bad])[0]) // region.unit} of "
                                 f"'{region.name}' was read before any thread wrote it",
                          hint=_init_hint(region))
@@ -325,8 +340,11 @@ def _report_race(m: Machine, region: Region, idx, flat: np.ndarray, conflict: np
         else:
             hint = ("threads of different threadgroups are never ordered; give each output "
                     "element one writer, or use atomics")
+        offenders = _lane_indices(m, idx)[bad]
+        elements = (np.ravel(flat[bad]) % region.granules) * region.granule // region.unit
         m.report("race", "error", f"data race on '{region.name}' ({region.space} memory)",
-                 coord, _lane_indices(m, idx)[bad], key=region.name,
+                 coord, offenders, key=region.name,
+                 cells=cells_of(m, region, offenders, elements[:offenders.size]),
                  detail=f"{'an' if what == 'atomic' else 'a'} {what} access of element {element} "
                         f"conflicts with another thread's access with no barrier between them",
                  hint=hint)

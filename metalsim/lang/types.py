@@ -209,6 +209,15 @@ def scalar_of(t: Type) -> ScalarType:
     return t.elem if isinstance(t, VectorType | SimdMatrixType) else t  # type: ignore[return-value]
 
 
+def array_shape(t: Type) -> tuple[tuple[int, ...], Type]:
+    """The dimensions of a (multi-dimensional) array type and its innermost element type."""
+    dims = []
+    while isinstance(t, ArrayType):
+        dims.append(t.length)
+        t = t.elem
+    return tuple(dims), t
+
+
 def lane_shape(t: Type) -> tuple[int, ...]:
     """The shape one lane's value of `t` has in a lane array: () for scalars, (n,) for vectors,
     (2,) for the two elements of a SIMD-group matrix a lane holds."""

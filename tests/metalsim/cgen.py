@@ -9,12 +9,15 @@ range (NaN -> 0) in the text, and float literals always carry the `f` suffix.
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import os
+import shutil
 import subprocess
 import tempfile
+import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
 from typing import Protocol, TypeVar
 
 import mlx.core as mx
@@ -153,12 +156,12 @@ class Chooser(Protocol):
 
 
 def pick(ch: Chooser, seq: Sequence[_T]) -> _T:
-    """An element of `seq`; shrinking favours the first ones."""
+    """An element of `seq` (lists put the simplest choices first)."""
     return seq[ch.integer(0, len(seq) - 1)]
 
 
 class DrawChooser:
-    """Choices drawn through hypothesis (so failing examples shrink)."""
+    """Choices drawn through hypothesis (so its database replays failing examples)."""
 
     def __init__(self, draw: Callable) -> None:
         from hypothesis import strategies as st
@@ -186,9 +189,21 @@ class RandomChooser:
 
 @dataclass(frozen=True)
 class Var:
+    """A variable in scope; `length` > 0 makes it a local array (a power of two long)."""
+
     name: str
     type: CType
     mutable: bool = True
+    length: int = 0
+
+
+@dataclass(frozen=True)
+class Function:
+    """A helper function defined in the header (pure: scalar parameters by value)."""
+
+    name: str
+    ret: CType
+    params: tuple[CType, ...]
 
 
 @dataclass(frozen=True)
@@ -199,20 +214,28 @@ class Ex:
     type: CType
 
 
+# Float literals, spelled variously; the last ones need a single correct decimal -> float
+# rounding (going through double first rounds them wrongly).
 _FLOAT_LITERALS = ["1.0f", "0.5f", "2.0f", "0.0f", "3.25f", "0.1f", "1e6f", "16777217.0f",
-                   "255.5f", "1e-3f", "3.4e38f", "1e-40f", "2147483648.0f", "7.0f"]
+                   "255.5f", "1e-3f", "3.4e38f", "1e-40f", "2147483648.0f", "7.0f", ".5f",
+                   "5.f", "1.5e+3f", "1E-3F", "2.5F", "1.0000000596046448f",
+                   "16777217.000000001f"]
 _INT_LITERALS = [0, 1, 2, 3, 7, 8, 31, 37, 100, 127, 128, 255, 256, 1000, 32767, 65535,
                  2147483647, 2147483648, 4294967295, 4294967296, 9223372036854775807]
+_INT_SUFFIXES = ["", "u", "L", "ul", "U", "l", "UL", "lu", "LU", "uL"]
+# Character literals: `char` in MSL (C++), `int` in C; the values agree (char is signed).
+_CHAR_LITERALS = ["'a'", "'0'", "'\\n'", "'\\''", "'\\x7f'", "'\\xff'", "'\\x80'", "'\\377'"]
 
 
 def int_literal_type(value: int, suffix: str, hex_: bool) -> CType:
-    """The type C (LP64) and MSL give an integer literal, for the suffixes used here."""
+    """The type C (LP64) and MSL give an integer literal (`[lex.icon]`, no `long long`)."""
+    key = "".join(sorted(suffix.lower(), reverse=True))    # "lu" is "ul"
     candidates = {
         ("", False): ["int", "long"], ("", True): ["int", "uint", "long", "ulong"],
         ("u", False): ["uint", "ulong"], ("u", True): ["uint", "ulong"],
-        ("L", False): ["long"], ("L", True): ["long", "ulong"],
+        ("l", False): ["long"], ("l", True): ["long", "ulong"],
         ("ul", False): ["ulong"], ("ul", True): ["ulong"],
-    }[(suffix, hex_)]
+    }[(key, hex_)]
     for name in candidates:
         t = TYPES[name]
         if value <= np.iinfo(t.np_dtype).max:
@@ -223,9 +246,10 @@ def int_literal_type(value: int, suffix: str, hex_: bool) -> CType:
 class ExprGen:
     """Random expressions over the variables in scope, every one defined in C with `-fwrapv`."""
 
-    def __init__(self, ch: Chooser, scope: list[Var]) -> None:
+    def __init__(self, ch: Chooser, scope: list[Var], functions: Sequence[Function] = ()) -> None:
         self.ch = ch
         self.scope = scope
+        self.functions = functions
 
     def literal(self, want_int: bool) -> Ex:
         ch = self.ch
@@ -234,20 +258,37 @@ class ExprGen:
             return Ex(pick(ch, ["true", "false"]), BOOL)
         if kind == "float":
             return Ex(pick(ch, _FLOAT_LITERALS), FLOAT)
+        if ch.integer(0, 7) == 0:
+            return Ex(pick(ch, _CHAR_LITERALS), TYPES["char"])
         value = pick(ch, _INT_LITERALS)
-        suffix = pick(ch, ["", "u", "L", "ul"])
-        hex_ = ch.integer(0, 3) == 0
-        if suffix == "" and not hex_ and value > 2**63 - 1:
-            suffix = "u"
-        text = (hex(value).upper().replace("0X", "0x") if hex_ else str(value)) + suffix
-        return Ex(text, int_literal_type(value, suffix, hex_))
+        suffix = pick(ch, _INT_SUFFIXES)
+        base = pick(ch, ["dec", "dec", "hex", "oct"])
+        if suffix in ("", "l", "L") and base == "dec" and value > 2**63 - 1:
+            suffix += "u"
+        digits = {"dec": str(value), "hex": f"0x{value:X}", "oct": f"0{value:o}"}[base]
+        return Ex(digits + suffix, int_literal_type(value, suffix, base != "dec"))
 
-    def variable(self, want_int: bool, scope: list[Var] | None = None) -> Ex | None:
-        vs = [v for v in (scope or self.scope) if not (want_int and v.type.is_float)]
+    def variable(self, want_int: bool) -> Ex | None:
+        vs = [v for v in self.scope if not (want_int and v.type.is_float)]
         if not vs:
             return None
         v = pick(self.ch, vs)
-        return Ex(v.name, v.type)
+        return Ex(self.lvalue(v), v.type)
+
+    def lvalue(self, v: Var) -> str:
+        """`v`'s name, or an element of array `v` at a masked (so in-bounds) random index."""
+        if not v.length:
+            return v.name
+        return f"{v.name}[{self.gen(1, want_int=True).text} & {v.length - 1}]"
+
+    def call(self, depth: int) -> Ex:
+        """A call of a header function; arguments convert to the parameter types as C does."""
+        f = pick(self.ch, self.functions)
+        args = []
+        for t in f.params:
+            a = self.gen(depth)
+            args.append(cast_text(t, a.text, a.type) if a.type.is_float else a.text)
+        return Ex(f"{f.name}({', '.join(args)})", f.ret)
 
     def leaf(self, want_int: bool) -> Ex:
         if self.ch.integer(0, 3) != 3:
@@ -262,8 +303,16 @@ class ExprGen:
         if depth <= 0 or ch.integer(0, 4) == 0:
             return self.leaf(want_int)
         form = pick(ch, ["arith", "cast", "unary", "compare", "bitwise", "shift", "div",
-                         "cond", "logic", "arith", "cast"])
+                         "cond", "logic", "arith", "cast", "call"])
         d = depth - 1
+        if form == "call":
+            if not self.functions or (want_int and all(f.ret.is_float for f in self.functions)):
+                form = "arith"
+            else:
+                e = self.call(d)
+                while want_int and e.type.is_float:
+                    e = self.call(d)
+                return e
         if form == "arith":
             a, b = self.gen(d, want_int), self.gen(d, want_int)
             op = pick(ch, ["+", "-", "*"])
@@ -340,18 +389,30 @@ def input_decls() -> str:
 class StmtGen:
     """Statements: declarations, compound assignments, ++/--, and (for kernels) control flow."""
 
-    def __init__(self, ch: Chooser, scope: list[Var]) -> None:
+    def __init__(self, ch: Chooser, scope: list[Var], functions: Sequence[Function] = ()) -> None:
         self.ch = ch
         self.scope = list(scope)
-        self.results: list[Var] = []
+        self.functions = list(functions)
         self.counter = 0
 
+    def gen(self, scope: list[Var] | None = None) -> ExprGen:
+        return ExprGen(self.ch, self.scope if scope is None else scope, self.functions)
+
     def expr(self, depth: int, want_int: bool = False, scope: list[Var] | None = None) -> Ex:
-        return ExprGen(self.ch, scope if scope is not None else self.scope).gen(depth, want_int)
+        return self.gen(scope).gen(depth, want_int)
+
+    def lvalue(self, v: Var) -> str:
+        return self.gen().lvalue(v)
 
     def fresh(self, prefix: str) -> str:
         self.counter += 1
         return f"{prefix}{self.counter}"
+
+    def result(self, t: CType, text: str) -> str:
+        """Declare a new local `T r = text;` and keep it in scope (and in the outputs)."""
+        v = Var(self.fresh("r"), t)
+        self.scope.append(v)
+        return f"{t.name} {v.name} = {text};\n"
 
     def declaration(self, depth: int) -> str:
         """`T r = E;` with T the type of E or an implicit conversion C defines for E's values."""
@@ -360,58 +421,86 @@ class StmtGen:
             t = pick(self.ch, [e.type, BOOL])
         else:
             t = pick(self.ch, [e.type, *TYPES.values()])
-        name = self.fresh("r")
-        v = Var(name, t)
-        self.scope.append(v)
-        self.results.append(v)
-        return f"{t.name} {name} = {e.text};\n"
+        return self.result(t, e.text)
 
-    def mutable_vars(self) -> list[Var]:
-        return [v for v in self.scope if v.mutable]
+    def mutable_vars(self, allow_bool: bool = True) -> list[Var]:
+        return [v for v in self.scope if v.mutable and (allow_bool or v.type.kind != "bool")]
 
     def compound(self, depth: int) -> str:
         """`v op= E`, guarded like the binary operator it stands for."""
         v = pick(self.ch, self.mutable_vars())
+        lv = self.lvalue(v)
         if v.type.kind == "bool":
             e = self.expr(depth, want_int=True)
-            return f"{v.name} {pick(self.ch, ['|', '&', '^'])}= {e.text};\n"
+            return f"{lv} {pick(self.ch, ['|', '&', '^'])}= {e.text};\n"
         if v.type.is_float:
             e = self.expr(depth)
-            return f"{v.name} {pick(self.ch, ['+', '-', '*', '/'])}= {e.text};\n"
+            return f"{lv} {pick(self.ch, ['+', '-', '*', '/'])}= {e.text};\n"
         e = self.expr(depth, want_int=True)
         op = pick(self.ch, ["+", "-", "*", "&", "|", "^", "<<", ">>", "/", "%"])
         if op in ("<<", ">>"):
-            return f"{v.name} {op}= ({e.text} & {promote(v.type).bits - 1});\n"
+            return f"{lv} {op}= ({e.text} & {promote(v.type).bits - 1});\n"
         if op in ("/", "%"):
             t = common(v.type, e.type)
-            return f"{v.name} {op}= {guarded_divisor(v.name, e.text, t)};\n"
-        return f"{v.name} {op}= {e.text};\n"
+            return f"{lv} {op}= {guarded_divisor(lv, e.text, t)};\n"
+        return f"{lv} {op}= {e.text};\n"
+
+    def incdec_text(self, v: Var) -> str:
+        lv = self.lvalue(v)
+        return pick(self.ch, [f"{lv}++", f"--{lv}", f"++{lv}", f"{lv}--"])
 
     def incdec(self, depth: int) -> str:
         """`v++;` alone, or its value used in a declaration whose other operand avoids `v`."""
-        vs = [v for v in self.mutable_vars() if v.type.kind != "bool"]
-        v = pick(self.ch, vs)
-        form = pick(self.ch, [f"{v.name}++", f"--{v.name}", f"++{v.name}", f"{v.name}--"])
+        v = pick(self.ch, self.mutable_vars(allow_bool=False))
+        form = self.incdec_text(v)
         if self.ch.integer(0, 1) == 0:
             return f"{form};\n"
-        others = [w for w in self.scope if w.name != v.name]
-        e = self.expr(depth, scope=others)
+        e = self.expr(depth, scope=[w for w in self.scope if w.name != v.name])
         floaty = v.type.is_float or e.type.is_float
         op = pick(self.ch, ["+", "-", "*"] if floaty else ["+", "-", "*", "^", "&", "|"])
-        t = common(v.type, e.type)
-        name = self.fresh("r")
-        r = Var(name, t)
-        self.scope.append(r)
-        self.results.append(r)
-        return f"{t.name} {name} = (({form}) {op} {e.text});\n"
+        return self.result(common(v.type, e.type), f"(({form}) {op} {e.text})")
+
+    def side_effect_value(self, v: Var) -> str:
+        """An expression that modifies `v` and yields its new (or, postfix, old) value: ++/--,
+        a compound assignment or an assignment (whose value is the converted one)."""
+        form = self.ch.integer(0, 2)
+        if v.type.kind != "bool" and form == 0:
+            return self.incdec_text(v)
+        if form == 1:
+            e = self.expr(1)
+            return f"{self.lvalue(v)} = {cast_text(v.type, e.text, e.type)}"
+        if v.type.kind == "bool":
+            return f"{self.lvalue(v)} |= {self.expr(1, want_int=True).text}"
+        return f"{self.lvalue(v)} += {self.expr(1, want_int=not v.type.is_float).text}"
+
+    def lazy(self, depth: int) -> str:
+        """A side effect that only some lanes perform: under `?:`, `&&` or `||`."""
+        v = pick(self.ch, self.mutable_vars())
+        others = [w for w in self.scope if w.name != v.name]
+        c = self.expr(depth, scope=others)
+        effect = f"({self.side_effect_value(v)})"
+        form = pick(self.ch, ["?:", "&&", "||"])
+        if form != "?:":
+            return self.result(BOOL, f"({c.text} {form} {effect})")
+        e = self.expr(depth - 1, scope=others)
+        text = (f"({c.text} ? {effect} : {e.text})" if self.ch.integer(0, 1)
+                else f"({c.text} ? {e.text} : {effect})")
+        return self.result(conditional_type(v.type, e.type), text)   # the effect has v's type
+
+    def comma(self, depth: int) -> str:
+        """`T r = (effect, E);`: the comma sequences the effect before E, which may read `v`."""
+        effect = self.side_effect_value(pick(self.ch, self.mutable_vars()))
+        e = self.expr(depth)
+        return self.result(e.type, f"({effect}, {e.text})")
 
     def assignment(self, depth: int) -> str:
         """`v = E;` or `v = (T)(E);`, converting as C defines it."""
         v = pick(self.ch, self.mutable_vars())
+        lv = self.lvalue(v)
         e = self.expr(depth)
         if (e.type.is_float and v.type.kind == "int") or self.ch.integer(0, 2) == 0:
-            return f"{v.name} = {cast_text(v.type, e.text, e.type)};\n"
-        return f"{v.name} = {e.text};\n"
+            return f"{lv} = {cast_text(v.type, e.text, e.type)};\n"
+        return f"{lv} = {e.text};\n"
 
 
 # --- control flow (loop kernels) -------------------------------------------------------------
@@ -420,15 +509,47 @@ WRITE_MARK = "@WRITE_OUTPUTS@"
 
 
 class KernelGen(StmtGen):
-    """Statement trees with loops, switch, break/continue and early returns; lanes diverge."""
+    """Statement trees with loops, switch, break/continue and early returns; lanes diverge.
 
-    def __init__(self, ch: Chooser, scope: list[Var], max_depth: int = 3) -> None:
-        super().__init__(ch, scope)
+    In a kernel (`ret` None) a `return` first writes the outputs (`WRITE_MARK`); in a helper
+    function it returns a value of type `ret`.
+    """
+
+    def __init__(self, ch: Chooser, scope: list[Var], max_depth: int = 3,
+                 functions: Sequence[Function] = (), ret: CType | None = None) -> None:
+        super().__init__(ch, scope, functions)
         self.max_depth = max_depth
+        self.ret = ret
+        self.shadowing = 0    # blocks open that hide an outer variable (no kernel return there)
+
+    def return_value(self) -> str:
+        assert self.ret is not None
+        e = self.expr(2)
+        return cast_text(self.ret, e.text, e.type)
 
     def block(self, depth: int, loops: int, n_max: int = 2) -> str:
-        n = self.ch.integer(1, n_max)
-        return "".join(self.stmt(depth, loops) for _ in range(n))
+        """A braced block's statements. It may declare locals, visible to its end only, some
+        shadowing an outer variable (with another type) until then."""
+        saved, shadowing = list(self.scope), self.shadowing
+        text = ""
+        for _ in range(self.ch.integer(1, n_max)):
+            if self.ch.integer(0, 5) == 0:
+                plain = [w for w in self.scope if w.mutable and not w.length and w in saved]
+                if self.ch.integer(0, 1) == 0 and plain:
+                    old = pick(self.ch, plain)
+                    self.scope.remove(old)    # from here on (initialiser included) it is hidden
+                    name = old.name
+                    self.shadowing = shadowing + 1   # the output writes would see the new one
+                else:
+                    name = self.fresh("t")
+                e = self.expr(2)
+                t = e.type if e.type.is_float else pick(self.ch, [e.type, *INT_TYPES])
+                text += f"{t.name} {name} = {e.text};\n"
+                self.scope.append(Var(name, t))
+            text += self.stmt(depth, loops)
+        self.scope[:] = saved
+        self.shadowing = shadowing
+        return text
 
     def cond(self) -> str:
         return self.expr(2).text
@@ -444,15 +565,15 @@ class KernelGen(StmtGen):
             kinds += ["ifelse", "switch"] + (["loop", "loop"] if loops < 2 else [])
         if loops:
             kinds += ["break", "continue"]
-        kinds.append("return")
+        if self.ret is not None or not self.shadowing:
+            kinds.append("return")
         kind = pick(ch, kinds)
         if kind == "assign":
             return self.assignment(2)
         if kind == "compound":
             return self.compound(2)
         if kind == "incdec":
-            v = pick(ch, [v for v in self.mutable_vars() if v.type.kind != "bool"])
-            return f"{pick(ch, ['++', '--'])}{v.name};\n"
+            return f"{self.incdec_text(pick(ch, self.mutable_vars(allow_bool=False)))};\n"
         if kind == "if":
             return f"if ({self.cond()}) {{\n{self.block(depth + 1, loops)}}}\n"
         if kind == "ifelse":
@@ -462,6 +583,8 @@ class KernelGen(StmtGen):
             return text + f" else {{\n{self.block(depth + 1, loops)}}}\n"
         if kind in ("break", "continue"):
             return f"if ({self.cond()}) {kind};\n"
+        if kind == "return" and self.ret is not None:
+            return f"if ({self.cond()}) return {self.return_value()};\n"
         if kind == "return":
             return f"if ({self.cond()}) {{\n{WRITE_MARK}return;\n}}\n"
         if kind == "switch":
@@ -470,11 +593,13 @@ class KernelGen(StmtGen):
 
     def switch(self, depth: int, loops: int) -> str:
         ch = self.ch
-        labels = sorted({ch.integer(-1, 7) for _ in range(ch.integer(1, 4))})
+        labels = sorted({ch.integer(-4, 7) for _ in range(ch.integer(1, 4))})
         arms = [f"case {k}:" for k in labels]
         if ch.integer(0, 2) != 0:
             arms.insert(ch.integer(0, len(arms)), "default:")
-        text = f"switch ({self.expr(2, want_int=True).text} & 7) {{\n"
+        selector = self.expr(2, want_int=True).text
+        # `% 5` keeps the sign of a negative selector, so `case -1:` can match too.
+        text = f"switch ({selector} {pick(ch, ['&', '%'])} {pick(ch, [7, 5])}) {{\n"
         for k, arm in enumerate(arms):
             body = "".join(self.stmt(depth + 1, loops) for _ in range(ch.integer(0, 2)))
             brk = "break;\n" if ch.integer(0, 2) != 0 else ""   # else fall through
@@ -488,19 +613,19 @@ class KernelGen(StmtGen):
         form = pick(ch, ["for", "while", "do", "fordown"])
         name = self.fresh("j")
         bound = self.bound(loops)
-        counter = Var(name, INT, mutable=False)
+        t = pick(ch, [INT, TYPES["uint"], TYPES["uchar"], TYPES["short"], LONG, TYPES["ulong"]])
+        counter = Var(name, t, mutable=False)
         self.scope.append(counter)
         body = self.block(depth + 1, loops + 1)
         self.scope.remove(counter)
         if form == "for":
-            return f"for (int {name} = 0; {name} < {bound}; ++{name}) {{\n{body}}}\n"
+            return f"for ({t.name} {name} = 0; {name} < {bound}; ++{name}) {{\n{body}}}\n"
         if form == "fordown":
-            return f"for (int {name} = {bound}; {name} > 0; {name}--) {{\n{body}}}\n"
+            return f"for ({t.name} {name} = {bound}; {name} > 0; {name}--) {{\n{body}}}\n"
+        init = f"{{\n{t.name} {name} = 0;\n"
         if form == "while":
-            return (f"{{\nint {name} = 0;\nwhile ({name} < {bound}) {{\n++{name};\n{body}}}\n"
-                    "}\n")
-        return (f"{{\nint {name} = 0;\ndo {{\n{name}++;\n{body}}} while ({name} < {bound});\n"
-                "}\n")
+            return f"{init}while ({name} < {bound}) {{\n++{name};\n{body}}}\n}}\n"
+        return f"{init}do {{\n{name}++;\n{body}}} while ({name} < {bound});\n}}\n"
 
 
 # --- inputs ----------------------------------------------------------------------------------
@@ -557,8 +682,12 @@ class Program:
     msl_body: str
     slots: dict[str, int]              # type name -> outputs per thread
     c_body: str | None = None
+    header: str = ""                   # helper functions, the same text on both sides
     threadgroup: tuple[int, int, int] = (32, 1, 1)
-    extra: dict = field(default_factory=dict)
+
+    def __repr__(self) -> str:   # hypothesis prints it; the failure message shows the text
+        return (f"Program(<{self.msl_body.count(chr(10))} lines of body, "
+                f"{self.header.count(chr(10))} of header>)")
 
     @property
     def c_text(self) -> str:
@@ -566,15 +695,17 @@ class Program:
 
 
 def output_writes(values: list[Var]) -> tuple[str, dict[str, int]]:
-    """Statements storing `values` in the per-type outputs, and the slot counts."""
+    """Statements storing `values` (arrays element by element) in the per-type outputs, and
+    the number of slots per thread of each output."""
     slots: dict[str, int] = {}
-    index: list[tuple[Var, int]] = []
+    index: list[tuple[str, CType, int]] = []
     for v in values:
-        index.append((v, slots.get(v.type.name, 0)))
-        slots[v.type.name] = slots.get(v.type.name, 0) + 1
-    text = "".join(f"o_{v.type.name}[i * {slots[v.type.name]} + {k}] = {v.name};\n"
-                   for v, k in index)
-    return text, slots
+        for text in [f"{v.name}[{k}]" for k in range(v.length)] if v.length else [v.name]:
+            index.append((text, v.type, slots.get(v.type.name, 0)))
+            slots[v.type.name] = slots.get(v.type.name, 0) + 1
+    writes = "".join(f"o_{t.name}[i * {slots[t.name]} + {k}] = {text};\n"
+                     for text, t, k in index)
+    return writes, slots
 
 
 def _c_program(prog: Program) -> str:
@@ -583,6 +714,7 @@ def _c_program(prog: Program) -> str:
         lines.append(f"static {_C_STORAGE[t.name]} in_{t.name}[{2 * N_THREADS}];")
     for name, k in prog.slots.items():
         lines.append(f"static {_C_STORAGE[name]} o_{name}[{N_THREADS * k}];")
+    lines.append(prog.header)
     lines.append("static void kernel_body(uint i) {\n" + prog.c_text + "}")
     lines.append("int main(void) {")
     for t in TYPES.values():
@@ -594,7 +726,13 @@ def _c_program(prog: Program) -> str:
     return "\n".join(lines)
 
 
+class GccRejected(AssertionError):
+    """The C side failed: gcc rejected the program or it crashed (a generator bug, or a
+    reduction gone too far), so there is no reference result."""
+
+
 _CACHE_DIR = tempfile.mkdtemp(prefix="metalsim-gcc-oracle-")
+atexit.register(shutil.rmtree, _CACHE_DIR, ignore_errors=True)
 _COMPILED: dict[str, str] = {}
 
 
@@ -609,7 +747,7 @@ def compile_c(source: str) -> str:
         fh.write(source)
     proc = subprocess.run(["gcc", *GCC_FLAGS, src, "-o", exe], capture_output=True, text=True)
     if proc.returncode != 0:
-        raise AssertionError(f"gcc rejected the generated C:\n{proc.stderr}\n{source}")
+        raise GccRejected(f"gcc rejected the generated C:\n{proc.stderr}\n{source}")
     _COMPILED[key] = exe
     return exe
 
@@ -620,7 +758,7 @@ def run_c(prog: Program, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]
     stdin = b"".join(inputs[t].tobytes() for t in TYPES)
     proc = subprocess.run([exe], input=stdin, capture_output=True, timeout=20)
     if proc.returncode != 0:
-        raise AssertionError(f"the C program failed ({proc.returncode}): {proc.stderr!r}")
+        raise GccRejected(f"the C program failed ({proc.returncode}): {proc.stderr!r}")
     out, pos = {}, 0
     for name, k in prog.slots.items():
         dt = TYPES[name].np_dtype
@@ -638,7 +776,8 @@ def run_sim(prog: Program, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarra
     """The per-type outputs of the simulated kernel, shaped (threads, slots)."""
     names = list(prog.slots)
     kernel = metalsim.metal_kernel("oracle", [f"in_{t}" for t in TYPES],
-                                   [f"o_{n}" for n in names], kernel_source(prog))
+                                   [f"o_{n}" for n in names], kernel_source(prog),
+                                   header=prog.header)
     run = metalsim.simulate(
         kernel,
         inputs=[mx.array(inputs[t]) for t in TYPES],
@@ -664,8 +803,8 @@ def describe_thread(inputs: dict[str, np.ndarray], i: int) -> str:
                      for t in TYPES.values() for k in (0, 1))
 
 
-def compare(prog: Program, inputs: dict[str, np.ndarray]) -> None:
-    """Run both sides and assert that every output slot of every thread is bit-identical."""
+def mismatches(prog: Program, inputs: dict[str, np.ndarray]) -> list[str]:
+    """Run both sides; one line per output slot (of a thread) that differs."""
     c_out = run_c(prog, inputs)
     sim_out = run_sim(prog, inputs)
     problems = []
@@ -674,31 +813,137 @@ def compare(prog: Program, inputs: dict[str, np.ndarray]) -> None:
         for i, k in zip(*np.nonzero(~ok)):
             problems.append(f"thread {i} o_{name} slot {k}: metalsim {sim_out[name][i, k]!r}, "
                             f"gcc {c_out[name][i, k]!r}   inputs: {describe_thread(inputs, i)}")
+    return problems
+
+
+def failure_kind(prog: Program, inputs: dict[str, np.ndarray]) -> str | None:
+    """How `prog` fails: "mismatch", the simulator's exception class, or None if it passes."""
+    try:
+        return "mismatch" if mismatches(prog, inputs) else None
+    except GccRejected:
+        return None
+    except Exception as exc:
+        return type(exc).__name__
+
+
+def _units(lines: list[str]) -> list[tuple[int, int]]:
+    """Deletable line ranges [start, end): simple statements, and whole braced statements (an
+    if/else chain, a loop, a switch). Output writes and input reads stay."""
+    units = []
+    for i, line in enumerate(lines):
+        if "o_" in line or "= in_" in line:
+            continue
+        if line.endswith("{") and not line.startswith("}"):
+            depth = 0
+            for j in range(i, len(lines)):
+                depth += lines[j].count("{") - lines[j].count("}")
+                if depth == 0:
+                    units.append((i, j + 1))
+                    break
+        elif line.endswith(";") and line != ";" and "{" not in line and "}" not in line:
+            units.append((i, i + 1))
+    return units
+
+
+def reduce_body(prog: Program, inputs: dict[str, np.ndarray], kind: str,
+                budget_s: float = 15.0) -> Program:
+    """Greedily delete statements from the body while it still fails the same way."""
+    deadline = time.monotonic() + budget_s
+    lines = prog.msl_body.split("\n")
+    progress = True
+    while progress and time.monotonic() < deadline:
+        progress = False
+        for start, end in sorted(_units(lines), key=lambda u: u[0] - u[1]):   # biggest first
+            if time.monotonic() >= deadline:
+                break
+            trial = lines[:start] + lines[end:]
+            candidate = replace(prog, msl_body="\n".join(trial), c_body=None)
+            if failure_kind(candidate, inputs) == kind:
+                lines, progress = trial, True
+                break
+    return replace(prog, msl_body="\n".join(lines), c_body=None)
+
+
+def compare(prog: Program, inputs: dict[str, np.ndarray], reduce: bool = True) -> None:
+    """Assert that every output slot of every thread is bit-identical on both sides.
+
+    On failure the message shows the body reduced (statements deleted while it still fails
+    the same way), then the whole body.
+    """
+    try:
+        problems = mismatches(prog, inputs)
+    except GccRejected:
+        raise
+    except Exception as exc:
+        kind = type(exc).__name__
+        small = reduce_body(prog, inputs, kind) if reduce and prog.c_body is None else prog
+        raise AssertionError(f"metalsim raised {exc!r}\n--- reduced body ---\n"
+                             f"{small.msl_body}\n--- body ---\n{prog.msl_body}") from exc
     if problems:
-        shown = "\n".join(problems[:6])
-        raise AssertionError(f"{len(problems)} mismatches\n{shown}\n--- body ---\n"
-                             f"{prog.msl_body}")
+        small = reduce_body(prog, inputs, "mismatch") if reduce and prog.c_body is None else prog
+        shown = "\n".join(mismatches(small, inputs)[:6]) if small is not prog else ""
+        raise AssertionError(f"{len(problems)} mismatches\n" + "\n".join(problems[:4]) +
+                             f"\n--- reduced body ---\n{small.msl_body}\n{shown}\n"
+                             f"--- body ---\n{prog.msl_body}")
 
 
-def expression_program(ch: Chooser, n_statements: int, depth: int = 3) -> Program:
-    """Straight-line code: declarations, compound assignments and ++/-- over the inputs."""
+PURE_STATEMENTS = ("decl", "assign")
+SIDE_EFFECT_STATEMENTS = ("compound", "incdec", "lazy", "comma", "decl")
+
+
+def expression_program(ch: Chooser, n_statements: int, kinds: Sequence[str] = PURE_STATEMENTS,
+                       depth: int = 3) -> Program:
+    """Straight-line code over the inputs: statements of the given kinds (see `StmtGen`)."""
     gen = StmtGen(ch, input_vars())
+    makers = {"decl": gen.declaration, "assign": gen.assignment, "compound": gen.compound,
+              "incdec": gen.incdec, "lazy": gen.lazy, "comma": gen.comma}
     body = input_decls()
     for _ in range(n_statements):
-        kind = pick(ch, ["decl", "compound", "incdec", "assign", "decl"])
-        body += {"decl": gen.declaration, "compound": gen.compound, "incdec": gen.incdec,
-                 "assign": gen.assignment}[kind](depth)
+        body += makers[pick(ch, kinds)](depth)
     writes, slots = output_writes(gen.scope)
     return Program(body + writes, slots)
 
 
-def loop_program(ch: Chooser, n_statements: int, max_depth: int = 2) -> Program:
-    """A kernel with nested loops, switch, break/continue and early returns over the inputs."""
-    scope = input_vars() + [Var(f"acc_{t.short}", t) for t in TYPES.values()]
-    gen = KernelGen(ch, scope, max_depth)
+def helper_function(ch: Chooser, name: str, earlier: Sequence[Function]) -> tuple[str, Function]:
+    """A header function with scalar parameters, divergent control flow and early returns."""
+    params = tuple(pick(ch, list(TYPES.values())) for _ in range(ch.integer(1, 3)))
+    f = Function(name, pick(ch, list(TYPES.values())), params)
+    scope = [Var(f"p{k}", t) for k, t in enumerate(params)]
+    locals_ = f"int q = {cast_text(INT, 'p0', params[0])};\nfloat qf = 1.0f;\n"
+    gen = KernelGen(ch, [*scope, Var("q", INT), Var("qf", FLOAT)], max_depth=2,
+                    functions=earlier, ret=f.ret)
+    body = locals_ + "".join(gen.stmt(0, 0) for _ in range(ch.integer(1, 3)))
+    plist = ", ".join(f"{t.name} p{k}" for k, t in enumerate(params))
+    text = (f"static inline {f.ret.name} {name}({plist}) {{\n{body}"
+            f"return {gen.return_value()};\n}}\n")
+    return text, f
+
+
+# Thread-private arrays of the loop kernels: (element type, length).
+ARRAYS = (("int", 8), ("float", 4), ("uchar", 8), ("ulong", 4), ("short", 2))
+
+
+def loop_program(ch: Chooser, n_statements: int, max_depth: int = 2,
+                 n_functions: int = 0) -> Program:
+    """A kernel with nested loops, switch, break/continue, early returns, local arrays indexed
+    per lane and (optionally) calls of helper functions, over the inputs."""
+    header, functions = "", []
+    for k in range(n_functions):
+        text, f = helper_function(ch, f"helper{k}", functions)
+        header += text
+        functions.append(f)
+    inputs = input_vars()
+    accs = [Var(f"acc_{t.short}", t) for t in TYPES.values()]
+    arrays = [Var(f"arr_{TYPES[t].short}", TYPES[t], length=n) for t, n in ARRAYS]
+    gen = KernelGen(ch, inputs + accs, max_depth, functions)
     body = input_decls() + "".join(
         f"{t.name} acc_{t.short} = {'0.0f' if t.is_float else '0'};\n" for t in TYPES.values())
+    for a in arrays:   # partly initialised from the inputs, the rest zero
+        init = ", ".join(cast_text(a.type, e.text, e.type)
+                         for e in (gen.expr(1) for _ in range(ch.integer(0, a.length))))
+        body += f"{a.type.name} {a.name}[{a.length}] = {{{init or '0'}}};\n"
+    gen.scope += arrays
     body += "".join(gen.stmt(0, 0) for _ in range(n_statements))
-    writes, slots = output_writes(scope)
+    writes, slots = output_writes(inputs + accs + arrays)
     body = body.replace(WRITE_MARK, writes) + writes
-    return Program(body, slots)
+    return Program(body, slots, header=header)

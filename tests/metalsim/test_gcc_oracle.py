@@ -11,62 +11,85 @@ from __future__ import annotations
 
 import shutil
 
+import cgen
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
-
-import cgen
 
 pytestmark = pytest.mark.skipif(shutil.which("gcc") is None, reason="needs gcc")
 
+# No shrinking: each step compiles a C program, and hypothesis would spend minutes on a
+# kernel. `cgen.compare` instead reduces a failing body itself, within a few seconds.
 ORACLE_SETTINGS = settings(
-    max_examples=50,
+    max_examples=60,
     deadline=None,
+    phases=(Phase.explicit, Phase.reuse, Phase.generate),
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 
 
 @st.composite
-def expression_programs(draw: st.DrawFn) -> cgen.Program:
-    """Straight-line programs: typed declarations, compound assignments, ++/--, casts."""
+def pure_programs(draw: st.DrawFn) -> cgen.Program:
+    """Straight-line typed declarations and assignments of random expressions and casts."""
     ch = cgen.DrawChooser(draw)
-    return cgen.expression_program(ch, ch.integer(1, 5))
+    return cgen.expression_program(ch, ch.integer(1, 5), cgen.PURE_STATEMENTS)
+
+
+@st.composite
+def side_effect_programs(draw: st.DrawFn) -> cgen.Program:
+    """Compound assignments, ++/--, effects under ?: && || and the comma operator."""
+    ch = cgen.DrawChooser(draw)
+    return cgen.expression_program(ch, ch.integer(1, 5), cgen.SIDE_EFFECT_STATEMENTS)
 
 
 @st.composite
 def loop_programs(draw: st.DrawFn) -> cgen.Program:
-    """Kernels with nested loops, switch, break/continue and early returns."""
+    """Kernels with nested loops, switch, break/continue, early returns, block-scoped and
+    shadowing locals, per-lane indexed local arrays and calls of helper functions."""
     ch = cgen.DrawChooser(draw)
-    return cgen.loop_program(ch, ch.integer(1, 4))
+    n_functions = ch.integer(0, 2)
+    return cgen.loop_program(ch, ch.integer(1, 4), n_functions=n_functions)
 
 
 seeds = st.integers(0, 2**32 - 1)
 
 
 @ORACLE_SETTINGS
-@given(prog=expression_programs(), seed=seeds)
+@given(prog=pure_programs(), seed=seeds)
 def test_random_expressions_over_all_scalar_types_match_gcc_bit_for_bit(
     prog: cgen.Program, seed: int
 ) -> None:
-    """Operators, promotions, conversions and compound assignments agree with gcc."""
+    """Every operator, literal spelling, promotion and conversion agrees with gcc."""
     cgen.compare(prog, cgen.make_inputs(seed))
 
 
-@settings(ORACLE_SETTINGS, max_examples=40)
+@settings(ORACLE_SETTINGS, max_examples=50)
+@given(prog=side_effect_programs(), seed=seeds)
+def test_random_compound_assignments_and_increments_match_gcc(
+    prog: cgen.Program, seed: int
+) -> None:
+    """Compound assignments narrow like C; ++/-- yield the right value; lazy operands and
+    the comma operator perform their side effects exactly when C does."""
+    cgen.compare(prog, cgen.make_inputs(seed))
+
+
+@settings(ORACLE_SETTINGS, max_examples=50)
 @given(prog=loop_programs(), seed=seeds)
 def test_random_loop_kernels_with_divergent_control_flow_match_gcc(
     prog: cgen.Program, seed: int
 ) -> None:
-    """Divergent loops, break/continue, switch fallthrough and early returns agree with gcc."""
+    """Divergent loops, break/continue, switch fallthrough, early returns (from the kernel
+    and from helper functions), scopes and local arrays agree with gcc."""
     cgen.compare(prog, cgen.make_inputs(seed))
 
 
 # --- hand-written classics -------------------------------------------------------------------
 
 
-def run_case(msl: str, out_type: str, c: str | None = None, n: int = 1) -> tuple[list, list]:
-    """Run a body writing `n` values of `out_type` per thread on both sides; return thread 0's.
+def run_case(msl: str, out_type: str, c: str | None = None,
+             n: int = 1) -> tuple[list[list], list[list]]:
+    """Run a body writing `n` values of `out_type` per thread on both sides; every thread's.
 
     The body writes `o_<out_type>[i * n + k]`; `c`, when given, is the C spelling of the body.
     """
@@ -74,14 +97,15 @@ def run_case(msl: str, out_type: str, c: str | None = None, n: int = 1) -> tuple
     inputs = cgen.make_inputs(0)
     sim = cgen.run_sim(prog, inputs)[out_type]
     gcc = cgen.run_c(prog, inputs)[out_type]
-    return sim[0].tolist(), gcc[0].tolist()
+    return sim.tolist(), gcc.tolist()
 
 
 def assert_case(msl: str, out_type: str, expected: list, c: str | None = None) -> None:
-    """Both sides give `expected` (on every thread: the bodies ignore the inputs)."""
+    """Both sides give `expected` on every thread (the bodies ignore the inputs)."""
     sim, gcc = run_case(msl, out_type, c, len(expected))
-    assert gcc == expected, f"gcc disagrees with the expected values: {gcc}"
-    assert sim == expected, f"metalsim {sim}, gcc and expected {expected}"
+    assert all(row == expected for row in gcc), f"gcc disagrees with the expected: {gcc[0]}"
+    bad = [row for row in sim if row != expected]
+    assert not bad, f"metalsim {bad[0]}, gcc and expected {expected}"
 
 
 def test_unsigned_zero_minus_one_wraps_to_uint_max() -> None:
@@ -170,7 +194,53 @@ def test_postfix_increment_yields_the_old_value() -> None:
 
 def test_division_edge_cases_wrap_like_c() -> None:
     """`INT_MIN / 1`, `LONG_MIN % 3`, `uint` division of values above INT_MAX."""
-    body = ("int m = -2147483647 - 1; long lm = -9223372036854775807L - 1L; uint big = 4000000000u;\n"
+    body = ("int m = -2147483647 - 1; long lm = -9223372036854775807L - 1L;\n"
+            "uint big = 4000000000u;\n"
             "o_long[i * 4] = m / 1; o_long[i * 4 + 1] = lm % 3; o_long[i * 4 + 2] = big / 3u;\n"
             "o_long[i * 4 + 3] = -m;\n")
     assert_case(body, "long", [-2147483648, -2, 1333333333, -2147483648])
+
+
+def test_switch_without_default_lets_unmatched_lanes_continue_after_it() -> None:
+    """Lanes whose value matches no case skip the switch body and run what follows."""
+    body = ("int x = int(i & 3);\nint r = 100;\n"
+            "switch (x) {\ncase 0: r = 1; break;\ncase 2: r = 2; break;\n}\n"
+            "o_int[i] = r + 10;\n")
+    c = body.replace("int(i & 3)", "(int)(i & 3)")
+    prog = cgen.Program(body, {"int": 1}, c_body=c)
+    inputs = cgen.make_inputs(0)
+    gcc = cgen.run_c(prog, inputs)["int"][:4, 0].tolist()
+    assert gcc == [11, 110, 12, 110]
+    assert cgen.run_sim(prog, inputs)["int"][:4, 0].tolist() == gcc
+
+
+def test_float_literals_round_once_from_decimal() -> None:
+    """`1.0000000596046448f` is just above the midpoint 1 + 2**-24: it rounds up. (Rounding
+    to double first lands exactly on the midpoint, which then rounds to even, down to 1.)"""
+    body = ("o_float[i * 3] = 1.0000000596046448f; o_float[i * 3 + 1] = 16777217.000000001f;\n"
+            "o_float[i * 3 + 2] = 0.1f;\n")
+    expected = np.array([1.0000001192092896, 16777218.0, 0.1], dtype=np.float32).tolist()
+    assert_case(body, "float", expected)
+
+
+def test_character_literals_are_signed_chars() -> None:
+    """`'\\xff'` and `'\\377'` are the char -1, `'\\x80'` is -128 (char is signed)."""
+    body = ("o_int[i * 5] = '\\xff'; o_int[i * 5 + 1] = '\\377'; o_int[i * 5 + 2] = '\\x80';\n"
+            "o_int[i * 5 + 3] = 'a' + 1; o_int[i * 5 + 4] = '\\n';\n")
+    assert_case(body, "int", [-1, -1, -128, 98, 10])
+
+
+def test_character_literal_has_type_char_in_msl() -> None:
+    """MSL is C++: `sizeof('a') == sizeof(char)`, where C would say `sizeof(int)`."""
+    assert_case("o_int[i] = sizeof('a');", "int", [1], c="o_int[i] = sizeof(char);")
+
+
+def test_conditional_of_two_same_type_operands_keeps_that_type() -> None:
+    """In C++ (unlike C) `c ? char : char` is a char and `c ? bool : bool` a bool: no promotion.
+    (So `as_type<uchar>(c ? a : b)` compiles in Metal.)"""
+    msl = ("char a = 1; char b = 2; short s = 3;\n"
+           "o_int[i * 3] = sizeof(i == 0 ? a : b); o_int[i * 3 + 1] = sizeof(a ? true : false);\n"
+           "o_int[i * 3 + 2] = sizeof(a ? a : s);\n")
+    c = ("o_int[i * 3] = sizeof(char); o_int[i * 3 + 1] = sizeof(bool);\n"
+         "o_int[i * 3 + 2] = sizeof(int);\n")
+    assert_case(msl, "int", [1, 1, 4], c=c)
