@@ -129,10 +129,6 @@ def _zeros(t: Type, n: int) -> np.ndarray:
     return np.zeros((n,) + ty.lane_shape(t), ty.scalar_of(t).dtype)
 
 
-def _scatter(out: np.ndarray, pos: np.ndarray, value, n: int) -> None:
-    out[pos] = value if np.ndim(value) else np.broadcast_to(value, (len(pos),) + out.shape[1:])
-
-
 class Compiler:
     """Compiles one translation unit's kernel (and what it calls) for one instantiation."""
 
@@ -640,7 +636,7 @@ class Compiler:
             out = lv.copy()
             if need.any():
                 sub = lanes.select(need)
-                _scatter(out, np.flatnonzero(need), rev(f, sub), lanes.n)
+                out[need] = rev(f, sub)
             return out
         return E(BOOL, ev, node.coord)
 
@@ -822,12 +818,12 @@ class Compiler:
                 if va.region is not vb.region:
                     raise_limit(coord, "a ?: choosing between pointers into different buffers")
                 off = np.empty(lanes.n, np.int64)
-                _scatter(off, np.flatnonzero(c), va.off, lanes.n)
-                _scatter(off, np.flatnonzero(~c), vb.off, lanes.n)
+                off[c] = va.off
+                off[~c] = vb.off
                 return Ptr(va.region, off)
             out = _zeros(t, lanes.n)
-            _scatter(out, np.flatnonzero(c), va, lanes.n)
-            _scatter(out, np.flatnonzero(~c), vb, lanes.n)
+            out[c] = va
+            out[~c] = vb
             return out
         return E(t, ev, coord)
 
@@ -1671,8 +1667,8 @@ class Compiler:
                                           self.globals, inst[-1])
         code = self.instantiate(fdef, bindings)
         params = {p.name: var for p, (var, _) in zip(fdef.params, code.params)}
-        if code.threadgroup_bytes == 0:
-            code.threadgroup_bytes = sum(c.threadgroup_bytes for c in self.instances.values())
+        # What the whole launch declares, wherever the declarations are.
+        code.threadgroup_bytes = sum(c.threadgroup_bytes for c in self.instances.values())
         return code, params
 
 
