@@ -369,6 +369,8 @@ class Compiler:
         if not (ty.is_arithmetic(src) and ty.is_arithmetic(t)):
             self.error(f"cannot convert '{src}' to '{t}'", coord)
         if isinstance(t, VectorType) and isinstance(src, VectorType):
+            if src.n == t.n and src.elem == t.elem:  # packed <-> aligned: same values
+                return E(t, e.ev, coord, const=e.const)
             if src.n != t.n or not explicit:
                 self.error(f"cannot convert '{src}' to '{t}' implicitly" if src.n == t.n
                            else f"cannot convert '{src}' to '{t}'", coord,
@@ -1121,7 +1123,10 @@ class Compiler:
             cost = self.match_cost(fdef, bindings, args)
             if cost is None:
                 continue
-            cost += 0.5 if fdef.template_params else 0.0  # C++ prefers non-templates on ties
+            # C++ prefers non-templates, then the more specialized template: a parameter whose
+            # type is a bare template parameter matches anything, so it costs a little.
+            cost += 0.5 if fdef.template_params else 0.0
+            cost += 0.1 * self.generic_params(fdef)
             if best_cost is None or cost < best_cost:
                 best, best_cost, tie = (fdef, bindings), cost, False
             elif cost == best_cost:
@@ -1146,18 +1151,38 @@ class Compiler:
             return None
         for p, a in zip(fdef.params, args):
             pt = p.type.referee if isinstance(p.type, ast.ReferenceType) else p.type
-            at = self.rvalue(a).type
-            if isinstance(pt, ast.PointerType) and isinstance(at, PointerType):
-                pt, at = pt.pointee, at.pointee
-            if (isinstance(pt, ast.NamedType) and pt.name in names and pt.name not in bindings
-                    and isinstance(at, ty.ScalarType | VectorType | AtomicType)):
-                bindings[pt.name] = at
+            self.deduce_from(pt, self.rvalue(a).type, names, bindings)
         for p in params:
             if p.name not in bindings:
                 if p.default is None:
                     return None
                 bindings[p.name] = self.template_value(p, p.default, Scope(bindings, scope))
         return bindings
+
+    def deduce_from(self, pattern: ast.Node, actual: Type, names: set[str],
+                    bindings: dict) -> None:
+        """Bind the template parameters in `pattern` (`T`, `T*`, `vec<T, N>`) from `actual`."""
+        if isinstance(pattern, ast.PointerType) and isinstance(actual, PointerType):
+            self.deduce_from(pattern.pointee, actual.pointee, names, bindings)
+        elif isinstance(pattern, ast.NamedType):
+            if pattern.name in names and pattern.name not in bindings:
+                bindings[pattern.name] = actual
+            elif pattern.name == "vec" and isinstance(actual, VectorType):
+                elem, size = (pattern.template_args or [None, None])[:2]
+                self.deduce_from(elem, actual.elem, names, bindings)
+                name = getattr(size, "name", None)
+                if name in names and name not in bindings:
+                    bindings[name] = Var("const", INT, readonly=True,
+                                         const=np.asarray(actual.n, np.int32))
+
+    @staticmethod
+    def generic_params(fdef: ast.FunctionDef) -> int:
+        names = {p.name for p in fdef.template_params or []}
+        count = 0
+        for p in fdef.params:
+            t = p.type.referee if isinstance(p.type, ast.ReferenceType) else p.type
+            count += isinstance(t, ast.NamedType) and t.name in names
+        return count
 
     def match_cost(self, fdef: ast.FunctionDef, bindings: dict, args: list[E]) -> int | None:
         inner = Scope(dict(bindings), self.globals)
@@ -1284,6 +1309,15 @@ class Compiler:
             ev(f, lanes)
             return lanes
         return run
+
+    def s_TypeAlias(self, node: ast.TypeAlias, scope: Scope) -> Run:
+        if node.template_params:
+            self.error("alias templates must be declared at program scope", node)
+        scope.names[node.name] = self.resolve_type(node.type, scope)
+        return lambda f, lanes: lanes
+
+    def s_UsingNamespace(self, node: ast.UsingNamespace, scope: Scope) -> Run:
+        return lambda f, lanes: lanes
 
     def s_StaticAssert(self, node: ast.StaticAssert, scope: Scope) -> Run:
         self.static_assert(node, scope)

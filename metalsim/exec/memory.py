@@ -118,7 +118,9 @@ def _check(m: Machine, region: Region, idx: np.ndarray | slice, off: np.ndarray,
     elem, n = _access_layout(t)
     width = elem.size * n
     bad = (off < 0) | (off + width > region.nbytes)
-    misaligned = (off % elem.size) != 0
+    # Aligned vectors need their own alignment (16 bytes for float4), packed ones the element's.
+    align = t.align if isinstance(t, VectorType) else elem.size
+    misaligned = (off % align) != 0
     if not bad.any() and not misaligned.any():
         return None
     lanes = np.arange(m.batch.size)[idx]
@@ -136,7 +138,8 @@ def _check(m: Machine, region: Region, idx: np.ndarray | slice, off: np.ndarray,
                                 // region.unit))
     if misaligned.any():
         m.report("out-of-bounds", "error",
-                 f"misaligned {elem.name} access to '{region.name}'", coord,
+                 f"misaligned {t} access to '{region.name}' (needs {align}-byte alignment)",
+                 coord,
                  np.broadcast_to(lanes, misaligned.shape)[misaligned] if misaligned.ndim
                  else lanes, key=(region.name, "align"))
     return ~(bad | misaligned)
@@ -304,16 +307,25 @@ def _race_check(m: Machine, region: Region, idx: np.ndarray | slice, flat: np.nd
     tid = m.batch.tid[idx]
     if flat.ndim > 1:
         stamp, tid = stamp[:, None], tid[:, None]
+    group = stamp >> 32
     w_tid, w_stamp = region.w_tid[flat], region.w_stamp[flat]
-    conflict = (w_tid >= 0) & (w_tid != tid) & _unordered(w_stamp, stamp)
-    a_tid = region.a_tid[flat]
-    conflict |= (a_tid >= 0) & (a_tid != tid) & _unordered(region.a_stamp[flat], stamp)
+    with_writer = (w_tid >= 0) & (w_tid != tid) & _unordered(w_stamp, stamp)
+    a_tid, a_stamp = region.a_tid[flat], region.a_stamp[flat]
+    with_atomic = (a_tid >= 0) & (a_tid != tid) & _unordered(a_stamp, stamp)
+    conflict = with_writer | with_atomic
+    # Whether some conflicting access came from another threadgroup (for the hint).
+    across = bool(np.any(with_writer & ((w_stamp >> 32) != group))
+                  | np.any(with_atomic & ((a_stamp >> 32) != group)))
     if write:
-        r_tid = region.r_tid[flat]
-        conflict |= (r_tid != -1) & (r_tid != tid) & _unordered(region.r_stamp[flat], stamp)
+        r_tid, r_stamp = region.r_tid[flat], region.r_stamp[flat]
+        with_reader = (r_tid != -1) & (r_tid != tid) & _unordered(r_stamp, stamp)
+        conflict |= with_reader
+        across |= bool(np.any(with_reader & ((r_stamp >> 32) != group)))
         region.w_tid[flat] = tid
         region.w_stamp[flat] = stamp
-        conflict |= region.w_tid[flat] != tid  # two lanes of this very store hit one granule
+        same_store = region.w_tid[flat] != tid  # two lanes of this very store hit one granule
+        conflict |= same_store
+        across |= bool(np.any(same_store & ((region.w_stamp[flat] >> 32) != group)))
     else:
         r_tid = region.r_tid[flat]
         shared = (region.r_stamp[flat] == stamp) & (r_tid != -1) & (r_tid != tid)
@@ -323,11 +335,11 @@ def _race_check(m: Machine, region: Region, idx: np.ndarray | slice, flat: np.nd
         repeated = region.r_tid[flat] != readers
         if repeated.any():
             region.r_tid[flat[repeated]] = -2
-    _report_race(m, region, idx, flat, conflict, "write" if write else "read", coord)
+    _report_race(m, region, idx, flat, conflict, "write" if write else "read", coord, across)
 
 
 def _report_race(m: Machine, region: Region, idx, flat: np.ndarray, conflict: np.ndarray,
-                 what: str, coord: Coord) -> None:
+                 what: str, coord: Coord, across_groups: bool = True) -> None:
     if conflict.any():
         bad = conflict if conflict.ndim == 1 else conflict.any(axis=1)
         element = int(np.ravel(flat[bad])[0]) % region.granules * region.granule // region.unit
@@ -337,9 +349,12 @@ def _report_race(m: Machine, region: Region, idx, flat: np.ndarray, conflict: np
         elif region.space == "threadgroup":
             hint = ("separate the write and the read with "
                     "threadgroup_barrier(mem_flags::mem_threadgroup)")
-        else:
+        elif across_groups:
             hint = ("threads of different threadgroups are never ordered; give each output "
                     "element one writer, or use atomics")
+        else:
+            hint = ("give each output element one writer, use atomics, or order the accesses "
+                    "of one threadgroup with threadgroup_barrier(mem_flags::mem_device)")
         offenders = _lane_indices(m, idx)[bad]
         elements = (np.ravel(flat[bad]) % region.granules) * region.granule // region.unit
         m.report("race", "error", f"data race on '{region.name}' ({region.space} memory)",

@@ -289,6 +289,7 @@ def common_type(a: Type, b: Type) -> Type:
     """
     if isinstance(a, VectorType) or isinstance(b, VectorType):
         if isinstance(a, VectorType) and isinstance(b, VectorType):
+            # Packed vectors compute as the aligned vector of the same elements.
             if a.n != b.n or a.elem != b.elem:
                 raise ConversionError(f"cannot combine '{a}' and '{b}'")
             return VectorType(a.elem, a.n)

@@ -313,3 +313,25 @@ def test_local_variable_read_before_assignment_is_uninitialized():
     fixed = simulate(source.replace("float x;", "float x = 0;"), [mx.arange(8)], (8,),
                      (8, 1, 1), (8, 1, 1))
     assert fixed.report.diagnostics == []
+
+
+def test_device_race_hint_depends_on_whether_threadgroups_differ():
+    one_group = simulate("out[0] = a[thread_position_in_grid.x];", [mx.arange(8)], (1,),
+                         (8, 1, 1), (8, 1, 1))
+    assert "mem_device" in one_group.report.errors[0].hint
+    two_groups = simulate("uint i = thread_position_in_grid.x;\nif (i % 4 == 0) out[0] = a[i];",
+                          [mx.arange(8)], (1,), (8, 1, 1), (4, 1, 1))
+    assert "different threadgroups" in two_groups.report.errors[0].hint
+
+
+def test_misaligned_vector_load_is_reported():
+    source = """
+    uint i = thread_position_in_grid.x;
+    out[i] = ((const device float4*)(a + 1))[i].x;
+    """
+    run = simulate(source, [mx.arange(16, dtype=mx.float32)], (2,), (2, 1, 1), (2, 1, 1))
+    [d] = run.report.errors
+    assert d.kind == "out-of-bounds" and "16-byte alignment" in d.message
+    packed = source.replace("float4*", "packed_float4*")
+    assert simulate(packed, [mx.arange(16, dtype=mx.float32)], (2,), (2, 1, 1),
+                    (2, 1, 1)).report.diagnostics == []

@@ -39,10 +39,17 @@ def grid_sample_ref(x, grid):
     sw = (ix_ne - ix) * (iy - iy_ne)
     se = (ix - ix_nw) * (iy - iy_nw)
 
-    I_nw = x[mx.arange(N)[:, None, None], iy_nw, ix_nw, :]
-    I_ne = x[mx.arange(N)[:, None, None], iy_ne, ix_ne, :]
-    I_sw = x[mx.arange(N)[:, None, None], iy_sw, ix_sw, :]
-    I_se = x[mx.arange(N)[:, None, None], iy_se, ix_se, :]
+    # The docs gather with the raw corner indices, which reach -1 and W at the border: MLX's
+    # gather does not check them, so the reference itself reads out of bounds (sometimes NaN,
+    # which the masking multiply below keeps). Clamping first gives the intended values.
+    def corner(iy, ix):
+        rows, cols = mx.clip(iy, 0, H_in - 1), mx.clip(ix, 0, W_in - 1)
+        return x[mx.arange(N)[:, None, None], rows, cols, :]
+
+    I_nw = corner(iy_nw, ix_nw)
+    I_ne = corner(iy_ne, ix_ne)
+    I_sw = corner(iy_sw, ix_sw)
+    I_se = corner(iy_se, ix_se)
 
     mask_nw = (iy_nw >= 0) & (iy_nw <= H_in - 1) & (ix_nw >= 0) & (ix_nw <= W_in - 1)
     mask_ne = (iy_ne >= 0) & (iy_ne <= H_in - 1) & (ix_ne >= 0) & (ix_ne <= W_in - 1)

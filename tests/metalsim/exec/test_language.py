@@ -332,3 +332,41 @@ def test_simd_vote_holds_the_ballot_bits():
     """
     out = run1(source, out_shape=(4,), grid=(4, 1, 1), tg=(4, 1, 1), dtype=mx.uint64)
     assert out.tolist() == [7, 7, 7, 7]
+
+
+def test_packed_vectors_convert_to_aligned_ones_and_compute():
+    source = """
+    uint i = thread_position_in_grid.x;
+    packed_float4 p = ((const device packed_float4*)in0)[i];
+    float4 v = p * 2.0f;
+    out[i] = v.x + v.w;
+    """
+    out = run1(source, [mx.arange(32, dtype=mx.float32)])
+    np.testing.assert_array_equal(out, (np.arange(0, 32, 4) + np.arange(3, 32, 4)) * 2)
+
+
+def test_type_aliases_inside_a_kernel_body():
+    source = """
+    typedef float real;
+    using index_t = uint;
+    index_t i = thread_position_in_grid.x;
+    real x = real(i) / 2;
+    out[i] = x;
+    """
+    np.testing.assert_array_equal(run1(source), np.arange(8) / 2)
+
+
+def test_overloads_prefer_the_more_specialized_function_and_deduce_pointers():
+    header = """
+    template <typename T> inline int which(T x) { return 1; }
+    template <typename T> inline int which(vec<T, 3> x) { return 3; }
+    template <typename P> inline float first(P p) { return p[0]; }
+    """
+    source = """
+    uint i = thread_position_in_grid.x;
+    uint3 p = thread_position_in_grid;
+    out[i] = which(p) * 100 + which(i) * 10 + first(in0 + i)
+             + float(elem_to_loc(p, in0_shape, in0_strides, in0_ndim) - i);
+    """
+    out = run1(source, [mx.arange(8, dtype=mx.float32).reshape(2, 4)], header=header)
+    np.testing.assert_array_equal(out, 310 + np.arange(8))

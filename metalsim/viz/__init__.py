@@ -1,0 +1,12 @@
+"""Diagrams of a traced launch and a notebook explorer, drawn only from the simulator's trace.
+
+    run = metalsim.simulate(kernel, ..., trace=True)
+    metalsim.viz.draw(run, inputs=[a, b])          # a Diagram: shown inline by Jupyter
+    metalsim.viz.draw(run).save("kernel.png")      # or .svg
+    metalsim.viz.Explorer(run, inputs=[a, b])      # pick threadgroup, thread, barrier phase
+"""
+
+from metalsim.viz.draw import Selection, draw
+from metalsim.viz.svg import Diagram
+
+__all__ = ["Diagram", "Selection", "draw"]

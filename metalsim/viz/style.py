@@ -1,0 +1,62 @@
+"""Colours and marker shapes: a thread's colour, its SIMD-group's shape."""
+
+from __future__ import annotations
+
+import colorsys
+
+from metalsim.viz.svg import Svg, num
+
+# Adjacent lanes get far-apart hues (golden-ratio steps), so neighbours are easy to tell apart.
+_GOLDEN = 0.381966
+
+INK = "#222222"
+MUTED = "#888888"
+FAINT = "#d4d4d4"
+UNTOUCHED_FILL = "#f3f3f3"
+ERROR = "#d62728"
+WARNING = "#e08a00"
+READ_FOCUS = "#1f5fd6"
+WRITE_FOCUS = "#f07800"
+SHAPES = ("circle", "square", "diamond", "triangle")
+
+
+def _hex(h: float, lightness: float, saturation: float) -> str:
+    r, g, b = colorsys.hls_to_rgb(h % 1.0, lightness, saturation)
+    return f"#{round(r * 255):02x}{round(g * 255):02x}{round(b * 255):02x}"
+
+
+def thread_colour(local: int) -> str:
+    """The marker colour of the thread with linear index `local` in its threadgroup."""
+    return _hex((local % 32) * _GOLDEN + 0.58, 0.45, 0.75)
+
+
+def thread_tint(local: int) -> str:
+    """A light version of `thread_colour`, for the fill of cells the thread wrote."""
+    return _hex((local % 32) * _GOLDEN + 0.58, 0.88, 0.7)
+
+
+def marker(svg: Svg, x: float, y: float, r: float, local: int, *, outlined: bool = False,
+           **attrs: object) -> None:
+    """The thread's marker centred at (x, y): colour by thread, shape by SIMD-group."""
+    shape = SHAPES[(local // 32) % len(SHAPES)]
+    paint = {"fill": thread_colour(local),
+             "stroke": INK if outlined else "white",
+             "stroke_width": 1.3 if outlined else 0.6}
+    attrs = {"class_": "thread-marker", "data_local": local, **attrs, **paint}
+    if shape == "circle":
+        svg.el("circle", cx=float(x), cy=float(y), r=float(r), **attrs)
+    elif shape == "square":
+        svg.el("rect", x=float(x - r), y=float(y - r), width=float(2 * r), height=float(2 * r),
+               **attrs)
+    elif shape == "diamond":
+        s = r * 1.25
+        svg.el("polygon", points=_points([(x, y - s), (x + s, y), (x, y + s), (x - s, y)]),
+               **attrs)
+    else:
+        s = r * 1.3
+        svg.el("polygon", points=_points([(x, y - s), (x + s, y + s * 0.8),
+                                          (x - s, y + s * 0.8)]), **attrs)
+
+
+def _points(points: list[tuple[float, float]]) -> str:
+    return " ".join(f"{num(px)},{num(py)}" for px, py in points)
