@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -18,6 +18,10 @@ ROOT = Path(__file__).resolve().parent.parent
 SOLUTIONS = ROOT / "solutions"
 
 CHAPTERS = ("ch01_threads", "ch02_threadgroup_memory", "ch03_reductions", "ch04_matmul")
+
+# Metal-Puzzles' first template line, longer than the line limit of this code base.
+GLOBAL_INDEX_X = ("uint i = threadgroup_position_in_grid.x * threads_per_threadgroup.x"
+                  " + thread_position_in_threadgroup.x;\n")
 
 
 @dataclass(frozen=True)
@@ -76,7 +80,6 @@ class Puzzle:
     init_value: float | None = None
     cases_by_title: dict[str, Case] = field(default_factory=dict)
     kernel_name: str = ""
-    setup: str = ""
 
     @property
     def title(self) -> str:
@@ -89,6 +92,25 @@ class Puzzle:
 
     def solution(self) -> str:
         return (SOLUTIONS / self.solution_file).read_text()
+
+
+def random_like(rng: np.random.Generator, x: np.ndarray, low: int = -20, high: int = 20
+                ) -> np.ndarray:
+    """Random values of `x`'s shape and dtype: integers in [low, high), or uniform floats."""
+    if np.issubdtype(x.dtype, np.integer):
+        return rng.integers(low, high, size=x.shape).astype(x.dtype)
+    return rng.uniform(low, high, size=x.shape).astype(x.dtype)
+
+
+def random_cases(case: Case, n: int = 3, low: int = -20, high: int = 20
+                 ) -> Callable[[np.random.Generator], list[Case]]:
+    """A `hidden` generator: `n` copies of `case` (same sizes and launch) with random inputs."""
+
+    def hidden(rng: np.random.Generator) -> list[Case]:
+        return [replace(case, inputs=tuple(random_like(rng, x, low, high) for x in case.inputs))
+                for _ in range(n)]
+
+    return hidden
 
 
 _REGISTRY: dict[int, Puzzle] = {}

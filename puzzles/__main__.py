@@ -1,0 +1,7 @@
+"""`python -m puzzles`: see `puzzles/cli.py`."""
+
+import sys
+
+from puzzles.cli import main
+
+sys.exit(main())

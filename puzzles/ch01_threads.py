@@ -1,0 +1,322 @@
+"""Notebook 01, threads and grids: puzzles 1-7 (Map ... Threadgroups 2D).
+
+Names, shapes and launch sizes are those of Metal-Puzzles. Hidden cases keep the sizes and draw
+random values, so a kernel that hard-codes the visible answer fails.
+"""
+
+from __future__ import annotations
+
+import mlx.core as mx
+import numpy as np
+
+from puzzles.catalog import GLOBAL_INDEX_X, Budget, Case, Puzzle, random_cases, register
+
+TITLE = "Threads and grids"
+
+INTRO = [
+    """\
+# 01 · Threads and grids
+
+A GPU runs the same small function, a **kernel**, on thousands of **threads** at once. Each
+thread is told where it stands, and from that it works out which piece of the data is its own.
+In these puzzles you write that function in the Metal Shading Language (a dialect of C++) and
+launch it from Python with MLX's `mx.fast.metal_kernel`.
+
+You write only the kernel's *body*. MLX generates the signature around it: every input becomes
+a `const device T*` buffer named as in `input_names`, every output a `device T*` named as in
+`output_names`, and any thread attribute your body mentions (such as `thread_position_in_grid`)
+becomes a parameter. Mention `a_shape`, `a_strides` or `a_ndim` and you get the shape, strides
+and rank of input `a` too. Set the environment variable `VERBOSE=1` to print the full generated
+source.
+
+`MetalKernel(...)` takes exactly the arguments of `mx.fast.metal_kernel`, and `MetalProblem`
+launches it. `problem.show()` prints how many global (device memory) reads and writes the
+busiest thread made; `problem.check()` runs your kernel on the visible inputs *and* on hidden
+random ones, compares with the spec, and checks the per-thread budget. Everything runs in
+**metalsim**, a faithful Metal simulator, so no Mac is needed; it also reports out-of-bounds
+accesses, data races and other bugs, pointing at your line. On a Mac, `check()` runs the real
+GPU as well. Stuck? `problem.hint()` prints a hint; call it again for the next one.""",
+    """\
+## The grid
+
+`grid=(x, y, z)` says how many threads to launch in each dimension: MLX counts **threads**,
+not threadgroups. Each thread finds its coordinates in `thread_position_in_grid` (a `uint3`;
+use `.x`, `.y`, `.z`). Memory is flat: a 2D array of shape `(rows, cols)` in row-major order
+keeps element `[r][c]` at index `r * cols + c`.
+
+Launches often have more threads than elements (sizes are rounded up to convenient numbers), so
+a thread must check that its position is inside the data before touching memory. Reading or
+writing past the end of a buffer is undefined behaviour on a real GPU: it may silently corrupt
+other data. The simulator reports it as an error.""",
+    """\
+## Threadgroups
+
+Threads are launched in **threadgroups** of `threadgroup=(x, y, z)` threads. A threadgroup runs
+on one GPU core; its threads can share fast threadgroup memory and wait for each other (the next
+notebook). Inside a kernel:
+
+- `threadgroup_position_in_grid`: which threadgroup this thread belongs to;
+- `thread_position_in_threadgroup`: the thread's position inside its threadgroup;
+- `threads_per_threadgroup`: the size of this threadgroup.
+
+So `threadgroup_position_in_grid.x * threads_per_threadgroup.x +
+thread_position_in_threadgroup.x` equals `thread_position_in_grid.x`. A threadgroup has at most
+1024 threads. When the grid is not a multiple of the threadgroup size, the last threadgroup in
+that dimension is smaller, and `threads_per_threadgroup` reports its real size.""",
+]
+
+OUTRO = """\
+You can now map a function over arrays of any shape with as many threadgroups as you like:
+each thread reads what it needs once and writes its result once. The next notebook lets the
+threads of a threadgroup cooperate through threadgroup memory."""
+
+REAL_KERNEL_MARKDOWN = """\
+## The real kernel: axpby with broadcasting
+
+`z = alpha * x + beta * y`, the example kernel of MLX's extension documentation, written the way
+a production kernel is: each thread handles four consecutive elements with vectorized `float4`
+loads and stores (with a scalar tail), and inputs that are broadcast or strided are read in
+place through `elem_to_loc` instead of being copied. It is compared with `alpha * x + beta * y`
+in MLX; its memory traffic is the ideal one, every input element read once and every output
+element written once. The source is in `solutions/axpby.py`."""
+
+REAL_KERNEL_CODE = """\
+import metalsim
+from solutions.axpby import axpby, simulate
+
+x = mx.random.normal((1000, 37))
+y = mx.random.normal((37,))          # broadcast along the rows
+with metalsim.patch():   # simulated where MLX has no Metal; the real GPU on a Mac
+    z = axpby(x, y, 2.0, -0.5)
+print("matches MLX:", mx.allclose(z, 2.0 * x - 0.5 * y).item())
+print(simulate(x, y, 2.0, -0.5).report.summary())"""
+
+
+def map_spec(a: mx.array) -> mx.array:
+    return a + 10
+
+
+def zip_spec(a: mx.array, b: mx.array) -> mx.array:
+    return a + b
+
+
+def _case(*inputs: np.ndarray, grid: tuple[int, int, int],
+          threadgroup: tuple[int, int, int] = (1, 1, 1), output_shape: tuple[int, ...] = ()
+          ) -> Case:
+    return Case(inputs=inputs, output_shape=output_shape or inputs[0].shape, grid=grid,
+                threadgroup=threadgroup)
+
+
+_int = np.int32
+
+MAP = _case(np.arange(4, dtype=_int), grid=(4, 1, 1))
+ZIP = _case(np.arange(4, dtype=_int), np.arange(4, dtype=_int), grid=(4, 1, 1))
+GUARD = _case(np.arange(4, dtype=_int), grid=(8, 1, 1))
+MAP_2D = _case(np.arange(4, dtype=_int).reshape(2, 2), grid=(3, 3, 1))
+BROADCAST = _case(np.arange(2, dtype=_int).reshape(2, 1), np.arange(2, dtype=_int).reshape(1, 2),
+                  grid=(3, 3, 1), output_shape=(2, 2))
+THREADGROUPS = _case(np.arange(9, dtype=_int), grid=(12, 1, 1), threadgroup=(4, 1, 1))
+THREADGROUPS_2D = _case(np.ones((5, 5), dtype=np.float32), grid=(6, 6, 1),
+                        threadgroup=(3, 3, 1))
+
+ONE_READ_ONE_WRITE = Budget(global_reads=1, global_writes=1, threadgroup_reads=0,
+                            threadgroup_writes=0)
+TWO_READS_ONE_WRITE = Budget(global_reads=2, global_writes=1, threadgroup_reads=0,
+                             threadgroup_writes=0)
+
+register(
+    Puzzle(
+        number=1,
+        slug="map",
+        titles=("Map",),
+        chapter="ch01_threads",
+        description="""\
+Implement a kernel that adds 10 to each position of the array `a` and stores it in the array
+`out`. You have 1 thread per position.
+
+**Note:** the `source` string is only the *body* of your kernel; MLX generates the signature,
+with the buffers named as in `input_names` and `output_names`. `a` holds `int32` values and
+`out` is `float32`: the assignment converts, as in C++.""",
+        input_names=("a",),
+        spec=map_spec,
+        visible=MAP,
+        hidden=random_cases(MAP),
+        template="""\
+uint local_i = thread_position_in_grid.x;
+// FILL ME IN (roughly 1 line)
+""",
+        budget=ONE_READ_ONE_WRITE,
+        hints=(
+            "Each thread handles one position: the one at `local_i`.",
+            "Read `a[local_i]`, add 10, and store the result in `out[local_i]`.",
+            "`out[local_i] = a[local_i] + 10;`",
+        ),
+        solution_file="01_map.metal",
+        kernel_name="map",
+    ),
+    Puzzle(
+        number=2,
+        slug="zip",
+        titles=("Zip",),
+        chapter="ch01_threads",
+        description="""\
+Implement a kernel that adds each element of `a` to the element of `b` at the same position
+and stores the sum in `out`. You have 1 thread per position.""",
+        input_names=("a", "b"),
+        spec=zip_spec,
+        visible=ZIP,
+        hidden=random_cases(ZIP),
+        template="""\
+uint local_i = thread_position_in_grid.x;
+// FILL ME IN (roughly 1 line)
+""",
+        budget=TWO_READS_ONE_WRITE,
+        hints=(
+            "Same as Map, with a second input: both inputs are indexed by `local_i`.",
+            "`out[local_i] = a[local_i] + b[local_i];`",
+        ),
+        solution_file="02_zip.metal",
+        kernel_name="zip",
+    ),
+    Puzzle(
+        number=3,
+        slug="guard",
+        titles=("Guard",),
+        chapter="ch01_threads",
+        description="""\
+Implement a kernel that adds 10 to each position of `a` and stores it in `out`. You have more
+threads than positions.
+
+**Warning:** threads past the end of `a` must not touch memory: reading or writing outside a
+buffer is undefined behaviour on the GPU, and the checker reports it as an error.
+
+**Note:** append `_shape`, `_strides` or `_ndim` to an input's name to get that information in
+your kernel: here `a_shape[0]` is the length of `a`.""",
+        input_names=("a",),
+        spec=map_spec,
+        visible=GUARD,
+        hidden=random_cases(GUARD),
+        template="""\
+uint local_i = thread_position_in_grid.x;
+// FILL ME IN (roughly 1-3 lines)
+""",
+        budget=ONE_READ_ONE_WRITE,
+        hints=(
+            "8 threads run, but `a` has only 4 elements: threads 4-7 must do nothing.",
+            "Compare `local_i` with `a_shape[0]` before reading or writing.",
+            "`if (local_i < a_shape[0]) { out[local_i] = a[local_i] + 10; }`",
+        ),
+        solution_file="03_guard.metal",
+        kernel_name="guard",
+    ),
+    Puzzle(
+        number=4,
+        slug="map_2d",
+        titles=("Map 2D",),
+        chapter="ch01_threads",
+        description="""\
+Implement a kernel that adds 10 to each position of `a` and stores it in `out`. Input `a` is 2D
+and square. You have more threads than positions.
+
+**Note:** all memory in Metal is one-dimensional: element `[row][col]` of a row-major array
+with `n` columns lives at index `row * n + col`. The grid's `x` runs along columns and `y` along
+rows.""",
+        input_names=("a",),
+        spec=map_spec,
+        visible=MAP_2D,
+        hidden=random_cases(MAP_2D),
+        template="""\
+uint thread_x = thread_position_in_grid.x;
+uint thread_y = thread_position_in_grid.y;
+// FILL ME IN (roughly 4 lines)
+""",
+        budget=ONE_READ_ONE_WRITE,
+        hints=(
+            "The grid is 3x3 but `a` is 2x2: guard both coordinates.",
+            "`a_shape[0]` is the number of rows and `a_shape[1]` the number of columns; the "
+            "flat index is `thread_y * a_shape[1] + thread_x`.",
+        ),
+        solution_file="04_map_2d.metal",
+        kernel_name="map_2D",
+    ),
+    Puzzle(
+        number=5,
+        slug="broadcast",
+        titles=("Broadcast",),
+        chapter="ch01_threads",
+        description="""\
+Implement a kernel that adds `a` and `b` and stores it in `out`. `a` is a column (shape
+`(n, 1)`) and `b` a row (shape `(1, n)`), so `out[i][j] = a[i] + b[j]`, broadcasting as numpy
+and MLX do. You have more threads than positions.""",
+        input_names=("a", "b"),
+        spec=zip_spec,
+        visible=BROADCAST,
+        hidden=random_cases(BROADCAST),
+        template="""\
+uint thread_x = thread_position_in_grid.x;
+uint thread_y = thread_position_in_grid.y;
+// FILL ME IN (roughly 4 lines)
+""",
+        budget=TWO_READS_ONE_WRITE,
+        hints=(
+            "Row `thread_y` of the output uses `a[thread_y]`; column `thread_x` uses "
+            "`b[thread_x]`.",
+            "The output has `a_shape[0]` rows and `b_shape[1]` columns: guard both, then write "
+            "`out[thread_y * b_shape[1] + thread_x]`.",
+        ),
+        solution_file="05_broadcast.metal",
+        kernel_name="broadcast",
+    ),
+    Puzzle(
+        number=6,
+        slug="threadgroups",
+        titles=("Threadgroups",),
+        chapter="ch01_threads",
+        description="""\
+Implement a kernel that adds 10 to each position of `a` and stores it in `out`. There are fewer
+threads per threadgroup than elements in `a`, but more threads in the grid than positions.
+
+**Note:** a threadgroup is a block of threads within the grid. A threadgroup's size is limited,
+but a grid can hold many threadgroups; `threadgroup_position_in_grid` tells a thread which one
+it is in.""",
+        input_names=("a",),
+        spec=map_spec,
+        visible=THREADGROUPS,
+        hidden=random_cases(THREADGROUPS),
+        template=GLOBAL_INDEX_X + """\
+// FILL ME IN (roughly 1-3 lines)
+""",
+        budget=ONE_READ_ONE_WRITE,
+        hints=(
+            "`i` is already this thread's global index (the same as "
+            "`thread_position_in_grid.x`).",
+            "12 threads, 9 elements: guard with `a_shape[0]`.",
+        ),
+        solution_file="06_threadgroups.metal",
+        kernel_name="threadgroups",
+    ),
+    Puzzle(
+        number=7,
+        slug="threadgroups_2d",
+        titles=("Threadgroups 2D",),
+        chapter="ch01_threads",
+        description="""\
+Implement the same kernel in 2D. There are fewer threads per threadgroup than the size of `a`
+in both directions, but more threads than positions in the grid.""",
+        input_names=("a",),
+        spec=map_spec,
+        visible=THREADGROUPS_2D,
+        hidden=random_cases(THREADGROUPS_2D),
+        template=GLOBAL_INDEX_X + """\
+// FILL ME IN (roughly 5 lines)
+""",
+        budget=ONE_READ_ONE_WRITE,
+        hints=(
+            "Compute the row index `j` the same way as `i`, from the `.y` components.",
+            "`i` is the column and `j` the row: guard both against `a_shape`, then use "
+            "`j * a_shape[1] + i`.",
+        ),
+        solution_file="07_threadgroups_2d.metal",
+        kernel_name="threadgroups_2D",
+    ),
+)

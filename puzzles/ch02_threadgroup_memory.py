@@ -1,0 +1,309 @@
+"""Notebook 02, threadgroup memory: puzzles 8-11 (Threadgroup Memory ... 1D Convolution).
+
+Names, shapes and launch sizes are those of Metal-Puzzles. Hidden cases draw random values; the
+1D convolution ("the general case") also runs other lengths and kernel sizes over several
+threadgroups, so the halo between threadgroups must be right.
+"""
+
+from __future__ import annotations
+
+import mlx.core as mx
+import numpy as np
+
+from puzzles.catalog import (
+    GLOBAL_INDEX_X,
+    Budget,
+    Case,
+    Puzzle,
+    random_cases,
+    random_like,
+    register,
+)
+from puzzles.ch01_threads import map_spec
+
+TITLE = "Threadgroup memory"
+
+INTRO = [
+    """\
+# 02 · Threadgroup memory
+
+Device memory (where `a` and `out` live) is big and far away; every global read or write is
+expensive. Each threadgroup also gets a small amount of fast, on-chip **threadgroup memory**
+(at most 32 KiB), shared by its threads and by nobody else. It is how the threads of a
+threadgroup cooperate: load a tile of the input once, then let every thread read its
+neighbours' values from threadgroup memory instead of device memory.
+
+Declare it inside the kernel with a size known at compile time:
+
+```metal
+threadgroup float shared[THREADGROUP_MEM_SIZE];
+```
+
+Each threadgroup gets its own fresh copy, with undefined contents until written. The `header`
+argument of `MetalKernel` holds code placed before the kernel, such as the
+`constant uint THREADGROUP_MEM_SIZE = 8;` that sizes the array.""",
+    """\
+## Barriers
+
+Threads do not run in a fixed order. If thread 3 reads `shared[2]`, thread 2 must have written
+it first, and nothing guarantees that unless every thread waits at a **barrier**:
+
+```metal
+shared[local_i] = a[i];
+threadgroup_barrier(mem_flags::mem_threadgroup);   // all writes above are now visible
+out[i] = shared[local_i] + shared[local_i - 1];
+```
+
+`threadgroup_barrier` blocks each thread until every thread of its threadgroup has reached it,
+and makes their threadgroup-memory writes visible to all. Two rules:
+
+- A read of a value another thread writes needs a barrier between the write and the read;
+  without one you have a **data race**, and the result depends on timing. The checker reports
+  races as errors even when the numbers happen to come out right.
+- Every thread of the threadgroup must reach the *same* barrier. A barrier inside an `if` that
+  only some threads enter is a **divergent barrier** (on a real GPU, a hang or garbage).
+  Threads that have already returned do not count.
+
+Barriers synchronise one threadgroup only; threads of different threadgroups cannot wait for
+each other inside a kernel.""",
+]
+
+OUTRO = """\
+Threadgroup memory turns many global reads into one: each value is loaded once and shared. The
+same idea, applied twice (the input tile and the filter), is what makes convolutions and matrix
+multiplies fast. Next: reductions, where the threads of a threadgroup combine their values into
+one."""
+
+REAL_KERNEL_MARKDOWN = """\
+## The real kernel: tiled 1D convolution
+
+Puzzle 11's idea at realistic sizes (a million elements, filters of 31 taps): each threadgroup
+loads its tile of the input plus the halo of `k - 1` elements past its end into threadgroup
+memory, and the filter too, so every input element is read from device memory about once. It
+computes what `mx.conv1d` computes for one channel (a "valid" convolution, with optional zero
+padding on both ends) and is compared with it; the cell below keeps to 20,000 elements so the
+simulator answers quickly. The source is in `solutions/conv1d.py`."""
+
+
+REAL_KERNEL_CODE = """\
+import metalsim
+from solutions.conv1d import conv1d, simulate
+
+x = mx.random.normal((20_000,))
+w = mx.random.normal((31,))
+with metalsim.patch():   # simulated where MLX has no Metal; the real GPU on a Mac
+    y = conv1d(x, w)
+expected = mx.conv1d(x[None, :, None], w[None, :, None])[0, :, 0]
+print("matches mx.conv1d:", mx.allclose(y, expected, atol=1e-4).item())
+print(simulate(x, w).report.summary())"""
+
+
+def pooling_spec(a: mx.array) -> mx.array:
+    # out[i] = a[i-2] + a[i-1] + a[i]: a running sum minus the running sum three places back.
+    total = mx.cumsum(a)
+    return total - mx.pad(total, (3, 0))[: a.shape[0]]
+
+
+def dot_spec(a: mx.array, b: mx.array) -> mx.array:
+    return mx.sum(a * b, keepdims=True)
+
+
+def conv_spec(a: mx.array, b: mx.array) -> mx.array:
+    # out[i] = sum_j a[i + j] * b[j], with a read as zero past its end.
+    n, k = a.shape[0], b.shape[0]
+    padded = mx.pad(a, (0, k - 1))
+    return sum(padded[j : j + n] * b[j] for j in range(k))
+
+
+def _f32(*shape: int, arange: bool = True) -> np.ndarray:
+    n = int(np.prod(shape))
+    return (np.arange(n) if arange else np.ones(n)).astype(np.float32).reshape(shape)
+
+
+SHARED = Case(inputs=(_f32(8, arange=False),), output_shape=(8,), grid=(8, 1, 1),
+              threadgroup=(4, 1, 1))
+POOLING = Case(inputs=(np.arange(8, dtype=np.int32),), output_shape=(8,), grid=(8, 1, 1),
+               threadgroup=(8, 1, 1))
+DOT = Case(inputs=(_f32(8), _f32(8)), output_shape=(1,), grid=(8, 1, 1), threadgroup=(8, 1, 1))
+CONV_SIMPLE = Case(inputs=(_f32(6), _f32(3)), output_shape=(6,), grid=(8, 1, 1),
+                   threadgroup=(8, 1, 1))
+CONV_FULL = Case(inputs=(_f32(15), _f32(4)), output_shape=(15,), grid=(16, 1, 1),
+                 threadgroup=(8, 1, 1))
+
+# (length, filter taps) of the general-case hidden convolutions; threadgroups of 8 and at most
+# 4 taps, as the header's THREADGROUP_MAX_CONV_SIZE = 8 + 4 allows.
+CONV_SIZES = ((6, 3), (15, 4), (16, 4), (21, 2), (11, 1))
+
+
+def conv_hidden(rng: np.random.Generator) -> list[Case]:
+    """Random values at the visible sizes and at other lengths, filters and grids."""
+    cases = []
+    for n, k in CONV_SIZES:
+        a = random_like(rng, np.zeros(n, np.float32), -5, 5)
+        b = random_like(rng, np.zeros(k, np.float32), -5, 5)
+        grid = (-(-n // 8) * 8, 1, 1)
+        cases.append(Case(inputs=(a, b), output_shape=(n,), grid=grid, threadgroup=(8, 1, 1)))
+    return cases
+
+
+register(
+    Puzzle(
+        number=8,
+        slug="threadgroup_memory",
+        titles=("Threadgroup Memory",),
+        chapter="ch02_threadgroup_memory",
+        description="""\
+Implement a kernel that adds 10 to each position of `a` and stores it in `out`. There are fewer
+threads per threadgroup than elements in `a`.
+
+The kernel already copies each thread's element into threadgroup memory and waits at a barrier;
+finish it by reading the value back from threadgroup memory. (This puzzle does not need
+threadgroup memory; it is a demonstration of the mechanics.)
+
+**Note:** the `header` argument is placed before the kernel; here it defines the size of the
+threadgroup array.""",
+        input_names=("a",),
+        spec=map_spec,
+        visible=SHARED,
+        hidden=random_cases(SHARED),
+        header="""\
+constant uint THREADGROUP_MEM_SIZE = 4;
+""",
+        template="""\
+threadgroup float shared[THREADGROUP_MEM_SIZE];
+""" + GLOBAL_INDEX_X + """\
+uint local_i = thread_position_in_threadgroup.x;
+
+if (i < a_shape[0]) {
+    shared[local_i] = a[i];
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+}
+
+// FILL ME IN (roughly 1-3 lines)
+""",
+        budget=Budget(global_reads=1, global_writes=1, threadgroup_reads=1,
+                      threadgroup_writes=1),
+        hints=(
+            "After the barrier, `shared[local_i]` holds `a[i]`.",
+            "Guard with `i < a_shape[0]` and write `out[i] = shared[local_i] + 10;`.",
+        ),
+        solution_file="08_threadgroup_memory.metal",
+        kernel_name="threadgroup_memory",
+    ),
+    Puzzle(
+        number=9,
+        slug="pooling",
+        titles=("Pooling",),
+        chapter="ch02_threadgroup_memory",
+        description="""\
+Implement a kernel that sums together the last 3 positions of `a` and stores it in `out`:
+`out[i] = a[i-2] + a[i-1] + a[i]`, leaving out the terms before the start. You have 1 thread
+per position.
+
+**Note:** each thread may make only 1 global read and 1 global write. Load the values into
+threadgroup memory once, then read the neighbours from there.
+
+**Tip:** remember the barrier between the writes to threadgroup memory and the reads.""",
+        input_names=("a",),
+        spec=pooling_spec,
+        visible=POOLING,
+        hidden=random_cases(POOLING),
+        header="""\
+constant uint THREADGROUP_MEM_SIZE = 8;
+""",
+        template="""\
+threadgroup float shared[THREADGROUP_MEM_SIZE];
+""" + GLOBAL_INDEX_X + """\
+uint local_i = thread_position_in_threadgroup.x;
+// FILL ME IN (roughly 11 lines)
+""",
+        budget=Budget(global_reads=1, global_writes=1, threadgroup_reads=3,
+                      threadgroup_writes=1),
+        hints=(
+            "Step 1: every thread copies `a[i]` into `shared[local_i]`. Step 2: barrier. "
+            "Step 3: add up to three values from `shared`.",
+            "Threads 0 and 1 have fewer than two neighbours to the left: check `local_i >= 1` "
+            "and `local_i >= 2` before reading `shared[local_i - 1]` and `shared[local_i - 2]`.",
+            "Put the barrier outside any `if`, so every thread of the threadgroup reaches it.",
+        ),
+        solution_file="09_pooling.metal",
+        kernel_name="pooling",
+    ),
+    Puzzle(
+        number=10,
+        slug="dot_product",
+        titles=("Dot Product",),
+        chapter="ch02_threadgroup_memory",
+        description="""\
+Implement a kernel that computes the dot product of `a` and `b` and stores it in `out[0]`. You
+have 1 thread per position, all in one threadgroup. Each thread may make 2 global reads and 1
+global write.
+
+**Note:** reads and writes of threadgroup memory are not limited here; a faster way to add
+them up comes in the next notebook.""",
+        input_names=("a", "b"),
+        spec=dot_spec,
+        visible=DOT,
+        hidden=random_cases(DOT),
+        header="""\
+constant uint THREADGROUP_MEM_SIZE = 8;
+""",
+        template="""\
+threadgroup float shared[THREADGROUP_MEM_SIZE];
+""" + GLOBAL_INDEX_X + """\
+uint local_i = thread_position_in_threadgroup.x;
+// FILL ME IN (roughly 11 lines)
+""",
+        budget=Budget(global_reads=2, global_writes=1),
+        hints=(
+            "Each thread multiplies its pair `a[i] * b[i]` and stores the product in "
+            "`shared[local_i]`.",
+            "After a barrier, one thread (say `local_i == 0`) adds up `shared` and writes "
+            "`out[0]`; if every thread wrote `out[0]`, that would be a race.",
+        ),
+        solution_file="10_dot_product.metal",
+        kernel_name="dot_product",
+    ),
+    Puzzle(
+        number=11,
+        slug="conv1d",
+        titles=("1D Convolution", "1D Conv (Simple)", "1D Conv (Full)"),
+        chapter="ch02_threadgroup_memory",
+        description="""\
+Implement a kernel that computes a 1D convolution of `a` with the filter `b` and stores it in
+`out`, ML-style (a cross-correlation, with `a` read as zero past its end):
+`out[i] = a[i] * b[0] + a[i+1] * b[1] + ... + a[i+k-1] * b[k-1]`.
+
+You need to handle the general case: inputs longer than a threadgroup (threadgroups of 8, up to
+4 filter taps). A threadgroup's output window needs `k - 1` input elements past its own tile
+(the **halo**), which belong to the next threadgroup. Each thread may make 2 global reads and 1
+global write; threadgroup memory is not limited.
+
+Hidden cases use other lengths and filter sizes too.""",
+        input_names=("a", "b"),
+        spec=conv_spec,
+        visible=CONV_SIMPLE,
+        hidden=conv_hidden,
+        header="""\
+constant uint THREADGROUP_MAX_CONV_SIZE = 12;
+constant uint MAX_CONV = 4;
+""",
+        template=GLOBAL_INDEX_X + """\
+uint local_i = thread_position_in_threadgroup.x;
+// FILL ME IN (roughly 24 lines)
+""",
+        budget=Budget(global_reads=2, global_writes=1),
+        hints=(
+            "Use two threadgroup arrays: the input tile with its halo "
+            "(`THREADGROUP_MAX_CONV_SIZE` = 8 + 4 elements) and the filter (`MAX_CONV`).",
+            "Every thread loads its own `a[i]` (zero past the end). That is one global read; "
+            "share out the second one: threads `0 .. k-1` load the filter, and threads "
+            "`k .. 2k-2` load the halo `a[start + 8 + j]`, each one element.",
+            "After one barrier, each thread with `i < a_shape[0]` adds "
+            "`tile[local_i + j] * filter[j]` for `j < k`.",
+        ),
+        solution_file="11_conv1d.metal",
+        cases_by_title={"1D Conv (Simple)": CONV_SIMPLE, "1D Conv (Full)": CONV_FULL},
+        kernel_name="1D_conv",
+    ),
+)

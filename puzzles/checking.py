@@ -1,0 +1,514 @@
+"""Checking a kernel against a puzzle: the one verdict used by `problem.check()`, the CLI and
+the grader.
+
+`check_kernel(puzzle, source)` runs the body on the puzzle's visible case and its hidden cases
+in metalsim (and, on Apple silicon, on the real GPU too) and returns a `CheckResult`:
+
+- values are compared with the spec with a magnitude-aware tolerance (exact for integer
+  outputs); a case whose expected output is all zeros is never evidence on its own, so a kernel
+  passes only if it matched at least one case with a non-zero answer;
+- any error diagnostic (race, out-of-bounds, divergent barrier, ...) or compile error makes the
+  status "error", even when the numbers happen to match;
+- a correct kernel above the puzzle's per-thread budget is "over-budget", which does not pass.
+
+A bad kernel never raises here: whatever goes wrong is part of the result.
+"""
+
+from __future__ import annotations
+
+import math
+import traceback
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import mlx.core as mx
+import numpy as np
+
+import metalsim
+from metalsim.diagnostics import Diagnostic
+from puzzles.catalog import Case, Puzzle
+
+COUNT_NAMES = ("global_reads", "global_writes", "threadgroup_reads", "threadgroup_writes",
+               "atomics")
+# Column names as Metal-Puzzles prints them ("shared" is its word for threadgroup memory).
+COUNT_LABELS = {
+    "global_reads": "Global Reads",
+    "global_writes": "Global Writes",
+    "threadgroup_reads": "Shared Reads",
+    "threadgroup_writes": "Shared Writes",
+    "atomics": "Atomics",
+}
+# Relative tolerance per output dtype; it also scales with the largest expected magnitude, so
+# a float sum computed in another order than the spec's still matches.
+RTOL = {"float32": 1e-4, "float16": 1e-2, "bfloat16": 4e-2}
+MAX_SHOWN = 64  # elements of an array printed in full; larger ones are summarised
+HINT_NUDGE = "Stuck? `problem.hint()` gives a hint; call it again for the next one."
+
+
+@dataclass(frozen=True)
+class KernelArgs:
+    """The arguments of `mx.fast.metal_kernel` (and `metalsim.metal_kernel`) for one kernel."""
+
+    name: str
+    input_names: tuple[str, ...]
+    output_names: tuple[str, ...]
+    source: str
+    header: str = ""
+    ensure_row_contiguous: bool = True
+    atomic_outputs: bool = False
+    compile_options: dict[str, str] | None = None
+
+    def factory_kwargs(self) -> dict[str, object]:
+        return {
+            "name": self.name,
+            "input_names": list(self.input_names),
+            "output_names": list(self.output_names),
+            "source": self.source,
+            "header": self.header,
+            "ensure_row_contiguous": self.ensure_row_contiguous,
+            "atomic_outputs": self.atomic_outputs,
+            "compile_options": self.compile_options,
+        }
+
+
+@dataclass
+class CaseResult:
+    """One case: what was expected, what the kernel produced, and where they differ."""
+
+    label: str                       # "visible", "hidden 1", ...
+    case: Case
+    expected: np.ndarray | None = None
+    produced: np.ndarray | None = None
+    mismatches: list[tuple[int, ...]] = field(default_factory=list)
+    counts: dict[str, int] = field(default_factory=dict)
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    error: str = ""                  # why the case did not run (compile error, exception)
+    metal: np.ndarray | None = None  # the real GPU's output, where Metal is available
+    metal_mismatches: list[tuple[int, ...]] = field(default_factory=list)
+    input_names: tuple[str, ...] = ()
+
+    @property
+    def name(self) -> str:
+        """How the verdict names the case: "the visible case", "hidden case 2", ..."""
+        if self.label.startswith("hidden "):
+            return f"hidden case {self.label.split()[1]}"
+        return f"the {self.label} case"
+
+    @property
+    def evidence(self) -> bool:
+        """Whether matching this case proves anything: its expected output is not all zeros."""
+        return self.expected is not None and bool(np.any(self.expected != 0))
+
+    @property
+    def faulted(self) -> bool:
+        return bool(self.error) or any(d.severity == "error" for d in self.diagnostics)
+
+    @property
+    def correct(self) -> bool:
+        return (not self.faulted and self.produced is not None and not self.mismatches
+                and not self.metal_mismatches)
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "case": self.label,
+            "grid": list(self.case.grid),
+            "threadgroup": list(self.case.threadgroup),
+            "expected": None if self.expected is None else _json_array(self.expected),
+            "produced": None if self.produced is None else _json_array(self.produced),
+            "mismatches": [list(p) for p in self.mismatches],
+            "error": self.error,
+        }
+
+
+@dataclass(repr=False)
+class CheckResult:
+    """The verdict on one kernel. `status` is "pass", "fail" (wrong values), "over-budget"
+    (right values, too many accesses per thread) or "error" (compile error, fault, exception).
+    `bool(result)` is `passed`; `str(result)` is `text`."""
+
+    title: str
+    number: int | None
+    status: str
+    counts: dict[str, int]
+    budget: dict[str, int]
+    diagnostics: list[Diagnostic]
+    cases: list[CaseResult]
+    reason: str   # one line: why it did not pass ("" when it passed)
+    text: str = ""
+
+    @property
+    def passed(self) -> bool:
+        return self.status == "pass"
+
+    def __bool__(self) -> bool:
+        return self.passed
+
+    def __str__(self) -> str:
+        return self.text
+
+    def __repr__(self) -> str:
+        # Short: check() has already printed the text, and a notebook shows this line after it.
+        return f"<CheckResult {self.status}: {self.title}>"
+
+    def to_json(self) -> dict[str, object]:
+        """The row format of `python -m puzzles check --json` and of the grader."""
+        return {
+            "puzzle": self.number,
+            "title": self.title,
+            "status": self.status,
+            "reason": self.reason,
+            "counts": self.counts,
+            "budget": self.budget,
+            "diagnostics": [d.render() for d in self.diagnostics],
+            "cases": [c.to_json() for c in self.cases],
+        }
+
+
+def check_kernel(puzzle: Puzzle, source: str, header: str | None = None, *,
+                 hidden: bool = True, seed: int = 0) -> CheckResult:
+    """Check a kernel body for `puzzle` on its visible case(s) and, with `hidden`, its hidden
+    cases (drawn with `seed`). `header=None` uses the puzzle's own header."""
+    args = KernelArgs(
+        name=puzzle.kernel,
+        input_names=tuple(puzzle.input_names),
+        output_names=tuple(puzzle.output_names),
+        source=source,
+        header=puzzle.header if header is None else header,
+        atomic_outputs=puzzle.atomic_outputs,
+    )
+    return check_cases(puzzle.title, puzzle_cases(puzzle, hidden=hidden, seed=seed),
+                       puzzle.spec, lambda _case: args, puzzle.budget.limits(),
+                       init_value=puzzle.init_value, number=puzzle.number)
+
+
+def puzzle_cases(puzzle: Puzzle, visible: Case | None = None, *, hidden: bool = True,
+                 seed: int = 0) -> list[tuple[str, Case]]:
+    """The labelled cases a check runs: the visible one (the puzzle's, or `visible`), the
+    puzzle's other titled cases (e.g. "1D Conv (Full)"), then the hidden ones."""
+    cases = [("visible", visible or puzzle.visible)]
+    if visible is None:
+        cases += [(title, case) for title, case in puzzle.cases_by_title.items()
+                  if not _same_case(case, puzzle.visible)]
+    if hidden:
+        drawn = puzzle.hidden(np.random.default_rng(seed))
+        cases += [(f"hidden {i}", case) for i, case in enumerate(drawn, 1)]
+    return cases
+
+
+def check_cases(title: str, cases: Sequence[tuple[str, Case]], spec: Callable,
+                kernel_for: Callable[[Case], KernelArgs], budget: dict[str, int], *,
+                init_value: float | None = None, number: int | None = None) -> CheckResult:
+    """Run `kernel_for(case)` on every case, compare with `spec`, and judge.
+
+    `kernel_for` may raise (e.g. the learner's Python failed): that case is then an error.
+    Cases stop at the first error (a compile error or fault would only repeat, slowly if it is
+    a runaway loop).
+    """
+    results: list[CaseResult] = []
+    for label, case in cases:
+        result = _run_case(label, case, spec, kernel_for, init_value)
+        results.append(result)
+        if result.faulted:
+            break
+    counts = {name: max((r.counts.get(name, 0) for r in results), default=0)
+              for name in COUNT_NAMES}
+    diagnostics = _unique([d for r in results for d in r.diagnostics])
+    status, reason = _judge(results, counts, budget)
+    check = CheckResult(title=title, number=number, status=status, counts=counts,
+                        budget=dict(budget), diagnostics=diagnostics, cases=results,
+                        reason=reason)
+    check.text = render(check)
+    return check
+
+
+# --- running one case -----------------------------------------------------------------------
+
+
+def _run_case(label: str, case: Case, spec: Callable, kernel_for: Callable[[Case], KernelArgs],
+              init_value: float | None) -> CaseResult:
+    result = CaseResult(label=label, case=case)
+    inputs = [mx.array(x) for x in case.inputs]
+    try:
+        result.expected = _expected(spec, inputs, case.output_shape)
+    except Exception as exc:  # the spec is the learner's in Metal-Puzzles-style notebooks
+        result.error = f"the spec raised {_exception_text(exc)}"
+        return result
+    try:
+        args = kernel_for(case)
+    except Exception as exc:
+        result.error = f"building the kernel raised {_exception_text(exc)}"
+        return result
+    result.input_names = tuple(args.input_names)
+    call = call_kwargs(case, inputs, init_value)
+    try:
+        kernel = metalsim.metal_kernel(**args.factory_kwargs())
+        run = metalsim.simulate(kernel, **call)
+    except (metalsim.CompileError, metalsim.KernelFault) as exc:
+        result.diagnostics = list(exc.diagnostics)
+        result.error = str(exc.diagnostics[0].message) if exc.diagnostics else str(exc)
+        return result
+    except Exception as exc:  # MLX's own argument errors, resource limits, ...
+        result.error = _exception_text(exc)
+        return result
+    result.produced = _to_numpy(run.outputs[0])
+    result.counts = {name: run.report.max_per_thread().get(name, 0) for name in COUNT_NAMES}
+    result.diagnostics = list(run.report.diagnostics)
+    result.mismatches = mismatches(result.expected, result.produced, case.output_dtype)
+    if metal_available():
+        _run_on_metal(result, args, call)
+    return result
+
+
+def metal_available() -> bool:
+    """Whether the real GPU can run kernels here (Apple silicon with MLX's Metal back end)."""
+    return bool(mx.metal.is_available())
+
+
+def _run_on_metal(result: CaseResult, args: KernelArgs, call: dict[str, object]) -> None:
+    """Run the very same kernel on the GPU through MLX and compare it with the spec too."""
+    try:
+        kernel = mx.fast.metal_kernel(**args.factory_kwargs())
+        out = kernel(**call, stream=mx.gpu)[0]
+        mx.eval(out)
+    except Exception as exc:
+        result.error = f"the real Metal kernel failed: {_exception_text(exc)}"
+        return
+    result.metal = _to_numpy(out)
+    result.metal_mismatches = mismatches(result.expected, result.metal, result.case.output_dtype)
+
+
+def call_kwargs(case: Case, inputs: list[mx.array], init_value: float | None
+                ) -> dict[str, object]:
+    """The arguments of the kernel call (MLX's or metalsim's) for one case."""
+    return {
+        "inputs": inputs,
+        "output_shapes": [tuple(case.output_shape)],
+        "output_dtypes": [getattr(mx, case.output_dtype)],
+        "grid": tuple(case.grid),
+        "threadgroup": tuple(case.threadgroup),
+        "init_value": init_value,
+    }
+
+
+def _expected(spec: Callable, inputs: list[mx.array], shape: tuple[int, ...]) -> np.ndarray:
+    out = spec(*inputs)
+    if isinstance(out, (list, tuple)):
+        out = out[0]
+    values = _to_numpy(mx.array(out))
+    if values.shape != tuple(shape) and values.size == math.prod(shape):
+        values = values.reshape(shape)  # e.g. a dot product's () for an output of shape (1,)
+    return values
+
+
+def _to_numpy(arr: mx.array) -> np.ndarray:
+    if arr.dtype == mx.bfloat16:  # no buffer protocol for bfloat16
+        arr = arr.astype(mx.float32)
+    return np.array(arr)
+
+
+def mismatches(expected: np.ndarray | None, produced: np.ndarray, dtype: str
+               ) -> list[tuple[int, ...]]:
+    """Positions where `produced` differs from `expected` (all positions if shapes differ)."""
+    if expected is None:
+        return []
+    if expected.shape != produced.shape:
+        return [tuple(int(i) for i in p) for p in np.ndindex(produced.shape)] or [()]
+    e = expected.astype(np.float64)
+    p = produced.astype(np.float64)
+    if dtype not in RTOL:  # integers and bool: exact
+        bad = e != p
+    else:
+        rtol = RTOL[dtype]
+        finite = np.abs(e[np.isfinite(e)])
+        atol = rtol * max(1.0, float(finite.max()) if finite.size else 1.0)
+        with np.errstate(invalid="ignore"):
+            close = (np.abs(p - e) <= atol + rtol * np.abs(e)) | (p == e)
+        close |= np.isnan(p) & np.isnan(e)
+        bad = ~close
+    return [tuple(int(i) for i in pos) for pos in np.argwhere(bad)]
+
+
+# --- the verdict ----------------------------------------------------------------------------
+
+
+def _judge(results: list[CaseResult], counts: dict[str, int], budget: dict[str, int]
+           ) -> tuple[str, str]:
+    """(status, reason): errors first, then wrong values, then the budget, then evidence."""
+    for r in results:
+        if r.faulted:
+            first = next((d for d in r.diagnostics if d.severity == "error"), None)
+            if first is not None:
+                where = f" (line {first.line})" if first.line is not None else ""
+                return "error", f"{first.kind}{where} on {r.name}: {first.message}"
+            return "error", f"{r.name}: {r.error}"
+    for r in results:
+        if r.mismatches:
+            return "fail", f"wrong values on {r.name} at {len(r.mismatches)} position(s)"
+        if r.metal_mismatches:
+            return "fail", (f"the real GPU gave wrong values on {r.name} at "
+                            f"{len(r.metal_mismatches)} position(s)")
+    over = [name for name, limit in budget.items() if counts.get(name, 0) > limit]
+    if over:
+        detail = ", ".join(f"{COUNT_LABELS[n].lower()} {counts[n]} > {budget[n]}" for n in over)
+        return "over-budget", f"correct, but over budget: {detail} (max per thread)"
+    if not any(r.evidence for r in results):
+        return "fail", ("every case's expected output is all zeros, which proves nothing; "
+                        "use inputs with a non-zero answer")
+    return "pass", ""
+
+
+def render(check: CheckResult) -> str:
+    """The friendly verdict: what went wrong and where, the score against the budget, the
+    diagnostics with their source lines, and a nudge to the hints."""
+    hidden = sum(r.label.startswith("hidden") for r in check.cases)
+    name = f"Puzzle {check.number}: {check.title}" if check.number else check.title
+    lines: list[str] = []
+    if check.passed:
+        lines.append(f"Passed Tests! {name}: {len(check.cases)} case(s) "
+                     f"({hidden} hidden), within budget.")
+    else:
+        lines.append(f"Failed Tests ({check.status}). {name}: {check.reason}.")
+        shown = _first_bad_case(check)
+        if shown is not None:
+            lines += [""] + _case_lines(shown) + _advice(check, shown)
+        if len(check.cases) > 1:
+            lines += ["", "Cases: " + ", ".join(f"{r.label} {_case_word(r)}"
+                                                for r in check.cases)]
+    lines += ["", *score_table(check.counts, check.budget)]
+    if check.diagnostics:
+        lines += ["", "Diagnostics:"] + [d.render() for d in check.diagnostics]
+    if not check.passed:
+        lines += ["", HINT_NUDGE]
+    if any(r.metal is not None for r in check.cases):
+        lines += ["", "(Also ran on the real GPU through mx.fast.metal_kernel.)"]
+    return "\n".join(lines)
+
+
+def score_table(counts: dict[str, int], budget: dict[str, int] | None = None) -> list[str]:
+    """The Metal-Puzzles score table (max per thread), with the budget row when there is one;
+    atomics appear only where used or limited."""
+    names = [n for n in COUNT_NAMES
+             if n != "atomics" or counts.get(n, 0) or (budget and n in budget)]
+    widths = [len(COUNT_LABELS[n]) for n in names]
+    rows = ["Score (Max Per Thread):",
+            "|        | " + " | ".join(COUNT_LABELS[n] for n in names) + " |",
+            "| Yours  | " + " | ".join(f"{counts.get(n, 0):>{w}}"
+                                       for n, w in zip(names, widths)) + " |"]
+    if budget:
+        rows.append("| Budget | " + " | ".join(f"{budget.get(n, '-'):>{w}}"
+                                             for n, w in zip(names, widths)) + " |")
+    return rows
+
+
+def _advice(check: CheckResult, shown: CaseResult) -> list[str]:
+    """A sentence on what the failing case suggests, where it suggests something."""
+    if shown.faulted and shown.produced is not None and not shown.mismatches:
+        return ["  The values match this time, but the error below makes them unreliable: on a "
+                "GPU they could come out differently."]
+    visible = check.cases[0]
+    if shown is not visible and visible.correct:
+        return ["  Right on the visible case, wrong on this one: does your kernel depend on "
+                "the actual input values and sizes, or only on the example?"]
+    return []
+
+
+def _first_bad_case(check: CheckResult) -> CaseResult | None:
+    return next((r for r in check.cases
+                 if r.faulted or r.mismatches or r.metal_mismatches), None)
+
+
+def _case_word(r: CaseResult) -> str:
+    if r.faulted:
+        return "error"
+    if r.mismatches or r.metal_mismatches:
+        return "wrong"
+    return "ok"
+
+
+def _case_lines(r: CaseResult) -> list[str]:
+    """Inputs, expected and produced values of one case, with differing positions marked."""
+    c = r.case
+    name = r.name[0].upper() + r.name[1:]
+    lines = [f"{name}: grid {tuple(c.grid)}, threadgroup {tuple(c.threadgroup)}"]
+    if r.error and not r.diagnostics:
+        return [*lines, f"  {r.error}"]
+    if r.expected is None or (r.produced is None and r.metal is None):
+        return lines
+    for i, x in enumerate(c.inputs):
+        name = r.input_names[i] if i < len(r.input_names) else f"input {i}"
+        lines += _labelled(name, np.asarray(x), [])
+    produced, bad = (r.produced, r.mismatches) if r.mismatches or r.metal is None else (
+        r.metal, r.metal_mismatches)
+    yours = "Yours" if produced is r.produced else "GPU"
+    lines += _labelled(yours, produced, bad)
+    lines += _labelled("Spec", r.expected, [])
+    if bad:
+        shown = ", ".join(_position(p) for p in bad[:8])
+        more = f" and {len(bad) - 8} more" if len(bad) > 8 else ""
+        lines.append(f"  differs at {shown}{more}")
+        p = bad[0]
+        if r.expected.shape == produced.shape:
+            lines.append(f"  e.g. at {_position(p)}: yours {_scalar(produced[p])}, "
+                         f"expected {_scalar(r.expected[p])}")
+        if np.isnan(produced.astype(np.float64)).any():
+            lines.append("  (nan marks an output element your kernel never wrote)")
+    return lines
+
+
+def _labelled(label: str, values: np.ndarray, bad: list[tuple[int, ...]]) -> list[str]:
+    """`label: [...]` rows; a row of carets under the elements in `bad`."""
+    head = f"  {label:<5}: "
+    if values.size > MAX_SHOWN:
+        return [f"{head}array of shape {values.shape}, dtype {values.dtype}"]
+    if values.ndim == 0:
+        return [f"{head}{_scalar(values[()])}"]
+    matrix = values.reshape(-1, values.shape[-1])
+    width = max(len(_scalar(v)) for v in matrix.flat)
+    marked = {np.ravel_multi_index(p, values.shape) for p in bad if len(p) == values.ndim}
+    lines = []
+    for row_index, row in enumerate(matrix):
+        prefix = head if row_index == 0 else " " * len(head)
+        cells = [f"{_scalar(v):>{width}}" for v in row]
+        lines.append(f"{prefix}[{' '.join(cells)}]")
+        flat = range(row_index * len(row), (row_index + 1) * len(row))
+        if marked.intersection(flat):
+            carets = [("^" if f in marked else " ") * width for f in flat]
+            lines.append(" " * len(prefix) + " " + " ".join(carets).rstrip())
+    return lines
+
+
+def _scalar(value: object) -> str:
+    v = np.asarray(value).item()
+    if isinstance(v, float):
+        return "nan" if math.isnan(v) else (str(int(v)) if v.is_integer() else f"{v:.4g}")
+    return str(v)
+
+
+def _position(p: tuple[int, ...]) -> str:
+    return f"[{', '.join(map(str, p))}]"
+
+
+def _json_array(values: np.ndarray) -> list:
+    # NaN (e.g. an output never written) is not JSON; null says the same.
+    return np.where(np.isnan(values.astype(np.float64)), None, values.astype(object)).tolist()
+
+
+def _same_case(a: Case, b: Case) -> bool:
+    return (a.grid == b.grid and a.threadgroup == b.threadgroup
+            and a.output_shape == b.output_shape and len(a.inputs) == len(b.inputs)
+            and all(np.array_equal(x, y) for x, y in zip(a.inputs, b.inputs)))
+
+
+def _unique(diagnostics: list[Diagnostic]) -> list[Diagnostic]:
+    """One of each finding: the same bug shows up again on every case."""
+    seen, kept = set(), []
+    for d in diagnostics:
+        key = (d.kind, d.severity, d.message, d.section, d.line, d.column)
+        if key not in seen:
+            seen.add(key)
+            kept.append(d)
+    return kept
+
+
+def _exception_text(exc: BaseException) -> str:
+    return "".join(traceback.format_exception_only(type(exc), exc)).strip()

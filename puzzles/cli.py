@@ -1,0 +1,115 @@
+"""`python -m puzzles`: list the puzzles, check kernels, grade notebooks, build notebooks.
+
+    python -m puzzles list
+    python -m puzzles check --solutions [--json]     # exit 0 iff every reference solution passes
+    python -m puzzles check PUZZLE --source FILE     # exit 0 iff it passes
+    python -m puzzles grade NOTEBOOK.ipynb [--json FILE]
+    python -m puzzles build [--root DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from puzzles import grader, notebooks
+from puzzles.catalog import ROOT, all_puzzles, find
+from puzzles.checking import COUNT_NAMES, check_kernel
+
+# Column names: max per thread of global reads/writes, threadgroup reads/writes, atomics.
+SHORT = {"global_reads": "GR", "global_writes": "GW", "threadgroup_reads": "TR",
+         "threadgroup_writes": "TW", "atomics": "AT"}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m puzzles", description=__doc__.split("\n")[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    commands.add_parser("list", help="chapters and puzzles")
+    check = commands.add_parser("check", help="check reference solutions or one kernel body")
+    check.add_argument("puzzle", nargs="?", help="number, slug or title of a puzzle")
+    check.add_argument("--source", type=Path, help="file holding the kernel body")
+    check.add_argument("--header", type=Path, help="file holding the header (default: the "
+                       "puzzle's own)")
+    check.add_argument("--solutions", action="store_true", help="check every reference solution")
+    check.add_argument("--json", action="store_true", help="print JSON instead of text")
+    grade = commands.add_parser("grade", help="grade a learner's notebook (runs no Python)")
+    grade.add_argument("notebook", type=Path)
+    grade.add_argument("--json", type=Path, metavar="FILE", help="also write the rows as JSON")
+    grade.add_argument("--seed", type=int, default=0, help="seed of the hidden cases")
+    build = commands.add_parser("build", help="regenerate notebooks/ and solutions/notebooks/")
+    build.add_argument("--root", type=Path, default=ROOT,
+                       help="write under this folder instead of the repository")
+    args = parser.parse_args(argv)
+    if args.command == "list":
+        return _list()
+    if args.command == "check":
+        if args.solutions:
+            return _check_solutions(args.json)
+        if args.puzzle is None or args.source is None:
+            parser.error("check needs --solutions, or a PUZZLE and --source FILE")
+        return _check_one(args.puzzle, args.source, args.header, args.json)
+    if args.command == "grade":
+        return _grade(args.notebook, args.json, args.seed)
+    for path in notebooks.build(args.root):
+        print(f"wrote {path}")
+    return 0
+
+
+def _list() -> int:
+    chapter = None
+    for p in all_puzzles():
+        if p.chapter != chapter:
+            chapter = p.chapter
+            title = getattr(importlib.import_module(f"puzzles.{chapter}"), "TITLE", "")
+            print(f"{chapter}: {title}" if title else chapter)
+        budget = " ".join(f"{SHORT[k]} {v}" for k, v in p.budget.limits().items())
+        aliases = f" (also {', '.join(p.titles[1:])})" if len(p.titles) > 1 else ""
+        print(f"  {p.number:>2}  {p.title}{aliases}  [{p.slug}]  budget: {budget or 'none'}")
+    return 0
+
+
+def _check_solutions(as_json: bool) -> int:
+    results = [check_kernel(p, p.solution()) for p in all_puzzles()]
+    if as_json:
+        print(json.dumps([r.to_json() for r in results], indent=2))
+    else:
+        print(f"{'#':>3}  {'puzzle':<22} {'status':<12} "
+              + " ".join(f"{SHORT[n]:>3}" for n in COUNT_NAMES))
+        for r in results:
+            counts = " ".join(f"{r.counts[n]:>3}" for n in COUNT_NAMES)
+            print(f"{r.number:>3}  {r.title:<22} {r.status:<12} {counts}  {r.reason}".rstrip())
+        passed = sum(r.passed for r in results)
+        print(f"{passed} of {len(results)} reference solutions passed")
+    return 0 if all(r.passed for r in results) else 1
+
+
+def _check_one(key: str, source: Path, header: Path | None, as_json: bool) -> int:
+    puzzle = find(key)
+    if puzzle is None:
+        print(f"no puzzle {key!r}; `python -m puzzles list` shows them", file=sys.stderr)
+        return 2
+    try:
+        body = source.read_text()
+        head = header.read_text() if header else None
+    except OSError as exc:
+        print(f"cannot read {exc.filename}: {exc.strerror}", file=sys.stderr)
+        return 2
+    result = check_kernel(puzzle, body, head)
+    print(json.dumps(result.to_json(), indent=2) if as_json else result.text)
+    return 0 if result.passed else 1
+
+
+def _grade(path: Path, json_path: Path | None, seed: int) -> int:
+    try:
+        rows = grader.grade(path, seed=seed)
+    except grader.GradeError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(grader.format_table(rows))
+    if json_path is not None:
+        json_path.write_text(json.dumps(rows, indent=2) + "\n")
+    return 0

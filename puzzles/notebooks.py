@@ -1,0 +1,206 @@
+"""Build the notebooks from the catalog: `notebooks/NN_name.ipynb` for learners and solved
+copies in `solutions/notebooks/` (`python -m puzzles build`).
+
+A chapter module `puzzles/chNN_name.py` becomes `NN_name.ipynb`. Besides its registered
+puzzles, the module may define (all optional):
+
+- `TITLE`: the chapter's name (`python -m puzzles list` shows it);
+- `INTRO`: Markdown before the puzzles, a string or a list of strings (one cell each);
+- `OUTRO`: Markdown after the puzzles;
+- `REAL_KERNEL_MARKDOWN` and `REAL_KERNEL_CODE`: the closing "real kernel" section, a Markdown
+  cell and a code cell. The section is left out while a `solutions.*` module that the code
+  imports does not exist yet.
+
+Each puzzle gets a Markdown cell (title and description) and Metal-Puzzles-style code cells:
+the spec, `def <slug>_test(...)` building a `MetalKernel` from `source = \"\"\"...\"\"\"`, the
+`MetalProblem` with `problem.show()`, then `problem.check()`; a puzzle with Metal-Puzzles
+titles (`cases_by_title`) gets one problem per title. A spec that uses nothing but `mx` and
+`np` is copied into the notebook; otherwise the notebook imports it from the chapter module.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import importlib.util
+import inspect
+import json
+import types
+from pathlib import Path
+
+import nbformat
+import numpy as np
+
+from puzzles.catalog import CHAPTERS, ROOT, Case, Puzzle, all_puzzles
+
+NOTEBOOKS = ROOT / "notebooks"
+SOLVED_NOTEBOOKS = ROOT / "solutions" / "notebooks"
+
+SETUP_CODE = """\
+import mlx.core as mx
+from utils import MetalKernel, MetalProblem"""
+
+SPEC_MODULES = {"mx", "np"}  # names a spec may use and still be copied into a notebook
+
+
+def chapter_modules() -> list[types.ModuleType]:
+    """The chapter modules that exist, in order (a missing chapter is skipped)."""
+    modules = []
+    for name in CHAPTERS:
+        if importlib.util.find_spec(f"puzzles.{name}") is not None:
+            modules.append(importlib.import_module(f"puzzles.{name}"))
+    return modules
+
+
+def notebook_name(module: types.ModuleType) -> str:
+    """`puzzles.ch01_threads` -> `01_threads.ipynb`."""
+    return module.__name__.rsplit(".", 1)[-1].removeprefix("ch") + ".ipynb"
+
+
+def render(module: types.ModuleType, solved: bool = False) -> str:
+    """The notebook of one chapter module as .ipynb text (deterministic)."""
+    chapter = module.__name__.rsplit(".", 1)[-1]
+    puzzles = [p for p in all_puzzles() if p.chapter == chapter]
+    cells: list[tuple[str, str]] = []
+    intro = getattr(module, "INTRO", [])
+    cells += [("markdown", text) for text in ([intro] if isinstance(intro, str) else intro)]
+    cells.append(("code", SETUP_CODE))
+    defined: set[str] = set()
+    for puzzle in puzzles:
+        cells += _puzzle_cells(puzzle, module, solved, defined)
+    if getattr(module, "OUTRO", ""):
+        cells.append(("markdown", module.OUTRO))
+    code = getattr(module, "REAL_KERNEL_CODE", "")
+    if getattr(module, "REAL_KERNEL_MARKDOWN", "") and code and _imports_exist(code):
+        cells += [("markdown", module.REAL_KERNEL_MARKDOWN), ("code", code)]
+    nb = nbformat.v4.new_notebook()
+    nb.metadata = {
+        "kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"},
+        "language_info": {"name": "python"},
+    }
+    for i, (kind, text) in enumerate(cells):
+        make = nbformat.v4.new_markdown_cell if kind == "markdown" else nbformat.v4.new_code_cell
+        cell = make(text.strip("\n"))
+        cell.id = f"cell-{i:03d}"  # stable ids: a rebuild changes nothing
+        nb.cells.append(cell)
+    return nbformat.writes(nb) + "\n"
+
+
+def build(root: Path = ROOT) -> list[Path]:
+    """Write every chapter's learner and solved notebooks under `root`; return their paths."""
+    written = []
+    for module in chapter_modules():
+        for folder, solved in (("notebooks", False), ("solutions/notebooks", True)):
+            path = root / folder / notebook_name(module)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(render(module, solved))
+            written.append(path)
+    return written
+
+
+# --- puzzle cells ---------------------------------------------------------------------------
+
+
+def _puzzle_cells(puzzle: Puzzle, module: types.ModuleType, solved: bool,
+                  defined: set[str]) -> list[tuple[str, str]]:
+    cells = [("markdown", f"## Puzzle {puzzle.number}: {puzzle.title}\n\n{puzzle.description}")]
+    spec_name = puzzle.spec.__name__
+    first = ""
+    if spec_name not in defined:
+        defined.add(spec_name)
+        first = _spec_code(puzzle, module) + "\n\n\n"
+    first += _test_function(puzzle, solved)
+    titled = list(puzzle.cases_by_title.items()) or [(puzzle.title, puzzle.visible)]
+    for n, (title, case) in enumerate(titled, 1):
+        code = _problem_code(puzzle, title, case)
+        if len(titled) > 1:
+            code = f"# Test {n}\n{code}"
+        cells.append(("code", f"{first}\n\n\n{code}" if n == 1 else code))
+        cells.append(("code", "problem.check()"))
+    return cells
+
+
+def _spec_code(puzzle: Puzzle, module: types.ModuleType) -> str:
+    spec = puzzle.spec
+    used = inspect.getclosurevars(spec)
+    if set(used.globals) <= SPEC_MODULES and not used.nonlocals:
+        return inspect.getsource(spec).strip("\n")
+    return (f"# The spec uses helpers of the catalog: see {spec.__module__.replace('.', '/')}.py\n"
+            f"from {spec.__module__} import {spec.__name__}")
+
+
+def _test_function(puzzle: Puzzle, solved: bool) -> str:
+    body = puzzle.solution() if solved else puzzle.template
+    params = ", ".join(f"{name}: mx.array" for name in puzzle.input_names)
+    lines = [f"def {puzzle.slug}_test({params}):"]
+    if puzzle.header:
+        lines += _string_assignment("header", puzzle.header)
+    lines += _string_assignment("source", body)
+    lines += [
+        "",
+        "    kernel = MetalKernel(",
+        f"        name={json.dumps(puzzle.kernel)},",
+        f"        input_names={json.dumps(list(puzzle.input_names))},",
+        f"        output_names={json.dumps(list(puzzle.output_names))},",
+    ]
+    if puzzle.header:
+        lines.append("        header=header,")
+    lines.append("        source=source,")
+    if puzzle.atomic_outputs:
+        lines.append("        atomic_outputs=True,")
+    lines += ["    )", "", "    return kernel"]
+    return "\n".join(lines)
+
+
+def _string_assignment(name: str, text: str) -> list[str]:
+    return [f'    {name} = """', *text.rstrip("\n").split("\n"), '"""']
+
+
+def _problem_code(puzzle: Puzzle, title: str, case: Case) -> str:
+    lines = [f"{name} = {array_code(x)}" for name, x in zip(puzzle.input_names, case.inputs)]
+    lines += [f"output_shape = {tuple(case.output_shape)!r}", "", "problem = MetalProblem("]
+    lines += [
+        f'    "{title}",',
+        f"    {puzzle.slug}_test,",
+        f"    [{', '.join(puzzle.input_names)}],",
+        "    output_shape,",
+        f"    grid={tuple(case.grid)!r},",
+    ]
+    if tuple(case.threadgroup) != (1, 1, 1):
+        lines.append(f"    threadgroup={tuple(case.threadgroup)!r},")
+    lines += [f"    spec={puzzle.spec.__name__},", ")", "problem.show()"]
+    return "\n".join(lines)
+
+
+def array_code(x: np.ndarray) -> str:
+    """MLX code that rebuilds `x` (exactly), as Metal-Puzzles writes its inputs."""
+    flat = x.reshape(-1)
+    dtype = "" if x.dtype == np.int32 and np.array_equal(flat, np.arange(flat.size)) else (
+        f", dtype=mx.{x.dtype.name}")
+    shape = x.shape[0] if x.ndim == 1 else tuple(x.shape)
+    if np.array_equal(flat, np.arange(flat.size)):
+        code = f"mx.arange({flat.size}{dtype})"
+        return code if x.ndim == 1 else f"{code}.reshape({', '.join(map(str, x.shape))})"
+    if x.dtype == np.float32 and np.all(flat == 1):
+        return f"mx.ones({shape!r})"
+    return f"mx.array({_list_code(x)}, dtype=mx.{x.dtype.name})"
+
+
+def _list_code(x: np.ndarray) -> str:
+    # str() of a numpy scalar is its shortest exact form: 0.3, not 0.30000001192092896.
+    items = [str(v) for v in x] if x.ndim == 1 else [_list_code(row) for row in x]
+    return f"[{', '.join(items)}]"
+
+
+def _imports_exist(code: str) -> bool:
+    """Whether every `solutions.*` module the code imports exists."""
+    for node in ast.walk(ast.parse(code)):
+        names = []
+        if isinstance(node, ast.ImportFrom) and node.module:
+            names = [node.module]
+        elif isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        for name in names:
+            if name.startswith("solutions.") and importlib.util.find_spec(name) is None:
+                return False
+    return True

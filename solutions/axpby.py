@@ -1,0 +1,121 @@
+"""Real kernel of notebook 01: `z = alpha * x + beta * y` with broadcasting.
+
+The MLX extension docs' example operation, written with `mx.fast.metal_kernel`:
+
+- **Contiguous path** (x and y have the output's shape): each thread handles 4 consecutive
+  elements with one 4-wide load of `x`, one of `y` and one 4-wide store; the last thread
+  handles the 1-3 elements of the tail one by one. Vectors go through `packed_vec<T, 4>`
+  (see `solutions/vector_loads.py`), so views that start at any element (`x[1:]`) are fine.
+  An operand of the output's shape that is not row-contiguous (a transpose) is copied by MLX
+  first (`ensure_row_contiguous=True`).
+- **General path** (the shapes differ, so an operand is broadcast): the inputs are passed as
+  broadcast views, with stride 0 along the broadcast axes and their own strides elsewhere
+  (transposes included), and `ensure_row_contiguous=False`, so nothing is copied;
+  `elem_to_loc` turns a thread's position into each input's memory offset once, and the thread
+  then walks 4 elements along the last axis by that axis' stride.
+
+Both read every input element once (a broadcast element once per output that uses it) and
+write every output element once: the simulator's traffic equals its ideal.
+
+The kernels are built through `mx.fast.metal_kernel` at call time, so the same code runs on a
+Mac's GPU and, under `metalsim.patch()`, in the simulator.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Callable
+
+import mlx.core as mx
+
+from solutions.vector_loads import LOAD4_HEADER
+
+THREADS = 256      # threads per threadgroup
+WIDTH = 4          # elements per thread
+
+CONTIGUOUS_SOURCE = """
+    uint n = x_shape[0];
+    uint i = thread_position_in_grid.x * 4;
+    T a = static_cast<T>(alpha);
+    T b = static_cast<T>(beta);
+    if (i + 4 <= n) {
+        store4(out + i, a * load4(x + i) + b * load4(y + i));
+    } else {
+        // The tail: fewer than 4 elements are left.
+        for (; i < n; ++i) {
+            out[i] = a * x[i] + b * y[i];
+        }
+    }
+"""
+
+GENERAL_SOURCE = """
+    // x and y are views broadcast to the output's shape (at least 2-D): a stride of 0
+    // repeats an element. The grid is (columns / 4, rows, everything before them).
+    uint3 pos = thread_position_in_grid;
+    int ndim = x_ndim;
+    uint cols = x_shape[ndim - 1];
+    uint col = pos.x * 4;
+    int64_t xi = elem_to_loc<int64_t>(uint3(col, pos.y, pos.z), x_shape, x_strides, ndim);
+    int64_t yi = elem_to_loc<int64_t>(uint3(col, pos.y, pos.z), y_shape, y_strides, ndim);
+    int64_t xs = x_strides[ndim - 1];
+    int64_t ys = y_strides[ndim - 1];
+    size_t o = (size_t(pos.z) * x_shape[ndim - 2] + pos.y) * cols + col;
+    T a = static_cast<T>(alpha);
+    T b = static_cast<T>(beta);
+    for (uint k = 0; k < 4 && col + k < cols; ++k) {
+        out[o + k] = a * x[xi + k * xs] + b * y[yi + k * ys];
+    }
+"""
+
+
+@functools.cache
+def _kernels(factory: Callable) -> tuple:
+    """Both kernels, built once per kernel factory (MLX's, or metalsim's under a patch)."""
+    contiguous = factory(name="axpby_contiguous", input_names=["x", "y", "alpha", "beta"],
+                         output_names=["out"], source=CONTIGUOUS_SOURCE,
+                         header=LOAD4_HEADER)
+    general = factory(name="axpby_general", input_names=["x", "y", "alpha", "beta"],
+                      output_names=["out"], source=GENERAL_SOURCE,
+                      ensure_row_contiguous=False)
+    return contiguous, general
+
+
+def launch(x: mx.array, y: mx.array, alpha: float, beta: float,
+           factory: Callable | None = None) -> tuple[Callable, dict]:
+    """The kernel (built by `factory`, MLX's by default) and the arguments of its call; its
+    output is the result flattened (contiguous path) or made at least 2-D (general path)."""
+    dtype = mx.result_type(x, y)
+    if not mx.issubdtype(dtype, mx.floating):
+        raise TypeError(f"axpby needs floating-point inputs, got {dtype}")
+    shape = mx.broadcast_shapes(x.shape, y.shape)
+    x, y = x.astype(dtype), y.astype(dtype)
+    scalars = [mx.array(alpha, mx.float32), mx.array(beta, mx.float32)]
+    contiguous, general = _kernels(factory or mx.fast.metal_kernel)
+    common = {"output_dtypes": [dtype], "template": [("T", dtype)],
+              "threadgroup": (THREADS, 1, 1)}
+    if x.shape == y.shape:
+        n = x.size
+        args = {"inputs": [x.reshape(-1), y.reshape(-1), *scalars], "output_shapes": [(n,)],
+                "grid": (max(1, -(-n // WIDTH)), 1, 1), **common}
+        return contiguous, args
+    full = (1, 1, *shape)[-max(2, len(shape)):]   # at least 2-D, so the grid has rows
+    args = {"inputs": [mx.broadcast_to(x, full), mx.broadcast_to(y, full), *scalars],
+            "output_shapes": [full],
+            "grid": (-(-full[-1] // WIDTH), full[-2], math.prod(full[:-2])),
+            **common}
+    return general, args
+
+
+def axpby(x: mx.array, y: mx.array, alpha: float, beta: float) -> mx.array:
+    """`alpha * x + beta * y`, broadcasting `x` and `y` like MLX does."""
+    kernel, args = launch(x, y, alpha, beta)
+    return kernel(**args)[0].reshape(mx.broadcast_shapes(x.shape, y.shape))
+
+
+def simulate(x: mx.array, y: mx.array, alpha: float, beta: float):
+    """The same launch in the simulator: a `metalsim.Run` with outputs and traffic report."""
+    import metalsim
+
+    kernel, args = launch(x, y, alpha, beta, metalsim.metal_kernel)
+    return metalsim.simulate(kernel, **args)

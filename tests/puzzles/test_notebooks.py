@@ -1,0 +1,113 @@
+"""The notebooks: committed copies are exactly what `python -m puzzles build` produces, and
+every notebook runs top to bottom in a fresh kernel (learner copies report unsolved puzzles,
+solved copies report every puzzle passed)."""
+
+import types
+
+import nbformat
+import numpy as np
+import pytest
+from nbclient import NotebookClient
+
+from puzzles import notebooks
+from puzzles.catalog import all_puzzles
+from puzzles.notebooks import (
+    NOTEBOOKS,
+    SOLVED_NOTEBOOKS,
+    array_code,
+    build,
+    chapter_modules,
+    notebook_name,
+    render,
+)
+
+MODULES = chapter_modules()
+COPIES = [(m, solved) for m in MODULES for solved in (False, True)]
+IDS = [f"{notebook_name(m)}-{'solved' if s else 'learner'}" for m, s in COPIES]
+
+
+def path_of(module: types.ModuleType, solved: bool):
+    return (SOLVED_NOTEBOOKS if solved else NOTEBOOKS) / notebook_name(module)
+
+
+@pytest.mark.parametrize(("module", "solved"), COPIES, ids=IDS)
+def test_committed_notebook_is_what_the_build_produces(module, solved):
+    assert path_of(module, solved).read_text() == render(module, solved), (
+        "notebooks are generated: run `python -m puzzles build`")
+
+
+def test_chapters_01_and_02_have_notebooks():
+    names = [notebook_name(m) for m in MODULES]
+    assert names[:2] == ["01_threads.ipynb", "02_threadgroup_memory.ipynb"]
+
+
+def test_build_writes_learner_and_solved_copies(tmp_path):
+    written = build(tmp_path)
+    assert len(written) == 2 * len(MODULES)
+    assert (tmp_path / "notebooks" / "01_threads.ipynb").exists()
+    assert (tmp_path / "solutions" / "notebooks" / "01_threads.ipynb").exists()
+
+
+def test_missing_chapter_module_is_skipped(monkeypatch):
+    monkeypatch.setattr(notebooks, "CHAPTERS", ("ch01_threads", "ch09_not_written_yet"))
+    assert [m.__name__ for m in chapter_modules()] == ["puzzles.ch01_threads"]
+
+
+def test_real_kernel_section_waits_for_its_solution_module():
+    chapter = types.ModuleType("puzzles.ch01_threads")
+    chapter.REAL_KERNEL_MARKDOWN = "## The real kernel"
+    chapter.REAL_KERNEL_CODE = "from solutions.not_written_yet import kernel"
+    assert "The real kernel" not in render(chapter)
+    chapter.REAL_KERNEL_CODE = "from solutions import axpby"
+    assert "The real kernel" in render(chapter)
+
+
+def test_intro_and_outro_come_from_the_chapter_module():
+    chapter = types.ModuleType("puzzles.ch02_threadgroup_memory")
+    chapter.INTRO = "# Hello"
+    chapter.OUTRO = "Goodbye"
+    cells = nbformat.reads(render(chapter), as_version=4).cells
+    assert cells[0].source == "# Hello" and cells[-1].source == "Goodbye"
+
+
+@pytest.mark.parametrize(("module", "solved"), COPIES[:4], ids=IDS[:4])
+def test_puzzle_cells_are_metal_puzzles_style(module, solved):
+    text = "\n".join(c.source for c in nbformat.read(path_of(module, solved), 4).cells)
+    assert "from utils import MetalKernel, MetalProblem" in text
+    for puzzle in (p for p in all_puzzles() if p.chapter == module.__name__.split(".")[-1]):
+        assert f"def {puzzle.slug}_test(" in text
+        assert f'name="{puzzle.kernel}"' in text
+        body = puzzle.solution() if solved else puzzle.template
+        assert body.rstrip("\n") in text
+    assert ("// FILL ME IN" in text) != solved
+    assert "problem.show()" in text and "problem.check()" in text
+
+
+@pytest.mark.parametrize("array", [np.arange(4, dtype=np.int32),
+                                   np.arange(6, dtype=np.float32).reshape(2, 3),
+                                   np.ones((5, 5), np.float32),
+                                   np.array([[0.3, -1.5]], np.float32)])
+def test_inputs_are_written_as_code_that_rebuilds_them_exactly(array):
+    import mlx.core as mx
+
+    rebuilt = np.array(eval(array_code(array), {"mx": mx}))
+    assert rebuilt.dtype == array.dtype and np.array_equal(rebuilt, array)
+
+
+def check_outputs(nb: nbformat.NotebookNode) -> list[str]:
+    """The printed text of every `problem.check()` cell."""
+    return ["".join(o.get("text", "") for o in cell.outputs if o.output_type == "stream")
+            for cell in nb.cells
+            if cell.cell_type == "code" and cell.source.strip() == "problem.check()"]
+
+
+@pytest.mark.parametrize(("module", "solved"), COPIES, ids=IDS)
+def test_notebook_runs_top_to_bottom_in_a_fresh_kernel(module, solved):
+    nb = nbformat.read(path_of(module, solved), as_version=4)
+    # Run from inside notebooks/, as a learner would: `from utils import ...` must still work.
+    NotebookClient(nb, timeout=300, kernel_name="python3",
+                   resources={"metadata": {"path": str(NOTEBOOKS)}}).execute()
+    verdicts = check_outputs(nb)
+    assert verdicts
+    word = "Passed Tests!" if solved else "Failed Tests"
+    assert all(v.startswith(word) for v in verdicts), verdicts

@@ -1,0 +1,218 @@
+"""The real kernels of notebooks 01-04 against MLX's own ops, in the simulator.
+
+Each kernel runs through its MLX function with `mx.fast.metal_kernel` simulated (the
+`metalsim_patch` fixture), at the largest sizes that keep a test within seconds on a 2-core
+machine, and through `simulate()` for the traffic report: no diagnostics, and device traffic
+within 1.25x of the ideal (each input read once, each output written once). For the tiled GEMM
+that ideal is out of reach once a matrix spans several tiles, and the test pins the traffic to
+the tiling model instead. `benchmarks/bench_real_kernels.py` reports the full-size numbers.
+"""
+
+import mlx.core as mx
+import numpy as np
+import pytest
+
+import metalsim
+from solutions import axpby, conv1d, gemm, row_reduce
+
+
+def normal(*shape: int, dtype: mx.Dtype = mx.float32, seed: int = 0) -> mx.array:
+    return mx.array(np.random.default_rng(seed).standard_normal(shape)).astype(dtype)
+
+
+def assert_close(actual: mx.array, expected: mx.array, tol: float = 1e-4) -> None:
+    assert actual.shape == expected.shape and actual.dtype == expected.dtype
+    a, e = np.array(actual.astype(mx.float32)), np.array(expected.astype(mx.float32))
+    np.testing.assert_allclose(a, e, rtol=tol, atol=tol * max(1.0, float(np.abs(e).max())))
+
+
+def assert_clean_and_near_ideal(run: metalsim.Run) -> None:
+    report = run.report
+    assert report.diagnostics == [], report.summary()
+    assert report.bytes_moved <= 1.25 * report.ideal_bytes, report.summary()
+
+
+def traffic(run: metalsim.Run) -> dict[str, int]:
+    return {t.name: t.bytes_moved for t in run.report.traffic}
+
+
+# --- axpby ----------------------------------------------------------------------------------
+
+
+def test_axpby_contiguous_million_elements_matches_mlx_at_ideal_traffic():
+    n = (1 << 20) + 3   # a tail of 3
+    x, y = normal(n, seed=1), normal(n, seed=2)
+    run = axpby.simulate(x, y, 2.0, -0.5)
+    assert_close(run.outputs[0], 2.0 * x - 0.5 * y, 1e-6)
+    assert_clean_and_near_ideal(run)
+    assert run.report.bytes_moved == run.report.ideal_bytes
+    # One 4-wide load of x and of y per thread, and 3 + 3 scalar loads in the tail.
+    assert run.report.totals()["global_reads"] == 2 * (n // 4) + 6
+
+
+def test_axpby_broadcast_rows_read_in_place_at_ideal_traffic():
+    x, y = normal(512, 1024, seed=3), normal(1024, seed=4)
+    run = axpby.simulate(x, y, 1.5, 3.0)
+    assert_close(run.outputs[0], 1.5 * x + 3.0 * y, 1e-6)
+    assert_clean_and_near_ideal(run)
+
+
+@pytest.mark.parametrize(
+    ("x", "y"),
+    [
+        (normal(40, 30, seed=5).T, normal(40, seed=6)),          # transposed and broadcast
+        (normal(7, 1, 5, seed=7), normal(3, 1, seed=8)),          # both broadcast, 3-D
+        (normal(30, seed=9)[1:], normal(29, seed=10)),            # view at an element offset
+        (normal(5, seed=11), normal(5, seed=12)),                 # small: constant space
+        (mx.array(2.0), normal(10, seed=13)),                     # a 0-d operand
+        (normal(1001, dtype=mx.float16), normal(1001, dtype=mx.float16, seed=14)),
+        (normal(64, 3, dtype=mx.bfloat16), normal(3, dtype=mx.float32, seed=15)),
+    ],
+    ids=["transposed", "broadcast-3d", "offset-view", "small", "scalar", "half", "mixed"],
+)
+def test_axpby_matches_mlx_on_strided_broadcast_and_typed_inputs(metalsim_patch, x, y):
+    z = axpby.axpby(x, y, 2.0, -0.5)
+    tol = 1e-6 if z.dtype == mx.float32 else 1e-2
+    assert_close(z, (2.0 * x - 0.5 * y).astype(z.dtype), tol)
+
+
+def test_axpby_rejects_integer_inputs():
+    with pytest.raises(TypeError, match="floating-point"):
+        axpby.launch(mx.arange(8), mx.arange(8), 1.0, 1.0, metalsim.metal_kernel)
+
+
+# --- conv1d ---------------------------------------------------------------------------------
+
+
+def mlx_conv1d(x: mx.array, w: mx.array, padding: int) -> mx.array:
+    rows = x.reshape(-1, x.shape[-1], 1)
+    out = mx.conv1d(rows, w.reshape(1, -1, 1), padding=padding)[..., 0]
+    return out.reshape(*x.shape[:-1], out.shape[-1])
+
+
+def test_conv1d_million_by_31_taps_matches_mx_conv1d_near_ideal_traffic():
+    x, w = normal(1 << 20, seed=20), normal(31, seed=21)
+    run = conv1d.simulate(x, w, padding=15)
+    assert_close(run.outputs[0], mlx_conv1d(x, w, 15))
+    assert_clean_and_near_ideal(run)
+    # Every input element once, plus a 30-element halo per 1024-output tile.
+    tiles = (1 << 20) // conv1d.TILE
+    assert traffic(run)["x"] == 4 * ((1 << 20) + tiles * 30 - 2 * 15)
+
+
+@pytest.mark.parametrize(
+    ("shape", "taps", "padding"),
+    [((3, 2100), 31, 15), ((1000,), 3, 0), ((5,), 5, 4), ((2, 50), 1, 0), ((4000,), 64, 3)],
+)
+def test_conv1d_matches_mx_conv1d_on_batches_edges_and_padding(metalsim_patch, shape, taps,
+                                                               padding):
+    x, w = normal(*shape, seed=22), normal(taps, seed=23)
+    assert_close(conv1d.conv1d(x, w, padding), mlx_conv1d(x, w, padding))
+
+
+def test_conv1d_in_half_matches_mx_conv1d(metalsim_patch):
+    x, w = normal(2, 3000, dtype=mx.float16, seed=24), normal(7, dtype=mx.float16, seed=25)
+    assert_close(conv1d.conv1d(x, w, 3), mlx_conv1d(x, w, 3), 1e-2)
+
+
+def test_conv1d_rejects_a_filter_longer_than_the_padded_input():
+    with pytest.raises(ValueError, match="no output"):
+        conv1d.launch(normal(4), normal(9), 0, metalsim.metal_kernel)
+
+
+# --- row reduction --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("shape", [(1024, 1024), (64, 16384), (4096, 256)])
+@pytest.mark.parametrize("op", ["sum", "max"])
+def test_row_reduce_matches_mlx_at_ideal_traffic(shape, op):
+    x = normal(*shape, seed=30)
+    run = row_reduce.simulate(x, op)
+    expected = mx.sum(x, axis=-1) if op == "sum" else mx.max(x, axis=-1)
+    assert_close(run.outputs[0], expected, 1e-5)
+    assert_clean_and_near_ideal(run)
+    assert run.report.bytes_moved == run.report.ideal_bytes
+
+
+@pytest.mark.parametrize(
+    "x",
+    [normal(3, 7, seed=31), normal(4, 1, seed=32), normal(2, 3, 4099, seed=33),
+     normal(8, 3000, dtype=mx.float16, seed=34), normal(5, 999, dtype=mx.bfloat16, seed=35)],
+    ids=["short-rows", "one-column", "3d-odd-columns", "half", "bfloat16"],
+)
+def test_row_sum_and_max_match_mlx_on_odd_shapes_and_types(metalsim_patch, x):
+    tol = 1e-5 if x.dtype == mx.float32 else 2e-2
+    assert_close(row_reduce.row_sum(x), mx.sum(x, axis=-1), tol)
+    assert mx.array_equal(row_reduce.row_max(x), mx.max(x, axis=-1)).item()
+
+
+# --- GEMM -----------------------------------------------------------------------------------
+
+
+def test_gemm_256_cube_matches_mx_matmul_with_the_tiling_traffic():
+    a, b = normal(256, 256, seed=40), normal(256, 256, seed=41)
+    run = gemm.simulate(a, b)
+    assert_close(run.outputs[0], a @ b)
+    assert run.report.diagnostics == []
+    # Each 64-wide tile column re-reads all of `a`, each tile row all of `b`: 4x each, so
+    # (4 + 4 + 1) / 3 = 3x the read-once ideal. 1.25x is out of reach for a tiled GEMM here.
+    size = 256 * 256 * 4
+    assert traffic(run) == {"a": 4 * size, "b": 4 * size, "out": size}
+    assert run.report.bytes_moved == 3 * run.report.ideal_bytes
+
+
+def test_gemm_within_one_tile_row_and_column_reads_inputs_once():
+    a, b = normal(64, 1024, seed=42), normal(1024, 64, seed=43)
+    run = gemm.simulate(a, b)
+    assert_close(run.outputs[0], a @ b)
+    assert_clean_and_near_ideal(run)
+
+
+@pytest.mark.parametrize(
+    ("m", "k", "n"), [(130, 33, 70), (2, 3, 5), (100, 72, 50), (8, 8, 8), (65, 17, 129)],
+)
+def test_gemm_matches_mx_matmul_with_partial_edge_tiles(metalsim_patch, m, k, n):
+    a, b = normal(m, k, seed=44), normal(k, n, seed=45)
+    assert_close(gemm.gemm(a, b), a @ b)
+
+
+@pytest.mark.parametrize("dtype", [mx.float16, mx.bfloat16])
+def test_gemm_in_half_types_matches_mx_matmul(metalsim_patch, dtype):
+    a, b = normal(100, 72, dtype=dtype, seed=46), normal(72, 50, dtype=dtype, seed=47)
+    assert_close(gemm.gemm(a, b), a @ b, 2e-2)
+
+
+def test_gemm_rejects_mismatched_inner_dimensions():
+    with pytest.raises(ValueError, match=r"\(M, K\) by \(K, N\)"):
+        gemm.launch(normal(4, 5), normal(4, 5), metalsim.metal_kernel)
+
+
+# --- the same launches are what MLX itself would compile -------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("module", "operands"),
+    [
+        (axpby, (normal(100), normal(100), 2.0, 3.0)),
+        (axpby, (normal(10, 100), normal(100), 2.0, 3.0)),
+        (conv1d, (normal(2, 100), normal(7), 3)),
+        (row_reduce, (normal(4, 100), "max")),
+        (gemm, (normal(4, 100, dtype=mx.float16), normal(100, 3, dtype=mx.float16))),
+    ],
+    ids=["axpby-contiguous", "axpby-general", "conv1d", "row-reduce", "gemm-half"],
+)
+def test_real_mlx_accepts_each_launch_and_generates_the_simulated_source(tmp_path, module,
+                                                                         operands):
+    """MLX (without Metal) traces the very call under `mx.export_function`; the exported
+    function holds MLX's generated source, which must be what metalsim compiled."""
+    arrays = [o for o in operands if isinstance(o, mx.array)]
+    rest = [o for o in operands if not isinstance(o, mx.array)]
+
+    def real(*xs: mx.array) -> list[mx.array]:
+        kernel, args = module.launch(*xs, *rest)   # mx.fast.metal_kernel itself
+        return kernel(**args)
+
+    path = tmp_path / "kernel.mlxfn"
+    mx.export_function(str(path), real, *arrays)
+    kernel, args = module.launch(*arrays, *rest, metalsim.metal_kernel)
+    assert metalsim.source(kernel, **args).encode() in path.read_bytes()
