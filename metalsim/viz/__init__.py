@@ -7,6 +7,7 @@
 """
 
 from metalsim.viz.draw import Selection, draw
+from metalsim.viz.explorer import Explorer, ListedAccess
 from metalsim.viz.svg import Diagram
 
-__all__ = ["Diagram", "Selection", "draw"]
+__all__ = ["Diagram", "Explorer", "ListedAccess", "Selection", "draw"]

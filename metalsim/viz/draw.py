@@ -42,6 +42,8 @@ PAD = 16.0
 FRAME_PAD = 12.0
 PAGE_WIDTH = 1300.0   # frames wrap to a new row past this width
 HEADER_WIDTH = 830.0
+STRIP_LEFT = 110.0    # room for the strip's labels
+MAX_PATHS = 600      # a frame with more arrows draws only the selected threads' arrows
 
 SCORE_NAMES = (("global_reads", "global reads"), ("global_writes", "global writes"),
                ("threadgroup_reads", "threadgroup reads"),
@@ -220,7 +222,7 @@ def _draw_scores(svg: Svg, report: Report, budget: Mapping[str, int] | None, y: 
 def _draw_findings(svg: Svg, report: Report, y: float, limit: int = 6) -> float:
     for d in report.diagnostics[:limit]:
         colour = style.ERROR if d.severity == "error" else style.WARNING
-        where = f"line {d.line}: " if d.line is not None else ""
+        where = f"line {d.line}:{d.column}: " if d.line is not None else ""
         svg.text(PAD, y + 12, f"{d.severity} [{d.kind}] {where}{d.message}", 12, fill=colour,
                  class_=f"diagnostic-note {d.kind}", data_kind=d.kind)
         y += 17
@@ -351,15 +353,15 @@ class _Frame:
             who = self.writers if a.writes else self.readers
             if a.local not in who.setdefault(copy, []):
                 who[copy].append(a.local)
-            if a.kind == "atomic":  # an atomic reads the cell too
-                self.readers.setdefault(copy, [])
             self.lines.setdefault(copy, set()).add(a.line)
             if self.selection and self.selection.covers(a):
                 self.selected.setdefault(copy, set()).add("write" if a.writes else "read")
         self.written_anywhere = view.written_elements()
         self.edges = view.edges(g)
-        self.flags, ghosts = self._findings()
-        self.rows = self._layout(ghosts)
+        self.path_count = sum(len(e.source_phases) for e in self.edges)
+        self.hidden_paths = self.path_count if self.path_count > MAX_PATHS else 0
+        self.flags, self.ghost_kinds = self._findings()
+        self.rows = self._layout()
 
     # findings: which drawn copies (and which cells past the end) each diagnostic names
     def _findings(self) -> tuple[dict[tuple, list[str]], dict[str, dict[int, list[str]]]]:
@@ -395,9 +397,8 @@ class _Frame:
                         kinds.append(d.kind)
         return flags, ghosts
 
-    def _layout(self, ghosts: dict[str, dict[int, list[str]]]) -> list[list[_Grid]]:
-        view, g = self.view, self.g
-        self.ghost_kinds = ghosts
+    def _layout(self) -> list[list[_Grid]]:
+        view, g, ghosts = self.view, self.g, self.ghost_kinds
         # Time runs down the frame: inputs, threadgroup memory phase by phase (the arrays a
         # phase touched side by side), outputs.
         roles: dict[str, list[tuple[str, int | None]]] = {"input": [], "output": []}
@@ -436,7 +437,7 @@ class _Frame:
         else:
             right, bottom = self._place_rows(rows, top)
         self.width = max(right + FRAME_PAD, self._strip_size()[0] + 2 * FRAME_PAD, 260.0)
-        self.height = bottom + FRAME_PAD + 4
+        self.height = bottom + FRAME_PAD + 4 + (18.0 if self.hidden_paths else 0.0)
         return [row for _, row in rows]
 
     def _place_rows(self, rows: list[tuple[str, list[_Grid]]], y: float) -> tuple[float, float]:
@@ -485,13 +486,18 @@ class _Frame:
             x += width + COLUMN_GAP
         return x - COLUMN_GAP, bottom
 
-    def _strip_size(self) -> tuple[float, float]:
+    def _strip_geometry(self) -> tuple[int, int, float, float]:
+        """Threads, markers per row, horizontal and vertical step of the thread strip."""
         ax, ay, az = self.view.tg_size(self.g)
-        per_row = min(ax, WRAP) if ay * az == 1 else ax
         n = ax * ay * az
+        per_row = min(ax, WRAP) if ay * az == 1 else ax
         step = 16.0 if n <= 64 else 11.0
+        return n, per_row, step, step + (8.0 if n <= 64 else 0.0)  # room for index labels
+
+    def _strip_size(self) -> tuple[float, float]:
+        n, per_row, step, row_step = self._strip_geometry()
         rows = math.ceil(n / per_row) if per_row else 0
-        return 64 + per_row * step, rows * step + (8 if n <= 64 else 0)
+        return STRIP_LEFT + per_row * step, rows * row_step
 
     # --- rendering ---------------------------------------------------------------------------
     def render(self, svg: Svg, x0: float, y0: float) -> None:
@@ -506,7 +512,9 @@ class _Frame:
         svg.el("rect", x=x0, y=y0, width=self.width, height=self.height, rx=8.0, fill="none",
                stroke="#9a9a9a", stroke_width=1.2)
         first = view.threads_of(g)[:1]
-        span = f"threads {first[0]}–{first[0] + math.prod(size) - 1}" if first else "no threads"
+        count = math.prod(size)
+        span = (f"threads {first[0]}–{first[0] + count - 1}" if count > 1
+                else f"thread {first[0]}" if first else "no threads")
         heading = f"threadgroup {pos}"
         svg.text(x0 + FRAME_PAD, y0 + FRAME_PAD + 12, heading, 13, font_weight="bold",
                  fill=style.INK)
@@ -520,25 +528,23 @@ class _Frame:
         grids = [grid for row in self.rows for grid in row]
         for grid in grids:
             self._render_grid(svg, grid)
-        self._render_arrows(svg)
+        self._render_arrows(svg, x0, y0)
         for grid in grids:
             self._render_labels(svg, grid)
         self._render_flags(svg)
         svg.close("g")
 
     def _render_strip(self, svg: Svg, x: float, y: float) -> None:
-        ax, ay, az = self.view.tg_size(self.g)
-        n = ax * ay * az
-        per_row = min(ax, WRAP) if ay * az == 1 else ax
-        step = 16.0 if n <= 64 else 11.0
+        n, per_row, step, row_step = self._strip_geometry()
         r = 5.0 if n <= 64 else 3.6
         svg.open("g", class_="threads")
         svg.text(x, y + 10, "threads", 11, fill=style.MUTED)
         for local in range(n):
             row, col = divmod(local, per_row)
-            cx, cy = x + 64 + col * step + step / 2, y + row * step + step / 2
+            cx, cy = x + STRIP_LEFT + col * step + step / 2, y + row * row_step + step / 2
             if col == 0 and n > 32 and local % 32 == 0:
-                svg.text(x + 8, cy + 3, f"SIMD {simd_group(local)}", 8, fill=style.MUTED)
+                svg.text(x + STRIP_LEFT - 4, cy + 3, f"SIMD-group {simd_group(local)}", 8,
+                         fill=style.MUTED, text_anchor="end")
             focus = self.selection and (self.selection.threads is None
                                         or local in self.selection.threads)
             if focus:
@@ -582,13 +588,17 @@ class _Frame:
                     "white" if readers else style.UNTOUCHED_FILL)
             svg.el("rect", x=x, y=y, width=cs, height=cs, fill=fill,
                    stroke=style.MUTED if readers or writers else style.FAINT, stroke_width=0.8)
-            shown = values is not None and cs >= 15 and (written is None or e in written)
+            text = format_value(values[e]) if values is not None and (
+                written is None or e in written) else ""
+            # monospace glyphs are about 0.6 em wide: shrink to fit, or leave to the tooltip
+            fit = min(value_size, (cs - 3) / (0.6 * max(1, len(text))))
+            shown = bool(text) and cs >= 15 and fit >= 5.5
             if shown:
-                svg.text(x + cs / 2, y + cs * 0.5 + value_size * 0.2, format_value(values[e]),
-                         value_size, font_family=MONO, text_anchor="middle", class_="value",
+                svg.text(x + cs / 2, y + cs * 0.5 + fit * 0.2, text, fit, font_family=MONO,
+                         text_anchor="middle", class_="value",
                          fill=style.INK if readers or writers else style.MUTED)
             self._render_markers(svg, x, y, cs, readers, writers, shown)
-            svg.el("title", self._tooltip(grid, e, index, values, shown, readers, writers))
+            svg.el("title", self._tooltip(grid, e, index, text, readers, writers))
             svg.close("g")
         for e in grid.ghosts:
             self._render_ghost(svg, grid, e)
@@ -641,10 +651,10 @@ class _Frame:
             svg.text(x + cs - 1.5, bottom + 3, f"+{len(readers) - len(shown)}", 7,
                      fill=style.INK, text_anchor="end")
 
-    def _tooltip(self, grid: _Grid, e: int, index: tuple, values, shown: bool,
-                 readers: list[int], writers: list[int]) -> str:
+    def _tooltip(self, grid: _Grid, e: int, index: tuple, value: str, readers: list[int],
+                 writers: list[int]) -> str:
         name = f"{grid.buffer}[{']['.join(map(str, index))}]"
-        parts = [name + (f" = {format_value(values[e])}" if shown else "")]
+        parts = [name + (f" = {value}" if value else "")]
         if grid.phase is not None:
             parts.append(f"phase {grid.phase}")
         if writers:
@@ -677,9 +687,17 @@ class _Frame:
                     return grid
         return None
 
-    def _render_arrows(self, svg: Svg) -> None:
+    def _render_arrows(self, svg: Svg, x0: float, y0: float) -> None:
+        edges = self.edges
+        if self.hidden_paths:  # thousands of arrows hide the cells: keep the selected ones
+            sel = self.selection
+            edges = [e for e in edges if sel and sel.threads and sel.threads & e.threads]
+            svg.text(x0 + FRAME_PAD, y0 + self.height - FRAME_PAD,
+                     f"{self.hidden_paths:,} arrows are too many to draw: the explorer "
+                     "(metalsim.viz.Explorer) shows those of one thread or SIMD-group.", 11,
+                     fill=style.MUTED, class_="arrows-omitted", data_paths=self.hidden_paths)
         svg.open("g", class_="arrows")
-        for edge in self.edges:
+        for edge in edges:
             self._render_edge(svg, edge)
         svg.close("g")
 
@@ -692,19 +710,28 @@ class _Frame:
             return
         threads = sorted(edge.threads)
         sel = self.selection
-        focus = sel is not None and (sel.threads is None or bool(sel.threads & edge.threads)) \
-            and (sel.phase is None or sel.phase == tp or (tp is None))
-        opacity = 0.75 if sel is None else (0.95 if focus else 0.12)
+        mine = sel is not None and (sel.threads is None or bool(sel.threads & edge.threads))
+
+        def focus(phase: int | None) -> bool:  # a path of the selected threads and phase
+            return mine and (sel.phase is None or sel.phase in (tp, phase))
+
         colour = style.thread_colour(threads[0])
-        svg.open("g", class_="arrow" + (" selected" if sel is not None and focus else ""),
+        busy = self.path_count > 60  # busy frames: fainter, thinner arrows keep cells readable
+        svg.open("g", class_="arrow" + (" selected" if any(focus(p) for p in phases) else ""),
                  data_from=f"{edge.source[0]}:{edge.source[1]}",
                  data_from_phases=" ".join("-" if p is None else str(p) for p in phases),
                  data_to=f"{tb}:{te}", data_to_phase=tp,
-                 data_threads=" ".join(map(str, threads)), opacity=opacity)
-        for _, grid in sources:
+                 data_threads=" ".join(map(str, threads)))
+        for phase, grid in sources:
+            if sel is None:
+                opacity, width = (0.4, 0.9) if busy else (0.75, 1.2)
+            else:
+                opacity, width = (0.95, 1.3) if focus(phase) else (0.1, 0.9)
             path, head = _curve(grid.box(edge.source[1]), target.box(te))
-            svg.el("path", d=path, fill="none", stroke=colour, stroke_width=1.2)
-            svg.el("polygon", points=head, fill=colour)
+            # per-element opacity: a group opacity costs renderers an offscreen layer each
+            svg.el("path", d=path, fill="none", stroke=colour, stroke_width=width,
+                   stroke_opacity=opacity)
+            svg.el("polygon", points=head, fill=colour, fill_opacity=opacity)
         svg.close("g")
 
     def _render_flags(self, svg: Svg) -> None:
@@ -739,7 +766,9 @@ def _curve(source: tuple[float, float, float, float], target: tuple[float, float
     any index labels, size), and its arrowhead: downwards from the bottom of the source to
     the top of the target, or an arch between cells of one row."""
     (sx, sy, s_bottom, s_size), (tx, ty, t_bottom, t_size) = source, target
-    if tx > sx + s_size + 2 * t_size:  # to the right: leave right, enter left
+    # To the right and not level with it (a level line would hide its neighbours): leave
+    # right, enter left.
+    if tx > sx + s_size + 2 * t_size and abs(ty - sy) >= t_size / 2:
         start, end = (sx + s_size, sy + s_size / 2), (tx, ty + t_size / 2)
         d = (end[0] - start[0]) * 0.45
         c1, c2 = (start[0] + d, start[1]), (end[0] - d, end[1])
@@ -783,10 +812,13 @@ def _draw_summary(report: Report, title: str | None, budget: Mapping[str, int] |
     """Counts and structure only: the launch was not traced (see the module docstring)."""
     svg = Svg()
     y = _draw_header(svg, report, None, (), title, budget)
-    svg.text(PAD, y + 12, "Not traced, so no cells or arrows: this shows counts and structure. "
-             "simulate(..., trace=True) on a launch of at most 16,384 threads draws every "
-             "access.", 11, fill=style.MUTED, class_="summary-note")
-    y += 26
+    for line in ("This launch was not traced, so there are no cells or arrows: counts and "
+                 "structure only.",
+                 "simulate(..., trace=True) on a launch of at most 16,384 threads draws every "
+                 "access."):
+        svg.text(PAD, y + 12, line, 11, fill=style.MUTED, class_="summary-note")
+        y += 16
+    y += 10
     y = _draw_threadgroup_map(svg, report, y)
     y = _draw_traffic(svg, report, y + 10)
     return Diagram(svg.document(HEADER_WIDTH, y + PAD), HEADER_WIDTH, y + PAD)
@@ -818,10 +850,10 @@ def _draw_threadgroup_map(svg: Svg, report: Report, y: float, side: float = 300.
     svg.open("g", class_="threadgroup-map", data_blocks=f"{by}x{bx}")
     for r in range(blocks.shape[0]):
         for c in range(blocks.shape[1]):
-            shade = 0.95 - 0.6 * int(blocks[r, c]) / top
-            grey = f"#{round(shade * 255):02x}{round(shade * 255):02x}{round(0.98 * 255):02x}"
+            shade = 0.93 - 0.35 * int(blocks[r, c]) / top
+            fill = f"#{round(shade * 255):02x}{round(shade * 255):02x}{round(0.98 * 255):02x}"
             svg.el("rect", x=PAD + c * tile, y=y + r * tile, width=tile - 0.5,
-                   height=tile - 0.5, fill=grey, class_="threadgroup-tile",
+                   height=tile - 0.5, fill=fill, class_="threadgroup-tile",
                    data_row=r, data_col=c, data_global_reads=int(blocks[r, c]))
     svg.close("g")
     note = "" if by == bx == 1 else f" (each tile: {by} × {bx} threadgroups)"

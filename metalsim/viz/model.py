@@ -55,8 +55,8 @@ class Edge:
     """Provenance in one frame: `source` (buffer, element) flowed into `target` (a copy)."""
 
     source: tuple[str, int]
+    target: Copy
     source_phases: set = field(default_factory=set)   # {None} for device/constant sources
-    target: Copy = ("", 0, None)
     threads: set = field(default_factory=set)         # local indices of the writing threads
 
 
@@ -98,12 +98,6 @@ class TraceView:
         x0, y0, z0 = px * self.tg[0], py * self.tg[1], pz * self.tg[2]
         return [(z0 + z) * gx * gy + (y0 + y) * gx + x0 + x
                 for z in range(az) for y in range(ay) for x in range(ax)]
-
-    def local_index(self, thread: int) -> int:
-        x, y, z = self.thread_position(thread)
-        g = self.threadgroup_of(thread)
-        ax, ay, _ = self.tg_size(g)
-        return ((z % self.tg[2]) * ay + y % self.tg[1]) * ax + x % self.tg[0]
 
     # --- accesses --------------------------------------------------------------------------
     def accesses(self, groups: Iterable[int]) -> list[Access]:

@@ -1,0 +1,222 @@
+"""`Explorer`: pick a threadgroup, a thread or SIMD-group, and a barrier phase; see what they did.
+
+The state lives in plain attributes (`selection`, `view_svg`, `listing`, `counts`), updated by
+`select(...)`; the ipywidgets controls only call `select`, so the explorer is testable without
+a browser or a kernel. Values are known for inputs (when given) and for outputs (their final
+values); the trace does not record the values that passed through threadgroup memory.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from metalsim.report import COUNT_NAMES
+from metalsim.viz.draw import Selection, _values, draw, format_value
+from metalsim.viz.model import TraceView, logical_index, simd_group
+
+_KEEP = object()  # `select` argument not given: keep the current choice
+_LISTED_ROWS = 200  # rows the HTML listing shows; `listing` keeps them all
+
+
+@dataclass(frozen=True)
+class ListedAccess:
+    """One access of the selection, as the explorer lists it."""
+
+    phase: int
+    thread: int           # local index in the threadgroup
+    kind: str             # read, write or atomic
+    cell: str             # e.g. "a[3]" or "tile[1][2]"
+    line: int | None
+    code: str             # the source line, stripped
+    value: str            # "" where the trace does not know it
+
+
+class Explorer:
+    """An ipywidgets explorer of a traced run (`simulate(..., trace=True)`).
+
+    `inputs` labels input values; `kernel` (the `metalsim.Kernel`) supplies the source lines.
+    Display it in a notebook as the last expression of a cell, or `display(explorer.widget)`.
+    """
+
+    def __init__(self, run: object, inputs: Sequence | Mapping | None = None,
+                 kernel: object | None = None) -> None:
+        self.run = run
+        self.report = getattr(run, "report", run)
+        if self.report.trace is None:
+            raise ValueError("the explorer needs a traced run: "
+                             "metalsim.simulate(..., trace=True)")
+        self.inputs = inputs
+        self.view = TraceView(self.report)
+        self.values = _values(self.report, inputs, getattr(run, "outputs", None))
+        spec = getattr(kernel, "spec", None)
+        self._lines = {"source": (getattr(spec, "source", "") or "").split("\n"),
+                       "header": (getattr(spec, "header", "") or "").split("\n")}
+        self.threadgroup, self.thread, self.simdgroup, self.phase = 0, None, None, None
+        self._widget = None
+        self._update()
+
+    # --- state ----------------------------------------------------------------------------
+    def select(self, threadgroup: int | object = _KEEP, thread: int | None | object = _KEEP,
+               simdgroup: int | None | object = _KEEP, phase: int | None | object = _KEEP
+               ) -> None:
+        """Choose what to look at; None means all (threads of the group, or phases). A thread
+        is its linear index within the threadgroup; choosing one clears the SIMD-group, and the
+        other way round."""
+        if threadgroup is not _KEEP:
+            if not 0 <= threadgroup < self.view.threadgroup_count:
+                raise ValueError(f"threadgroup {threadgroup} does not exist: the launch has "
+                                 f"{self.view.threadgroup_count}")
+            self.threadgroup = threadgroup
+        size = len(self.view.threads_of(self.threadgroup))
+        # An edge threadgroup may be smaller: drop choices it does not have.
+        if self.thread is not None and self.thread >= size:
+            self.thread = None
+        if self.simdgroup is not None and self.simdgroup > simd_group(size - 1):
+            self.simdgroup = None
+        if thread is not _KEEP:
+            if thread is not None and not 0 <= thread < size:
+                raise ValueError(f"thread {thread} is not in threadgroup {self.threadgroup} "
+                                 f"({size} threads)")
+            self.thread = thread
+            if thread is not None:
+                self.simdgroup = None
+        if simdgroup is not _KEEP:
+            self.simdgroup = simdgroup
+            if simdgroup is not None:
+                self.thread = None
+        if phase is not _KEEP:
+            self.phase = phase
+        self._update()
+
+    @property
+    def selection(self) -> Selection:
+        locals_ = range(len(self.view.threads_of(self.threadgroup)))
+        if self.thread is not None:
+            threads = frozenset({self.thread})
+        elif self.simdgroup is not None:
+            threads = frozenset(t for t in locals_ if simd_group(t) == self.simdgroup)
+        else:
+            threads = None
+        return Selection(self.threadgroup, threads, self.phase)
+
+    def phases(self) -> list[int]:
+        """The barrier phases in which the chosen threadgroup touched memory."""
+        return sorted({a.phase for a in self.view.accesses([self.threadgroup])})
+
+    def _update(self) -> None:
+        sel = self.selection
+        self.diagram = draw(self.run, inputs=self.inputs, threadgroups=[sel.threadgroup],
+                            selection=sel)
+        self.listing = [self._listed(a) for a in self.view.accesses([sel.threadgroup])
+                        if sel.covers(a)]
+        self.counts = self._counts(sel)
+        if self._widget is not None:
+            self._sync_widgets()
+
+    @property
+    def view_svg(self) -> str:
+        return self.diagram.svg
+
+    def _listed(self, a) -> ListedAccess:
+        shape = tuple(self.view.buffers[a.buffer]["shape"])
+        index = logical_index(shape, a.element)
+        values = self.values.get(a.buffer)
+        value = ""
+        if values is not None and self.view.buffers[a.buffer]["space"] != "threadgroup":
+            value = format_value(values[a.element])
+            if self.view.buffers[a.buffer]["role"] == "output":
+                value += " (final)"
+        lines = self._lines.get(a.section or "", [])
+        code = lines[a.line - 1].strip() if a.line and 0 < a.line <= len(lines) else ""
+        return ListedAccess(a.phase, a.local, a.kind,
+                            f"{a.buffer}[{']['.join(map(str, index))}]", a.line, code, value)
+
+    def _counts(self, sel: Selection) -> dict[str, int]:
+        """Counts of the chosen thread, or the maximum over the chosen threads."""
+        threads = self.view.threads_of(sel.threadgroup)
+        chosen = [threads[t] for t in sorted(sel.threads)] if sel.threads else threads
+        out = {}
+        for name in COUNT_NAMES:
+            per_thread = self.report.counts[name].reshape(-1)
+            out[name] = int(max((per_thread[t] for t in chosen), default=0))
+        return out
+
+    # --- widgets ----------------------------------------------------------------------------
+    @property
+    def widget(self):
+        """The ipywidgets view, built on first use; then `controls` holds its selectors."""
+        if self._widget is None:
+            self._build_widgets()
+        return self._widget
+
+    def _ipython_display_(self) -> None:
+        from IPython.display import display
+
+        display(self.widget)
+
+    def _build_widgets(self) -> None:
+        import ipywidgets as w
+
+        count = self.view.threadgroup_count
+        if count <= 256:
+            tg = w.Dropdown(options=[(f"{g} {self.view.tg_position(g)}", g)
+                                     for g in range(count)], description="threadgroup")
+        else:  # a dropdown of thousands of entries is unusable
+            tg = w.BoundedIntText(min=0, max=count - 1, description="threadgroup")
+        self.controls = {"threadgroup": tg, "thread": w.Dropdown(description="thread"),
+                         "simdgroup": w.Dropdown(description="SIMD-group"),
+                         "phase": w.Dropdown(description="phase")}
+        self._svg, self._count_html, self._list_html = w.HTML(), w.HTML(), w.HTML()
+        self._syncing = False
+        for key, control in self.controls.items():
+            control.observe(self._on_change(key), names="value")
+        self._widget = w.VBox([w.HBox(list(self.controls.values())), self._count_html,
+                               self._svg, self._list_html])
+        self._sync_widgets()
+
+    def _on_change(self, key: str):
+        def handler(change: dict) -> None:
+            if not self._syncing:
+                self.select(**{key: change["new"]})
+        return handler
+
+    def _sync_widgets(self) -> None:
+        """Put the state into the controls (without re-triggering `select`)."""
+        self._syncing = True
+        try:
+            n = len(self.view.threads_of(self.threadgroup))
+            c = self.controls
+            c["threadgroup"].value = self.threadgroup
+            c["thread"].options = [("all", None)] + [(str(t), t) for t in range(n)]
+            c["thread"].value = self.thread
+            c["simdgroup"].options = [("all", None)] + [
+                (str(s), s) for s in range(simd_group(n - 1) + 1)]
+            c["simdgroup"].value = self.simdgroup
+            phases = sorted(set(self.phases()) | ({self.phase} - {None}))
+            c["phase"].options = [("all", None)] + [(str(p), p) for p in phases]
+            c["phase"].value = self.phase
+            self._svg.value = self.view_svg
+            self._count_html.value = self.counts_html()
+            self._list_html.value = self.listing_html()
+        finally:
+            self._syncing = False
+
+    def counts_html(self) -> str:
+        who = ("thread" if self.thread is not None else "max over the selected threads")
+        cells = "".join(f"<td style='padding:0 10px'>{name.replace('_', ' ')}: "
+                        f"<b>{value}</b></td>" for name, value in self.counts.items())
+        return f"<div>{html.escape(who)}</div><table><tr>{cells}</tr></table>"
+
+    def listing_html(self) -> str:
+        head = ("<tr><th>phase</th><th>thread</th><th>access</th><th>cell</th><th>line</th>"
+                "<th>code</th><th>value</th></tr>")
+        rows = "".join(
+            f"<tr><td>{r.phase}</td><td>{r.thread}</td><td>{r.kind}</td>"
+            f"<td><code>{html.escape(r.cell)}</code></td><td>{r.line or ''}</td>"
+            f"<td><code>{html.escape(r.code)}</code></td><td>{html.escape(r.value)}</td></tr>"
+            for r in self.listing[:_LISTED_ROWS])
+        more = (f"<p>... and {len(self.listing) - _LISTED_ROWS} more accesses</p>"
+                if len(self.listing) > _LISTED_ROWS else "")
+        return f"<table>{head}{rows}</table>{more}"

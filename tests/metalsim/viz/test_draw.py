@@ -1,0 +1,315 @@
+"""Diagrams are drawn from the trace: their cells, arrows, phases and findings are read back from
+the SVG and compared with what the simulator recorded."""
+
+import math
+import struct
+import xml.etree.ElementTree as ET
+import zlib
+
+import mlx.core as mx
+import numpy as np
+import pytest
+
+import metalsim
+from metalsim.viz import Selection, draw
+from metalsim.viz.examples import EXAMPLES
+
+SVG = "{http://www.w3.org/2000/svg}"
+
+
+def traced(name):
+    ex = EXAMPLES[name]
+    return ex.simulate(), list(ex.inputs)
+
+
+def parse(diagram):
+    return ET.fromstring(diagram.svg)
+
+
+def classes(el):
+    return el.get("class", "").split()
+
+
+def find(root, klass, **data):
+    """Elements whose class list holds `klass` and whose data-* attributes match `data`."""
+    return [el for el in root.iter() if klass in classes(el)
+            and all(el.get(f"data-{k.replace('_', '-')}") == str(v) for k, v in data.items())]
+
+
+def provenance_edges(run, groups):
+    """(threadgroup, source cell, target cell) triples read straight off the trace: for every
+    write by a thread of a shown threadgroup, each source cell of a drawn buffer; threadgroup
+    memory targets are told apart by barrier phase (their copy), device ones are not."""
+    report = run.report
+    edges = set()
+    for event in report.trace:
+        if event["kind"] == "read" or event["buffer"] not in report.buffers:
+            continue
+        shared = report.buffers[event["buffer"]]["space"] == "threadgroup"
+        for g, element, epoch, sources in zip(event["threadgroup"], event["element"],
+                                              event["epoch"], event["sources"]):
+            if int(g) not in groups:
+                continue
+            target = (event["buffer"], int(element), int(epoch) if shared else None)
+            for buffer, _, source_element in sources:
+                if buffer in report.buffers and (buffer, source_element) != target[:2]:
+                    edges.add((int(g), (buffer, source_element), target))
+    return edges
+
+
+def drawn_edges(root):
+    edges = set()
+    for frame in find(root, "frame"):
+        g = int(frame.get("data-threadgroup"))
+        for arrow in find(frame, "arrow"):
+            buffer, element = arrow.get("data-from").split(":")
+            to_buffer, to_element = arrow.get("data-to").split(":")
+            phase = arrow.get("data-to-phase")
+            edges.add((g, (buffer, int(element)),
+                       (to_buffer, int(to_element), None if phase is None else int(phase))))
+    return edges
+
+
+@pytest.mark.parametrize("name", ["map", "pooling", "dot_product", "matmul_tiled", "racy"])
+def test_arrows_are_the_provenance_edges_of_the_shown_threadgroups(name):
+    run, inputs = traced(name)
+    root = parse(draw(run, inputs=inputs))
+    shown = {int(f.get("data-threadgroup")) for f in find(root, "frame")}
+    arrows = find(root, "arrow")
+    assert len(arrows) == len(provenance_edges(run, shown)) > 0
+    assert drawn_edges(root) == provenance_edges(run, shown)
+
+
+@pytest.mark.parametrize("name", ["map", "pooling", "dot_product", "matmul_tiled", "racy"])
+def test_every_buffer_is_drawn_cell_by_cell_in_every_frame(name):
+    run, inputs = traced(name)
+    root = parse(draw(run, inputs=inputs))
+    frames = find(root, "frame")
+    for buffer, info in run.report.buffers.items():
+        size = math.prod(info["shape"])
+        for frame in frames:
+            cells = find(frame, "cell", buffer=buffer)
+            phases = {c.get("data-phase") for c in cells}
+            if info["space"] == "threadgroup":
+                assert len(cells) == size * len(phases)
+            else:
+                assert len(cells) == size and phases == {None}
+            assert sorted({int(c.get("data-element")) for c in cells}) == list(range(size))
+
+
+def test_two_dimensional_buffers_keep_their_rows_and_columns():
+    run, inputs = traced("matmul_tiled")
+    root = parse(draw(run, inputs=inputs, threadgroups=[4]))
+    indices = {c.get("data-index") for c in find(root, "cell", buffer="a")}
+    assert indices == {f"{r},{c}" for r in range(8) for c in range(8)}
+    tile = find(root, "cell", buffer="a_tile", phase=0)
+    assert {c.get("data-index") for c in tile} == {f"{r},{c}" for r in range(3) for c in range(3)}
+    # a cell of row 1 is drawn one cell size below the same column of row 0
+    rect = {c.get("data-index"): c.find(f"{SVG}rect") for c in find(root, "cell", buffer="a")}
+    assert float(rect["1,2"].get("y")) > float(rect["0,2"].get("y"))
+    assert rect["1,2"].get("x") == rect["0,2"].get("x")
+
+
+@pytest.mark.parametrize("name, phases", [("pooling", [0, 1]), ("dot_product", [0, 1]),
+                                          ("matmul_tiled", [0, 1, 2, 3, 4, 5])])
+def test_threadgroup_memory_is_drawn_once_per_barrier_phase(name, phases):
+    run, inputs = traced(name)
+    root = parse(draw(run, inputs=inputs))
+    shared = [b for b, info in run.report.buffers.items() if info["space"] == "threadgroup"]
+    for frame in find(root, "frame"):
+        for buffer in shared:
+            drawn = {int(c.get("data-phase")) for c in find(frame, "cell", buffer=buffer)}
+            assert sorted(drawn) == phases
+        assert len(find(frame, "barrier")) == len(phases) - 1
+
+
+def test_racing_cells_are_outlined_and_named_by_the_finding():
+    run, inputs = traced("racy")
+    root = parse(draw(run, inputs=inputs))
+    race = run.report.diagnostics[0]
+    assert race.kind == "race"
+    flagged = {(r.get("data-buffer"), int(r.get("data-element"))) for r in find(root, "race")
+               if "diagnostic" in classes(r)}
+    assert flagged == {(b, e) for b, _, e in race.cells} == {("tile", e) for e in range(1, 8)}
+    assert find(root, "diagnostic-note", kind="race")
+    assert any("race" in (t.text or "") for t in find(root, "diagnostic-label"))
+
+
+def test_reads_past_the_end_appear_as_cells_outside_the_buffer():
+    run, inputs = traced("out_of_bounds")
+    root = parse(draw(run, inputs=inputs))
+    ghosts = find(root, "ghost-cell", buffer="a")
+    assert {int(g.get("data-element")) for g in ghosts} == {6, 7, 8}
+    assert all("out-of-bounds" in classes(g) for g in ghosts)
+    assert len(find(root, "cell", buffer="a")) == 6 * len(find(root, "frame"))
+
+
+def test_score_table_shows_the_maximum_per_thread_and_atomics_only_when_used():
+    run, inputs = traced("pooling")
+    scores = {s.get("data-count"): s.text for s in find(parse(draw(run)), "score")}
+    best = run.report.max_per_thread()
+    assert scores == {"global_reads": str(best["global_reads"]),
+                      "global_writes": str(best["global_writes"]),
+                      "threadgroup_reads": "3", "threadgroup_writes": "1", "barriers": "1"}
+    histogram, _ = traced("histogram")
+    assert find(parse(draw(histogram)), "score", count="atomics")[0].text == "1"
+
+
+def test_a_budget_marks_counts_over_it():
+    run, _ = traced("pooling")
+    root = parse(draw(run, budget={"global_reads": 1, "threadgroup_reads": 2}))
+    reads = find(root, "score", count="threadgroup_reads")[0]
+    assert reads.text == "3 / 2" and reads.get("data-over") == "1"
+    assert find(root, "score", count="global_reads")[0].get("data-over") is None
+
+
+def test_large_launches_show_a_few_threadgroups_and_say_how_many_are_omitted():
+    run, inputs = traced("matmul_tiled")
+    root = parse(draw(run, inputs=inputs, max_threadgroups=4))
+    assert [int(f.get("data-threadgroup")) for f in find(root, "frame")] == [0, 1, 2, 8]
+    note = find(root, "shown")[0]
+    assert note.get("data-omitted") == "5" and "5 omitted" in note.text
+
+
+def test_threadgroups_with_findings_are_shown_first():
+    run, _ = traced("out_of_bounds")
+    root = parse(draw(run, max_threadgroups=1))
+    assert [f.get("data-threadgroup") for f in find(root, "frame")] == ["1"]
+
+
+def test_cells_show_input_values_and_the_outputs_final_values():
+    run, inputs = traced("map")
+    root = parse(draw(run, inputs=inputs, threadgroups=[1]))
+
+    def value(buffer, element):
+        cell = find(root, "cell", buffer=buffer, element=element)[0]
+        texts = [t.text for t in cell.iter(f"{SVG}text") if "value" in classes(t)]
+        return texts[0] if texts else None
+
+    assert value("a", 5) == "5" and value("out", 5) == "15"
+    assert value("out", 0) == "10"  # written by threadgroup 0: shown, though not touched here
+    assert find(root, "cell", buffer="out", element=0)[0].get("class") == "cell untouched"
+
+
+def test_markers_name_the_threads_that_read_and_wrote_each_cell():
+    run, inputs = traced("pooling")
+    root = parse(draw(run, inputs=inputs, threadgroups=[0]))
+    cell = find(root, "cell", buffer="shared", element=2, phase=1)[0]
+    markers = [(m.get("data-role"), m.get("data-local")) for m in find(cell, "thread-marker")]
+    assert sorted(markers) == [("reader", "2"), ("reader", "3"), ("reader", "4")]
+    written = find(root, "cell", buffer="shared", element=2, phase=0)[0]
+    assert [m.get("data-local") for m in find(written, "thread-marker")] == ["2"]
+
+
+def test_a_selection_highlights_its_cells_and_fades_other_arrows():
+    run, inputs = traced("pooling")
+    root = parse(draw(run, inputs=inputs, threadgroups=[0],
+                      selection=Selection(0, frozenset({3}), 1)))
+    selected = {(r.get("data-buffer"), r.get("data-element"), r.get("data-phase"))
+                for r in find(root, "selected") if r.tag == f"{SVG}rect"}
+    assert selected == {("shared", "1", "1"), ("shared", "2", "1"), ("shared", "3", "1"),
+                        ("out", "3", None)}
+    focused = [a for a in find(root, "arrow") if "selected" in classes(a)]
+    assert {a.get("data-to") for a in focused} == {"out:3"}
+
+
+def test_untraced_launches_get_a_summary_of_counts_and_structure():
+    ex = EXAMPLES["matmul_256"]
+    run = ex.simulate(trace=False)
+    root = parse(draw(run, title=ex.title))
+    assert not find(root, "cell") and not find(root, "arrow")
+    assert len(find(root, "threadgroup-tile")) == 16 * 16
+    assert find(root, "score", count="global_reads")[0].text == "32"
+    assert {t.get("data-buffer") for t in find(root, "traffic")} == {"a", "b", "out"}
+    assert find(root, "summary-note")
+
+
+def test_the_same_run_draws_the_same_svg():
+    run, inputs = traced("matmul_tiled")
+    again, _ = traced("matmul_tiled")
+    assert draw(run, inputs=inputs).svg == draw(again, inputs=inputs).svg
+
+
+def test_a_threadgroup_that_does_not_exist_is_refused():
+    run, _ = traced("map")
+    with pytest.raises(ValueError, match="threadgroup 5 does not exist"):
+        draw(run, threadgroups=[5])
+
+
+def png_pixels(data: bytes) -> np.ndarray:
+    """Decode an 8-bit, non-interlaced RGB(A) PNG (what resvg writes) into an array."""
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    pos, idat = 8, b""
+    while pos < len(data):
+        length, kind = struct.unpack(">I4s", data[pos:pos + 8])
+        body = data[pos + 8:pos + 8 + length]
+        if kind == b"IHDR":
+            width, height, depth, colour = struct.unpack(">IIBB", body[:10])
+            assert depth == 8 and colour in (2, 6)
+        elif kind == b"IDAT":
+            idat += body
+        pos += length + 12
+    channels = 4 if colour == 6 else 3
+    raw = np.frombuffer(zlib.decompress(idat), np.uint8).reshape(height, 1 + width * channels)
+    out = np.zeros((height, width * channels), np.int32)
+    prev = np.zeros(width * channels, np.int32)
+    for y in range(height):
+        kind, line = raw[y, 0], raw[y, 1:].astype(np.int32)
+        if kind in (1, 3, 4):  # Sub, Average, Paeth depend on the pixel to the left
+            row = np.zeros_like(line)
+            for x in range(line.size):
+                a = row[x - channels] if x >= channels else 0
+                b, c = prev[x], prev[x - channels] if x >= channels else 0
+                if kind == 1:
+                    pred = a
+                elif kind == 3:
+                    pred = (a + b) // 2
+                else:
+                    p = a + b - c
+                    pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
+                    pred = a if pa <= pb and pa <= pc else (b if pb <= pc else c)
+                row[x] = (line[x] + pred) & 255
+        else:  # None or Up
+            row = (line + (prev if kind == 2 else 0)) & 255
+        out[y], prev = row, row
+    return out.reshape(height, width, channels)
+
+
+def test_a_diagram_renders_to_a_png_that_is_not_blank(tmp_path):
+    run, inputs = traced("racy")
+    path = draw(run, inputs=inputs).save(tmp_path / "racy.png", scale=0.6)
+    pixels = png_pixels(path.read_bytes())
+    assert pixels.shape[0] > 100 and pixels.shape[1] > 100
+    rgb = pixels[..., :3].astype(float)
+    assert rgb.var() > 100  # text, cells and arrows on white
+    red = (rgb[..., 0] > 180) & (rgb[..., 1] < 90) & (rgb[..., 2] < 90)
+    assert red.sum() > 50  # the race is outlined in red
+
+
+def test_save_writes_svg_and_refuses_other_formats(tmp_path):
+    run, _ = traced("map")
+    diagram = draw(run)
+    assert diagram.save(tmp_path / "map.svg").read_text() == diagram.svg
+    assert diagram._repr_svg_() == diagram.svg
+    with pytest.raises(ValueError, match=r"\.svg or \.png"):
+        diagram.save(tmp_path / "map.pdf")
+
+
+def test_a_frame_with_too_many_arrows_says_so_and_keeps_the_selected_threads_arrows():
+    source = """
+    uint i = thread_position_in_grid.x;
+    float acc = 0;
+    for (uint k = 0; k <= i; ++k) acc += a[k];
+    out[i] = acc;
+    """
+    kernel = metalsim.metal_kernel(name="prefix", input_names=["a"], output_names=["out"],
+                                   source=source)
+    run = metalsim.simulate(kernel, inputs=[mx.arange(64, dtype=mx.float32)],
+                            output_shapes=[(64,)], output_dtypes=[mx.float32], grid=(64, 1, 1),
+                            threadgroup=(64, 1, 1), trace=True)
+    root = parse(draw(run))
+    assert not find(root, "arrow")
+    assert find(root, "arrows-omitted")[0].get("data-paths") == str(64 * 65 // 2)
+    one = parse(draw(run, selection=Selection(0, frozenset({9}))))
+    assert {a.get("data-to") for a in find(one, "arrow")} == {"out:9"}
+    assert len(find(one, "arrow")) == 10

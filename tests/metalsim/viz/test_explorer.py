@@ -1,0 +1,113 @@
+"""The explorer's state (selection, diagram, listing, counts) follows `select` and its widgets,
+without a browser."""
+
+import xml.etree.ElementTree as ET
+
+import mlx.core as mx
+import numpy as np
+import pytest
+
+import metalsim
+from metalsim.viz import Explorer
+from metalsim.viz.examples import EXAMPLES
+
+
+def explorer(name):
+    ex = EXAMPLES[name]
+    return Explorer(ex.simulate(), inputs=list(ex.inputs), kernel=ex.kernel())
+
+
+def selected_cells(svg):
+    root = ET.fromstring(svg)
+    return {(r.get("data-buffer"), r.get("data-element"), r.get("data-phase"))
+            for r in root.iter() if "selected" in r.get("class", "").split()
+            and r.tag.endswith("rect")}
+
+
+def test_it_starts_on_the_first_threadgroup_with_every_thread_and_phase():
+    e = explorer("pooling")
+    assert (e.threadgroup, e.thread, e.simdgroup, e.phase) == (0, None, None, None)
+    assert len(e.listing) == 8 + 8 + 3 * 8 - 3 + 8  # a reads, shared writes/reads, out writes
+    assert 'data-threadgroup="0"' in e.view_svg and 'data-threadgroup="1"' not in e.view_svg
+
+
+def test_selecting_a_thread_and_phase_lists_its_accesses_with_source_lines():
+    e = explorer("matmul_tiled")
+    e.select(threadgroup=4, thread=4, phase=1)
+    assert [(r.kind, r.cell) for r in e.listing] == [
+        ("read", "a_tile[1][0]"), ("read", "b_tile[0][1]"), ("read", "a_tile[1][1]"),
+        ("read", "b_tile[1][1]"), ("read", "a_tile[1][2]"), ("read", "b_tile[2][1]")]
+    assert {r.thread for r in e.listing} == {4} and {r.phase for r in e.listing} == {1}
+    assert all(r.code.startswith("for (uint k = 0; k < TILE; ++k) acc +=") for r in e.listing)
+    assert all(r.value == "" for r in e.listing)  # threadgroup memory values are not traced
+
+
+def test_the_diagram_highlights_the_selection():
+    e = explorer("matmul_tiled")
+    e.select(threadgroup=4, thread=4, phase=1)
+    assert selected_cells(e.view_svg) == {
+        ("a_tile", str(3 + k), "1") for k in range(3)} | {
+        ("b_tile", str(3 * k + 1), "1") for k in range(3)}
+    before = e.view_svg
+    e.select(phase=0)
+    assert e.view_svg != before
+    assert {c[0] for c in selected_cells(e.view_svg)} == {"a", "b", "a_tile", "b_tile"}
+
+
+def test_inputs_and_final_outputs_are_listed_with_their_values():
+    e = explorer("map")
+    e.select(threadgroup=1, thread=2)
+    assert [(r.kind, r.cell, r.value, r.line) for r in e.listing] == [
+        ("read", "a[6]", "6", 2), ("write", "out[6]", "16 (final)", 2)]
+    assert e.listing[0].code == "out[i] = a[i] + 10;"
+
+
+def test_a_simdgroup_selects_its_32_threads():
+    source = "uint i = thread_position_in_grid.x;\nout[i] = a[i] * 2;"
+    kernel = metalsim.metal_kernel(name="twice", input_names=["a"], output_names=["out"],
+                                   source=source)
+    a = mx.array(np.arange(64, dtype=np.float32))
+    run = metalsim.simulate(kernel, inputs=[a], output_shapes=[(64,)],
+                            output_dtypes=[mx.float32], grid=(64, 1, 1),
+                            threadgroup=(64, 1, 1), trace=True)
+    e = Explorer(run, inputs=[a], kernel=kernel)
+    e.select(simdgroup=1)
+    assert e.selection.threads == frozenset(range(32, 64))
+    assert {r.thread for r in e.listing} == set(range(32, 64))
+    e.select(thread=3)
+    assert e.simdgroup is None and e.selection.threads == frozenset({3})
+
+
+def test_counts_are_the_selected_threads():
+    e = explorer("dot_product")
+    e.select(thread=0)
+    assert e.counts["threadgroup_reads"] == 8 and e.counts["global_reads"] == 2
+    e.select(thread=5)
+    assert e.counts["threadgroup_reads"] == 0 and e.counts["threadgroup_writes"] == 1
+
+
+def test_the_widgets_drive_the_selection_and_show_its_view():
+    e = explorer("pooling")
+    controls = e.widget and e.controls
+    controls["threadgroup"].value = 1
+    assert e.threadgroup == 1 and 'data-threadgroup="1"' in e.view_svg
+    controls["thread"].value = 5
+    controls["phase"].value = 1
+    assert (e.thread, e.phase) == (5, 1)
+    assert {r.cell for r in e.listing} == {"shared[3]", "shared[4]", "shared[5]", "out[13]"}
+    assert "shared[4]" in e.listing_html() and e._list_html.value == e.listing_html()
+    e.select(threadgroup=0)  # and the state drives the widgets
+    assert controls["threadgroup"].value == 0 and controls["thread"].value == 5
+
+
+def test_choices_outside_the_launch_are_refused():
+    e = explorer("map")
+    with pytest.raises(ValueError, match="threadgroup 2 does not exist"):
+        e.select(threadgroup=2)
+    with pytest.raises(ValueError, match="thread 4 is not in threadgroup 0"):
+        e.select(thread=4)
+
+
+def test_an_untraced_run_is_refused():
+    with pytest.raises(ValueError, match="trace=True"):
+        Explorer(EXAMPLES["map"].simulate(trace=False))
