@@ -4,7 +4,8 @@ Drop-in compatible with Metal-Puzzles' `utils.py`:
 
     kernel = MetalKernel(name="map", input_names=["a"], output_names=["out"], source=source)
     problem = MetalProblem("Map", map_test, [a], output_shape, grid=(4, 1, 1), spec=map_spec)
-    problem.show()      # the score table: max global/threadgroup reads and writes per thread
+    problem.show()      # the score table (max reads/writes per thread) and the diagram
+    problem.explore()   # an interactive explorer of threads, phases and accesses
     problem.check()     # prints the verdict, returns a CheckResult (truthy iff passed)
     problem.hint()      # the next hint, for catalog puzzles
 
@@ -25,6 +26,8 @@ import mlx.core as mx
 import numpy as np
 
 import metalsim
+from metalsim.exec.launch import MAX_TRACED_THREADS
+from metalsim.viz import Diagram, Explorer, draw
 from puzzles.catalog import Case, Puzzle, all_puzzles
 from puzzles.checking import (
     COUNT_NAMES,
@@ -129,22 +132,35 @@ class MetalProblem:
         print(result.text)
         return result
 
-    def show(self) -> None:
-        """Print the score table of the visible case: the maximum, over threads, of global and
-        threadgroup ("shared") reads and writes, as Metal-Puzzles does."""
-        visible = self._visible()
+    def show(self) -> Diagram | None:
+        """Print the score table of the visible case — the maximum, over threads, of global and
+        threadgroup ("shared") reads and writes, as Metal-Puzzles does — and return its diagram
+        (drawn from what the simulator did; Jupyter shows it inline)."""
         print(f"# {self.name}")
         try:
-            args = self._kernel_for(visible)
-            kernel = metalsim.metal_kernel(**args.factory_kwargs())
-            run = metalsim.simulate(kernel, **call_kwargs(
-                visible, [mx.array(x) for x in visible.inputs], self._init_value()))
+            visible, kernel, run = self._simulate_visible()
         except Exception as exc:  # a broken kernel is for check() to explain
             print(f"(could not run the kernel: {str(exc).splitlines()[0]})")
-            return
+            return None
         counts = run.report.max_per_thread()
         budget = self.puzzle.budget.limits() if self.puzzle else None
         print("\n".join(score_table({n: counts.get(n, 0) for n in COUNT_NAMES}, budget)))
+        return draw(run, inputs=list(visible.inputs), title=self.name, budget=budget)
+
+    def explore(self) -> Explorer:
+        """An interactive view of the visible case: pick a threadgroup, thread (or SIMD-group)
+        and barrier phase to see its reads and writes, their source lines and values."""
+        visible, kernel, run = self._simulate_visible()
+        return Explorer(run, inputs=list(visible.inputs), kernel=kernel)
+
+    def _simulate_visible(self) -> tuple[Case, metalsim.Kernel, metalsim.Run]:
+        """Simulate the visible case, traced when it is small enough to draw every access."""
+        visible = self._visible()
+        kernel = metalsim.metal_kernel(**self._kernel_for(visible).factory_kwargs())
+        traced = int(np.prod(visible.grid)) <= MAX_TRACED_THREADS
+        run = metalsim.simulate(kernel, trace=traced, **call_kwargs(
+            visible, [mx.array(x) for x in visible.inputs], self._init_value()))
+        return visible, kernel, run
 
     def hint(self) -> None:
         """Print the next hint of the catalog puzzle (each call gives one more)."""

@@ -129,8 +129,9 @@ def test_function_returning_something_else_than_a_kernel_is_an_error():
     assert result.status == "error" and "must return a MetalKernel" in result.reason
 
 
-def test_show_prints_the_metal_puzzles_score_table_and_returns_none(capsys):
-    assert map_problem(MAP_BODY).show() is None
+def test_show_prints_the_metal_puzzles_score_table_and_returns_the_diagram(capsys):
+    diagram = map_problem(MAP_BODY).show()
+    assert "<svg" in diagram._repr_svg_() and 'data-buffer="out"' in diagram.svg
     out = capsys.readouterr().out.splitlines()
     assert out[0] == "# Map"
     assert out[1] == "Score (Max Per Thread):"
@@ -206,3 +207,9 @@ def test_real_gpu_disagreeing_with_the_spec_fails(monkeypatch):
     monkeypatch.setattr(mx.fast, "metal_kernel", zero_kernel)
     result = map_problem(MAP_BODY).check()
     assert result.status == "fail" and "real GPU" in result.reason
+
+
+def test_explore_builds_an_explorer_that_follows_the_selection():
+    explorer = map_problem(MAP_BODY).explore()
+    explorer.select(threadgroup=2, thread=0)
+    assert {(a.kind, a.cell) for a in explorer.listing} == {("read", "a[2]"), ("write", "out[2]")}
