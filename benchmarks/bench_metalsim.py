@@ -17,6 +17,7 @@ import numpy as np
 
 import metalsim
 from metalsim.exec import launch
+from solutions import gemm
 
 
 def best_of(fn, repeat: int) -> float:
@@ -125,38 +126,6 @@ if (simdgroup_index_in_threadgroup == 0) {
 }
 """
 
-SIMDGROUP_MATMUL = """
-threadgroup float As[32][8];
-threadgroup float Bs[8][32];
-uint n = a_shape[0];
-uint sg = simdgroup_index_in_threadgroup;
-uint tid = thread_index_in_threadgroup;
-uint row0 = threadgroup_position_in_grid.y * 32, col0 = threadgroup_position_in_grid.x * 32;
-uint sr = (sg / 2) * 16, sc = (sg % 2) * 16;
-simdgroup_float8x8 acc[2][2];
-for (int i = 0; i < 2; ++i) for (int j = 0; j < 2; ++j) acc[i][j] = simdgroup_float8x8(0.0f);
-for (uint k0 = 0; k0 < n; k0 += 8) {
-    for (uint e = tid; e < 256; e += 128) {
-        As[e / 8][e % 8] = a[(row0 + e / 8) * n + k0 + e % 8];
-        Bs[e / 32][e % 32] = b[(k0 + e / 32) * n + col0 + e % 32];
-    }
-    threadgroup_barrier(mem_flags::mem_threadgroup);
-    for (int i = 0; i < 2; ++i) {
-        simdgroup_float8x8 ta;
-        simdgroup_load(ta, &As[sr + 8 * i][0], 8);
-        for (int j = 0; j < 2; ++j) {
-            simdgroup_float8x8 tb;
-            simdgroup_load(tb, &Bs[0][sc + 8 * j], 32);
-            simdgroup_multiply_accumulate(acc[i][j], ta, tb, acc[i][j]);
-        }
-    }
-    threadgroup_barrier(mem_flags::mem_threadgroup);
-}
-for (int i = 0; i < 2; ++i) for (int j = 0; j < 2; ++j)
-    simdgroup_store(acc[i][j], out, n, ulong2(col0 + sc + 8 * j, row0 + sr + 8 * i));
-"""
-
-
 def main() -> None:
     kernel = metalsim.metal_kernel("pooling", ["a"], ["out"], POOLING)
     args = dict(inputs=[mx.arange(8, dtype=mx.float32)], output_shapes=[(8,)],
@@ -218,17 +187,15 @@ def main() -> None:
                                rtol=1e-3, atol=1e-1)
     print(f"simd_sum reduction of 1,048,576 floats (+ atomics):     {t:7.2f} s   (target 3 s)")
 
-    size = 256
-    kernel = metalsim.metal_kernel("sg_matmul", ["a", "b"], ["out"], SIMDGROUP_MATMUL)
+    size = 256  # notebook 04's real kernel: 64x64 tiles, 4 SIMD-groups of simdgroup_matrix
     a, b = mx.random.normal((size, size)), mx.random.normal((size, size))
-    args = dict(inputs=[a, b], output_shapes=[(size, size)], output_dtypes=[mx.float32],
-                grid=(size // 32 * 128, size // 32, 1), threadgroup=(128, 1, 1))
+    kernel, args = gemm.launch(a, b, metalsim.metal_kernel)
     metalsim.simulate(kernel, **args)
     t = best_of(lambda: metalsim.simulate(kernel, **args), 2)
     run = metalsim.simulate(kernel, **args)
     np.testing.assert_allclose(np.array(run.outputs[0]), np.array(a) @ np.array(b),
                                rtol=1e-3, atol=1e-3)
-    print(f"simdgroup_matrix matmul 256x256 (4 SIMD-groups/group): {t:7.2f} s   (target 3 s)")
+    print(f"simdgroup_matrix matmul 256x256 (solutions/gemm.py):   {t:7.2f} s   (target 3 s)")
 
 
 if __name__ == "__main__":
