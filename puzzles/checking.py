@@ -322,7 +322,8 @@ def mismatches(expected: np.ndarray | None, produced: np.ndarray, dtype: str
         finite = np.abs(e[np.isfinite(e)])
         atol = rtol * max(1.0, float(finite.max()) if finite.size else 1.0)
         with np.errstate(invalid="ignore"):
-            close = (np.abs(p - e) <= atol + rtol * np.abs(e)) | (p == e)
+            # Infinities must match exactly: |p - inf| <= inf would accept any finite value.
+            close = ((np.abs(p - e) <= atol + rtol * np.abs(e)) & np.isfinite(e)) | (p == e)
         close |= np.isnan(p) & np.isnan(e)
         bad = ~close
     return [tuple(int(i) for i in pos) for pos in np.argwhere(bad)]

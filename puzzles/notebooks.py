@@ -187,9 +187,15 @@ def array_code(x: np.ndarray) -> str:
 
 
 def _list_code(x: np.ndarray) -> str:
-    # str() of a numpy scalar is its shortest exact form: 0.3, not 0.30000001192092896.
-    items = [str(v) for v in x] if x.ndim == 1 else [_list_code(row) for row in x]
+    items = [_scalar_code(v) for v in x] if x.ndim == 1 else [_list_code(row) for row in x]
     return f"[{', '.join(items)}]"
+
+
+def _scalar_code(v: np.generic) -> str:
+    # str() of a numpy scalar is its shortest exact form: 0.3, not 0.30000001192092896.
+    if isinstance(v, np.floating) and not np.isfinite(v):
+        return "float('nan')" if np.isnan(v) else f"float('{'-' if v < 0 else ''}inf')"
+    return str(v)
 
 
 def _imports_exist(code: str) -> bool:

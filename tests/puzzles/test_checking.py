@@ -137,3 +137,9 @@ def test_header_defaults_to_the_puzzle_header_and_can_be_replaced():
     assert check_kernel(shared, shared.solution()).passed
     result = check_kernel(shared, shared.solution(), header="")
     assert result.status == "error" and "THREADGROUP_MEM_SIZE" in result.text
+
+
+def test_an_expected_infinity_is_matched_only_by_the_same_infinity():
+    expected = np.array([-np.inf, 1.0, np.inf], np.float32)
+    assert mismatches(expected, np.array([4.0, 1.0, np.inf], np.float32), "float32") == [(0,)]
+    assert mismatches(expected, expected.copy(), "float32") == []

@@ -111,3 +111,11 @@ def test_notebook_runs_top_to_bottom_in_a_fresh_kernel(module, solved):
     assert verdicts
     word = "Passed Tests!" if solved else "Failed Tests"
     assert all(v.startswith(word) for v in verdicts), verdicts
+
+
+def test_array_code_writes_infinities_and_nans_as_valid_python():
+    import mlx.core as mx
+
+    x = np.array([1.0, -np.inf, np.inf, np.nan], np.float32)
+    rebuilt = np.array(eval(notebooks.array_code(x), {"mx": mx}))
+    np.testing.assert_array_equal(rebuilt, x)

@@ -1,0 +1,475 @@
+"""Real kernels of notebook 06: segment reduce over contiguous and indexed (gathered) segments.
+
+`segment_reduce(x, lengths, op)` reduces the contiguous row segments of `x` (global pooling,
+ragged layer norm); `indexed_segment_reduce(x, indices, offsets, lengths, op)` reduces the rows
+`x[indices[p]]` of each segment's positions (max-pooling over neighbourhoods). Both take `op` in
+sum, mean, max, min, accumulate in float32 and return `x.dtype`; both are `mx.custom_function`s
+whose backward is a kernel too. Semantics follow `pointcloud-ops.md` §3-§4 with the decisions of
+notebook 06 (§11):
+
+- empty segment: sum 0, **mean 0** (divide by `max(length, 1)`, for both forms; the original
+  indexed op gives NaN), max -inf, min +inf;
+- float16 results of the contiguous form are clamped to +-65504 like the original (so an empty
+  max is -65504 there); the indexed form casts without a clamp, like the original;
+- max/min backward: every element equal to the result gets the full gradient (ties are not
+  split), once per occurrence, as MLX's autodiff of `.at[].maximum` does.
+
+Contiguous forward: each segment is split into `P` equal parts, `P` from the array sizes alone
+(no read-back of `lengths`). A threadgroup of 256 threads owns one (segment, part, tile of up to
+32 columns) and writes one float32 partial row: threads stride over the part's rows, combine
+within a SIMD-group with `simd_shuffle_down` and across SIMD-groups in threadgroup memory. MLX
+then reduces the `(K, P, C)` partials (a small array) and divides for the mean. No atomics:
+deterministic. The backward runs on the same grid; each thread knows its segment, so it stores
+`dx[r] = gy[s]` (÷ length; masked by `x == y` for max/min) with no atomics either.
+
+Indexed forward: one thread per (segment, column), threadgroups of 256 = (up to 32 columns) x
+(segments). The lanes of a SIMD-group that share a segment load its indices cooperatively, one
+each, and pass them on with `simd_shuffle`, so each index is read once per SIMD-group instead
+of once per column. One plain store per output element. The backward walks the same way and
+scatter-adds into a float32 `dx` with `atomic_fetch_add_explicit`, since a row may belong to
+several segments.
+
+Validation: `x` must be 2-D floating point, index arrays 1-D integers (cast to int32), `offsets`
+and `lengths` of one shape, `lengths` non-negative with `sum(lengths)` equal to the rows of `x`
+(contiguous) or the positions of `indices` (indexed). Checking the sum reads one scalar back to
+the CPU. `check_indices=True` also checks `0 <= indices < len(x)` and that every segment lies
+inside `indices`; without it, bad indices are undefined behaviour, as in the original.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+
+import mlx.core as mx
+
+REDUCES = ("sum", "mean", "max", "min")
+THREADS = 256          # per threadgroup
+SIMD_WIDTH = 32
+ROWS_PER_THREAD = 32   # contiguous form: a part has about 32 rows per row-thread
+FP16_MAX = 65504.0
+
+HEADER = """
+// OP: 0 sum, 1 mean, 2 max, 3 min.
+template <int OP>
+inline float identity() {
+    return OP == 2 ? -INFINITY : (OP == 3 ? INFINITY : 0.0f);
+}
+
+template <int OP>
+inline float combine(float a, float b) {
+    return OP == 2 ? max(a, b) : (OP == 3 ? min(a, b) : a + b);
+}
+"""
+
+# Threadgroup row `tgy` of the contiguous kernels owns part `tgy % parts` of segment
+# `tgy / parts`: rows [lo, hi) of x, empty when the segment is shorter than `parts`.
+PART_ROWS = """
+    uint tc = thread_position_in_threadgroup.x;
+    uint tr = thread_position_in_threadgroup.y;
+    uint row_threads = threads_per_threadgroup.y;
+    uint C = x_shape[1];
+    uint c = threadgroup_position_in_grid.x * TC + tc;
+    uint tgy = threadgroup_position_in_grid.y;
+    uint parts = threadgroups_per_grid.y / (starts_shape[0] - 1);
+    uint s = tgy / parts;
+    // One lane reads the segment's bounds and hands them to the others.
+    uint seg_start = 0;
+    uint seg_end = 0;
+    if (thread_index_in_simdgroup == 0) {
+        seg_start = starts[s];
+        seg_end = starts[s + 1];
+    }
+    seg_start = simd_broadcast(seg_start, 0);
+    seg_end = simd_broadcast(seg_end, 0);
+    uint per = (seg_end - seg_start + parts - 1) / parts;
+    uint lo = min(seg_start + (tgy % parts) * per, seg_end);
+    uint hi = min(lo + per, seg_end);
+"""
+
+# Inputs x (N, C), starts (K + 1); output partials (K * P, C) in float32.
+FORWARD_SOURCE = PART_ROWS + """
+    threadgroup float partial[SIMDGROUPS][TC];
+    uint lane = thread_index_in_simdgroup;
+    uint sg = simdgroup_index_in_threadgroup;
+
+    // 1. Each thread strides over the part's rows in its column.
+    float acc = identity<OP>();
+    if (c < C) {
+        for (uint r = lo + tr; r < hi; r += row_threads) {
+            acc = combine<OP>(acc, float(x[size_t(r) * C + c]));
+        }
+    }
+    // 2. A SIMD-group holds 32 / TC rows of TC columns: lanes l and l + TC share a column.
+    for (uint d = SIMD_WIDTH / 2; d >= TC; d /= 2) {
+        acc = combine<OP>(acc, simd_shuffle_down(acc, d));
+    }
+    // 3. Lanes 0 .. TC-1 of every SIMD-group hold its partial; the first row combines them.
+    if (lane < TC) {
+        partial[sg][lane] = acc;
+    }
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    if (tr == 0 && c < C) {
+        for (uint g = 1; g < SIMDGROUPS; ++g) {
+            acc = combine<OP>(acc, partial[g][tc]);
+        }
+        out[size_t(tgy) * C + c] = acc;
+    }
+"""
+
+# Inputs x (N, C), starts (K + 1), y (K, C), gy (K, C); output dx (N, C). Same grid as forward.
+BACKWARD_SOURCE = PART_ROWS + """
+    if (c >= C) {
+        return;
+    }
+    float g = float(gy[s * C + c]);
+    if (OP == 1) {
+        g /= float(max(seg_end - seg_start, 1u));
+    }
+    float best = OP >= 2 ? float(y[s * C + c]) : 0.0f;
+    for (uint r = lo + tr; r < hi; r += row_threads) {
+        size_t at = size_t(r) * C + c;
+        // max/min: every element equal to the result gets the whole gradient (all ties).
+        dx[at] = static_cast<T>(OP < 2 || float(x[at]) == best ? g : 0.0f);
+    }
+"""
+
+# The walk over a segment's positions, shared by the indexed forward and backward. Lanes that
+# share a segment (TC consecutive lanes) load TC of its indices at a time, one each, and pass
+# them on with simd_shuffle; the loop bound is the SIMD-group's longest segment, so every lane
+# runs every shuffle.
+INDEXED_WALK = """
+    uint tc = thread_position_in_threadgroup.x;
+    uint lane = thread_index_in_simdgroup;
+    uint first = lane - tc;                     // lane of column 0 of this segment
+    uint C = x_shape[1];
+    uint K = lengths_shape[0];
+    uint c = threadgroup_position_in_grid.x * TC + tc;
+    uint s = thread_position_in_grid.y;
+    bool active = s < K && c < C;
+    int start = 0;
+    int len = 0;
+    if (tc == 0 && s < K) {
+        start = offsets[s];
+        len = lengths[s];
+    }
+    start = simd_shuffle(start, first);
+    len = simd_shuffle(len, first);
+    int longest = simd_max(len);
+"""
+
+INDEXED_FORWARD_SOURCE = INDEXED_WALK + """
+    float acc = identity<OP>();
+    for (int base = 0; base < longest; base += TC) {
+        int mine = base + int(tc) < len ? indices[start + base + tc] : 0;
+        int n = min(int(TC), longest - base);
+        for (int j = 0; j < n; ++j) {
+            int row = simd_shuffle(mine, first + j);
+            if (active && base + j < len) {
+                acc = combine<OP>(acc, float(x[size_t(row) * C + c]));
+            }
+        }
+    }
+    if (active) {
+        out[s * C + c] = static_cast<T>(OP == 1 ? acc / float(max(len, 1)) : acc);
+    }
+"""
+
+INDEXED_BACKWARD_SOURCE = INDEXED_WALK + """
+    float g = 0.0f;
+    float best = 0.0f;
+    if (active) {
+        g = float(gy[s * C + c]);
+        if (OP == 1) {
+            g /= float(max(len, 1));
+        }
+        if (OP >= 2) {
+            best = float(y[s * C + c]);
+        }
+    }
+    for (int base = 0; base < longest; base += TC) {
+        int mine = base + int(tc) < len ? indices[start + base + tc] : 0;
+        int n = min(int(TC), longest - base);
+        for (int j = 0; j < n; ++j) {
+            int row = simd_shuffle(mine, first + j);
+            if (active && base + j < len) {
+                size_t at = size_t(row) * C + c;
+                // A row may appear in several segments (and twice in one): add atomically.
+                if (OP < 2 || float(x[at]) == best) {
+                    atomic_fetch_add_explicit(&dx[at], g, memory_order_relaxed);
+                }
+            }
+        }
+    }
+"""
+
+COMMON_HEADER = f"constant uint SIMD_WIDTH = {SIMD_WIDTH};\n" + HEADER
+
+
+@functools.cache
+def _kernels(factory: Callable) -> dict[str, Callable]:
+    """The four kernels, built once per kernel factory (MLX's, or metalsim's under a patch)."""
+    sizes = f"constant uint SIMDGROUPS = {THREADS // SIMD_WIDTH};\n"
+    return {
+        "forward": factory(name="segment_reduce", input_names=["x", "starts"],
+                           output_names=["out"], source=FORWARD_SOURCE,
+                           header=sizes + COMMON_HEADER),
+        "backward": factory(name="segment_reduce_vjp", input_names=["x", "starts", "y", "gy"],
+                            output_names=["dx"], source=BACKWARD_SOURCE, header=COMMON_HEADER),
+        "indexed": factory(name="indexed_segment_reduce",
+                           input_names=["x", "indices", "offsets", "lengths"],
+                           output_names=["out"], source=INDEXED_FORWARD_SOURCE,
+                           header=COMMON_HEADER),
+        "indexed_backward": factory(
+            name="indexed_segment_reduce_vjp",
+            input_names=["x", "indices", "offsets", "lengths", "y", "gy"],
+            output_names=["dx"], source=INDEXED_BACKWARD_SOURCE, header=COMMON_HEADER,
+            atomic_outputs=True),
+    }
+
+
+# --- validation -----------------------------------------------------------------------------
+
+
+def _check_op(op: str) -> int:
+    if op not in REDUCES:
+        raise ValueError(f"op must be one of {REDUCES}, got {op!r}")
+    return REDUCES.index(op)
+
+
+def _check_x(x: mx.array) -> None:
+    if x.ndim != 2:
+        raise ValueError(f"x must be 2-D (rows, channels), got shape {x.shape}")
+    if not mx.issubdtype(x.dtype, mx.floating):
+        raise TypeError(f"x must be floating point, got {x.dtype}")
+
+
+def _index_array(name: str, a: mx.array) -> mx.array:
+    """A 1-D integer array as int32 (64-bit inputs are cast here, as the original's wrapper
+    does; the kernels index with int32)."""
+    if not isinstance(a, mx.array) or not mx.issubdtype(a.dtype, mx.integer):
+        kind = a.dtype if isinstance(a, mx.array) else type(a).__name__
+        raise TypeError(f"{name} must be an integer mx.array, got {kind}")
+    if a.ndim != 1:
+        raise ValueError(f"{name} must be 1-D, got shape {a.shape}")
+    return a.astype(mx.int32)
+
+
+def _check_lengths(lengths: mx.array, rows: int, what: str) -> None:
+    """lengths >= 0 and sum(lengths) == rows (one small read-back)."""
+    if lengths.size == 0:
+        raise ValueError("lengths is empty: at least one segment is needed")
+    total, smallest = mx.sum(lengths).item(), mx.min(lengths).item()
+    if smallest < 0:
+        raise ValueError(f"lengths must be non-negative, got {smallest}")
+    if total != rows:
+        raise ValueError(f"sum(lengths) = {total} but {what} has {rows} rows")
+
+
+def _check_index_ranges(indices: mx.array, offsets: mx.array, lengths: mx.array,
+                        rows: int) -> None:
+    if indices.size and (mx.min(indices).item() < 0 or mx.max(indices).item() >= rows):
+        raise IndexError(f"indices must lie in [0, {rows}), got values in "
+                         f"[{mx.min(indices).item()}, {mx.max(indices).item()}]")
+    ends = offsets + lengths
+    if offsets.size and (mx.min(offsets).item() < 0
+                         or mx.max(ends).item() > indices.size):
+        raise IndexError(f"every segment [offsets[s], offsets[s] + lengths[s]) must lie in "
+                         f"[0, {indices.size}), the positions of indices")
+
+
+# --- contiguous segments --------------------------------------------------------------------
+
+
+def _column_tile(columns: int) -> int:
+    """Columns per threadgroup: the next power of two of C, at most a SIMD-group."""
+    tile = 1
+    while tile < min(columns, SIMD_WIDTH):
+        tile *= 2
+    return tile
+
+
+def _parts(rows: int, segments: int, row_threads: int) -> int:
+    """How many parts each segment is split into, from the sizes alone: about
+    ROWS_PER_THREAD rows per row-thread when the segments are of equal length."""
+    per_part = ROWS_PER_THREAD * row_threads
+    return max(1, -(-rows // (segments * per_part)))
+
+
+def _contiguous_geometry(x: mx.array, segments: int) -> dict:
+    """Grid, threadgroup, column tile and parts of the contiguous kernels (both passes): a
+    threadgroup of (TC columns) x (256 / TC row-threads) per (column tile, segment, part)."""
+    tc = _column_tile(x.shape[1])
+    row_threads = THREADS // tc
+    parts = _parts(x.shape[0], segments, row_threads)
+    return {"grid": (-(-x.shape[1] // tc) * tc, segments * parts * row_threads, 1),
+            "threadgroup": (tc, row_threads, 1), "tc": tc, "parts": parts}
+
+
+def launch(x: mx.array, lengths: mx.array, op: str = "sum",
+           factory: Callable | None = None) -> tuple[Callable, dict]:
+    """The forward kernel (built by `factory`, MLX's by default) and its call's arguments. Its
+    output is `(K * P, C)` float32 partials: row `s * P + p` is part `p` of segment `s`."""
+    code = _check_op(op)
+    _check_x(x)
+    lengths = _index_array("lengths", lengths)
+    starts = mx.concatenate([mx.zeros(1, mx.int32), mx.cumsum(lengths)])
+    geometry = _contiguous_geometry(x, lengths.size)
+    args = {"inputs": [x, starts],
+            "output_shapes": [(lengths.size * geometry["parts"], x.shape[1])],
+            "output_dtypes": [mx.float32],
+            "template": [("OP", 0 if code == 1 else code), ("TC", geometry["tc"])],
+            "grid": geometry["grid"], "threadgroup": geometry["threadgroup"]}
+    return _kernels(factory or mx.fast.metal_kernel)["forward"], args
+
+
+def _finish(partials: mx.array, lengths: mx.array, op: str, dtype: mx.Dtype) -> mx.array:
+    """Combine the P partials of every segment; mean divides; float16 is clamped."""
+    segments, columns = lengths.size, partials.shape[1]
+    parts = partials.reshape(segments, -1, columns)
+    out = {"sum": mx.sum, "mean": mx.sum, "max": mx.max, "min": mx.min}[op](parts, axis=1)
+    if op == "mean":
+        out = out / mx.maximum(lengths, 1).astype(mx.float32)[:, None]
+    if dtype == mx.float16:
+        out = mx.clip(out, -FP16_MAX, FP16_MAX)
+    return out.astype(dtype)
+
+
+def _segment_backward(x: mx.array, starts: mx.array, y: mx.array, gy: mx.array, code: int
+                      ) -> mx.array:
+    """dx of the contiguous reduce, on the forward's grid: a plain store per element."""
+    geometry = _contiguous_geometry(x, starts.size - 1)
+    kernel = _kernels(mx.fast.metal_kernel)["backward"]
+    return kernel(inputs=[x, starts, y, gy], output_shapes=[x.shape], output_dtypes=[x.dtype],
+                  template=[("T", x.dtype), ("OP", code), ("TC", geometry["tc"])],
+                  grid=geometry["grid"], threadgroup=geometry["threadgroup"])[0]
+
+
+def segment_reduce(x: mx.array, lengths: mx.array, op: str = "sum") -> mx.array:
+    """Reduce the contiguous row segments of `x` (N, C): segment `s` is the next `lengths[s]`
+    rows. Returns `(K, C)` in `x.dtype`; differentiable with respect to `x`."""
+    code = _check_op(op)
+    _check_x(x)
+    lengths = _index_array("lengths", lengths)
+    _check_lengths(lengths, x.shape[0], "x")
+    starts = mx.concatenate([mx.zeros(1, mx.int32), mx.cumsum(lengths)])
+
+    @mx.custom_function
+    def reduce(x: mx.array) -> mx.array:
+        kernel, args = launch(x, lengths, op)
+        return _finish(kernel(**args)[0], lengths, op, x.dtype)
+
+    @reduce.vjp
+    def reduce_vjp(x: mx.array, gy: mx.array, y: mx.array) -> mx.array:
+        return _segment_backward(x, starts, y, gy, code)
+
+    return reduce(x)
+
+
+# --- indexed segments -----------------------------------------------------------------------
+
+
+def _indexed_geometry(x: mx.array, segments: int) -> dict:
+    tc = _column_tile(x.shape[1])
+    per_group = THREADS // tc
+    return {"grid": (-(-x.shape[1] // tc) * tc, -(-segments // per_group) * per_group, 1),
+            "threadgroup": (tc, per_group, 1), "tc": tc}
+
+
+def _indexed_arrays(x: mx.array, indices: mx.array, offsets: mx.array | None,
+                    lengths: mx.array) -> tuple[mx.array, mx.array, mx.array]:
+    _check_x(x)
+    indices = _index_array("indices", indices)
+    lengths = _index_array("lengths", lengths)
+    if offsets is None:
+        offsets = mx.cumsum(lengths) - lengths
+    offsets = _index_array("offsets", offsets)
+    if offsets.shape != lengths.shape:
+        raise ValueError(f"offsets and lengths must have one shape, got {offsets.shape} and "
+                         f"{lengths.shape}")
+    return indices, offsets, lengths
+
+
+def launch_indexed(x: mx.array, indices: mx.array, offsets: mx.array | None,
+                   lengths: mx.array, op: str = "sum", factory: Callable | None = None
+                   ) -> tuple[Callable, dict]:
+    """The indexed forward kernel and its call's arguments; its output is the `(K, C)`
+    result in `x.dtype`."""
+    code = _check_op(op)
+    indices, offsets, lengths = _indexed_arrays(x, indices, offsets, lengths)
+    geometry = _indexed_geometry(x, lengths.size)
+    args = {"inputs": [x, indices, offsets, lengths],
+            "output_shapes": [(lengths.size, x.shape[1])], "output_dtypes": [x.dtype],
+            "template": [("T", x.dtype), ("OP", code), ("TC", geometry["tc"])],
+            "grid": geometry["grid"], "threadgroup": geometry["threadgroup"]}
+    return _kernels(factory or mx.fast.metal_kernel)["indexed"], args
+
+
+def launch_indexed_backward(x: mx.array, indices: mx.array, offsets: mx.array | None,
+                            lengths: mx.array, y: mx.array, gy: mx.array, op: str = "sum",
+                            factory: Callable | None = None) -> tuple[Callable, dict]:
+    """The indexed backward kernel (a scatter-add) and its call's arguments; its output is
+    `dx` in float32."""
+    code = _check_op(op)
+    indices, offsets, lengths = _indexed_arrays(x, indices, offsets, lengths)
+    geometry = _indexed_geometry(x, lengths.size)
+    args = {"inputs": [x, indices, offsets, lengths, y, gy],
+            "output_shapes": [x.shape], "output_dtypes": [mx.float32],
+            "template": [("OP", code), ("TC", geometry["tc"])], "init_value": 0,
+            "grid": geometry["grid"], "threadgroup": geometry["threadgroup"]}
+    return _kernels(factory or mx.fast.metal_kernel)["indexed_backward"], args
+
+
+def indexed_segment_reduce(x: mx.array, indices: mx.array, offsets: mx.array | None,
+                           lengths: mx.array, op: str = "sum", *,
+                           check_indices: bool = False) -> mx.array:
+    """Segment `s` reduces the rows `x[indices[p]]` for `p` in `[offsets[s], offsets[s] +
+    lengths[s])`; `offsets=None` means the exclusive prefix sum of `lengths`. Returns `(K, C)`
+    in `x.dtype`; differentiable with respect to `x`."""
+    _check_op(op)
+    indices, offsets, lengths = _indexed_arrays(x, indices, offsets, lengths)
+    _check_lengths(lengths, indices.size, "indices")
+    if check_indices:
+        _check_index_ranges(indices, offsets, lengths, x.shape[0])
+
+    @mx.custom_function
+    def reduce(x: mx.array) -> mx.array:
+        kernel, args = launch_indexed(x, indices, offsets, lengths, op)
+        return kernel(**args)[0]
+
+    @reduce.vjp
+    def reduce_vjp(x: mx.array, gy: mx.array, y: mx.array) -> mx.array:
+        kernel, args = launch_indexed_backward(x, indices, offsets, lengths, y, gy, op)
+        return kernel(**args)[0].astype(x.dtype)
+
+    return reduce(x)
+
+
+# --- the same launches in the simulator -----------------------------------------------------
+
+
+def simulate(x: mx.array, lengths: mx.array, op: str = "sum"):
+    """The contiguous forward launch in the simulator: a `metalsim.Run` (partials, report)."""
+    import metalsim
+
+    kernel, args = launch(x, lengths, op, metalsim.metal_kernel)
+    return metalsim.simulate(kernel, **args)
+
+
+def simulate_indexed(x: mx.array, indices: mx.array, offsets: mx.array | None,
+                     lengths: mx.array, op: str = "sum"):
+    """The indexed forward launch in the simulator."""
+    import metalsim
+
+    kernel, args = launch_indexed(x, indices, offsets, lengths, op, metalsim.metal_kernel)
+    return metalsim.simulate(kernel, **args)
+
+
+def simulate_indexed_backward(x: mx.array, indices: mx.array, offsets: mx.array | None,
+                              lengths: mx.array, y: mx.array, gy: mx.array, op: str = "sum"):
+    """The indexed backward (scatter-add) launch in the simulator."""
+    import metalsim
+
+    kernel, args = launch_indexed_backward(x, indices, offsets, lengths, y, gy, op,
+                                           metalsim.metal_kernel)
+    return metalsim.simulate(kernel, **args)
