@@ -14,7 +14,8 @@ import numpy as np
 
 from metalsim.exec import arith
 from metalsim.exec import memory as mem
-from metalsim.exec.compile import E, constant, load_loc, store_loc
+from metalsim.exec.compiled import E, constant
+from metalsim.exec.runtime import load_loc, store_loc
 from metalsim.exec.values import MemLoc
 from metalsim.lang import ast
 from metalsim.lang import types as ty

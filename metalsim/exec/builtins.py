@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from metalsim.exec.atomics import ATOMIC_BUILTINS
-from metalsim.exec.compile import E, constant
+from metalsim.exec.compiled import E, constant
 from metalsim.exec.machine import Lanes, Machine
 from metalsim.exec.simd import SIMD_BUILTINS
 from metalsim.exec.simdgroup_matrix import SIMDGROUP_MATRIX_BUILTINS

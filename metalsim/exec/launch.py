@@ -16,7 +16,8 @@ import numpy as np
 from metalsim.diagnostics import Coord, SourceMap
 from metalsim.exec import memory as mem
 from metalsim.exec.builtins import BUILTINS
-from metalsim.exec.compile import Compiler, FunctionCode, Var
+from metalsim.exec.compile import Compiler
+from metalsim.exec.compiled import FunctionCode, Var
 from metalsim.exec.machine import (
     MAX_THREADGROUP_MEMORY,
     MAX_THREADS_PER_THREADGROUP,

@@ -38,7 +38,7 @@ import numpy as np
 
 from metalsim.diagnostics import Coord
 from metalsim.exec import arith
-from metalsim.exec.compile import E
+from metalsim.exec.compiled import E
 from metalsim.exec.machine import SIMD_WIDTH, Lanes, Machine
 from metalsim.exec.values import Frame
 from metalsim.lang import ast

@@ -1,0 +1,737 @@
+"""Compiling expressions: conversions, operators, names, indexing, swizzles, casts and
+constructors (the `ExpressionCompiler` half of `Compiler`)."""
+
+from __future__ import annotations
+
+import math
+import struct
+from collections.abc import Callable
+from dataclasses import replace
+from fractions import Fraction
+
+import numpy as np
+
+from metalsim.diagnostics import Coord
+from metalsim.exec import arith
+from metalsim.exec.compiled import E, Scope, Var, constant, lane_zeros
+from metalsim.exec.runtime import (
+    address_only,
+    load_loc,
+    raise_limit,
+    report_lanes,
+    store_loc,
+)
+from metalsim.exec.values import MemLoc, Ptr, VarLoc
+from metalsim.lang import ast
+from metalsim.lang import types as ty
+from metalsim.lang.types import (
+    BOOL,
+    FLOAT,
+    INT,
+    LONG,
+    ULONG,
+    ArrayType,
+    AtomicType,
+    PointerType,
+    ScalarType,
+    Type,
+    VectorType,
+)
+
+SWIZZLE = {c: i for i, c in enumerate("xyzw")} | {c: i for i, c in enumerate("rgba")}
+
+
+class ExpressionCompiler:
+    """Expression methods of `Compiler` (which supplies `error`, `resolve_type`, calls, ...)."""
+
+    # --- conversions ------------------------------------------------------------------------
+    def rvalue(self, e: E) -> E:
+        """Array-to-pointer decay; everything else is already an rvalue evaluator."""
+        if isinstance(e.type, AtomicType):
+            self.error(f"an atomic ('{e.type}') cannot be read directly", e.coord,
+                       hint="use atomic_load_explicit(&x, memory_order_relaxed)")
+        if isinstance(e.type, ArrayType) and e.loc is not None:
+            loc, elem, space = e.loc, e.type.elem, e.space
+
+            def ev(f, lanes):
+                where = loc(f, lanes)
+                return Ptr(where.region, where.off)
+            return E(PointerType(elem, space or "thread", e.readonly), ev, e.coord)
+        return e
+
+    def convert(self, e: E, t: Type, where: ast.Node | Coord, explicit: bool = False) -> E:
+        """Convert `e` to type `t` as C++ does (implicitly unless `explicit`)."""
+        e = self.rvalue(e)
+        src = e.type
+        if src == t:
+            return e
+        coord = where if isinstance(where, Coord) else where.coord
+        if isinstance(t, PointerType) or isinstance(src, PointerType):
+            return self.convert_pointer(e, t, coord, explicit)
+        if not (ty.is_arithmetic(src) and ty.is_arithmetic(t)):
+            self.error(f"cannot convert '{src}' to '{t}'", coord)
+        if isinstance(t, VectorType) and isinstance(src, VectorType):
+            if src.n == t.n and src.elem == t.elem:  # packed <-> aligned: same values
+                return E(t, e.ev, coord, const=e.const)
+            if src.n != t.n or not explicit:
+                self.error(f"cannot convert '{src}' to '{t}' implicitly" if src.n == t.n
+                           else f"cannot convert '{src}' to '{t}'", coord,
+                           hint=f"write {t.name}(...) to convert" if src.n == t.n else "")
+            return self.map_value(e, t, lambda v: arith.convert(v, src, t))
+        if isinstance(src, VectorType):
+            self.error(f"cannot convert vector '{src}' to scalar '{t}'", coord,
+                       hint="pick a component, e.g. v.x")
+        if isinstance(t, VectorType):
+            elem = t.elem
+            k = t.n
+
+            def splat(v):
+                c = arith.convert(np.asarray(v), src, elem)
+                return np.repeat(c[..., None], k, axis=-1)
+            return self.map_value(e, t, splat)
+        if not explicit and {src, t} in ({ty.HALF, ty.BFLOAT},) :
+            self.error(f"cannot convert '{src}' to '{t}' implicitly", coord)
+        return self.map_value(e, t, lambda v: arith.convert(np.asarray(v), src, t))
+
+    def map_value(self, e: E, t: Type, fn: Callable) -> E:
+        if e.const is not None:
+            c = fn(e.const)
+            return E(t, lambda f, lanes: c, e.coord, const=c)
+        ev = e.ev
+        return E(t, lambda f, lanes: fn(ev(f, lanes)), e.coord)
+
+    def convert_pointer(self, e: E, t: Type, coord: Coord, explicit: bool) -> E:
+        src = e.type
+        if not (isinstance(src, PointerType) and isinstance(t, PointerType)):
+            self.error(f"cannot convert '{src}' to '{t}'", coord)
+        if src.space != t.space:
+            self.error(f"cannot convert '{src}' to '{t}': address spaces differ", coord)
+        if src.const and not t.const and not explicit:
+            self.error(f"cannot convert '{src}' to '{t}': it drops 'const'", coord)
+        if src.pointee != t.pointee and not explicit:
+            self.error(f"cannot convert '{src}' to '{t}' implicitly", coord,
+                       hint=f"cast explicitly: ({t})")
+        return E(t, e.ev, coord)
+
+    def arith_operand(self, e: E, node: ast.Node) -> E:
+        e = self.rvalue(e)
+        if not ty.is_arithmetic(e.type):
+            self.error(f"invalid operand of type '{e.type}'", node)
+        return e
+
+    # --- expressions ------------------------------------------------------------------------
+    def expr(self, node: ast.Node, scope: Scope) -> E:
+        method = getattr(self, "x_" + type(node).__name__, None)
+        if method is None:
+            self.error("unsupported expression", node)
+        return method(node, scope)
+
+    def x_IntLiteral(self, node: ast.IntLiteral, scope: Scope) -> E:
+        if node.text.startswith("'"):  # a character literal has type char in C++
+            return constant((node.value + 128) % 256 - 128, ty.CHAR, node.coord)
+        try:
+            t = arith.parse_int_literal_type(node.value, node.suffix, node.hex_or_octal)
+        except ValueError as exc:
+            self.error(str(exc), node)
+        return constant(node.value % (1 << t.bits) if not t.signed and node.value < 0
+                        else node.value, t, node.coord)
+
+    def x_FloatLiteral(self, node: ast.FloatLiteral, scope: Scope) -> E:
+        t = {"h": ty.HALF, "bf": ty.BFLOAT}.get(node.suffix, FLOAT)
+        c = np.asarray(arith.round_from_float64(np.array([odd_double(node)]), t.dtype)[0])
+        return E(t, lambda f, lanes: c, node.coord, const=c)
+
+    def x_BoolLiteral(self, node: ast.BoolLiteral, scope: Scope) -> E:
+        return constant(node.value, BOOL, node.coord)
+
+    def x_Name(self, node: ast.Name, scope: Scope) -> E:
+        qualified = self.builtins.get(("qualified_name", node.qualifier))
+        if qualified is not None:
+            return qualified(self, node, scope)
+        v = scope.lookup(node.name) if not node.qualifier else None
+        if isinstance(v, Var):
+            return self.var_expr(v, node)
+        builtin = self.builtins.get(("name", node.qualifier, node.name)) or self.builtins.get(
+            ("name", "", node.name))
+        if builtin is not None:
+            return builtin(self, node, scope)
+        if node.name in self.functions or ("call", node.name) in self.builtins:
+            self.error(f"'{node.name}' is a function; did you forget the call parentheses?",
+                       node)
+        names = [k for k in scope.visible() if isinstance(scope.lookup(k), Var)]
+        self.error(f"use of undeclared identifier '{node.name}'", node,
+                   hint=self.suggest(node.name, names), width=len(node.name))
+
+    def var_expr(self, v: Var, node: ast.Node) -> E:
+        coord = node.coord
+        slot, t = v.slot, v.type
+        if v.kind == "const":
+            c = v.const
+            return E(t, lambda f, lanes: c, coord, const=c, readonly=True)
+        if v.kind == "value" and (v.init_slot >= 0 or self.tracing):
+            init_slot, name, tracing = v.init_slot, v.name, self.tracing
+
+            def loc_tracked(f, lanes):
+                return VarLoc(f.vars[slot], None, f.vars[init_slot] if init_slot >= 0 else None,
+                              name, f.sources.setdefault(slot, {}) if tracing else None)
+            return self.with_load(E(t, None, coord, loc=loc_tracked, readonly=v.readonly))
+        if v.kind == "value":
+            return E(t, lambda f, lanes: f.vars[slot][lanes.idx], coord,
+                     loc=lambda f, lanes: VarLoc(f.vars[slot]), readonly=v.readonly)
+        if v.kind == "ptr":
+            def ev_ptr(f, lanes):
+                s = f.vars[slot]
+                return Ptr(s.region, s.off[lanes.idx])
+            return E(t, ev_ptr, coord, loc=lambda f, lanes: VarLoc(f.vars[slot]),
+                     readonly=v.readonly)
+        if v.kind in ("region", "global_region"):
+            zero = np.zeros((), np.int64)
+            if v.kind == "global_region":
+                region = v.region
+
+                def loc(f, lanes):
+                    return MemLoc(region, zero)
+            else:
+                def loc(f, lanes):
+                    return MemLoc(f.vars[slot], zero)
+            e = E(t, None, coord, loc=loc, readonly=v.readonly, space=v.space)
+            return self.with_load(e)
+        if v.kind == "ref":
+            def loc_ref(f, lanes):
+                r = f.vars[slot]
+                if isinstance(r, VarLoc):
+                    return r
+                return MemLoc(r.region, r.off[lanes.idx], r.comps)
+            e = E(t, None, coord, loc=loc_ref, readonly=v.readonly, space=v.space)
+            return self.with_load(e)
+        raise AssertionError(v.kind)
+
+    def with_load(self, e: E) -> E:
+        """Give an lvalue E the evaluator that loads it."""
+        if isinstance(e.type, ArrayType):
+            return e  # arrays are only used through decay or indexing
+        loc, t, coord = e.loc, e.type, e.coord
+
+        def ev(f, lanes):
+            return load_loc(f, lanes, loc(f, lanes), t, coord)
+        return replace(e, ev=ev)
+
+    # --- operators --------------------------------------------------------------------------
+    def x_Binary(self, node: ast.Binary, scope: Scope) -> E:
+        op = node.op
+        if op in ("&&", "||"):
+            return self.logical(node, scope)
+        left = self.rvalue(self.expr(node.left, scope))
+        right = self.rvalue(self.expr(node.right, scope))
+        if op == ",":
+            lev, rev = left.ev, right.ev
+
+            def ev_comma(f, lanes):
+                lev(f, lanes)
+                return rev(f, lanes)
+            return E(right.type, ev_comma, node.coord)
+        if isinstance(left.type, PointerType) or isinstance(right.type, PointerType):
+            return self.pointer_arith(node, left, right)
+        return self.binary(op, left, right, node)
+
+    def binary(self, op: str, left: E, right: E, node: ast.Node,
+               operands: tuple[ast.Node, ast.Node] | None = None) -> E:
+        lnode, rnode = operands or (node.left, node.right)
+        if isinstance(left.type, ty.SimdMatrixType) or isinstance(right.type, ty.SimdMatrixType):
+            return self.builtins[("operator", "simdgroup_matrix")](self, op, left, right, node)
+        left, right = self.arith_operand(left, lnode), self.arith_operand(right, rnode)
+        lt, rt = left.type, right.type
+        if op in ("<<", ">>"):
+            if not (ty.is_integer(lt) and ty.is_integer(rt)):
+                self.error(f"invalid operands to binary expression ('{lt}' and '{rt}')", node)
+            t = lt if isinstance(lt, VectorType) else ty.promote(lt)
+            if isinstance(rt, VectorType) and not isinstance(lt, VectorType):
+                t = VectorType(t, rt.n)
+            a, b = self.convert(left, t, node), self.convert(right, t, node, explicit=True)
+        else:
+            try:
+                t = ty.common_type(lt, rt)
+            except ty.ConversionError:
+                self.error(f"invalid operands to binary expression ('{lt}' and '{rt}')", node)
+            if op == "%" and ty.is_float(t):
+                self.error(f"invalid operands to binary expression ('{lt}' and '{rt}')", node,
+                           hint="use fmod(x, y) for floating-point remainder")
+            if op in ("&", "|", "^") and ty.is_float(t):
+                self.error(f"invalid operands to binary expression ('{lt}' and '{rt}')", node)
+            a, b = self.convert(left, t, node), self.convert(right, t, node)
+        result_t = ty.bool_like(t) if op in ("<", ">", "<=", ">=", "==", "!=") else t
+        coord = node.coord
+        check_div = op in ("/", "%") and ty.is_integer(t)
+        check_shift = op in ("<<", ">>")
+        if a.const is not None and b.const is not None:
+            if check_div and not np.all(b.const != 0):
+                self.error("division by zero in a constant expression", node)
+            c = arith.binary(op, a.const, b.const, t)
+            return E(result_t, lambda f, lanes: c, coord, const=c)
+        aev, bev = a.ev, b.ev
+        if check_div:
+            def ev(f, lanes):
+                x, y = aev(f, lanes), bev(f, lanes)
+                zero = arith.zero_divisor_mask(y)
+                if zero is not None and zero.any():
+                    report_lanes(f, lanes, zero, "division-by-zero", "warning",
+                                 "integer division by zero", coord,
+                                 hint="the result is unspecified on the GPU; guard the divisor")
+                return arith.binary(op, x, y, t)
+        elif check_shift:
+            def ev(f, lanes):
+                x, y = aev(f, lanes), bev(f, lanes)
+                bad = arith.shift_out_of_range_mask(y, t)
+                if bad is not None and bad.any():
+                    report_lanes(f, lanes, bad, "shift-out-of-range", "warning",
+                                 f"shift count out of range for '{t}'", coord,
+                                 hint="Metal uses only the low bits of the count")
+                return arith.binary(op, x, y, t)
+        else:
+            def ev(f, lanes):
+                return arith.binary(op, aev(f, lanes), bev(f, lanes), t)
+        return E(result_t, ev, coord)
+
+    def pointer_arith(self, node: ast.Binary, left: E, right: E) -> E:
+        op, coord = node.op, node.coord
+        lp, rp = isinstance(left.type, PointerType), isinstance(right.type, PointerType)
+        if lp and rp:
+            if op == "-":
+                size = left.type.pointee.size or 1
+                lev, rev = left.ev, right.ev
+                return E(LONG, lambda f, lanes: (lev(f, lanes).off - rev(f, lanes).off) // size,
+                         coord)
+            if op in ("<", ">", "<=", ">=", "==", "!="):
+                lev, rev = left.ev, right.ev
+                return E(BOOL, lambda f, lanes: arith.binary(
+                    op, lev(f, lanes).off, rev(f, lanes).off, LONG), coord)
+            self.error(f"invalid operands to binary expression ('{left.type}' and "
+                       f"'{right.type}')", node)
+        if op not in ("+", "-") or (rp and op == "-"):
+            self.error(f"invalid operands to binary expression ('{left.type}' and "
+                       f"'{right.type}')", node)
+        ptr, num = (left, right) if lp else (right, left)
+        if not ty.is_integer(num.type) or isinstance(num.type, VectorType):
+            self.error(f"pointer arithmetic needs an integer offset, not '{num.type}'", node)
+        return self.offset_pointer(ptr, num, -1 if op == "-" else 1, coord)
+
+    def offset_pointer(self, ptr: E, num: E, sign: int, coord: Coord) -> E:
+        size = ptr.type.pointee.size
+        pev, nev, src = ptr.ev, num.ev, num.type
+
+        def ev(f, lanes):
+            p = pev(f, lanes)
+            k = arith.convert(np.asarray(nev(f, lanes)), src, LONG)
+            return Ptr(p.region, p.off + sign * k * size)
+        return E(ptr.type, ev, coord)
+
+    def logical(self, node: ast.Binary, scope: Scope) -> E:
+        left = self.to_bool(self.expr(node.left, scope), node.left)
+        right = self.to_bool(self.expr(node.right, scope), node.right)
+        if left.const is not None and right.const is not None:
+            c = np.asarray(bool(left.const) and bool(right.const) if node.op == "&&"
+                           else bool(left.const) or bool(right.const))
+            return E(BOOL, lambda f, lanes: c, node.coord, const=c)
+        lev, rev, is_and = left.ev, right.ev, node.op == "&&"
+
+        def ev(f, lanes):
+            lv = np.broadcast_to(lev(f, lanes), (lanes.n,))
+            need = lv if is_and else ~lv
+            out = lv.copy()
+            if need.any():
+                sub = lanes.select(need)
+                out[need] = rev(f, sub)
+            return out
+        return E(BOOL, ev, node.coord)
+
+    def to_bool(self, e: E, node: ast.Node) -> E:
+        e = self.rvalue(e)
+        if isinstance(e.type, VectorType):
+            self.error(f"a vector ('{e.type}') cannot be used as a condition", node,
+                       hint="use all(...) or any(...)")
+        if isinstance(e.type, PointerType):  # kernel pointers are never null
+            return E(BOOL, lambda f, lanes: np.ones(lanes.n, bool), e.coord)
+        if not ty.is_arithmetic(e.type):
+            self.error(f"'{e.type}' cannot be used as a condition", node)
+        return self.convert(e, BOOL, node, explicit=True)
+
+    def x_Unary(self, node: ast.Unary, scope: Scope) -> E:
+        op = node.op
+        if op in ("++", "--"):
+            return self.increment(node, scope, prefix=True)
+        operand = self.expr(node.operand, scope)
+        if op == "&":
+            return self.address_of(operand, node)
+        if op == "*":
+            return self.dereference(self.rvalue(operand), node)
+        if op == "!":
+            b = self.to_bool(operand, node.operand)
+            return self.map_value(b, BOOL, lambda v: ~np.asarray(v, bool))
+        operand = self.arith_operand(operand, node.operand)
+        t = operand.type
+        if op == "~" and not ty.is_integer(t):
+            self.error(f"invalid argument type '{t}' to unary expression", node)
+        rt = t if isinstance(t, VectorType) or t.kind == "float" else ty.promote(t)
+        operand = self.convert(operand, rt, node)
+        return self.map_value(replace(operand, coord=node.coord), rt,
+                              lambda v: arith.unary(op, np.asarray(v), rt))
+
+    def address_of(self, operand: E, node: ast.Node) -> E:
+        if operand.loc is None:
+            self.error("cannot take the address of an rvalue", node)
+        if operand.space is None:
+            self.error("cannot take the address of this local variable", node,
+                       hint="metalsim supports '&' on memory (arrays, buffers, threadgroup "
+                            "variables) and on locals it can place in thread memory")
+        loc = operand.loc
+
+        def ev(f, lanes):
+            where = loc(f, lanes)
+            return Ptr(where.region, np.broadcast_to(where.off, (lanes.n,)))
+        return E(PointerType(operand.type, operand.space, operand.readonly), ev, node.coord)
+
+    def dereference(self, operand: E, node: ast.Node) -> E:
+        t = operand.type
+        if not isinstance(t, PointerType):
+            self.error(f"indirection requires a pointer operand ('{t}' invalid)", node)
+        pev = operand.ev
+
+        def loc(f, lanes):
+            p = pev(f, lanes)
+            return MemLoc(p.region, p.off)
+        return self.with_load(E(t.pointee, None, node.coord, loc=loc, readonly=t.const,
+                                space=t.space))
+
+    def x_Postfix(self, node: ast.Postfix, scope: Scope) -> E:
+        return self.increment(node, scope, prefix=False)
+
+    def increment(self, node, scope: Scope, prefix: bool) -> E:
+        target = self.expr(node.operand, scope)
+        self.check_assignable(target, node.operand)
+        t = target.type
+        one = ast.IntLiteral(node.coord, 1, text="1")
+        op = "+" if node.op == "++" else "-"
+        loc, coord = target.loc, node.coord
+        if isinstance(t, PointerType):
+            size = t.pointee.size * (1 if op == "+" else -1)
+
+            def step(v):
+                return Ptr(v.region, v.off + size)
+        else:
+            if not ty.is_arithmetic(t):
+                self.error(f"cannot increment a value of type '{t}'", node)
+            ct = ty.common_type(t, INT) if not isinstance(t, VectorType) else t
+            one_c = self.convert(self.expr(one, scope), ct, node).const
+
+            def step(v):
+                return arith.convert(arith.binary(op, arith.convert(v, t, ct), one_c, ct), ct, t)
+
+        def ev(f, lanes):
+            where = loc(f, lanes)
+            old = load_loc(f, lanes, where, t, coord)
+            if not prefix and isinstance(old, np.ndarray):
+                old = old.copy()  # a variable load may be a view of the variable itself
+            new = step(old)
+            store_loc(f, lanes, where, t, new, coord)
+            return new if prefix else old
+        return E(t, ev, coord)
+
+    def check_assignable(self, target: E, node: ast.Node) -> None:
+        if target.loc is None:
+            self.error("expression is not assignable", node)
+        if target.readonly:
+            name = node.name if isinstance(node, ast.Name) else None
+            what = f"variable '{name}'" if name else "a read-only location"
+            self.error(f"cannot assign to {what} with const-qualified type '{target.type}'"
+                       if name else f"cannot assign to {what} (it is const)", node,
+                       hint="inputs are 'const device T*': write to an output buffer instead")
+        if isinstance(target.type, ArrayType):
+            self.error("array type is not assignable", node)
+        if isinstance(target.type, AtomicType):
+            self.error(f"cannot assign to an atomic ('{target.type}') with '='", node,
+                       hint="use atomic_store_explicit or atomic_fetch_add_explicit")
+
+    def x_Assign(self, node: ast.Assign, scope: Scope) -> E:
+        target = self.expr(node.target, scope)
+        self.check_assignable(target, node.target)
+        t, coord, loc = target.type, node.coord, target.loc
+        value = self.expr(node.value, scope)
+        if node.op == "=":
+            v = self.convert(value, t, node.value)
+            vev = v.ev
+
+            def ev(f, lanes):
+                val = vev(f, lanes)
+                store_loc(f, lanes, loc(f, lanes), t, val, coord)
+                return val
+            return E(t, ev, coord)
+        op = node.op[:-1]
+        current = E(t, None, coord)
+        slot: list = [None, None]
+
+        def ev_current(f, lanes):
+            return slot[0]
+        current.ev = ev_current
+        if isinstance(t, PointerType):
+            combined = self.offset_pointer(current, self.rvalue(value), -1 if op == "-" else 1,
+                                           coord) if op in ("+", "-") else self.error(
+                "invalid compound assignment to a pointer", node)
+        else:
+            combined = self.binary(op, current, value, node, (node.target, node.value))
+        result = self.convert(combined, t, node, explicit=True)
+        rev = result.ev
+
+        def ev_compound(f, lanes):
+            where = loc(f, lanes)
+            slot[0] = load_loc(f, lanes, where, t, coord)
+            val = rev(f, lanes)
+            store_loc(f, lanes, where, t, val, coord)
+            return val
+        return E(t, ev_compound, coord)
+
+    def x_Conditional(self, node: ast.Conditional, scope: Scope) -> E:
+        cond = self.to_bool(self.expr(node.cond, scope), node.cond)
+        a = self.rvalue(self.expr(node.then, scope))
+        b = self.rvalue(self.expr(node.otherwise, scope))
+        if isinstance(a.type, PointerType) or isinstance(b.type, PointerType):
+            if a.type != b.type:
+                self.error(f"incompatible operand types ('{a.type}' and '{b.type}')", node)
+            t = a.type
+        else:
+            try:
+                at = self.arith_operand(a, node.then).type
+                bt = self.arith_operand(b, node.otherwise).type
+                # Operands of one type keep it; otherwise the usual arithmetic conversions.
+                t = at if at == bt else ty.common_type(at, bt)
+            except ty.ConversionError:
+                self.error(f"incompatible operand types ('{a.type}' and '{b.type}')", node)
+            a, b = self.convert(a, t, node.then), self.convert(b, t, node.otherwise)
+        if cond.const is not None:
+            return a if bool(cond.const) else b
+        cev, aev, bev, coord = cond.ev, a.ev, b.ev, node.coord
+
+        def ev(f, lanes):
+            c = np.broadcast_to(cev(f, lanes), (lanes.n,))
+            yes, no = lanes.split(c)
+            if no.n == 0:
+                return aev(f, lanes)
+            if yes.n == 0:
+                return bev(f, lanes)
+            va, vb = aev(f, yes), bev(f, no)
+            if isinstance(t, PointerType):
+                if va.region is not vb.region:
+                    raise_limit(coord, "a ?: choosing between pointers into different buffers")
+                off = np.empty(lanes.n, np.int64)
+                off[c] = va.off
+                off[~c] = vb.off
+                return Ptr(va.region, off)
+            out = lane_zeros(t, lanes.n)
+            out[c] = va
+            out[~c] = vb
+            return out
+        return E(t, ev, coord)
+
+    def x_Index(self, node: ast.Index, scope: Scope) -> E:
+        base = self.expr(node.base, scope)
+        index = self.rvalue(self.expr(node.index, scope))
+        if not ty.is_integer(index.type) or isinstance(index.type, VectorType):
+            self.error(f"array subscript is not an integer ('{index.type}')", node.index)
+        if isinstance(base.type, VectorType):
+            return self.vector_component(base, index, node)
+        base = self.rvalue(base)
+        t = base.type
+        if not isinstance(t, PointerType):
+            self.error(f"subscripted value is not an array, pointer, or vector ('{t}')", node)
+        size, bev, iev, itype = t.pointee.size, base.ev, index.ev, index.type
+        if self.tracing:
+            iev = address_only(iev)
+
+        def loc(f, lanes):
+            p = bev(f, lanes)
+            k = arith.convert(np.asarray(iev(f, lanes)), itype, LONG)
+            return MemLoc(p.region, p.off + k * size)
+        return self.with_load(E(t.pointee, None, node.coord, loc=loc, readonly=t.const,
+                                space=t.space))
+
+    def vector_component(self, base: E, index: E, node: ast.Node) -> E:
+        t: VectorType = base.type
+        elem = t.elem
+        if index.const is not None:
+            k = int(index.const)
+            if not 0 <= k < t.n:
+                self.error(f"vector component index {k} is out of range for '{t}'", node.index)
+            return self.components(base, (k,), node)
+        bev, iev, bloc = base.ev, index.ev, base.loc
+
+        def ev(f, lanes):
+            v = np.asarray(bev(f, lanes))
+            k = np.broadcast_to(np.asarray(iev(f, lanes)).astype(np.int64), (lanes.n,))
+            return np.broadcast_to(v, (lanes.n, t.n))[np.arange(lanes.n), k % t.n]
+        e = E(elem, ev, node.coord)
+        if bloc is not None:
+            def loc(f, lanes):
+                where = bloc(f, lanes)
+                k = np.broadcast_to(np.asarray(iev(f, lanes)).astype(np.int64), (lanes.n,))
+                if isinstance(where, VarLoc):
+                    return VarLoc(where.arr, k, where.init, where.name, where.sources)
+                return MemLoc(where.region, where.off + k * elem.size)
+            e.loc, e.readonly, e.space = loc, base.readonly, base.space
+        return e
+
+    def x_Member(self, node: ast.Member, scope: Scope) -> E:
+        base = self.expr(node.base, scope)
+        if node.arrow:
+            base = self.dereference(self.rvalue(base), node)
+        if not isinstance(base.type, VectorType):
+            self.error(f"member reference base type '{base.type}' is not a vector", node)
+        name = node.name
+        sets = ("xyzw", "rgba")
+        if not name or not any(all(c in s for c in name) for s in sets) or len(name) > 4:
+            self.error(f"illegal vector component name '{name}'", node, width=len(name))
+        comps = tuple(SWIZZLE[c] for c in name)
+        if max(comps) >= base.type.n:
+            self.error(f"vector component access exceeds type '{base.type}'", node)
+        e = self.components(base, comps, node)
+        if len(set(comps)) != len(comps):
+            e.readonly = True
+        return e
+
+    def components(self, base: E, comps: tuple[int, ...], node: ast.Node) -> E:
+        t: VectorType = base.type
+        rt = t.elem if len(comps) == 1 else VectorType(t.elem, len(comps))
+        sel = comps[0] if len(comps) == 1 else list(comps)
+        e = self.map_value(self.rvalue(base), rt, lambda v: np.asarray(v)[..., sel])
+        e.coord = node.coord
+        if base.loc is not None:
+            bloc = base.loc
+
+            def loc(f, lanes):
+                where = bloc(f, lanes)
+                inner = where.comps
+                picked = comps if inner is None else tuple(inner[c] for c in comps)
+                if isinstance(where, VarLoc):
+                    return VarLoc(where.arr, picked, where.init, where.name, where.sources)
+                return MemLoc(where.region, where.off, picked)
+            e.loc, e.readonly, e.space = loc, base.readonly, base.space
+        return e
+
+    def x_SizeOf(self, node: ast.SizeOf, scope: Scope) -> E:
+        operand = node.operand
+        if isinstance(operand, ast.NamedType | ast.PointerType | ast.ArrayType):
+            t = self.resolve_type(operand, scope)
+        else:
+            t = self.expr(operand, scope).type
+        return constant(t.size, ULONG, node.coord)
+
+    def x_MethodCall(self, node: ast.MethodCall, scope: Scope) -> E:
+        handler = self.builtins.get(("method", node.name))
+        if handler is None:
+            self.error(f"member function '{node.name}' is not supported", node)
+        return handler(self, node, scope)
+
+    def x_InitList(self, node: ast.InitList, scope: Scope) -> E:
+        self.error("an initializer list can only initialize a declared variable", node)
+
+    def x_StringLiteral(self, node: ast.StringLiteral, scope: Scope) -> E:
+        self.error("string literals are not supported in Metal kernels", node)
+
+    def x_Cast(self, node: ast.Cast, scope: Scope) -> E:
+        t = self.resolve_type(node.type, scope)
+        e = self.rvalue(self.expr(node.expr, scope))
+        if node.style == "as_type":
+            return self.as_type(e, t, node)
+        if node.style == "reinterpret_cast" and not isinstance(t, PointerType):
+            self.error("reinterpret_cast is only supported between pointer types", node)
+        return replace(self.convert(e, t, node, explicit=True), coord=node.coord)
+
+    def as_type(self, e: E, t: Type, node: ast.Node) -> E:
+        src = e.type
+        if not (ty.is_arithmetic(src) and ty.is_arithmetic(t)):
+            self.error(f"as_type cannot reinterpret '{src}' as '{t}'", node)
+        if src.size != t.size:
+            self.error(f"as_type needs types of the same size ('{src}' is {src.size} bytes, "
+                       f"'{t}' is {t.size})", node)
+        src_n = src.n if isinstance(src, VectorType) else 0
+        dst_elem, dst_n = ty.scalar_of(t), (t.n if isinstance(t, VectorType) else 0)
+
+        def fn(v):
+            a = np.asarray(v, ty.scalar_of(src).dtype)
+            if src_n == 3:
+                a = np.concatenate([a, np.zeros(a.shape[:-1] + (1,), a.dtype)], axis=-1)
+            if not src_n:
+                a = a[..., None]
+            raw = np.ascontiguousarray(a).view(np.uint8).view(dst_elem.dtype)
+            if not dst_n:
+                return raw[..., 0]
+            return raw[..., :dst_n]
+        return self.map_value(e, t, fn)
+
+    def x_Construct(self, node: ast.Construct, scope: Scope) -> E:
+        t = self.resolve_type(node.type, scope)
+        args = [self.rvalue(self.expr(a, scope)) for a in node.args]
+        if isinstance(t, ScalarType):
+            if not args:
+                return constant(0, t, node.coord)
+            if len(args) != 1:
+                self.error(f"too many arguments to construct '{t}'", node)
+            return replace(self.convert(args[0], t, node, explicit=True), coord=node.coord)
+        if isinstance(t, VectorType):
+            return self.construct_vector(t, args, node)
+        if isinstance(t, ty.SimdMatrixType):
+            return self.builtins[("construct", "simdgroup_matrix")](self, t, args, node)
+        if isinstance(t, PointerType) and len(args) == 1:
+            return self.convert(args[0], t, node, explicit=True)
+        self.error(f"cannot construct a value of type '{t}'", node)
+
+    def construct_vector(self, t: VectorType, args: list[E], node: ast.Node) -> E:
+        if not args:
+            return constant(np.zeros(t.n), t, node.coord)
+        if len(args) == 1:
+            a = args[0]
+            if not ty.is_arithmetic(a.type):
+                self.error(f"cannot construct '{t}' from '{a.type}'", node)
+            if isinstance(a.type, VectorType) and a.type.n != t.n:
+                self.error(f"cannot construct '{t}' from '{a.type}': component counts differ",
+                           node)
+            return replace(self.convert(a, t, node, explicit=True), coord=node.coord)
+        parts, count = [], 0
+        for a in args:
+            if not ty.is_arithmetic(a.type):
+                self.error(f"cannot use '{a.type}' in a vector constructor", a.coord)
+            n = a.type.n if isinstance(a.type, VectorType) else 1
+            target = VectorType(t.elem, n) if n > 1 else t.elem
+            parts.append((self.convert(a, target, a.coord, explicit=True), n))
+            count += n
+        if count != t.n:
+            self.error(f"{'too few' if count < t.n else 'too many'} elements in vector "
+                       f"initialization (expected {t.n} elements, have {count})", node)
+        evs = [(p.ev, n) for p, n in parts]
+
+        def fn_parts(values):
+            cols = []
+            for v, n in zip(values, [n for _, n in evs]):
+                v = np.asarray(v)
+                cols.append(v[..., None] if n == 1 else v)
+            shape = np.broadcast_shapes(*(c.shape[:-1] for c in cols))
+            return np.concatenate([np.broadcast_to(c, shape + c.shape[-1:]) for c in cols],
+                                  axis=-1)
+        if all(p.const is not None for p, _ in parts):
+            c = fn_parts([p.const for p, _ in parts])
+            return E(t, lambda f, lanes: c, node.coord, const=c)
+        return E(t, lambda f, lanes: fn_parts([ev(f, lanes) for ev, _ in evs]), node.coord)
+
+
+def odd_double(node: ast.FloatLiteral) -> float:
+    """The literal's exact decimal value rounded to double *to odd*, so that one more rounding
+    to float, half or bfloat is the correct single rounding of the decimal (no double rounding
+    through the nearest double)."""
+    text = node.text.rstrip("fFhH")
+    if text.lower().endswith("b"):  # the "bf" suffix
+        text = text[:-1]
+    exact = Fraction(float.fromhex(text)) if text.lower().startswith("0x") else Fraction(text)
+    nearest = float(exact)
+    if Fraction(nearest) == exact or not math.isfinite(nearest):
+        return nearest
+    toward_zero = nearest if abs(Fraction(nearest)) < abs(exact) else math.nextafter(nearest, 0.0)
+    bits = struct.unpack("<q", struct.pack("<d", toward_zero))[0] | 1
+    return struct.unpack("<d", struct.pack("<q", bits))[0]

@@ -1,0 +1,136 @@
+"""Run-time helpers the compiled closures call: reading and writing lvalue locations, binding
+arguments, reporting per-lane findings, and following provenance in trace mode."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from metalsim.diagnostics import CompileError, Coord
+from metalsim.exec import memory as mem
+from metalsim.exec.compiled import Ev, Var
+from metalsim.exec.machine import Lanes
+from metalsim.exec.values import Frame, Ptr, PtrSlot, RefSlot, VarLoc
+from metalsim.lang import types as ty
+from metalsim.lang.types import (
+    PointerType,
+    Type,
+)
+
+
+def load_loc(f: Frame, lanes: Lanes, where, t: Type, coord: Coord):
+    """Read the value at an lvalue location for the active lanes."""
+    if isinstance(where, VarLoc):
+        arr = where.arr
+        if isinstance(arr, PtrSlot):
+            return Ptr(arr.region, arr.off[lanes.idx])
+        if where.sources is not None:
+            f.m.note_sources(lanes.indices(), where.sources)
+        if where.init is not None:
+            written = where.init[lanes.idx]
+            if not written.all():
+                report_lanes(f, lanes, ~written, "uninitialized-read", "error",
+                             f"read of uninitialised variable '{where.name}'", coord,
+                             hint="give the variable an initial value where it is declared")
+        v = arr[lanes.idx]
+        c = where.comps
+        if c is None:
+            return v
+        if isinstance(c, np.ndarray):
+            return v[np.arange(lanes.n), c]
+        return v[:, c[0]] if len(c) == 1 else v[:, list(c)]
+    if isinstance(t, PointerType):
+        raise CompileError("metalsim does not support pointers stored in memory yet", coord)
+    if where.comps is None:
+        return mem.load(f.m, where.region, lanes.idx, lanes.n, where.off, t, coord)
+    elem = ty.scalar_of(t)
+    parts = [mem.load(f.m, where.region, lanes.idx, lanes.n, where.off + c * elem.size, elem,
+                      coord) for c in where.comps]
+    return parts[0] if len(parts) == 1 else np.stack(parts, axis=-1)
+
+
+def store_loc(f: Frame, lanes: Lanes, where, t: Type, value, coord: Coord) -> None:
+    """Write `value` to an lvalue location for the active lanes."""
+    if isinstance(where, VarLoc):
+        arr = where.arr
+        if isinstance(arr, PtrSlot):
+            arr.region = value.region
+            arr.off[lanes.idx] = value.off
+            return
+        if where.init is not None:
+            where.init[lanes.idx] = True
+        if where.sources is not None:
+            record_sources(f, lanes, where)
+        c = where.comps
+        if c is None:
+            arr[lanes.idx] = value
+        elif isinstance(c, np.ndarray):
+            arr[lanes.indices(), c] = value
+        elif len(c) == 1:
+            arr[lanes.idx, c[0]] = value
+        else:
+            value = np.asarray(value)
+            for j, comp in enumerate(c):
+                arr[lanes.idx, comp] = value[..., j]
+        return
+    if where.comps is None:
+        mem.store(f.m, where.region, lanes.idx, lanes.n, where.off, t, value, coord)
+        return
+    elem = ty.scalar_of(t)
+    value = np.asarray(value)
+    for j, c in enumerate(where.comps):
+        part = value if len(where.comps) == 1 else value[..., j]
+        mem.store(f.m, where.region, lanes.idx, lanes.n, where.off + c * elem.size, elem,
+                  part, coord)
+
+
+def address_only(ev: Ev) -> Ev:
+    """Trace mode: what an index expression reads picks a cell; it does not flow into the
+    value read from that cell, so it is left out of the provenance."""
+    def ev_index(f, lanes):
+        m = f.m
+        kept = {lane: set(cells) for lane, cells in m.flow.items()}
+        value = ev(f, lanes)
+        m.flow = kept
+        return value
+    return ev_index
+
+
+def record_sources(f: Frame, lanes: Lanes, where: VarLoc) -> None:
+    """Trace mode: a variable now holds what flowed into the current statement; a write of
+    some components keeps what the other components came from."""
+    lane_ids = lanes.indices().tolist()
+    new = f.m.sources(lanes.indices())
+    if where.comps is None:
+        where.sources.update(zip(lane_ids, new))
+    else:
+        for lane, cells in zip(lane_ids, new):
+            where.sources[lane] = where.sources.get(lane, frozenset()) | cells
+
+
+def bind_argument(kind: str, var: Var | None, value, lanes: Lanes, size: int):
+    """The frame slot content for a parameter (or reference) bound to `value`."""
+    if kind == "ref":
+        if isinstance(value, VarLoc):
+            return value
+        off = np.zeros(size, np.int64)
+        off[lanes.idx] = value.off
+        return RefSlot(value.region, off, value.comps)
+    if kind == "ptr":
+        slot = PtrSlot(value.region, size)
+        slot.off[lanes.idx] = value.off
+        return slot
+    t = var.type
+    shape = ty.lane_shape(t)
+    arr = np.zeros((size,) + shape, ty.scalar_of(t).dtype)
+    arr[lanes.idx] = value
+    return arr
+
+
+def report_lanes(f: Frame, lanes: Lanes, mask: np.ndarray, kind: str, severity: str,
+                 message: str, coord: Coord, hint: str = "") -> None:
+    mask = np.broadcast_to(mask, (lanes.n,))
+    f.m.report(kind, severity, message, coord, lanes.indices()[mask], hint=hint)
+
+
+def raise_limit(coord: Coord, what: str):
+    raise CompileError(f"metalsim does not support {what}", coord)

@@ -1,0 +1,461 @@
+"""Compiling statements: blocks, declarations (thread, threadgroup and thread-array
+memory), control flow with active-lane sets, and `return` (the `StatementCompiler` half of
+`Compiler`)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from metalsim.diagnostics import Coord
+from metalsim.exec import memory as mem
+from metalsim.exec.compiled import E, Ev, Run, Scope, Var, constant
+from metalsim.exec.machine import EMPTY, union
+from metalsim.exec.runtime import bind_argument, record_sources
+from metalsim.exec.values import PtrSlot, VarLoc
+from metalsim.lang import ast
+from metalsim.lang import types as ty
+from metalsim.lang.types import (
+    ArrayType,
+    AtomicType,
+    PointerType,
+    Type,
+    VectorType,
+)
+
+ATTRIBUTE_NAMES = frozenset({
+    "dispatch_quadgroups_per_threadgroup", "dispatch_simdgroups_per_threadgroup",
+    "dispatch_threads_per_threadgroup", "grid_origin", "grid_size",
+    "quadgroup_index_in_threadgroup", "quadgroups_per_threadgroup",
+    "simdgroup_index_in_threadgroup", "simdgroups_per_threadgroup", "thread_execution_width",
+    "thread_index_in_quadgroup", "thread_index_in_simdgroup", "thread_index_in_threadgroup",
+    "thread_position_in_grid", "thread_position_in_threadgroup",
+    "threadgroup_position_in_grid", "threadgroups_per_grid", "threads_per_grid",
+    "threads_per_simdgroup", "threads_per_threadgroup",
+})
+
+
+class StatementCompiler:
+    """Statement methods of `Compiler` (which supplies `error`, `expr`, `convert`, ...)."""
+
+    # --- statements -------------------------------------------------------------------------
+    def stmt(self, node: ast.Node, scope: Scope) -> Run:
+        method = getattr(self, "s_" + type(node).__name__, None)
+        if method is None:
+            if isinstance(node, ast.CaseLabel):
+                self.error("'case' label not within a switch statement", node)
+            self.error("unsupported statement", node)
+        return method(node, scope)
+
+    def block(self, node: ast.Node, scope: Scope, new_scope: bool = True) -> Run:
+        if not isinstance(node, ast.Compound):
+            return self.stmt(node, Scope({}, scope))
+        inner = Scope({}, scope) if new_scope else scope
+        runs = [(self.stmt(item, inner), item.coord) for item in node.items
+                if not isinstance(item, ast.Empty)]
+
+        if self.tracing:
+            def run_traced(f, lanes):
+                m = f.m
+                for r, coord in runs:
+                    if lanes.n == 0:
+                        break
+                    m.step(lanes, coord)
+                    m.begin_statement()
+                    lanes = r(f, lanes)
+                return lanes
+            return run_traced
+
+        def run(f, lanes):
+            step = f.m.step
+            for r, coord in runs:
+                if lanes.n == 0:
+                    break
+                step(lanes, coord)
+                lanes = r(f, lanes)
+            return lanes
+        return run
+
+    def s_Compound(self, node: ast.Compound, scope: Scope) -> Run:
+        return self.block(node, scope)
+
+    def s_Empty(self, node, scope) -> Run:
+        return lambda f, lanes: lanes
+
+    def s_ExprStmt(self, node: ast.ExprStmt, scope: Scope) -> Run:
+        ev = self.expr(node.expr, scope).ev
+
+        def run(f, lanes):
+            ev(f, lanes)
+            return lanes
+        return run
+
+    def s_TypeAlias(self, node: ast.TypeAlias, scope: Scope) -> Run:
+        if node.template_params:
+            self.error("alias templates must be declared at program scope", node)
+        scope.names[node.name] = self.resolve_type(node.type, scope)
+        return lambda f, lanes: lanes
+
+    def s_UsingNamespace(self, node: ast.UsingNamespace, scope: Scope) -> Run:
+        return lambda f, lanes: lanes
+
+    def s_StaticAssert(self, node: ast.StaticAssert, scope: Scope) -> Run:
+        self.static_assert(node, scope)
+        return lambda f, lanes: lanes
+
+    def s_DeclStmt(self, node: ast.DeclStmt, scope: Scope) -> Run:
+        runs = [self.declare_local(d, scope) for d in node.decls]
+        if len(runs) == 1:
+            return runs[0]
+
+        def run(f, lanes):
+            for r in runs:
+                lanes = r(f, lanes)
+            return lanes
+        return run
+
+    def declare_local(self, d: ast.VarDecl, scope: Scope) -> Run:
+        if d.name in scope.names:
+            self.error(f"redefinition of '{d.name}'", d, width=len(d.name),
+                       hint="a kernel parameter of this name already exists (MLX adds one for "
+                            "every attribute the source mentions)" if d.name in ATTRIBUTE_NAMES
+                       else "")
+        t, const, space = self.resolve_decl_type(d.type, scope)
+        init = self.expr(d.init, scope) if d.init is not None and not isinstance(
+            d.init, ast.InitList) else None
+        if t is None:
+            if init is None:
+                self.error("declaration with 'auto' needs an initializer", d)
+            t = self.rvalue(init).type
+        if isinstance(t, ArrayType) and t.length < 0:
+            if not isinstance(d.init, ast.InitList):
+                self.error("an array without a size needs an initializer list", d)
+            t = ArrayType(t.elem, len(d.init.items))
+        if isinstance(d.type, ast.ReferenceType):
+            return self.declare_reference(d, t, const, init, scope)
+        if space == "threadgroup":
+            return self.declare_threadgroup(d, t, scope)
+        if space in ("device", "constant"):
+            self.error(f"variables in the {space} address space must be declared at program "
+                       f"scope", d)
+        if isinstance(t, AtomicType):
+            self.error("atomic variables must live in device or threadgroup memory", d)
+        if isinstance(t, ArrayType) or d.name in self.address_taken:
+            return self.declare_thread_memory(d, t, const, scope)
+        if isinstance(d.init, ast.InitList):
+            items = d.init.items
+            if isinstance(t, VectorType):
+                init = self.construct_vector(t, [self.rvalue(self.expr(i, scope))
+                                                 for i in items], d.init)
+            elif len(items) <= 1:
+                init = self.expr(items[0], scope) if items else constant(0, t, d.coord)
+            else:
+                self.error("excess elements in scalar initializer", items[1])
+        value = self.convert(init, t, d.init) if init is not None else None
+        if (const or d.constexpr) and value is not None and value.const is not None:
+            scope.names[d.name] = Var("const", t, readonly=True, const=value.const)
+            return lambda f, lanes: lanes
+        if d.constexpr:
+            self.error(f"constexpr variable '{d.name}' must be initialized by a constant "
+                       f"expression", d)
+        if isinstance(t, PointerType):
+            slot = self.new_slot()
+            scope.names[d.name] = Var("ptr", t, slot, readonly=const)
+            vev = value.ev if value is not None else None
+
+            def run_ptr(f, lanes):
+                s = f.vars[slot]
+                if s is None:
+                    s = f.vars[slot] = PtrSlot(None, f.m.batch.size)
+                if vev is not None:
+                    p = vev(f, lanes)
+                    s.region = p.region
+                    s.off[lanes.idx] = p.off
+                return lanes
+            return run_ptr
+        if not (ty.is_arithmetic(t) or isinstance(t, ty.SimdMatrixType)):
+            self.error(f"cannot declare a variable of type '{t}'", d)
+        slot = self.new_slot()
+        init_slot = self.new_slot() if value is None else -1
+        scope.names[d.name] = Var("value", t, slot, readonly=const, init_slot=init_slot,
+                                  name=d.name)
+        vev = value.ev if value is not None else None
+        shape = ty.lane_shape(t)
+        dtype = ty.scalar_of(t).dtype
+        tracing = self.tracing
+
+        def run_value(f, lanes):
+            arr = f.vars[slot]
+            if arr is None:
+                arr = f.vars[slot] = np.zeros((f.m.batch.size,) + shape, dtype)
+            if vev is not None:
+                arr[lanes.idx] = vev(f, lanes)
+                if tracing:
+                    record_sources(f, lanes, VarLoc(arr, sources=f.sources.setdefault(slot, {})))
+            else:
+                if f.vars[init_slot] is None:
+                    f.vars[init_slot] = np.zeros(f.m.batch.size, bool)
+                f.vars[init_slot][lanes.idx] = False  # a fresh, indeterminate object
+            return lanes
+        return run_value
+
+    def declare_reference(self, d, t, const, init, scope) -> Run:
+        if init is None:
+            self.error(f"reference '{d.name}' must be initialized", d)
+        slot = self.new_slot()
+        if init.loc is None or init.type != t:
+            if not const:
+                self.error(f"non-const reference '{d.name}' cannot bind to a temporary of type "
+                           f"'{self.rvalue(init).type}'", d.init)
+            scope.names[d.name] = Var("value", t, slot, readonly=True)
+            vev = self.convert(init, t, d.init).ev
+            shape = ty.lane_shape(t)
+
+            def run_temp(f, lanes):
+                if f.vars[slot] is None:
+                    f.vars[slot] = np.zeros((f.m.batch.size,) + shape, ty.scalar_of(t).dtype)
+                f.vars[slot][lanes.idx] = vev(f, lanes)
+                return lanes
+            return run_temp
+        if init.readonly and not const:
+            self.error("binding a non-const reference to a const object", d.init)
+        scope.names[d.name] = Var("ref", t, slot, readonly=const or init.readonly,
+                                  space=init.space)
+        loc = init.loc
+
+        def run(f, lanes):
+            f.vars[slot] = bind_argument("ref", None, loc(f, lanes), lanes, f.m.batch.size)
+            return lanes
+        return run
+
+    def declare_threadgroup(self, d: ast.VarDecl, t: Type, scope: Scope) -> Run:
+        if d.init is not None:
+            self.error("threadgroup variables cannot have an initializer", d.init,
+                       hint="have one thread write the initial value, then call "
+                            "threadgroup_barrier")
+        slot = self.new_slot()
+        decl_id = self.decl_ids = self.decl_ids + 1
+        self.fn.threadgroup_bytes += t.size
+        scope.names[d.name] = Var("region", t, slot, space="threadgroup")
+        name = d.name
+
+        def run(f, lanes):
+            m = f.m
+            region = m.tg_regions.get(decl_id)
+            if region is None:
+                region = m.tg_regions[decl_id] = mem.Region(
+                    name, "threadgroup", t, t.size, m.batch.tg_count, counted="threadgroup",
+                    track_races=True, track_init=True)
+                dims, elem = ty.array_shape(t)
+                m.buffers.setdefault(name, {"role": "threadgroup", "space": "threadgroup",
+                                            "shape": dims, "type": str(elem)})
+            f.vars[slot] = region
+            return lanes
+        return run
+
+    def declare_thread_memory(self, d: ast.VarDecl, t: Type, const: bool, scope: Scope) -> Run:
+        slot = self.new_slot()
+        stores = []
+        if d.init is not None:
+            leaves = self.flatten_init(t, d.init, 0) if isinstance(t, ArrayType) else [
+                (0, t, d.init)]
+            for off, et, item in leaves:
+                stores.append((off, et, self.convert(self.expr(item, scope), et, item).ev,
+                               item.coord))
+        scope.names[d.name] = Var("region", t, slot, readonly=const, space="thread")
+        name = d.name
+
+        def run(f, lanes):
+            m = f.m
+            region = f.vars[slot]
+            if region is None:
+                region = f.vars[slot] = mem.Region(name, "thread", t, t.size, m.batch.size,
+                                                   track_init=True)
+            for off, et, ev, coord in stores:
+                mem.store(m, region, lanes.idx, lanes.n, np.asarray(off, np.int64), et,
+                          ev(f, lanes), coord)
+            return lanes
+        return run
+
+    def s_If(self, node: ast.If, scope: Scope) -> Run:
+        cond = self.to_bool(self.expr(node.cond, scope), node.cond)
+        if node.constexpr:
+            if cond.const is None:
+                self.error("'if constexpr' condition is not a constant expression", node.cond)
+            chosen = node.then if bool(cond.const) else node.otherwise
+            return self.block(chosen, scope) if chosen is not None else (lambda f, lanes: lanes)
+        then = self.block(node.then, scope)
+        other = self.block(node.otherwise, scope) if node.otherwise is not None else None
+        cev = cond.ev
+
+        def run(f, lanes):
+            yes, no = lanes.split(np.asarray(cev(f, lanes)))
+            parts = []
+            if yes.n:
+                parts.append(then(f, yes))
+            if no.n:
+                parts.append(other(f, no) if other is not None else no)
+            return union(f.m.batch.size, parts)
+        return run
+
+    def loop(self, cond: E | None, body: Run, step: Ev | None, coord: Coord,
+             test_first: bool) -> Run:
+        cev = cond.ev if cond is not None else None
+
+        def run(f, lanes):
+            m = f.m
+            size = m.batch.size
+            active, exited = lanes, []
+            first = True
+            while active.n:
+                m.step(active, coord)
+                if cev is not None and (test_first or not first):
+                    active, done = active.split(np.asarray(cev(f, active)))
+                    exited.append(done)
+                    if not active.n:
+                        break
+                first = False
+                breaks, conts = [], []
+                f.breaks.append(breaks)
+                f.conts.append(conts)
+                try:
+                    after = body(f, active)
+                finally:
+                    f.breaks.pop()
+                    f.conts.pop()
+                exited.extend(breaks)
+                active = union(size, [after] + conts)
+                if step is not None and active.n:
+                    step(f, active)
+            return union(size, exited)
+        return run
+
+    def s_For(self, node: ast.For, scope: Scope) -> Run:
+        inner = Scope({}, scope)
+        init = self.stmt(node.init, inner) if node.init is not None else None
+        cond = self.to_bool(self.expr(node.cond, inner), node.cond) if node.cond else None
+        step = self.expr(node.step, inner).ev if node.step is not None else None
+        self.loop_depth += 1
+        body = self.block(node.body, inner)
+        self.loop_depth -= 1
+        loop = self.loop(cond, body, step, node.coord, True)
+        if init is None:
+            return loop
+        return lambda f, lanes: loop(f, init(f, lanes))
+
+    def s_While(self, node: ast.While, scope: Scope) -> Run:
+        cond = self.to_bool(self.expr(node.cond, scope), node.cond)
+        self.loop_depth += 1
+        body = self.block(node.body, scope)
+        self.loop_depth -= 1
+        return self.loop(cond, body, None, node.coord, True)
+
+    def s_DoWhile(self, node: ast.DoWhile, scope: Scope) -> Run:
+        self.loop_depth += 1
+        body = self.block(node.body, scope)
+        self.loop_depth -= 1
+        cond = self.to_bool(self.expr(node.cond, scope), node.cond)
+        return self.loop(cond, body, None, node.coord, False)
+
+    def s_Break(self, node, scope) -> Run:
+        if self.loop_depth == 0 and self.switch_depth == 0:
+            self.error("'break' statement not in loop or switch statement", node)
+
+        def run(f, lanes):
+            f.breaks[-1].append(lanes)
+            return EMPTY
+        return run
+
+    def s_Continue(self, node, scope) -> Run:
+        if self.loop_depth == 0:
+            self.error("'continue' statement not in loop statement", node)
+
+        def run(f, lanes):
+            f.conts[-1].append(lanes)
+            return EMPTY
+        return run
+
+    def s_Return(self, node: ast.Return, scope: Scope) -> Run:
+        rt = self.fn.return_type
+        if node.value is None:
+            if rt != ty.VOID:
+                self.error(f"non-void function '{self.fn.name}' should return a value", node)
+            vev = None
+        else:
+            if rt == ty.VOID:
+                self.error(f"void function '{self.fn.name}' should not return a value", node)
+            vev = self.convert(self.expr(node.value, scope), rt, node.value).ev
+        shape = ty.lane_shape(rt)
+
+        def run(f, lanes):
+            m = f.m
+            if vev is not None:
+                v = vev(f, lanes)
+                if m.trace is not None:
+                    f.ret_sources.update(zip(lanes.indices().tolist(),
+                                             m.sources(lanes.indices())))
+                if isinstance(rt, PointerType):
+                    if f.ret is None:
+                        f.ret = PtrSlot(v.region, m.batch.size)
+                    f.ret.region = v.region
+                    f.ret.off[lanes.idx] = v.off
+                else:
+                    if f.ret is None:
+                        f.ret = np.zeros((m.batch.size,) + shape, ty.scalar_of(rt).dtype)
+                    f.ret[lanes.idx] = v
+            if f.is_kernel:
+                m.alive[lanes.idx] = False
+            return EMPTY
+        return run
+
+    def s_Switch(self, node: ast.Switch, scope: Scope) -> Run:
+        value = self.rvalue(self.expr(node.expr, scope))
+        if not ty.is_integer(value.type) or isinstance(value.type, VectorType):
+            self.error(f"statement requires expression of integer type ('{value.type}' "
+                       f"invalid)", node.expr)
+        vt = ty.promote(value.type)
+        value = self.convert(value, vt, node.expr)
+        inner = Scope({}, scope)
+        items: list = []
+        seen: set = set()
+        self.switch_depth += 1
+        for item in node.body.items:
+            if isinstance(item, ast.CaseLabel):
+                if item.value is None:
+                    key = None
+                else:
+                    c = self.convert(self.expr(item.value, inner), vt, item.value).const
+                    if c is None:
+                        self.error("case value is not a constant expression", item.value)
+                    key = int(c)
+                if key in seen:
+                    self.error("duplicate case value" if key is not None
+                               else "multiple default labels in one switch", item)
+                seen.add(key)
+                items.append(("label", key))
+            else:
+                items.append(("stmt", self.stmt(item, inner), item.coord))
+        self.switch_depth -= 1
+        keys = [k for k in seen if k is not None]
+        has_default = None in seen
+        vev = value.ev
+
+        def run(f, lanes):
+            m = f.m
+            v = np.broadcast_to(np.asarray(vev(f, lanes)), (lanes.n,))
+            breaks: list = []
+            f.breaks.append(breaks)
+            running = EMPTY
+            try:
+                for item in items:
+                    if item[0] == "label":
+                        key = item[1]
+                        mask = (~np.isin(v, keys)) if key is None else (v == key)
+                        running = union(m.batch.size, [running, lanes.select(mask)])
+                    elif running.n:
+                        m.step(running, item[2])
+                        running = item[1](f, running)
+            finally:
+                f.breaks.pop()
+            unmatched = [] if has_default else [lanes.select(~np.isin(v, keys))]
+            return union(m.batch.size, [running] + breaks + unmatched)
+        return run
