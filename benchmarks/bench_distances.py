@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import mlx.core as mx
+from timing import gpu_time
 
 from solutions import distances
 
@@ -106,16 +107,6 @@ def _simulate_pairwise_vjp(p: mx.array, q: mx.array) -> list:
         runs.append(metalsim.simulate(kernel, **args))
     return runs
 
-
-def gpu_time(fn: Callable[[], object], repeat: int = 20) -> float:
-    """Median seconds of one evaluated call, after a warm-up (which also compiles)."""
-    mx.eval(fn())
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        mx.eval(fn())
-        times.append(time.perf_counter() - start)
-    return sorted(times)[len(times) // 2]
 
 
 def run_on_gpu() -> None:

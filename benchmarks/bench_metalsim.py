@@ -10,24 +10,13 @@ reduction (with atomics) and a 256x256 `simdgroup_matrix` matmul each under 3 s.
 
 from __future__ import annotations
 
-import time
-
 import mlx.core as mx
 import numpy as np
+from timing import best_of
 
 import metalsim
 from metalsim.exec import launch
 from solutions import gemm
-
-
-def best_of(fn, repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return min(times)
-
 
 POOLING = """
 threadgroup float shared[8];

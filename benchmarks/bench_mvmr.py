@@ -20,6 +20,7 @@ from pathlib import Path
 
 import mlx.core as mx
 import numpy as np
+from timing import gpu_time
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -67,16 +68,6 @@ def vvor_mlx(a, a_idx, b, b_idx, o_idx, n_o):
     out = mx.segmented_mm(a[a_idx[order], 0].T, b[b_idx[order], 0], runs)
     return out[:, None]
 
-
-def gpu_time(fn: Callable[[], object], repeat: int = 20) -> float:
-    """Median seconds of one evaluated call, after a warm-up (which also compiles)."""
-    mx.eval(fn())
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        mx.eval(fn())
-        times.append(time.perf_counter() - start)
-    return sorted(times)[len(times) // 2]
 
 
 def comparisons(k: int, operands: tuple, cot: mx.array) -> list[tuple[str, Callable, Callable]]:

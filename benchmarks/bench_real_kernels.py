@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import mlx.core as mx
+from timing import gpu_time
 
 from solutions import axpby, conv1d, gemm, row_reduce
 
@@ -68,16 +69,6 @@ def benches() -> list[Bench]:
               "512^3 float16", GEMM_NOTE),
     ]
 
-
-def gpu_time(fn: Callable[[], mx.array], repeat: int = 20) -> float:
-    """Median seconds of one evaluated call, after a warm-up (which also compiles)."""
-    mx.eval(fn())
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        mx.eval(fn())
-        times.append(time.perf_counter() - start)
-    return sorted(times)[len(times) // 2]
 
 
 def run_on_gpu() -> None:

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 import mlx.core as mx
 import numpy as np
+from timing import gpu_time
 
 from solutions import segment_reduce as sr
 
@@ -93,16 +94,6 @@ def cases() -> list[Case]:
         indexed(50_000, 250_000, 256, "max", simulated_at=(50_000, 10_000)),
     ]
 
-
-def gpu_time(fn: Callable[[], mx.array], repeat: int = 20) -> float:
-    """Median seconds of one evaluated call, after a warm-up (which also compiles)."""
-    mx.eval(fn())
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        mx.eval(fn())
-        times.append(time.perf_counter() - start)
-    return sorted(times)[len(times) // 2]
 
 
 def time_case(c: Case) -> None:
