@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import mlx.core as mx
-from timing import gpu_time
+from timing import compare_on_gpu
 
 from solutions import distances
 
@@ -108,12 +108,8 @@ def _simulate_pairwise_vjp(p: mx.array, q: mx.array) -> list:
     return runs
 
 
-
 def run_on_gpu() -> None:
-    print(f"{'kernel':50}{'ours':>11}{'MLX':>11}{'ours/MLX':>10}")
-    for b in benches():
-        ours, theirs = gpu_time(b.ours), gpu_time(b.mlx)
-        print(f"{b.label:50}{ours * 1e3:>9.3f}ms{theirs * 1e3:>9.3f}ms{ours / theirs:>10.2f}")
+    compare_on_gpu([(b.label, b.ours, b.mlx) for b in benches()])
 
 
 def run_in_simulator() -> None:

@@ -16,19 +16,8 @@ from timing import best_of
 
 import metalsim
 from metalsim.exec import launch
+from metalsim.viz.examples import POOLING
 from solutions import gemm
-
-POOLING = """
-threadgroup float shared[8];
-uint i = thread_position_in_grid.x;
-uint local_i = thread_position_in_threadgroup.x;
-shared[local_i] = a[i];
-threadgroup_barrier(mem_flags::mem_threadgroup);
-float total = shared[local_i];
-if (local_i >= 1) total += shared[local_i - 1];
-if (local_i >= 2) total += shared[local_i - 2];
-out[i] = total;
-"""
 
 FIFTY_LINES = """
 template <typename T>

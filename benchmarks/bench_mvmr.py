@@ -69,7 +69,6 @@ def vvor_mlx(a, a_idx, b, b_idx, o_idx, n_o):
     return out[:, None]
 
 
-
 def comparisons(k: int, operands: tuple, cot: mx.array) -> list[tuple[str, Callable, Callable]]:
     """(name, ours, MLX's) for the forward MVMR, the weight gradient and the MVMR backward."""
     a, a_idx, b, b_idx, o_idx, n_o = operands

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import mlx.core as mx
-from timing import gpu_time
+from timing import compare_on_gpu
 
 from solutions import axpby, conv1d, gemm, row_reduce
 
@@ -70,12 +70,8 @@ def benches() -> list[Bench]:
     ]
 
 
-
 def run_on_gpu() -> None:
-    print(f"{'kernel':36}{'ours':>11}{'MLX':>11}{'ours/MLX':>10}")
-    for b in benches():
-        ours, theirs = gpu_time(b.ours), gpu_time(b.mlx)
-        print(f"{b.label:36}{ours * 1e3:>9.3f}ms{theirs * 1e3:>9.3f}ms{ours / theirs:>10.2f}")
+    compare_on_gpu([(b.label, b.ours, b.mlx) for b in benches()])
 
 
 def run_in_simulator() -> None:

@@ -95,7 +95,6 @@ def cases() -> list[Case]:
     ]
 
 
-
 def time_case(c: Case) -> None:
     """Print ours and the reference's median times, forward and forward + backward."""
     mx.eval(c.x, c.lengths)
