@@ -69,14 +69,20 @@ def _check_type(c, node, vt: ty.ScalarType, space: str, allowed: tuple[str, ...]
                 hint="accumulate into an atomic_int/atomic_uint, or into a device output")
 
 
-def _fetch(op: str):
+def _fetch(op: str, wide: bool = False):
+    """`atomic_fetch_<op>_explicit`, or with `wide` the 64-bit `atomic_<op>_explicit` on a
+    device `atomic_ulong`, which returns nothing."""
     operator, ufunc = FETCH_OPS[op]
 
     def handler(c, node: ast.Call, scope) -> E:
         _check_arity(c, node, 3)
         obj, vt, space = _atomic_object(c, node, scope, node.func.name)
-        integer_only = op in ("and", "or", "xor", "min", "max")
-        _check_type(c, node, vt, space, ("int", "uint"), float_ok=not integer_only)
+        if wide and (vt != ty.ULONG or space != "device"):
+            c.error(f"{node.func.name} needs a device atomic_ulong", node,
+                    hint=f"for int and uint use atomic_fetch_{op}_explicit")
+        if not wide:
+            integer_only = op in ("and", "or", "xor", "min", "max")
+            _check_type(c, node, vt, space, ("int", "uint"), float_ok=not integer_only)
         value = c.convert(c.expr(node.args[1], scope), vt, node.args[1])
         _check_order(c, node, scope, node.args[2:])
         oev, vev, coord = obj.ev, value.ev, node.coord
@@ -91,32 +97,10 @@ def _fetch(op: str):
                 else:
                     new = operator(old, operand[pos])
                 return new, np.ones(old.shape, bool)
-            return mem.atomic_update(f.m, p.region, lanes.idx, lanes.n, p.off, vt, update,
-                                     coord, fast=(ufunc, operand))
-        return E(vt, ev, coord)
-    return handler
-
-
-def _ulong_min_max(op: str):
-    fn = np.minimum if op == "min" else np.maximum
-
-    def handler(c, node: ast.Call, scope) -> E:
-        _check_arity(c, node, 3)
-        obj, vt, space = _atomic_object(c, node, scope, node.func.name)
-        if vt != ty.ULONG or space != "device":
-            c.error(f"{node.func.name} needs a device atomic_ulong", node,
-                    hint=f"for int and uint use atomic_fetch_{op}_explicit")
-        value = c.convert(c.expr(node.args[1], scope), vt, node.args[1])
-        _check_order(c, node, scope, node.args[2:])
-        oev, vev, coord = obj.ev, value.ev, node.coord
-
-        def ev(f, lanes):
-            p = oev(f, lanes)
-            operand = np.broadcast_to(np.asarray(vev(f, lanes), vt.dtype), (lanes.n,))
-            mem.atomic_update(f.m, p.region, lanes.idx, lanes.n, p.off, vt,
-                              lambda old, pos: (fn(old, operand[pos]), np.ones(old.shape, bool)),
-                              coord, fast=(fn, operand))
-        return E(ty.VOID, ev, coord)
+            old = mem.atomic_update(f.m, p.region, lanes.idx, lanes.n, p.off, vt, update,
+                                    coord, fast=(ufunc, operand))
+            return None if wide else old
+        return E(ty.VOID if wide else vt, ev, coord)
     return handler
 
 
@@ -203,8 +187,8 @@ def build_atomic_builtins() -> dict:
         ("call", "atomic_store_explicit"): _store_or_exchange(False),
         ("call", "atomic_exchange_explicit"): _store_or_exchange(True),
         ("call", "atomic_compare_exchange_weak_explicit"): _compare_exchange,
-        ("call", "atomic_min_explicit"): _ulong_min_max("min"),
-        ("call", "atomic_max_explicit"): _ulong_min_max("max"),
+        ("call", "atomic_min_explicit"): _fetch("min", wide=True),
+        ("call", "atomic_max_explicit"): _fetch("max", wide=True),
     }
     for op in FETCH_OPS:
         table[("call", f"atomic_fetch_{op}_explicit")] = _fetch(op)

@@ -177,3 +177,14 @@ def test_threadgroup_float_atomic_add_is_rejected():
     with pytest.raises(metalsim.CompileError, match="only available in device memory"):
         metalsim.simulate(kernel, inputs=[mx.arange(8)], output_shapes=[(1,)],
                           output_dtypes=[mx.float32], grid=(1, 1, 1), threadgroup=(1, 1, 1))
+
+
+def test_64_bit_atomic_max_on_a_device_ulong_returns_nothing():
+    source = ("atomic_max_explicit(&out[0], ulong(x[thread_position_in_grid.x]) << 33, "
+              "memory_order_relaxed);")
+    r = run(source, [mx.array([5, 90, 3, 7], dtype=mx.uint32)], ["x"], (1,), mx.uint64,
+            (4, 1, 1), (4, 1, 1))
+    assert np.array(r.outputs[0]).tolist() == [90 << 33]
+    with pytest.raises(metalsim.CompileError, match="device atomic_ulong"):
+        run("atomic_max_explicit(&out[0], 1u, memory_order_relaxed);", [mx.arange(4)], ["x"],
+            (1,), mx.uint32, (4, 1, 1), (4, 1, 1))
