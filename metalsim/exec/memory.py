@@ -14,12 +14,12 @@ import numpy as np
 from metalsim.diagnostics import Coord
 from metalsim.exec.machine import Machine
 from metalsim.lang.types import (
-    ArrayType,
     AtomicType,
     ScalarType,
     SimdMatrixType,
     Type,
     VectorType,
+    array_shape,
     scalar_of,
 )
 
@@ -28,8 +28,7 @@ POISON_BYTE = 0xBE
 
 def leaf_scalar(t: Type) -> ScalarType:
     """The scalar a type is built from (`float` for `float4[8]`, `int` for `atomic_int`)."""
-    while isinstance(t, ArrayType):
-        t = t.elem
+    t = array_shape(t)[1]
     if isinstance(t, AtomicType):
         return t.value
     return scalar_of(t)
@@ -50,10 +49,7 @@ class Region:
         self.counted = counted        # "global", "threadgroup" or None
         self.track_races = track_races
         self.track_init = track_init
-        inner = elem
-        while isinstance(inner, ArrayType):
-            inner = inner.elem
-        self.unit = max(1, inner.size)  # messages count elements of the innermost type
+        self.unit = max(1, array_shape(elem)[1].size)  # messages count innermost elements
         self.element_count = element_count if element_count is not None else nbytes // self.unit
         if data is None:
             data = np.full((banks, nbytes), POISON_BYTE, np.uint8)
