@@ -78,7 +78,9 @@ a production kernel is: each thread handles four consecutive elements with vecto
 loads and stores (with a scalar tail), and inputs that are broadcast or strided are read in
 place through `elem_to_loc` instead of being copied. It is compared with `alpha * x + beta * y`
 in MLX; its memory traffic is the ideal one, every input element read once and every output
-element written once. The source is in `solutions/axpby.py`."""
+element written once. `axpby` is differentiable too: its backward is a kernel that writes
+`alpha * cot` and `beta * cot` in one pass, after MLX sums the cotangent over the axes along
+which an operand was broadcast. The source is in `solutions/axpby.py`."""
 
 REAL_KERNEL_CODE = """\
 import metalsim

@@ -82,7 +82,10 @@ loads its tile of the input plus the halo of `k - 1` elements past its end into 
 memory, and the filter too, so every input element is read from device memory about once. It
 computes what `mx.conv1d` computes for one channel (a "valid" convolution, with optional zero
 padding on both ends) and is compared with it; the cell below keeps to 20,000 elements so the
-simulator answers quickly. The source is in `solutions/conv1d.py`."""
+simulator answers quickly. Its gradient is made of kernels too: the input's gradient is this
+same kernel run on the cotangent with the filter reversed, and the filter's gradient a second
+kernel that reduces `cot * x` over each tile's positions. The source is in
+`solutions/conv1d.py`."""
 
 
 REAL_KERNEL_CODE = """\

@@ -100,7 +100,9 @@ the building block of softmax and layer norm. One threadgroup handles one row:
 
 Every input element is read exactly once and every output written once, so the traffic equals
 the ideal. The cell below runs it (on the GPU on a Mac, in the simulator elsewhere) and compares
-it with `mx.sum` and `mx.max`.
+it with `mx.sum` and `mx.max`. Both are differentiable through a backward kernel on the same
+grid: the sum's gradient broadcasts the cotangent along the row, and the max's shares it evenly
+among the elements equal to the maximum, as MLX's own gradient of `mx.max` does.
 """
 
 REAL_KERNEL_CODE = """\

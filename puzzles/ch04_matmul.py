@@ -85,6 +85,10 @@ Traffic is honest here: a tile of `a` is re-read by every threadgroup of its til
 is read `N / 64` times and `b` `M / 64` times, 3x the read-once ideal for 256x256 matrices.
 That is what tiling buys: without it they would be read `N` and `M` times. The cell below
 checks the kernel against `mx.matmul` and prints the simulator's traffic report.
+
+The kernel can also read either operand transposed in place (`simdgroup_load` with
+`transpose = true`), which is all its gradient needs: `dA = dC @ B^T` and `dB = A^T @ dC` are
+this same kernel again, without copying a transpose.
 """
 
 REAL_KERNEL_CODE = """\

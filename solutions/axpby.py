@@ -17,6 +17,12 @@ The MLX extension docs' example operation, written with `mx.fast.metal_kernel`:
 Both read every input element once (a broadcast element once per output that uses it) and
 write every output element once: the simulator's traffic equals its ideal.
 
+`axpby` is differentiable in `x` and `y` (an `mx.custom_function`): `dx = alpha * cot` and
+`dy = beta * cot`, each summed over the axes along which its operand was broadcast. The sums
+are MLX ops (`mx.sum`, before the scaling, so the kernel touches the smaller arrays); the
+scaling is a kernel that writes both gradients in one launch, reading the cotangent once when
+neither operand was broadcast.
+
 The kernels are built through `mx.fast.metal_kernel` at call time, so the same code runs on a
 Mac's GPU and, under `metalsim.patch()`, in the simulator.
 """
@@ -68,17 +74,59 @@ GENERAL_SOURCE = """
     }
 """
 
+BACKWARD_SOURCE = """
+    // gx = alpha * cx and gy = beta * cy, 4 elements of each per thread. With SAME, cx and
+    // cy are one array (the cotangent, as no operand was broadcast): it is read once.
+    uint i = thread_position_in_grid.x * 4;
+    uint nx = cx_shape[0];
+    uint ny = cy_shape[0];
+    T a = static_cast<T>(alpha);
+    T b = static_cast<T>(beta);
+    if (SAME) {
+        if (i + 4 <= nx) {
+            vec<T, 4> c = load4(cx + i);
+            store4(gx + i, a * c);
+            store4(gy + i, b * c);
+        } else {
+            for (; i < nx; ++i) {
+                T c = cx[i];
+                gx[i] = a * c;
+                gy[i] = b * c;
+            }
+        }
+    } else {
+        if (i + 4 <= nx) {
+            store4(gx + i, a * load4(cx + i));
+        } else {
+            for (uint k = i; k < nx; ++k) {
+                gx[k] = a * cx[k];
+            }
+        }
+        if (i + 4 <= ny) {
+            store4(gy + i, b * load4(cy + i));
+        } else {
+            for (uint k = i; k < ny; ++k) {
+                gy[k] = b * cy[k];
+            }
+        }
+    }
+"""
+
 
 @functools.cache
 def _kernels(factory: Callable) -> tuple:
-    """Both kernels, built once per kernel factory (MLX's, or metalsim's under a patch)."""
+    """The forward kernels and the backward one, built once per kernel factory (MLX's, or
+    metalsim's under a patch)."""
     contiguous = factory(name="axpby_contiguous", input_names=["x", "y", "alpha", "beta"],
                          output_names=["out"], source=CONTIGUOUS_SOURCE,
                          header=LOAD4_HEADER)
     general = factory(name="axpby_general", input_names=["x", "y", "alpha", "beta"],
                       output_names=["out"], source=GENERAL_SOURCE,
                       ensure_row_contiguous=False)
-    return contiguous, general
+    backward = factory(name="axpby_backward", input_names=["cx", "cy", "alpha", "beta"],
+                       output_names=["gx", "gy"], source=BACKWARD_SOURCE,
+                       header=LOAD4_HEADER)
+    return contiguous, general, backward
 
 
 def launch(x: mx.array, y: mx.array, alpha: float, beta: float,
@@ -91,7 +139,7 @@ def launch(x: mx.array, y: mx.array, alpha: float, beta: float,
     shape = mx.broadcast_shapes(x.shape, y.shape)
     x, y = x.astype(dtype), y.astype(dtype)
     scalars = [mx.array(alpha, mx.float32), mx.array(beta, mx.float32)]
-    contiguous, general = _kernels(factory or mx.fast.metal_kernel)
+    contiguous, general, _ = _kernels(factory or mx.fast.metal_kernel)
     common = {"output_dtypes": [dtype], "template": [("T", dtype)],
               "threadgroup": (THREADS, 1, 1)}
     if x.shape == y.shape:
@@ -107,10 +155,48 @@ def launch(x: mx.array, y: mx.array, alpha: float, beta: float,
     return general, args
 
 
+def _unbroadcast(g: mx.array, shape: tuple[int, ...]) -> mx.array:
+    """`g` summed over the axes along which an operand of `shape` was broadcast to `g.shape`."""
+    lead = g.ndim - len(shape)
+    axes = [*range(lead),
+            *(lead + i for i, n in enumerate(shape) if n == 1 and g.shape[lead + i] != 1)]
+    return mx.sum(g, axis=axes, keepdims=True).reshape(shape) if axes else g
+
+
+def backward_launch(x: mx.array, y: mx.array, cotangent: mx.array, alpha: float, beta: float,
+                    factory: Callable | None = None) -> tuple[Callable, dict]:
+    """The backward kernel and the arguments of its call: its outputs are `alpha * cx` and
+    `beta * cy` flattened, where `cx`, `cy` are the cotangent summed to `x`'s and `y`'s shapes
+    (by MLX)."""
+    cx = _unbroadcast(cotangent, x.shape).reshape(-1)
+    cy = _unbroadcast(cotangent, y.shape).reshape(-1)
+    n = max(cx.size, cy.size)
+    dtype = cotangent.dtype
+    args = {"inputs": [cx, cy, mx.array(alpha, mx.float32), mx.array(beta, mx.float32)],
+            "output_shapes": [cx.shape, cy.shape], "output_dtypes": [dtype, dtype],
+            "template": [("T", dtype), ("SAME", x.shape == y.shape)],
+            "grid": (max(1, -(-n // WIDTH)), 1, 1), "threadgroup": (THREADS, 1, 1)}
+    return _kernels(factory or mx.fast.metal_kernel)[2], args
+
+
 def axpby(x: mx.array, y: mx.array, alpha: float, beta: float) -> mx.array:
-    """`alpha * x + beta * y`, broadcasting `x` and `y` like MLX does."""
-    kernel, args = launch(x, y, alpha, beta)
-    return kernel(**args)[0].reshape(mx.broadcast_shapes(x.shape, y.shape))
+    """`alpha * x + beta * y`, broadcasting `x` and `y` like MLX does; differentiable in `x`
+    and `y` (not in `alpha` and `beta`, which are constants)."""
+
+    @mx.custom_function
+    def op(x: mx.array, y: mx.array) -> mx.array:
+        kernel, args = launch(x, y, alpha, beta)
+        return kernel(**args)[0].reshape(mx.broadcast_shapes(x.shape, y.shape))
+
+    @op.vjp
+    def op_vjp(primals: tuple[mx.array, mx.array], cotangent: mx.array,
+               output: mx.array) -> tuple[mx.array, mx.array]:
+        x, y = primals
+        kernel, args = backward_launch(x, y, cotangent, alpha, beta)
+        gx, gy = kernel(**args)
+        return gx.reshape(x.shape).astype(x.dtype), gy.reshape(y.shape).astype(y.dtype)
+
+    return op(x, y)
 
 
 def simulate(x: mx.array, y: mx.array, alpha: float, beta: float):

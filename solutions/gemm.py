@@ -17,6 +17,14 @@ half (or bfloat16), any sizes. The plan:
 The tiles in threadgroup memory and the accumulators are float32 whatever the input type, so
 half products are summed without half-precision rounding.
 
+Transposed operands are read in place: with the template flag `TA` (`TB`), `a` (`b`) is given
+in memory as its transpose, `(K, M)` (`(N, K)`). Its tiles are copied into threadgroup memory
+in that memory order, still with 4-wide loads along the contiguous axis, and
+`simdgroup_load(..., transpose = true)` turns each 8x8 piece around. This is what makes
+`gemm` differentiable without copies: for `C = A @ B`, `dA = dC @ B^T` is the kernel on
+`(dC, B)` with `TB` and `dB = A^T @ dC` the kernel on `(A, dC)` with `TA` (an
+`mx.custom_function`; the backward is itself differentiable, so higher derivatives work too).
+
 Device traffic: each tile of `a` is read by all `ceil(N / 64)` threadgroups of its tile row,
 and each tile of `b` by the `ceil(M / 64)` of its tile column. Against the ideal of reading
 every input once, a tiled GEMM therefore moves about
@@ -51,7 +59,8 @@ constant int FN = SN / 8;
 """
 
 SOURCE = """
-    // BM x BK and BK x BN tiles, row-major; declared as float4 so that 4-wide stores are aligned.
+    // BM x BK and BK x BN tiles (BK x BM with TA, BN x BK with TB), row-major; declared as
+    // float4 so that 4-wide stores are aligned.
     threadgroup float4 As4[BM * BK / 4];
     threadgroup float4 Bs4[BK * BN / 4];
     threadgroup float* As = (threadgroup float*)As4;
@@ -59,9 +68,18 @@ SOURCE = """
     int t = thread_index_in_threadgroup;
     int sg = simdgroup_index_in_threadgroup;
     int lane = thread_index_in_simdgroup;
-    int M = a_shape[0];
-    int K = a_shape[1];
-    int N = b_shape[1];
+    // a is (M, K) in memory, or (K, M) with TA; b is (K, N), or (N, K) with TB.
+    int M = TA ? a_shape[1] : a_shape[0];
+    int K = TA ? a_shape[0] : a_shape[1];
+    int N = TB ? b_shape[0] : b_shape[1];
+    // Each tile is copied in its operand's memory order: rows of `a_width` (`b_width`)
+    // elements, taken from a matrix of `a_rows` x `a_cols` (`b_rows` x `b_cols`) in memory.
+    int a_width = TA ? BM : BK;
+    int a_rows = TA ? K : M;
+    int a_cols = TA ? M : K;
+    int b_width = TB ? BK : BN;
+    int b_rows = TB ? N : K;
+    int b_cols = TB ? K : N;
     int row0 = threadgroup_position_in_grid.y * BM;
     int col0 = threadgroup_position_in_grid.x * BN;
     int sm0 = (sg / 2) * SM;   // this SIMD-group's quarter of the tile
@@ -79,27 +97,27 @@ SOURCE = """
         // matrices. (Inlined twice: a helper taking either input pointer would need
         // overloads for the device and constant address spaces.)
         for (int e = 4 * t; e < BM * BK; e += 4 * THREADS) {
-            int r = row0 + e / BK;
-            int c = k0 + e % BK;
+            int r = (TA ? k0 : row0) + e / a_width;
+            int c = (TA ? row0 : k0) + e % a_width;
             float4 v = float4(0.0f);
-            if (r < M && c + 4 <= K) {
-                v = float4(load4(a + size_t(r) * K + c));
-            } else if (r < M) {
-                for (int q = 0; q < 4 && c + q < K; ++q) {
-                    v[q] = float(a[size_t(r) * K + c + q]);
+            if (r < a_rows && c + 4 <= a_cols) {
+                v = float4(load4(a + size_t(r) * a_cols + c));
+            } else if (r < a_rows) {
+                for (int q = 0; q < 4 && c + q < a_cols; ++q) {
+                    v[q] = float(a[size_t(r) * a_cols + c + q]);
                 }
             }
             As4[e / 4] = v;
         }
         for (int e = 4 * t; e < BK * BN; e += 4 * THREADS) {
-            int r = k0 + e / BN;
-            int c = col0 + e % BN;
+            int r = (TB ? col0 : k0) + e / b_width;
+            int c = (TB ? k0 : col0) + e % b_width;
             float4 v = float4(0.0f);
-            if (r < K && c + 4 <= N) {
-                v = float4(load4(b + size_t(r) * N + c));
-            } else if (r < K) {
-                for (int q = 0; q < 4 && c + q < N; ++q) {
-                    v[q] = float(b[size_t(r) * N + c + q]);
+            if (r < b_rows && c + 4 <= b_cols) {
+                v = float4(load4(b + size_t(r) * b_cols + c));
+            } else if (r < b_rows) {
+                for (int q = 0; q < 4 && c + q < b_cols; ++q) {
+                    v[q] = float(b[size_t(r) * b_cols + c + q]);
                 }
             }
             Bs4[e / 4] = v;
@@ -109,11 +127,20 @@ SOURCE = """
         for (int kk = 0; kk < BK; kk += 8) {
             simdgroup_float8x8 a_frag[FM];
             simdgroup_float8x8 b_frag[FN];
+            // A transposed tile is loaded from its piece's corner (origin 0), transposed.
             for (int i = 0; i < FM; ++i) {
-                simdgroup_load(a_frag[i], As, BK, ulong2(kk, sm0 + 8 * i));
+                if (TA) {
+                    simdgroup_load(a_frag[i], As + kk * BM + sm0 + 8 * i, BM, ulong2(0, 0), true);
+                } else {
+                    simdgroup_load(a_frag[i], As, BK, ulong2(kk, sm0 + 8 * i));
+                }
             }
             for (int j = 0; j < FN; ++j) {
-                simdgroup_load(b_frag[j], Bs, BN, ulong2(sn0 + 8 * j, kk));
+                if (TB) {
+                    simdgroup_load(b_frag[j], Bs + (sn0 + 8 * j) * BK + kk, BK, ulong2(0, 0), true);
+                } else {
+                    simdgroup_load(b_frag[j], Bs, BN, ulong2(sn0 + 8 * j, kk));
+                }
             }
             for (int i = 0; i < FM; ++i) {
                 for (int j = 0; j < FN; ++j) {
@@ -151,25 +178,58 @@ def _kernel(factory: Callable):
                    source=SOURCE, header=HEADER)
 
 
-def launch(a: mx.array, b: mx.array,
-           factory: Callable | None = None) -> tuple[Callable, dict]:
-    """The kernel (built by `factory`, MLX's by default) and the arguments of its call."""
-    if a.ndim != 2 or b.ndim != 2 or a.shape[1] != b.shape[0]:
+def launch(a: mx.array, b: mx.array, factory: Callable | None = None, *,
+           transpose_a: bool = False, transpose_b: bool = False) -> tuple[Callable, dict]:
+    """The kernel (built by `factory`, MLX's by default) and the arguments of its call, for
+    `op(a) @ op(b)`, where `op` transposes an operand whose `transpose_` flag is set."""
+    if a.ndim != 2 or b.ndim != 2:
         raise ValueError(f"gemm multiplies (M, K) by (K, N); got {a.shape} and {b.shape}")
+    m, k = a.shape[::-1] if transpose_a else a.shape
+    k_b, n = b.shape[::-1] if transpose_b else b.shape
+    if k != k_b:
+        raise ValueError(f"gemm multiplies (M, K) by (K, N); got {(m, k)} and {(k_b, n)}")
     dtype = mx.result_type(a, b)
     if dtype not in (mx.float32, mx.float16, mx.bfloat16):
         raise TypeError(f"gemm supports float32, float16 and bfloat16, got {dtype}")
-    (m, _), n = a.shape, b.shape[1]
     args = {"inputs": [a.astype(dtype), b.astype(dtype)], "output_shapes": [(m, n)],
-            "output_dtypes": [dtype], "template": [("T", dtype)],
+            "output_dtypes": [dtype],
+            "template": [("T", dtype), ("TA", transpose_a), ("TB", transpose_b)],
             "grid": (-(-n // BN) * THREADS, -(-m // BM), 1), "threadgroup": (THREADS, 1, 1)}
     return _kernel(factory or mx.fast.metal_kernel), args
 
 
+@functools.cache
+def _gemm_op(transpose_a: bool, transpose_b: bool) -> Callable:
+    """`op(a) @ op(b)` as an MLX function whose VJP is this kernel again, in the variant that
+    reads the operands as they lie in memory (one function per pair of flags)."""
+
+    @mx.custom_function
+    def op(a: mx.array, b: mx.array) -> mx.array:
+        kernel, args = launch(a, b, transpose_a=transpose_a, transpose_b=transpose_b)
+        return kernel(**args)[0]
+
+    @op.vjp
+    def op_vjp(primals: tuple[mx.array, mx.array], cotangent: mx.array,
+               output: mx.array) -> tuple[mx.array, mx.array]:
+        # With C = op(a) @ op(b): d op(a) = dC @ op(b)^T and d op(b) = op(a)^T @ dC; a
+        # transposed operand's gradient is the transpose of that, which swaps the factors.
+        a, b = primals
+        if transpose_a:
+            grad_a = _gemm_op(transpose_b, True)(b, cotangent)
+        else:
+            grad_a = _gemm_op(False, not transpose_b)(cotangent, b)
+        if transpose_b:
+            grad_b = _gemm_op(True, transpose_a)(cotangent, a)
+        else:
+            grad_b = _gemm_op(not transpose_a, False)(a, cotangent)
+        return grad_a.astype(a.dtype), grad_b.astype(b.dtype)
+
+    return op
+
+
 def gemm(a: mx.array, b: mx.array) -> mx.array:
-    """`a @ b` for 2-D `a` (M, K) and `b` (K, N)."""
-    kernel, args = launch(a, b)
-    return kernel(**args)[0]
+    """`a @ b` for 2-D `a` (M, K) and `b` (K, N); differentiable (to any order)."""
+    return _gemm_op(False, False)(a, b)
 
 
 def simulate(a: mx.array, b: mx.array):

@@ -13,6 +13,14 @@ For an array of shape `(..., cols)`, the threadgroup of row `r`:
 Every input element is read once and every output written once, so the traffic equals the
 ideal. Sums accumulate in float32 whatever the input type. `row_max` ignores NaNs (as
 `simd_max` and `metal::max` do), where `mx.max` would return NaN.
+
+Both are differentiable (`mx.custom_function`s) through one backward kernel on the same grid:
+`row_sum`'s gradient is the row's cotangent broadcast along the row; `row_max`'s splits it
+evenly among the elements equal to the row's max, as MLX's own VJP of `mx.max` does (ties of
+`k` elements get `cot / k` each). The max's backward counts the ties in a first pass over the
+row (`simd_sum` and threadgroup memory, as above) and writes in a second, so it reads `x`
+twice; the sum's writes only. Lane 0 of each SIMD-group reads the row's cotangent and max
+and `simd_broadcast` hands them to the other lanes.
 """
 
 from __future__ import annotations
@@ -36,6 +44,17 @@ inline float combine(float a, float b) {
 template <bool IS_MAX>
 inline float simd_combine(float v) {
     return IS_MAX ? simd_max(v) : simd_sum(v);
+}
+"""
+
+BACKWARD_HEADER = LOAD4_HEADER + """
+inline float ties4(float4 v, float m) {
+    return float(v.x == m) + float(v.y == m) + float(v.z == m) + float(v.w == m);
+}
+
+inline float4 share4(float4 v, float m, float g) {
+    return float4(v.x == m ? g : 0.0f, v.y == m ? g : 0.0f, v.z == m ? g : 0.0f,
+                  v.w == m ? g : 0.0f);
 }
 """
 
@@ -79,11 +98,69 @@ SOURCE = """
 """
 
 
+BACKWARD_SOURCE = """
+    threadgroup float partial[32];
+    uint t = thread_position_in_threadgroup.x;
+    uint threads = threads_per_threadgroup.x;
+    uint lane = thread_index_in_simdgroup;
+    uint sg = simdgroup_index_in_threadgroup;
+    uint row = threadgroup_position_in_grid.y;
+    uint cols = x_shape[x_ndim - 1];
+    size_t row_start = size_t(row) * cols;
+    uint vectors = cols / 4;
+
+    // The row's cotangent (and max), read by one lane per SIMD-group.
+    float g = 0.0f;
+    float m = 0.0f;
+    if (lane == 0) {
+        g = float(cot[row]);
+        m = IS_MAX ? float(y[row]) : 0.0f;
+    }
+    g = simd_broadcast(g, 0);
+    m = simd_broadcast(m, 0);
+
+    if (IS_MAX) {
+        // 1. Count the elements equal to the max: they share its cotangent evenly.
+        float ties = 0.0f;
+        for (uint v = t; v < vectors; v += threads) {
+            ties += ties4(float4(load4(x + row_start + 4 * v)), m);
+        }
+        for (uint c = vectors * 4 + t; c < cols; c += threads) {
+            ties += float(float(x[row_start + c]) == m);
+        }
+        ties = simd_sum(ties);
+        if (lane == 0) {
+            partial[sg] = ties;
+        }
+        threadgroup_barrier(mem_flags::mem_threadgroup);
+        // Every SIMD-group adds the partial counts itself: no second barrier.
+        uint groups = (threads + 31) / 32;
+        g /= simd_sum(lane < groups ? partial[lane] : 0.0f);
+    }
+
+    // 2. Write the gradient, 4 elements at a time and the tail one by one.
+    for (uint v = t; v < vectors; v += threads) {
+        size_t i = row_start + 4 * v;
+        float4 d = IS_MAX ? share4(float4(load4(x + i)), m, g) : float4(g);
+        store4(dx + i, vec<T, 4>(d));
+    }
+    for (uint c = vectors * 4 + t; c < cols; c += threads) {
+        size_t i = row_start + c;
+        dx[i] = static_cast<T>(!IS_MAX || float(x[i]) == m ? g : 0.0f);
+    }
+"""
+
+
 @functools.cache
-def _kernel(factory: Callable):
-    """The kernel, built once per kernel factory (MLX's, or metalsim's under a patch)."""
-    return factory(name="row_reduce", input_names=["x"], output_names=["out"], source=SOURCE,
-                   header=HEADER)
+def _kernels(factory: Callable) -> tuple[Callable, Callable]:
+    """The forward and backward kernels, built once per kernel factory (MLX's, or metalsim's
+    under a patch)."""
+    forward = factory(name="row_reduce", input_names=["x"], output_names=["out"],
+                      source=SOURCE, header=HEADER)
+    backward = factory(name="row_reduce_backward", input_names=["x", "y", "cot"],
+                       output_names=["dx"], source=BACKWARD_SOURCE,
+                       header=BACKWARD_HEADER)
+    return forward, backward
 
 
 def _threads(cols: int) -> int:
@@ -109,22 +186,49 @@ def launch(x: mx.array, op: str = "sum",
             "output_dtypes": [x.dtype],
             "template": [("T", x.dtype), ("IS_MAX", op == "max")],
             "grid": (threads, rows, 1), "threadgroup": (threads, 1, 1)}
-    return _kernel(factory or mx.fast.metal_kernel), args
+    return _kernels(factory or mx.fast.metal_kernel)[0], args
 
 
-def _reduce(x: mx.array, op: str) -> mx.array:
-    kernel, args = launch(x, op)
-    return kernel(**args)[0].reshape(x.shape[:-1])
+def backward_launch(x: mx.array, y: mx.array, cotangent: mx.array, op: str = "sum",
+                    factory: Callable | None = None) -> tuple[Callable, dict]:
+    """The backward kernel and the arguments of its call, for the forward's `x` and result
+    `y`; its output is the gradient of `x` flattened to 2-D."""
+    cols = x.shape[-1]
+    rows = x.size // cols
+    threads = _threads(cols)
+    args = {"inputs": [x.reshape(rows, cols), y.reshape(rows), cotangent.reshape(rows)],
+            "output_shapes": [(rows, cols)], "output_dtypes": [x.dtype],
+            "template": [("T", x.dtype), ("IS_MAX", op == "max")],
+            "grid": (threads, rows, 1), "threadgroup": (threads, 1, 1)}
+    return _kernels(factory or mx.fast.metal_kernel)[1], args
+
+
+@functools.cache
+def _reduce(op: str) -> Callable:
+    """The reduction `op` as an MLX function with its kernel VJP."""
+
+    @mx.custom_function
+    def reduce(x: mx.array) -> mx.array:
+        kernel, args = launch(x, op)
+        return kernel(**args)[0].reshape(x.shape[:-1])
+
+    @reduce.vjp
+    def reduce_vjp(x: mx.array, cotangent: mx.array, y: mx.array) -> mx.array:
+        kernel, args = backward_launch(x, y, cotangent, op)
+        return kernel(**args)[0].reshape(x.shape)
+
+    return reduce
 
 
 def row_sum(x: mx.array) -> mx.array:
-    """`mx.sum(x, axis=-1)` for floating-point `x`."""
-    return _reduce(x, "sum")
+    """`mx.sum(x, axis=-1)` for floating-point `x`; differentiable."""
+    return _reduce("sum")(x)
 
 
 def row_max(x: mx.array) -> mx.array:
-    """`mx.max(x, axis=-1)` for floating-point `x` without NaNs."""
-    return _reduce(x, "max")
+    """`mx.max(x, axis=-1)` for floating-point `x` without NaNs; differentiable, with the
+    gradient split evenly among tied maxima as in MLX."""
+    return _reduce("max")(x)
 
 
 def simulate(x: mx.array, op: str = "sum"):
