@@ -60,9 +60,12 @@ notebook). Inside a kernel:
 - `threads_per_threadgroup`: the size of this threadgroup.
 
 So `threadgroup_position_in_grid.x * threads_per_threadgroup.x +
-thread_position_in_threadgroup.x` equals `thread_position_in_grid.x`. A threadgroup has at most
-1024 threads. When the grid is not a multiple of the threadgroup size, the last threadgroup in
-that dimension is smaller, and `threads_per_threadgroup` reports its real size.""",
+thread_position_in_threadgroup.x` equals `thread_position_in_grid.x` in every full threadgroup.
+A threadgroup has at most 1024 threads. When the grid is not a multiple of the threadgroup size,
+the last threadgroup in that dimension is smaller, and `threads_per_threadgroup` reports its real
+size — so in that last threadgroup the formula above goes wrong (the simulator reports the
+resulting clash as a race). `dispatch_threads_per_threadgroup`, the size requested at launch,
+or simply `thread_position_in_grid`, is right everywhere.""",
 ]
 
 OUTRO = """\
