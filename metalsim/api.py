@@ -29,6 +29,7 @@ import mlx.core as mx
 import numpy as np
 
 from metalsim.diagnostics import KernelFault
+from metalsim.exec.machine import MAX_THREADS_PER_THREADGROUP
 from metalsim.signature import (
     BoundInput,
     GeneratedKernel,
@@ -42,7 +43,6 @@ from metalsim.signature import (
 
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
-MAX_THREADS_PER_THREADGROUP = 1024
 
 # The signatures nanobind prints in its TypeError, as the 0.32.4 binary renders them.
 _FACTORY_SIGNATURE = (
