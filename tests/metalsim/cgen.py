@@ -531,10 +531,12 @@ class KernelGen(StmtGen):
         """A braced block's statements. It may declare locals, visible to its end only, some
         shadowing an outer variable (with another type) until then."""
         saved, shadowing = list(self.scope), self.shadowing
+        declared: set[str] = set()  # a name can be declared only once per block
         text = ""
         for _ in range(self.ch.integer(1, n_max)):
             if self.ch.integer(0, 5) == 0:
-                plain = [w for w in self.scope if w.mutable and not w.length and w in saved]
+                plain = [w for w in self.scope if w.mutable and not w.length and w in saved
+                         and w.name not in declared]
                 if self.ch.integer(0, 1) == 0 and plain:
                     old = pick(self.ch, plain)
                     self.scope.remove(old)    # from here on (initialiser included) it is hidden
@@ -545,6 +547,7 @@ class KernelGen(StmtGen):
                 e = self.expr(2)
                 t = e.type if e.type.is_float else pick(self.ch, [e.type, *INT_TYPES])
                 text += f"{t.name} {name} = {e.text};\n"
+                declared.add(name)
                 self.scope.append(Var(name, t))
             text += self.stmt(depth, loops)
         self.scope[:] = saved
