@@ -73,6 +73,27 @@ def barrier(m: Machine, lanes: Lanes, flags: int, coord) -> None:
     m.count("barriers", lanes.idx)
 
 
+def simd_barrier(m: Machine, lanes: Lanes, flags: int, coord) -> None:
+    """`simdgroup_barrier`: every live thread of a SIMD-group arrives together; with memory
+    flags it orders that memory among the SIMD-group's threads (a new SIMD-group epoch)."""
+    b = m.batch
+    here = b.simd_global[lanes.idx]
+    groups = int(b.simd_global[-1]) + 1
+    arrived = np.bincount(here, minlength=groups)
+    live = np.bincount(b.simd_global[m.alive], minlength=groups)
+    divergent = (arrived > 0) & (arrived != live)
+    if divergent.any():
+        present = np.zeros(b.size, bool)
+        present[lanes.idx] = True
+        missing = np.flatnonzero(m.alive & ~present & divergent[b.simd_global])
+        m.report("divergent-barrier", "error",
+                 "simdgroup_barrier is not reached by every thread of the SIMD-group", coord,
+                 missing, hint="a SIMD-group barrier must be reached by all threads of the "
+                               "SIMD-group that have not returned")
+    m.new_epoch(arrived > 0, bool(flags & MEM_FLAGS["mem_threadgroup"]),
+                bool(flags & MEM_FLAGS["mem_device"]), simdgroups=True)
+
+
 def _barrier_call(threadgroup_scope: bool):
     def handler(c, node: ast.Call, scope) -> E:
         if len(node.args) != 1:
@@ -86,7 +107,7 @@ def _barrier_call(threadgroup_scope: bool):
                 barrier(f.m, lanes, value, coord)
         else:
             def ev(f, lanes):
-                return None  # lanes of a SIMD-group already run in lockstep here
+                simd_barrier(f.m, lanes, value, coord)
         return E(ty.VOID, ev, coord)
     return handler
 

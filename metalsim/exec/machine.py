@@ -174,6 +174,9 @@ class Machine:
         self.alive = np.ones(batch.size, bool)
         self.tg_epoch = np.zeros(batch.tg_count, np.int64)
         self.dev_epoch = np.zeros(batch.tg_count, np.int64)
+        simdgroups = int(batch.simd_global[-1]) + 1 if batch.size else 0
+        self.simd_tg_epoch = np.zeros(simdgroups, np.int64)
+        self.simd_dev_epoch = np.zeros(simdgroups, np.int64)
         self.tg_regions = {}
         self.lane_counts = {name: np.zeros(batch.size, np.int64) for name in COUNTS}
         self._stamps: dict[bool, np.ndarray] = {}
@@ -188,21 +191,31 @@ class Machine:
         self.lane_counts[name][idx] += 1  # lanes of one access are distinct threads
 
     def stamps(self, idx: np.ndarray | slice, device: bool) -> np.ndarray:
-        """Per lane: (threadgroup id, barrier epoch) packed in one int64, for race checks."""
+        """Per lane, for race checks, one int64: threadgroup id (bits 32-63), threadgroup
+        barrier epoch (16-31), SIMD-group index in the threadgroup (11-15) and SIMD-group
+        barrier epoch (0-10). See `memory.unordered` for how two stamps are compared."""
         full = self._stamps.get(device)
         if full is None:
             b = self.batch
             epoch = self.dev_epoch if device else self.tg_epoch
-            full = self._stamps[device] = (b.tg_global << 32) | epoch[b.tg_local]
+            simd_epoch = self.simd_dev_epoch if device else self.simd_tg_epoch
+            simd_local = b.attributes["simdgroup_index_in_threadgroup"].astype(np.int64)
+            full = self._stamps[device] = (
+                (b.tg_global << 32) | ((epoch[b.tg_local] & 0xFFFF) << 16)
+                | (simd_local << 11) | (simd_epoch[b.simd_global] & 0x7FF))
         return full[idx]
 
-    def new_epoch(self, reached: np.ndarray, threadgroup_memory: bool, device_memory: bool) -> None:
-        """A barrier ordered memory for the threadgroups in `reached`."""
+    def new_epoch(self, reached: np.ndarray, threadgroup_memory: bool, device_memory: bool,
+                  simdgroups: bool = False) -> None:
+        """A barrier ordered memory for the threadgroups (or, with `simdgroups`, the SIMD-groups)
+        in `reached`."""
+        tg_epoch, dev_epoch = ((self.simd_tg_epoch, self.simd_dev_epoch) if simdgroups
+                               else (self.tg_epoch, self.dev_epoch))
         if threadgroup_memory:
-            self.tg_epoch[reached] += 1
+            tg_epoch[reached] += 1
             self._stamps.pop(False, None)
         if device_memory:
-            self.dev_epoch[reached] += 1
+            dev_epoch[reached] += 1
             self._stamps.pop(True, None)
 
     def thread_positions(self, tids: np.ndarray, limit: int = 8) -> list[tuple[int, int, int]]:

@@ -324,7 +324,8 @@ def _race_check(m: Machine, region: Region, idx: np.ndarray | slice, flat: np.nd
         across |= bool(np.any(same_store & ((region.w_stamp[flat] >> 32) != group)))
     else:
         r_tid = region.r_tid[flat]
-        shared = (region.r_stamp[flat] == stamp) & (r_tid != -1) & (r_tid != tid)
+        # Another reader in this threadgroup epoch: remember "several readers" (-2).
+        shared = ((region.r_stamp[flat] >> 16) == (stamp >> 16)) & (r_tid != -1) & (r_tid != tid)
         readers = np.where(shared, -2, tid)
         region.r_tid[flat] = readers
         region.r_stamp[flat] = stamp
@@ -362,8 +363,14 @@ def _report_race(m: Machine, region: Region, idx, flat: np.ndarray, conflict: np
 
 
 def _unordered(stamp_before: np.ndarray, stamp_now: np.ndarray) -> np.ndarray:
-    """Accesses with these stamps are unordered: same epoch, or different threadgroups."""
-    return (stamp_before == stamp_now) | ((stamp_before >> 32) != (stamp_now >> 32))
+    """Accesses with these stamps (`Machine.stamps`) are not ordered by any barrier: they come
+    from different threadgroups, or from one threadgroup in one barrier epoch, unless both are
+    in one SIMD-group with a `simdgroup_barrier` between them."""
+    other_group = (stamp_before >> 32) != (stamp_now >> 32)
+    same_epoch = ((stamp_before >> 16) & 0xFFFF) == ((stamp_now >> 16) & 0xFFFF)
+    same_simdgroup = ((stamp_before >> 11) & 0x1F) == ((stamp_now >> 11) & 0x1F)
+    simd_ordered = same_simdgroup & ((stamp_before & 0x7FF) != (stamp_now & 0x7FF))
+    return other_group | (same_epoch & ~simd_ordered)
 
 
 def atomic_update(m: Machine, region: Region, idx: np.ndarray | slice, n: int, off: np.ndarray,

@@ -335,3 +335,38 @@ def test_misaligned_vector_load_is_reported():
     packed = source.replace("float4*", "packed_float4*")
     assert simulate(packed, [mx.arange(16, dtype=mx.float32)], (2,), (2, 1, 1),
                     (2, 1, 1)).report.diagnostics == []
+
+
+SIMD_EXCHANGE = """
+threadgroup float t[64];
+uint l = thread_position_in_threadgroup.x;
+t[l] = a[l];
+{barrier}
+out[l] = t[{partner}];
+"""
+
+
+def test_simdgroup_barrier_orders_threadgroup_memory_within_a_simdgroup():
+    source = SIMD_EXCHANGE.format(barrier="simdgroup_barrier(mem_flags::mem_threadgroup);",
+                                  partner="l ^ 1")
+    run = simulate(source, [mx.arange(64)], (64,), (64, 1, 1), (64, 1, 1))
+    assert run.report.diagnostics == []
+    np.testing.assert_array_equal(np.array(run.outputs[0]), np.arange(64) ^ 1)
+    missing = simulate(SIMD_EXCHANGE.format(barrier="", partner="l ^ 1"), [mx.arange(64)],
+                       (64,), (64, 1, 1), (64, 1, 1))
+    assert kinds(missing) == ["race"]
+
+
+def test_simdgroup_barrier_does_not_order_other_simdgroups():
+    source = SIMD_EXCHANGE.format(barrier="simdgroup_barrier(mem_flags::mem_threadgroup);",
+                                  partner="(l + 32) % 64")
+    run = simulate(source, [mx.arange(64)], (64,), (64, 1, 1), (64, 1, 1))
+    assert kinds(run) == ["race"]
+
+
+def test_simdgroup_barrier_in_divergent_code_is_reported():
+    source = "uint l = thread_index_in_simdgroup;\n" \
+             "if (l < 16) simdgroup_barrier(mem_flags::mem_none);\nout[l] = a[l];"
+    run = simulate(source, [mx.arange(32)], (32,), (32, 1, 1), (32, 1, 1))
+    [d] = run.report.errors
+    assert d.kind == "divergent-barrier" and "SIMD-group" in d.message
