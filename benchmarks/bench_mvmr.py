@@ -24,9 +24,7 @@ from timing import gpu_time
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import metalsim  # noqa: E402
-from puzzles.catalog import SOLUTIONS  # noqa: E402
-from solutions.mvmr import mvmr, simulate_mvmr, vvor  # noqa: E402
+from solutions.mvmr import mvmr, simulate_mvmr, simulate_naive_mvmr, vvor  # noqa: E402
 
 # (label, K, N, C = M, T) with N_b = N_o = N; the encoder ladder of the original's benchmarks.
 GPU_SIZES = [("enc3", 27, 800, 256, 6_500), ("enc2", 27, 3_000, 128, 25_000),
@@ -97,24 +95,14 @@ def run_on_gpu() -> None:
                   f"{t_ours / t_mlx:>10.2f}")
 
 
-def naive_run(a, a_idx, b, b_idx, o_idx, n_o) -> metalsim.Run:
-    """Puzzle 23's kernel: one thread and one atomic per (output channel, triplet)."""
-    kernel = metalsim.metal_kernel(name="mvmr", input_names=["a", "a_idx", "b", "b_idx", "o_idx"],
-                                   output_names=["out"], atomic_outputs=True,
-                                   source=(SOLUTIONS / "23_mvmr.metal").read_text())
-    _, g, _, m = a.shape
-    return metalsim.simulate(kernel, inputs=[a, a_idx, b, b_idx, o_idx],
-                             output_shapes=[(n_o, g, m)], output_dtypes=[mx.float32],
-                             grid=(m, g, o_idx.shape[0]), threadgroup=(m, g, 1), init_value=0)
-
-
 def report_traffic() -> None:
     for label, k, n, c, t in SIMULATED_SIZES:
         operands = problem(k, n, c, t)
         runs = np.unique(np.array(operands[4])).size
         print(f"=== {label}: K={k}, N={n}, C=M={c}, T={t}, sorted by output ({runs} runs)")
         reports = {}
-        for name, simulate in (("naive (puzzle 23)", naive_run), ("real mvmr", simulate_mvmr)):
+        for name, simulate in (("naive (puzzle 23)", simulate_naive_mvmr),
+                               ("real mvmr", simulate_mvmr)):
             start = time.perf_counter()
             reports[name] = simulate(*operands).report
             print(f"--- {name}, simulated in {time.perf_counter() - start:.1f} s")

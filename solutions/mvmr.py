@@ -425,3 +425,20 @@ def simulate_vvor(a: mx.array, a_idx: mx.array, b: mx.array, b_idx: mx.array,
     kernel, args = vvor_launch(operands[0], operands[2], operands[1], operands[3],
                                operands[4], n_o, metalsim.metal_kernel)
     return metalsim.simulate(kernel, **args)
+
+
+def simulate_naive_mvmr(a: mx.array, a_idx: mx.array, b: mx.array, b_idx: mx.array,
+                        o_idx: mx.array, n_o: int):
+    """Puzzle 23's reference kernel in the simulator, the baseline the real MVMR is measured
+    against: one thread and one atomic per (output channel, group, triplet)."""
+    from pathlib import Path
+
+    import metalsim
+
+    source = (Path(__file__).parent / "23_mvmr.metal").read_text()
+    kernel = metalsim.metal_kernel(name="mvmr", input_names=["a", "a_idx", "b", "b_idx", "o_idx"],
+                                   output_names=["out"], atomic_outputs=True, source=source)
+    _, g, _, m = a.shape
+    return metalsim.simulate(kernel, inputs=[a, a_idx, b, b_idx, o_idx],
+                             output_shapes=[(n_o, g, m)], output_dtypes=[mx.float32],
+                             grid=(m, g, o_idx.shape[0]), threadgroup=(m, g, 1), init_value=0)

@@ -11,8 +11,6 @@ import mlx.core as mx
 import numpy as np
 import pytest
 
-import metalsim
-from puzzles.catalog import SOLUTIONS
 from solutions import mvmr as ops
 
 TOL = {mx.float32: 1e-4, mx.float16: 5e-3, mx.bfloat16: 1.5e-2}
@@ -243,24 +241,13 @@ def test_out_of_range_indices_raise_when_checking_is_asked_for(position, bad, na
 # --- traffic and atomics against the naive kernel of puzzle 23 -------------------------------
 
 
-def naive_mvmr_run(a, a_idx, b, b_idx, o_idx, n_o) -> metalsim.Run:
-    """Puzzle 23's reference kernel: one thread and one atomic per (m, g, triplet)."""
-    kernel = metalsim.metal_kernel(name="mvmr", input_names=["a", "a_idx", "b", "b_idx", "o_idx"],
-                                   output_names=["out"], atomic_outputs=True,
-                                   source=(SOLUTIONS / "23_mvmr.metal").read_text())
-    _, g, _, m = a.shape
-    return metalsim.simulate(kernel, inputs=[a, a_idx, b, b_idx, o_idx],
-                             output_shapes=[(n_o, g, m)], output_dtypes=[mx.float32],
-                             grid=(m, g, o_idx.shape[0]), threadgroup=(m, g, 1), init_value=0)
-
-
 def test_mvmr_on_sorted_triplets_moves_4x_fewer_bytes_and_8x_fewer_atomics_than_naive():
     rng = np.random.default_rng(40)
     k, c, m, n, t = 27, 32, 32, 150, 2000
     a, b = normal(rng, k, 1, c, m), normal(rng, n, 1, c)
     a_idx, b_idx, o_idx = sorted_triplets(rng, k, n, t)
     ours = ops.simulate_mvmr(a, a_idx, b, b_idx, o_idx, n)
-    naive = naive_mvmr_run(a, a_idx, b, b_idx, o_idx, n)
+    naive = ops.simulate_naive_mvmr(a, a_idx, b, b_idx, o_idx, n)
     want = mvmr_oracle(a, a_idx, b, b_idx, o_idx, n)
     assert relative_error(ours.outputs[0], want) <= 1e-5
     assert relative_error(naive.outputs[0], want) <= 1e-5

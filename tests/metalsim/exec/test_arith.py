@@ -23,6 +23,7 @@ from pathlib import Path
 import ml_dtypes
 import numpy as np
 import pytest
+from exact_rounding import round_exact
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -336,24 +337,6 @@ def test_unary_operators_match_gcc(data: st.DataObject) -> None:
 
 # --- bfloat: exact rational reference ------------------------------------------------------------
 
-FORMATS = {FLOAT: (23, -126, 127), HALF: (10, -14, 15), BFLOAT: (7, -126, 127)}
-
-
-def round_exact(v: Fraction, t: ScalarType) -> float:
-    """`v` rounded to nearest even in the format of `t` (as a float; inf on overflow)."""
-    mant, emin, emax = FORMATS[t]
-    if v == 0:
-        return 0.0
-    a = abs(v)
-    e = a.numerator.bit_length() - a.denominator.bit_length()
-    e += 1 if a >= Fraction(2) ** (e + 1) else -1 if a < Fraction(2) ** e else 0
-    quantum = Fraction(2) ** (max(e, emin) - mant)
-    n, rest = divmod(a, quantum)
-    if rest > quantum / 2 or (rest == quantum / 2 and n % 2 == 1):
-        n += 1
-    result = n * quantum
-    magnitude = math.inf if result >= Fraction(2) ** (emax + 1) else float(result)
-    return math.copysign(magnitude, v)
 
 
 BF16 = np.dtype(ml_dtypes.bfloat16)

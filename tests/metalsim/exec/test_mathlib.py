@@ -14,6 +14,7 @@ from fractions import Fraction
 import ml_dtypes
 import numpy as np
 import pytest
+from exact_rounding import FORMATS, round_exact
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -41,7 +42,6 @@ pytestmark = pytest.mark.filterwarnings("error")   # the library must never emit
 BF16 = np.dtype(ml_dtypes.bfloat16)
 FLOAT_TYPES = (FLOAT, HALF, BFLOAT)
 INTS = (CHAR, UCHAR, SHORT, USHORT, INT, UINT, LONG, ULONG)
-FORMATS = {FLOAT: (23, -126, 127), HALF: (10, -14, 15), BFLOAT: (7, -126, 127)}
 LANES = 40
 
 
@@ -61,21 +61,6 @@ def _dtype(t: Type) -> np.dtype:
     return t.elem.dtype if isinstance(t, VectorType) else t.dtype
 
 
-def round_exact(v: Fraction, t: ScalarType) -> float:
-    """`v` rounded to nearest even in the format of `t` (as a float; inf on overflow)."""
-    mant, emin, emax = FORMATS[t]
-    if v == 0:
-        return 0.0
-    a = abs(v)
-    e = a.numerator.bit_length() - a.denominator.bit_length()
-    e += 1 if a >= Fraction(2) ** (e + 1) else -1 if a < Fraction(2) ** e else 0
-    quantum = Fraction(2) ** (max(e, emin) - mant)
-    n, rest = divmod(a, quantum)
-    if rest > quantum / 2 or (rest == quantum / 2 and n % 2 == 1):
-        n += 1
-    result = n * quantum
-    magnitude = math.inf if result >= Fraction(2) ** (emax + 1) else float(result)
-    return math.copysign(magnitude, v)
 
 
 def ordinal(x: np.ndarray) -> np.ndarray:
