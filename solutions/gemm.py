@@ -3,10 +3,11 @@
 `gemm(a, b)` computes `a @ b` for `a` of shape `(M, K)` and `b` of shape `(K, N)`, float32 or
 half (or bfloat16), any sizes. The plan:
 
-- a threadgroup of 128 threads (4 SIMD-groups, 2 x 2) computes a 64 x 64 tile of `out`; each
-  SIMD-group owns a 32 x 32 quarter of it, held in 4 x 4 `simdgroup_float8x8` accumulators;
-- the threadgroup walks along `K` 16 at a time. Its threads copy the 64 x 16 tile of `a` and
-  the 16 x 64 tile of `b` into threadgroup memory with 4-wide loads (zeros outside the
+- a threadgroup computes a `BM` x `BN` tile of `out` (64 x 64 with 4 SIMD-groups, up to
+  256 x 64 or 128 x 128 with 16; see "Tile shapes" below); each SIMD-group owns a 32 x 32 block
+  of it, held in 4 x 4 `simdgroup_float8x8` accumulators;
+- the threadgroup walks along `K` 16 at a time. Its threads copy the `BM` x 16 tile of `a` and
+  the 16 x `BN` tile of `b` into threadgroup memory with 4-wide loads (zeros outside the
   matrices, so edge tiles need no special case later), converting to float; after a barrier
   each SIMD-group loads its 8 x 8 pieces and multiply-accumulates them; a second barrier keeps
   the next copy from overwriting tiles still in use;
@@ -25,37 +26,80 @@ in that memory order, still with 4-wide loads along the contiguous axis, and
 `(dC, B)` with `TB` and `dB = A^T @ dC` the kernel on `(A, dC)` with `TA` (an
 `mx.custom_function`; the backward is itself differentiable, so higher derivatives work too).
 
-Device traffic: each tile of `a` is read by all `ceil(N / 64)` threadgroups of its tile row,
-and each tile of `b` by the `ceil(M / 64)` of its tile column. Against the ideal of reading
-every input once, a tiled GEMM therefore moves about
-`(bytes(a) * N/64 + bytes(b) * M/64 + bytes(out)) / (bytes(a) + bytes(b) + bytes(out))` times
-the ideal: 1.0x when `M, N <= 64`, 3.0x for square 256 x 256, 11x for 1024 x 1024. That is what
-tiling buys (a naive kernel reads them `N` and `M` times); reaching the ideal for large
-matrices would need the whole matrix on chip. On a GPU many of the re-reads hit the cache,
-which the simulator does not model.
+Tile shapes. Device traffic is decided by the tile: each tile of `a` is read by all
+`ceil(N / BN)` threadgroups of its tile row, and each tile of `b` by the `ceil(M / BM)` of its
+tile column, so the kernel moves `bytes(a) * ceil(N/BN) + bytes(b) * ceil(M/BM) + bytes(out)`
+against the ideal `bytes(a) + bytes(b) + bytes(out)`. Bigger tiles mean fewer re-reads but fewer
+threadgroups to spread over the GPU's cores, so, like MLX's own GEMM, `choose_tile` picks the
+tile per shape (`BM` and `BN` are template arguments): the one that moves the fewest bytes among
+those that still give `MIN_THREADGROUPS` threadgroups. Every SIMD-group owns 32 x 32 of the tile
+whatever its shape, so a bigger tile is more SIMD-groups, not more registers per thread.
+
+- A point-cloud layer (many points, few channels, e.g. 16384 x 64 @ 64 x 64) gets 256 x 64 tiles:
+  `a` is read once and `b` (the small weight matrix) 64 times, 1.12x the ideal.
+- Square matrices are the hard case: with `P` threadgroups each computing an equal block of
+  `out`, the inputs are read at least `sqrt(P)` times over, so no multi-threadgroup GEMM gets
+  near the ideal: 3.0x at 256 x 256 (16 tiles of 64 x 64), 5.7x at 1024 x 1024 (64 tiles of
+  128 x 128). On a GPU many of those re-reads hit the cache, which the simulator does not model.
 """
 
 from __future__ import annotations
 
 import functools
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import mlx.core as mx
 
 from solutions.vector_loads import LOAD4_HEADER
 
-BM, BN, BK = 64, 64, 16     # threadgroup tile: rows, columns, depth per step
-THREADS = 128               # 4 SIMD-groups, 2 x 2, each owning 32 x 32 of the tile
+BK = 16   # depth of one step along K
+SIMD_TILE = 32   # every SIMD-group owns a 32 x 32 block of the threadgroup's tile
+
+
+@dataclass(frozen=True)
+class Tile:
+    """A threadgroup's share of `out`: `rows` x `cols`, both multiples of `SIMD_TILE`."""
+
+    rows: int
+    cols: int
+
+    @property
+    def threads(self) -> int:
+        return (self.rows // SIMD_TILE) * (self.cols // SIMD_TILE) * 32
+
+    def threadgroups(self, m: int, n: int) -> int:
+        return -(-m // self.rows) * -(-n // self.cols)
+
+    def bytes_moved(self, m: int, k: int, n: int, itemsize: int) -> int:
+        """Device bytes the kernel moves with this tile: `a` once per tile column, `b` once
+        per tile row, `out` once."""
+        return itemsize * (m * k * -(-n // self.cols) + k * n * -(-m // self.rows) + m * n)
+
+
+# 128 to 512 threads, and at most 20 KiB of threadgroup memory ((rows + cols) * BK floats).
+TILES = (Tile(64, 64), Tile(128, 64), Tile(64, 128), Tile(128, 128), Tile(256, 64),
+         Tile(64, 256))
+# Enough threadgroups to give every core of a large Apple GPU (up to 40 in a Max chip) at
+# least one; fewer would leave cores idle however little traffic each tile makes.
+MIN_THREADGROUPS = 64
+
+
+def choose_tile(m: int, k: int, n: int) -> Tile:
+    """The tile that moves the fewest bytes among those giving `MIN_THREADGROUPS`
+    threadgroups (or, for small outputs, among those giving the most); the smaller tile on a
+    tie."""
+    parallel = [t for t in TILES if t.threadgroups(m, n) >= MIN_THREADGROUPS]
+    if not parallel:
+        most = max(t.threadgroups(m, n) for t in TILES)
+        parallel = [t for t in TILES if t.threadgroups(m, n) == most]
+    return min(parallel, key=lambda t: (t.bytes_moved(m, k, n, 1), t.threads))
+
 
 HEADER = LOAD4_HEADER + f"""
-constant int BM = {BM};
-constant int BN = {BN};
 constant int BK = {BK};
-constant int THREADS = {THREADS};
-constant int SM = BM / 2;        // rows of the tile owned by one SIMD-group
-constant int SN = BN / 2;
-constant int FM = SM / 8;        // its 8x8 accumulators per column and per row
-constant int FN = SN / 8;
+constant int SIMD_TILE = {SIMD_TILE};   // rows and columns of the tile owned by one SIMD-group
+constant int FRAGS = SIMD_TILE / 8;     // its 8x8 accumulators per column and per row
 """
 
 SOURCE = """
@@ -65,6 +109,7 @@ SOURCE = """
     threadgroup float4 Bs4[BK * BN / 4];
     threadgroup float* As = (threadgroup float*)As4;
     threadgroup float* Bs = (threadgroup float*)Bs4;
+    const int THREADS = (BM / SIMD_TILE) * (BN / SIMD_TILE) * 32;
     int t = thread_index_in_threadgroup;
     int sg = simdgroup_index_in_threadgroup;
     int lane = thread_index_in_simdgroup;
@@ -82,12 +127,12 @@ SOURCE = """
     int b_cols = TB ? K : N;
     int row0 = threadgroup_position_in_grid.y * BM;
     int col0 = threadgroup_position_in_grid.x * BN;
-    int sm0 = (sg / 2) * SM;   // this SIMD-group's quarter of the tile
-    int sn0 = (sg % 2) * SN;
+    int sm0 = (sg / (BN / SIMD_TILE)) * SIMD_TILE;   // this SIMD-group's block of the tile
+    int sn0 = (sg % (BN / SIMD_TILE)) * SIMD_TILE;
 
-    simdgroup_float8x8 acc[FM][FN];
-    for (int i = 0; i < FM; ++i) {
-        for (int j = 0; j < FN; ++j) {
+    simdgroup_float8x8 acc[FRAGS][FRAGS];
+    for (int i = 0; i < FRAGS; ++i) {
+        for (int j = 0; j < FRAGS; ++j) {
             acc[i][j] = simdgroup_float8x8(0.0f);
         }
     }
@@ -125,25 +170,25 @@ SOURCE = """
         threadgroup_barrier(mem_flags::mem_threadgroup);
 
         for (int kk = 0; kk < BK; kk += 8) {
-            simdgroup_float8x8 a_frag[FM];
-            simdgroup_float8x8 b_frag[FN];
+            simdgroup_float8x8 a_frag[FRAGS];
+            simdgroup_float8x8 b_frag[FRAGS];
             // A transposed tile is loaded from its piece's corner (origin 0), transposed.
-            for (int i = 0; i < FM; ++i) {
+            for (int i = 0; i < FRAGS; ++i) {
                 if (TA) {
                     simdgroup_load(a_frag[i], As + kk * BM + sm0 + 8 * i, BM, ulong2(0, 0), true);
                 } else {
                     simdgroup_load(a_frag[i], As, BK, ulong2(kk, sm0 + 8 * i));
                 }
             }
-            for (int j = 0; j < FN; ++j) {
+            for (int j = 0; j < FRAGS; ++j) {
                 if (TB) {
                     simdgroup_load(b_frag[j], Bs + (sn0 + 8 * j) * BK + kk, BK, ulong2(0, 0), true);
                 } else {
                     simdgroup_load(b_frag[j], Bs, BN, ulong2(sn0 + 8 * j, kk));
                 }
             }
-            for (int i = 0; i < FM; ++i) {
-                for (int j = 0; j < FN; ++j) {
+            for (int i = 0; i < FRAGS; ++i) {
+                for (int j = 0; j < FRAGS; ++j) {
                     simdgroup_multiply_accumulate(acc[i][j], a_frag[i], b_frag[j], acc[i][j]);
                 }
             }
@@ -155,9 +200,9 @@ SOURCE = """
     int q = lane / 4;
     int r = (q & 4) + (lane / 2) % 4;
     int c = (q & 2) * 2 + (lane % 2) * 2;
-    for (int i = 0; i < FM; ++i) {
+    for (int i = 0; i < FRAGS; ++i) {
         int gr = row0 + sm0 + 8 * i + r;
-        for (int j = 0; j < FN; ++j) {
+        for (int j = 0; j < FRAGS; ++j) {
             int gc = col0 + sn0 + 8 * j + c;
             vec<float, 2> v = acc[i][j].thread_elements();
             if (gr < M && gc < N) {
@@ -179,9 +224,11 @@ def _kernel(factory: Callable):
 
 
 def launch(a: mx.array, b: mx.array, factory: Callable | None = None, *,
-           transpose_a: bool = False, transpose_b: bool = False) -> tuple[Callable, dict]:
+           transpose_a: bool = False, transpose_b: bool = False,
+           tile: Tile | None = None) -> tuple[Callable, dict]:
     """The kernel (built by `factory`, MLX's by default) and the arguments of its call, for
-    `op(a) @ op(b)`, where `op` transposes an operand whose `transpose_` flag is set."""
+    `op(a) @ op(b)`, where `op` transposes an operand whose `transpose_` flag is set. The tile
+    is `choose_tile`'s unless one is given."""
     if a.ndim != 2 or b.ndim != 2:
         raise ValueError(f"gemm multiplies (M, K) by (K, N); got {a.shape} and {b.shape}")
     m, k = a.shape[::-1] if transpose_a else a.shape
@@ -191,10 +238,13 @@ def launch(a: mx.array, b: mx.array, factory: Callable | None = None, *,
     dtype = mx.result_type(a, b)
     if dtype not in (mx.float32, mx.float16, mx.bfloat16):
         raise TypeError(f"gemm supports float32, float16 and bfloat16, got {dtype}")
+    tile = tile or choose_tile(m, k, n)
     args = {"inputs": [a.astype(dtype), b.astype(dtype)], "output_shapes": [(m, n)],
             "output_dtypes": [dtype],
-            "template": [("T", dtype), ("TA", transpose_a), ("TB", transpose_b)],
-            "grid": (-(-n // BN) * THREADS, -(-m // BM), 1), "threadgroup": (THREADS, 1, 1)}
+            "template": [("T", dtype), ("TA", transpose_a), ("TB", transpose_b),
+                         ("BM", tile.rows), ("BN", tile.cols)],
+            "grid": (-(-n // tile.cols) * tile.threads, -(-m // tile.rows), 1),
+            "threadgroup": (tile.threads, 1, 1)}
     return _kernel(factory or mx.fast.metal_kernel), args
 
 
@@ -232,9 +282,9 @@ def gemm(a: mx.array, b: mx.array) -> mx.array:
     return _gemm_op(False, False)(a, b)
 
 
-def simulate(a: mx.array, b: mx.array):
+def simulate(a: mx.array, b: mx.array, tile: Tile | None = None):
     """The same launch in the simulator: a `metalsim.Run` with outputs and traffic report."""
     import metalsim
 
-    kernel, args = launch(a, b, metalsim.metal_kernel)
+    kernel, args = launch(a, b, metalsim.metal_kernel, tile=tile)
     return metalsim.simulate(kernel, **args)
