@@ -22,6 +22,8 @@ from solutions import axpby, conv1d, gemm, row_reduce
 
 GEMM_NOTE = ("64x64 tiles: every tile column re-reads a, every tile row re-reads b "
              "(8x each at 512), so (8 + 8 + 1) / 3 = 5.67x; see solutions/gemm.py")
+LAYER_NOTE = ("256x64 tiles: the points (a) are read once, the 64x64 weights (b) once per "
+              "tile row")
 
 
 @dataclass
@@ -46,7 +48,9 @@ def benches() -> list[Bench]:
     a32, b32 = mx.random.normal((2048, 2048)), mx.random.normal((2048, 2048))
     a16, b16 = a32.astype(mx.float16), b32.astype(mx.float16)
     small_a, small_b = mx.random.normal((512, 512)), mx.random.normal((512, 512))
-    mx.eval(x, y, rows, cols, signal, taps, reduce_in, a32, b32, a16, b16, small_a, small_b)
+    points, weights = mx.random.normal((1 << 16, 64)), mx.random.normal((64, 64))
+    mx.eval(x, y, rows, cols, signal, taps, reduce_in, a32, b32, a16, b16, small_a, small_b,
+            points, weights)
 
     def conv_mlx() -> mx.array:
         return mx.conv1d(signal[None, :, None], taps[None, :, None], padding=15)[0, :, 0]
@@ -67,6 +71,9 @@ def benches() -> list[Bench]:
         Bench("gemm, 2048^3 float16", lambda: gemm.gemm(a16, b16), lambda: a16 @ b16,
               lambda: gemm.simulate(small_a.astype(mx.float16), small_b.astype(mx.float16)),
               "512^3 float16", GEMM_NOTE),
+        Bench("gemm, point-cloud layer 65536 x 64 @ 64 x 64", lambda: gemm.gemm(points, weights),
+              lambda: points @ weights, lambda: gemm.simulate(points[:16384], weights),
+              "16384 points", LAYER_NOTE),
     ]
 
 
