@@ -10,9 +10,9 @@
 """
 
 from metalsim.api import Kernel, Run, metal_kernel, simulate, source
-from metalsim.diagnostics import CompileError, Diagnostic, KernelFault
+from metalsim.diagnostics import CompileError, Diagnostic, KernelFault, TransformError
 from metalsim.patch import patch
 from metalsim.report import Report
 
 __all__ = ["CompileError", "Diagnostic", "Kernel", "KernelFault", "Report", "Run",
-           "metal_kernel", "patch", "simulate", "source"]
+           "TransformError", "metal_kernel", "patch", "simulate", "source"]

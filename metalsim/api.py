@@ -28,7 +28,7 @@ import ml_dtypes
 import mlx.core as mx
 import numpy as np
 
-from metalsim.diagnostics import KernelFault
+from metalsim.diagnostics import KernelFault, TransformError
 from metalsim.exec.machine import MAX_THREADS_PER_THREADGROUP
 from metalsim.signature import (
     BoundInput,
@@ -578,10 +578,16 @@ class Kernel:
         _check_size(len(v["output_shapes"]), len(spec.output_names), "output_shapes")
         _check_size(len(v["output_dtypes"]), len(spec.output_names), "output_dtypes")
         _check_stream(v["stream"])
-        inputs = [
-            _bind_input(name, arr, spec.ensure_row_contiguous)
-            for name, arr in zip(spec.input_names, arrays, strict=True)
-        ]
+        try:
+            inputs = [
+                _bind_input(name, arr, spec.ensure_row_contiguous)
+                for name, arr in zip(spec.input_names, arrays, strict=True)
+            ]
+        except ValueError as error:
+            # MLX refuses to evaluate a traced input; say why in the kernel's terms.
+            if "during function transformations" not in str(error):
+                raise
+            raise TransformError(spec.name) from None
         output_dtypes = [_dtype_name(d) for d in v["output_dtypes"]]
         return _Prepared(
             gen=generate(spec, inputs, output_dtypes, template),

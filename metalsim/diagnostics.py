@@ -137,6 +137,20 @@ class CompileError(MetalsimError):
         return self.diagnostic.column
 
 
+class TransformError(MetalsimError):
+    """A simulated kernel called inside `mx.compile`, `mx.vmap` or `mx.export_function`,
+    where its inputs have no values yet."""
+
+    def __init__(self, kernel_name: str) -> None:
+        super().__init__(
+            f"kernel '{kernel_name}' was called inside a function transformation (mx.compile, "
+            "mx.vmap or mx.export_function), where its inputs have no values yet; the "
+            "simulator needs them.\n"
+            "    hint: metalsim.patch() turns mx.compile off while it is active, so call "
+            "compiled functions inside the patch (the metalsim_patch fixture does). mx.vmap "
+            "of a custom kernel fails on Metal too: MLX's CustomKernel has no vmap rule.")
+
+
 class KernelFault(MetalsimError):
     """Run-time faults found while simulating a kernel (out of bounds, races, ...)."""
 

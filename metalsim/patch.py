@@ -11,6 +11,11 @@ kernels are kept unless `force=True`. The original function is restored on exit.
     @metalsim.patch()
     def test_my_kernel(): ...
 
+While a patch is active MLX's compilation is turned off (`mx.disable_compile()`), so functions
+wrapped in `mx.compile` -- before or inside the patch -- run uncompiled and their kernels can be
+simulated: the simulator needs input values, which a compiled function's trace does not have.
+Leaving the last active patch turns compilation back on, unless `MLX_DISABLE_COMPILE` is set.
+
 With pytest, the `metalsim_patch` fixture (registered by this package's pytest plugin) does
 the same for one test. Code that imported `metal_kernel` by name before patching keeps the
 original; look it up as `mx.fast.metal_kernel` at call time.
@@ -19,6 +24,7 @@ original; look it up as `mx.fast.metal_kernel` at call time.
 from __future__ import annotations
 
 import contextlib
+import os
 
 import mlx.core as mx
 
@@ -33,15 +39,24 @@ def metal_available() -> bool:
 class patch(contextlib.ContextDecorator):  # noqa: N801 - used like a function, as in unittest.mock
     """Replace `mx.fast.metal_kernel` by `metalsim.metal_kernel` (see the module docstring)."""
 
+    active = 0   # patches that replaced the factory and have not exited yet, in any instance
+
     def __init__(self, force: bool = False) -> None:
         self.force = force
-        self._saved: list = []
+        self._saved: list[tuple[object, bool]] = []
 
     def __enter__(self) -> patch:
-        self._saved.append(mx.fast.metal_kernel)
-        if self.force or not metal_available():
+        replaces = self.force or not metal_available()
+        self._saved.append((mx.fast.metal_kernel, replaces))
+        if replaces:
             mx.fast.metal_kernel = metal_kernel
+            patch.active += 1
+            mx.disable_compile()
         return self
 
     def __exit__(self, *exc_info: object) -> None:
-        mx.fast.metal_kernel = self._saved.pop()
+        mx.fast.metal_kernel, replaced = self._saved.pop()
+        if replaced:
+            patch.active -= 1
+            if patch.active == 0 and not os.environ.get("MLX_DISABLE_COMPILE"):
+                mx.enable_compile()

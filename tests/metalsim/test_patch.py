@@ -146,3 +146,50 @@ def test_grad_through_a_custom_function_with_simulated_kernels_equals_autodiff(m
     np.testing.assert_allclose(np.array(loss(x)), np.array(loss_ref(x)), rtol=1e-5)
     np.testing.assert_allclose(np.array(mx.grad(loss)(x)), np.array(mx.grad(loss_ref)(x)),
                                rtol=1e-4, atol=1e-5)
+
+
+# --- function transformations -----------------------------------------------------------------
+
+
+def doubling_kernel(a: mx.array) -> mx.array:
+    source = "out[thread_position_in_grid.x] = 2 * a[thread_position_in_grid.x];"
+    kernel = mx.fast.metal_kernel(name="double", input_names=["a"], output_names=["out"],
+                                  source=source)
+    return kernel(inputs=[a], output_shapes=[a.shape], output_dtypes=[a.dtype],
+                  grid=(a.size, 1, 1), threadgroup=(a.size, 1, 1))[0]
+
+
+def test_functions_compiled_before_the_patch_run_uncompiled_inside_it():
+    compiled = mx.compile(lambda a: doubling_kernel(a) + 1)
+    with metalsim.patch(force=True):
+        assert compiled(mx.arange(4.0)).tolist() == [1.0, 3.0, 5.0, 7.0]
+
+
+def test_compilation_is_back_on_after_the_last_patch_exits():
+    traces = []
+
+    def counted(a: mx.array) -> mx.array:
+        traces.append(1)   # a Python side effect runs only while tracing, when compiled
+        return a + 1
+
+    compiled = mx.compile(counted)
+    with metalsim.patch(force=True), metalsim.patch(force=True):
+        compiled(mx.arange(3.0))
+        compiled(mx.arange(3.0))
+        assert len(traces) == 2
+    traces.clear()
+    compiled(mx.arange(3.0))
+    compiled(mx.arange(3.0))
+    assert len(traces) == 1
+
+
+def test_a_simulated_kernel_inside_vmap_says_which_transformation_and_why(metalsim_patch):
+    with pytest.raises(metalsim.TransformError, match=r"kernel 'double' .* mx\.vmap") as info:
+        mx.vmap(doubling_kernel)(mx.ones((2, 4)))
+    assert "hint:" in str(info.value)
+
+
+def test_exporting_a_function_with_a_simulated_kernel_raises_a_transform_error(metalsim_patch,
+                                                                              tmp_path):
+    with pytest.raises(metalsim.TransformError, match="mx.export_function"):
+        mx.export_function(str(tmp_path / "double.mlxfn"), doubling_kernel, mx.ones(4))
