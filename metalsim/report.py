@@ -49,7 +49,10 @@ class Report:
     # kind ("read", "write" or "atomic"), buffer, space, and per thread of the access the arrays
     # thread (linear id), threadgroup (linear id), element (index in the buffer, or in the
     # threadgroup's copy of threadgroup memory), epoch (barriers passed by that threadgroup);
-    # line and section of the source; type; and for writes `sources`, one frozenset per thread
+    # line and section of the source; type; value, what the cell held right after the access
+    # (the value read or written; a row of components for vectors; for atomics, after all the
+    # lanes of that statement); and for writes `sources`,
+    # one frozenset per thread
     # of the cells (buffer, threadgroup or -1, element) whose values flowed into the stored value.
 
     @property

@@ -223,7 +223,7 @@ def _after_access(m: Machine, region: Region, idx: np.ndarray | slice, bank, off
     if region.counted is not None:
         m.count(_COUNT_NAMES[region.counted, write], idx)
     if m.trace is not None:
-        _record(m, region, _lane_indices(m, idx), off, t, write, coord)
+        _record(m, region, _lane_indices(m, idx), bank, off, t, write, coord)
     if not (region.track_init or region.track_races):
         return
     g = _granules(region, off, t)
@@ -252,11 +252,23 @@ def _after_access(m: Machine, region: Region, idx: np.ndarray | slice, bank, off
         _race_check(m, region, idx, flat, write, coord)
 
 
-def _record(m: Machine, region: Region, lanes: np.ndarray, off: np.ndarray, t: Type,
+def _cell_values(region: Region, bank, off: np.ndarray, t: Type) -> np.ndarray:
+    """What the accessed cells hold now: the value just read, or just written (one row of
+    components per lane for vectors)."""
+    elem, comps = _access_layout(t)
+    first = off // elem.size
+    view = region.view(elem.dtype)
+    if comps == 1:
+        return view[bank, first].copy()
+    return view[np.asarray(bank)[..., None] if np.ndim(bank) else bank,
+                first[:, None] + np.arange(comps)]
+
+
+def _record(m: Machine, region: Region, lanes: np.ndarray, bank, off: np.ndarray, t: Type,
             write: bool, coord: Coord) -> None:
-    """Trace one access: who touched which cell, when; and for writes, where the value came
-    from. A cell is (buffer, threadgroup or -1, element); thread-private memory is not traced
-    but values flow through it."""
+    """Trace one access: who touched which cell, when, with what value; and for writes, where
+    the value came from. A cell is (buffer, threadgroup or -1, element); thread-private memory
+    is not traced but values flow through it."""
     b = m.batch
     owner = b.tg_global[lanes] if region.space == "threadgroup" else (
         b.tid[lanes] if region.space == "thread" else np.full(lanes.size, -1))
@@ -278,6 +290,7 @@ def _record(m: Machine, region: Region, lanes: np.ndarray, off: np.ndarray, t: T
         "thread": b.tid[lanes], "threadgroup": b.tg_global[lanes], "element": element,
         "epoch": m.tg_epoch[b.tg_local[lanes]].copy(), "line": coord.line if coord else None,
         "section": coord.section if coord else None, "type": str(t),
+        "value": _cell_values(region, bank, off, t),
         "sources": m.sources(lanes) if write else None,
     })
 
@@ -459,7 +472,8 @@ def _after_atomic(m: Machine, region: Region, lanes: np.ndarray, bank, off: np.n
             "thread": b.tid[lanes], "threadgroup": b.tg_global[lanes],
             "element": off // region.unit, "epoch": m.tg_epoch[b.tg_local[lanes]].copy(),
             "line": coord.line if coord else None, "section": coord.section if coord else None,
-            "type": str(t), "sources": m.sources(lanes) if writes else None})
+            "type": str(t), "value": _cell_values(region, bank, off, t),
+            "sources": m.sources(lanes) if writes else None})
     if not (region.track_init or region.track_races):
         return
     g = _granules(region, off, t)

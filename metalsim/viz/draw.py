@@ -154,7 +154,9 @@ def _values(report: Report, inputs, outputs) -> dict[str, np.ndarray]:
 
 
 def format_value(v: object) -> str:
-    """A cell's value in at most about five characters."""
+    """A cell's value in at most about five characters (a vector's, component by component)."""
+    if isinstance(v, np.ndarray) and v.ndim:
+        return "(" + ", ".join(format_value(c) for c in v) + ")"
     if isinstance(v, (bool, np.bool_)):
         return "1" if v else "0"
     if isinstance(v, (int, np.integer)):
@@ -348,8 +350,11 @@ class _Frame:
         self.writers: dict[tuple, list[int]] = {}
         self.lines: dict[tuple, set] = {}
         self.selected: dict[tuple, set] = {}
+        self.held: dict[tuple, object] = {}   # threadgroup-memory copy -> value after its phase
         for a in self.accesses:
             copy = view.copy_of(a)
+            if view.is_threadgroup_memory(a.buffer) and a.value is not None:
+                self.held[copy] = a.value
             who = self.writers if a.writes else self.readers
             if a.local not in who.setdefault(copy, []):
                 who[copy].append(a.local)
@@ -588,8 +593,12 @@ class _Frame:
                     "white" if readers else style.UNTOUCHED_FILL)
             svg.el("rect", x=x, y=y, width=cs, height=cs, fill=fill,
                    stroke=style.MUTED if readers or writers else style.FAINT, stroke_width=0.8)
-            text = format_value(values[e]) if values is not None and (
-                written is None or e in written) else ""
+            if b["space"] == "threadgroup":
+                held = self.held.get(copy)
+                text = format_value(held) if held is not None else ""
+            else:
+                text = format_value(values[e]) if values is not None and (
+                    written is None or e in written) else ""
             # monospace glyphs are about 0.6 em wide: shrink to fit, or leave to the tooltip
             fit = min(value_size, (cs - 3) / (0.6 * max(1, len(text))))
             shown = bool(text) and cs >= 15 and fit >= 5.5

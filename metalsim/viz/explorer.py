@@ -2,8 +2,8 @@
 
 The state lives in plain attributes (`selection`, `view_svg`, `listing`, `counts`), updated by
 `select(...)`; the ipywidgets controls only call `select`, so the explorer is testable without
-a browser or a kernel. Values are known for inputs (when given) and for outputs (their final
-values); the trace does not record the values that passed through threadgroup memory.
+a browser or a kernel. Each access is listed with the value it read or wrote, in device and
+threadgroup memory alike.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from metalsim.report import COUNT_NAMES
-from metalsim.viz.draw import Selection, _values, draw, format_value
+from metalsim.viz.draw import Selection, draw, format_value
 from metalsim.viz.model import TraceView, logical_index, simd_group
 
 _KEEP = object()  # `select` argument not given: keep the current choice
@@ -49,7 +49,6 @@ class Explorer:
                              "metalsim.simulate(..., trace=True)")
         self.inputs = inputs
         self.view = TraceView(self.report)
-        self.values = _values(self.report, inputs, getattr(run, "outputs", None))
         spec = getattr(kernel, "spec", None)
         self._lines = {"source": (getattr(spec, "source", "") or "").split("\n"),
                        "header": (getattr(spec, "header", "") or "").split("\n")}
@@ -122,12 +121,7 @@ class Explorer:
     def _listed(self, a) -> ListedAccess:
         shape = tuple(self.view.buffers[a.buffer]["shape"])
         index = logical_index(shape, a.element)
-        values = self.values.get(a.buffer)
-        value = ""
-        if values is not None and self.view.buffers[a.buffer]["space"] != "threadgroup":
-            value = format_value(values[a.element])
-            if self.view.buffers[a.buffer]["role"] == "output":
-                value += " (final)"
+        value = format_value(a.value) if a.value is not None else ""
         lines = self._lines.get(a.section or "", [])
         code = lines[a.line - 1].strip() if a.line and 0 < a.line <= len(lines) else ""
         return ListedAccess(a.phase, a.local, a.kind,

@@ -44,6 +44,7 @@ class Access:
     section: str | None
     sources: frozenset = frozenset()   # for writes: cells (buffer, threadgroup or -1, element)
     order: int = 0            # index of the trace event (execution order)
+    value: object = None      # the cell's value right after the access (a vector's components)
 
     @property
     def writes(self) -> bool:
@@ -119,7 +120,7 @@ class TraceView:
             hit = np.flatnonzero(event["threadgroup"] == g)
             if hit.size == 0:
                 continue
-            sources = event.get("sources")
+            sources, values = event.get("sources"), event.get("value")
             for k in hit.tolist():
                 thread = int(event["thread"][k])
                 out.append(Access(
@@ -127,7 +128,8 @@ class TraceView:
                     thread=thread, local=local_of[thread], threadgroup=g,
                     element=int(event["element"][k]), phase=int(event["epoch"][k]),
                     line=event["line"], section=event["section"],
-                    sources=sources[k] if sources is not None else frozenset(), order=order))
+                    sources=sources[k] if sources is not None else frozenset(), order=order,
+                    value=values[k] if values is not None else None))
         return out
 
     def is_threadgroup_memory(self, buffer: str) -> bool:

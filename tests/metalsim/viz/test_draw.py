@@ -191,6 +191,18 @@ def test_cells_show_input_values_and_the_outputs_final_values():
     assert find(root, "cell", buffer="out", element=0)[0].get("class") == "cell untouched"
 
 
+def test_threadgroup_memory_cells_show_the_values_they_held_in_each_phase():
+    # Pooling's shared memory holds a[8:16] (a = arange) in threadgroup 1: written in phase
+    # 0, read in phase 1.
+    run, inputs = traced("pooling")
+    root = parse(draw(run, inputs=inputs, threadgroups=[1]))
+    for phase in (0, 1):
+        cells = find(root, "cell", buffer="shared", threadgroup=1, phase=phase)
+        shown = [[t.text for t in c.iter(f"{SVG}text") if "value" in classes(t)]
+                 for c in sorted(cells, key=lambda c: int(c.get("data-element")))]
+        assert shown == [[str(8 + i)] for i in range(8)]
+
+
 def test_markers_name_the_threads_that_read_and_wrote_each_cell():
     run, inputs = traced("pooling")
     root = parse(draw(run, inputs=inputs, threadgroups=[0]))
