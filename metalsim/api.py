@@ -21,7 +21,7 @@ import math
 import operator
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import ml_dtypes
@@ -553,17 +553,19 @@ class Kernel:
 
     Keyword-only arguments: inputs, output_shapes, output_dtypes, grid, threadgroup,
     template=None, init_value=None, verbose=False, stream=None. Returns `list[mx.array]`;
-    raises `KernelFault` if the simulation found errors (use `simulate` to collect them).
+    raises `KernelFault` if the simulation found errors (use `simulate` to collect them), or,
+    with `strict` set (as `metalsim.patch(strict=True)` does), warnings too.
     """
 
-    def __init__(self, spec: KernelSpec) -> None:
+    def __init__(self, spec: KernelSpec, strict: bool = False) -> None:
         self.spec = spec
+        self.strict = strict
 
     def __repr__(self) -> str:
         return f"<metalsim.Kernel {self.spec.name!r}>"
 
     def __call__(self, *args: object, **kwargs: object) -> list[mx.array]:
-        run = self._run(args, kwargs, trace=False)
+        run = self._run(args, kwargs, trace=False, strict=self.strict)
         if any(d.severity == "error" for d in run.report.diagnostics):
             raise KernelFault(run.report.diagnostics)
         return run.outputs
@@ -601,7 +603,8 @@ class Kernel:
             verbose=v["verbose"],
         )
 
-    def _run(self, args: tuple, kwargs: dict[str, object], trace: bool) -> Run:
+    def _run(self, args: tuple, kwargs: dict[str, object], trace: bool,
+             strict: bool = False) -> Run:
         call = self._prepare(args, kwargs)
         if call.verbose:
             sys.stdout.write(verbose_text(call.gen))
@@ -627,6 +630,8 @@ class Kernel:
             self.spec.math_mode,
             trace,
         )
+        if strict:
+            report.diagnostics = [replace(d, severity="error") for d in report.diagnostics]
         return Run(outputs=[_to_mx(b) for b in outputs], report=report)
 
 
@@ -683,12 +688,15 @@ metal_kernel.__signature__ = _signature(_FACTORY_PARAMS, method=False)
 Kernel.__call__.__signature__ = _signature(_CALL_PARAMS, method=True)
 
 
-def simulate(kernel: Kernel, *, trace: bool = False, **call_kwargs: object) -> Run:
+def simulate(kernel: Kernel, *, trace: bool = False, strict: bool = False,
+             **call_kwargs: object) -> Run:
     """Run `kernel` with the call's keyword arguments; diagnostics are collected, not raised.
 
     `trace=True` asks the executor to record every memory access (for diagrams).
+    `strict=True` makes every warning (division by zero, a shift out of range, a SIMD-group
+    read of an inactive lane, behaviour the Metal spec leaves open) an error.
     """
-    return kernel._run((), call_kwargs, trace)
+    return kernel._run((), call_kwargs, trace, strict)
 
 
 def source(kernel: Kernel, **call_kwargs: object) -> str:

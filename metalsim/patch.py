@@ -16,6 +16,10 @@ wrapped in `mx.compile` -- before or inside the patch -- run uncompiled and thei
 simulated: the simulator needs input values, which a compiled function's trace does not have.
 Leaving the last active patch turns compilation back on, unless `MLX_DISABLE_COMPILE` is set.
 
+`patch(strict=True)` makes the kernels it builds raise on warnings as well as errors (division
+by zero, a shift out of range, a SIMD-group read of an inactive lane, behaviour the Metal spec
+leaves open): what a test suite usually wants, since Metal gives such code no defined result.
+
 With pytest, the `metalsim_patch` fixture (registered by this package's pytest plugin) does
 the same for one test. Code that imported `metal_kernel` by name before patching keeps the
 original; look it up as `mx.fast.metal_kernel` at call time.
@@ -24,11 +28,12 @@ original; look it up as `mx.fast.metal_kernel` at call time.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 
 import mlx.core as mx
 
-from metalsim.api import metal_kernel
+from metalsim.api import Kernel, metal_kernel
 
 
 def metal_available() -> bool:
@@ -41,15 +46,16 @@ class patch(contextlib.ContextDecorator):  # noqa: N801 - used like a function, 
 
     active = 0   # patches that replaced the factory and have not exited yet, in any instance
 
-    def __init__(self, force: bool = False) -> None:
+    def __init__(self, force: bool = False, strict: bool = False) -> None:
         self.force = force
+        self.strict = strict
         self._saved: list[tuple[object, bool]] = []
 
     def __enter__(self) -> patch:
         replaces = self.force or not metal_available()
         self._saved.append((mx.fast.metal_kernel, replaces))
         if replaces:
-            mx.fast.metal_kernel = metal_kernel
+            mx.fast.metal_kernel = _strict_metal_kernel if self.strict else metal_kernel
             patch.active += 1
             mx.disable_compile()
         return self
@@ -60,3 +66,10 @@ class patch(contextlib.ContextDecorator):  # noqa: N801 - used like a function, 
             patch.active -= 1
             if patch.active == 0 and not os.environ.get("MLX_DISABLE_COMPILE"):
                 mx.enable_compile()
+
+
+@functools.wraps(metal_kernel)
+def _strict_metal_kernel(*args: object, **kwargs: object) -> Kernel:
+    kernel = metal_kernel(*args, **kwargs)
+    kernel.strict = True
+    return kernel

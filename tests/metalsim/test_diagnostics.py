@@ -213,6 +213,18 @@ def test_integer_division_by_zero_is_reported_for_the_threads_that_did_it():
     assert np.array(fixed.outputs[0]).tolist() == [-4, -6, -12, 0, 12, 6, 4, 3]
 
 
+def test_strict_simulation_makes_the_division_by_zero_warning_an_error():
+    kernel = metalsim.metal_kernel("k", ["a"], ["out"],
+                                   "int i = thread_position_in_grid.x;\nout[i] = 12 / (i - 3);")
+    call = {"inputs": [mx.arange(8)], "output_shapes": [(8,)], "output_dtypes": [mx.int32],
+            "grid": (8, 1, 1), "threadgroup": (8, 1, 1)}
+    assert metalsim.simulate(kernel, **call).report.ok
+    run = metalsim.simulate(kernel, strict=True, **call)
+    [d] = run.report.diagnostics
+    assert (d.kind, d.severity, d.threads) == ("division-by-zero", "error", [(3, 0, 0)])
+    assert not run.report.ok
+
+
 def test_float_division_by_zero_is_ieee_not_a_diagnostic():
     run = simulate("uint i = thread_position_in_grid.x;\nout[i] = 1.0f / (a[i] - 2);",
                    [mx.arange(4)], (4,), (4, 1, 1), (4, 1, 1))

@@ -193,3 +193,26 @@ def test_exporting_a_function_with_a_simulated_kernel_raises_a_transform_error(m
                                                                               tmp_path):
     with pytest.raises(metalsim.TransformError, match="mx.export_function"):
         mx.export_function(str(tmp_path / "double.mlxfn"), doubling_kernel, mx.ones(4))
+
+
+# --- strict mode ------------------------------------------------------------------------------
+
+
+def dividing_kernel(a: mx.array, b: mx.array) -> mx.array:
+    kernel = mx.fast.metal_kernel(name="divide", input_names=["a", "b"], output_names=["out"],
+                                  source="uint i = thread_position_in_grid.x;\n"
+                                         "out[i] = a[i] / b[i];")
+    return kernel(inputs=[a, b], output_shapes=[a.shape], output_dtypes=[a.dtype],
+                  grid=(a.size, 1, 1), threadgroup=(a.size, 1, 1))[0]
+
+
+def test_integer_division_by_zero_is_a_warning_that_does_not_raise_by_default():
+    with metalsim.patch(force=True):
+        out = dividing_kernel(mx.array([6, 7, 8], mx.int32), mx.array([2, 0, 4], mx.int32))
+    assert out[0].item() == 3 and out[2].item() == 2
+
+
+def test_strict_patch_raises_on_the_division_by_zero_warning():
+    with metalsim.patch(force=True, strict=True), pytest.raises(
+            metalsim.KernelFault, match=r"division by zero[\s\S]*out\[i\] = a\[i\] / b\[i\]"):
+        dividing_kernel(mx.array([6, 7, 8], mx.int32), mx.array([2, 0, 4], mx.int32))
