@@ -24,6 +24,8 @@ GEMM_NOTE = ("64x64 tiles: every tile column re-reads a, every tile row re-reads
              "(8x each at 512), so (8 + 8 + 1) / 3 = 5.67x; see solutions/gemm.py")
 LAYER_NOTE = ("256x64 tiles: the points (a) are read once, the 64x64 weights (b) once per "
               "tile row")
+WEIGHT_GRAD_NOTE = ("one 64x64 tile, so K (the points) is split in 64 slices: inputs read once, "
+                    "out = the float32 partial products that finish() sums")
 
 
 @dataclass
@@ -49,8 +51,17 @@ def benches() -> list[Bench]:
     a16, b16 = a32.astype(mx.float16), b32.astype(mx.float16)
     small_a, small_b = mx.random.normal((512, 512)), mx.random.normal((512, 512))
     points, weights = mx.random.normal((1 << 16, 64)), mx.random.normal((64, 64))
+    grads = mx.random.normal((1 << 16, 64))
     mx.eval(x, y, rows, cols, signal, taps, reduce_in, a32, b32, a16, b16, small_a, small_b,
-            points, weights)
+            points, weights, grads)
+    weight_grad = gemm._gemm_op(True, False)   # x^T @ dy, x read transposed in place
+
+    def simulate_weight_grad() -> object:
+        import metalsim
+
+        kernel, args = gemm.launch(points[:16384], grads[:16384], metalsim.metal_kernel,
+                                   transpose_a=True)
+        return metalsim.simulate(kernel, **args)
 
     def conv_mlx() -> mx.array:
         return mx.conv1d(signal[None, :, None], taps[None, :, None], padding=15)[0, :, 0]
@@ -74,6 +85,9 @@ def benches() -> list[Bench]:
         Bench("gemm, point-cloud layer 65536 x 64 @ 64 x 64", lambda: gemm.gemm(points, weights),
               lambda: points @ weights, lambda: gemm.simulate(points[:16384], weights),
               "16384 points", LAYER_NOTE),
+        Bench("gemm, its weight gradient x^T @ dy over 65536 points",
+              lambda: weight_grad(points, grads), lambda: points.T @ grads,
+              simulate_weight_grad, "16384 points", WEIGHT_GRAD_NOTE),
     ]
 
 

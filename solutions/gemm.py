@@ -41,6 +41,13 @@ whatever its shape, so a bigger tile is more SIMD-groups, not more registers per
   `out`, the inputs are read at least `sqrt(P)` times over, so no multi-threadgroup GEMM gets
   near the ideal: 3.0x at 256 x 256 (16 tiles of 64 x 64), 5.7x at 1024 x 1024 (64 tiles of
   128 x 128). On a GPU many of those re-reads hit the cache, which the simulator does not model.
+
+Split-K. An output of a tile or two cannot keep a GPU busy however deep K is: a point-cloud
+layer's weight gradient `x^T @ dy` is 64 x 64 summed over thousands of points. Then
+`choose_k_slices` cuts K into slices (at least `MIN_SLICE_DEPTH` deep) computed by their own
+threadgroups (grid z), each writing its float32 partial product to its own `(M, N)` block of
+the output, and `finish` sums the blocks with MLX. The inputs are still read once; the partials
+cost one `(M, N)` float32 block per slice, written and read back once.
 """
 
 from __future__ import annotations
@@ -83,6 +90,7 @@ TILES = (Tile(64, 64), Tile(128, 64), Tile(64, 128), Tile(128, 128), Tile(256, 6
 # Enough threadgroups to give every core of a large Apple GPU (up to 40 in a Max chip) at
 # least one; fewer would leave cores idle however little traffic each tile makes.
 MIN_THREADGROUPS = 64
+MIN_SLICE_DEPTH = 256
 
 
 def choose_tile(m: int, k: int, n: int) -> Tile:
@@ -117,14 +125,21 @@ SOURCE = """
     int M = TA ? a_shape[1] : a_shape[0];
     int K = TA ? a_shape[0] : a_shape[1];
     int N = TB ? b_shape[0] : b_shape[1];
+    // This threadgroup's part of K: all of it, or with split-K (KSLICE > 0) the slice
+    // `threadgroup_position_in_grid.z`, whose partial product goes to its own (M, N) block.
+    int k_lo = KSLICE ? int(threadgroup_position_in_grid.z) * KSLICE : 0;
+    int k_hi = KSLICE ? min(K, k_lo + KSLICE) : K;
     // Each tile is copied in its operand's memory order: rows of `a_width` (`b_width`)
-    // elements, taken from a matrix of `a_rows` x `a_cols` (`b_rows` x `b_cols`) in memory.
+    // elements, from a matrix whose rows are `a_stride` (`b_stride`) long in memory, within
+    // `a_rows` x `a_cols` (`b_rows` x `b_cols`), K cut to this threadgroup's part.
     int a_width = TA ? BM : BK;
-    int a_rows = TA ? K : M;
-    int a_cols = TA ? M : K;
+    int a_stride = TA ? M : K;
+    int a_rows = TA ? k_hi : M;
+    int a_cols = TA ? M : k_hi;
     int b_width = TB ? BK : BN;
-    int b_rows = TB ? N : K;
-    int b_cols = TB ? K : N;
+    int b_stride = TB ? K : N;
+    int b_rows = TB ? N : k_hi;
+    int b_cols = TB ? k_hi : N;
     int row0 = threadgroup_position_in_grid.y * BM;
     int col0 = threadgroup_position_in_grid.x * BN;
     int sm0 = (sg / (BN / SIMD_TILE)) * SIMD_TILE;   // this SIMD-group's block of the tile
@@ -137,7 +152,7 @@ SOURCE = """
         }
     }
 
-    for (int k0 = 0; k0 < K; k0 += BK) {
+    for (int k0 = k_lo; k0 < k_hi; k0 += BK) {
         // Copy the tiles 4 elements per thread and step, as floats; zeros outside the
         // matrices. (Inlined twice: a helper taking either input pointer would need
         // overloads for the device and constant address spaces.)
@@ -146,10 +161,10 @@ SOURCE = """
             int c = (TA ? row0 : k0) + e % a_width;
             float4 v = float4(0.0f);
             if (r < a_rows && c + 4 <= a_cols) {
-                v = float4(load4(a + size_t(r) * a_cols + c));
+                v = float4(load4(a + size_t(r) * a_stride + c));
             } else if (r < a_rows) {
                 for (int q = 0; q < 4 && c + q < a_cols; ++q) {
-                    v[q] = float(a[size_t(r) * a_cols + c + q]);
+                    v[q] = float(a[size_t(r) * a_stride + c + q]);
                 }
             }
             As4[e / 4] = v;
@@ -159,10 +174,10 @@ SOURCE = """
             int c = (TB ? k0 : col0) + e % b_width;
             float4 v = float4(0.0f);
             if (r < b_rows && c + 4 <= b_cols) {
-                v = float4(load4(b + size_t(r) * b_cols + c));
+                v = float4(load4(b + size_t(r) * b_stride + c));
             } else if (r < b_rows) {
                 for (int q = 0; q < 4 && c + q < b_cols; ++q) {
-                    v[q] = float(b[size_t(r) * b_cols + c + q]);
+                    v[q] = float(b[size_t(r) * b_stride + c + q]);
                 }
             }
             Bs4[e / 4] = v;
@@ -196,7 +211,9 @@ SOURCE = """
         threadgroup_barrier(mem_flags::mem_threadgroup);
     }
 
-    // Lane `lane` holds elements (r, c) and (r, c + 1) of every 8x8 accumulator.
+    // Lane `lane` holds elements (r, c) and (r, c + 1) of every 8x8 accumulator. With
+    // split-K the slice's partial product goes, as U = float, to block z of `out`.
+    device U* dst = out + (KSLICE ? size_t(threadgroup_position_in_grid.z) * M * N : 0);
     int q = lane / 4;
     int r = (q & 4) + (lane / 2) % 4;
     int c = (q & 2) * 2 + (lane % 2) * 2;
@@ -206,10 +223,10 @@ SOURCE = """
             int gc = col0 + sn0 + 8 * j + c;
             vec<float, 2> v = acc[i][j].thread_elements();
             if (gr < M && gc < N) {
-                out[size_t(gr) * N + gc] = static_cast<T>(v.x);
+                dst[size_t(gr) * N + gc] = static_cast<U>(v.x);
             }
             if (gr < M && gc + 1 < N) {
-                out[size_t(gr) * N + gc + 1] = static_cast<T>(v.y);
+                dst[size_t(gr) * N + gc + 1] = static_cast<U>(v.y);
             }
         }
     }
@@ -223,12 +240,24 @@ def _kernel(factory: Callable):
                    source=SOURCE, header=HEADER)
 
 
+def choose_k_slices(m: int, k: int, n: int, tile: Tile) -> int:
+    """How many slices of K to compute in parallel (split-K): 1 unless the output has too few
+    tiles to give `MIN_THREADGROUPS` threadgroups and K is deep enough to share out, as in a
+    weight gradient `x^T @ dy` over many points. Each slice keeps at least `MIN_SLICE_DEPTH`
+    of K, so a threadgroup's setup and write-out stay small beside its work."""
+    tiles = tile.threadgroups(m, n)
+    wanted = -(-MIN_THREADGROUPS // tiles)
+    return max(1, min(wanted, k // MIN_SLICE_DEPTH))
+
+
 def launch(a: mx.array, b: mx.array, factory: Callable | None = None, *,
-           transpose_a: bool = False, transpose_b: bool = False,
-           tile: Tile | None = None) -> tuple[Callable, dict]:
+           transpose_a: bool = False, transpose_b: bool = False, tile: Tile | None = None,
+           k_slices: int | None = None) -> tuple[Callable, dict]:
     """The kernel (built by `factory`, MLX's by default) and the arguments of its call, for
     `op(a) @ op(b)`, where `op` transposes an operand whose `transpose_` flag is set. The tile
-    is `choose_tile`'s unless one is given."""
+    is `choose_tile`'s and the split of K `choose_k_slices`' unless given. With K split in
+    `S > 1` slices the kernel's output is the `(S, M, N)` float32 partial products, which
+    `finish` sums."""
     if a.ndim != 2 or b.ndim != 2:
         raise ValueError(f"gemm multiplies (M, K) by (K, N); got {a.shape} and {b.shape}")
     m, k = a.shape[::-1] if transpose_a else a.shape
@@ -239,13 +268,26 @@ def launch(a: mx.array, b: mx.array, factory: Callable | None = None, *,
     if dtype not in (mx.float32, mx.float16, mx.bfloat16):
         raise TypeError(f"gemm supports float32, float16 and bfloat16, got {dtype}")
     tile = tile or choose_tile(m, k, n)
-    args = {"inputs": [a.astype(dtype), b.astype(dtype)], "output_shapes": [(m, n)],
-            "output_dtypes": [dtype],
-            "template": [("T", dtype), ("TA", transpose_a), ("TB", transpose_b),
-                         ("BM", tile.rows), ("BN", tile.cols)],
-            "grid": (-(-n // tile.cols) * tile.threads, -(-m // tile.rows), 1),
+    slices = k_slices or choose_k_slices(m, k, n, tile)
+    # Slices of a whole number of BK steps, as even as that allows; fewer if K runs out.
+    depth = -(-k // (slices * BK)) * BK
+    slices = -(-k // depth) if k else 1
+    split = slices > 1
+    out_dtype = mx.float32 if split else dtype
+    args = {"inputs": [a.astype(dtype), b.astype(dtype)],
+            "output_shapes": [(slices, m, n) if split else (m, n)],
+            "output_dtypes": [out_dtype],
+            "template": [("T", dtype), ("U", out_dtype), ("TA", transpose_a),
+                         ("TB", transpose_b), ("BM", tile.rows), ("BN", tile.cols),
+                         ("KSLICE", depth if split else 0)],
+            "grid": (-(-n // tile.cols) * tile.threads, -(-m // tile.rows), slices),
             "threadgroup": (tile.threads, 1, 1)}
     return _kernel(factory or mx.fast.metal_kernel), args
+
+
+def finish(out: mx.array, dtype: mx.Dtype) -> mx.array:
+    """The product from the kernel's output: itself, or the sum of split-K partials."""
+    return out.sum(axis=0).astype(dtype) if out.ndim == 3 else out
 
 
 @functools.cache
@@ -256,7 +298,7 @@ def _gemm_op(transpose_a: bool, transpose_b: bool) -> Callable:
     @mx.custom_function
     def op(a: mx.array, b: mx.array) -> mx.array:
         kernel, args = launch(a, b, transpose_a=transpose_a, transpose_b=transpose_b)
-        return kernel(**args)[0]
+        return finish(kernel(**args)[0], mx.result_type(a, b))
 
     @op.vjp
     def op_vjp(primals: tuple[mx.array, mx.array], cotangent: mx.array,
@@ -282,9 +324,11 @@ def gemm(a: mx.array, b: mx.array) -> mx.array:
     return _gemm_op(False, False)(a, b)
 
 
-def simulate(a: mx.array, b: mx.array, tile: Tile | None = None):
-    """The same launch in the simulator: a `metalsim.Run` with outputs and traffic report."""
+def simulate(a: mx.array, b: mx.array, tile: Tile | None = None,
+             k_slices: int | None = None):
+    """The same launch in the simulator: a `metalsim.Run` with outputs (the partial products
+    with split-K: see `finish`) and traffic report."""
     import metalsim
 
-    kernel, args = launch(a, b, metalsim.metal_kernel, tile=tile)
+    kernel, args = launch(a, b, metalsim.metal_kernel, tile=tile, k_slices=k_slices)
     return metalsim.simulate(kernel, **args)

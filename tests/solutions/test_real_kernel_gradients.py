@@ -91,6 +91,15 @@ def test_gemm_vjp_is_the_kernel_on_transposed_operands(metalsim_patch, m, k, n, 
     assert_same_vjp(gemm.gemm, lambda a, b: a @ b, [a, b], 1e-4 if dtype == mx.float32 else 2e-2)
 
 
+def test_point_cloud_layer_weight_gradient_splits_the_points_among_threadgroups(
+        metalsim_patch):
+    # dW = x^T @ dy is a 64 x 32 output over 2,048 points: one tile, so K (the points) is
+    # split into 8 slices of 256 whose partial products are summed.
+    x, w = normal(2048, 64, seed=29), normal(64, 32, seed=30)
+    assert gemm.choose_k_slices(64, 2048, 32, gemm.choose_tile(64, 2048, 32)) == 8
+    assert_same_vjp(gemm.gemm, lambda a, b: a @ b, [x, w])
+
+
 @pytest.mark.parametrize("transpose_a", [False, True])
 @pytest.mark.parametrize("transpose_b", [False, True])
 def test_every_transposed_variant_and_its_vjp_match_mlx(metalsim_patch, transpose_a,
@@ -120,7 +129,8 @@ def test_gemm_second_derivatives_match_mlx(metalsim_patch):
 def test_transposed_gemm_reads_operands_in_place_with_the_same_traffic():
     """dA = dC @ B^T for a 64 x 1024 `dC`: B is read where it lies, once, no copy."""
     cotangent, b = normal(64, 1024, seed=27), normal(64, 1024, seed=28)
-    kernel, args = gemm.launch(cotangent, b, metalsim.metal_kernel, transpose_b=True)
+    kernel, args = gemm.launch(cotangent, b, metalsim.metal_kernel, transpose_b=True,
+                               k_slices=1)
     run = metalsim.simulate(kernel, **args)
     assert_close(run.outputs[0], cotangent @ b.T)
     assert run.report.diagnostics == [], run.report.summary()

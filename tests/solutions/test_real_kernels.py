@@ -176,9 +176,47 @@ def test_gemm_256_cube_matches_mx_matmul_with_the_tiling_traffic():
 
 def test_gemm_within_one_tile_row_and_column_reads_inputs_once():
     a, b = normal(64, 1024, seed=42), normal(1024, 64, seed=43)
-    run = gemm.simulate(a, b)
+    run = gemm.simulate(a, b, k_slices=1)
     assert_close(run.outputs[0], a @ b)
     assert_clean_and_near_ideal(run)
+
+
+def test_gemm_splits_a_deep_k_when_the_output_is_one_tile():
+    # 64 x 64 is one threadgroup's tile: K = 4096 is cut into 16 slices of 256, each a
+    # threadgroup writing its float32 partial product; `finish` sums them.
+    a, b = normal(64, 4096, seed=52), normal(4096, 64, seed=53)
+    run = gemm.simulate(a, b)
+    assert run.outputs[0].shape == (16, 64, 64) and run.outputs[0].dtype == mx.float32
+    assert_close(gemm.finish(run.outputs[0], mx.float32), a @ b)
+    assert run.report.diagnostics == []
+    # The inputs are still read once; the partials cost 16 (M, N) blocks instead of one.
+    assert traffic(run) == {"a": 64 * 4096 * 4, "b": 4096 * 64 * 4, "out": 16 * 64 * 64 * 4}
+
+
+@pytest.mark.parametrize(("transpose_a", "transpose_b"),
+                         [(False, False), (True, False), (False, True), (True, True)])
+def test_gemm_split_k_with_a_ragged_last_slice_matches_mx_matmul(transpose_a, transpose_b):
+    a, b = normal(40, 1000, seed=54), normal(1000, 30, seed=55)
+    stored_a = mx.contiguous(a.T) if transpose_a else a
+    stored_b = mx.contiguous(b.T) if transpose_b else b
+    kernel, args = gemm.launch(stored_a, stored_b, metalsim.metal_kernel, k_slices=3,
+                               transpose_a=transpose_a, transpose_b=transpose_b)
+    run = metalsim.simulate(kernel, **args)   # slices of 336, 336 and 328
+    assert run.outputs[0].shape == (3, 40, 30)
+    assert_close(gemm.finish(run.outputs[0], mx.float32), a @ b)
+    assert run.report.diagnostics == []
+    assert run.report.bytes_moved == run.report.ideal_bytes
+
+
+@pytest.mark.parametrize(
+    ("m", "k", "n", "slices"),
+    [(64, 16384, 64, 64),   # a weight gradient over 16,384 points: 64 threadgroups
+     (64, 1024, 64, 4),     # each slice keeps at least 256 of K
+     (64, 200, 64, 1),      # too shallow to split
+     (16384, 64, 64, 1)],   # enough tiles already
+)
+def test_gemm_splits_k_only_when_the_tiles_cannot_fill_the_gpu(m, k, n, slices):
+    assert gemm.choose_k_slices(m, k, n, gemm.choose_tile(m, k, n)) == slices
 
 
 @pytest.mark.parametrize("tile", gemm.TILES, ids=lambda t: f"{t.rows}x{t.cols}")
