@@ -86,8 +86,10 @@ Traffic is honest here: a tile of `a` is re-read by every threadgroup of its til
 256x256 matrices. That is what tiling buys: without it they would be read `N` and `M` times.
 The tile shape decides the re-reads, so the kernel picks it per shape, as MLX's own GEMM does:
 a point-cloud layer (16,384 points times a 64x64 weight matrix) gets 256x64 tiles, reads the
-points once and moves 1.12x the ideal. The cell below checks the kernel against `mx.matmul`
-and prints the simulator's traffic report.
+points once and moves 1.12x the ideal. An output too small to keep the GPU busy, like that
+layer's 64x64 weight gradient summed over all the points, is split along `K` instead: slices of
+the points go to their own threadgroups and their partial products are summed (split-K). The
+cell below checks the kernel against `mx.matmul` and prints the simulator's traffic report.
 
 The kernel can also read either operand transposed in place (`simdgroup_load` with
 `transpose = true`), which is all its gradient needs: `dA = dC @ B^T` and `dB = A^T @ dC` are
