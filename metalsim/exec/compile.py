@@ -22,7 +22,8 @@ from metalsim.exec.compiled import E, FunctionCode, Scope, Var, lane_zeros
 from metalsim.exec.expressions import ExpressionCompiler
 from metalsim.exec.runtime import bind_argument
 from metalsim.exec.statements import StatementCompiler
-from metalsim.exec.values import Frame, Ptr, PtrSlot
+from metalsim.exec.structs import StructCompiler, thread_object
+from metalsim.exec.values import Frame, MemLoc, Ptr, PtrSlot, VarLoc
 from metalsim.lang import ast
 from metalsim.lang import types as ty
 from metalsim.lang.types import (
@@ -31,12 +32,13 @@ from metalsim.lang.types import (
     AtomicType,
     PointerType,
     ScalarType,
+    StructType,
     Type,
     VectorType,
 )
 
 
-class Compiler(ExpressionCompiler, StatementCompiler):
+class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler):
     """Compiles one translation unit's kernel (and what it calls) for one instantiation."""
 
     def __init__(self, unit: ast.TranslationUnit, source_map: SourceMap,
@@ -69,8 +71,12 @@ class Compiler(ExpressionCompiler, StatementCompiler):
         for item in self.unit.items:
             if isinstance(item, ast.FunctionDef):
                 self.functions.setdefault(item.name, []).append(item)
+            elif isinstance(item, ast.StructDef):
+                self.define_struct(item, self.globals)
             elif isinstance(item, ast.TypeAlias):
-                if item.template_params:
+                if isinstance(item.type, ast.StructDef):
+                    self.globals.names[item.name] = self.define_struct(item.type, self.globals)
+                elif item.template_params:
                     self.globals.names[item.name] = ("alias_template", item)  # type: ignore
                 else:
                     self.globals.names[item.name] = self.resolve_type(item.type, self.globals)
@@ -86,7 +92,7 @@ class Compiler(ExpressionCompiler, StatementCompiler):
             self.error("program scope variable must reside in constant address space", d)
         if d.init is None:
             self.error(f"default initialization of an object of const type '{t}'", d)
-        if isinstance(t, ArrayType):
+        if isinstance(t, ArrayType | StructType):
             region = mem.Region(d.name, "constant", t, t.size)
             self.fill_constant_array(region, t, d.init, self.globals)
             self.globals.names[d.name] = Var("global_region", t, readonly=True,
@@ -111,10 +117,24 @@ class Compiler(ExpressionCompiler, StatementCompiler):
         region.data[0][:] = region.data[0]  # contents are fixed from here on
 
     def flatten_init(self, t: Type, init: ast.Node, base: int):
-        """(byte offset, element type, expression) for each leaf of an aggregate initializer."""
-        if isinstance(t, ArrayType):
+        """(byte offset, element type, expression) for each leaf of an aggregate initializer.
+
+        A struct member initialised by an expression (not a braced list) is one leaf: a copy.
+        Braces may not be elided around nested aggregates."""
+        if isinstance(t, StructType) and isinstance(init, ast.InitList):
+            if len(init.items) > len(t.members):
+                self.error(f"excess elements in initializer of struct '{t}'",
+                           init.items[len(t.members)])
+            for i, member in enumerate(t.members):
+                off = base + member.offset
+                if i < len(init.items):
+                    yield from self.flatten_init(member.type, init.items[i], off)
+                else:
+                    yield from self.zero_init(member.type, off, init.coord)
+        elif isinstance(t, ArrayType):
             if not isinstance(init, ast.InitList):
-                self.error("array initializer must be an initializer list", init)
+                self.error("array initializer must be an initializer list", init,
+                           hint="metalsim needs braces around each nested array")
             if len(init.items) > t.length:
                 self.error("excess elements in array initializer", init.items[t.length])
             for i in range(t.length):
@@ -140,6 +160,9 @@ class Compiler(ExpressionCompiler, StatementCompiler):
         if isinstance(t, ArrayType):
             for i in range(t.length):
                 yield from self.zero_init(t.elem, base + i * t.elem.size, coord)
+        elif isinstance(t, StructType):
+            for member in t.members:
+                yield from self.zero_init(member.type, base + member.offset, coord)
         else:
             yield base, t, ast.IntLiteral(coord, 0, text="0")
 
@@ -295,7 +318,9 @@ class Compiler(ExpressionCompiler, StatementCompiler):
                 if a.loc is None:
                     if not var.readonly:
                         self.error("a non-const reference cannot bind to a temporary", a.coord)
-                    arg_evs.append(("value", self.convert(a, var.type, a.coord).ev))
+                    # The temporary lives in the callee's frame, and the reference names it.
+                    kind = "object_ref" if isinstance(var.type, StructType) else "temp"
+                    arg_evs.append((kind, self.convert(a, var.type, a.coord).ev))
                     continue
                 if a.type != var.type:
                     self.error(f"reference of type '{var.type}' cannot bind to '{a.type}'",
@@ -315,7 +340,19 @@ class Compiler(ExpressionCompiler, StatementCompiler):
             size = m.batch.size
             frame = Frame(m, code.nslots)
             for (var, _), (kind, aev) in zip(code.params, arg_evs):
-                frame.vars[var.slot] = bind_argument(kind, var, aev(f, lanes), lanes, size)
+                value = aev(f, lanes)
+                if kind == "region":  # a struct passed by value: a copy in thread memory
+                    frame.vars[var.slot] = thread_object(m, var.name, var.type, value, lanes,
+                                                         coord)
+                elif kind == "object_ref":
+                    region = thread_object(m, var.name, var.type, value, lanes, coord)
+                    frame.vars[var.slot] = bind_argument(
+                        "ref", None, MemLoc(region, np.zeros(lanes.n, np.int64)), lanes, size)
+                elif kind == "temp":
+                    frame.vars[var.slot] = VarLoc(bind_argument("value", var, value, lanes,
+                                                                size))
+                else:
+                    frame.vars[var.slot] = bind_argument(kind, var, value, lanes, size)
             caller_flow = m.flow
             if tracing:
                 arrived = dict(zip(lanes.indices().tolist(), m.sources(lanes.indices())))
@@ -482,6 +519,9 @@ class Compiler(ExpressionCompiler, StatementCompiler):
             var = Var("ptr", t, self.new_slot(), readonly=const)
         elif isinstance(t, ArrayType):  # C++ adjusts an array parameter to a pointer
             var = Var("ptr", PointerType(t.elem, space or "thread", const), self.new_slot())
+        elif isinstance(t, StructType):  # a by-value struct is an object in thread memory
+            var = Var("region", t, self.new_slot(), readonly=const, space="thread",
+                      name=p.name or "")
         else:
             var = Var("value", t, self.new_slot(), readonly=const)
         if p.name:

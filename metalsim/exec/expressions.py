@@ -21,6 +21,8 @@ from metalsim.exec.runtime import (
     report_lanes,
     store_loc,
 )
+from metalsim.exec.structs import load_at as load_struct
+from metalsim.exec.structs import store_at as store_struct
 from metalsim.exec.values import MemLoc, Ptr, VarLoc
 from metalsim.lang import ast
 from metalsim.lang import types as ty
@@ -34,6 +36,7 @@ from metalsim.lang.types import (
     AtomicType,
     PointerType,
     ScalarType,
+    StructType,
     Type,
     VectorType,
 )
@@ -211,9 +214,10 @@ class ExpressionCompiler:
         if isinstance(e.type, ArrayType):
             return e  # arrays are only used through decay or indexing
         loc, t, coord = e.loc, e.type, e.coord
+        load = load_struct if isinstance(t, StructType) else load_loc
 
         def ev(f, lanes):
-            return load_loc(f, lanes, loc(f, lanes), t, coord)
+            return load(f, lanes, loc(f, lanes), t, coord)
         return replace(e, ev=ev)
 
     # --- operators --------------------------------------------------------------------------
@@ -459,10 +463,14 @@ class ExpressionCompiler:
         if node.op == "=":
             v = self.convert(value, t, node.value)
             vev = v.ev
+            store = store_loc
+            if isinstance(t, StructType):
+                self.assign_struct(t, node)
+                store = store_struct
 
             def ev(f, lanes):
                 val = vev(f, lanes)
-                store_loc(f, lanes, loc(f, lanes), t, val, coord)
+                store(f, lanes, loc(f, lanes), t, val, coord)
                 return val
             return E(t, ev, coord)
         op = node.op[:-1]
@@ -493,7 +501,8 @@ class ExpressionCompiler:
         cond = self.to_bool(self.expr(node.cond, scope), node.cond)
         a = self.rvalue(self.expr(node.then, scope))
         b = self.rvalue(self.expr(node.otherwise, scope))
-        if isinstance(a.type, PointerType) or isinstance(b.type, PointerType):
+        if isinstance(a.type, PointerType | StructType) or isinstance(b.type,
+                                                                      PointerType | StructType):
             if a.type != b.type:
                 self.error(f"incompatible operand types ('{a.type}' and '{b.type}')", node)
             t = a.type
@@ -580,8 +589,17 @@ class ExpressionCompiler:
 
     def x_Member(self, node: ast.Member, scope: Scope) -> E:
         base = self.expr(node.base, scope)
+        pointee = base.type.pointee if isinstance(base.type, PointerType) else None
         if node.arrow:
+            if not isinstance(base.type, PointerType | ArrayType):
+                self.error(f"member reference type '{base.type}' is not a pointer", node,
+                           hint="use '.' to name a member of an object")
             base = self.dereference(self.rvalue(base), node)
+        elif isinstance(pointee, StructType):
+            self.error(f"member reference type '{base.type}' is a pointer", node,
+                       hint="did you mean to use '->'?")
+        if isinstance(base.type, StructType):
+            return self.struct_member(base, node)
         if not isinstance(base.type, VectorType):
             self.error(f"member reference base type '{base.type}' is not a vector", node)
         name = node.name
@@ -621,7 +639,7 @@ class ExpressionCompiler:
             t = self.resolve_type(operand, scope)
         else:
             t = self.expr(operand, scope).type
-        return constant(t.size, ULONG, node.coord)
+        return constant(t.align if node.align else t.size, ULONG, node.coord)
 
     def x_MethodCall(self, node: ast.MethodCall, scope: Scope) -> E:
         handler = self.builtins.get(("method", node.name))
@@ -668,6 +686,8 @@ class ExpressionCompiler:
 
     def x_Construct(self, node: ast.Construct, scope: Scope) -> E:
         t = self.resolve_type(node.type, scope)
+        if isinstance(t, StructType):
+            return self.construct_struct(t, node, scope)
         args = [self.rvalue(self.expr(a, scope)) for a in node.args]
         if isinstance(t, ScalarType):
             if not args:

@@ -11,6 +11,8 @@ from metalsim.exec import memory as mem
 from metalsim.exec.compiled import E, Ev, Run, Scope, Var, constant
 from metalsim.exec.machine import EMPTY, union
 from metalsim.exec.runtime import bind_argument, record_sources
+from metalsim.exec.structs import store as store_struct
+from metalsim.exec.structs import thread_region
 from metalsim.exec.values import PtrSlot, VarLoc
 from metalsim.lang import ast
 from metalsim.lang import types as ty
@@ -18,6 +20,7 @@ from metalsim.lang.types import (
     ArrayType,
     AtomicType,
     PointerType,
+    StructType,
     Type,
     VectorType,
 )
@@ -92,7 +95,9 @@ class StatementCompiler:
     def s_TypeAlias(self, node: ast.TypeAlias, scope: Scope) -> Run:
         if node.template_params:
             self.error("alias templates must be declared at program scope", node)
-        scope.names[node.name] = self.resolve_type(node.type, scope)
+        scope.names[node.name] = (self.define_struct(node.type, scope)
+                                  if isinstance(node.type, ast.StructDef)
+                                  else self.resolve_type(node.type, scope))
         return lambda f, lanes: lanes
 
     def s_UsingNamespace(self, node: ast.UsingNamespace, scope: Scope) -> Run:
@@ -139,7 +144,7 @@ class StatementCompiler:
                        f"scope", d)
         if isinstance(t, AtomicType):
             self.error("atomic variables must live in device or threadgroup memory", d)
-        if isinstance(t, ArrayType) or d.name in self.address_taken:
+        if isinstance(t, ArrayType | StructType) or d.name in self.address_taken:
             return self.declare_thread_memory(d, t, const, scope)
         if isinstance(d.init, ast.InitList):
             items = d.init.items
@@ -201,6 +206,9 @@ class StatementCompiler:
     def declare_reference(self, d, t, const, init, scope) -> Run:
         if init is None:
             self.error(f"reference '{d.name}' must be initialized", d)
+        if init.loc is None and isinstance(t, StructType) and const:
+            # A const reference to a temporary struct names a const copy of it.
+            return self.declare_thread_memory(d, t, True, scope)
         slot = self.new_slot()
         if init.loc is None or init.type != t:
             if not const:
@@ -256,11 +264,12 @@ class StatementCompiler:
         slot = self.new_slot()
         stores = []
         if d.init is not None:
-            leaves = self.flatten_init(t, d.init, 0) if isinstance(t, ArrayType) else [
-                (0, t, d.init)]
+            aggregate = isinstance(t, ArrayType) or isinstance(d.init, ast.InitList)
+            leaves = self.flatten_init(t, d.init, 0) if aggregate else [(0, t, d.init)]
             for off, et, item in leaves:
-                stores.append((off, et, self.convert(self.expr(item, scope), et, item).ev,
-                               item.coord))
+                store = store_struct if isinstance(et, StructType) else mem.store
+                stores.append((store, off, et, self.convert(self.expr(item, scope), et,
+                                                            item).ev, item.coord))
         scope.names[d.name] = Var("region", t, slot, readonly=const, space="thread")
         name = d.name
 
@@ -268,11 +277,10 @@ class StatementCompiler:
             m = f.m
             region = f.vars[slot]
             if region is None:
-                region = f.vars[slot] = mem.Region(name, "thread", t, t.size, m.batch.size,
-                                                   track_init=True)
-            for off, et, ev, coord in stores:
-                mem.store(m, region, lanes.idx, lanes.n, np.asarray(off, np.int64), et,
-                          ev(f, lanes), coord)
+                region = f.vars[slot] = thread_region(name, t, m.batch.size)
+            for store, off, et, ev, coord in stores:
+                store(m, region, lanes.idx, lanes.n, np.asarray(off, np.int64), et,
+                      ev(f, lanes), coord)
             return lanes
         return run
 
@@ -383,7 +391,9 @@ class StatementCompiler:
         else:
             if rt == ty.VOID:
                 self.error(f"void function '{self.fn.name}' should not return a value", node)
-            vev = self.convert(self.expr(node.value, scope), rt, node.value).ev
+            value = (self.aggregate(rt, node.value, scope) if isinstance(rt, StructType)
+                     and isinstance(node.value, ast.InitList) else self.expr(node.value, scope))
+            vev = self.convert(value, rt, node.value).ev
         shape = ty.lane_shape(rt)
 
         def run(f, lanes):

@@ -150,10 +150,12 @@ class MethodCall(Node):
 
 @dataclass(eq=False)
 class Construct(Node):
-    """A functional cast or constructor: `float4(1, 2, 3, 4)`, `uint(x)`, `T(x)`, `float2{a, b}`."""
+    """A functional cast or constructor: `float4(1, 2, 3, 4)`, `uint(x)`, `T(x)`, `float2{a, b}`;
+    `braces` for the `T{...}` form (which alone aggregate-initializes a struct)."""
 
     type: TypeNode
     args: list[Expr]
+    braces: bool = False
 
 
 @dataclass(eq=False)
@@ -182,7 +184,10 @@ class Member(Node):
 
 @dataclass(eq=False)
 class SizeOf(Node):
+    """`sizeof(T)`, `sizeof x`, or with `align` set `alignof(T)`."""
+
     operand: TypeNode | Expr
+    align: bool = False
 
 
 @dataclass(eq=False)
@@ -294,8 +299,17 @@ class StaticAssert(Node):
     message: str = ""
 
 
+@dataclass(eq=False)
+class StructDef(Node):
+    """`struct name { members };`: a plain aggregate of data members (each a VarDecl without an
+    initializer). `typedef struct {...} Alias;` is a TypeAlias whose type is a StructDef."""
+
+    name: str
+    members: list[VarDecl]
+
+
 Stmt = (DeclStmt | ExprStmt | Compound | If | For | While | DoWhile | Switch | CaseLabel | Break
-        | Continue | Return | Empty | StaticAssert)
+        | Continue | Return | Empty | StaticAssert | StructDef)
 
 
 # --- Declarations of a translation unit --------------------------------------------------------
@@ -342,7 +356,7 @@ class TypeAlias(Node):
     """`typedef T name;` or `using name = T;` (optionally templated)."""
 
     name: str
-    type: TypeNode
+    type: TypeNode | StructDef
     template_params: list[TemplateParam] | None = None
 
 
@@ -363,4 +377,4 @@ class ExplicitInstantiation(Node):
 @dataclass(eq=False)
 class TranslationUnit(Node):
     items: list[FunctionDef | DeclStmt | TypeAlias | UsingNamespace | ExplicitInstantiation
-                | StaticAssert]
+                | StaticAssert | StructDef]

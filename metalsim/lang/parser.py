@@ -81,9 +81,9 @@ _DECL_WORDS = _ADDRESS_SPACES | {"const", "volatile", "constexpr", "static", "in
 _UNSUPPORTED_DECLARATIONS = frozenset({"namespace", "struct", "class", "union", "enum"})
 _KEYWORDS = frozenset({
     "if", "else", "for", "while", "do", "switch", "case", "default", "break", "continue",
-    "return", "goto", "sizeof", "typedef", "using", "namespace", "template", "class", "struct",
-    "union", "enum", "true", "false", "static_assert", "decltype", "kernel", "operator", "this",
-    "new", "delete", "const_cast", "dynamic_cast",
+    "return", "goto", "sizeof", "alignof", "typedef", "using", "namespace", "template",
+    "class", "struct", "union", "enum", "true", "false", "static_assert", "decltype", "kernel",
+    "operator", "this", "new", "delete", "const_cast", "dynamic_cast",
 }) | _DECL_WORDS | _CASTS
 _RESERVED = _KEYWORDS | _BUILTIN_TYPE_WORDS
 
@@ -278,11 +278,14 @@ class _Parser:
             return self.alias_declaration()
         if word == "static_assert":
             return self.static_assert()
-        if word in _UNSUPPORTED_DECLARATIONS:
+        if word == "struct" and self.struct_definition_at():
+            return self.struct_declaration()
+        if word in _UNSUPPORTED_DECLARATIONS and word != "struct":
             return self.misplaced()
         if self.at("}"):
             raise self.error("extraneous closing brace ('}')")
-        if not (word in _DECL_WORDS or word == "kernel" or self.type_at() or self.at("[")):
+        if not (word in _DECL_WORDS or word in ("kernel", "struct") or self.type_at()
+                or self.at("[")):
             following = self.peek(1)
             if tok.kind == "ident" and word not in _RESERVED and (
                     following.kind == "ident" or following.text in ("*", "&", "<", "::")):
@@ -436,6 +439,14 @@ class _Parser:
         """alias: 'typedef' specifiers declarator ';' | 'using' name '=' type-name ';'
         | 'using' 'namespace' name ';'"""
         start = self.advance()
+        if start.text == "typedef" and self.struct_definition_at():
+            struct = self.struct_definition(typedef=True)
+            name = self.identifier("expected a name for the struct after '}'")
+            if not struct.name:
+                struct.name = name.text  # `typedef struct {...} Name;`: the struct's name
+            self.expect(";", "expected ';' after typedef")
+            self.declare(name.text, _TYPE)
+            return ast.TypeAlias(self.coord(start), name.text, struct)
         if start.text == "typedef":
             specs = self.specifiers()
             name, type_ = self.declarator(specs.type)
@@ -544,6 +555,13 @@ class _Parser:
                 continue
             elif text == "kernel" and allow_kernel:
                 attributes.append(ast.Attribute(self.coord(tok), "kernel"))
+            elif text == "struct" and base is None and not words:
+                # `struct Params p;`: the elaborated form names the same type.
+                following = self.peek(1)
+                if not self.type_at(1):
+                    if following.kind == "ident" and following.text not in _RESERVED:
+                        raise self.unknown_type(following)
+                    raise self.error("expected a struct name after 'struct'", following)
             elif text in _INT_WORDS and base is None:
                 words.append(tok)
             elif base is None and not words and self.type_at():
@@ -692,6 +710,92 @@ class _Parser:
             raise self.error("expected '}' or ',' in initializer list")
         self.advance()
         return items
+
+    # --- Structs -------------------------------------------------------------------------------
+
+    def struct_definition_at(self) -> bool:
+        """Whether `struct [name] {` (a definition, not an elaborated type) begins here."""
+        return self.at("struct") and (self.at("{", 1) or (
+            self.peek(1).kind == "ident" and self.peek(1).text not in _RESERVED
+            and self.peek(2).text in ("{", ":")))
+
+    def struct_declaration(self) -> ast.StructDef:
+        """struct-declaration: struct-definition ';'"""
+        struct = self.struct_definition()
+        if self.peek().kind == "ident":
+            raise self.error("declaring a variable in a struct definition is not supported "
+                             "by metalsim", hint=f"declare it separately: "
+                                                 f"'{struct.name or 'S'} {self.peek().text};'")
+        self.expect(";", "expected ';' after struct definition")
+        return struct
+
+    def struct_definition(self, typedef: bool = False) -> ast.StructDef:
+        """struct-definition: 'struct' [name] '{' member-declaration* '}'"""
+        start = self.advance()
+        name = ""
+        if not self.at("{"):
+            tok = self.identifier("expected a struct name")
+            name = tok.text
+            # The name is declared from here on, as in C++ (`S* next;` inside S parses).
+            self.declare(name, _TYPE)
+        elif not typedef:
+            raise self.error("anonymous structs are not supported by metalsim", start,
+                             hint="give the struct a name: 'struct Name { ... };'", width=6)
+        if self.at(":"):
+            raise self.error("struct inheritance is not supported by metalsim")
+        open_ = self.expect("{")
+        members: list[ast.VarDecl] = []
+        while not self.accept("}"):
+            if self.peek().kind == "eof":
+                raise self.error("expected '}' to match this '{'", open_)
+            members += self.member_declaration(name)
+        return ast.StructDef(self.coord(start), name, members)
+
+    def member_declaration(self, struct: str) -> list[ast.VarDecl]:
+        """member-declaration: specifiers declarator (',' declarator)* ';' | access-label ':'
+
+        Only data members: everything that makes a struct more than a C aggregate is refused
+        here, with what to write instead.
+        """
+        tok = self.peek()
+        if tok.text in ("public", "private", "protected") and self.at(":", 1):
+            self.advance()
+            self.advance()
+            return []
+        if self.accept(";"):
+            return []
+        only_data = "metalsim supports structs of data members only"
+        if (struct and tok.text == struct and self.at("(", 1)) or self.at("~"):
+            raise self.error("constructors and destructors are not supported by metalsim", tok,
+                             hint=f"initialise with braces: '{struct or 'S'} s = {{...}};'",
+                             width=max(1, len(tok.text)))
+        elaborated = tok.text == "struct" and not self.struct_definition_at()
+        if tok.kind == "ident" and tok.text in _KEYWORDS - _DECL_WORDS and not elaborated:
+            raise self.error(f"'{tok.text}' inside a struct is not supported by metalsim", tok,
+                             hint=only_data, width=len(tok.text))
+        specs = self.specifiers()
+        if specs.static or specs.constexpr:
+            raise self.error("static data members are not supported by metalsim", tok,
+                             hint="declare a 'constant' variable at program scope instead")
+        members: list[ast.VarDecl] = []
+        while True:
+            named = copy.copy(specs.type) if members else specs.type
+            name, type_ = self.declarator(named, stop_at_paren=True)
+            assert name is not None
+            if self.at("("):
+                raise self.error("member functions are not supported by metalsim", name,
+                                 hint="write a free function taking a 'thread "
+                                      f"{struct or 'S'}&' parameter", width=len(name.text))
+            if self.at("=") or self.at("{"):
+                raise self.error("default member initializers are not supported by metalsim",
+                                 hint="give the values where each variable is initialised")
+            if self.at(":"):
+                raise self.error("bit-fields are not supported by metalsim")
+            members.append(ast.VarDecl(self.coord(name), name.text, type_))
+            if not self.accept(","):
+                break
+        self.expect(";", "expected ';' at end of declaration list")
+        return members
 
     # --- Statements ----------------------------------------------------------------------------
 
@@ -869,6 +973,12 @@ class _Parser:
         self.expect(";", "expected ';' after return statement")
         return ast.Return(self.coord(tok), value)
 
+    def struct_statement(self) -> ast.Node:
+        """struct-definition ';' | declaration with an elaborated `struct Name` type"""
+        if self.struct_definition_at():
+            return self.struct_declaration()
+        return self.declaration_statement()
+
     def misplaced(self) -> ast.Node:
         tok = self.peek()
         if tok.text == "else":
@@ -887,7 +997,7 @@ class _Parser:
         "static_assert": static_assert, "typedef": alias_declaration,
         "using": alias_declaration,
         "else": misplaced, "template": misplaced, "goto": misplaced,
-    } | dict.fromkeys(_UNSUPPORTED_DECLARATIONS, misplaced)
+    } | dict.fromkeys(_UNSUPPORTED_DECLARATIONS, misplaced) | {"struct": struct_statement}
 
     # --- Expressions ---------------------------------------------------------------------------
 
@@ -948,13 +1058,14 @@ class _Parser:
                 cast_type = self.speculate(self.parenthesised_type)
                 if cast_type is not None:
                     return ast.Cast(self.coord(tok), cast_type, self.unary(), "c")
-        elif tok.text == "sizeof":
+        elif tok.text in ("sizeof", "alignof"):
             self.advance()
+            align = tok.text == "alignof"
             if self.at("(") and self.type_name_at(1):
                 operand = self.speculate(self.parenthesised_type)
                 if operand is not None:
-                    return ast.SizeOf(self.coord(tok), operand)
-            return ast.SizeOf(self.coord(tok), self.unary())
+                    return ast.SizeOf(self.coord(tok), operand, align)
+            return ast.SizeOf(self.coord(tok), self.unary(), align)
         return self.postfix()
 
     def parenthesised_type(self) -> ast.TypeNode:
@@ -1087,14 +1198,15 @@ class _Parser:
     def construct(self) -> ast.Construct:
         """functional-cast: type-specifier ('(' args ')' | '{' items '}')"""
         type_ = self.type_specifier()
+        braces = self.at("{")
         if self.at("("):
             args = self.call_arguments()
-        elif self.at("{"):
+        elif braces:
             args = self.nested(self.brace_items)
         else:
             raise self.error("expected '(' for function-style cast or type construction",
                              hint=f"'{type_.name}' is a type, not a value")
-        return ast.Construct(type_.coord, type_, args)
+        return ast.Construct(type_.coord, type_, args, braces)
 
     def qualified_name(self) -> ast.Name:
         """qualified-name: ['::'] name ['<' args '>'] ('::' name ['<' args '>'])*"""

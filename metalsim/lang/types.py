@@ -137,6 +137,55 @@ class PointerType:
 
 
 @dataclass(frozen=True)
+class Member:
+    """One data member of a struct, at its byte offset."""
+
+    name: str
+    type: Type
+    offset: int
+    const: bool = False
+
+
+@dataclass(frozen=True, eq=False)
+class StructType:
+    """A POD `struct`, laid out as C++ standard layout: each member at the next multiple of its
+    alignment, the struct aligned to its most aligned member and padded to a multiple of that.
+
+    Struct types compare by identity, as C++ class types do. A struct rvalue in a lane array is
+    its object representation: one row of `size` bytes per lane (`dtype` is uint8).
+    """
+
+    name: str
+    members: tuple[Member, ...]
+    size: int
+    align: int
+    narrowest: ScalarType  # the smallest scalar in it: memory tracks structs at this grain
+    dtype = np.dtype(np.uint8)
+
+    def member(self, name: str) -> Member | None:
+        return next((m for m in self.members if m.name == name), None)
+
+    def __str__(self) -> str:
+        return self.name
+
+
+def struct_type(name: str, fields: list[tuple[str, Type, bool]]) -> StructType:
+    """Lay out (name, type, const) fields as the Metal compiler does (C++ standard layout)."""
+    members, offset, align, narrowest = [], 0, 1, UCHAR
+    for i, (field_name, t, const) in enumerate(fields):
+        offset = -(-offset // t.align) * t.align
+        members.append(Member(field_name, t, offset, const))
+        offset += t.size
+        align = max(align, t.align)
+        leaf = array_shape(t)[1]
+        leaf = leaf.narrowest if isinstance(leaf, StructType) else scalar_of(leaf)
+        narrowest = leaf if i == 0 or leaf.size < narrowest.size else narrowest
+    # An empty struct still occupies one byte in C++.
+    size = max(1, -(-offset // align) * align)
+    return StructType(name, tuple(members), size, align, narrowest)
+
+
+@dataclass(frozen=True)
 class VoidType:
     size = 0
     align = 1
@@ -146,7 +195,7 @@ class VoidType:
 
 
 Type = (ScalarType | VectorType | SimdMatrixType | AtomicType | ArrayType | PointerType
-        | VoidType)
+        | StructType | VoidType)
 
 VOID = VoidType()
 
@@ -220,9 +269,11 @@ def array_shape(t: Type) -> tuple[tuple[int, ...], Type]:
 
 def lane_shape(t: Type) -> tuple[int, ...]:
     """The shape one lane's value of `t` has in a lane array: () for scalars, (n,) for vectors,
-    (2,) for the two elements of a SIMD-group matrix a lane holds."""
+    (2,) for the two elements of a SIMD-group matrix a lane holds, (size,) bytes for a struct."""
     if isinstance(t, VectorType):
         return (t.n,)
+    if isinstance(t, StructType):
+        return (t.size,)
     if isinstance(t, SimdMatrixType):
         return (t.per_lane,)
     return ()

@@ -370,3 +370,10 @@ def test_overloads_prefer_the_more_specialized_function_and_deduce_pointers():
     """
     out = run1(source, [mx.arange(8, dtype=mx.float32).reshape(2, 4)], header=header)
     np.testing.assert_array_equal(out, 310 + np.arange(8))
+
+
+def test_const_reference_parameter_binds_to_a_temporary():
+    header = "inline float twice(const thread float& x) { return x * 2; }"
+    out = run1("uint i = thread_position_in_grid.x; out[i] = twice(float(i) + 1);",
+               header=header)
+    np.testing.assert_array_equal(out, 2 * (np.arange(8) + 1))

@@ -1,0 +1,84 @@
+"""Parsing struct definitions: what is a plain aggregate parses; what is more is refused with
+a CompileError at the offending token and a hint."""
+
+import pytest
+
+from metalsim.diagnostics import CompileError
+from metalsim.lang import ast
+from metalsim.lang.parser import parse_source
+
+
+def parse(text):
+    return parse_source(text)[0]
+
+
+def test_struct_definition_lists_its_members_in_order():
+    unit = parse("struct P { int n; float a, b[4]; float4 v; };")
+    (struct,) = unit.items
+    assert isinstance(struct, ast.StructDef) and struct.name == "P"
+    assert [m.name for m in struct.members] == ["n", "a", "b", "v"]
+    assert isinstance(struct.members[2].type, ast.ArrayType)
+
+
+def test_struct_name_is_a_type_after_its_definition():
+    unit = parse("struct P { int n; }; kernel void k() { P p = {1}; P q{2}; struct P r; }")
+    body = unit.items[1].body.items
+    assert [d.decls[0].type.name for d in body] == ["P", "P", "P"]
+    assert isinstance(body[1].decls[0].init, ast.InitList)
+
+
+def test_typedef_of_an_anonymous_struct_names_it_after_the_alias():
+    (alias,) = parse("typedef struct { int a; } Pair;").items
+    assert isinstance(alias, ast.TypeAlias) and isinstance(alias.type, ast.StructDef)
+    assert (alias.name, alias.type.name) == ("Pair", "Pair")
+
+
+def test_typedef_of_a_tagged_struct_keeps_the_tag():
+    (alias,) = parse("typedef struct Tag { int a; } Alias;").items
+    assert (alias.name, alias.type.name) == ("Alias", "Tag")
+
+
+def test_struct_defined_in_a_function_body_is_a_statement():
+    unit = parse("kernel void k() { struct L { int z; }; L l; }")
+    assert isinstance(unit.items[0].body.items[0], ast.StructDef)
+
+
+def test_access_labels_are_accepted():
+    (struct,) = parse("struct P { public: int n; };").items
+    assert [m.name for m in struct.members] == ["n"]
+
+
+def test_braced_construct_is_marked():
+    unit = parse("struct P { int n; }; kernel void k() { int a = P{1}.n; int b = int(2); }")
+    first, second = (d.decls[0].init for d in unit.items[1].body.items)
+    assert first.base.braces and not second.braces
+
+
+def test_alignof_parses_like_sizeof():
+    unit = parse("kernel void k() { ulong a = alignof(float4); }")
+    init = unit.items[0].body.items[0].decls[0].init
+    assert isinstance(init, ast.SizeOf) and init.align
+
+
+@pytest.mark.parametrize("text, message, hint, column", [
+    ("struct P { int n; int get() { return n; } };", "member functions are not supported",
+     "thread P&", 23),
+    ("struct P { P(int x) {} int n; };", "constructors and destructors", "braces", 12),
+    ("struct P { ~P() {} };", "constructors and destructors", "", 12),
+    ("struct P { int n = 3; };", "default member initializers", "", 18),
+    ("struct P { static int n; };", "static data members", "constant", 12),
+    ("struct P { int n : 3; };", "bit-fields", "", 18),
+    ("struct Q { int a; }; struct P : Q { int n; };", "inheritance", "", 31),
+    ("struct { int a; };", "anonymous structs", "give the struct a name", 1),
+    ("struct P { int n; } p;", "declaring a variable in a struct definition", "P p;", 21),
+    ("struct P { template <typename T> void f(); };", "'template' inside a struct", "data", 12),
+    ("struct P { struct Q { int a; } q; };", "'struct' inside a struct", "data", 12),
+    ("kernel void k() { struct Nope n; }", "unknown type name 'Nope'", "", 26),
+    ("struct P { int n; }", "expected ';' after struct definition", "", 20),
+    ("class C { int n; };", "'class' declarations are not supported", "", 1),
+])
+def test_what_is_more_than_an_aggregate_is_refused_with_a_hint(text, message, hint, column):
+    with pytest.raises(CompileError, match=message) as info:
+        parse(text)
+    assert hint in str(info.value)
+    assert (info.value.line, info.value.column) == (1, column)
