@@ -155,6 +155,7 @@ class Machine:
         self.step_limit = step_limit
         self.steps = 0
         self.trace: list[dict] | None = [] if trace else None
+        self.sites: dict[Coord | None, int] = {}
         self.active_lane_steps = 0
         self.simd_group_steps = 0
         self.batch: Batch | None = None
@@ -217,6 +218,14 @@ class Machine:
         if device_memory:
             dev_epoch[reached] += 1
             self._stamps.pop(True, None)
+
+    def site(self, coord: Coord | None) -> int:
+        """A small number for a source location, kept in race shadows to name the earlier
+        access of a race."""
+        return self.sites.setdefault(coord, len(self.sites))
+
+    def site_coord(self, site: int) -> Coord | None:
+        return next((c for c, i in self.sites.items() if i == site), None)
 
     def thread_positions(self, tids: np.ndarray, limit: int = 8) -> list[tuple[int, int, int]]:
         """Grid positions of the lowest `limit` thread ids (in O(n), for huge reports)."""

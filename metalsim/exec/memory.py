@@ -17,6 +17,7 @@ from metalsim.lang.types import (
     AtomicType,
     ScalarType,
     SimdMatrixType,
+    StructType,
     Type,
     VectorType,
     array_shape,
@@ -31,6 +32,8 @@ def leaf_scalar(t: Type) -> ScalarType:
     t = array_shape(t)[1]
     if isinstance(t, AtomicType):
         return t.value
+    if isinstance(t, StructType):
+        return t.narrowest  # so that two members never share a granule
     return scalar_of(t)
 
 
@@ -65,6 +68,10 @@ class Region:
             self.r_stamp = np.zeros(size, np.int64)
             self.a_tid = np.full(size, -1, np.int64)   # last atomic access (never races
             self.a_stamp = np.zeros(size, np.int64)    # with another atomic one)
+            # where each of the three happened (`Machine.site`), to name it in a race
+            self.w_site = np.zeros(size, np.int32)
+            self.r_site = np.zeros(size, np.int32)
+            self.a_site = np.zeros(size, np.int32)
         self._views: dict[np.dtype, np.ndarray] = {}
         self.bytes_read = 0
         self.bytes_written = 0
@@ -314,6 +321,7 @@ def _race_check(m: Machine, region: Region, idx: np.ndarray | slice, flat: np.nd
     """
     stamp = m.stamps(idx, region.space == "device")
     tid = m.batch.tid[idx]
+    site = m.site(coord)
     if flat.ndim > 1:
         stamp, tid = stamp[:, None], tid[:, None]
     group = stamp >> 32
@@ -330,11 +338,23 @@ def _race_check(m: Machine, region: Region, idx: np.ndarray | slice, flat: np.nd
         with_reader = (r_tid != -1) & (r_tid != tid) & _unordered(r_stamp, stamp)
         conflict |= with_reader
         across |= bool(np.any(with_reader & ((r_stamp >> 32) != group)))
+    # The earlier access each lane may conflict with: (mask, thread, site, what it did);
+    # gathered only for a race, and before this access overwrites the shadow.
+    earlier = []
+    if conflict.any():
+        earlier = [(with_writer, w_tid, region.w_site[flat], "wrote"),
+                   (with_atomic, a_tid, region.a_site[flat], "updated atomically")]
+        if write:
+            earlier.append((with_reader, r_tid, region.r_site[flat], "read"))
+    if write:
         region.w_tid[flat] = tid
         region.w_stamp[flat] = stamp
+        region.w_site[flat] = site
         same_store = region.w_tid[flat] != tid  # two lanes of this very store hit one granule
-        conflict |= same_store
-        across |= bool(np.any(same_store & ((region.w_stamp[flat] >> 32) != group)))
+        if same_store.any():
+            conflict |= same_store
+            across |= bool(np.any(same_store & ((region.w_stamp[flat] >> 32) != group)))
+            earlier.append((same_store, region.w_tid[flat], np.full(flat.shape, -1), None))
     else:
         r_tid = region.r_tid[flat]
         # Another reader in this threadgroup epoch: remember "several readers" (-2).
@@ -342,14 +362,40 @@ def _race_check(m: Machine, region: Region, idx: np.ndarray | slice, flat: np.nd
         readers = np.where(shared, -2, tid)
         region.r_tid[flat] = readers
         region.r_stamp[flat] = stamp
+        region.r_site[flat] = site
         repeated = region.r_tid[flat] != readers
         if repeated.any():
             region.r_tid[flat[repeated]] = -2
-    _report_race(m, region, idx, flat, conflict, "write" if write else "read", coord, across)
+    if conflict.any():
+        detail = _race_detail(m, region, np.broadcast_to(tid, flat.shape), flat, conflict,
+                              "writes" if write else "reads", earlier)
+        _report_race(m, region, idx, flat, conflict, "write" if write else "read", coord,
+                     across, detail)
+
+
+def _race_detail(m: Machine, region: Region, tid: np.ndarray, flat: np.ndarray,
+                 conflict: np.ndarray, verb: str, earlier: list[tuple]) -> str:
+    """The first race of an access in words: which thread did what to which element, and the
+    other thread's access it conflicts with, with its line."""
+    at = tuple(np.argwhere(conflict)[0])
+    element = int(flat[at]) % region.granules * region.granule // region.unit
+    [me] = m.thread_positions(np.array([tid[at]]), 1)
+    mask, other, site, did = next(e for e in earlier if e[0][at])
+    other = int(other[at])
+    who = ("other threads" if other < 0
+           else "thread ({}, {}, {})".format(*m.thread_positions(np.array([other]), 1)[0]))
+    access = f"thread {me} {verb} element {element} of '{region.name}'"
+    if did is None:
+        return f"{access}, and so does {who} in the same statement"
+    where = m.site_coord(int(site[at]))
+    line = "" if where is None or where.line is None else (
+        f" at line {where.line}" + (" of the header" if where.section == "header" else ""))
+    return f"{access}, which {who} {did}{line}, with no barrier between them"
 
 
 def _report_race(m: Machine, region: Region, idx, flat: np.ndarray, conflict: np.ndarray,
-                 what: str, coord: Coord, across_groups: bool = True) -> None:
+                 what: str, coord: Coord, across_groups: bool = True,
+                 detail: str = "") -> None:
     if conflict.any():
         bad = conflict if conflict.ndim == 1 else conflict.any(axis=1)
         element = int(np.ravel(flat[bad])[0]) % region.granules * region.granule // region.unit
@@ -370,9 +416,9 @@ def _report_race(m: Machine, region: Region, idx, flat: np.ndarray, conflict: np
         m.report("race", "error", f"data race on '{region.name}' ({region.space} memory)",
                  coord, offenders, key=region.name,
                  cells=cells_of(m, region, offenders, elements[:offenders.size]),
-                 detail=f"{'an' if what == 'atomic' else 'a'} {what} access of element {element} "
-                        f"conflicts with another thread's access with no barrier between them",
-                 hint=hint)
+                 detail=detail or f"{'an' if what == 'atomic' else 'a'} {what} access of "
+                 f"element {element} conflicts with another thread's access with no barrier "
+                 "between them", hint=hint)
 
 
 def _unordered(stamp_before: np.ndarray, stamp_now: np.ndarray) -> np.ndarray:
@@ -483,10 +529,16 @@ def _after_atomic(m: Machine, region: Region, lanes: np.ndarray, bank, off: np.n
     if region.track_races:
         stamp = m.stamps(lanes, region.space == "device")
         tid = m.batch.tid[lanes]
-        conflict = (region.w_tid[flat] >= 0) & (region.w_tid[flat] != tid) & _unordered(
-            region.w_stamp[flat], stamp)
-        r_tid = region.r_tid[flat]
-        conflict |= (r_tid != -1) & (r_tid != tid) & _unordered(region.r_stamp[flat], stamp)
+        w_tid, r_tid = region.w_tid[flat], region.r_tid[flat]
+        with_writer = (w_tid >= 0) & (w_tid != tid) & _unordered(region.w_stamp[flat], stamp)
+        with_reader = (r_tid != -1) & (r_tid != tid) & _unordered(region.r_stamp[flat], stamp)
+        conflict = with_writer | with_reader
         region.a_tid[flat] = tid
         region.a_stamp[flat] = stamp
-        _report_race(m, region, lanes, flat, conflict, "atomic", coord)
+        region.a_site[flat] = m.site(coord)
+        if conflict.any():
+            earlier = [(with_writer, w_tid, region.w_site[flat], "wrote"),
+                       (with_reader, r_tid, region.r_site[flat], "read")]
+            detail = _race_detail(m, region, tid, flat, conflict, "updates atomically",
+                                  earlier)
+            _report_race(m, region, lanes, flat, conflict, "atomic", coord, detail=detail)

@@ -82,6 +82,34 @@ def test_missing_barrier_is_a_threadgroup_race():
     assert d.line == 6 and "threadgroup_barrier" in d.hint
 
 
+def test_a_race_names_the_other_thread_and_the_line_of_its_access():
+    run = simulate(SHIFT_LEFT.format(barrier=""), [mx.arange(8)], (8,), (8, 1, 1), (8, 1, 1))
+    [d] = run.report.errors
+    assert d.detail.startswith("thread (0, 0, 0) reads element 1 of 'tile', which thread "
+                               "(1, 0, 0) wrote at line 4, with no barrier between them")
+
+
+def test_a_race_within_one_statement_says_so():
+    run = simulate("out[0] = a[thread_position_in_grid.x];", [mx.arange(8)], (1,),
+                   (8, 1, 1), (8, 1, 1))
+    [d] = run.report.errors
+    assert d.detail.startswith("thread (0, 0, 0) writes element 0 of 'out', and so does "
+                               "thread (7, 0, 0) in the same statement")
+
+
+def test_a_race_with_a_helper_in_the_header_names_the_header_line():
+    header = "inline void put(threadgroup float* t, uint i, float v) {\n    t[i] = v;\n}\n"
+    source = """
+    threadgroup float tile[8];
+    uint i = thread_position_in_threadgroup.x;
+    put(tile, i, a[i]);
+    out[i] = tile[(i + 1) % 8];
+    """
+    run = simulate(source, [mx.arange(8)], (8,), (8, 1, 1), (8, 1, 1), header=header)
+    [d] = run.report.errors
+    assert "which thread (1, 0, 0) wrote at line 2 of the header" in d.detail
+
+
 def test_barrier_removes_the_threadgroup_race():
     run = simulate(SHIFT_LEFT.format(barrier="threadgroup_barrier(mem_flags::mem_threadgroup);"),
                    [mx.arange(8)], (8,), (8, 1, 1), (8, 1, 1))

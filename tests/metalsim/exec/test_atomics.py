@@ -143,6 +143,8 @@ def test_plain_write_racing_an_atomic_is_reported():
                           output_dtypes=[mx.int32], grid=(8, 1, 1), threadgroup=(8, 1, 1))
     [d] = r.report.errors
     assert d.kind == "race" and "'total'" in d.message
+    assert d.detail.startswith("thread (5, 0, 0) writes element 0 of 'total', which thread "
+                               "(7, 0, 0) updated atomically at line 6")
 
 
 def test_atomic_on_uninitialised_output_is_reported():
