@@ -110,8 +110,8 @@ def test_random_token_soup_only_raises_compile_errors(tokens):
 
 
 @st.composite
-def mutated_kernel(draw):
-    lines = GOOD.splitlines()
+def mutated_kernel(draw, text=GOOD):
+    lines = text.splitlines()
     for _ in range(draw(st.integers(1, 3))):
         i = draw(st.integers(0, len(lines) - 1))
         line = lines[i]
@@ -139,6 +139,44 @@ def mutated_kernel(draw):
 @given(mutated_kernel())
 def test_mutated_kernels_only_raise_compile_errors(source):
     run_fuzzed(source)
+
+
+# Structs in every role: helpers taking and returning them, threadgroup arrays, a device cast.
+GOOD_WITH_STRUCTS = """\
+struct Acc { float sum; int n; float4 v; float w[2]; };
+Acc make(float x) { Acc r = {x, 1}; return r; }
+void add(thread Acc& acc, float x) { acc.sum += x; acc.n++; acc.w[1] = x; }
+uint i = thread_position_in_grid.x;
+threadgroup Acc shared[4];
+Acc acc = make(0.0f);
+for (uint k = 0; k < 4; ++k) {
+    add(acc, a[(i + k) % a_shape[0]]);
+}
+shared[i % 4] = acc;
+threadgroup_barrier(mem_flags::mem_threadgroup);
+Acc other = shared[(i + 1) % 4];
+device const Acc* p = (device const Acc*)a;
+if (i < a_shape[0]) {
+    out[i] = acc.sum / acc.n + other.w[1] + p->sum * 0.0f;
+}
+"""
+
+
+def call_with_header(text):
+    """The first three lines are the header (C++ has no functions inside functions)."""
+    lines = text.splitlines()
+    return call("\n".join(lines[3:]), header="\n".join(lines[:3]) + "\n")
+
+
+def test_the_struct_kernel_runs_clean():
+    assert call_with_header(GOOD_WITH_STRUCTS).report.diagnostics == []
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+@given(mutated_kernel(GOOD_WITH_STRUCTS))
+def test_mutated_struct_kernels_only_raise_compile_errors(source):
+    with contextlib.suppress(metalsim.CompileError):
+        call_with_header(source)
 
 
 def test_infinite_loop_ends_with_a_step_limit_diagnostic():
