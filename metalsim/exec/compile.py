@@ -22,7 +22,7 @@ from metalsim.exec.compiled import E, FunctionCode, Scope, Var, lane_zeros
 from metalsim.exec.expressions import ExpressionCompiler
 from metalsim.exec.runtime import bind_argument
 from metalsim.exec.statements import StatementCompiler
-from metalsim.exec.structs import StructCompiler, thread_object
+from metalsim.exec.structs import StructCompiler, StructMethods, thread_object
 from metalsim.exec.values import Frame, MemLoc, Ptr, PtrSlot, VarLoc
 from metalsim.lang import ast
 from metalsim.lang import types as ty
@@ -53,6 +53,7 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler):
         self.functions: dict[str, list[ast.FunctionDef]] = {}
         self.globals = Scope({})
         self.instances: dict[tuple, FunctionCode] = {}
+        self.struct_methods: dict[StructType, StructMethods] = {}
         self.fn: FunctionCode | None = None
         self.address_taken: set[str] = set()
         self.decl_ids = 0
@@ -279,6 +280,10 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler):
         qualified = self.builtins.get(("qualified_call", name.qualifier))
         if qualified is not None:
             return qualified(self, node, scope)
+        if not name.qualifier and self.is_member(scope, name.name, "method"):
+            # `add(x)` in a member function calls `this->add(x)`.
+            return self.x_MethodCall(ast.MethodCall(node.coord, ast.This(node.coord), name.name,
+                                                    node.args, arrow=True), scope)
         if name.qualifier not in ("fast", "precise") and name.name in self.functions:
             return self.call_user(node, scope)
         handler = self.builtins.get(("call", name.name))
@@ -312,8 +317,16 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler):
         args = [self.expr(a, scope) for a in node.args]
         fdef, bindings = self.resolve_overload(node, args, scope)
         code = self.instantiate(fdef, bindings)
+        return self.call_code(code, self.bind_arguments(code.params, fdef, args, scope),
+                              node.coord)
+
+    def bind_arguments(self, params: list[tuple[Var, bool]], fdef: ast.FunctionDef,
+                       args: list[E], scope: Scope) -> list[tuple[str, Callable]]:
+        """How each argument (default arguments included) initialises its parameter: a
+        (kind, evaluator) pair per parameter, for `call_code`."""
+        args = args + [self.expr(p.default, scope) for p in fdef.params[len(args):]]
         arg_evs = []
-        for (var, is_ref), a in zip(code.params, args):
+        for (var, is_ref), a in zip(params, args):
             if is_ref:
                 if a.loc is None:
                     if not var.readonly:
@@ -327,13 +340,18 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler):
                                a.coord)
                 if a.readonly and not var.readonly:
                     self.error("binding a non-const reference to a const object", a.coord)
+                if a.space is not None and a.space != var.space:
+                    self.error(f"a '{var.space} {var.type}&' cannot bind to an object in the "
+                               f"{a.space} address space", a.coord)
                 arg_evs.append(("ref", a.loc))
             else:
                 arg_evs.append((var.kind, self.convert(a, var.type, a.coord).ev))
-        for p in fdef.params[len(args):]:
-            arg_evs.append(("value", self.convert(self.expr(p.default, scope),
-                                                  self.resolve_type(p.type, scope), p).ev))
-        rt, coord, tracing = code.return_type, node.coord, self.tracing
+        return arg_evs
+
+    def call_code(self, code: FunctionCode, arg_evs: list[tuple[str, Callable]],
+                  coord: Coord) -> E:
+        """A call of the compiled function `code`, its parameters bound by `arg_evs`."""
+        rt, tracing = code.return_type, self.tracing
 
         def ev(f, lanes):
             m = f.m
@@ -453,8 +471,11 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler):
             count += isinstance(t, ast.NamedType) and t.name in names
         return count
 
-    def match_cost(self, fdef: ast.FunctionDef, bindings: dict, args: list[E]) -> int | None:
-        inner = Scope(dict(bindings), self.globals)
+    def match_cost(self, fdef: ast.FunctionDef, bindings: dict, args: list[E],
+                   outer: Scope | None = None) -> int | None:
+        """The cost of converting `args` to the parameters of `fdef` (whose types are resolved
+        in `outer`, by default program scope), or None where one does not convert."""
+        inner = Scope(dict(bindings), outer or self.globals)
         cost = 0
         for p, a in zip(fdef.params, args):
             try:
@@ -482,29 +503,42 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler):
                 return None
         return cost
 
-    def instantiate(self, fdef: ast.FunctionDef, bindings: dict) -> FunctionCode:
+    def instantiate(self, fdef: ast.FunctionDef, bindings: dict, outer: Scope | None = None,
+                    this: PointerType | None = None) -> FunctionCode:
+        """Compile `fdef` for `bindings` of its template parameters, once. A member function
+        has the names of its struct in `outer` and `this`, its implicit first parameter."""
         key = (id(fdef), tuple(sorted((k, str(v.type) + str(v.const) if isinstance(v, Var)
-                                       else str(v)) for k, v in bindings.items())))
+                                       else str(v)) for k, v in bindings.items())), id(outer))
         code = self.instances.get(key)
         if code is not None:
             return code
         if fdef.body is None:
             self.error(f"function '{fdef.name}' is declared but never defined", fdef)
-        scope = Scope(dict(bindings), self.globals)
+        if isinstance(fdef.return_type, ast.ReferenceType):
+            self.error("functions returning a reference are not supported by metalsim",
+                       fdef.return_type, hint="return the value, or a pointer")
+        scope = Scope(dict(bindings), outer or self.globals)
         rt = self.resolve_type(fdef.return_type, scope) if not (
             isinstance(fdef.return_type, ast.NamedType) and fdef.return_type.name == "void"
         ) else ty.VOID
-        code = FunctionCode(fdef.name, rt)
+        code = FunctionCode(fdef.name, rt, this_const=this is not None and this.const)
         self.instances[key] = code
-        saved = self.fn, self.address_taken
+        # A body is compiled where it is first called, perhaps in a loop: its own `break`s
+        # are checked against its own loops.
+        saved = self.fn, self.address_taken, self.loop_depth, self.switch_depth
         self.fn, self.address_taken = code, addressed_names(fdef.body)
+        self.loop_depth = self.switch_depth = 0
         try:
+            if this is not None:
+                var = Var("ptr", this, self.new_slot(), readonly=True)
+                scope.names["this"] = var
+                code.params.append((var, False))
             for p in fdef.params:
                 var = self.declare_param(p, scope)
                 code.params.append((var, isinstance(p.type, ast.ReferenceType)))
             code.body = self.block(fdef.body, scope, new_scope=False)
         finally:
-            self.fn, self.address_taken = saved
+            self.fn, self.address_taken, self.loop_depth, self.switch_depth = saved
         return code
 
     def new_slot(self) -> int:

@@ -41,7 +41,9 @@ class E:
 
 @dataclass
 class Var:
-    """A name in scope. `kind`: value, ptr, ref, region, const, global_region."""
+    """A name in scope. `kind`: value, ptr, ref, region, const, global_region; in a member
+    function also member and method (names of its struct, reached through `this`), and
+    enclosing_local (a variable of the function enclosing a local struct: C++ forbids it)."""
 
     kind: str
     type: Type
@@ -64,6 +66,7 @@ class FunctionCode:
     nslots: int = 0
     body: Run | None = None
     threadgroup_bytes: int = 0
+    this_const: bool = False  # a const member function: `*this` may not be modified
 
 
 @dataclass

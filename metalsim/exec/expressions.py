@@ -153,6 +153,17 @@ class ExpressionCompiler:
             return qualified(self, node, scope)
         v = scope.lookup(node.name) if not node.qualifier else None
         if isinstance(v, Var):
+            if v.kind == "member":  # `n` in a member function is `this->n`
+                return self.expr(ast.Member(node.coord, ast.This(node.coord), node.name, True),
+                                 scope)
+            if v.kind == "method":
+                self.error(f"reference to non-static member function '{node.name}' must be "
+                           f"called", node, hint=f"call it: '{node.name}(...)'")
+            if v.kind == "enclosing_local":
+                self.error(f"reference to local variable '{node.name}' declared in enclosing "
+                           f"function", node, width=len(node.name),
+                           hint="a member function of a local struct cannot use the "
+                                "function's variables: pass the value as an argument")
             return self.var_expr(v, node)
         builtin = self.builtins.get(("name", node.qualifier, node.name)) or self.builtins.get(
             ("name", "", node.name))
@@ -411,7 +422,7 @@ class ExpressionCompiler:
 
     def increment(self, node, scope: Scope, prefix: bool) -> E:
         target = self.expr(node.operand, scope)
-        self.check_assignable(target, node.operand)
+        self.check_assignable(target, node.operand, scope)
         t = target.type
         one = ast.IntLiteral(node.coord, 1, text="1")
         op = "+" if node.op == "++" else "-"
@@ -440,9 +451,14 @@ class ExpressionCompiler:
             return new if prefix else old
         return E(t, ev, coord)
 
-    def check_assignable(self, target: E, node: ast.Node) -> None:
+    def check_assignable(self, target: E, node: ast.Node, scope: Scope) -> None:
         if target.loc is None:
             self.error("expression is not assignable", node)
+        if (target.readonly and self.fn is not None and self.fn.this_const
+                and self.names_member(node, scope)):
+            self.error(f"cannot assign to non-static data member within const member function "
+                       f"'{self.fn.name}'", node,
+                       hint="drop 'const' after the parameter list if it modifies the object")
         if target.readonly:
             name = node.name if isinstance(node, ast.Name) else None
             what = f"variable '{name}'" if name else "a read-only location"
@@ -457,7 +473,7 @@ class ExpressionCompiler:
 
     def x_Assign(self, node: ast.Assign, scope: Scope) -> E:
         target = self.expr(node.target, scope)
-        self.check_assignable(target, node.target)
+        self.check_assignable(target, node.target, scope)
         t, coord, loc = target.type, node.coord, target.loc
         value = self.expr(node.value, scope)
         if node.op == "=":
@@ -587,17 +603,21 @@ class ExpressionCompiler:
             e.loc, e.readonly, e.space = loc, base.readonly, base.space
         return e
 
-    def x_Member(self, node: ast.Member, scope: Scope) -> E:
-        base = self.expr(node.base, scope)
+    def object_of(self, base: E, node: ast.Member | ast.MethodCall) -> E:
+        """The object whose member `node` names: `base` itself, or `*base` after `->`."""
         pointee = base.type.pointee if isinstance(base.type, PointerType) else None
         if node.arrow:
             if not isinstance(base.type, PointerType | ArrayType):
                 self.error(f"member reference type '{base.type}' is not a pointer", node,
                            hint="use '.' to name a member of an object")
-            base = self.dereference(self.rvalue(base), node)
-        elif isinstance(pointee, StructType):
+            return self.dereference(self.rvalue(base), node)
+        if isinstance(pointee, StructType):
             self.error(f"member reference type '{base.type}' is a pointer", node,
                        hint="did you mean to use '->'?")
+        return base
+
+    def x_Member(self, node: ast.Member, scope: Scope) -> E:
+        base = self.object_of(self.expr(node.base, scope), node)
         if isinstance(base.type, StructType):
             return self.struct_member(base, node)
         if not isinstance(base.type, VectorType):
@@ -642,10 +662,33 @@ class ExpressionCompiler:
         return constant(t.align if node.align else t.size, ULONG, node.coord)
 
     def x_MethodCall(self, node: ast.MethodCall, scope: Scope) -> E:
+        base = self.expr(node.base, scope)
+        t = base.type
+        pointee = t.pointee if isinstance(t, PointerType) else (
+            t.elem if isinstance(t, ArrayType) and node.arrow else None)
+        if isinstance(t, StructType) or isinstance(pointee, StructType):
+            return self.call_member(self.object_of(base, node), node, scope)
         handler = self.builtins.get(("method", node.name))
         if handler is None:
-            self.error(f"member function '{node.name}' is not supported", node)
+            self.error(f"member reference base type '{t}' is not a structure", node)
         return handler(self, node, scope)
+
+    def x_This(self, node: ast.This, scope: Scope) -> E:
+        v = scope.lookup("this")
+        if v is None or v.kind != "ptr":  # none here, or an enclosing function's
+            self.error("invalid use of 'this' outside of a non-static member function", node,
+                       width=4)
+        return E(v.type, self.var_expr(v, node).ev, node.coord)  # a prvalue: no location
+
+    def names_member(self, node: ast.Node, scope: Scope) -> bool:
+        """Whether the lvalue `node` is (part of) a data member of `*this`."""
+        while isinstance(node, ast.Member | ast.Index):
+            if isinstance(node, ast.Member) and node.arrow:
+                return isinstance(node.base, ast.This)
+            node = node.base
+        if isinstance(node, ast.Unary) and node.op == "*":
+            return isinstance(node.operand, ast.This)
+        return isinstance(node, ast.Name) and self.is_member(scope, node.name, "member")
 
     def x_InitList(self, node: ast.InitList, scope: Scope) -> E:
         self.error("an initializer list can only initialize a declared variable", node)

@@ -7,19 +7,26 @@ through `memory.load`/`memory.store` like any other element: counts, bounds, rac
 uninitialised reads and traces see the member's own bytes. A struct *rvalue* (a copy, a
 temporary, a return value) is its object representation, one row of bytes per lane. Copying a
 whole struct accesses memory member by member, as compiled code does, never its padding.
+
+A member function is a function whose first parameter is `this`, a pointer to the object in
+its address space, so a member it reads is a load through that pointer (a threadgroup or device
+access where the object lives there). As in Metal, `this` is a `thread` pointer unless the
+function is qualified (`float get() const threadgroup`): an object elsewhere needs an overload
+qualified with its address space.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import cache
 
 import numpy as np
 
 from metalsim.diagnostics import Coord
 from metalsim.exec import memory as mem
-from metalsim.exec.compiled import E, Scope
+from metalsim.exec.compiled import E, FunctionCode, Scope, Var
 from metalsim.exec.machine import Lanes, Machine
-from metalsim.exec.values import MemLoc
+from metalsim.exec.values import MemLoc, Ptr
 from metalsim.lang import ast
 from metalsim.lang import types as ty
 from metalsim.lang.types import ArrayType, PointerType, ScalarType, StructType, Type, VectorType
@@ -106,11 +113,21 @@ def thread_object(m: Machine, name: str, t: StructType, value, lanes: Lanes,
     return region
 
 
+@dataclass
+class StructMethods:
+    """A struct's member functions by name, and the scope their bodies see beyond their own
+    names: the struct's members, then what the struct's definition sees."""
+
+    overloads: dict[str, list[ast.MemberFunction]]
+    scope: Scope
+
+
 class StructCompiler:
     """Struct methods of `Compiler` (which supplies `error`, `expr`, `convert`, ...)."""
 
     def define_struct(self, node: ast.StructDef, scope: Scope) -> StructType:
-        """Lay out a struct definition and declare its name in `scope`."""
+        """Lay out a struct definition, declare its name in `scope` and record its member
+        functions."""
         if isinstance(scope.names.get(node.name), StructType):
             self.error(f"redefinition of '{node.name}'", node)
         fields: list[tuple[str, Type, bool]] = []
@@ -133,7 +150,42 @@ class StructCompiler:
             fields.append((d.name, t, const))
         st = ty.struct_type(node.name, fields)
         scope.names[node.name] = st
+        overloads: dict[str, list[ast.MemberFunction]] = {}
+        for fn in node.methods:
+            if st.member(fn.name) is not None:
+                self.error(f"duplicate member '{fn.name}'", fn)
+            overloads.setdefault(fn.name, []).append(fn)
+        if overloads:
+            names: dict = {m.name: Var("member", m.type, name=m.name) for m in st.members}
+            names |= {name: Var("method", ty.VOID, name=name) for name in overloads}
+            self.struct_methods[st] = StructMethods(overloads,
+                                                    Scope(names, self.definition_scope(scope)))
+            # Compiled now, called or not, as C++ compiles every member function it defines.
+            for fns in overloads.values():
+                for fn in fns:
+                    self.member_code(st, fn)
         return st
+
+    def definition_scope(self, scope: Scope) -> Scope:
+        """What the member functions of a struct defined in `scope` see: its types and
+        constants; the variables of an enclosing function are not theirs to use (C++)."""
+        if scope is self.globals:
+            return scope
+        names: dict = {}
+        s: Scope | None = scope
+        while s is not None and s is not self.globals:
+            for name, v in s.names.items():
+                if name not in names:
+                    runtime = isinstance(v, Var) and v.kind not in ("const", "global_region")
+                    names[name] = Var("enclosing_local", v.type, name=name) if runtime else v
+            s = s.parent
+        return Scope(names, self.globals)
+
+    def is_member(self, scope: Scope, name: str, kind: str) -> bool:
+        """Whether `name` in `scope` is a member of the struct whose member function this is
+        ("member" for data, "method" for a member function)."""
+        v = scope.lookup(name)
+        return isinstance(v, Var) and v.kind == kind
 
     def s_StructDef(self, node: ast.StructDef, scope: Scope):
         self.define_struct(node, scope)
@@ -144,8 +196,10 @@ class StructCompiler:
         st: StructType = base.type
         member = st.member(node.name)
         if member is None:
-            self.error(f"no member named '{node.name}' in 'struct {st}'", node,
-                       hint=self.suggest(node.name, [m.name for m in st.members]))
+            if node.name in self.methods_of(st):
+                self.error(f"reference to non-static member function '{node.name}' must be "
+                           f"called", node, hint=f"call it: '{node.name}(...)'")
+            self.no_member(st, node)
         mt, moff = member.type, member.offset
         if base.loc is not None:
             bloc = base.loc
@@ -160,6 +214,91 @@ class StructCompiler:
                        "struct", node, hint="copy the struct into a variable first")
         bev = base.ev
         return E(mt, lambda f, lanes: get(bev(f, lanes), moff, mt), node.coord)
+
+    def methods_of(self, st: StructType) -> dict[str, list[ast.MemberFunction]]:
+        """The member functions of `st` by name (none for a plain aggregate)."""
+        methods = self.struct_methods.get(st)
+        return methods.overloads if methods is not None else {}
+
+    def no_member(self, st: StructType, node: ast.Member | ast.MethodCall) -> None:
+        """Report `node` naming no member of `st`, suggesting a close name."""
+        names = [m.name for m in st.members] + list(self.methods_of(st))
+        self.error(f"no member named '{node.name}' in 'struct {st}'", node,
+                   hint=self.suggest(node.name, names))
+
+    # --- member functions -------------------------------------------------------------------
+    def call_member(self, obj: E, node: ast.MethodCall, scope: Scope) -> E:
+        """`obj.name(args)`: a call of a member function with `this` pointing at `obj` (a
+        temporary struct is first placed in thread memory, as C++ materializes it)."""
+        st: StructType = obj.type
+        overloads = self.methods_of(st).get(node.name)
+        if not overloads:
+            member = st.member(node.name)
+            if member is not None:
+                self.error(f"called object type '{member.type}' is not a function", node)
+            self.no_member(st, node)
+        args = [self.expr(a, scope) for a in node.args]
+        space, const = (obj.space or "thread", obj.readonly) if obj.loc is not None else (
+            "thread", False)
+        fn = self.resolve_member(st, node, overloads, args, space, const)
+        code = self.member_code(st, fn)
+        coord = node.coord
+        if obj.loc is not None:
+            loc = obj.loc
+
+            def this(f, lanes):
+                where = loc(f, lanes)
+                return Ptr(where.region, np.broadcast_to(where.off, (lanes.n,)))
+        else:
+            value = obj.ev
+
+            def this(f, lanes):
+                region = thread_object(f.m, st.name, st, value(f, lanes), lanes, coord)
+                return Ptr(region, np.zeros(lanes.n, np.int64))
+        arg_evs = [("ptr", this)] + self.bind_arguments(code.params[1:], fn, args, scope)
+        return self.call_code(code, arg_evs, coord)
+
+    def member_code(self, st: StructType, fn: ast.MemberFunction) -> FunctionCode:
+        """The compiled member function, `this` a pointer to `st` as `fn` qualifies it."""
+        this = PointerType(st, fn.space or "thread", fn.const)
+        return self.instantiate(fn, {}, self.struct_methods[st].scope, this)
+
+    def resolve_member(self, st: StructType, node: ast.MethodCall,
+                       overloads: list[ast.MemberFunction], args: list[E], space: str,
+                       const: bool) -> ast.MemberFunction:
+        """The overload for `args` on an object in `space` (const or not), as C++ and Metal
+        choose it: `this` never changes address space, and a const object needs a const
+        member function; a non-const object prefers the non-const overload."""
+        outer = self.struct_methods[st].scope
+        viable = []
+        for fn in overloads:
+            required = sum(1 for p in fn.params if p.default is None)
+            if required <= len(args) <= len(fn.params):
+                cost = self.match_cost(fn, {}, args, outer)
+                if cost is not None:
+                    viable.append((cost, fn))
+        name = node.name
+        if not viable:
+            shown = ", ".join(str(self.rvalue(a).type) for a in args)
+            self.error(f"no matching member function for call to '{name}({shown})'", node)
+        fits = [(cost + (0.5 if fn.const and not const else 0), fn) for cost, fn in viable
+                if (fn.space or "thread") == space and (fn.const or not const)]
+        if not fits:
+            fn = min(viable, key=lambda v: v[0])[1]
+            if (fn.space or "thread") != space:
+                qualifier = f"{'const ' if fn.const else ''}{space}"
+                self.error(f"'this' argument to member function '{name}' is in the {space} "
+                           f"address space, but the function is not marked '{space}'", node,
+                           hint=f"Metal gives 'this' the thread address space unless the "
+                                f"member function says otherwise: declare "
+                                f"'{name}(...) {qualifier} {{ ... }}'")
+            self.error(f"'this' argument to member function '{name}' has type 'const {st}', "
+                       f"but function is not marked const", node)
+        best = min(cost for cost, _ in fits)
+        chosen = [fn for cost, fn in fits if cost == best]
+        if len(chosen) > 1:
+            self.error(f"call to member function '{name}' is ambiguous", node)
+        return chosen[0]
 
     def aggregate(self, t: StructType, init: ast.InitList, scope: Scope) -> E:
         """A struct temporary from an initializer list (`S{1, 2.0f}`, `return {a, b};`)."""

@@ -140,7 +140,8 @@ class Call(Node):
 
 @dataclass(eq=False)
 class MethodCall(Node):
-    """`base.name(args)`: a member function, e.g. `m.thread_elements()` of a simdgroup_matrix."""
+    """`base.name(args)`: a struct's member function, or a built-in one such as
+    `m.thread_elements()` of a simdgroup_matrix."""
 
     base: Expr
     name: str
@@ -183,6 +184,11 @@ class Member(Node):
 
 
 @dataclass(eq=False)
+class This(Node):
+    """`this`, in a member function."""
+
+
+@dataclass(eq=False)
 class SizeOf(Node):
     """`sizeof(T)`, `sizeof x`, or with `align` set `alignof(T)`."""
 
@@ -198,8 +204,8 @@ class InitList(Node):
 
 
 Expr = (IntLiteral | FloatLiteral | BoolLiteral | StringLiteral | Name | Unary | Postfix | Binary
-        | Assign | Conditional | Call | MethodCall | Construct | Cast | Index | Member | SizeOf
-        | InitList)
+        | Assign | Conditional | Call | MethodCall | Construct | Cast | Index | Member | This
+        | SizeOf | InitList)
 
 
 # --- Statements --------------------------------------------------------------------------------
@@ -301,11 +307,13 @@ class StaticAssert(Node):
 
 @dataclass(eq=False)
 class StructDef(Node):
-    """`struct name { members };`: a plain aggregate of data members (each a VarDecl without an
-    initializer). `typedef struct {...} Alias;` is a TypeAlias whose type is a StructDef."""
+    """`struct name { members };`: data members (each a VarDecl without an initializer) and
+    member functions defined in the body. `typedef struct {...} Alias;` is a TypeAlias whose
+    type is a StructDef."""
 
     name: str
     members: list[VarDecl]
+    methods: list[MemberFunction] = field(default_factory=list)
 
 
 Stmt = (DeclStmt | ExprStmt | Compound | If | For | While | DoWhile | Switch | CaseLabel | Break
@@ -349,6 +357,16 @@ class FunctionDef(Node):
     body: Compound | None
     template_params: list[TemplateParam] | None = None
     attributes: list[Attribute] = field(default_factory=list)
+
+
+@dataclass(eq=False)
+class MemberFunction(FunctionDef):
+    """A non-static member function defined in a struct body. `const` and `space` qualify the
+    object it is called on (`this`): `float get() const threadgroup { ... }`; Metal's default
+    space is `thread`."""
+
+    const: bool = False
+    space: str | None = None
 
 
 @dataclass(eq=False)

@@ -745,17 +745,20 @@ class _Parser:
             raise self.error("struct inheritance is not supported by metalsim")
         open_ = self.expect("{")
         members: list[ast.VarDecl] = []
+        methods: list[ast.MemberFunction] = []
         while not self.accept("}"):
             if self.peek().kind == "eof":
                 raise self.error("expected '}' to match this '{'", open_)
-            members += self.member_declaration(name)
-        return ast.StructDef(self.coord(start), name, members)
+            for item in self.member_declaration(name):
+                (methods if isinstance(item, ast.MemberFunction) else members).append(item)
+        return ast.StructDef(self.coord(start), name, members, methods)
 
-    def member_declaration(self, struct: str) -> list[ast.VarDecl]:
-        """member-declaration: specifiers declarator (',' declarator)* ';' | access-label ':'
+    def member_declaration(self, struct: str) -> list[ast.VarDecl | ast.MemberFunction]:
+        """member-declaration: specifiers declarator (',' declarator)* ';' | member-function
+        | access-label ':'
 
-        Only data members: everything that makes a struct more than a C aggregate is refused
-        here, with what to write instead.
+        Data members and non-static member functions defined in the body; what else C++ allows
+        in a class is refused here, with what to write instead.
         """
         tok = self.peek()
         if tok.text in ("public", "private", "protected") and self.at(":", 1):
@@ -764,7 +767,7 @@ class _Parser:
             return []
         if self.accept(";"):
             return []
-        only_data = "metalsim supports structs of data members only"
+        only_data = "metalsim supports data members and member functions in a struct"
         if (struct and tok.text == struct and self.at("(", 1)) or self.at("~"):
             raise self.error("constructors and destructors are not supported by metalsim", tok,
                              hint=f"initialise with braces: '{struct or 'S'} s = {{...}};'",
@@ -774,18 +777,22 @@ class _Parser:
             raise self.error(f"'{tok.text}' inside a struct is not supported by metalsim", tok,
                              hint=only_data, width=len(tok.text))
         specs = self.specifiers()
-        if specs.static or specs.constexpr:
-            raise self.error("static data members are not supported by metalsim", tok,
-                             hint="declare a 'constant' variable at program scope instead")
+        if self.at("operator"):
+            raise self.error("overloaded operators are not supported by metalsim",
+                             hint="write a named member function instead", width=8)
         members: list[ast.VarDecl] = []
         while True:
             named = copy.copy(specs.type) if members else specs.type
             name, type_ = self.declarator(named, stop_at_paren=True)
             assert name is not None
+            if self.at("(") and not members:
+                return [self.member_function(tok, specs, name, type_)]
+            if specs.static or specs.constexpr:
+                raise self.error("static data members are not supported by metalsim", tok,
+                                 hint="declare a 'constant' variable at program scope instead")
             if self.at("("):
-                raise self.error("member functions are not supported by metalsim", name,
-                                 hint="write a free function taking a 'thread "
-                                      f"{struct or 'S'}&' parameter", width=len(name.text))
+                raise self.error("declare a member function on its own, not in a list of "
+                                 "data members", name, width=len(name.text))
             if self.at("=") or self.at("{"):
                 raise self.error("default member initializers are not supported by metalsim",
                                  hint="give the values where each variable is initialised")
@@ -796,6 +803,39 @@ class _Parser:
                 break
         self.expect(";", "expected ';' at end of declaration list")
         return members
+
+    def member_function(self, start: Token, specs: _Specifiers, name: Token,
+                        return_type: ast.TypeNode) -> ast.MemberFunction:
+        """member-function: specifiers declarator '(' params ')' ('const' | address-space)*
+        compound"""
+        if specs.static:
+            raise self.error("static member functions are not supported by metalsim", start,
+                             hint="write a free function instead", width=len(start.text))
+        self.scopes.append({})
+        try:
+            params = self.parameters()
+            const, space = False, None
+            while self.peek().text in _QUALIFIERS:
+                tok = self.advance()
+                if tok.text == "const":
+                    const = True
+                elif tok.text in _ADDRESS_SPACES:
+                    if space is not None and space != tok.text:
+                        raise self.error(f"conflicting address spaces '{space}' and "
+                                         f"'{tok.text}'", tok, width=len(tok.text))
+                    space = tok.text
+            if self.at("&") or self.at("&&"):
+                raise self.error("ref-qualified member functions are not supported by metalsim")
+            if self.at(";"):
+                raise self.error("metalsim needs a member function defined in the struct body",
+                                 hint=f"write its body here: '{name.text}(...) {{ ... }}'")
+            if not self.at("{"):
+                raise self.error("expected function body after function declarator")
+            body = self.compound()
+        finally:
+            self.scopes.pop()
+        return ast.MemberFunction(self.coord(start), name.text, return_type, params, body,
+                                  None, specs.attributes, const, space)
 
     # --- Statements ----------------------------------------------------------------------------
 
@@ -1155,6 +1195,8 @@ class _Parser:
                 return ast.BoolLiteral(self.coord(tok), text == "true")
             if text in _CASTS:
                 return self.named_cast()
+            if text == "this":
+                return ast.This(self.coord(self.advance()))
             if self.type_at():
                 return self.construct()
             if text not in _RESERVED:

@@ -162,10 +162,11 @@ if (i < a_shape[0]) {
 """
 
 
-def call_with_header(text):
-    """The first three lines are the header (C++ has no functions inside functions)."""
+def call_with_header(text, header_lines=3):
+    """The first lines are the header (C++ has no functions inside functions)."""
     lines = text.splitlines()
-    return call("\n".join(lines[3:]), header="\n".join(lines[:3]) + "\n")
+    return call("\n".join(lines[header_lines:]),
+                header="\n".join(lines[:header_lines]) + "\n")
 
 
 def test_the_struct_kernel_runs_clean():
@@ -177,6 +178,46 @@ def test_the_struct_kernel_runs_clean():
 def test_mutated_struct_kernels_only_raise_compile_errors(source):
     with contextlib.suppress(metalsim.CompileError):
         call_with_header(source)
+
+
+# Member functions: implicit members and `this`, const, address-space qualified overloads,
+# calls through pointers, on threadgroup objects and on temporaries.
+GOOD_WITH_METHODS = """\
+struct Acc {
+    float sum; int n;
+    void add(float x) { sum += x; this->n++; }
+    void add(float x) threadgroup { sum += x; n++; }
+    float mean() const { return n > 0 ? sum / n : 0.0f; }
+    float mean() const threadgroup { return sum / n; }
+    Acc merged(const thread Acc& o) const { Acc r = *this; r.sum += o.sum; r.n += o.n; return r; }
+};
+uint i = thread_position_in_grid.x;
+threadgroup Acc shared[4];
+Acc acc = {0.0f, 0};
+thread Acc* p = &acc;
+for (uint k = 0; k < 4; ++k) {
+    p->add(a[(i + k) % a_shape[0]]);
+}
+shared[i % 4] = acc;
+shared[i % 4].add(1.0f);
+threadgroup_barrier(mem_flags::mem_threadgroup);
+if (i < a_shape[0]) {
+    out[i] = acc.merged(Acc{2.0f, 1}).mean() + shared[(i + 1) % 4].mean();
+}
+"""
+METHOD_HEADER_LINES = 8
+
+
+def test_the_struct_method_kernel_runs_clean():
+    run = call_with_header(GOOD_WITH_METHODS, METHOD_HEADER_LINES)
+    assert run.report.diagnostics == []
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+@given(mutated_kernel(GOOD_WITH_METHODS))
+def test_mutated_struct_method_kernels_only_raise_compile_errors(source):
+    with contextlib.suppress(metalsim.CompileError):
+        call_with_header(source, METHOD_HEADER_LINES)
 
 
 def test_infinite_loop_ends_with_a_step_limit_diagnostic():

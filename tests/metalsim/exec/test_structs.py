@@ -385,7 +385,7 @@ def test_trace_records_struct_elements_of_threadgroup_memory():
      "did you mean 'scale'"),
     ("Params p = {1, 2, float4(0), {1, 2, 3}, 5};", PARAMS, "excess elements", ""),
     ("Params p = {1}; device Params* q = &p;", PARAMS, "address spaces differ", ""),
-    ("Params p = {1}; p.add(1);", PARAMS, "member function 'add' is not supported", ""),
+    ("Params p = {1}; p.add(1);", PARAMS, "no member named 'add' in 'struct Params'", ""),
     ("Params p = {1}; out[0] = p->n;", PARAMS, "is not a pointer", "use '.'"),
     ("device const Params* p = (device const Params*)out; out[0] = p.n;", PARAMS,
      "is a pointer", "'->'"),

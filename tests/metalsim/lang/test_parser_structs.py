@@ -1,5 +1,5 @@
-"""Parsing struct definitions: what is a plain aggregate parses; what is more is refused with
-a CompileError at the offending token and a hint."""
+"""Parsing struct definitions: data members and member functions parse; what is more is
+refused with a CompileError at the offending token and a hint."""
 
 import pytest
 
@@ -60,9 +60,54 @@ def test_alignof_parses_like_sizeof():
     assert isinstance(init, ast.SizeOf) and init.align
 
 
+def test_member_functions_are_parsed_apart_from_data_members():
+    (struct,) = parse("struct W { float m; void add(float x) { m += x; } int n; "
+                      "float get() const { return m; } };").items
+    assert [m.name for m in struct.members] == ["m", "n"]
+    assert [f.name for f in struct.methods] == ["add", "get"]
+    add, get = struct.methods
+    assert isinstance(add, ast.MemberFunction) and [p.name for p in add.params] == ["x"]
+    assert (add.const, add.space, get.const, get.space) == (False, None, True, None)
+    assert isinstance(add.body, ast.Compound)
+
+
+@pytest.mark.parametrize("qualifiers, const, space", [
+    ("threadgroup", False, "threadgroup"), ("const device", True, "device"),
+    ("device const", True, "device"), ("const thread", True, "thread"),
+    ("constant const", True, "constant"),
+])
+def test_member_function_qualifiers_name_the_object_constness_and_address_space(
+        qualifiers, const, space):
+    (struct,) = parse(f"struct S {{ int n; int get() {qualifiers} {{ return n; }} }};").items
+    (get,) = struct.methods
+    assert (get.const, get.space) == (const, space)
+
+
+def test_this_is_an_expression():
+    (struct,) = parse("struct S { int n; int get() { return this->n + (*this).n; } };").items
+    value = struct.methods[0].body.items[0].value
+    assert isinstance(value.left, ast.Member) and isinstance(value.left.base, ast.This)
+    assert isinstance(value.right.base, ast.Unary) and isinstance(value.right.base.operand,
+                                                                  ast.This)
+
+
+def test_a_member_function_may_name_its_own_struct_and_inline_specifiers():
+    (struct,) = parse("struct V { float x; METAL_FUNC V twice() const { V r = {x * 2}; "
+                      "return r; } };").items
+    assert struct.methods[0].return_type.name == "V"
+
+
 @pytest.mark.parametrize("text, message, hint, column", [
-    ("struct P { int n; int get() { return n; } };", "member functions are not supported",
-     "thread P&", 23),
+    ("struct P { int get(); };", "member function defined in the struct body",
+     "get(...) { ... }", 21),
+    ("struct P { static int get() { return 1; } };", "static member functions", "free function",
+     12),
+    ("struct P { int operator+(int x) { return x; } };", "overloaded operators", "named", 16),
+    ("struct P { int n, get() { return 1; } };", "declare a member function on its own", "",
+     19),
+    ("struct P { int get() device threadgroup { return 1; } };",
+     "conflicting address spaces 'device' and 'threadgroup'", "", 29),
+    ("struct P { int get() & { return 1; } };", "ref-qualified member functions", "", 22),
     ("struct P { P(int x) {} int n; };", "constructors and destructors", "braces", 12),
     ("struct P { ~P() {} };", "constructors and destructors", "", 12),
     ("struct P { int n = 3; };", "default member initializers", "", 18),
