@@ -19,6 +19,7 @@ from metalsim.diagnostics import CompileError, Coord, SourceMap
 from metalsim.exec import mathlib
 from metalsim.exec import memory as mem
 from metalsim.exec.compiled import E, FunctionCode, Scope, Var, lane_zeros
+from metalsim.exec.constructors import ConstructorCompiler
 from metalsim.exec.expressions import ExpressionCompiler
 from metalsim.exec.runtime import bind_argument
 from metalsim.exec.statements import StatementCompiler
@@ -38,7 +39,7 @@ from metalsim.lang.types import (
 )
 
 
-class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler):
+class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, ConstructorCompiler):
     """Compiles one translation unit's kernel (and what it calls) for one instantiation."""
 
     def __init__(self, unit: ast.TranslationUnit, source_map: SourceMap,
@@ -93,6 +94,10 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler):
             self.error("program scope variable must reside in constant address space", d)
         if d.init is None:
             self.error(f"default initialization of an object of const type '{t}'", d)
+        if self.has_constructors(t):
+            self.error(f"metalsim does not run constructors at compile time, so a program-scope "
+                       f"constant of type '{t}' cannot be initialized", d,
+                       hint="use a struct without constructors, initialized with braces")
         if isinstance(t, ArrayType | StructType):
             region = mem.Region(d.name, "constant", t, t.size)
             self.fill_constant_array(region, t, d.init, self.globals)
@@ -122,7 +127,10 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler):
 
         A struct member initialised by an expression (not a braced list) is one leaf: a copy.
         Braces may not be elided around nested aggregates."""
-        if isinstance(t, StructType) and isinstance(init, ast.InitList):
+        if isinstance(t, StructType) and isinstance(init, ast.InitList) and (
+                self.constructors_of(t)):
+            yield base, t, init  # not an aggregate: the braces call a constructor (init_value)
+        elif isinstance(t, StructType) and isinstance(init, ast.InitList):
             if len(init.items) > len(t.members):
                 self.error(f"excess elements in initializer of struct '{t}'",
                            init.items[len(t.members)])
@@ -161,6 +169,8 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler):
         if isinstance(t, ArrayType):
             for i in range(t.length):
                 yield from self.zero_init(t.elem, base + i * t.elem.size, coord)
+        elif isinstance(t, StructType) and self.constructors_of(t):
+            yield base, t, ast.InitList(coord, [])  # value-initialized by its constructor
         elif isinstance(t, StructType):
             for member in t.members:
                 yield from self.zero_init(member.type, base + member.offset, coord)
@@ -284,6 +294,11 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler):
             # `add(x)` in a member function calls `this->add(x)`.
             return self.x_MethodCall(ast.MethodCall(node.coord, ast.This(node.coord), name.name,
                                                     node.args, arrow=True), scope)
+        v = scope.lookup(name.name) if not name.qualifier else None
+        if isinstance(v, Var) and isinstance(v.type, StructType):
+            # `op(a, b)` on a function object calls its `operator()`.
+            return self.x_MethodCall(ast.MethodCall(node.coord, name, "operator()", node.args),
+                                     scope)
         if name.qualifier not in ("fast", "precise") and name.name in self.functions:
             return self.call_user(node, scope)
         handler = self.builtins.get(("call", name.name))
@@ -485,7 +500,11 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler):
             at = self.rvalue(a).type
             if pt == at:
                 continue
-            if isinstance(pt, PointerType) or isinstance(at, PointerType):
+            if isinstance(pt, StructType) and self.constructors_of(pt):
+                if not self.converts_implicitly(a, pt):
+                    return None
+                cost += 10  # a user-defined conversion ranks below every standard one
+            elif isinstance(pt, PointerType) or isinstance(at, PointerType):
                 if not (isinstance(pt, PointerType) and isinstance(at, PointerType)
                         and pt.space == at.space and pt.pointee == at.pointee
                         and (pt.const or not at.const)):
@@ -536,7 +555,10 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler):
             for p in fdef.params:
                 var = self.declare_param(p, scope)
                 code.params.append((var, isinstance(p.type, ast.ReferenceType)))
-            code.body = self.block(fdef.body, scope, new_scope=False)
+            inits = (self.member_initializers(fdef, scope) if isinstance(fdef, ast.Constructor)
+                     else None)
+            body = self.block(fdef.body, scope, new_scope=False)
+            code.body = body if inits is None else sequence(inits, body)
         finally:
             self.fn, self.address_taken, self.loop_depth, self.switch_depth = saved
         return code
@@ -602,3 +624,10 @@ def addressed_names(node: ast.Node) -> set[str]:
             elif isinstance(value, list):
                 stack.extend(v for v in value if isinstance(v, ast.Node))
     return found
+
+
+def sequence(first: Callable, then: Callable) -> Callable:
+    """A Run doing `first`, then `then` on the lanes it leaves."""
+    def run(f, lanes):
+        return then(f, first(f, lanes))
+    return run

@@ -69,6 +69,8 @@ class ExpressionCompiler:
         if src == t:
             return e
         coord = where if isinstance(where, Coord) else where.coord
+        if isinstance(t, StructType) and self.constructors_of(t):
+            return self.converting_constructor(e, t, coord, explicit)
         if isinstance(t, PointerType) or isinstance(src, PointerType):
             return self.convert_pointer(e, t, coord, explicit)
         if not (ty.is_arithmetic(src) and ty.is_arithmetic(t)):
@@ -668,6 +670,8 @@ class ExpressionCompiler:
             t.elem if isinstance(t, ArrayType) and node.arrow else None)
         if isinstance(t, StructType) or isinstance(pointee, StructType):
             return self.call_member(self.object_of(base, node), node, scope)
+        if node.name == "operator()":
+            self.error(f"called object type '{t}' is not a function or function pointer", node)
         handler = self.builtins.get(("method", node.name))
         if handler is None:
             self.error(f"member reference base type '{t}' is not a structure", node)

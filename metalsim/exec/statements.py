@@ -139,6 +139,8 @@ class StatementCompiler:
             return self.declare_reference(d, t, const, init, scope)
         if space == "threadgroup":
             return self.declare_threadgroup(d, t, scope)
+        if self.has_constructors(t):
+            return self.declare_constructed(d, t, const, scope)
         if space in ("device", "constant"):
             self.error(f"variables in the {space} address space must be declared at program "
                        f"scope", d)
@@ -239,6 +241,13 @@ class StatementCompiler:
         if d.init is not None:
             self.error("threadgroup variables cannot have an initializer", d.init,
                        hint="have one thread write the initial value, then call "
+                            "threadgroup_barrier")
+        if self.has_constructors(t):
+            self.error(f"threadgroup variable '{d.name}' of type '{t}' needs a constructor "
+                       f"that can construct threadgroup memory", d, width=len(d.name),
+                       hint="a Metal constructor constructs a thread object unless marked "
+                            "'threadgroup', which metalsim does not support: use a struct "
+                            "without constructors, have one thread initialize it, then call "
                             "threadgroup_barrier")
         slot = self.new_slot()
         decl_id = self.decl_ids = self.decl_ids + 1

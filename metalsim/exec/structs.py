@@ -120,6 +120,7 @@ class StructMethods:
 
     overloads: dict[str, list[ast.MemberFunction]]
     scope: Scope
+    constructors: list[ast.Constructor]
 
 
 class StructCompiler:
@@ -155,15 +156,17 @@ class StructCompiler:
             if st.member(fn.name) is not None:
                 self.error(f"duplicate member '{fn.name}'", fn)
             overloads.setdefault(fn.name, []).append(fn)
-        if overloads:
+        if overloads or node.constructors:
             names: dict = {m.name: Var("member", m.type, name=m.name) for m in st.members}
             names |= {name: Var("method", ty.VOID, name=name) for name in overloads}
-            self.struct_methods[st] = StructMethods(overloads,
-                                                    Scope(names, self.definition_scope(scope)))
+            self.struct_methods[st] = StructMethods(
+                overloads, Scope(names, self.definition_scope(scope)), node.constructors)
             # Compiled now, called or not, as C++ compiles every member function it defines.
             for fns in overloads.values():
                 for fn in fns:
                     self.member_code(st, fn)
+            for ctor in node.constructors:
+                self.constructor_code(st, ctor)
         return st
 
     def definition_scope(self, scope: Scope) -> Scope:
@@ -232,6 +235,9 @@ class StructCompiler:
         temporary struct is first placed in thread memory, as C++ materializes it)."""
         st: StructType = obj.type
         overloads = self.methods_of(st).get(node.name)
+        if not overloads and node.name == "operator()":
+            self.error(f"type '{st}' does not provide a call operator", node,
+                       hint="define 'R operator()(...) const { ... }' in the struct")
         if not overloads:
             member = st.member(node.name)
             if member is not None:
@@ -301,8 +307,11 @@ class StructCompiler:
         return chosen[0]
 
     def aggregate(self, t: StructType, init: ast.InitList, scope: Scope) -> E:
-        """A struct temporary from an initializer list (`S{1, 2.0f}`, `return {a, b};`)."""
-        parts = [(off, et, self.convert(self.expr(item, scope), et, item).ev)
+        """A struct temporary from an initializer list (`S{1, 2.0f}`, `return {a, b};`); for
+        a struct with constructors, a constructor call."""
+        if self.constructors_of(t):
+            return self.construct_temp(t, [self.expr(a, scope) for a in init.items], init)
+        parts = [(off, et, self.init_value(et, item, scope).ev)
                  for off, et, item in self.flatten_init(t, init, 0)]
         size = t.size
 
@@ -315,7 +324,9 @@ class StructCompiler:
 
     def construct_struct(self, t: StructType, node: ast.Construct, scope: Scope) -> E:
         """`S{...}` aggregate-initializes; `S()` value-initializes; `S(s)` copies. C++14 has
-        no parenthesised aggregate initialization."""
+        no parenthesised aggregate initialization. A struct with constructors calls one."""
+        if self.constructors_of(t):
+            return self.construct_temp(t, [self.expr(a, scope) for a in node.args], node)
         if node.braces or not node.args:
             return self.aggregate(t, ast.InitList(node.coord, node.args), scope)
         if len(node.args) == 1:

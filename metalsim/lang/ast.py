@@ -314,6 +314,7 @@ class StructDef(Node):
     name: str
     members: list[VarDecl]
     methods: list[MemberFunction] = field(default_factory=list)
+    constructors: list[Constructor] = field(default_factory=list)
 
 
 Stmt = (DeclStmt | ExprStmt | Compound | If | For | While | DoWhile | Switch | CaseLabel | Break
@@ -367,6 +368,26 @@ class MemberFunction(FunctionDef):
 
     const: bool = False
     space: str | None = None
+
+
+@dataclass(eq=False)
+class MemberInit(Node):
+    """`name(args)` or `name{args}` in a constructor's member initializer list; `name` is the
+    struct's own for a delegating constructor."""
+
+    name: str
+    args: list[Expr]
+    braces: bool = False
+
+
+@dataclass(eq=False)
+class Constructor(MemberFunction):
+    """A constructor defined in a struct body (its return type is `void`): the members are
+    initialised, in the order the struct declares them, before its body runs. `explicit` ones
+    take no part in implicit conversions."""
+
+    inits: list[MemberInit] = field(default_factory=list)
+    explicit: bool = False
 
 
 @dataclass(eq=False)

@@ -746,12 +746,16 @@ class _Parser:
         open_ = self.expect("{")
         members: list[ast.VarDecl] = []
         methods: list[ast.MemberFunction] = []
+        constructors: list[ast.Constructor] = []
         while not self.accept("}"):
             if self.peek().kind == "eof":
                 raise self.error("expected '}' to match this '{'", open_)
             for item in self.member_declaration(name):
-                (methods if isinstance(item, ast.MemberFunction) else members).append(item)
-        return ast.StructDef(self.coord(start), name, members, methods)
+                if isinstance(item, ast.Constructor):
+                    constructors.append(item)
+                else:
+                    (methods if isinstance(item, ast.MemberFunction) else members).append(item)
+        return ast.StructDef(self.coord(start), name, members, methods, constructors)
 
     def member_declaration(self, struct: str) -> list[ast.VarDecl | ast.MemberFunction]:
         """member-declaration: specifiers declarator (',' declarator)* ';' | member-function
@@ -767,19 +771,31 @@ class _Parser:
             return []
         if self.accept(";"):
             return []
-        only_data = "metalsim supports data members and member functions in a struct"
-        if (struct and tok.text == struct and self.at("(", 1)) or self.at("~"):
-            raise self.error("constructors and destructors are not supported by metalsim", tok,
-                             hint=f"initialise with braces: '{struct or 'S'} s = {{...}};'",
-                             width=max(1, len(tok.text)))
+        only_data = "a struct may hold data members, member functions and constructors"
+        explicit = tok.text == "explicit" and self.peek(1).text == struct and self.at("(", 2)
+        if explicit:
+            self.advance()
+        if struct and self.peek().text == struct and self.at("(", 1):
+            return [self.constructor(tok, explicit)]
+        if self.at("~"):
+            self.destructor(struct)
+            return []
         elaborated = tok.text == "struct" and not self.struct_definition_at()
         if tok.kind == "ident" and tok.text in _KEYWORDS - _DECL_WORDS and not elaborated:
             raise self.error(f"'{tok.text}' inside a struct is not supported by metalsim", tok,
                              hint=only_data, width=len(tok.text))
         specs = self.specifiers()
         if self.at("operator"):
-            raise self.error("overloaded operators are not supported by metalsim",
-                             hint="write a named member function instead", width=8)
+            if not (self.at("(", 1) and self.at(")", 2) and self.at("(", 3)):
+                raise self.error("overloaded operators other than 'operator()' are not "
+                                 "supported by metalsim",
+                                 hint="write a named member function instead", width=8)
+            op = self.advance()
+            self.advance()
+            self.advance()
+            # A function object's call operator: a member function named `operator()`.
+            return [self.member_function(tok, specs, replace(op, text="operator()"),
+                                         specs.type)]
         members: list[ast.VarDecl] = []
         while True:
             named = copy.copy(specs.type) if members else specs.type
@@ -836,6 +852,64 @@ class _Parser:
             self.scopes.pop()
         return ast.MemberFunction(self.coord(start), name.text, return_type, params, body,
                                   None, specs.attributes, const, space)
+
+    def constructor(self, start: Token, explicit: bool) -> ast.Constructor:
+        """constructor: ['explicit'] name '(' params ')' [':' member-init (',' member-init)*]
+        compound"""
+        name = self.advance()
+        self.scopes.append({})
+        try:
+            params = self.parameters()
+            if self.peek().text in _QUALIFIERS:
+                raise self.error("qualified constructors are not supported by metalsim",
+                                 width=len(self.peek().text),
+                                 hint="a constructor constructs a thread object: declare "
+                                      f"'{name.text}(...) {{ ... }}'")
+            if self.at("="):
+                raise self.error("defaulted and deleted constructors are not supported by "
+                                 "metalsim", hint=f"define it: '{name.text}() {{}}'")
+            inits: list[ast.MemberInit] = []
+            if self.accept(":"):
+                while True:
+                    member = self.identifier("expected a member name in the initializer list")
+                    braces = self.at("{")
+                    if braces:
+                        args = self.nested(self.brace_items)
+                    elif self.at("("):
+                        args = self.call_arguments()
+                    else:
+                        raise self.error(f"expected '(' or '{{' after member '{member.text}'")
+                    inits.append(ast.MemberInit(self.coord(member), member.text, args, braces))
+                    if not self.accept(","):
+                        break
+            if self.at(";"):
+                raise self.error("metalsim needs a constructor defined in the struct body",
+                                 hint=f"write its body here: '{name.text}(...) {{ ... }}'")
+            if not self.at("{"):
+                raise self.error("expected function body after constructor declarator")
+            body = self.compound()
+        finally:
+            self.scopes.pop()
+        void = ast.NamedType(self.coord(name), "void")
+        return ast.Constructor(self.coord(start), name.text, void, params, body, None, [],
+                               inits=inits, explicit=explicit)
+
+    def destructor(self, struct: str) -> None:
+        """destructor: '~' name '(' ')' '{' '}' -- accepted only empty, where it does nothing
+        (a Metal struct owns nothing to release)."""
+        tilde = self.advance()
+        name = self.identifier("expected the struct's name after '~'")
+        if name.text != struct:
+            raise self.error(f"expected the struct's name '{struct}' after '~'", name,
+                             width=len(name.text))
+        self.expect("(")
+        self.expect(")", "a destructor takes no parameters")
+        if not (self.at("{") and self.at("}", 1)):
+            raise self.error("destructors with a body are not supported by metalsim", tilde,
+                             hint=f"a struct in Metal holds nothing to release: drop "
+                                  f"'~{struct}()'", width=1)
+        self.advance()
+        self.advance()
 
     # --- Statements ----------------------------------------------------------------------------
 
@@ -1135,8 +1209,9 @@ class _Parser:
                 elif isinstance(expr, ast.Member):
                     expr = ast.MethodCall(expr.coord, expr.base, expr.name,
                                           self.call_arguments(), expr.arrow)
-                else:
-                    raise self.error("called object is not a function")
+                else:  # a function object: `Op()(a, b)`, `ops[i](a, b)`
+                    expr = ast.MethodCall(expr.coord, expr, "operator()",
+                                          self.call_arguments())
             elif text in (".", "->"):
                 self.advance()
                 name = self.peek()

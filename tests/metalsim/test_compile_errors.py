@@ -220,6 +220,46 @@ def test_mutated_struct_method_kernels_only_raise_compile_errors(source):
         call_with_header(source, METHOD_HEADER_LINES)
 
 
+# Constructors: member initializer lists, overloads, delegation, a converting constructor, a
+# default-constructed member and array, braces and temporaries calling constructors.
+GOOD_WITH_CONSTRUCTORS = """\
+struct Stat {
+    float mean; float m2; int n;
+    Stat() : Stat(0.0f, 0) {}
+    Stat(float x, int k) : mean(x), m2(0), n(k) { if (k == 0) mean = 0; }
+    Stat(float x) : mean(x), m2(0), n(1) {}
+    void add(float x) { n++; float d = x - mean; mean += d / n; m2 += d * (x - mean); }
+    ~Stat() {}
+};
+struct Pair { Stat s; float w; };
+float first(Stat s) { return s.mean; }
+uint i = thread_position_in_grid.x;
+Stat st;
+Stat parts[2] = {Stat(1.0f), {2.0f, 1}};
+Pair pr = {};
+for (uint k = 0; k < 4; ++k) {
+    st.add(a[(i + k) % a_shape[0]]);
+}
+pr.s.add(parts[1].mean);
+if (i < a_shape[0]) {
+    out[i] = st.m2 / st.n + first(3.0f) + Stat{4.0f}.mean + pr.s.mean + parts[0].n;
+}
+"""
+CONSTRUCTOR_HEADER_LINES = 10
+
+
+def test_the_constructor_kernel_runs_clean():
+    run = call_with_header(GOOD_WITH_CONSTRUCTORS, CONSTRUCTOR_HEADER_LINES)
+    assert run.report.diagnostics == []
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+@given(mutated_kernel(GOOD_WITH_CONSTRUCTORS))
+def test_mutated_constructor_kernels_only_raise_compile_errors(source):
+    with contextlib.suppress(metalsim.CompileError):
+        call_with_header(source, CONSTRUCTOR_HEADER_LINES)
+
+
 def test_infinite_loop_ends_with_a_step_limit_diagnostic():
     run = call("while (true) { }\nout[0] = 1;")
     assert [d.kind for d in run.report.errors] == ["step-limit"]

@@ -97,19 +97,48 @@ def test_a_member_function_may_name_its_own_struct_and_inline_specifiers():
     assert struct.methods[0].return_type.name == "V"
 
 
+def test_constructors_keep_their_member_initializers_and_explicitness():
+    struct = parse("struct W { float m; int n; W() : m(0), n{} {} explicit W(float x) : W() "
+                   "{ m = x; } ~W() {} };").items[0]
+    assert [d.name for d in struct.members] == ["m", "n"] and struct.methods == []
+    default, one = struct.constructors
+    assert [(i.name, len(i.args), i.braces) for i in default.inits] == [("m", 1, False),
+                                                                       ("n", 0, True)]
+    assert (default.explicit, one.explicit, [p.name for p in one.params]) == (False, True, ["x"])
+    assert [i.name for i in one.inits] == ["W"] and len(one.body.items) == 1
+
+
+def test_call_operator_is_a_member_function_and_calls_parse_on_any_callee():
+    struct = parse("struct Max { float operator()(float a, float b) const { return a; } };"
+                   ).items[0]
+    (fn,) = struct.methods
+    assert (fn.name, fn.const, len(fn.params)) == ("operator()", True, 2)
+    call = parse("struct Max { float v; }; float f() { return Max{}(1.0f); }").items[1]
+    ret = call.body.items[0].value
+    assert isinstance(ret, ast.MethodCall) and ret.name == "operator()"
+    assert isinstance(ret.base, ast.Construct)
+
+
 @pytest.mark.parametrize("text, message, hint, column", [
     ("struct P { int get(); };", "member function defined in the struct body",
      "get(...) { ... }", 21),
     ("struct P { static int get() { return 1; } };", "static member functions", "free function",
      12),
-    ("struct P { int operator+(int x) { return x; } };", "overloaded operators", "named", 16),
+    ("struct P { int operator+(int x) { return x; } };", r"other than .operator\(\).", "named",
+     16),
     ("struct P { int n, get() { return 1; } };", "declare a member function on its own", "",
      19),
     ("struct P { int get() device threadgroup { return 1; } };",
      "conflicting address spaces 'device' and 'threadgroup'", "", 29),
     ("struct P { int get() & { return 1; } };", "ref-qualified member functions", "", 22),
-    ("struct P { P(int x) {} int n; };", "constructors and destructors", "braces", 12),
-    ("struct P { ~P() {} };", "constructors and destructors", "", 12),
+    ("struct P { P() = default; };", "defaulted and deleted constructors", "P() {}", 16),
+    ("struct P { P() const {} };", "qualified constructors", "P(...) { ... }", 16),
+    ("struct P { P() : n(1) };", "expected function body after constructor", "", 23),
+    ("struct P { P() : (1) {} };", "expected a member name", "", 18),
+    ("struct P { P() : n; };", "or '{' after member 'n'", "", 19),
+    ("struct P { P(); };", "constructor defined in the struct body", "P(...) { ... }", 15),
+    ("struct P { ~P() { n = 0; } int n; };", "destructors with a body", "drop '~P()'", 12),
+    ("struct P { ~Q() {} };", "expected the struct's name 'P' after '~'", "", 13),
     ("struct P { int n = 3; };", "default member initializers", "", 18),
     ("struct P { static int n; };", "static data members", "constant", 12),
     ("struct P { int n : 3; };", "bit-fields", "", 18),
