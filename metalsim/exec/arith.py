@@ -139,6 +139,8 @@ def convert(x: np.ndarray, src: Type, dst: Type) -> np.ndarray:
     anything -> bool is `!= 0`, float -> int truncates (NaN -> 0, saturating out of range), and
     conversions to a float type round to nearest even exactly once.
     """
+    if src == dst:  # the common case: a copy, nothing to round or wrap
+        return np.array(x, dtype=_elem(dst).dtype)
     s, d = _elem(src), _elem(dst)
     x = np.asarray(x)
     if isinstance(src, VectorType) != isinstance(dst, VectorType):
@@ -147,6 +149,8 @@ def convert(x: np.ndarray, src: Type, dst: Type) -> np.ndarray:
         x = np.broadcast_to(x[..., None], (*x.shape, dst.n))
     elif isinstance(src, VectorType) and src.n != dst.n:
         raise TypeError(f"cannot convert between vector types '{src}' and '{dst}'")
+    if s.kind == "int" and d.kind == "int":  # wraps modulo 2**n, never warns (indexing)
+        return x.astype(d.dtype)
     with np.errstate(all="ignore"):
         return np.asarray(_convert_scalar(x, s, d))
 

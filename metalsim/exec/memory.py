@@ -120,12 +120,15 @@ def _check(m: Machine, region: Region, idx: np.ndarray | slice, off: np.ndarray,
     """Bounds and alignment; returns a mask of the lanes (of `idx`) whose access is valid."""
     elem, n = _access_layout(t)
     width = elem.size * n
-    bad = (off < 0) | (off + width > region.nbytes)
     # Aligned vectors need their own alignment (16 bytes for float4), packed ones the element's.
     align = t.align if isinstance(t, VectorType) else elem.size
-    misaligned = (off % align) != 0
-    if not bad.any() and not misaligned.any():
+    # The common case, all in bounds and aligned, in as few numpy calls as possible (alignments
+    # are powers of two).
+    if off.size == 0 or (off.min() >= 0 and off.max() <= region.nbytes - width
+                         and (align == 1 or not (off & (align - 1)).any())):
         return None
+    bad = (off < 0) | (off + width > region.nbytes)
+    misaligned = (off % align) != 0
     lanes = np.arange(m.batch.size)[idx]
     if bad.any():
         first = off[bad] if off.ndim else off
@@ -163,10 +166,15 @@ def _lane_indices(m: Machine, idx: np.ndarray | slice) -> np.ndarray:
     return np.arange(m.batch.size)[idx] if isinstance(idx, slice) else idx
 
 
+def _per_lane(x: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    """`x` with one entry per lane (a uniform value broadcast); as is when it has them."""
+    return x if x.shape == shape else np.broadcast_to(x, shape)
+
+
 def load(m: Machine, region: Region, idx: np.ndarray | slice, n: int, off: np.ndarray,
          t: Type, coord: Coord) -> np.ndarray:
     """Read a value of type `t` at byte offsets `off` (one per active lane)."""
-    off = np.broadcast_to(np.asarray(off, np.int64), (n,))
+    off = _per_lane(np.asarray(off, np.int64), (n,))
     elem, comps = _access_layout(t)
     ok = _check(m, region, idx, off, t, False, coord)
     bank = region.bank(m, idx)
@@ -192,9 +200,9 @@ def load(m: Machine, region: Region, idx: np.ndarray | slice, n: int, off: np.nd
 def store(m: Machine, region: Region, idx: np.ndarray | slice, n: int, off: np.ndarray,
           t: Type, value: np.ndarray, coord: Coord) -> None:
     """Write `value` (type `t`) at byte offsets `off` (one per active lane)."""
-    off = np.broadcast_to(np.asarray(off, np.int64), (n,))
+    off = _per_lane(np.asarray(off, np.int64), (n,))
     elem, comps = _access_layout(t)
-    value = np.broadcast_to(np.asarray(value, elem.dtype), (n,) if comps == 1 else (n, comps))
+    value = _per_lane(np.asarray(value, elem.dtype), (n,) if comps == 1 else (n, comps))
     ok = _check(m, region, idx, off, t, True, coord)
     bank = region.bank(m, idx)
     if ok is not None:
@@ -324,28 +332,26 @@ def _race_check(m: Machine, region: Region, idx: np.ndarray | slice, flat: np.nd
     site = m.site(coord)
     if flat.ndim > 1:
         stamp, tid = stamp[:, None], tid[:, None]
-    group = stamp >> 32
-    w_tid, w_stamp = region.w_tid[flat], region.w_stamp[flat]
-    with_writer = (w_tid >= 0) & (w_tid != tid) & _unordered(w_stamp, stamp)
-    a_tid, a_stamp = region.a_tid[flat], region.a_stamp[flat]
-    with_atomic = (a_tid >= 0) & (a_tid != tid) & _unordered(a_stamp, stamp)
+    w_tid, a_tid = region.w_tid[flat], region.a_tid[flat]
+    with_writer = _unordered_with(region.w_stamp, flat, (w_tid >= 0) & (w_tid != tid), stamp)
+    with_atomic = _unordered_with(region.a_stamp, flat, (a_tid >= 0) & (a_tid != tid), stamp)
     conflict = with_writer | with_atomic
-    # Whether some conflicting access came from another threadgroup (for the hint).
-    across = bool(np.any(with_writer & ((w_stamp >> 32) != group))
-                  | np.any(with_atomic & ((a_stamp >> 32) != group)))
     if write:
-        r_tid, r_stamp = region.r_tid[flat], region.r_stamp[flat]
-        with_reader = (r_tid != -1) & (r_tid != tid) & _unordered(r_stamp, stamp)
+        r_tid = region.r_tid[flat]
+        with_reader = _unordered_with(region.r_stamp, flat, (r_tid != -1) & (r_tid != tid),
+                                      stamp)
         conflict |= with_reader
-        across |= bool(np.any(with_reader & ((r_stamp >> 32) != group)))
-    # The earlier access each lane may conflict with: (mask, thread, site, what it did);
+    # The earlier accesses a lane may conflict with: (mask, thread, stamp, site, what it did);
     # gathered only for a race, and before this access overwrites the shadow.
     earlier = []
     if conflict.any():
-        earlier = [(with_writer, w_tid, region.w_site[flat], "wrote"),
-                   (with_atomic, a_tid, region.a_site[flat], "updated atomically")]
+        earlier = [
+            (with_writer, w_tid, region.w_stamp[flat], region.w_site[flat], "wrote"),
+            (with_atomic, a_tid, region.a_stamp[flat], region.a_site[flat],
+             "updated atomically")]
         if write:
-            earlier.append((with_reader, r_tid, region.r_site[flat], "read"))
+            earlier.append((with_reader, r_tid, region.r_stamp[flat], region.r_site[flat],
+                            "read"))
     if write:
         region.w_tid[flat] = tid
         region.w_stamp[flat] = stamp
@@ -353,8 +359,8 @@ def _race_check(m: Machine, region: Region, idx: np.ndarray | slice, flat: np.nd
         same_store = region.w_tid[flat] != tid  # two lanes of this very store hit one granule
         if same_store.any():
             conflict |= same_store
-            across |= bool(np.any(same_store & ((region.w_stamp[flat] >> 32) != group)))
-            earlier.append((same_store, region.w_tid[flat], np.full(flat.shape, -1), None))
+            earlier.append((same_store, region.w_tid[flat], region.w_stamp[flat],
+                            np.full(flat.shape, -1), None))
     else:
         r_tid = region.r_tid[flat]
         # Another reader in this threadgroup epoch: remember "several readers" (-2).
@@ -367,10 +373,23 @@ def _race_check(m: Machine, region: Region, idx: np.ndarray | slice, flat: np.nd
         if repeated.any():
             region.r_tid[flat[repeated]] = -2
     if conflict.any():
+        # Whether some conflicting access came from another threadgroup (for the hint).
+        across = any(bool(np.any(mask & ((stamps >> 32) != (stamp >> 32))))
+                     for mask, _, stamps, _, _ in earlier)
         detail = _race_detail(m, region, np.broadcast_to(tid, flat.shape), flat, conflict,
                               "writes" if write else "reads", earlier)
         _report_race(m, region, idx, flat, conflict, "write" if write else "read", coord,
                      across, detail)
+
+
+def _unordered_with(stamps: np.ndarray, flat: np.ndarray, candidates: np.ndarray,
+                    stamp: np.ndarray) -> np.ndarray:
+    """`candidates` (lanes where another thread's access is recorded) narrowed to those no
+    barrier orders before this access; the stamps are gathered only when there are any, which
+    the common case (each thread touching its own cells) never has."""
+    if not candidates.any():
+        return candidates
+    return candidates & _unordered(stamps[flat], stamp)
 
 
 def _race_detail(m: Machine, region: Region, tid: np.ndarray, flat: np.ndarray,
@@ -380,7 +399,7 @@ def _race_detail(m: Machine, region: Region, tid: np.ndarray, flat: np.ndarray,
     at = tuple(np.argwhere(conflict)[0])
     element = int(flat[at]) % region.granules * region.granule // region.unit
     [me] = m.thread_positions(np.array([tid[at]]), 1)
-    mask, other, site, did = next(e for e in earlier if e[0][at])
+    mask, other, _, site, did = next(e for e in earlier if e[0][at])
     other = int(other[at])
     who = ("other threads" if other < 0
            else "thread ({}, {}, {})".format(*m.thread_positions(np.array([other]), 1)[0]))
@@ -443,7 +462,7 @@ def atomic_update(m: Machine, region: Region, idx: np.ndarray | slice, n: int, o
     hardware's. `fast = (ufunc, operands)` is a fast path for heavily contended locations of
     the fetch-and-op functions: the same order, through `ufunc.accumulate`.
     """
-    off = np.broadcast_to(np.asarray(off, np.int64), (n,))
+    off = _per_lane(np.asarray(off, np.int64), (n,))
     ok = _check(m, region, idx, off, t, writes and not reads, coord)
     lanes = _lane_indices(m, idx)
     positions = np.arange(n)
@@ -537,8 +556,8 @@ def _after_atomic(m: Machine, region: Region, lanes: np.ndarray, bank, off: np.n
         region.a_stamp[flat] = stamp
         region.a_site[flat] = m.site(coord)
         if conflict.any():
-            earlier = [(with_writer, w_tid, region.w_site[flat], "wrote"),
-                       (with_reader, r_tid, region.r_site[flat], "read")]
+            earlier = [(with_writer, w_tid, None, region.w_site[flat], "wrote"),
+                       (with_reader, r_tid, None, region.r_site[flat], "read")]
             detail = _race_detail(m, region, tid, flat, conflict, "updates atomically",
                                   earlier)
             _report_race(m, region, lanes, flat, conflict, "atomic", coord, detail=detail)
