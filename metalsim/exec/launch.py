@@ -244,11 +244,15 @@ def run_batches(m: Machine, program: Program, regions: dict, tg, coord: Coord) -
             m.finish_batch()
         except StepLimitExceeded as stop:
             m.finish_batch()
-            m.report("step-limit", "error",
-                     f"the kernel ran more than {m.step_limit:,} steps; it probably never ends",
-                     stop.coord, stop.lanes,
-                     hint="look for a loop whose condition never becomes false, such as a uint "
-                          "counter compared with >= 0 or decremented past 0")
+            if stop.reason:
+                message = f"this loop never ends: {stop.reason}, and nothing in its body leaves it"
+                hint = stop.hint
+            else:
+                message = (f"the kernel ran more than {m.step_limit:,} steps; it probably "
+                           "never ends")
+                hint = ("look for a loop whose condition never becomes false, such as a uint "
+                        "counter compared with >= 0 or decremented past 0")
+            m.report("step-limit", "error", message, stop.coord, stop.lanes, hint=hint)
             return
 
 

@@ -100,12 +100,16 @@ class Counters:
 
 
 class StepLimitExceeded(Exception):
-    """Raised inside the executor to abandon a launch that runs too long."""
+    """Raised inside the executor to abandon a launch that runs too long, or that entered a
+    loop which cannot end (`reason` says why, `hint` what to do)."""
 
-    def __init__(self, coord: Coord, lanes: np.ndarray) -> None:
+    def __init__(self, coord: Coord, lanes: np.ndarray, reason: str = "",
+                 hint: str = "") -> None:
         super().__init__("step limit")
         self.coord = coord
         self.lanes = lanes
+        self.reason = reason
+        self.hint = hint
 
 
 @dataclass

@@ -9,7 +9,7 @@ import numpy as np
 from metalsim.diagnostics import Coord
 from metalsim.exec import memory as mem
 from metalsim.exec.compiled import E, Ev, Run, Scope, Var, constant
-from metalsim.exec.machine import EMPTY, union
+from metalsim.exec.machine import EMPTY, StepLimitExceeded, union
 from metalsim.exec.runtime import bind_argument, record_sources
 from metalsim.exec.structs import store as store_struct
 from metalsim.exec.structs import thread_region
@@ -315,7 +315,10 @@ class StatementCompiler:
         return run
 
     def loop(self, cond: E | None, body: Run, step: Ev | None, coord: Coord,
-             test_first: bool) -> Run:
+             test_first: bool, never_ends: tuple[str, str] | None = None) -> Run:
+        """A loop; `never_ends` (why, and a hint) says it cannot end (see `never_ending`):
+        the lanes that reach it stop the launch at once instead of spinning to the step
+        limit."""
         cev = cond.ev if cond is not None else None
 
         def run(f, lanes):
@@ -323,6 +326,8 @@ class StatementCompiler:
             size = m.batch.size
             active, exited = lanes, []
             first = True
+            if never_ends and active.n:
+                raise StepLimitExceeded(coord, active.indices(), *never_ends)
             while active.n:
                 m.step(active, coord)
                 if cev is not None and (test_first or not first):
@@ -354,7 +359,8 @@ class StatementCompiler:
         self.loop_depth += 1
         body = self.block(node.body, inner)
         self.loop_depth -= 1
-        loop = self.loop(cond, body, step, node.coord, True)
+        loop = self.loop(cond, body, step, node.coord, True,
+                         self.never_ending(node.cond, cond, node.body, inner))
         if init is None:
             return loop
         return lambda f, lanes: loop(f, init(f, lanes))
@@ -364,14 +370,40 @@ class StatementCompiler:
         self.loop_depth += 1
         body = self.block(node.body, scope)
         self.loop_depth -= 1
-        return self.loop(cond, body, None, node.coord, True)
+        return self.loop(cond, body, None, node.coord, True,
+                         self.never_ending(node.cond, cond, node.body, scope))
 
     def s_DoWhile(self, node: ast.DoWhile, scope: Scope) -> Run:
         self.loop_depth += 1
         body = self.block(node.body, scope)
         self.loop_depth -= 1
         cond = self.to_bool(self.expr(node.cond, scope), node.cond)
-        return self.loop(cond, body, None, node.coord, False)
+        return self.loop(cond, body, None, node.coord, False,
+                         self.never_ending(node.cond, cond, node.body, scope))
+
+    def never_ending(self, cond_node: ast.Node | None, cond: E | None, body: ast.Node,
+                     scope: Scope) -> tuple[str, str] | None:
+        """Why a loop can never end, and a hint, if nothing in `body` leaves it (`break`,
+        `return`) and its condition is never false: there is none, it is a true constant, or
+        it compares an unsigned value `>= 0` (always true, as clang warns)."""
+        if _leaves(body, nested=False):
+            return None
+        hint = "give the loop a condition that becomes false, or a 'break'"
+        if cond is None:
+            return "it has no condition", hint
+        if cond.const is not None:
+            return ("its condition is always true", hint) if np.all(cond.const) else None
+        if isinstance(cond_node, ast.Binary) and cond_node.op in (">=", "<="):
+            value, zero = ((cond_node.left, cond_node.right) if cond_node.op == ">="
+                           else (cond_node.right, cond_node.left))
+            if isinstance(zero, ast.IntLiteral) and zero.value == 0:
+                t = self.expr(value, scope).type
+                if isinstance(t, ty.ScalarType) and t.kind == "int" and not t.signed:
+                    what = f"'{value.name}'" if isinstance(value, ast.Name) else "the value"
+                    return (f"its condition is always true, since {what} is a '{t}' and never "
+                            "below 0", "an unsigned counter wraps from 0 to its largest value "
+                            "instead of going negative: count with an int, or stop at '> 0'")
+        return None
 
     def s_Break(self, node, scope) -> Run:
         if self.loop_depth == 0 and self.switch_depth == 0:
@@ -478,3 +510,22 @@ class StatementCompiler:
             unmatched = [] if has_default else [lanes.select(~np.isin(v, keys))]
             return union(m.batch.size, [running] + breaks + unmatched)
         return run
+
+
+_NESTED_BREAK_TARGETS = (ast.For, ast.While, ast.DoWhile, ast.Switch)
+
+
+def _leaves(node: object, nested: bool) -> bool:
+    """Whether a statement can leave the loop whose body it is: a `return` anywhere, or a
+    `break` not inside a nested loop or switch (expressions hold no statements)."""
+    if isinstance(node, ast.Return):
+        return True
+    if isinstance(node, ast.Break):
+        return not nested
+    if isinstance(node, list):
+        return any(_leaves(item, nested) for item in node)
+    if not isinstance(node, (ast.Compound, ast.If, *_NESTED_BREAK_TARGETS)):
+        return False
+    nested = nested or isinstance(node, _NESTED_BREAK_TARGETS)
+    return any(_leaves(getattr(node, name), nested) for name in ("items", "then", "otherwise",
+                                                                   "body") if hasattr(node, name))

@@ -260,11 +260,48 @@ def test_float_division_by_zero_is_ieee_not_a_diagnostic():
     assert np.isinf(np.array(run.outputs[0])[2])
 
 
-def test_uint_countdown_loop_hits_the_step_limit():
-    source = "float s = 0;\nfor (uint k = 3; k >= 0; --k) { s += 1; }\nout[0] = s;"
+def test_uint_countdown_loop_is_reported_before_its_first_iteration():
+    # `k >= 0` is always true for a uint and nothing leaves the loop: no need to spin to the
+    # step limit (out[0] is never written: the loop body never ran).
+    source = "for (uint k = 3; k >= 0; --k) { out[0] += 1; }"
+    run = simulate(source, [mx.arange(8)], (1,), (1, 1, 1), (1, 1, 1), init_value=0)
+    [d] = run.report.errors
+    assert d.kind == "step-limit" and d.line == 1
+    assert d.message == ("this loop never ends: its condition is always true, since 'k' is a "
+                         "'uint' and never below 0, and nothing in its body leaves it")
+    assert "count with an int" in d.hint
+    assert np.array(run.outputs[0]).tolist() == [0]
+
+
+@pytest.mark.parametrize("loop", ["while (true) { out[0] += 1; }",
+                                  "for (;;) { out[0] += 1; }",
+                                  "do { out[0] += 1; } while (1);",
+                                  "for (ushort k = 3; 0 <= k; --k) { out[0] += 1; }",
+                                  "for (;;) { switch (int(a[0])) { case 0: break; } }",
+                                  "for (;;) { for (;;) { break; } }"])
+def test_loops_that_cannot_end_are_reported_at_once(loop):
+    run = simulate(loop, [mx.arange(8)], (1,), (1, 1, 1), (1, 1, 1), init_value=0)
+    [d] = run.report.errors
+    assert d.kind == "step-limit" and d.message.startswith("this loop never ends")
+    assert np.array(run.outputs[0]).tolist() == [0]
+
+
+@pytest.mark.parametrize("loop", [
+    "for (uint k = 3; k >= 0; --k) { out[0] += 1; if (k == 0) break; }",
+    "while (true) { out[0] += 1; if (out[0] == 4) return; }",
+    "for (;;) { out[0] += 1; switch (int(out[0])) { default: break; } if (out[0] > 3) break; }",
+])
+def test_an_always_true_loop_with_a_way_out_runs(loop):
+    run = simulate(loop, [mx.arange(8)], (1,), (1, 1, 1), (1, 1, 1), init_value=0)
+    assert run.report.diagnostics == []
+    assert np.array(run.outputs[0]).tolist() == [4]
+
+
+def test_a_loop_that_spins_without_an_obvious_cause_hits_the_step_limit():
+    source = "uint k = 5;\nwhile (k != 7) { k -= 2; }\nout[0] = k;"
     run = simulate(source, [mx.arange(8)], (1,), (1, 1, 1), (1, 1, 1))
     [d] = run.report.errors
-    assert d.kind == "step-limit" and d.line == 2
+    assert d.kind == "step-limit" and "more than 200,000 steps" in d.message and d.line == 2
 
 
 def test_counting_down_with_int_terminates():
