@@ -23,6 +23,7 @@ from metalsim.exec.constructors import ConstructorCompiler
 from metalsim.exec.expressions import ExpressionCompiler
 from metalsim.exec.runtime import bind_argument
 from metalsim.exec.statements import StatementCompiler
+from metalsim.exec.struct_templates import StructTemplate, StructTemplateCompiler
 from metalsim.exec.structs import StructCompiler, StructMethods, thread_object
 from metalsim.exec.values import Frame, MemLoc, Ptr, PtrSlot, VarLoc
 from metalsim.lang import ast
@@ -39,7 +40,8 @@ from metalsim.lang.types import (
 )
 
 
-class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, ConstructorCompiler):
+class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, ConstructorCompiler,
+               StructTemplateCompiler):
     """Compiles one translation unit's kernel (and what it calls) for one instantiation."""
 
     def __init__(self, unit: ast.TranslationUnit, source_map: SourceMap,
@@ -55,6 +57,8 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
         self.globals = Scope({})
         self.instances: dict[tuple, FunctionCode] = {}
         self.struct_methods: dict[StructType, StructMethods] = {}
+        # Each struct template instance: its template and template arguments.
+        self.instance_of: dict[StructType, tuple[StructTemplate, dict]] = {}
         self.fn: FunctionCode | None = None
         self.address_taken: set[str] = set()
         self.decl_ids = 0
@@ -73,6 +77,8 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
         for item in self.unit.items:
             if isinstance(item, ast.FunctionDef):
                 self.functions.setdefault(item.name, []).append(item)
+            elif isinstance(item, ast.StructDef) and item.template_params:
+                self.declare_struct_template(item, self.globals)
             elif isinstance(item, ast.StructDef):
                 self.define_struct(item, self.globals)
             elif isinstance(item, ast.TypeAlias):
@@ -238,6 +244,11 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
                 self.error("atomic<T> needs a scalar type argument", node)
             return AtomicType(elem)
         found = scope.lookup(name)
+        if node.template_args is not None and isinstance(found, StructType) and (
+                found in self.instance_of):
+            found = self.instance_of[found][0]  # `Acc<int>` inside the body of `Acc<float>`
+        if isinstance(found, StructTemplate):
+            return self.struct_instance(found, node, scope)
         if isinstance(found, Type):
             return found
         if isinstance(found, tuple) and found[0] == "alias_template":
@@ -268,11 +279,21 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
     def template_value(self, p: ast.TemplateParam, arg, scope: Scope):
         if isinstance(arg, (Type, Var)):  # already resolved (deduced or instantiated)
             return arg
+        type_node = isinstance(arg, ast.NamedType | ast.PointerType | ast.ArrayType)
         if p.kind is None:
+            if not type_node:
+                self.error(f"template argument for template type parameter '{p.name}' must "
+                           f"be a type", arg)
             return self.resolve_type(arg, scope)
         t = self.resolve_type(p.kind, scope)
-        e = self.expr(arg, scope) if not isinstance(arg, ast.NamedType) else None
-        if e is None or e.const is None:
+        if isinstance(arg, ast.NamedType) and not arg.template_args and not isinstance(
+                scope.lookup(arg.name) or ty.TYPE_NAMES.get(arg.name), Type):
+            arg = ast.Name(arg.coord, arg.name)  # a bare name parsed as a type: `Buf<T, N>`
+        if type_node and not isinstance(arg, ast.Name):
+            self.error(f"template argument for non-type template parameter '{p.name}' must be "
+                       f"an expression", arg)
+        e = self.expr(arg, scope)
+        if e.const is None:
             self.error(f"template argument for '{p.name}' must be a constant", arg)
         return Var("const", t, readonly=True, const=self.convert(e, t, arg).const)
 
@@ -469,6 +490,8 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
         elif isinstance(pattern, ast.NamedType):
             if pattern.name in names and pattern.name not in bindings:
                 bindings[pattern.name] = actual
+            elif pattern.template_args and actual in self.instance_of:
+                self.deduce_from_instance(pattern, actual, names, bindings)
             elif pattern.name == "vec" and isinstance(actual, VectorType):
                 elem, size = (pattern.template_args or [None, None])[:2]
                 self.deduce_from(elem, actual.elem, names, bindings)

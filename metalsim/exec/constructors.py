@@ -44,8 +44,9 @@ class ConstructorCompiler:
             self.has_constructors(m.type) for m in t.members))
 
     def constructor_code(self, st: StructType, fn: ast.Constructor) -> FunctionCode:
-        return self.instantiate(fn, {}, self.struct_methods[st].scope,
-                                PointerType(st, "thread", False))
+        with self.instantiating_member(st, fn):
+            return self.instantiate(fn, {}, self.struct_methods[st].scope,
+                                    PointerType(st, "thread", False))
 
     def resolve_constructor(self, st: StructType, args: list[E], where: ast.Node | Coord,
                             implicit: bool = False) -> ast.Constructor | None:

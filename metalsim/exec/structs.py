@@ -126,10 +126,12 @@ class StructMethods:
 class StructCompiler:
     """Struct methods of `Compiler` (which supplies `error`, `expr`, `convert`, ...)."""
 
-    def define_struct(self, node: ast.StructDef, scope: Scope) -> StructType:
+    def define_struct(self, node: ast.StructDef, scope: Scope,
+                      instance: str | None = None) -> StructType:
         """Lay out a struct definition, declare its name in `scope` and record its member
-        functions."""
-        if isinstance(scope.names.get(node.name), StructType):
+        functions. For the `instance` of a struct template (`Acc<float>`), `scope` holds the
+        template's arguments and gets the injected class name."""
+        if instance is None and isinstance(scope.names.get(node.name), StructType):
             self.error(f"redefinition of '{node.name}'", node)
         fields: list[tuple[str, Type, bool]] = []
         for d in node.members:
@@ -149,10 +151,13 @@ class StructCompiler:
             if any(name == d.name for name, _, _ in fields):
                 self.error(f"duplicate member '{d.name}'", d, width=len(d.name))
             fields.append((d.name, t, const))
-        st = ty.struct_type(node.name, fields)
+        st = ty.struct_type(instance or node.name, fields)
         scope.names[node.name] = st
         overloads: dict[str, list[ast.MemberFunction]] = {}
         for fn in node.methods:
+            if fn.template_params and instance is None and scope is not self.globals:
+                self.error("templates cannot be declared inside of a local class", fn,
+                           hint="define the struct at program scope (in the header)")
             if st.member(fn.name) is not None:
                 self.error(f"duplicate member '{fn.name}'", fn)
             overloads.setdefault(fn.name, []).append(fn)
@@ -161,10 +166,14 @@ class StructCompiler:
             names |= {name: Var("method", ty.VOID, name=name) for name in overloads}
             self.struct_methods[st] = StructMethods(
                 overloads, Scope(names, self.definition_scope(scope)), node.constructors)
-            # Compiled now, called or not, as C++ compiles every member function it defines.
+            if instance is not None:
+                return st  # compiled where first used, as C++ instantiates them
+            # Compiled now, called or not, as C++ compiles every member function it defines
+            # (a member function template only for the arguments of a call).
             for fns in overloads.values():
                 for fn in fns:
-                    self.member_code(st, fn)
+                    if not fn.template_params:
+                        self.member_code(st, fn, {})
             for ctor in node.constructors:
                 self.constructor_code(st, ctor)
         return st
@@ -246,8 +255,8 @@ class StructCompiler:
         args = [self.expr(a, scope) for a in node.args]
         space, const = (obj.space or "thread", obj.readonly) if obj.loc is not None else (
             "thread", False)
-        fn = self.resolve_member(st, node, overloads, args, space, const)
-        code = self.member_code(st, fn)
+        fn, bindings = self.resolve_member(st, node, overloads, args, space, const)
+        code = self.member_code(st, fn, bindings)
         coord = node.coord
         if obj.loc is not None:
             loc = obj.loc
@@ -264,30 +273,40 @@ class StructCompiler:
         arg_evs = [("ptr", this)] + self.bind_arguments(code.params[1:], fn, args, scope)
         return self.call_code(code, arg_evs, coord)
 
-    def member_code(self, st: StructType, fn: ast.MemberFunction) -> FunctionCode:
-        """The compiled member function, `this` a pointer to `st` as `fn` qualifies it."""
+    def member_code(self, st: StructType, fn: ast.MemberFunction,
+                    bindings: dict) -> FunctionCode:
+        """The compiled member function (for `bindings` of a member function template's
+        parameters), `this` a pointer to `st` as `fn` qualifies it."""
         this = PointerType(st, fn.space or "thread", fn.const)
-        return self.instantiate(fn, {}, self.struct_methods[st].scope, this)
+        with self.instantiating_member(st, fn):
+            return self.instantiate(fn, bindings, self.struct_methods[st].scope, this)
 
     def resolve_member(self, st: StructType, node: ast.MethodCall,
                        overloads: list[ast.MemberFunction], args: list[E], space: str,
-                       const: bool) -> ast.MemberFunction:
-        """The overload for `args` on an object in `space` (const or not), as C++ and Metal
-        choose it: `this` never changes address space, and a const object needs a const
-        member function; a non-const object prefers the non-const overload."""
+                       const: bool) -> tuple[ast.MemberFunction, dict]:
+        """The overload for `args` on an object in `space` (const or not), and the deduced
+        arguments of a member function template, as C++ and Metal choose them: `this` never
+        changes address space, and a const object needs a const member function; a non-const
+        object prefers the non-const overload."""
         outer = self.struct_methods[st].scope
         viable = []
         for fn in overloads:
             required = sum(1 for p in fn.params if p.default is None)
-            if required <= len(args) <= len(fn.params):
-                cost = self.match_cost(fn, {}, args, outer)
-                if cost is not None:
-                    viable.append((cost, fn))
+            if not required <= len(args) <= len(fn.params):
+                continue
+            bindings = self.deduce(fn, [], args, outer) if fn.template_params else {}
+            cost = None if bindings is None else self.match_cost(fn, bindings, args, outer)
+            if cost is not None:
+                # As for free functions: a non-template, then the more specialized, wins.
+                if fn.template_params:
+                    cost += 0.5 + 0.1 * self.generic_params(fn)
+                viable.append((cost, fn, bindings))
         name = node.name
         if not viable:
             shown = ", ".join(str(self.rvalue(a).type) for a in args)
             self.error(f"no matching member function for call to '{name}({shown})'", node)
-        fits = [(cost + (0.5 if fn.const and not const else 0), fn) for cost, fn in viable
+        fits = [(cost + (0.5 if fn.const and not const else 0), fn, bindings)
+                for cost, fn, bindings in viable
                 if (fn.space or "thread") == space and (fn.const or not const)]
         if not fits:
             fn = min(viable, key=lambda v: v[0])[1]
@@ -300,8 +319,8 @@ class StructCompiler:
                                 f"'{name}(...) {qualifier} {{ ... }}'")
             self.error(f"'this' argument to member function '{name}' has type 'const {st}', "
                        f"but function is not marked const", node)
-        best = min(cost for cost, _ in fits)
-        chosen = [fn for cost, fn in fits if cost == best]
+        best = min(cost for cost, _, _ in fits)
+        chosen = [(fn, bindings) for cost, fn, bindings in fits if cost == best]
         if len(chosen) > 1:
             self.error(f"call to member function '{name}' is ambiguous", node)
         return chosen[0]

@@ -309,12 +309,13 @@ class StaticAssert(Node):
 class StructDef(Node):
     """`struct name { members };`: data members (each a VarDecl without an initializer) and
     member functions defined in the body. `typedef struct {...} Alias;` is a TypeAlias whose
-    type is a StructDef."""
+    type is a StructDef. A struct template has `template_params`."""
 
     name: str
     members: list[VarDecl]
     methods: list[MemberFunction] = field(default_factory=list)
     constructors: list[Constructor] = field(default_factory=list)
+    template_params: list[TemplateParam] | None = None
 
 
 Stmt = (DeclStmt | ExprStmt | Compound | If | For | While | DoWhile | Switch | CaseLabel | Break

@@ -122,6 +122,9 @@ class _Parser:
         self.sm = source_map
         self.scopes: list[dict[str, str]] = [{}]
         self.no_gt = False  # inside a template argument list, where `>` closes the list
+        self.struct_templates: set[str] = set()
+        # Struct templates being defined: their bare name is the injected class name.
+        self.injected: list[str] = []
         self.switch_depth = 0
         self.failed: dict[tuple[str, int], Token] = {}  # speculations known to fail
 
@@ -371,11 +374,32 @@ class _Parser:
                 return alias
             if self.at("template"):
                 raise self.error("nested template declarations are not supported by metalsim")
-            node = self.declaration(params)
+            if self.at("struct") and self.at(";", 2):
+                raise self.error("declaring a struct template without defining it is not "
+                                 "supported by metalsim", width=6,
+                                 hint="define it here: 'template <...> struct S { ... };'")
+            if self.struct_definition_at():
+                node = self.struct_template(params)
+            else:
+                node = self.declaration(params)
         finally:
             self.scopes.pop()
         node.coord = self.coord(tmpl)
         return node
+
+    def struct_template(self, params: list[ast.TemplateParam]) -> ast.StructDef:
+        """class-template: 'template' '<' params '>' struct-declaration. Inside its body the
+        bare name is the injected class name, the instance being defined (C++ [temp.local])."""
+        name = self.peek(1)
+        self.declare(name.text, _TYPE_TEMPLATE, file_scope=True)
+        self.struct_templates.add(name.text)
+        self.injected.append(name.text)
+        try:
+            struct = self.struct_declaration()
+        finally:
+            self.injected.pop()
+        struct.template_params = params
+        return struct
 
     def template_parameters(self) -> list[ast.TemplateParam]:
         """template-parameter-list: template-parameter (',' template-parameter)* '>'"""
@@ -609,8 +633,14 @@ class _Parser:
         if name in _INT_WORDS:
             name = _INT_COMBINATIONS[(name,)]
         args = None
-        if name in _TYPE_TEMPLATES or self.lookup(name) == _TYPE_TEMPLATE:
+        # The injected class name of a struct template may take arguments (`Acc<T>`) or not.
+        if name in _TYPE_TEMPLATES or self.lookup(name) == _TYPE_TEMPLATE or (
+                name in self.injected and self.at("<")):
             if not self.accept("<"):
+                if name in self.struct_templates:  # C++14 deduces no class template arguments
+                    raise self.error(f"use of class template '{name}' requires template "
+                                     f"arguments", tok, hint=f"write them out: '{name}<...>'",
+                                     width=len(name))
                 raise self.error(f"use of template '{name}' requires template arguments", tok,
                                  hint=f"e.g. '{name}<float, 4>'" if name == "vec" else "",
                                  width=len(name))
@@ -771,6 +801,8 @@ class _Parser:
             return []
         if self.accept(";"):
             return []
+        if tok.text == "template":
+            return [self.member_template(struct)]
         only_data = "a struct may hold data members, member functions and constructors"
         explicit = tok.text == "explicit" and self.peek(1).text == struct and self.at("(", 2)
         if explicit:
@@ -819,6 +851,25 @@ class _Parser:
                 break
         self.expect(";", "expected ';' at end of declaration list")
         return members
+
+    def member_template(self, struct: str) -> ast.MemberFunction:
+        """member-template: 'template' '<' template-params '>' member-function"""
+        start = self.advance()
+        self.expect("<", "expected '<' after 'template'")
+        self.scopes.append({})
+        try:
+            params = self.template_parameters()
+            items = self.member_declaration(struct)
+        finally:
+            self.scopes.pop()
+        if len(items) != 1 or type(items[0]) is not ast.MemberFunction:
+            raise self.error("member templates other than member functions are not supported "
+                             "by metalsim", start, width=len(start.text),
+                             hint="template the struct instead: 'template <typename T> "
+                                  "struct S { ... };'")
+        fn = items[0]
+        fn.template_params, fn.coord = params, self.coord(start)
+        return fn
 
     def member_function(self, start: Token, specs: _Specifiers, name: Token,
                         return_type: ast.TypeNode) -> ast.MemberFunction:

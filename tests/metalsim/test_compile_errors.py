@@ -263,3 +263,39 @@ def test_mutated_constructor_kernels_only_raise_compile_errors(source):
 def test_infinite_loop_ends_with_a_step_limit_diagnostic():
     run = call("while (true) { }\nout[0] = 1;")
     assert [d.kind for d in run.report.errors] == ["step-limit"]
+
+
+# Struct templates: type and int parameters with a default, a constructor and a member function
+# template inside, a nested instance, a templated call operator in a function template.
+GOOD_WITH_TEMPLATES = """\
+template <typename T, int N = 2> struct Buf {
+    T v[N];
+    Buf(T x) { for (int k = 0; k < N; k++) v[k] = x; }
+    T get(int k) const { return v[k % N]; }
+    template <typename U> U scaled(U s) const { return U(v[0]) * s; }
+};
+template <typename T> struct Box { T inner; };
+struct Max { template <typename T> T operator()(T a, T b) const { return a > b ? a : b; } };
+template <typename Op>
+float fold(const device float* x, uint n, Op op) { return op(op(x[0], x[n - 1]), x[n / 2]); }
+uint i = thread_position_in_grid.x;
+Buf<float> b(a[i % a_shape[0]]);
+Buf<int, 3> c = Buf<int, 3>(2);
+Box<Box<float>> d = {{1.5f}};
+if (i < a_shape[0]) {
+    out[i] = b.get(1) + c.get(i) + b.scaled(2.0f) + d.inner.inner + fold(a, a_shape[0], Max());
+}
+"""
+TEMPLATE_HEADER_LINES = 10
+
+
+def test_the_struct_template_kernel_runs_clean():
+    run = call_with_header(GOOD_WITH_TEMPLATES, TEMPLATE_HEADER_LINES)
+    assert run.report.diagnostics == []
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+@given(mutated_kernel(GOOD_WITH_TEMPLATES))
+def test_mutated_struct_template_kernels_only_raise_compile_errors(source):
+    with contextlib.suppress(metalsim.CompileError):
+        call_with_header(source, TEMPLATE_HEADER_LINES)

@@ -145,7 +145,8 @@ def test_call_operator_is_a_member_function_and_calls_parse_on_any_callee():
     ("struct Q { int a; }; struct P : Q { int n; };", "inheritance", "", 31),
     ("struct { int a; };", "anonymous structs", "give the struct a name", 1),
     ("struct P { int n; } p;", "declaring a variable in a struct definition", "P p;", 21),
-    ("struct P { template <typename T> void f(); };", "'template' inside a struct", "data", 12),
+    ("struct P { template <typename T> void f(); };",
+     "needs a member function defined in the struct body", "write its body here", 42),
     ("struct P { struct Q { int a; } q; };", "'struct' inside a struct", "data", 12),
     ("kernel void k() { struct Nope n; }", "unknown type name 'Nope'", "", 26),
     ("struct P { int n; }", "expected ';' after struct definition", "", 20),
@@ -156,3 +157,48 @@ def test_what_is_more_than_an_aggregate_is_refused_with_a_hint(text, message, hi
         parse(text)
     assert hint in str(info.value)
     assert (info.value.line, info.value.column) == (1, column)
+
+
+# --- templates ---------------------------------------------------------------------------------
+
+def test_struct_template_records_its_parameters_and_is_a_template_name_after():
+    unit = parse("template <typename T, int N = 4> struct Buf { T v[N]; }; "
+                 "kernel void k() { Buf<float, 2> b; Buf<Buf<int>, 3> c; }")
+    struct, kernel = unit.items
+    assert isinstance(struct, ast.StructDef) and struct.name == "Buf"
+    assert [(p.name, p.kind is None, p.default is not None)
+            for p in struct.template_params] == [("T", True, False), ("N", False, True)]
+    b, c = (d.decls[0].type for d in kernel.body.items)
+    assert (b.name, [a.name for a in b.template_args[:1]]) == ("Buf", ["float"])
+    assert c.template_args[0].template_args[0].name == "int"  # `>>` closes two lists
+
+
+def test_injected_class_name_parses_with_and_without_arguments():
+    (struct,) = parse("template <typename T> struct A { T x; A twice() const { A r; return r; } "
+                      "A<T> same() const { return *this; } A(T v) : x(v) {} };").items
+    assert [f.return_type.template_args for f in struct.methods] == [
+        None, [struct.methods[1].return_type.template_args[0]]]
+    assert [c.name for c in struct.constructors] == ["A"]
+
+
+def test_member_function_template_keeps_its_parameters():
+    (struct,) = parse("struct Max { template <typename T> T operator()(T a, T b) const "
+                      "{ return a > b ? a : b; } };").items
+    (fn,) = struct.methods
+    assert (fn.name, [p.name for p in fn.template_params], fn.const) == ("operator()", ["T"],
+                                                                          True)
+
+
+@pytest.mark.parametrize("text, message", [
+    ("template <typename T> struct A { T x; }; kernel void k() { A a; }",
+     "use of class template 'A' requires template arguments"),
+    ("struct S { template <typename T> T v; };",
+     "member templates other than member functions are not supported by metalsim"),
+    ("struct S { template <typename T> S(T x) {} };",
+     "member templates other than member functions are not supported by metalsim"),
+    ("template <typename T> struct S;",
+     "declaring a struct template without defining it is not supported by metalsim"),
+])
+def test_template_misuse_is_refused_while_parsing(text, message):
+    with pytest.raises(CompileError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        parse(text)
