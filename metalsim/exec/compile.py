@@ -20,7 +20,9 @@ from metalsim.exec import mathlib
 from metalsim.exec import memory as mem
 from metalsim.exec.compiled import E, FunctionCode, Scope, Var, lane_zeros
 from metalsim.exec.constructors import ConstructorCompiler
+from metalsim.exec.deduction import DeductionConflict, bind_deduced
 from metalsim.exec.expressions import ExpressionCompiler
+from metalsim.exec.operators import OperatorCompiler, reference_return_hint
 from metalsim.exec.runtime import bind_argument
 from metalsim.exec.statements import StatementCompiler
 from metalsim.exec.struct_templates import StructTemplate, StructTemplateCompiler
@@ -41,7 +43,7 @@ from metalsim.lang.types import (
 
 
 class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, ConstructorCompiler,
-               StructTemplateCompiler):
+               StructTemplateCompiler, OperatorCompiler):
     """Compiles one translation unit's kernel (and what it calls) for one instantiation."""
 
     def __init__(self, unit: ast.TranslationUnit, source_map: SourceMap,
@@ -436,11 +438,12 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
         name = node.func.name
         explicit = node.func.template_args or []
         best, best_cost, tie = None, None, False
+        notes: list[str] = []
         for fdef in self.functions[name]:
             if fdef.body is None and any(o.body is not None for o in self.functions[name]
                                          if o is not fdef):
                 continue
-            bindings = self.deduce(fdef, explicit, args, scope)
+            bindings = self.deduce(fdef, explicit, args, scope, notes)
             if bindings is None:
                 continue
             cost = self.match_cost(fdef, bindings, args)
@@ -455,26 +458,37 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
             elif cost == best_cost:
                 tie = True
         if best is None:
+            if notes:  # as clang words it, the reason in its note
+                self.error(f"no matching function for call to '{name}'", node, hint=notes[0])
             shown = ", ".join(str(self.rvalue(a).type) for a in args)
             self.error(f"no matching function for call to '{name}({shown})'", node)
         if tie:
             self.error(f"call to '{name}' is ambiguous", node)
         return best
 
-    def deduce(self, fdef: ast.FunctionDef, explicit: list, args: list[E], scope: Scope):
+    def deduce(self, fdef: ast.FunctionDef, explicit: list, args: list[E], scope: Scope,
+               notes: list[str] | None = None):
+        """The template arguments of `fdef` for a call with `args`, or None where deduction
+        fails (a conflict is explained in `notes`, as clang's note says it)."""
         params = fdef.template_params or []
         if len(explicit) > len(params):
             return None
         bindings: dict = {}
         for p, a in zip(params, explicit):
             bindings[p.name] = self.template_value(p, a, scope)
-        names = {p.name for p in params}
+        # Explicitly specified parameters take no part in deduction (C++ [temp.arg.explicit]).
+        names = {p.name for p in params[len(explicit):]}
         required = sum(1 for p in fdef.params if p.default is None)
         if not required <= len(args) <= len(fdef.params):
             return None
-        for p, a in zip(fdef.params, args):
-            pt = p.type.referee if isinstance(p.type, ast.ReferenceType) else p.type
-            self.deduce_from(pt, self.rvalue(a).type, names, bindings)
+        try:
+            for p, a in zip(fdef.params, args):
+                pt = p.type.referee if isinstance(p.type, ast.ReferenceType) else p.type
+                self.deduce_from(pt, self.rvalue(a).type, names, bindings)
+        except DeductionConflict as conflict:
+            if notes is not None:
+                notes.append(str(conflict))
+            return None
         for p in params:
             if p.name not in bindings:
                 if p.default is None:
@@ -488,17 +502,17 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
         if isinstance(pattern, ast.PointerType) and isinstance(actual, PointerType):
             self.deduce_from(pattern.pointee, actual.pointee, names, bindings)
         elif isinstance(pattern, ast.NamedType):
-            if pattern.name in names and pattern.name not in bindings:
-                bindings[pattern.name] = actual
+            if pattern.name in names:
+                bind_deduced(bindings, pattern.name, actual)
             elif pattern.template_args and actual in self.instance_of:
                 self.deduce_from_instance(pattern, actual, names, bindings)
             elif pattern.name == "vec" and isinstance(actual, VectorType):
                 elem, size = (pattern.template_args or [None, None])[:2]
                 self.deduce_from(elem, actual.elem, names, bindings)
                 name = getattr(size, "name", None)
-                if name in names and name not in bindings:
-                    bindings[name] = Var("const", INT, readonly=True,
-                                         const=np.asarray(actual.n, np.int32))
+                if name in names:
+                    bind_deduced(bindings, name, Var("const", INT, readonly=True,
+                                                     const=np.asarray(actual.n, np.int32)))
 
     @staticmethod
     def generic_params(fdef: ast.FunctionDef) -> int:
@@ -557,6 +571,9 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
         if fdef.body is None:
             self.error(f"function '{fdef.name}' is declared but never defined", fdef)
         if isinstance(fdef.return_type, ast.ReferenceType):
+            if fdef.name.startswith("operator"):
+                self.error(f"'{fdef.name}' returning a reference is not supported by metalsim",
+                           fdef.return_type, hint=reference_return_hint(fdef.name))
             self.error("functions returning a reference are not supported by metalsim",
                        fdef.return_type, hint="return the value, or a pointer")
         scope = Scope(dict(bindings), outer or self.globals)

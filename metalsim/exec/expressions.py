@@ -238,8 +238,11 @@ class ExpressionCompiler:
         op = node.op
         if op in ("&&", "||"):
             return self.logical(node, scope)
-        left = self.rvalue(self.expr(node.left, scope))
-        right = self.rvalue(self.expr(node.right, scope))
+        left, right = self.expr(node.left, scope), self.expr(node.right, scope)
+        if op != "," and (isinstance(left.type, StructType) or isinstance(right.type,
+                                                                          StructType)):
+            return self.struct_operator(op, [left, right], node, scope)
+        left, right = self.rvalue(left), self.rvalue(right)
         if op == ",":
             lev, rev = left.ev, right.ev
 
@@ -377,8 +380,10 @@ class ExpressionCompiler:
         if op in ("++", "--"):
             return self.increment(node, scope, prefix=True)
         operand = self.expr(node.operand, scope)
-        if op == "&":
+        if op == "&":  # a unary operator& is refused where it is defined
             return self.address_of(operand, node)
+        if isinstance(operand.type, StructType):
+            return self.struct_operator(op, [operand], node, scope)
         if op == "*":
             return self.dereference(self.rvalue(operand), node)
         if op == "!":
@@ -475,9 +480,12 @@ class ExpressionCompiler:
 
     def x_Assign(self, node: ast.Assign, scope: Scope) -> E:
         target = self.expr(node.target, scope)
+        value = self.expr(node.value, scope)
+        if node.op != "=" and (isinstance(target.type, StructType)
+                               or isinstance(value.type, StructType)):
+            return self.struct_operator(node.op, [target, value], node, scope)
         self.check_assignable(target, node.target, scope)
         t, coord, loc = target.type, node.coord, target.loc
-        value = self.expr(node.value, scope)
         if node.op == "=":
             v = self.convert(value, t, node.value)
             vev = v.ev
@@ -560,6 +568,8 @@ class ExpressionCompiler:
 
     def x_Index(self, node: ast.Index, scope: Scope) -> E:
         base = self.expr(node.base, scope)
+        if isinstance(base.type, StructType):
+            return self.struct_operator("[]", [base, self.expr(node.index, scope)], node, scope)
         index = self.rvalue(self.expr(node.index, scope))
         if not ty.is_integer(index.type) or isinstance(index.type, VectorType):
             self.error(f"array subscript is not an integer ('{index.type}')", node.index)

@@ -17,6 +17,7 @@ import numpy as np
 
 from metalsim.diagnostics import CompileError
 from metalsim.exec.compiled import Scope, Var
+from metalsim.exec.deduction import bind_deduced
 from metalsim.lang import ast
 from metalsim.lang import types as ty
 from metalsim.lang.types import StructType, Type
@@ -90,8 +91,8 @@ class StructTemplateCompiler:
         for arg, value in zip(pattern.template_args or [], bound.values()):
             if not isinstance(value, Var):
                 self.deduce_from(arg, value, names, bindings)
-            elif getattr(arg, "name", None) in names and arg.name not in bindings:
-                bindings[arg.name] = value
+            elif getattr(arg, "name", None) in names:
+                bind_deduced(bindings, arg.name, value)
 
     @contextmanager
     def instantiating(self, what: str) -> Iterator[None]:

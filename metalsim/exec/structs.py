@@ -113,6 +113,25 @@ def thread_object(m: Machine, name: str, t: StructType, value, lanes: Lanes,
     return region
 
 
+def this_pointer(obj: E, coord: Coord):
+    """An evaluator of `this` for a member function call on the struct `obj`: its address, or
+    that of a thread-memory copy of a temporary (C++ materializes it)."""
+    st: StructType = obj.type
+    if obj.loc is not None:
+        loc = obj.loc
+
+        def this(f, lanes):
+            where = loc(f, lanes)
+            return Ptr(where.region, np.broadcast_to(where.off, (lanes.n,)))
+        return this
+    value = obj.ev
+
+    def this_temporary(f, lanes):
+        region = thread_object(f.m, st.name, st, value(f, lanes), lanes, coord)
+        return Ptr(region, np.zeros(lanes.n, np.int64))
+    return this_temporary
+
+
 @dataclass
 class StructMethods:
     """A struct's member functions by name, and the scope their bodies see beyond their own
@@ -253,25 +272,18 @@ class StructCompiler:
                 self.error(f"called object type '{member.type}' is not a function", node)
             self.no_member(st, node)
         args = [self.expr(a, scope) for a in node.args]
-        space, const = (obj.space or "thread", obj.readonly) if obj.loc is not None else (
-            "thread", False)
+        space, const = self.object_space(obj)
         fn, bindings = self.resolve_member(st, node, overloads, args, space, const)
         code = self.member_code(st, fn, bindings)
-        coord = node.coord
-        if obj.loc is not None:
-            loc = obj.loc
+        arg_evs = [("ptr", this_pointer(obj, node.coord))] + self.bind_arguments(
+            code.params[1:], fn, args, scope)
+        return self.call_code(code, arg_evs, node.coord)
 
-            def this(f, lanes):
-                where = loc(f, lanes)
-                return Ptr(where.region, np.broadcast_to(where.off, (lanes.n,)))
-        else:
-            value = obj.ev
-
-            def this(f, lanes):
-                region = thread_object(f.m, st.name, st, value(f, lanes), lanes, coord)
-                return Ptr(region, np.zeros(lanes.n, np.int64))
-        arg_evs = [("ptr", this)] + self.bind_arguments(code.params[1:], fn, args, scope)
-        return self.call_code(code, arg_evs, coord)
+    def object_space(self, obj: E) -> tuple[str, bool]:
+        """The address space and constness that `this` has for a call on `obj` (a temporary
+        is a non-const thread object)."""
+        return (obj.space or "thread", obj.readonly) if obj.loc is not None else (
+            "thread", False)
 
     def member_code(self, st: StructType, fn: ast.MemberFunction,
                     bindings: dict) -> FunctionCode:
@@ -290,11 +302,12 @@ class StructCompiler:
         object prefers the non-const overload."""
         outer = self.struct_methods[st].scope
         viable = []
+        notes: list[str] = []
         for fn in overloads:
             required = sum(1 for p in fn.params if p.default is None)
             if not required <= len(args) <= len(fn.params):
                 continue
-            bindings = self.deduce(fn, [], args, outer) if fn.template_params else {}
+            bindings = self.deduce(fn, [], args, outer, notes) if fn.template_params else {}
             cost = None if bindings is None else self.match_cost(fn, bindings, args, outer)
             if cost is not None:
                 # As for free functions: a non-template, then the more specialized, wins.
@@ -303,6 +316,9 @@ class StructCompiler:
                 viable.append((cost, fn, bindings))
         name = node.name
         if not viable:
+            if notes:  # as clang words it, the reason in its note
+                self.error(f"no matching member function for call to '{name}'", node,
+                           hint=notes[0])
             shown = ", ".join(str(self.rvalue(a).type) for a in args)
             self.error(f"no matching member function for call to '{name}({shown})'", node)
         fits = [(cost + (0.5 if fn.const and not const else 0), fn, bindings)

@@ -94,6 +94,13 @@ _BINARY_PRECEDENCE = {
 _ASSIGN_OPS = frozenset({"=", "+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=", "<<=", ">>="})
 _PREFIX_OPS = frozenset({"+", "-", "!", "~", "*", "&", "++", "--"})
 _CLOSERS = {"(": ")", "[": "]", "{": "}"}
+# Operators a struct may overload in metalsim (besides `()` and `[]`).
+_OVERLOADABLE = frozenset(_BINARY_PRECEDENCE) - {"&&", "||"} | _ASSIGN_OPS - {"="} | {"!", "~"}
+_NOT_OVERLOADABLE = {
+    "=": "the implicit copy assignment copies every member",
+    "++": "write 'void operator+=(S o)' or a named member function",
+    "--": "write 'void operator-=(S o)' or a named member function",
+}
 
 # What a scope records about a name.
 _TYPE, _TYPE_TEMPLATE, _TEMPLATE, _VALUE = "type", "type template", "template", "value"
@@ -320,6 +327,7 @@ class _Parser:
         self.scopes.append({})
         try:
             params = self.parameters()
+            self.check_operator(name, len(params), member=False)
             body = None
             if self.at("{"):
                 body = self.compound()
@@ -673,6 +681,8 @@ class _Parser:
                 break
         name = None
         tok = self.peek()
+        if stop_at_paren and tok.text == "operator":
+            return self.operator_name(), type_
         if not abstract and tok.kind == "ident" and tok.text not in _RESERVED:
             name = self.advance()
         elif abstract is False:
@@ -689,6 +699,55 @@ class _Parser:
         for size in reversed(sizes):
             type_ = ast.ArrayType(base.coord, type_, size)
         return name, type_
+
+    def operator_name(self) -> Token:
+        """operator-function-id: 'operator' overloadable-operator, as one name token
+        (`operator+`, `operator[]`, `operator()`); the operators metalsim cannot overload are
+        refused here."""
+        start = self.advance()
+        tok = self.peek()
+        text = tok.text
+        if text in ("(", "[") and self.at(_CLOSERS[text], 1):
+            self.advance()
+            self.advance()
+            text += _CLOSERS[text]
+        elif tok.kind == "punct" and text in _OVERLOADABLE:
+            self.advance()
+        elif tok.kind == "punct" or text in ("new", "delete"):
+            raise self.error(f"overloading 'operator{text}' is not supported by metalsim", tok,
+                             width=len(text), hint=_NOT_OVERLOADABLE.get(
+                                 text, "write a named function instead"))
+        else:
+            raise self.error("conversion operators are not supported by metalsim", start,
+                             width=len(start.text),
+                             hint="write a named member function: 'float value() const'")
+        return replace(start, text="operator" + text)
+
+    def check_operator(self, name: Token, arity: int, member: bool) -> None:
+        """An operator function's parameter count (`this` included), checked as clang does; a
+        unary `operator&` (address-of) is refused, as metalsim always takes the address."""
+        op = name.text[len("operator"):] if name.text.startswith("operator") else None
+        if op is None:
+            return
+        if op == "[]" and not member:
+            raise self.error("overloaded 'operator[]' must be a non-static member function",
+                             name, width=len(name.text))
+        if op == "()":
+            if not member:
+                raise self.error("overloaded 'operator()' must be a non-static member "
+                                 "function", name, width=len(name.text))
+            return
+        if op == "&" and arity == 1:
+            raise self.error("overloading unary 'operator&' is not supported by metalsim",
+                             name, width=len(name.text),
+                             hint="'&' takes the address of the object")
+        unary_ok, binary_ok = op in ("+", "-", "*", "&", "!", "~"), op not in ("!", "~")
+        if (arity == 1 and unary_ok) or (arity == 2 and binary_ok):
+            return
+        kind = ("a unary or binary" if unary_ok and binary_ok
+                else "a unary" if unary_ok else "a binary")
+        raise self.error(f"overloaded '{name.text}' must be {kind} operator (has {arity} "
+                         f"parameter{'s' if arity != 1 else ''})", name, width=len(name.text))
 
     def init_declarators(self, specs: _Specifiers, name: Token, type_: ast.TypeNode,
                          file_scope: bool = False) -> list[ast.VarDecl]:
@@ -812,22 +871,13 @@ class _Parser:
         if self.at("~"):
             self.destructor(struct)
             return []
+        if tok.text == "operator" and self.peek(1).kind == "ident":
+            self.operator_name()  # raises: a conversion operator (`operator float()`)
         elaborated = tok.text == "struct" and not self.struct_definition_at()
         if tok.kind == "ident" and tok.text in _KEYWORDS - _DECL_WORDS and not elaborated:
             raise self.error(f"'{tok.text}' inside a struct is not supported by metalsim", tok,
                              hint=only_data, width=len(tok.text))
         specs = self.specifiers()
-        if self.at("operator"):
-            if not (self.at("(", 1) and self.at(")", 2) and self.at("(", 3)):
-                raise self.error("overloaded operators other than 'operator()' are not "
-                                 "supported by metalsim",
-                                 hint="write a named member function instead", width=8)
-            op = self.advance()
-            self.advance()
-            self.advance()
-            # A function object's call operator: a member function named `operator()`.
-            return [self.member_function(tok, specs, replace(op, text="operator()"),
-                                         specs.type)]
         members: list[ast.VarDecl] = []
         while True:
             named = copy.copy(specs.type) if members else specs.type
@@ -881,6 +931,7 @@ class _Parser:
         self.scopes.append({})
         try:
             params = self.parameters()
+            self.check_operator(name, len(params) + 1, member=True)
             const, space = False, None
             while self.peek().text in _QUALIFIERS:
                 tok = self.advance()

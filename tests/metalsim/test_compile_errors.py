@@ -299,3 +299,38 @@ def test_the_struct_template_kernel_runs_clean():
 def test_mutated_struct_template_kernels_only_raise_compile_errors(source):
     with contextlib.suppress(metalsim.CompileError):
         call_with_header(source, TEMPLATE_HEADER_LINES)
+
+
+GOOD_WITH_OPERATORS = """\
+struct C {
+    float re; float im;
+    C operator*(C o) const { return {re * o.re - im * o.im, re * o.im + im * o.re}; }
+    C operator-() const { return {-re, -im}; }
+    void operator+=(C o) { re += o.re; im += o.im; }
+    float operator[](int k) const { return k == 0 ? re : im; }
+    bool operator<(C o) const { return re < o.re; }
+};
+inline C operator+(C a, C b) { return {a.re + b.re, a.im + b.im}; }
+template <typename T> struct V { T x; V operator*(T k) const { return {x * k}; } };
+uint i = thread_position_in_grid.x;
+C z = {a[i % a_shape[0]], 1.0f};
+C w = z * z + -z;
+w += C{0.5f, 0.5f};
+V<int> v = V<int>{int(i)} * 3;
+if (i < a_shape[0]) {
+    out[i] = w[0] + w[1] + (z < w ? 1.0f : 0.0f) + float(v.x);
+}
+"""
+OPERATOR_HEADER_LINES = 10
+
+
+def test_the_struct_operator_kernel_runs_clean():
+    run = call_with_header(GOOD_WITH_OPERATORS, OPERATOR_HEADER_LINES)
+    assert run.report.diagnostics == []
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+@given(mutated_kernel(GOOD_WITH_OPERATORS))
+def test_mutated_struct_operator_kernels_only_raise_compile_errors(source):
+    with contextlib.suppress(metalsim.CompileError):
+        call_with_header(source, OPERATOR_HEADER_LINES)

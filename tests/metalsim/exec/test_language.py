@@ -377,3 +377,35 @@ def test_const_reference_parameter_binds_to_a_temporary():
     out = run1("uint i = thread_position_in_grid.x; out[i] = twice(float(i) + 1);",
                header=header)
     np.testing.assert_array_equal(out, 2 * (np.arange(8) + 1))
+
+
+MAX2 = "template <typename T> T max2(T a, T b) { return a > b ? a : b; }"
+
+
+def test_template_arguments_deduced_differently_are_a_compile_error():
+    with pytest.raises(metalsim.CompileError) as info:
+        run1("out[0] = max2(1.0f, 2);", header=MAX2)
+    d = info.value.diagnostic
+    assert d.message == "no matching function for call to 'max2'"
+    assert d.hint == ("candidate template ignored: deduced conflicting types for parameter 'T' "
+                      "('float' vs. 'int')")
+
+
+def test_conflicting_vector_sizes_are_deduced_conflicting_values():
+    header = "template <typename T, int N> T dot2(vec<T, N> a, vec<T, N> b) { return a[0]; }"
+    with pytest.raises(metalsim.CompileError) as info:
+        run1("out[0] = dot2(float4(1), float2(1));", header=header)
+    assert info.value.diagnostic.hint == ("candidate template ignored: deduced conflicting "
+                                          "values for parameter 'N' (4 vs. 2)")
+
+
+def test_an_explicit_template_argument_is_not_deduced_so_arguments_convert():
+    out = run1("uint i = thread_position_in_grid.x; out[i] = max2<float>(1.5f, int(i));",
+               header=MAX2)
+    np.testing.assert_array_equal(out, np.maximum(1.5, np.arange(8)))
+
+
+def test_a_conflict_in_one_overload_leaves_the_others_viable():
+    header = MAX2 + "\ninline float max2(float a, float b) { return a + b; }"
+    out = run1("out[thread_position_in_grid.x] = max2(1.0f, 2);", header=header)
+    np.testing.assert_array_equal(out, np.full(8, 3.0))

@@ -274,3 +274,20 @@ def test_redefining_a_struct_template_is_refused():
     d = compile_error("out[0] = 1;", header="template <typename T> struct A { T x; };\n"
                                           "template <typename T> struct A { T y; };")
     assert (d.message, d.line) == ("redefinition of 'A'", 2)
+
+
+def test_member_function_template_with_conflicting_deductions_is_not_viable():
+    header = "struct P { float v; template <typename T> P scaled(T a, T b) const { return {v}; } };"
+    d = compile_error("P p = {1}; out[0] = p.scaled(1.0f, 2).v;", header=header)
+    assert d.message == "no matching member function for call to 'scaled'"
+    assert d.hint == ("candidate template ignored: deduced conflicting types for parameter 'T' "
+                      "('float' vs. 'int')")
+
+
+def test_function_template_deducing_two_instances_of_one_template_must_agree():
+    header = HEADER + "template <typename T> T both(Acc<T> a, Acc<T> b) { return a.sum; }"
+    d = compile_error("Acc<float> a = {1}; Acc<int> b = {2}; out[0] = both(a, b);",
+                      header=header)
+    assert d.message == "no matching function for call to 'both'"
+    assert d.hint == ("candidate template ignored: deduced conflicting types for parameter 'T' "
+                      "('float' vs. 'int')")

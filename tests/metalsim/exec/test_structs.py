@@ -390,7 +390,7 @@ def test_trace_records_struct_elements_of_threadgroup_memory():
     ("device const Params* p = (device const Params*)out; out[0] = p.n;", PARAMS,
      "is a pointer", "'->'"),
     ("Params p = {1}, q = {2}; bool b = p == q;", PARAMS, "invalid operand", ""),
-    ("Params p = {1}; p += p;", PARAMS, "invalid operand", ""),
+    ("Params p = {1}; p += p;", PARAMS, "no viable overloaded '\\+='", ""),
     ("Params p = Params(1, 2.0f);", PARAMS, "no matching constructor", "braces"),
     ("Params p = {1}; int x = p;", PARAMS, "cannot convert 'Params' to 'int'", ""),
     ("out[0] = 1;", "struct S { device float x; };", "field may not be qualified", ""),

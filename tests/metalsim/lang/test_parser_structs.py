@@ -124,8 +124,8 @@ def test_call_operator_is_a_member_function_and_calls_parse_on_any_callee():
      "get(...) { ... }", 21),
     ("struct P { static int get() { return 1; } };", "static member functions", "free function",
      12),
-    ("struct P { int operator+(int x) { return x; } };", r"other than .operator\(\).", "named",
-     16),
+    ("struct P { P operator=(P o) { return o; } };", "overloading 'operator=' is not supported",
+     "implicit copy assignment", 22),
     ("struct P { int n, get() { return 1; } };", "declare a member function on its own", "",
      19),
     ("struct P { int get() device threadgroup { return 1; } };",
@@ -202,3 +202,51 @@ def test_member_function_template_keeps_its_parameters():
 def test_template_misuse_is_refused_while_parsing(text, message):
     with pytest.raises(CompileError, match=message.replace("(", r"\(").replace(")", r"\)")):
         parse(text)
+
+
+# --- operators ---------------------------------------------------------------------------------
+
+def test_member_operators_are_member_functions_named_after_the_operator():
+    (struct,) = parse("struct S { S operator+(S o) const { return o; } S operator-() const "
+                      "{ return *this; } void operator+=(S o) {} bool operator<=(S o) const "
+                      "{ return true; } float operator[](int i) const { return 0; } "
+                      "int operator>>(int k) const { return k; } };").items
+    assert [(fn.name, len(fn.params), fn.const) for fn in struct.methods] == [
+        ("operator+", 1, True), ("operator-", 0, True), ("operator+=", 1, False),
+        ("operator<=", 1, True), ("operator[]", 1, True), ("operator>>", 1, True)]
+
+
+def test_free_and_template_operator_functions_and_a_reference_return_type_parse():
+    unit = parse("struct S { float v; S& operator*=(float k) { return *this; } }; "
+                 "S operator+(S a, S b) { return a; } "
+                 "template <typename T> S operator*(T k, S s) { return s; }")
+    struct, plus, times = unit.items
+    assert isinstance(struct.methods[0].return_type, ast.ReferenceType)
+    assert (plus.name, len(plus.params)) == ("operator+", 2)
+    assert (times.name, [p.name for p in times.template_params]) == ("operator*", ["T"])
+
+
+@pytest.mark.parametrize("text, message, hint, column", [
+    ("struct S { S operator++() { return *this; } };", r"overloading 'operator\+\+' is not "
+     "supported by metalsim", "operator+=", 22),
+    ("struct S { bool operator&&(S o) { return true; } };", "overloading 'operator&&'", "", 25),
+    ("struct S { operator float() const { return 1; } };", "conversion operators are not "
+     "supported by metalsim", "float value() const", 12),
+    ("struct S { S* operator&() { return this; } };", "overloading unary 'operator&' is not "
+     "supported", "takes the address", 15),
+    ("struct S { S operator+(S a, S b) { return a; } };", r"overloaded 'operator\+' must be a "
+     r"unary or binary operator \(has 3 parameters\)", "", 14),
+    ("struct S { S operator/() { return *this; } };", r"overloaded 'operator/' must be a binary "
+     r"operator \(has 1 parameter\)", "", 14),
+    ("struct S { bool operator!(S o) { return true; } };", r"overloaded 'operator!' must be a "
+     r"unary operator \(has 2 parameters\)", "", 17),
+    ("struct S { int v; }; int operator[](S s, int i) { return i; }", r"overloaded "
+     r"'operator\[\]' must be a non-static member function", "", 26),
+    ("int operator()(int a) { return a; }", r"overloaded 'operator\(\)' must be a non-static "
+     "member function", "", 5),
+])
+def test_operators_metalsim_or_cpp_cannot_overload_are_refused(text, message, hint, column):
+    with pytest.raises(CompileError, match=message) as info:
+        parse(text)
+    assert hint in str(info.value)
+    assert (info.value.line, info.value.column) == (1, column)

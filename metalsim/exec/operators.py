@@ -1,0 +1,119 @@
+"""Overloaded operators on structs: the `OperatorCompiler` part of `Compiler`.
+
+As in C++14, an operator expression with a struct operand (`a + b`, `-a`, `a += b`, `a[i]`)
+calls the best of the left operand's member `operator@` functions and the free `operator@`
+functions, ranked as any overloaded call is; `operator[]` must be a member. Only expressions
+with a struct operand come here, so built-in operators compile (and run) as before.
+"""
+
+from __future__ import annotations
+
+from metalsim.exec.compiled import E, Scope
+from metalsim.exec.structs import this_pointer
+from metalsim.lang import ast
+from metalsim.lang.types import StructType
+
+COMPOUND = frozenset({"+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=", "<<=", ">>="})
+
+
+def reference_return_hint(name: str) -> str:
+    """What to write instead of an operator returning a reference, which metalsim refuses."""
+    if name == "operator[]":
+        return "return the element by value (metalsim cannot return a reference)"
+    return (f"declare it 'void {name}(...)': metalsim cannot return a reference to '*this'"
+            if name[len("operator"):] in COMPOUND else "return the value")
+
+
+class OperatorCompiler:
+    """Operator methods of `Compiler` (which supplies `deduce`, `match_cost`, `call_code`...)."""
+
+    def struct_operator(self, op: str, operands: list[E], node: ast.Node, scope: Scope) -> E:
+        """`operands[0] op operands[1]` (or `op operands[0]`, or `operands[0][operands[1]]`
+        for op "[]") where an operand is a struct: a call of the operator function that C++
+        overload resolution picks."""
+        name, left = f"operator{op}", operands[0]
+        notes: list[str] = []
+        candidates = []  # (cost, function, template arguments, is a member)
+        if isinstance(left.type, StructType):
+            candidates += self.member_operators(name, left, operands[1:], notes)
+        if op != "[]":  # operator[] can only be a member (C++ [over.sub])
+            frees = self.functions.get(name, [])
+            for fdef in frees:
+                if len(fdef.params) != len(operands) or (fdef.body is None and any(
+                        o.body is not None for o in frees if o is not fdef)):
+                    continue  # a declaration of a function defined too is not a candidate
+                bindings = self.deduce(fdef, [], operands, scope, notes)
+                cost = None if bindings is None else self.match_cost(fdef, bindings, operands)
+                if cost is not None:
+                    candidates.append((cost + self.template_cost(fdef), fdef, bindings, False))
+        shown = [str(self.rvalue(e).type) for e in operands]
+        if not candidates:
+            self.no_viable_operator(op, shown, isinstance(left.type, StructType), node,
+                                    notes[0] if notes else "")
+        best = min(c[0] for c in candidates)
+        chosen = [c for c in candidates if c[0] == best]
+        if len(chosen) > 1:
+            types = (f"with operand types '{shown[0]}' and '{shown[1]}'" if len(shown) == 2
+                     else f"operand type '{shown[0]}'")
+            self.error(f"use of overloaded operator '{op}' is ambiguous ({types})", node)
+        _, fn, bindings, member = chosen[0]
+        if member:
+            code = self.member_code(left.type, fn, bindings)
+            arg_evs = [("ptr", this_pointer(left, node.coord))] + self.bind_arguments(
+                code.params[1:], fn, operands[1:], scope)
+        else:
+            code = self.instantiate(fn, bindings)
+            arg_evs = self.bind_arguments(code.params, fn, operands, scope)
+        return self.call_code(code, arg_evs, node.coord)
+
+    def member_operators(self, name: str, obj: E, args: list[E], notes: list[str]) -> list:
+        """The viable member `name` functions of `obj`'s struct for `args`, with their costs:
+        as for any member call, `this` keeps its address space and a const object needs a
+        const member function."""
+        st: StructType = obj.type
+        overloads = self.methods_of(st).get(name, [])
+        if not overloads:
+            return []
+        outer = self.struct_methods[st].scope
+        space, const = self.object_space(obj)
+        viable = []
+        for fn in overloads:
+            if len(fn.params) != len(args):
+                continue
+            bindings = self.deduce(fn, [], args, outer, notes) if fn.template_params else {}
+            cost = None if bindings is None else self.match_cost(fn, bindings, args, outer)
+            if cost is None:
+                continue
+            if (fn.space or "thread") != space:
+                notes.append(f"candidate function not viable: 'this' argument is in the {space} "
+                             f"address space, but '{name}' is not marked '{space}'")
+            elif const and not fn.const:
+                notes.append(f"candidate function not viable: 'this' argument has type 'const "
+                             f"{st}', but '{name}' is not marked const")
+            else:
+                viable.append((cost + self.template_cost(fn), fn, bindings, True))
+        if any(not fn.const for _, fn, _, _ in viable):
+            # A non-const object binds better to a non-const `this` than to a const one; a
+            # free function's by-value first parameter is neither better nor worse (C++
+            # [over.ics.rank]), so that only members are ranked by it.
+            viable = [(cost + (0.5 if fn.const else 0), fn, b, m) for cost, fn, b, m in viable]
+        return viable
+
+    def template_cost(self, fdef: ast.FunctionDef) -> float:
+        """As for calls: a non-template beats a template, and the more specialized wins."""
+        return 0.5 + 0.1 * self.generic_params(fdef) if fdef.template_params else 0.0
+
+    def no_viable_operator(self, op: str, shown: list[str], struct_target: bool,
+                           node: ast.Node, hint: str) -> None:
+        """Report an operator with no viable function, in clang's words for each kind."""
+        if op == "[]":
+            self.error(f"type '{shown[0]}' does not provide a subscript operator", node,
+                       hint=hint or f"define 'T operator[](uint i) const {{ ... }}' in "
+                                    f"'{shown[0]}'")
+        if len(shown) == 1:
+            self.error(f"invalid argument type '{shown[0]}' to unary expression", node,
+                       hint=hint)
+        if op in COMPOUND and struct_target:
+            self.error(f"no viable overloaded '{op}'", node, hint=hint)
+        self.error(f"invalid operands to binary expression ('{shown[0]}' and '{shown[1]}')",
+                   node, hint=hint)
