@@ -162,24 +162,6 @@ if (i < a_shape[0]) {
 """
 
 
-def call_with_header(text, header_lines=3):
-    """The first lines are the header (C++ has no functions inside functions)."""
-    lines = text.splitlines()
-    return call("\n".join(lines[header_lines:]),
-                header="\n".join(lines[:header_lines]) + "\n")
-
-
-def test_the_struct_kernel_runs_clean():
-    assert call_with_header(GOOD_WITH_STRUCTS).report.diagnostics == []
-
-
-@settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
-@given(mutated_kernel(GOOD_WITH_STRUCTS))
-def test_mutated_struct_kernels_only_raise_compile_errors(source):
-    with contextlib.suppress(metalsim.CompileError):
-        call_with_header(source)
-
-
 # Member functions: implicit members and `this`, const, address-space qualified overloads,
 # calls through pointers, on threadgroup objects and on temporaries.
 GOOD_WITH_METHODS = """\
@@ -205,19 +187,6 @@ if (i < a_shape[0]) {
     out[i] = acc.merged(Acc{2.0f, 1}).mean() + shared[(i + 1) % 4].mean();
 }
 """
-METHOD_HEADER_LINES = 8
-
-
-def test_the_struct_method_kernel_runs_clean():
-    run = call_with_header(GOOD_WITH_METHODS, METHOD_HEADER_LINES)
-    assert run.report.diagnostics == []
-
-
-@settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
-@given(mutated_kernel(GOOD_WITH_METHODS))
-def test_mutated_struct_method_kernels_only_raise_compile_errors(source):
-    with contextlib.suppress(metalsim.CompileError):
-        call_with_header(source, METHOD_HEADER_LINES)
 
 
 # Constructors: member initializer lists, overloads, delegation, a converting constructor, a
@@ -245,24 +214,6 @@ if (i < a_shape[0]) {
     out[i] = st.m2 / st.n + first(3.0f) + Stat{4.0f}.mean + pr.s.mean + parts[0].n;
 }
 """
-CONSTRUCTOR_HEADER_LINES = 10
-
-
-def test_the_constructor_kernel_runs_clean():
-    run = call_with_header(GOOD_WITH_CONSTRUCTORS, CONSTRUCTOR_HEADER_LINES)
-    assert run.report.diagnostics == []
-
-
-@settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
-@given(mutated_kernel(GOOD_WITH_CONSTRUCTORS))
-def test_mutated_constructor_kernels_only_raise_compile_errors(source):
-    with contextlib.suppress(metalsim.CompileError):
-        call_with_header(source, CONSTRUCTOR_HEADER_LINES)
-
-
-def test_infinite_loop_ends_with_a_step_limit_diagnostic():
-    run = call("while (true) { }\nout[0] = 1;")
-    assert [d.kind for d in run.report.errors] == ["step-limit"]
 
 
 # Struct templates: type and int parameters with a default, a constructor and a member function
@@ -286,19 +237,6 @@ if (i < a_shape[0]) {
     out[i] = b.get(1) + c.get(i) + b.scaled(2.0f) + d.inner.inner + fold(a, a_shape[0], Max());
 }
 """
-TEMPLATE_HEADER_LINES = 10
-
-
-def test_the_struct_template_kernel_runs_clean():
-    run = call_with_header(GOOD_WITH_TEMPLATES, TEMPLATE_HEADER_LINES)
-    assert run.report.diagnostics == []
-
-
-@settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
-@given(mutated_kernel(GOOD_WITH_TEMPLATES))
-def test_mutated_struct_template_kernels_only_raise_compile_errors(source):
-    with contextlib.suppress(metalsim.CompileError):
-        call_with_header(source, TEMPLATE_HEADER_LINES)
 
 
 GOOD_WITH_OPERATORS = """\
@@ -321,16 +259,39 @@ if (i < a_shape[0]) {
     out[i] = w[0] + w[1] + (z < w ? 1.0f : 0.0f) + float(v.x);
 }
 """
-OPERATOR_HEADER_LINES = 10
 
 
-def test_the_struct_operator_kernel_runs_clean():
-    run = call_with_header(GOOD_WITH_OPERATORS, OPERATOR_HEADER_LINES)
-    assert run.report.diagnostics == []
+def call_with_header(text, header_lines=3):
+    """The first lines are the header (C++ has no functions inside functions)."""
+    lines = text.splitlines()
+    return call("\n".join(lines[header_lines:]),
+                header="\n".join(lines[:header_lines]) + "\n")
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
-@given(mutated_kernel(GOOD_WITH_OPERATORS))
-def test_mutated_struct_operator_kernels_only_raise_compile_errors(source):
-    with contextlib.suppress(metalsim.CompileError):
-        call_with_header(source, OPERATOR_HEADER_LINES)
+# Each kernel above and how many of its first lines are its header.
+CPP_KERNELS = {"structs": (GOOD_WITH_STRUCTS, 3), "methods": (GOOD_WITH_METHODS, 8),
+               "constructors": (GOOD_WITH_CONSTRUCTORS, 10),
+               "templates": (GOOD_WITH_TEMPLATES, 10), "operators": (GOOD_WITH_OPERATORS, 10)}
+
+
+@pytest.mark.parametrize("name", CPP_KERNELS)
+def test_each_cpp_feature_kernel_runs_clean(name):
+    assert call_with_header(*CPP_KERNELS[name]).report.diagnostics == []
+
+
+@pytest.mark.parametrize("name", CPP_KERNELS)
+def test_mutated_cpp_feature_kernels_only_raise_compile_errors(name):
+    text, header_lines = CPP_KERNELS[name]
+
+    @settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(mutated_kernel(text))
+    def check(source):
+        with contextlib.suppress(metalsim.CompileError):
+            call_with_header(source, header_lines)
+
+    check()
+
+
+def test_infinite_loop_ends_with_a_step_limit_diagnostic():
+    run = call("while (true) { }\nout[0] = 1;")
+    assert [d.kind for d in run.report.errors] == ["step-limit"]

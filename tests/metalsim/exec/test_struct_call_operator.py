@@ -4,6 +4,7 @@ and a temporary, as MLX's reduction functors use it; and what is refused."""
 import mlx.core as mx
 import numpy as np
 import pytest
+from struct_kernels import Kernels
 
 import metalsim
 
@@ -22,18 +23,9 @@ float reduce(const device float* x, int n, Op op) {
 }
 """
 
-
-def simulate(source, inputs=(), header=OPS, out_shape=(4,)):
-    kernel = metalsim.metal_kernel("k", [f"in{i}" for i in range(len(inputs))], ["out"],
-                                   source, header=header)
-    return metalsim.simulate(kernel, inputs=list(inputs), output_shapes=[out_shape],
-                             output_dtypes=[mx.float32], grid=(4, 1, 1), threadgroup=(4, 1, 1))
-
-
-def run(source, inputs=(), **kw):
-    result = simulate(source, inputs, **kw)
-    assert result.report.errors == [], result.report.summary()
-    return np.array(result.outputs[0])
+KERNELS = Kernels(OPS)
+simulate = KERNELS.simulate
+run = KERNELS.run
 
 
 def test_functor_variable_called_in_a_loop_matches_numpy_max():

@@ -6,6 +6,7 @@ constructor; and what is refused."""
 import mlx.core as mx
 import numpy as np
 import pytest
+from struct_kernels import Kernels, kinds
 
 import metalsim
 
@@ -25,23 +26,9 @@ struct P {
 };
 """
 
-
-def simulate(source, inputs=(), header=WELFORD, out_shape=(4,), dtype=mx.float32,
-             grid=(4, 1, 1), tg=(4, 1, 1)):
-    kernel = metalsim.metal_kernel("k", [f"in{i}" for i in range(len(inputs))], ["out"],
-                                   source, header=header)
-    return metalsim.simulate(kernel, inputs=list(inputs), output_shapes=[out_shape],
-                             output_dtypes=[dtype], grid=grid, threadgroup=tg)
-
-
-def run(source, inputs=(), **kw):
-    result = simulate(source, inputs, **kw)
-    assert result.report.errors == [], result.report.summary()
-    return np.array(result.outputs[0])
-
-
-def kinds(result):
-    return sorted({d.kind for d in result.report.diagnostics})
+KERNELS = Kernels(WELFORD)
+simulate = KERNELS.simulate
+run = KERNELS.run
 
 
 # --- declarations --------------------------------------------------------------------------

@@ -6,8 +6,7 @@ threadgroup and device memory; and what is refused, with clang's messages."""
 import mlx.core as mx
 import numpy as np
 import pytest
-
-import metalsim
+from struct_kernels import Kernels
 
 COMPLEX = """
 struct C {
@@ -25,25 +24,10 @@ struct C {
 inline C operator*(float k, C c) { return c * k; }
 """
 
-
-def simulate(source, inputs=(), header=COMPLEX, out_shape=(8,), dtype=mx.float32,
-             grid=(8, 1, 1), tg=(8, 1, 1)):
-    kernel = metalsim.metal_kernel("k", [f"in{i}" for i in range(len(inputs))], ["out"],
-                                   source, header=header)
-    return metalsim.simulate(kernel, inputs=list(inputs), output_shapes=[out_shape],
-                             output_dtypes=[dtype], grid=grid, threadgroup=tg)
-
-
-def run(source, inputs=(), **kw):
-    result = simulate(source, inputs, **kw)
-    assert result.report.errors == [], result.report.summary()
-    return np.array(result.outputs[0])
-
-
-def compile_error(source, header=COMPLEX):
-    with pytest.raises(metalsim.CompileError) as info:
-        simulate(source, header=header)
-    return info.value.diagnostic
+KERNELS = Kernels(COMPLEX, threads=8)
+simulate = KERNELS.simulate
+run = KERNELS.run
+compile_error = KERNELS.compile_error
 
 
 def complex_inputs(n=8, seed=0):

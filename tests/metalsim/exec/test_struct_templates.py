@@ -6,8 +6,7 @@ functors); deduction through a template instance; and what is refused."""
 import mlx.core as mx
 import numpy as np
 import pytest
-
-import metalsim
+from struct_kernels import Kernels
 
 HEADER = """
 template <typename T> struct Acc {
@@ -26,25 +25,10 @@ template <typename T, bool Neg> struct Sign { T x; T get() const { return Neg ? 
 struct Min { template <typename T> T operator()(T a, T b) const { return a < b ? a : b; } };
 """
 
-
-def simulate(source, inputs=(), header=HEADER, out_shape=(4,), dtype=mx.float32,
-             grid=(4, 1, 1), tg=(4, 1, 1)):
-    kernel = metalsim.metal_kernel("k", [f"in{i}" for i in range(len(inputs))], ["out"],
-                                   source, header=header)
-    return metalsim.simulate(kernel, inputs=list(inputs), output_shapes=[out_shape],
-                             output_dtypes=[dtype], grid=grid, threadgroup=tg)
-
-
-def run(source, inputs=(), **kw):
-    result = simulate(source, inputs, **kw)
-    assert result.report.errors == [], result.report.summary()
-    return np.array(result.outputs[0])
-
-
-def compile_error(source, header=HEADER):
-    with pytest.raises(metalsim.CompileError) as info:
-        simulate(source, header=header)
-    return info.value.diagnostic
+KERNELS = Kernels(HEADER)
+simulate = KERNELS.simulate
+run = KERNELS.run
+compile_error = KERNELS.compile_error
 
 
 # --- instances ---------------------------------------------------------------------------------

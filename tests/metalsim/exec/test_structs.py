@@ -7,6 +7,7 @@ import subprocess
 import mlx.core as mx
 import numpy as np
 import pytest
+from struct_kernels import Kernels, kinds
 
 import metalsim
 from metalsim.exec.compile import Compiler
@@ -16,24 +17,9 @@ from metalsim.lang.types import StructType
 
 PARAMS = "struct Params { int n; float scale; float4 bias; int arr[3]; };"
 
-
-def simulate(source, inputs=(), header=PARAMS, out_shape=(4,), dtype=mx.float32,
-             grid=(4, 1, 1), tg=(4, 1, 1), init_value=None):
-    kernel = metalsim.metal_kernel("k", [f"in{i}" for i in range(len(inputs))], ["out"],
-                                   source, header=header)
-    return metalsim.simulate(kernel, inputs=list(inputs), output_shapes=[out_shape],
-                             output_dtypes=[dtype], grid=grid, threadgroup=tg,
-                             init_value=init_value)
-
-
-def run(source, inputs=(), **kw):
-    result = simulate(source, inputs, **kw)
-    assert result.report.errors == [], result.report.summary()
-    return np.array(result.outputs[0])
-
-
-def kinds(result):
-    return sorted({d.kind for d in result.report.diagnostics})
+KERNELS = Kernels(PARAMS)
+simulate = KERNELS.simulate
+run = KERNELS.run
 
 
 def layouts(header: str) -> dict[str, StructType]:
