@@ -22,7 +22,8 @@ from metalsim.exec.compiled import E, FunctionCode, Scope, Var, lane_zeros
 from metalsim.exec.constructors import ConstructorCompiler
 from metalsim.exec.deduction import DeductionConflict, bind_deduced
 from metalsim.exec.expressions import ExpressionCompiler
-from metalsim.exec.operators import OperatorCompiler, reference_return_hint
+from metalsim.exec.operators import OperatorCompiler
+from metalsim.exec.references import ReferenceCompiler, returned_location
 from metalsim.exec.runtime import bind_argument
 from metalsim.exec.statements import StatementCompiler
 from metalsim.exec.struct_templates import StructTemplate, StructTemplateCompiler
@@ -43,7 +44,7 @@ from metalsim.lang.types import (
 
 
 class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, ConstructorCompiler,
-               StructTemplateCompiler, OperatorCompiler):
+               StructTemplateCompiler, OperatorCompiler, ReferenceCompiler):
     """Compiles one translation unit's kernel (and what it calls) for one instantiation."""
 
     def __init__(self, unit: ast.TranslationUnit, source_map: SourceMap,
@@ -389,7 +390,7 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
     def call_code(self, code: FunctionCode, arg_evs: list[tuple[str, Callable]],
                   coord: Coord) -> E:
         """A call of the compiled function `code`, its parameters bound by `arg_evs`."""
-        rt, tracing = code.return_type, self.tracing
+        rt, tracing, sm, by_ref = code.return_type, self.tracing, self.sm, code.returns_ref
 
         def ev(f, lanes):
             m = f.m
@@ -425,6 +426,8 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
             if tracing:
                 m.flow = caller_flow
                 m.note_sources(lanes.indices(), frame.ret_sources)
+            if by_ref is not None:
+                return returned_location(frame.ret, lanes, code.name, coord, sm)
             if rt == ty.VOID:
                 return None
             if frame.ret is None:
@@ -432,6 +435,8 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
             if isinstance(frame.ret, PtrSlot):
                 return Ptr(frame.ret.region, frame.ret.off[lanes.idx])
             return frame.ret[lanes.idx]
+        if by_ref is not None:
+            return self.reference_call(code, ev, coord)
         return E(rt, ev, coord)
 
     def resolve_overload(self, node: ast.Call, args: list[E], scope: Scope):
@@ -554,7 +559,10 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
             elif ty.is_arithmetic(pt) and ty.is_arithmetic(at):
                 if isinstance(pt, VectorType) and pt.n != at.n:
                     return None
-                cost += 1 if ty.scalar_of(pt).kind == ty.scalar_of(at).kind else 2
+                # C++ ranks a promotion above every other conversion: `f(1u)` with `f(int)`
+                # and `f(float)` is ambiguous, `f(short(1))` calls `f(int)`; a vector's is
+                # never a promotion.
+                cost += 1 if isinstance(at, ScalarType) and ty.is_promotion(at, pt) else 2
             else:
                 return None
         return cost
@@ -570,17 +578,12 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
             return code
         if fdef.body is None:
             self.error(f"function '{fdef.name}' is declared but never defined", fdef)
-        if isinstance(fdef.return_type, ast.ReferenceType):
-            if fdef.name.startswith("operator"):
-                self.error(f"'{fdef.name}' returning a reference is not supported by metalsim",
-                           fdef.return_type, hint=reference_return_hint(fdef.name))
-            self.error("functions returning a reference are not supported by metalsim",
-                       fdef.return_type, hint="return the value, or a pointer")
         scope = Scope(dict(bindings), outer or self.globals)
         rt = self.resolve_type(fdef.return_type, scope) if not (
             isinstance(fdef.return_type, ast.NamedType) and fdef.return_type.name == "void"
         ) else ty.VOID
-        code = FunctionCode(fdef.name, rt, this_const=this is not None and this.const)
+        code = FunctionCode(fdef.name, rt, this_const=this is not None and this.const,
+                            returns_ref=self.reference_return(fdef, scope, this))
         self.instances[key] = code
         # A body is compiled where it is first called, perhaps in a loop: its own `break`s
         # are checked against its own loops.

@@ -67,6 +67,7 @@ class FunctionCode:
     body: Run | None = None
     threadgroup_bytes: int = 0
     this_const: bool = False  # a const member function: `*this` may not be modified
+    returns_ref: tuple[str, bool] | None = None  # (space, const) of a returned reference
 
 
 @dataclass

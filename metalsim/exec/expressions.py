@@ -11,7 +11,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from metalsim.diagnostics import Coord
+from metalsim.diagnostics import CompileError, Coord
 from metalsim.exec import arith
 from metalsim.exec.compiled import E, Scope, Var, constant, lane_zeros
 from metalsim.exec.runtime import (
@@ -401,14 +401,17 @@ class ExpressionCompiler:
     def address_of(self, operand: E, node: ast.Node) -> E:
         if operand.loc is None:
             self.error("cannot take the address of an rvalue", node)
+        hint = ("metalsim supports '&' on memory (arrays, buffers, threadgroup variables) and "
+                "on locals it can place in thread memory")
         if operand.space is None:
-            self.error("cannot take the address of this local variable", node,
-                       hint="metalsim supports '&' on memory (arrays, buffers, threadgroup "
-                            "variables) and on locals it can place in thread memory")
-        loc = operand.loc
+            self.error("cannot take the address of this local variable", node, hint=hint)
+        loc, coord, sm = operand.loc, node.coord, self.sm
 
         def ev(f, lanes):
             where = loc(f, lanes)
+            if isinstance(where, VarLoc):  # a reference to a caller's local held in a register
+                raise CompileError("cannot take the address of this local variable", coord,
+                                   sm, hint=hint + " (those whose address its own function takes)")
             return Ptr(where.region, np.broadcast_to(where.off, (lanes.n,)))
         return E(PointerType(operand.type, operand.space, operand.readonly), ev, node.coord)
 

@@ -16,14 +16,6 @@ from metalsim.lang.types import StructType
 COMPOUND = frozenset({"+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=", "<<=", ">>="})
 
 
-def reference_return_hint(name: str) -> str:
-    """What to write instead of an operator returning a reference, which metalsim refuses."""
-    if name == "operator[]":
-        return "return the element by value (metalsim cannot return a reference)"
-    return (f"declare it 'void {name}(...)': metalsim cannot return a reference to '*this'"
-            if name[len("operator"):] in COMPOUND else "return the value")
-
-
 class OperatorCompiler:
     """Operator methods of `Compiler` (which supplies `deduce`, `match_cost`, `call_code`...)."""
 

@@ -424,6 +424,8 @@ class StatementCompiler:
         return run
 
     def s_Return(self, node: ast.Return, scope: Scope) -> Run:
+        if self.fn.returns_ref is not None:
+            return self.return_reference(node, scope)
         rt = self.fn.return_type
         if node.value is None:
             if rt != ty.VOID:

@@ -305,6 +305,13 @@ def promote(t: ScalarType) -> ScalarType:
     return t
 
 
+def is_promotion(frm: ScalarType, to: ScalarType) -> bool:
+    """Whether scalar `frm` to `to` is a promotion, which overload resolution ranks above
+    other conversions: C++ integral promotion to int, or half to float (as clang ranks it
+    where half is not a native type; metalsim stays lenient there)."""
+    return (to == INT and promote(frm) == INT and frm != INT) or (frm == HALF and to == FLOAT)
+
+
 class ConversionError(Exception):
     """Two operand types have no common type (for example `half` and `bfloat`)."""
 

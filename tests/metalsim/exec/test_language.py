@@ -409,3 +409,20 @@ def test_a_conflict_in_one_overload_leaves_the_others_viable():
     header = MAX2 + "\ninline float max2(float a, float b) { return a + b; }"
     out = run1("out[thread_position_in_grid.x] = max2(1.0f, 2);", header=header)
     np.testing.assert_array_equal(out, np.full(8, 3.0))
+
+
+OVERLOADS = "inline float f(int x) { return 1; }\ninline float f(float x) { return 2; }"
+
+
+@pytest.mark.parametrize("arg, chosen", [
+    ("1", 1), ("1.0f", 2), ("short(1)", 1), ("true", 1), ("half(1)", 2)])
+def test_exact_matches_and_promotions_win_overload_resolution(arg, chosen):
+    out = run1(f"out[thread_position_in_grid.x] = f({arg});", header=OVERLOADS)
+    np.testing.assert_array_equal(out, np.full(8, chosen))
+
+
+@pytest.mark.parametrize("arg", ["1u", "1l", "int2(1).x + 1u"])
+def test_conversions_of_equal_rank_make_a_call_ambiguous(arg):
+    with pytest.raises(metalsim.CompileError) as info:
+        run1(f"out[0] = f({arg});", header=OVERLOADS)
+    assert info.value.diagnostic.message == "call to 'f' is ambiguous"

@@ -58,6 +58,14 @@ def test_a_temporary_functor_is_called_directly():
     assert run("out[thread_position_in_grid.x] = Max()(1.0f, 4.0f);").tolist() == [4] * 4
 
 
+def test_a_parenthesised_functor_or_function_name_is_called_not_cast():
+    header = OPS + "float twice(float x) { return 2 * x; }"
+    out = run("Max op; Scale s = {3.0f}; (s)(1.0f); "
+              "out[thread_position_in_grid.x] = (op)(1.0f, 2.0f) + (s)(2.0f) + (twice)(5.0f);",
+              header=header)
+    assert out.tolist() == [18] * 4
+
+
 @pytest.mark.parametrize("source, message", [
     ("struct N { float v; }; N n = {1}; out[0] = n(1.0f);",
      "type 'N' does not provide a call operator"),

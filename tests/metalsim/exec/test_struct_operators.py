@@ -264,18 +264,16 @@ def test_member_and_free_operator_of_equal_rank_are_ambiguous():
                         "and 'C')"
 
 
-def test_compound_assignment_returning_a_reference_is_refused_at_its_definition():
+def test_compound_assignment_returning_this_by_reference_chains():
     header = "struct P {\n float v;\n P& operator+=(P o) { v += o.v; return *this; }\n};"
-    d = compile_error("out[0] = 1;", header=header)
-    assert (d.message, d.line) == ("'operator+=' returning a reference is not supported by "
-                                   "metalsim", 3)
-    assert d.hint == "declare it 'void operator+=(...)': metalsim cannot return a reference " \
-                     "to '*this'"
+    out = run("P a = {1}; P b = {10}; (a += b) += b; out[thread_position_in_grid.x] = a.v;",
+              header=header)
+    assert out.tolist() == [21.0] * 8
 
 
-def test_subscript_returning_a_reference_is_refused():
+def test_subscript_returning_a_reference_is_assignable():
     header = "struct P { float v[2]; thread float& operator[](int i) { return v[i]; } };"
-    d = compile_error("out[0] = 1;", header=header)
-    assert d.message == "'operator[]' returning a reference is not supported by metalsim"
-    assert d.hint == "return the element by value (metalsim cannot return a reference)"
+    out = run("P p = {{1, 2}}; p[1] += 5; p[0] = 3; out[thread_position_in_grid.x] = p.v[0] + "
+              "p.v[1];", header=header)
+    assert out.tolist() == [10.0] * 8
 
