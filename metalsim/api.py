@@ -557,9 +557,9 @@ class Kernel:
     with `strict` set (as `metalsim.patch(strict=True)` does), warnings too.
     """
 
-    def __init__(self, spec: KernelSpec, strict: bool = False) -> None:
+    def __init__(self, spec: KernelSpec) -> None:
         self.spec = spec
-        self.strict = strict
+        self.strict = False   # set by `metalsim.patch(strict=True)`
 
     def __repr__(self) -> str:
         return f"<metalsim.Kernel {self.spec.name!r}>"

@@ -171,6 +171,17 @@ def _per_lane(x: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
     return x if x.shape == shape else np.broadcast_to(x, shape)
 
 
+def _cells(region: Region, bank, off: np.ndarray, t: Type) -> np.ndarray:
+    """The values of type `t` at byte offsets `off` (one row of components per lane for
+    vectors), as a copy: what a load reads, and what the trace records after an access."""
+    elem, comps = _access_layout(t)
+    view, first = region.view(elem.dtype), off // elem.size
+    if comps == 1:
+        return view[bank, first]
+    return view[np.asarray(bank)[..., None] if np.ndim(bank) else bank,
+                first[:, None] + np.arange(comps)]
+
+
 def load(m: Machine, region: Region, idx: np.ndarray | slice, n: int, off: np.ndarray,
          t: Type, coord: Coord) -> np.ndarray:
     """Read a value of type `t` at byte offsets `off` (one per active lane)."""
@@ -180,13 +191,7 @@ def load(m: Machine, region: Region, idx: np.ndarray | slice, n: int, off: np.nd
     bank = region.bank(m, idx)
     if ok is not None:
         off = np.where(ok, off, 0)
-    view = region.view(elem.dtype)
-    first = off // elem.size
-    if comps == 1:
-        value = view[bank, first]
-    else:
-        value = view[np.asarray(bank)[..., None] if np.ndim(bank) else bank,
-                     first[:, None] + np.arange(comps)]
+    value = _cells(region, bank, off, t)
     if ok is not None:
         value = np.where(ok if comps == 1 else ok[:, None], value, np.zeros((), elem.dtype))
         idx = _lane_indices(m, idx)[ok]
@@ -267,18 +272,6 @@ def _after_access(m: Machine, region: Region, idx: np.ndarray | slice, bank, off
         _race_check(m, region, idx, flat, write, coord)
 
 
-def _cell_values(region: Region, bank, off: np.ndarray, t: Type) -> np.ndarray:
-    """What the accessed cells hold now: the value just read, or just written (one row of
-    components per lane for vectors)."""
-    elem, comps = _access_layout(t)
-    first = off // elem.size
-    view = region.view(elem.dtype)
-    if comps == 1:
-        return view[bank, first].copy()
-    return view[np.asarray(bank)[..., None] if np.ndim(bank) else bank,
-                first[:, None] + np.arange(comps)]
-
-
 def _record(m: Machine, region: Region, lanes: np.ndarray, bank, off: np.ndarray, t: Type,
             write: bool, coord: Coord) -> None:
     """Trace one access: who touched which cell, when, with what value; and for writes, where
@@ -305,7 +298,7 @@ def _record(m: Machine, region: Region, lanes: np.ndarray, bank, off: np.ndarray
         "thread": b.tid[lanes], "threadgroup": b.tg_global[lanes], "element": element,
         "epoch": m.tg_epoch[b.tg_local[lanes]].copy(), "line": coord.line if coord else None,
         "section": coord.section if coord else None, "type": str(t),
-        "value": _cell_values(region, bank, off, t),
+        "value": _cells(region, bank, off, t),
         "sources": m.sources(lanes) if write else None,
     })
 
@@ -537,7 +530,7 @@ def _after_atomic(m: Machine, region: Region, lanes: np.ndarray, bank, off: np.n
             "thread": b.tid[lanes], "threadgroup": b.tg_global[lanes],
             "element": off // region.unit, "epoch": m.tg_epoch[b.tg_local[lanes]].copy(),
             "line": coord.line if coord else None, "section": coord.section if coord else None,
-            "type": str(t), "value": _cell_values(region, bank, off, t),
+            "type": str(t), "value": _cells(region, bank, off, t),
             "sources": m.sources(lanes) if writes else None})
     if not (region.track_init or region.track_races):
         return
