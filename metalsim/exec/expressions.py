@@ -16,6 +16,7 @@ from metalsim.exec import arith
 from metalsim.exec.compiled import E, Scope, Var, constant, lane_zeros
 from metalsim.exec.runtime import (
     address_only,
+    checked_condition,
     load_loc,
     raise_limit,
     report_lanes,
@@ -346,8 +347,8 @@ class ExpressionCompiler:
         return E(ptr.type, ev, coord)
 
     def logical(self, node: ast.Binary, scope: Scope) -> E:
-        left = self.to_bool(self.expr(node.left, scope), node.left)
-        right = self.to_bool(self.expr(node.right, scope), node.right)
+        left = self.condition(self.expr(node.left, scope), node.left)
+        right = self.condition(self.expr(node.right, scope), node.right)
         if left.const is not None and right.const is not None:
             c = np.asarray(bool(left.const) and bool(right.const) if node.op == "&&"
                            else bool(left.const) or bool(right.const))
@@ -363,6 +364,14 @@ class ExpressionCompiler:
                 out[need] = rev(f, sub)
             return out
         return E(BOOL, ev, node.coord)
+
+    def condition(self, e: E, node: ast.Node) -> E:
+        """A branch or loop condition (`if`, loops, `?:`, `&&`, `||`): `to_bool`, and in trace
+        mode a check that no uninitialised value decides it."""
+        b = self.to_bool(e, node)
+        if not self.tracing or b.const is not None:
+            return b
+        return E(BOOL, checked_condition(b.ev, node.coord), b.coord)
 
     def to_bool(self, e: E, node: ast.Node) -> E:
         e = self.rvalue(e)
@@ -527,7 +536,7 @@ class ExpressionCompiler:
         return E(t, ev_compound, coord)
 
     def x_Conditional(self, node: ast.Conditional, scope: Scope) -> E:
-        cond = self.to_bool(self.expr(node.cond, scope), node.cond)
+        cond = self.condition(self.expr(node.cond, scope), node.cond)
         a = self.rvalue(self.expr(node.then, scope))
         b = self.rvalue(self.expr(node.otherwise, scope))
         if isinstance(a.type, PointerType | StructType) or isinstance(b.type,
@@ -584,7 +593,7 @@ class ExpressionCompiler:
             self.error(f"subscripted value is not an array, pointer, or vector ('{t}')", node)
         size, bev, iev, itype = t.pointee.size, base.ev, index.ev, index.type
         if self.tracing:
-            iev = address_only(iev)
+            iev = address_only(iev, node.index.coord)
 
         def loc(f, lanes):
             p = bev(f, lanes)

@@ -231,7 +231,18 @@ def launch(gen, inputs, outputs, grid, threadgroup, template=None, math_mode: st
                  f"threadgroup of {int(np.prod(threadgroup))} threads; the maximum is "
                  f"{MAX_THREADS_PER_THREADGROUP}", None, np.empty(0, np.int64))
     elif m.total_threads > 0:
+        initial = [o.data.copy() for o in outputs]
         run_batches(m, program, regions, tg, kernel_coord)
+        if m.unfollowed_undefined and m.total_threads <= MAX_TRACED_THREADS:
+            # An uninitialised read matters only where its value goes, which only a traced
+            # run follows: run again, traced, from the same outputs, and report that run.
+            for o, data in zip(outputs, initial):
+                o.data[...] = data
+            program = compile_program(gen.text, tuple(gen.sections), math_mode, True)
+            m = Machine(grid, program.source_map, step_limit, True)
+            regions, traffic_rows = bind_buffers(m, gen, program, inputs, outputs)
+            run_batches(m, program, regions, tg, kernel_coord)
+            m.trace = None
     return build_report(m, grid, tg, traffic_rows)
 
 

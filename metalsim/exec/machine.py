@@ -131,6 +131,26 @@ class Finding:
         return int(self.seen.sum()) if self.seen is not None else 0
 
 
+@dataclass(frozen=True)
+class Undefined:
+    """In a value's provenance (trace mode), an uninitialised read that flowed into it: where it
+    was read, what was read ("threadgroup memory 'tile'"), the cell (for diagrams) and a hint.
+
+    Like Valgrind's Memcheck or compute-sanitizer's initcheck, metalsim reports such a read only
+    where the value matters: see `Machine.check_defined`."""
+
+    coord: Coord | None
+    what: str
+    cell: tuple | None = field(default=None, compare=False)
+    hint: str = field(default="", compare=False)
+
+    def where(self) -> str:
+        if self.coord is None or self.coord.line is None:
+            return ""
+        return f" at line {self.coord.line}" + (
+            " of the header" if self.coord.section == "header" else "")
+
+
 @dataclass
 class Batch:
     """The lanes of one batch: whole threadgroups, threadgroup-major, then linear index."""
@@ -172,6 +192,9 @@ class Machine:
         # what the current statement computed so far (see `note_cells` and `sources`).
         self.flow: dict[int, set] = {}
         self.buffers: dict[str, dict] = {}   # name -> role, space, shape, dtype (for diagrams)
+        # Without a trace an uninitialised read cannot be followed to where it matters; it is
+        # reported as a warning at the read, and `launch` runs the kernel again traced.
+        self.unfollowed_undefined = False
 
     # --- batches --------------------------------------------------------------------------
     def start_batch(self, batch: Batch) -> None:
@@ -262,9 +285,49 @@ class Machine:
 
     def sources(self, lanes: np.ndarray) -> list[frozenset]:
         """What flowed into each lane's current value: the cells it read, directly or through
-        variables, in the statement being executed."""
+        variables, in the statement being executed (and `Undefined` reads among them)."""
         flow = self.flow
         return [frozenset(flow.get(lane, ())) for lane in lanes.tolist()]
+
+    # --- definedness ----------------------------------------------------------------------
+    def undefined_read(self, lanes: np.ndarray, origin: Undefined, detail: str = "") -> None:
+        """Lanes `lanes` read an uninitialised value. Traced, it joins the value's provenance
+        and is reported only where it matters; untraced, it is a warning at the read."""
+        if self.trace is not None:
+            self.note_sources(lanes, dict.fromkeys(lanes.tolist(), (origin,)))
+            return
+        self.unfollowed_undefined = True
+        self.report("uninitialized-read", "warning", f"read of uninitialised {origin.what}",
+                    origin.coord, lanes, key=("read", origin.what), detail=detail,
+                    hint=origin.hint, cells=[origin.cell] if origin.cell else [])
+
+    def check_defined(self, lanes: np.ndarray, sources: list, coord: Coord | None,
+                      use: str) -> None:
+        """Report the lanes whose value (`sources`, one provenance set per lane of `lanes`)
+        holds an uninitialised read, at `coord` where it matters; `use` says how ("is stored
+        to 'out'", "decides a branch", ...)."""
+        by_origin: dict[Undefined, list[int]] = {}
+        for lane, cells in zip(lanes.tolist(), sources):
+            for c in cells:
+                if c.__class__ is Undefined:
+                    by_origin.setdefault(c, []).append(lane)
+        for origin, hit in by_origin.items():
+            here = "" if coord is None else f" at line {coord.line}" + (
+                " of the header" if coord.section == "header" else "")
+            self.report("uninitialized-read", "error",
+                        f"uninitialised value {use} (read from {origin.what}{origin.where()})",
+                        coord, np.asarray(hit, np.int64), key=(origin.what, use, None if
+                                                               origin.coord is None else
+                                                               origin.where()),
+                        detail=f"the value read{origin.where()} before anything was written "
+                               f"there reaches this use{here}",
+                        hint=origin.hint, cells=[origin.cell] if origin.cell else [])
+
+    def check_flow_defined(self, coord: Coord | None, use: str) -> None:
+        """`check_defined` for everything the current statement has read so far."""
+        if self.flow:
+            lanes = np.fromiter(self.flow, np.int64, len(self.flow))
+            self.check_defined(lanes, list(self.flow.values()), coord, use)
 
     # --- accounting -----------------------------------------------------------------------
     def step(self, lanes: Lanes, coord: Coord) -> None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from metalsim.diagnostics import Coord
-from metalsim.exec.machine import Machine
+from metalsim.exec.machine import Machine, Undefined
 from metalsim.lang.types import (
     AtomicType,
     ScalarType,
@@ -76,6 +76,8 @@ class Region:
         self.bytes_read = 0
         self.bytes_written = 0
         self.provenance: dict[tuple, frozenset] = {}  # thread memory, trace mode only
+        # trace mode: threadgroup cells holding a value that came from uninitialised reads
+        self.undefined: dict[tuple, frozenset] = {}
 
     def view(self, dtype: np.dtype) -> np.ndarray:
         v = self._views.get(dtype)
@@ -259,24 +261,40 @@ def _after_access(m: Machine, region: Region, idx: np.ndarray | slice, bank, off
             seen = region.init[flat]
             if not seen.all():
                 bad = ~seen if seen.ndim == 1 else ~seen.all(axis=1)
-                where = "threadgroup memory" if region.space == "threadgroup" else "memory"
                 offenders = _lane_indices(m, idx)[bad]
-                m.report("uninitialized-read", "error",
-                         f"read of uninitialised {where}: '{region.name}'", coord,
-                         offenders, key=region.name,
-                         cells=cells_of(m, region, offenders, off[bad] // region.unit),
-                         detail=f"element {int(np.ravel(off[bad])[0]) // region.unit} of "
-                                f"'{region.name}' was read before any thread wrote it",
-                         hint=_init_hint(region))
+                element = int(np.ravel(off[bad])[0]) // region.unit
+                m.undefined_read(
+                    offenders, Undefined(coord, _what(region),
+                                         cells_of(m, region, offenders[:1], off[bad][:1]
+                                                  // region.unit)[0], _init_hint(region)),
+                    detail=f"element {element} of '{region.name}' was read before any thread "
+                           "wrote it")
     if region.track_races:
         _race_check(m, region, idx, flat, write, coord)
+
+
+def _what(region: Region) -> str:
+    """How a message names a region: "threadgroup memory 'tile'", "output 'out'", ..."""
+    kind = {"threadgroup": "threadgroup memory", "device": "output",
+            "thread": "variable"}.get(region.space, "memory")
+    return f"{kind} '{region.name}'"
+
+
+def _defined_only(sources: list[frozenset]) -> list[frozenset]:
+    """Provenance as the trace records it: memory cells, without `Undefined` reads."""
+    return [s if not any(c.__class__ is Undefined for c in s)
+            else frozenset(c for c in s if c.__class__ is not Undefined) for s in sources]
 
 
 def _record(m: Machine, region: Region, lanes: np.ndarray, bank, off: np.ndarray, t: Type,
             write: bool, coord: Coord) -> None:
     """Trace one access: who touched which cell, when, with what value; and for writes, where
     the value came from. A cell is (buffer, threadgroup or -1, element); thread-private memory
-    is not traced but values flow through it."""
+    is not traced but values flow through it.
+
+    Definedness follows the same provenance: a value that came from an uninitialised read is
+    reported when it is stored to device memory; stored to threadgroup memory, the cell keeps
+    its origin and passes it on to whoever reads it."""
     b = m.batch
     owner = b.tg_global[lanes] if region.space == "threadgroup" else (
         b.tid[lanes] if region.space == "thread" else np.full(lanes.size, -1))
@@ -291,15 +309,29 @@ def _record(m: Machine, region: Region, lanes: np.ndarray, bank, off: np.ndarray
             m.note_sources(lanes, {lane: region.provenance.get(cell, ())
                                    for lane, cell in zip(lanes.tolist(), cells)})
         return
-    if not write:
+    sources = m.sources(lanes) if write else None
+    if write:
+        if region.space == "device":
+            m.check_defined(lanes, sources, coord, f"is stored to '{region.name}'")
+        else:
+            for cell, came in zip(cells, sources):
+                undefined = frozenset(c for c in came if c.__class__ is Undefined)
+                if undefined:
+                    region.undefined[cell] = undefined
+                else:
+                    region.undefined.pop(cell, None)
+    else:
         m.note_cells(lanes, cells)
+        if region.undefined:
+            m.note_sources(lanes, {lane: region.undefined.get(cell, ())
+                                   for lane, cell in zip(lanes.tolist(), cells)})
     m.trace.append({
         "kind": "write" if write else "read", "buffer": region.name, "space": region.space,
         "thread": b.tid[lanes], "threadgroup": b.tg_global[lanes], "element": element,
         "epoch": m.tg_epoch[b.tg_local[lanes]].copy(), "line": coord.line if coord else None,
         "section": coord.section if coord else None, "type": str(t),
         "value": _cells(region, bank, off, t),
-        "sources": m.sources(lanes) if write else None,
+        "sources": _defined_only(sources) if write else None,
     })
 
 
@@ -523,6 +555,9 @@ def _after_atomic(m: Machine, region: Region, lanes: np.ndarray, bank, off: np.n
     size = lanes.size * t.size
     region.bytes_read += size if reads else 0
     region.bytes_written += size if writes else 0
+    if m.trace is not None:
+        m.check_defined(lanes, m.sources(lanes), coord,
+                        f"is used by an atomic operation on '{region.name}'")
     if m.trace is not None and region.space != "thread":
         b = m.batch
         m.trace.append({
@@ -531,7 +566,7 @@ def _after_atomic(m: Machine, region: Region, lanes: np.ndarray, bank, off: np.n
             "element": off // region.unit, "epoch": m.tg_epoch[b.tg_local[lanes]].copy(),
             "line": coord.line if coord else None, "section": coord.section if coord else None,
             "type": str(t), "value": _cells(region, bank, off, t),
-            "sources": m.sources(lanes) if writes else None})
+            "sources": _defined_only(m.sources(lanes)) if writes else None})
     if not (region.track_init or region.track_races):
         return
     g = _granules(region, off, t)

@@ -8,7 +8,7 @@ import numpy as np
 from metalsim.diagnostics import CompileError, Coord
 from metalsim.exec import memory as mem
 from metalsim.exec.compiled import Ev, Var
-from metalsim.exec.machine import Lanes
+from metalsim.exec.machine import Lanes, Undefined
 from metalsim.exec.values import Frame, Ptr, PtrSlot, RefSlot, VarLoc
 from metalsim.lang import types as ty
 from metalsim.lang.types import (
@@ -28,9 +28,10 @@ def load_loc(f: Frame, lanes: Lanes, where, t: Type, coord: Coord):
         if where.init is not None:
             written = where.init[lanes.idx]
             if not written.all():
-                report_lanes(f, lanes, ~written, "uninitialized-read", "error",
-                             f"read of uninitialised variable '{where.name}'", coord,
-                             hint="give the variable an initial value where it is declared")
+                f.m.undefined_read(
+                    lanes.indices()[~np.broadcast_to(written, (lanes.n,))],
+                    Undefined(coord, f"variable '{where.name}'",
+                              hint="give the variable an initial value where it is declared"))
         v = arr[lanes.idx]
         c = where.comps
         if c is None:
@@ -83,16 +84,34 @@ def store_loc(f: Frame, lanes: Lanes, where, t: Type, value, coord: Coord) -> No
                   part, coord)
 
 
-def address_only(ev: Ev) -> Ev:
+def address_only(ev: Ev, coord: Coord) -> Ev:
     """Trace mode: what an index expression reads picks a cell; it does not flow into the
-    value read from that cell, so it is left out of the provenance."""
+    value read from that cell, so it is left out of the provenance. An uninitialised value
+    that reaches an index is reported here."""
     def ev_index(f, lanes):
         m = f.m
-        kept = {lane: set(cells) for lane, cells in m.flow.items()}
+        kept, m.flow = m.flow, {}
         value = ev(f, lanes)
+        m.check_flow_defined(coord, "is used as an index")
         m.flow = kept
         return value
     return ev_index
+
+
+def checked_condition(ev: Ev, coord: Coord) -> Ev:
+    """Trace mode: a branch or loop condition; an uninitialised value that reaches it is
+    reported here, once. The cells it read still flow into the statement (a `?:` picks a
+    value by it)."""
+    def ev_condition(f, lanes):
+        m = f.m
+        kept, m.flow = m.flow, {}
+        value = ev(f, lanes)
+        m.check_flow_defined(coord, "decides a branch or loop condition")
+        for lane, cells in m.flow.items():
+            kept.setdefault(lane, set()).update(c for c in cells if c.__class__ is not Undefined)
+        m.flow = kept
+        return value
+    return ev_condition
 
 
 def record_sources(f: Frame, lanes: Lanes, where: VarLoc) -> None:

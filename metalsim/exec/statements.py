@@ -10,7 +10,7 @@ from metalsim.diagnostics import Coord
 from metalsim.exec import memory as mem
 from metalsim.exec.compiled import E, Ev, Run, Scope, Var, constant
 from metalsim.exec.machine import EMPTY, StepLimitExceeded, union
-from metalsim.exec.runtime import bind_argument, record_sources
+from metalsim.exec.runtime import bind_argument, checked_condition, record_sources
 from metalsim.exec.structs import store as store_struct
 from metalsim.exec.structs import thread_region
 from metalsim.exec.values import PtrSlot, VarLoc
@@ -51,7 +51,7 @@ class StatementCompiler:
 
     def block(self, node: ast.Node, scope: Scope, new_scope: bool = True) -> Run:
         if not isinstance(node, ast.Compound):
-            return self.stmt(node, Scope({}, scope))
+            return self.fresh_flow(self.stmt(node, Scope({}, scope)))
         inner = Scope({}, scope) if new_scope else scope
         runs = [(self.stmt(item, inner), item.coord) for item in node.items
                 if not isinstance(item, ast.Empty)]
@@ -77,6 +77,17 @@ class StatementCompiler:
                 lanes = r(f, lanes)
             return lanes
         return run
+
+    def fresh_flow(self, run: Run) -> Run:
+        """Trace mode: `run` (a statement, or a loop's step) starts with no provenance, so
+        that what the statements before it read does not flow into what it computes."""
+        if not self.tracing:
+            return run
+
+        def run_fresh(f, lanes):
+            f.m.begin_statement()
+            return run(f, lanes)
+        return run_fresh
 
     def s_Compound(self, node: ast.Compound, scope: Scope) -> Run:
         return self.block(node, scope)
@@ -294,7 +305,7 @@ class StatementCompiler:
         return run
 
     def s_If(self, node: ast.If, scope: Scope) -> Run:
-        cond = self.to_bool(self.expr(node.cond, scope), node.cond)
+        cond = self.condition(self.expr(node.cond, scope), node.cond)
         if node.constexpr:
             if cond.const is None:
                 self.error("'if constexpr' condition is not a constant expression", node.cond)
@@ -354,8 +365,8 @@ class StatementCompiler:
     def s_For(self, node: ast.For, scope: Scope) -> Run:
         inner = Scope({}, scope)
         init = self.stmt(node.init, inner) if node.init is not None else None
-        cond = self.to_bool(self.expr(node.cond, inner), node.cond) if node.cond else None
-        step = self.expr(node.step, inner).ev if node.step is not None else None
+        cond = self.condition(self.expr(node.cond, inner), node.cond) if node.cond else None
+        step = self.fresh_flow(self.expr(node.step, inner).ev) if node.step is not None else None
         self.loop_depth += 1
         body = self.block(node.body, inner)
         self.loop_depth -= 1
@@ -366,7 +377,7 @@ class StatementCompiler:
         return lambda f, lanes: loop(f, init(f, lanes))
 
     def s_While(self, node: ast.While, scope: Scope) -> Run:
-        cond = self.to_bool(self.expr(node.cond, scope), node.cond)
+        cond = self.condition(self.expr(node.cond, scope), node.cond)
         self.loop_depth += 1
         body = self.block(node.body, scope)
         self.loop_depth -= 1
@@ -377,7 +388,7 @@ class StatementCompiler:
         self.loop_depth += 1
         body = self.block(node.body, scope)
         self.loop_depth -= 1
-        cond = self.to_bool(self.expr(node.cond, scope), node.cond)
+        cond = self.condition(self.expr(node.cond, scope), node.cond)
         return self.loop(cond, body, None, node.coord, False,
                          self.never_ending(node.cond, cond, node.body, scope))
 
@@ -490,7 +501,7 @@ class StatementCompiler:
         self.switch_depth -= 1
         keys = [k for k in seen if k is not None]
         has_default = None in seen
-        vev = value.ev
+        vev = checked_condition(value.ev, node.expr.coord) if self.tracing else value.ev
 
         def run(f, lanes):
             m = f.m

@@ -228,6 +228,77 @@ def test_thread_array_read_before_written_is_uninitialized():
     np.testing.assert_array_equal(np.array(fixed.outputs[0]), [1, 0, 0, 0] * 2)
 
 
+# Definedness as Memcheck and initcheck decide it: an uninitialised read is reported only where
+# its value matters, naming the line it was read on and the line where it mattered.
+
+GUARDED_TILE = """
+threadgroup float t[8];
+uint i = thread_position_in_threadgroup.x;
+if (i < 4) t[i] = a[i];
+threadgroup_barrier(mem_flags::mem_threadgroup);
+float v = t[i] * 2;
+{use}
+"""
+
+
+def undefined_run(use, init_value=0, **kw):
+    return simulate(GUARDED_TILE.format(use=use), [mx.arange(8)], (8,), (8, 1, 1), (8, 1, 1),
+                    init_value=init_value, **kw)
+
+
+def test_uninitialised_value_thrown_away_is_not_reported():
+    run = undefined_run("if (i < 4) out[i] = v;")
+    assert run.report.diagnostics == []
+    np.testing.assert_array_equal(np.array(run.outputs[0]), [0, 2, 4, 6, 0, 0, 0, 0])
+
+
+@pytest.mark.parametrize(("use", "line", "says"), [
+    ("out[i] = v;", 7, "is stored to 'out'"),
+    ("float w = v + 1;\nout[i] = w;", 8, "is stored to 'out'"),
+    ("out[i] = a[uint(v) % 8];", 7, "is used as an index"),
+    ("if (v > 3) out[i] = 1;", 7, "decides a branch"),
+    ("for (float k = 0; k < v; k += 1) out[i] += 1;", 7, "decides a branch or loop"),
+    ("out[i] = v > 2 ? 1 : 0;", 7, "decides a branch"),
+    ("atomic_fetch_add_explicit((device atomic_float*)&out[0], v, memory_order_relaxed);", 7,
+     "is used by an atomic operation on 'out'"),
+    ("float s = simd_sum(v);\nif (i == 0) out[0] = s;", 8, "is stored to 'out'"),
+])
+def test_uninitialised_value_is_reported_where_it_matters_naming_both_lines(use, line, says):
+    [d] = undefined_run(use).report.errors
+    assert d.kind == "uninitialized-read" and d.line == line and says in d.message
+    assert "threadgroup memory 't' at line 6" in d.message
+    assert f"reaches this use at line {line}" in d.detail
+
+
+def test_uninitialised_value_through_threadgroup_memory_is_followed():
+    barrier = "threadgroup_barrier(mem_flags::mem_threadgroup);\n"
+    run = undefined_run(barrier + "t[7 - i] = v;\n" + barrier + "if (i < 4) out[i] = t[i];")
+    [d] = run.report.errors
+    assert d.line == 10 and "(read from threadgroup memory 't' at line 6)" in d.message
+    assert set(d.threads) == {(0, 0, 0), (1, 0, 0), (2, 0, 0), (3, 0, 0)}
+
+
+def test_traced_and_untraced_runs_report_the_same_and_the_trace_keeps_only_cells():
+    kernel = metalsim.metal_kernel("k", ["a"], ["out"], GUARDED_TILE.format(use="out[i] = v;"))
+    call = dict(inputs=[mx.arange(8)], output_shapes=[(8,)], output_dtypes=[mx.float32],
+                grid=(8, 1, 1), threadgroup=(8, 1, 1), init_value=0)
+    plain, traced = metalsim.simulate(kernel, **call), metalsim.simulate(kernel, trace=True, **call)
+    assert [d.render() for d in plain.report.diagnostics] == [
+        d.render() for d in traced.report.diagnostics]
+    assert plain.report.trace is None
+    sources = [c for e in traced.report.trace if e["sources"] for s in e["sources"] for c in s]
+    assert sources and all(isinstance(c, tuple) for c in sources)
+
+
+def test_launch_too_large_to_follow_warns_at_the_read():
+    source = ("threadgroup float t[4];\nt[thread_position_in_threadgroup.x] = 1;\n"
+              "out[thread_position_in_grid.x] = t[3] * 0;")
+    n = 20_000  # above MAX_TRACED_THREADS: the value is not followed
+    run = simulate(source, [mx.arange(n)], (n,), (n, 1, 1), (2, 1, 1))
+    [d] = run.report.diagnostics
+    assert (d.kind, d.severity, d.line) == ("uninitialized-read", "warning", 3)
+
+
 # --- division by zero, step limit, resource limits -------------------------------------------
 
 def test_integer_division_by_zero_is_reported_for_the_threads_that_did_it():

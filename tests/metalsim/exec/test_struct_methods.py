@@ -155,9 +155,13 @@ def test_a_struct_local_to_the_kernel_uses_enclosing_constants_and_types():
     assert out.tolist() == [0, 3, 6, 9]
 
 
-def test_uninitialised_member_read_through_a_method_is_reported():
-    result = simulate("Welford w; w.add(1.0f); out[thread_position_in_grid.x] = 0;")
+def test_uninitialised_member_read_through_a_method_is_reported_where_it_reaches_out():
+    result = simulate("Welford w;\nw.add(1.0f);\nout[thread_position_in_grid.x] = w.mean;")
     assert kinds(result) == ["uninitialized-read"]
+    [d] = result.report.errors
+    assert d.line == 3 and "'out'" in d.message and "of the header" in d.message
+    unused = simulate("Welford w; w.add(1.0f); out[thread_position_in_grid.x] = 0;")
+    assert kinds(unused) == []
 
 
 # --- threadgroup and device objects ----------------------------------------------------------
