@@ -1,13 +1,16 @@
 """The learner-facing harness (`MetalKernel`, `MetalProblem`); built on `metalsim`.
 
-Drop-in compatible with Metal-Puzzles' `utils.py`:
+Drop-in compatible with Metal-Puzzles' `utils.py` (same fields, same methods):
 
     kernel = MetalKernel(name="map", input_names=["a"], output_names=["out"], source=source)
     problem = MetalProblem("Map", map_test, [a], output_shape, grid=(4, 1, 1), spec=map_spec)
     problem.show()      # the score table (max reads/writes per thread) and the diagram
     problem.explore()   # an interactive explorer of threads, phases and accesses
-    problem.check()     # prints the verdict, returns a CheckResult (truthy iff passed)
+    problem.check()     # prints the verdict (and keeps it in `problem.result`)
     problem.hint()      # the next hint, for catalog puzzles
+    problem.run_metal() # the kernel's output on this case (the GPU on a Mac, else metalsim)
+
+Outputs start as zeros, as Metal-Puzzles launches kernels (`init_value=0`).
 
 A problem named like a catalog puzzle (including Metal-Puzzles titles such as "1D Conv (Full)")
 is checked with that puzzle's spec, budget and hidden cases; other problems are checked on their
@@ -30,6 +33,7 @@ from metalsim.exec.launch import MAX_TRACED_THREADS
 from metalsim.viz import Diagram, Explorer, draw
 from puzzles.catalog import Case, Puzzle, all_puzzles
 from puzzles.checking import (
+    COUNT_LABELS,
     COUNT_NAMES,
     CheckResult,
     KernelArgs,
@@ -37,22 +41,25 @@ from puzzles.checking import (
     check_cases,
     metal_available,
     puzzle_cases,
-    score_table,
 )
 
 __all__ = ["MetalKernel", "MetalProblem"]
+
+# Metal-Puzzles' score table: four right-aligned columns of this width.
+SCORE_WIDTH = 13
 
 
 @dataclass
 class MetalKernel:
     """The arguments of `mx.fast.metal_kernel`, kept for checking; calling it builds the kernel
-    (MLX's on Apple silicon, metalsim's elsewhere)."""
+    (MLX's on Apple silicon, metalsim's elsewhere). The first five fields are Metal-Puzzles'
+    `(name, input_names, output_names, header, source)`, in its order."""
 
     name: str
     input_names: Sequence[str]
     output_names: Sequence[str]
-    source: str
     header: str = ""
+    source: str = ""
     ensure_row_contiguous: bool = True
     atomic_outputs: bool = False
     compile_options: dict[str, str] | None = None
@@ -70,8 +77,13 @@ class MetalKernel:
         )
 
     def __call__(self) -> Any:
-        factory = mx.fast.metal_kernel if metal_available() else metalsim.metal_kernel
-        return factory(**self.args().factory_kwargs())
+        return build_kernel(self.args())
+
+
+def build_kernel(args: KernelArgs) -> Any:
+    """The kernel object: MLX's on Apple silicon, metalsim's elsewhere."""
+    factory = mx.fast.metal_kernel if metal_available() else metalsim.metal_kernel
+    return factory(**args.factory_kwargs())
 
 
 def catalog_puzzle(title: str) -> Puzzle | None:
@@ -81,26 +93,28 @@ def catalog_puzzle(title: str) -> Puzzle | None:
 
 
 class MetalProblem:
-    """One puzzle launch, as in Metal-Puzzles: `fn(*inputs)` returns the `MetalKernel`."""
+    """One puzzle launch, as in Metal-Puzzles: `fn(*inputs)` returns the `MetalKernel`;
+    `output_shapes` is the shape of the (one) output, as Metal-Puzzles names it."""
 
     def __init__(self, name: str, fn: Callable[..., MetalKernel], inputs: Sequence[Any],
-                 output_shape: Sequence[int], grid: tuple[int, int, int] = (1, 1, 1),
+                 output_shapes: Sequence[int], grid: tuple[int, int, int] = (1, 1, 1),
                  threadgroup: tuple[int, int, int] = (1, 1, 1),
                  spec: Callable[..., mx.array] | None = None) -> None:
         self.name = name
         self.fn = fn
         self.inputs = list(inputs)
-        self.output_shape = tuple(output_shape)
+        self.output_shapes = tuple(output_shapes)
         self.grid = tuple(grid)
         self.threadgroup = tuple(threadgroup)
         self.spec = spec
         self.puzzle = catalog_puzzle(name)
+        self.result: CheckResult | None = None  # the verdict of the last check()
         self._hints_given = 0
 
     def _visible(self) -> Case:
         dtype = self.puzzle.visible.output_dtype if self.puzzle else "float32"
         return Case(inputs=tuple(np.array(x) for x in self.inputs),
-                    output_shape=self.output_shape, grid=self.grid,
+                    output_shape=self.output_shapes, grid=self.grid,
                     threadgroup=self.threadgroup, output_dtype=dtype)
 
     def _kernel_for(self, case: Case) -> KernelArgs:
@@ -114,9 +128,10 @@ class MetalProblem:
     def _init_value(self) -> float | None:
         return self.puzzle.init_value if self.puzzle else None
 
-    def check(self) -> CheckResult:
-        """Run the kernel on this case (and the catalog puzzle's hidden cases), print the
-        verdict and return it."""
+    def check(self) -> None:
+        """Run the kernel on this case (and the catalog puzzle's hidden cases) and print the
+        verdict; `problem.result` keeps it (a `CheckResult`). Returns None, as Metal-Puzzles'
+        does, so that a notebook cell shows only the printed verdict."""
         visible = self._visible()
         if os.environ.get("VERBOSE") == "1":
             self._print_source(visible)
@@ -130,22 +145,54 @@ class MetalProblem:
                 self.name, [("visible", visible)], self.spec or _missing_spec,
                 self._kernel_for, {})
         print(result.text)
-        return result
+        self.result = result
 
     def show(self) -> Diagram | None:
         """Print the score table of the visible case — the maximum, over threads, of global and
-        threadgroup ("shared") reads and writes, as Metal-Puzzles does — and return its diagram
-        (drawn from what the simulator did; Jupyter shows it inline)."""
-        print(f"# {self.name}")
+        threadgroup ("shared") reads and writes, as Metal-Puzzles prints it — then the budget,
+        and return the diagram (drawn from what the simulator did; Jupyter shows it inline)."""
         try:
-            visible, kernel, run = self._simulate_visible()
+            run = self.run_python()
         except Exception as exc:  # a broken kernel is for check() to explain
-            print(f"(could not run the kernel: {str(exc).splitlines()[0]})")
+            print(f"# {self.name}\n(could not run the kernel: {str(exc).splitlines()[0]})")
             return None
-        counts = run.report.max_per_thread()
+        self.score(run)
         budget = self.puzzle.budget.limits() if self.puzzle else None
-        print("\n".join(score_table({n: counts.get(n, 0) for n in COUNT_NAMES}, budget)))
-        return draw(run, inputs=list(visible.inputs), title=self.name, budget=budget)
+        return draw(run, inputs=list(self._visible().inputs), title=self.name, budget=budget)
+
+    def run_python(self) -> metalsim.Run:
+        """Simulate the visible case and return what every thread did (`metalsim.Run`, traced
+        when small enough to draw every access); Metal-Puzzles' `run_python()` traced it in
+        Python."""
+        return self._simulate_visible()[2]
+
+    def score(self, results: metalsim.Run) -> None:
+        """Print the score table of `results` (from `run_python()`) as Metal-Puzzles does —
+        the title, then per thread at most how many global and shared reads and writes — and
+        then the budget of the catalog puzzle."""
+        counts = results.report.max_per_thread()
+        budget = self.puzzle.budget.limits() if self.puzzle else {}
+        names = [n for n in COUNT_NAMES if n != "atomics" or counts.get(n, 0) or n in budget]
+
+        def row(values: dict) -> str:
+            return "   | " + " | ".join(f"{values.get(n, 0):>{SCORE_WIDTH}}" for n in names)
+
+        lines = [f"# {self.name}", " ", "   Score (Max Per Thread):",
+                 "   | " + " | ".join(f"{COUNT_LABELS[n]:>{SCORE_WIDTH}}" for n in names) + " |",
+                 row(counts) + " | ", "        "]
+        if budget:
+            lines += ["   Budget (Max Per Thread):", row(budget) + " |"]
+        lines.append("   (the visible case; check() reports the maximum over all its cases)")
+        print("\n".join(lines))
+
+    def run_metal(self) -> mx.array:
+        """The kernel's output on this case, launched as Metal-Puzzles launches it (zero-filled
+        outputs): on the GPU where Metal is available, in metalsim elsewhere (which raises
+        `metalsim.KernelFault` on a bug such as a race)."""
+        visible = self._visible()
+        kernel = build_kernel(self._kernel_for(visible))
+        call = call_kwargs(visible, list(self.inputs), self._init_value())
+        return kernel(**call, verbose=os.environ.get("VERBOSE") == "1")[0]
 
     def explore(self) -> Explorer:
         """An interactive view of the visible case: pick a threadgroup, thread (or SIMD-group)

@@ -44,6 +44,9 @@ class Report:
     diagnostics: list[Diagnostic] = field(default_factory=list)
     trace: list[dict] | None = None
     buffers: dict[str, dict] = field(default_factory=dict)  # name -> role, space, shape, type
+    # per output, the flat indices of the elements no thread wrote (they keep their initial
+    # value: `init_value`, or poison)
+    unwritten: dict[str, np.ndarray] = field(default_factory=dict)
 
     # `trace` (with trace=True) lists every access in execution order, each a dict:
     # kind ("read", "write" or "atomic"), buffer, space, and per thread of the access the arrays

@@ -122,6 +122,12 @@ def _values(rng: np.random.Generator, n: int) -> np.ndarray:
     return np.round(rng.uniform(-5, 5, n), 1).astype(np.float32)
 
 
+def _integers(rng: np.random.Generator, n: int) -> np.ndarray:
+    """Random int32 values, for puzzles whose visible input is int32 (as in Metal-Puzzles):
+    hidden cases keep the visible case's dtypes."""
+    return rng.integers(-20, 20, n).astype(np.int32)
+
+
 # --- 12 Block Sum ---------------------------------------------------------------------------
 
 BLOCK_SUM_HEADER = f"constant uint THREADGROUP_MEM_SIZE = {THREADGROUP_MEM_SIZE};\n"
@@ -147,7 +153,7 @@ def _block_sum_case(a: np.ndarray) -> Case:
 
 
 def block_sum_hidden(rng: np.random.Generator) -> list[Case]:
-    return [_block_sum_case(_values(rng, n)) for n in (8, 15, 40, 3)]
+    return [_block_sum_case(_integers(rng, n)) for n in (8, 15, 40, 3)]
 
 
 BLOCK_SUM = Puzzle(
@@ -213,7 +219,7 @@ def _axis_sum_case(a: np.ndarray) -> Case:
 
 
 def axis_sum_hidden(rng: np.random.Generator) -> list[Case]:
-    return [_axis_sum_case(_values(rng, r * c).reshape(r, c))
+    return [_axis_sum_case(_integers(rng, r * c).reshape(r, c))
             for r, c in ((4, 6), (6, 8), (3, 5), (5, 1))]
 
 

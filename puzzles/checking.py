@@ -9,7 +9,9 @@ in metalsim (and, on Apple silicon, on the real GPU too) and returns a `CheckRes
   passes only if it matched at least one case with a non-zero answer;
 - any error diagnostic (race, out-of-bounds, divergent barrier, ...) or compile error makes the
   status "error", even when the numbers happen to match;
-- a correct kernel above the puzzle's per-thread budget is "over-budget", which does not pass.
+- a correct kernel above the puzzle's per-thread budget is "over-budget", which does not pass;
+- outputs start zero-filled, as Metal-Puzzles launches them (`init_value=0`); output elements
+  the kernel never writes are pointed out, but a kernel right under that launch passes.
 
 A bad kernel never raises here: whatever goes wrong is part of the result.
 """
@@ -19,7 +21,7 @@ from __future__ import annotations
 import math
 import traceback
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import mlx.core as mx
 import numpy as np
@@ -43,6 +45,9 @@ COUNT_LABELS = {
 RTOL = {"float32": 1e-4, "float16": 1e-2, "bfloat16": 4e-2}
 MAX_SHOWN = 64  # elements of an array printed in full; larger ones are summarised
 HINT_NUDGE = "Stuck? `problem.hint()` gives a hint; call it again for the next one."
+# Metal-Puzzles launches every kernel with `init_value=0`, so outputs start as zeros there.
+LAUNCH_INIT_VALUE = 0.0
+MAX_UNWRITTEN_SHOWN = 8
 
 
 @dataclass(frozen=True)
@@ -86,6 +91,8 @@ class CaseResult:
     metal: np.ndarray | None = None  # the real GPU's output, where Metal is available
     metal_mismatches: list[tuple[int, ...]] = field(default_factory=list)
     input_names: tuple[str, ...] = ()
+    unwritten: list[tuple[int, ...]] = field(default_factory=list)  # never written by it
+    output_name: str = "out"
 
     @property
     def name(self) -> str:
@@ -191,14 +198,29 @@ def puzzle_cases(puzzle: Puzzle, visible: Case | None = None, *, hidden: bool = 
                   if not _same_case(case, puzzle.visible)]
     if hidden:
         drawn = puzzle.hidden(np.random.default_rng(seed))
-        cases += [(f"hidden {i}", case) for i, case in enumerate(drawn, 1)]
+        cases += [(f"hidden {i}", _dtypes_of(cases[0][1], case))
+                  for i, case in enumerate(drawn, 1)]
     return cases
+
+
+def _dtypes_of(visible: Case, case: Case) -> Case:
+    """`case` with the visible case's input and output dtypes: a kernel written for the
+    visible inputs (an `int` accumulator for int32 inputs, say) must meet the same types."""
+    if len(case.inputs) != len(visible.inputs):
+        return case
+    inputs = tuple(x if x.dtype == v.dtype else x.astype(v.dtype)
+                   for x, v in zip(case.inputs, visible.inputs))
+    return replace(case, inputs=inputs, output_dtype=visible.output_dtype)
 
 
 def check_cases(title: str, cases: Sequence[tuple[str, Case]], spec: Callable,
                 kernel_for: Callable[[Case], KernelArgs], budget: dict[str, int], *,
                 init_value: float | None = None, number: int | None = None) -> CheckResult:
     """Run `kernel_for(case)` on every case, compare with `spec`, and judge.
+
+    Outputs start filled with `init_value` (the puzzle's), or zeros as in Metal-Puzzles; with
+    no `init_value` the kernel is meant to write every output element, and the verdict points
+    out those it never wrote.
 
     `kernel_for` may raise (e.g. the learner's Python failed): that case is then an error.
     Cases stop at the first error (a compile error or fault would only repeat, slowly if it is
@@ -217,7 +239,7 @@ def check_cases(title: str, cases: Sequence[tuple[str, Case]], spec: Callable,
     check = CheckResult(title=title, number=number, status=status, counts=counts,
                         budget=dict(budget), diagnostics=diagnostics, cases=results,
                         reason=reason)
-    check.text = render(check)
+    check.text = render(check, note_unwritten=init_value is None)
     return check
 
 
@@ -251,6 +273,10 @@ def _run_case(label: str, case: Case, spec: Callable, kernel_for: Callable[[Case
         result.error = _exception_text(exc)
         return result
     result.produced = _to_numpy(run.outputs[0])
+    result.output_name = args.output_names[0]
+    never = run.report.unwritten.get(result.output_name, np.empty(0, np.int64))
+    result.unwritten = [tuple(int(i) for i in p)
+                        for p in zip(*np.unravel_index(never, result.produced.shape))]
     result.counts = {name: run.report.max_per_thread().get(name, 0) for name in COUNT_NAMES}
     result.diagnostics = list(run.report.diagnostics)
     result.mismatches = mismatches(result.expected, result.produced, case.output_dtype)
@@ -279,7 +305,10 @@ def _run_on_metal(result: CaseResult, args: KernelArgs, call: dict[str, object])
 
 def call_kwargs(case: Case, inputs: list[mx.array], init_value: float | None
                 ) -> dict[str, object]:
-    """The arguments of the kernel call (MLX's or metalsim's) for one case."""
+    """The arguments of the kernel call (MLX's or metalsim's) for one case; outputs start as
+    `init_value`, or as zeros like Metal-Puzzles' launches."""
+    if init_value is None:
+        init_value = LAUNCH_INIT_VALUE
     return {
         "inputs": inputs,
         "output_shapes": [tuple(case.output_shape)],
@@ -358,9 +387,10 @@ def _judge(results: list[CaseResult], counts: dict[str, int], budget: dict[str, 
     return "pass", ""
 
 
-def render(check: CheckResult) -> str:
+def render(check: CheckResult, note_unwritten: bool = True) -> str:
     """The friendly verdict: what went wrong and where, the score against the budget, the
-    diagnostics with their source lines, and a nudge to the hints."""
+    diagnostics with their source lines, and a nudge to the hints. With `note_unwritten`,
+    output elements the kernel never wrote are pointed out (a note, not a failure)."""
     hidden = sum(r.label.startswith("hidden") for r in check.cases)
     name = f"Puzzle {check.number}: {check.title}" if check.number else check.title
     lines: list[str] = []
@@ -375,6 +405,9 @@ def render(check: CheckResult) -> str:
         if len(check.cases) > 1:
             lines += ["", "Cases: " + ", ".join(f"{r.label} {_case_word(r)}"
                                                 for r in check.cases)]
+    unwritten = next((r for r in check.cases if r.unwritten), None) if note_unwritten else None
+    if unwritten is not None:
+        lines += ["", _unwritten_note(unwritten)]
     lines += ["", *score_table(check.counts, check.budget)]
     if check.diagnostics:
         lines += ["", "Diagnostics:"] + [d.render() for d in check.diagnostics]
@@ -451,9 +484,16 @@ def _case_lines(r: CaseResult) -> list[str]:
         if r.expected.shape == produced.shape:
             lines.append(f"  e.g. at {_position(p)}: yours {_scalar(produced[p])}, "
                          f"expected {_scalar(r.expected[p])}")
-        if np.isnan(produced.astype(np.float64)).any():
-            lines.append("  (nan marks an output element your kernel never wrote)")
     return lines
+
+
+def _unwritten_note(r: CaseResult) -> str:
+    """Which output elements the kernel never wrote, on the first case where some were not."""
+    shown = ", ".join(f"{r.output_name}{_position(p)}" for p in r.unwritten[:MAX_UNWRITTEN_SHOWN])
+    more = (f" and {len(r.unwritten) - MAX_UNWRITTEN_SHOWN} more"
+            if len(r.unwritten) > MAX_UNWRITTEN_SHOWN else "")
+    return (f"Note: on {r.name} your kernel never wrote {shown}{more}; outputs start as zeros "
+            "(as Metal-Puzzles launches them), so those elements are 0.")
 
 
 def _labelled(label: str, values: np.ndarray, bad: list[tuple[int, ...]]) -> list[str]:

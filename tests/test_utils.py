@@ -1,5 +1,6 @@
 """utils.py: Metal-Puzzles' cells run unchanged; check() uses the catalog's hidden cases and
-budgets; show(), hint(), VERBOSE; the real MLX binding accepts exactly what the harness passes."""
+budgets; show(), hint(), VERBOSE; Metal-Puzzles' API (fields, methods, output format); the real
+MLX binding accepts exactly what the harness passes."""
 
 import mlx.core as mx
 import pytest
@@ -8,7 +9,7 @@ from metal_puzzles_cells import CELLS, PRELUDE
 import metalsim
 import puzzles.checking
 from puzzles.catalog import Case
-from puzzles.checking import call_kwargs
+from puzzles.checking import CheckResult, call_kwargs
 from utils import MetalKernel, MetalProblem
 
 
@@ -21,6 +22,12 @@ def run_cells(*titles: str) -> dict:
         exec(CELLS[title], namespace)
         namespace.setdefault("problems", {})[title] = namespace["problem"]
     return namespace["problems"]
+
+
+def verdict(problem: MetalProblem) -> CheckResult:
+    """Run `problem.check()` (which prints and returns None) and return its verdict."""
+    assert problem.check() is None
+    return problem.result
 
 
 def map_problem(body: str, name: str = "Map", spec=lambda a: a + 10) -> MetalProblem:
@@ -37,7 +44,7 @@ def test_every_metal_puzzles_cell_with_a_solution_passes_unchanged(capsys):
     problems = run_cells(*CELLS)
     assert len(problems) == 17  # 14 puzzles; 1D Conv, Prefix Sum and Matmul have two tests
     for title, problem in problems.items():
-        result = problem.check()
+        result = verdict(problem)
         assert result.passed, f"{title}:\n{result.text}"
         assert any(c.label.startswith("hidden") for c in result.cases), title
     assert "Failed" not in capsys.readouterr().out
@@ -54,16 +61,57 @@ def test_metal_puzzles_titles_map_to_catalog_puzzles():
 
 def test_unfilled_template_fails_and_says_so_without_raising(capsys):
     problem = map_problem("uint local_i = thread_position_in_grid.x;\n// FILL ME IN\n")
-    result = problem.check()
+    result = verdict(problem)
     assert not result and result.status == "fail"
     out = capsys.readouterr().out
     assert out.startswith("Failed Tests")
-    assert "Yours: [nan nan nan nan]" in out and "Spec : [10 11 12 13]" in out
+    # Outputs start as zeros, as in Metal-Puzzles; the elements never written are named.
+    assert "Yours: [0 0 0 0]" in out and "Spec : [10 11 12 13]" in out
+    assert "never wrote out[0], out[1], out[2], out[3]" in out
     assert "problem.hint()" in out
 
 
+def test_plus_equals_into_the_zero_filled_output_is_correct():
+    body = "uint local_i = thread_position_in_grid.x;\nout[local_i] += a[local_i] + 10;\n"
+    # Outside the catalog (no budget) it passes.
+    mine = verdict(map_problem(body, name="Add ten", spec=lambda a: a + 10))
+    assert mine.passed, mine.text
+    # As Map it is right on every case, but reading `out` is a global read (Metal-Puzzles'
+    # tracer counts it too), so Map's budget of 1 says so.
+    result = verdict(map_problem(body))
+    assert not result.diagnostics and all(c.correct for c in result.cases)
+    assert result.status == "over-budget"
+    assert result.reason == "correct, but over budget: global reads 2 > 1 (max per thread)"
+
+
+def test_output_cells_never_written_are_noted_without_failing_a_correct_kernel():
+    # Zip's spec is 0 where a is 0: a kernel that skips those cells is right under a
+    # zero-filled launch, and is told about them.
+    body = "uint i = thread_position_in_grid.x;\nif (a[i] != 0) out[i] = a[i] * 2;\n"
+    problem = map_problem(body, name="Doubling", spec=lambda a: a * 2)
+    result = verdict(problem)
+    assert result.passed, result.text
+    assert "Note: on the visible case your kernel never wrote out[0];" in result.text
+
+
+def test_uninitialised_read_reaching_the_output_fails_naming_both_lines():
+    body = """threadgroup float tile[8];
+uint i = thread_position_in_grid.x;
+if (i < 2) tile[i] = a[i];
+threadgroup_barrier(mem_flags::mem_threadgroup);
+float v = tile[i];
+out[i] = v + 10;
+"""
+    result = verdict(map_problem(body))
+    assert result.status == "error"
+    [d] = result.diagnostics
+    assert d.kind == "uninitialized-read" and d.line == 6
+    assert "stored to 'out' (read from threadgroup memory 'tile' at line 5)" in d.message
+    assert "source:6:1: error" in result.text and "   6 | out[i] = v + 10;" in result.text
+
+
 def test_kernel_hard_coding_the_visible_answer_fails_on_a_hidden_case():
-    result = map_problem("uint i = thread_position_in_grid.x;\nout[i] = i + 10;\n").check()
+    result = verdict(map_problem("uint i = thread_position_in_grid.x;\nout[i] = i + 10;\n"))
     assert result.status == "fail"
     assert result.cases[0].label == "visible" and not result.cases[0].mismatches
     assert "hidden" in result.reason
@@ -71,7 +119,7 @@ def test_kernel_hard_coding_the_visible_answer_fails_on_a_hidden_case():
 
 def test_catalog_budget_is_enforced():
     body = "uint i = thread_position_in_grid.x;\nout[i] = a[i] + 10;\nout[i] = a[i] + 10;\n"
-    result = map_problem(body).check()
+    result = verdict(map_problem(body))
     assert result.status == "over-budget"
     assert result.counts["global_reads"] == 2 and result.budget["global_reads"] == 1
 
@@ -79,13 +127,13 @@ def test_catalog_budget_is_enforced():
 def test_problem_outside_the_catalog_is_checked_on_its_own_case_and_spec():
     problem = map_problem("uint i = thread_position_in_grid.x;\nout[i] = a[i] * 2;\n",
                           name="Doubling", spec=lambda a: a * 2)
-    result = problem.check()
+    result = verdict(problem)
     assert result.passed, result.text
     assert [c.label for c in result.cases] == ["visible"] and result.budget == {}
 
 
 def test_problem_without_spec_outside_the_catalog_reports_an_error():
-    result = map_problem(MAP_BODY, name="Mine", spec=None).check()
+    result = verdict(map_problem(MAP_BODY, name="Mine", spec=None))
     assert result.status == "error" and "spec" in result.reason
 
 
@@ -98,19 +146,19 @@ out[i] = shared[(i + 1) % 8] * 0 + shared[i] + 10;
 """
 
     def test_fn(a: mx.array) -> MetalKernel:
-        return MetalKernel("threadgroup_memory", ["a"], ["out"], body,
-                           header="constant uint THREADGROUP_MEM_SIZE = 8;")
+        return MetalKernel("threadgroup_memory", ["a"], ["out"],
+                           "constant uint THREADGROUP_MEM_SIZE = 8;", body)
 
     problem = MetalProblem("Threadgroup Memory", test_fn, [mx.ones(8)], (8,), grid=(8, 1, 1),
                            threadgroup=(8, 1, 1))
-    result = problem.check()
+    result = verdict(problem)
     assert result.status == "error"
     assert any(d.kind == "race" for d in result.diagnostics)
     assert "shared[(i + 1) % 8]" in result.text  # the diagnostic quotes the line
 
 
 def test_compile_error_is_reported_with_its_line():
-    result = map_problem("uint i = thread_position_in_grid.x;\nout[j] = a[i];\n").check()
+    result = verdict(map_problem("uint i = thread_position_in_grid.x;\nout[j] = a[i];\n"))
     assert result.status == "error"
     assert "undeclared identifier 'j'" in result.text and "out[j] = a[i];" in result.text
 
@@ -119,13 +167,13 @@ def test_learner_python_that_raises_is_an_error_not_a_crash():
     def broken(a: mx.array) -> MetalKernel:
         raise KeyError("oops")
 
-    result = MetalProblem("Map", broken, [mx.arange(4)], (4,), grid=(4, 1, 1)).check()
+    result = verdict(MetalProblem("Map", broken, [mx.arange(4)], (4,), grid=(4, 1, 1)))
     assert result.status == "error" and "KeyError" in result.reason
 
 
 def test_function_returning_something_else_than_a_kernel_is_an_error():
-    result = MetalProblem("Map", lambda a: "out[0] = 1;", [mx.arange(4)], (4,),
-                          grid=(4, 1, 1)).check()
+    result = verdict(MetalProblem("Map", lambda a: "out[0] = 1;", [mx.arange(4)], (4,),
+                                  grid=(4, 1, 1)))
     assert result.status == "error" and "must return a MetalKernel" in result.reason
 
 
@@ -133,11 +181,63 @@ def test_show_prints_the_metal_puzzles_score_table_and_returns_the_diagram(capsy
     diagram = map_problem(MAP_BODY).show()
     assert "<svg" in diagram._repr_svg_() and 'data-buffer="out"' in diagram.svg
     out = capsys.readouterr().out.splitlines()
-    assert out[0] == "# Map"
-    assert out[1] == "Score (Max Per Thread):"
-    assert "| Global Reads | Global Writes | Shared Reads | Shared Writes |" in out[2]
-    assert [int(x) for x in out[3].split("|")[2:6]] == [1, 1, 0, 0]
-    assert out[4].startswith("| Budget |")
+    # Metal-Puzzles' layout: title, then an indented four-column table; then the budget.
+    assert out[:5] == [
+        "# Map", " ", "   Score (Max Per Thread):",
+        "   |  Global Reads | Global Writes |  Shared Reads | Shared Writes |",
+        "   |             1 |             1 |             0 |             0 | "]
+    assert out[6:8] == ["   Budget (Max Per Thread):",
+                        "   |             1 |             1 |             0 |             0 |"]
+    assert "the visible case; check() reports the maximum over all its cases" in out[8]
+
+
+def test_show_counts_the_visible_case_and_check_the_maximum_over_all_cases(capsys):
+    problems = run_cells("1D Conv (Simple)")
+    conv = problems["1D Conv (Simple)"]
+    conv.show()
+    shown = capsys.readouterr().out.splitlines()
+    assert [int(x) for x in shown[4].split("|")[1:5]] == [2, 1, 6, 2]
+    assert verdict(conv).counts["threadgroup_reads"] == 8  # a hidden case has 4 taps
+
+
+def test_metal_kernel_takes_metal_puzzles_fields_positionally_and_by_keyword():
+    positional = MetalKernel("map", ["a"], ["out"], "", MAP_BODY)
+    keywords = MetalKernel(name="map", input_names=["a"], output_names=["out"], header="",
+                           source=MAP_BODY)
+    assert positional == keywords
+    assert (positional.header, positional.source) == ("", MAP_BODY)
+    with_header = MetalKernel("k", ["a"], ["out"], "constant uint N = 4;", "out[0] = N;")
+    assert with_header.header == "constant uint N = 4;"
+
+
+def test_metal_problem_takes_metal_puzzles_arguments_positionally_and_by_keyword():
+    def map_test(a: mx.array) -> MetalKernel:
+        return MetalKernel("map", ["a"], ["out"], "", MAP_BODY)
+
+    a = mx.arange(4)
+    forms = [
+        MetalProblem("Map", map_test, [a], (4,), (4, 1, 1), (1, 1, 1), lambda a: a + 10),
+        MetalProblem(name="Map", fn=map_test, inputs=[a], output_shapes=(4,), grid=(4, 1, 1),
+                     threadgroup=(1, 1, 1), spec=lambda a: a + 10),
+    ]
+    for problem in forms:
+        assert problem.output_shapes == (4,) and verdict(problem).passed
+
+
+def test_run_metal_returns_the_output_of_a_zero_filled_launch():
+    out = map_problem("uint i = thread_position_in_grid.x;\nif (i < 2) out[i] += a[i];"
+                      ).run_metal()
+    assert isinstance(out, mx.array) and out.tolist() == [0, 1, 0, 0]
+
+
+def test_run_python_and_score_print_what_show_prints(capsys):
+    problem = map_problem(MAP_BODY)
+    results = problem.run_python()
+    assert isinstance(results, metalsim.Run) and results.report.trace
+    assert problem.score(results) is None
+    scored = capsys.readouterr().out
+    problem.show()
+    assert capsys.readouterr().out == scored
 
 
 def test_show_of_a_broken_kernel_prints_instead_of_raising(capsys):
@@ -191,7 +291,7 @@ def test_on_apple_silicon_the_real_kernel_runs_too(monkeypatch):
     # Stand in for the GPU with the simulator: the harness's Metal path runs end to end.
     monkeypatch.setattr(puzzles.checking, "metal_available", lambda: True)
     with metalsim.patch(force=True):
-        result = map_problem(MAP_BODY).check()
+        result = verdict(map_problem(MAP_BODY))
     assert result.passed, result.text
     assert all(c.metal is not None for c in result.cases)
     assert "real GPU" in result.text
@@ -205,7 +305,7 @@ def test_real_gpu_disagreeing_with_the_spec_fails(monkeypatch):
 
     monkeypatch.setattr(puzzles.checking, "metal_available", lambda: True)
     monkeypatch.setattr(mx.fast, "metal_kernel", zero_kernel)
-    result = map_problem(MAP_BODY).check()
+    result = verdict(map_problem(MAP_BODY))
     assert result.status == "fail" and "real GPU" in result.reason
 
 

@@ -177,7 +177,7 @@ def bind_buffers(m: Machine, gen, program: Program, inputs, outputs) -> tuple[di
             o = outputs[p.index]
             region = _buffer_region(p.name, o.data, elem, "device", counted="global",
                                     track_races=True, track_init=not o.initialized,
-                                    element_count=o.data.size)
+                                    track_writes=True, element_count=o.data.size)
             regions[p.name] = (region, 0)
             traffic.append((region, "output", o.data.nbytes))
             m.buffers[p.name] = {"role": "output", "space": "device", "shape": tuple(o.shape),
@@ -274,6 +274,8 @@ def build_report(m: Machine, grid, tg, traffic_rows) -> Report:
                for r, role, ideal in traffic_rows]
     efficiency = (m.active_lane_steps / (SIMD_WIDTH * m.simd_group_steps)
                   if m.simd_group_steps else 1.0)
+    unwritten = {r.name: np.flatnonzero(~r.written) * r.granule // r.unit
+                 for r, role, _ in traffic_rows if role == "output"}
     return Report(grid=grid, threadgroup=tg, counts=counts, traffic=traffic,
                   simd_efficiency=efficiency, diagnostics=m.diagnostics(), trace=m.trace,
-                  buffers=m.buffers)
+                  buffers=m.buffers, unwritten=unwritten)

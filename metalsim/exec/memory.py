@@ -42,8 +42,8 @@ class Region:
 
     def __init__(self, name: str, space: str, elem: Type, nbytes: int, banks: int = 1, *,
                  counted: str | None = None, track_races: bool = False,
-                 track_init: bool = False, data: np.ndarray | None = None,
-                 element_count: int | None = None) -> None:
+                 track_init: bool = False, track_writes: bool = False,
+                 data: np.ndarray | None = None, element_count: int | None = None) -> None:
         self.name = name
         self.space = space            # "device", "constant", "threadgroup", "thread"
         self.elem = elem              # declared element type (for messages and granules)
@@ -61,6 +61,8 @@ class Region:
         self.granules = -(-nbytes // self.granule)
         size = banks * self.granules  # shadow state is flat: index = bank * granules + granule
         self.init = np.zeros(size, bool) if track_init else None
+        # granules some thread wrote (for outputs, which may start initialised); needs races
+        self.written = np.zeros(size, bool) if track_writes else None
         if track_races:
             self.w_tid = np.full(size, -1, np.int64)
             self.w_stamp = np.zeros(size, np.int64)
@@ -269,6 +271,8 @@ def _after_access(m: Machine, region: Region, idx: np.ndarray | slice, bank, off
                                                   // region.unit)[0], _init_hint(region)),
                     detail=f"element {element} of '{region.name}' was read before any thread "
                            "wrote it")
+    if write and region.written is not None:
+        region.written[flat] = True
     if region.track_races:
         _race_check(m, region, idx, flat, write, coord)
 
@@ -573,6 +577,8 @@ def _after_atomic(m: Machine, region: Region, lanes: np.ndarray, bank, off: np.n
     flat = np.asarray(bank) * region.granules + g if np.ndim(bank) else g
     if writes and region.track_init:
         region.init[flat] = True
+    if writes and region.written is not None:
+        region.written[flat] = True
     if region.track_races:
         stamp = m.stamps(lanes, region.space == "device")
         tid = m.batch.tid[lanes]
