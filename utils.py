@@ -31,7 +31,7 @@ import numpy as np
 import metalsim
 from metalsim.exec.launch import MAX_TRACED_THREADS
 from metalsim.viz import Diagram, Explorer, draw
-from puzzles.catalog import Case, Puzzle, all_puzzles
+from puzzles.catalog import METAL_PUZZLES_INIT_VALUE, Case, Puzzle, all_puzzles
 from puzzles.checking import (
     COUNT_LABELS,
     COUNT_NAMES,
@@ -126,7 +126,8 @@ class MetalProblem:
         return kernel.args()
 
     def _init_value(self) -> float | None:
-        return self.puzzle.init_value if self.puzzle else None
+        """What the outputs start as: the catalog puzzle's launch, else Metal-Puzzles' zeros."""
+        return self.puzzle.launch_init_value if self.puzzle else METAL_PUZZLES_INIT_VALUE
 
     def check(self) -> None:
         """Run the kernel on this case (and the catalog puzzle's hidden cases) and print the
@@ -139,11 +140,12 @@ class MetalProblem:
             p = self.puzzle
             result = check_cases(
                 self.name, puzzle_cases(p, visible), p.spec, self._kernel_for,
-                p.budget.limits(), init_value=p.init_value, number=p.number)
+                p.budget.limits(), init_value=p.launch_init_value, number=p.number,
+                note_unwritten=p.init_value is None)
         else:
             result = check_cases(
                 self.name, [("visible", visible)], self.spec or _missing_spec,
-                self._kernel_for, {})
+                self._kernel_for, {}, init_value=METAL_PUZZLES_INIT_VALUE)
         print(result.text)
         self.result = result
 

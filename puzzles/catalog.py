@@ -20,6 +20,14 @@ SOLUTIONS = ROOT / "solutions"
 CHAPTERS = ("ch01_threads", "ch02_threadgroup_memory", "ch03_reductions", "ch04_matmul",
             "ch05_sparse_mvmr", "ch06_segment_reduce", "ch07_distances")
 
+# The problem titles of Metal-Puzzles' notebook: those puzzles are launched as it launches them.
+METAL_PUZZLES_TITLES = frozenset({
+    "Map", "Zip", "Guard", "Map 2D", "Broadcast", "Threadgroups", "Threadgroups 2D",
+    "Threadgroup Memory", "Pooling", "Dot Product", "1D Conv (Simple)", "1D Conv (Full)",
+    "Prefix Sum (Simple)", "Prefix Sum (Full)", "Axis Sum", "Matmul (Simple)", "Matmul (Full)"})
+# Metal-Puzzles launches every kernel with `init_value=0`: outputs start as zeros.
+METAL_PUZZLES_INIT_VALUE = 0.0
+
 # Metal-Puzzles' first template line, longer than the line limit of this code base.
 GLOBAL_INDEX_X = ("uint i = threadgroup_position_in_grid.x * threads_per_threadgroup.x"
                   " + thread_position_in_threadgroup.x;\n")
@@ -85,6 +93,16 @@ class Puzzle:
     @property
     def title(self) -> str:
         return self.titles[0]
+
+    @property
+    def launch_init_value(self) -> float | None:
+        """What the outputs hold before the kernel runs: `init_value`, or zeros for the
+        puzzles of Metal-Puzzles (launched as it launches them), or None (uninitialised)."""
+        if self.init_value is not None:
+            return self.init_value
+        if METAL_PUZZLES_TITLES.intersection(self.titles):
+            return METAL_PUZZLES_INIT_VALUE
+        return None
 
     @property
     def kernel(self) -> str:

@@ -10,8 +10,9 @@ in metalsim (and, on Apple silicon, on the real GPU too) and returns a `CheckRes
 - any error diagnostic (race, out-of-bounds, divergent barrier, ...) or compile error makes the
   status "error", even when the numbers happen to match;
 - a correct kernel above the puzzle's per-thread budget is "over-budget", which does not pass;
-- outputs start zero-filled, as Metal-Puzzles launches them (`init_value=0`); output elements
-  the kernel never writes are pointed out, but a kernel right under that launch passes.
+- the puzzles of Metal-Puzzles start with zero-filled outputs, as it launches them
+  (`init_value=0`); output elements a kernel never writes are pointed out, but a kernel right
+  under that launch passes.
 
 A bad kernel never raises here: whatever goes wrong is part of the result.
 """
@@ -45,8 +46,6 @@ COUNT_LABELS = {
 RTOL = {"float32": 1e-4, "float16": 1e-2, "bfloat16": 4e-2}
 MAX_SHOWN = 64  # elements of an array printed in full; larger ones are summarised
 HINT_NUDGE = "Stuck? `problem.hint()` gives a hint; call it again for the next one."
-# Metal-Puzzles launches every kernel with `init_value=0`, so outputs start as zeros there.
-LAUNCH_INIT_VALUE = 0.0
 MAX_UNWRITTEN_SHOWN = 8
 
 
@@ -185,7 +184,8 @@ def check_kernel(puzzle: Puzzle, source: str, header: str | None = None, *,
     )
     return check_cases(puzzle.title, puzzle_cases(puzzle, hidden=hidden, seed=seed),
                        puzzle.spec, lambda _case: args, puzzle.budget.limits(),
-                       init_value=puzzle.init_value, number=puzzle.number)
+                       init_value=puzzle.launch_init_value, number=puzzle.number,
+                       note_unwritten=puzzle.init_value is None)
 
 
 def puzzle_cases(puzzle: Puzzle, visible: Case | None = None, *, hidden: bool = True,
@@ -215,12 +215,12 @@ def _dtypes_of(visible: Case, case: Case) -> Case:
 
 def check_cases(title: str, cases: Sequence[tuple[str, Case]], spec: Callable,
                 kernel_for: Callable[[Case], KernelArgs], budget: dict[str, int], *,
-                init_value: float | None = None, number: int | None = None) -> CheckResult:
+                init_value: float | None = None, number: int | None = None,
+                note_unwritten: bool = True) -> CheckResult:
     """Run `kernel_for(case)` on every case, compare with `spec`, and judge.
 
-    Outputs start filled with `init_value` (the puzzle's), or zeros as in Metal-Puzzles; with
-    no `init_value` the kernel is meant to write every output element, and the verdict points
-    out those it never wrote.
+    Outputs start filled with `init_value` (None: uninitialised). With `note_unwritten` (the
+    kernel is meant to write every output element) the verdict points out those it never wrote.
 
     `kernel_for` may raise (e.g. the learner's Python failed): that case is then an error.
     Cases stop at the first error (a compile error or fault would only repeat, slowly if it is
@@ -239,7 +239,7 @@ def check_cases(title: str, cases: Sequence[tuple[str, Case]], spec: Callable,
     check = CheckResult(title=title, number=number, status=status, counts=counts,
                         budget=dict(budget), diagnostics=diagnostics, cases=results,
                         reason=reason)
-    check.text = render(check, note_unwritten=init_value is None)
+    check.text = render(check, note_unwritten, init_value)
     return check
 
 
@@ -305,10 +305,7 @@ def _run_on_metal(result: CaseResult, args: KernelArgs, call: dict[str, object])
 
 def call_kwargs(case: Case, inputs: list[mx.array], init_value: float | None
                 ) -> dict[str, object]:
-    """The arguments of the kernel call (MLX's or metalsim's) for one case; outputs start as
-    `init_value`, or as zeros like Metal-Puzzles' launches."""
-    if init_value is None:
-        init_value = LAUNCH_INIT_VALUE
+    """The arguments of the kernel call (MLX's or metalsim's) for one case."""
     return {
         "inputs": inputs,
         "output_shapes": [tuple(case.output_shape)],
@@ -387,10 +384,12 @@ def _judge(results: list[CaseResult], counts: dict[str, int], budget: dict[str, 
     return "pass", ""
 
 
-def render(check: CheckResult, note_unwritten: bool = True) -> str:
+def render(check: CheckResult, note_unwritten: bool = True,
+           init_value: float | None = None) -> str:
     """The friendly verdict: what went wrong and where, the score against the budget, the
     diagnostics with their source lines, and a nudge to the hints. With `note_unwritten`,
-    output elements the kernel never wrote are pointed out (a note, not a failure)."""
+    output elements the kernel never wrote are pointed out (a note, not a failure); they hold
+    `init_value` (None: garbage)."""
     hidden = sum(r.label.startswith("hidden") for r in check.cases)
     name = f"Puzzle {check.number}: {check.title}" if check.number else check.title
     lines: list[str] = []
@@ -407,7 +406,7 @@ def render(check: CheckResult, note_unwritten: bool = True) -> str:
                                                 for r in check.cases)]
     unwritten = next((r for r in check.cases if r.unwritten), None) if note_unwritten else None
     if unwritten is not None:
-        lines += ["", _unwritten_note(unwritten)]
+        lines += ["", _unwritten_note(unwritten, init_value)]
     lines += ["", *score_table(check.counts, check.budget)]
     if check.diagnostics:
         lines += ["", "Diagnostics:"] + [d.render() for d in check.diagnostics]
@@ -487,13 +486,16 @@ def _case_lines(r: CaseResult) -> list[str]:
     return lines
 
 
-def _unwritten_note(r: CaseResult) -> str:
+def _unwritten_note(r: CaseResult, init_value: float | None) -> str:
     """Which output elements the kernel never wrote, on the first case where some were not."""
     shown = ", ".join(f"{r.output_name}{_position(p)}" for p in r.unwritten[:MAX_UNWRITTEN_SHOWN])
     more = (f" and {len(r.unwritten) - MAX_UNWRITTEN_SHOWN} more"
             if len(r.unwritten) > MAX_UNWRITTEN_SHOWN else "")
-    return (f"Note: on {r.name} your kernel never wrote {shown}{more}; outputs start as zeros "
-            "(as Metal-Puzzles launches them), so those elements are 0.")
+    start = None if init_value is None else _scalar(np.float32(init_value))
+    held = ("outputs start uninitialised, so those elements hold garbage" if start is None
+            else f"outputs start as {start} (as Metal-Puzzles launches them), so those "
+                 f"elements are {start}")
+    return f"Note: on {r.name} your kernel never wrote {shown}{more};\n  {held}."
 
 
 def _labelled(label: str, values: np.ndarray, bad: list[tuple[int, ...]]) -> list[str]:

@@ -50,6 +50,15 @@ def test_every_metal_puzzles_cell_with_a_solution_passes_unchanged(capsys):
     assert "Failed" not in capsys.readouterr().out
 
 
+@pytest.mark.parametrize("title", ["Matmul (Simple)", "Matmul (Full)", "Dot Product",
+                                   "Prefix Sum (Full)"])
+def test_gpu_puzzles_style_solutions_pass_without_diagnostics(title):
+    # Guarded tile loads with every thread in the k-loop (threads outside the output sum tile
+    # cells nobody loaded, then write nothing), and totals written by one thread.
+    result = verdict(run_cells(title)[title])
+    assert result.passed and result.diagnostics == [], result.text
+
+
 def test_metal_puzzles_titles_map_to_catalog_puzzles():
     problems = run_cells("Matmul (Full)")
     numbers = {title: p.puzzle.number for title, p in problems.items()}

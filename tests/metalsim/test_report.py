@@ -89,3 +89,14 @@ def test_offset_view_is_bound_at_its_offset():
     run = metalsim.simulate(r_kernel, inputs=[base[4:12]], output_shapes=[(8,)],
                             output_dtypes=[mx.float32], grid=(8, 1, 1), threadgroup=(8, 1, 1))
     np.testing.assert_array_equal(np.array(run.outputs[0]), np.arange(4, 12))
+
+
+def test_output_elements_no_thread_wrote_are_listed_even_when_zero_filled():
+    kernel = metalsim.metal_kernel("k", ["a"], ["out"],
+                                   "uint i = thread_position_in_grid.x;\n"
+                                   "if (i % 3 == 0) out[i] = a[i];\n")
+    for init_value in (None, 0):
+        run = metalsim.simulate(kernel, inputs=[mx.arange(8)], output_shapes=[(8,)],
+                                output_dtypes=[mx.float32], grid=(8, 1, 1),
+                                threadgroup=(8, 1, 1), init_value=init_value)
+        assert run.report.unwritten["out"].tolist() == [1, 2, 4, 5, 7]

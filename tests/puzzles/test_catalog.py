@@ -1,12 +1,14 @@
 """The whole catalog: every reference solution passes, every template fails without raising,
 and the puzzles are complete and consistent."""
 
+from dataclasses import replace
+
 import mlx.core as mx
 import numpy as np
 import pytest
 
 from puzzles.catalog import all_puzzles, find
-from puzzles.checking import check_kernel
+from puzzles.checking import check_kernel, puzzle_cases
 
 PUZZLES = all_puzzles()
 
@@ -44,3 +46,28 @@ def test_metal_puzzles_titles_are_found():
     for title in ("Map", "1D Conv (Simple)", "1D Conv (Full)", "Prefix Sum (Simple)",
                   "Prefix Sum (Full)", "Axis Sum", "Matmul (Simple)", "Matmul (Full)"):
         assert find(title) is not None, title
+
+
+@pytest.mark.parametrize("puzzle", PUZZLES, ids=lambda p: f"{p.number}-{p.slug}")
+def test_every_case_keeps_the_visible_cases_dtypes(puzzle):
+    # A kernel written for the visible inputs (an `int` accumulator for int32, say) meets the
+    # same types in every case it is checked on.
+    visible = puzzle.visible
+    for label, case in puzzle_cases(puzzle):
+        assert [x.dtype for x in case.inputs] == [x.dtype for x in visible.inputs], label
+        assert case.output_dtype == visible.output_dtype, label
+
+
+def test_hidden_cases_follow_a_learners_visible_dtypes():
+    map_puzzle = find("Map")
+    learner = replace(map_puzzle.visible,
+                      inputs=(np.arange(4, dtype=np.float32),))  # floats where the catalog has ints
+    hidden = [case for label, case in puzzle_cases(map_puzzle, learner) if label != "visible"]
+    assert hidden and all(case.inputs[0].dtype == np.float32 for case in hidden)
+
+
+def test_metal_puzzles_puzzles_launch_with_zero_filled_outputs_and_the_others_as_declared():
+    launch = {p.number: p.launch_init_value for p in PUZZLES}
+    assert all(launch[n] == 0 for n in (*range(1, 14), 18, 19))  # as Metal-Puzzles launches
+    assert launch[17] == 0 and launch[22] == 0                   # atomics: init_value=0
+    assert launch[14] is None and launch[26] is None             # written in full, no fill
