@@ -233,17 +233,31 @@ def launch(gen, inputs, outputs, grid, threadgroup, template=None, math_mode: st
     elif m.total_threads > 0:
         initial = [o.data.copy() for o in outputs]
         run_batches(m, program, regions, tg, kernel_coord)
-        if m.unfollowed_undefined and m.total_threads <= MAX_TRACED_THREADS:
-            # An uninitialised read matters only where its value goes, which only a traced
-            # run follows: run again, traced, from the same outputs, and report that run.
-            for o, data in zip(outputs, initial):
-                o.data[...] = data
-            program = compile_program(gen.text, tuple(gen.sections), math_mode, True)
-            m = Machine(grid, program.source_map, step_limit, True)
-            regions, traffic_rows = bind_buffers(m, gen, program, inputs, outputs)
-            run_batches(m, program, regions, tg, kernel_coord)
-            m.trace = None
+        if m.unfollowed_undefined:
+            m, traffic_rows = follow_undefined(m, gen, inputs, outputs, initial, tg, math_mode,
+                                               traffic_rows)
     return build_report(m, grid, tg, traffic_rows)
+
+
+def follow_undefined(m: Machine, gen, inputs, outputs, initial: list, tg, math_mode: str,
+                     traffic_rows: list) -> tuple[Machine, list]:
+    """An untraced launch read uninitialised memory, which matters only where the value goes,
+    and only a traced run follows values: run again, traced, from the same outputs, and return
+    that run's machine (without its trace). Too large a launch keeps its warnings at the read."""
+    if m.total_threads > MAX_TRACED_THREADS:
+        for f in m.findings.values():
+            if f.kind == "uninitialized-read" and f.severity == "warning":
+                f.detail += (f"; launches of more than {MAX_TRACED_THREADS:,} threads are not "
+                             "followed to where such a value goes")
+        return m, traffic_rows
+    for o, data in zip(outputs, initial):
+        o.data[...] = data
+    program = compile_program(gen.text, tuple(gen.sections), math_mode, True)
+    traced = Machine(m.grid, program.source_map, m.step_limit, True)
+    regions, traffic_rows = bind_buffers(traced, gen, program, inputs, outputs)
+    run_batches(traced, program, regions, tg, Coord("source", 1, 1))
+    traced.trace = None
+    return traced, traffic_rows
 
 
 def run_batches(m: Machine, program: Program, regions: dict, tg, coord: Coord) -> None:

@@ -145,10 +145,15 @@ class Undefined:
     hint: str = field(default="", compare=False)
 
     def where(self) -> str:
-        if self.coord is None or self.coord.line is None:
-            return ""
-        return f" at line {self.coord.line}" + (
-            " of the header" if self.coord.section == "header" else "")
+        """" at line 7" (" of the header" where it is there), or "" where unknown."""
+        return at_line(self.coord)
+
+
+def at_line(coord: Coord | None) -> str:
+    """" at line 7" (" of the header" where it is there), or "" where unknown."""
+    if coord is None or coord.line is None:
+        return ""
+    return f" at line {coord.line}" + (" of the header" if coord.section == "header" else "")
 
 
 @dataclass
@@ -312,15 +317,13 @@ class Machine:
                 if c.__class__ is Undefined:
                     by_origin.setdefault(c, []).append(lane)
         for origin, hit in by_origin.items():
-            here = "" if coord is None else f" at line {coord.line}" + (
-                " of the header" if coord.section == "header" else "")
+            read_at = origin.where()
+            # One finding per origin line and use (reads in several columns of a line merge).
             self.report("uninitialized-read", "error",
-                        f"uninitialised value {use} (read from {origin.what}{origin.where()})",
-                        coord, np.asarray(hit, np.int64), key=(origin.what, use, None if
-                                                               origin.coord is None else
-                                                               origin.where()),
-                        detail=f"the value read{origin.where()} before anything was written "
-                               f"there reaches this use{here}",
+                        f"uninitialised value {use} (read from {origin.what}{read_at})",
+                        coord, np.asarray(hit, np.int64), key=(origin.what, read_at, use),
+                        detail=f"the value read{read_at} before anything was written there "
+                               f"reaches this use{at_line(coord)}",
                         hint=origin.hint, cells=[origin.cell] if origin.cell else [])
 
     def check_flow_defined(self, coord: Coord | None, use: str) -> None:

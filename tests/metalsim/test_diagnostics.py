@@ -297,6 +297,7 @@ def test_launch_too_large_to_follow_warns_at_the_read():
     run = simulate(source, [mx.arange(n)], (n,), (n, 1, 1), (2, 1, 1))
     [d] = run.report.diagnostics
     assert (d.kind, d.severity, d.line) == ("uninitialized-read", "warning", 3)
+    assert "not followed to where such a value goes" in d.detail
 
 
 # --- division by zero, step limit, resource limits -------------------------------------------
