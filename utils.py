@@ -10,7 +10,9 @@ Drop-in compatible with Metal-Puzzles' `utils.py` (same fields, same methods):
     problem.hint()      # the next hint, for catalog puzzles
     problem.run_metal() # the kernel's output on this case (the GPU on a Mac, else metalsim)
 
-Outputs start as zeros, as Metal-Puzzles launches kernels (`init_value=0`).
+Metal-Puzzles' puzzles, and problems outside the catalog, start with zero-filled outputs, as
+Metal-Puzzles launches kernels (`init_value=0`); the catalog's other puzzles are launched as
+their real kernels are.
 
 A problem named like a catalog puzzle (including Metal-Puzzles titles such as "1D Conv (Full)")
 is checked with that puzzle's spec, budget and hidden cases; other problems are checked on their
@@ -188,9 +190,9 @@ class MetalProblem:
         print("\n".join(lines))
 
     def run_metal(self) -> mx.array:
-        """The kernel's output on this case, launched as Metal-Puzzles launches it (zero-filled
-        outputs): on the GPU where Metal is available, in metalsim elsewhere (which raises
-        `metalsim.KernelFault` on a bug such as a race)."""
+        """The kernel's output on this case, launched as `check()` launches it (zero-filled
+        outputs for Metal-Puzzles' puzzles): on the GPU where Metal is available, in metalsim
+        elsewhere (which raises `metalsim.KernelFault` on a bug such as a race)."""
         visible = self._visible()
         kernel = build_kernel(self._kernel_for(visible))
         call = call_kwargs(visible, list(self.inputs), self._init_value())
