@@ -984,12 +984,10 @@ template <class T, class V>
 __device__ inline simdgroup_matrix<T> make_filled_simdgroup_matrix(V v) {
   simdgroup_matrix<T> m; m.e = vec<T, 2>(T(v)); return m;
 }
-template <class T> __device__ inline T sgm_get(const simdgroup_matrix<T>& m, int r, int c) {
-  // Element (r, c) lives on the lane whose row is r and whose column pair holds c.
-  int target = 0;
-  for (int l = 0; l < 32; ++l) if (sgm_row(l) == r && sgm_col(l) == (c & ~1)) target = l;
-  vec<T, 2> v = shfl(0xffffffffu, m.e, target);
-  return v[c & 1];
+// The lane holding elements (r, c & ~1) and (r, c | 1): the inverse of sgm_row/sgm_col.
+__device__ inline int sgm_lane(int r, int c) {
+  int q = (r & 4) | (((c >> 2) & 1) << 1) | ((r >> 1) & 1);
+  return 4 * q + ((r & 1) << 1) + ((c >> 1) & 1);
 }
 template <class T, class P, class S = int, class O = ulong2>
 __device__ inline void simdgroup_load(simdgroup_matrix<T>& m, const P* src, S stride = 8,
@@ -1009,16 +1007,18 @@ __device__ inline void simdgroup_store(const simdgroup_matrix<T>& m, P* dst, S s
     dst[((long)origin.y + rr) * (long)stride + (long)origin.x + cc] = P(m.e[k]);
   }
 }
+// d = a * b in float, summed over k in order: lane (r, c) gathers a[r][k] and the pair
+// b[k][c], b[k][c + 1] from the lanes holding them.
 template <class T>
 __device__ inline void sgm_product(vec<float, 2>& out, const simdgroup_matrix<T>& a,
                                    const simdgroup_matrix<T>& b) {
   int l = (int)lane_id(), r = sgm_row(l), c = sgm_col(l);
   out = vec<float, 2>(0.0f);
   for (int k = 0; k < 8; ++k) {
-    float av = (float)sgm_get(a, r, k);
-    float b0 = (float)sgm_get(b, k, c), b1 = (float)sgm_get(b, k, c + 1);
-    out[0] = out[0] + av * b0;
-    out[1] = out[1] + av * b1;
+    float av = (float)shfl(0xffffffffu, a.e[k & 1], sgm_lane(r, k));
+    vec<T, 2> bv = shfl(0xffffffffu, b.e, sgm_lane(k, c));
+    out[0] = out[0] + av * (float)bv[0];
+    out[1] = out[1] + av * (float)bv[1];
   }
 }
 template <class T>
@@ -1084,7 +1084,9 @@ struct thread_info {
 };
 __device__ inline thread_info make_thread_info(uint gx, uint gy, uint gz, uint tx, uint ty, uint tz) {
   thread_info t;
-  uint3 group(blockIdx.x, blockIdx.y, blockIdx.z);
+  // Blocks form a 1-D grid (CUDA limits y and z to 65535 blocks); unfold it, x fastest.
+  uint nx = (gx + tx - 1) / tx, ny = (gy + ty - 1) / ty, nz = (gz + tz - 1) / tz;
+  uint3 group(blockIdx.x % nx, (blockIdx.x / nx) % ny, blockIdx.x / (nx * ny));
   uint3 real(::min(tx, gx - group.x * tx), ::min(ty, gy - group.y * ty), ::min(tz, gz - group.z * tz));
   uint lin = threadIdx.x, total = real.x * real.y * real.z, dispatch_total = tx * ty * tz;
   t.exists = lin < total;
@@ -1094,7 +1096,7 @@ __device__ inline thread_info make_thread_info(uint gx, uint gy, uint gz, uint t
   t.thread_position_in_grid = uint3(group.x * tx + local.x, group.y * ty + local.y, group.z * tz + local.z);
   t.threads_per_threadgroup = real;
   t.dispatch_threads_per_threadgroup = uint3(tx, ty, tz);
-  t.threadgroups_per_grid = uint3(gridDim.x, gridDim.y, gridDim.z);
+  t.threadgroups_per_grid = uint3(nx, ny, nz);
   t.threads_per_grid = uint3(gx, gy, gz);
   t.grid_origin = uint3(0u);
   t.grid_size = uint3(gx, gy, gz);

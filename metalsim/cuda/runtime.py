@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import functools
 import math
+import os
+import tempfile
 from dataclasses import dataclass
 from typing import Any
 
@@ -56,9 +58,18 @@ def gpu_name() -> str:
 
 @functools.lru_cache(maxsize=256)
 def _compiled(source: str, math_mode: str) -> Any:
+    """Compile with metalsim's own NVRTC call (its options alone, nothing added: CuPy's own
+    compilation flushed denormals) and load the PTX for this device."""
     cupy = cupy_module()
-    module = cupy.RawModule(code=source, options=nvrtc.options(math_mode), backend="nvrtc")
-    return module.get_function(ENTRY)
+    arch = f"compute_{cupy.cuda.Device().compute_capability}"   # e.g. "90" on an H100
+    ptx = nvrtc.compile_ptx(source, opts=nvrtc.options(math_mode), arch=arch)
+    with tempfile.NamedTemporaryFile("w", suffix=".ptx", delete=False) as f:
+        f.write(ptx)
+    try:
+        module = cupy.RawModule(path=f.name)
+        return module.get_function(ENTRY)
+    finally:
+        os.unlink(f.name)
 
 
 def _raw(data: np.ndarray) -> np.ndarray:
@@ -134,7 +145,7 @@ def prepare(gen: GeneratedKernel, inputs: list[BoundInput], outputs: list[Output
         keep.append(device)
         args.append(np.uint64(pointer))
     tg = clamp_threadgroup(grid, threadgroup)
-    blocks = tuple(math.ceil(g / t) if g > 0 else 0 for g, t in zip(grid, tg))
+    blocks = (math.prod(math.ceil(g / t) for g, t in zip(grid, tg)), 1, 1)
     args += [np.uint32(v) for v in (*grid, *tg)]
     return DeviceLaunch(function, blocks, tg[0] * tg[1] * tg[2], tuple(args), keep, outs)
 
