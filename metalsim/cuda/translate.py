@@ -19,8 +19,13 @@ What cannot be translated raises `metalsim.CompileError` naming the construct, a
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
+from fractions import Fraction
+
+import ml_dtypes
+import numpy as np
 
 from metalsim.cuda.prelude import PRELUDE
 from metalsim.diagnostics import CompileError, SourceMap
@@ -49,6 +54,42 @@ class Translation:
 
     source: str
     buffers: tuple[str, ...]
+
+    @property
+    def kernel_text(self) -> str:
+        """The translated kernel without the prelude (what golden tests pin)."""
+        return self.source[len(PRELUDE):]
+
+
+_FORMATS = {"float": (np.float32, np.uint32), "half": (np.float16, np.uint16),
+            "bfloat": (ml_dtypes.bfloat16, np.uint16)}
+
+
+def rounded_bits(text: str, kind: str) -> int:
+    """The bits of the decimal (or hex) literal `text` rounded to nearest even in `kind`."""
+    digits = text.rstrip("fFhH")
+    if digits.lower().endswith("b"):  # the "bf" suffix
+        digits = digits[:-1]
+    exact = Fraction(float.fromhex(digits)) if digits.lower().startswith("0x") else Fraction(digits)
+    dtype, word = _FORMATS[kind]
+    with np.errstate(over="ignore"):
+        guess = int(np.array(float(exact)).astype(dtype).view(word))
+    # Infinity stands for 2**(emax + 1) (one ulp above the largest finite value), so a literal
+    # past the largest finite value plus half an ulp rounds to it, as IEEE's rounding does.
+    overflow = Fraction(2) ** int(ml_dtypes.finfo(dtype).maxexp)
+    best = None
+    for bits in (guess - 1, guess, guess + 1):
+        if not 0 <= bits <= np.iinfo(word).max:
+            continue
+        with np.errstate(invalid="ignore"):
+            value = float(np.array(bits, word).view(dtype).astype(np.float64))
+        if math.isnan(value):
+            continue
+        magnitude = overflow if math.isinf(value) else Fraction(value)
+        key = (abs(magnitude - exact), bits & 1)
+        if best is None or key < best[0]:
+            best = (key, bits)
+    return best[1] if best is not None else guess
 
 
 class _Untranslatable(Exception):
@@ -434,17 +475,16 @@ class _Printer:
         raise _Untranslatable(f"the expression '{type(e).__name__}'", e)
 
     def float_literal(self, e: ast.FloatLiteral) -> str:
-        value = repr(float(e.value))
-        if value in ("inf", "-inf", "nan"):
-            raise _Untranslatable(f"the literal '{e.text}'", e)
-        if "e" not in value and "." not in value:
-            value += ".0"
-        text = value + "f"
-        if e.suffix == "h":
-            return f"half({text})"
-        if e.suffix == "bf":
-            return f"bfloat({text})"
-        return text
+        """The literal's value correctly rounded to its type, written exactly (NVRTC rounds
+        some decimal literals wrongly: `16777217.0f` became 16777218)."""
+        kind = {"h": "half", "bf": "bfloat"}.get(e.suffix, "float")
+        bits = rounded_bits(e.text or repr(e.value), kind)
+        if kind != "float":
+            return f"{kind}::from_bits({bits:#06x})"
+        value = float(np.array(bits, np.uint32).view(np.float32))
+        if not math.isfinite(value):
+            return f"__uint_as_float({bits:#010x}u)"
+        return f"{value.hex()}f"
 
     def name(self, n: ast.Name) -> str:
         qualifier = n.qualifier
