@@ -76,6 +76,27 @@ def prepare(kernel: sim_api.Kernel, **call_kwargs: object
     return CudaKernel(kernel.spec)._launch((), call_kwargs)
 
 
+def time_kernel(kernel: sim_api.Kernel, *, repeat: int = 20, warmup: int = 3,
+                **call_kwargs: object) -> float:
+    """Median milliseconds of the kernel on the GPU (CUDA events; buffers stay on the GPU),
+    over `repeat` timed launches after `warmup` untimed ones."""
+    import statistics
+
+    cupy = runtime.cupy_module()
+    launch, _ = prepare(kernel, **call_kwargs)
+    for _ in range(warmup):
+        launch.enqueue()
+    times = []
+    for _ in range(repeat):
+        start, stop = cupy.cuda.Event(), cupy.cuda.Event()
+        start.record()
+        launch.enqueue()
+        stop.record()
+        stop.synchronize()
+        times.append(cupy.cuda.get_elapsed_time(start, stop))
+    return statistics.median(times)
+
+
 def run_on_gpu(kernel: sim_api.Kernel, **call_kwargs: object) -> list[mx.array]:
     """Run a kernel built by `metalsim.metal_kernel` (or this module) on the GPU."""
     return CudaKernel(kernel.spec)(**call_kwargs)

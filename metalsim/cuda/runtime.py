@@ -29,6 +29,7 @@ from metalsim.cuda.translate import ENTRY, Translation, translate
 from metalsim.signature import BoundInput, GeneratedKernel, OutputBuffer
 
 
+@functools.cache
 def cupy_module() -> Any:
     """CuPy, or None where it (or a GPU) is missing."""
     try:
