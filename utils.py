@@ -136,7 +136,6 @@ class MetalProblem:
         """Time the kernel on this case on an NVIDIA GPU (metalsim.cuda; CUDA events, median
         of `repeat` launches) and print it; None where there is none (see the README)."""
         import metalsim.cuda
-        from puzzles.checking import call_kwargs
 
         if not metalsim.cuda.gpu_available():
             print("problem.time() needs an NVIDIA GPU and CuPy (Colab's GPU runtime has both).")

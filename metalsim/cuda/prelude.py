@@ -980,9 +980,9 @@ template <class T, int R = 8, int C = 8> struct simdgroup_matrix {
 typedef simdgroup_matrix<float> simdgroup_float8x8;
 typedef simdgroup_matrix<half> simdgroup_half8x8;
 typedef simdgroup_matrix<bfloat> simdgroup_bfloat8x8;
-template <class T, class V>
-__device__ inline simdgroup_matrix<T> make_filled_simdgroup_matrix(V v) {
-  simdgroup_matrix<T> m; m.e = vec<T, 2>(T(v)); return m;
+template <class T, int R = 8, int C = 8, class V>
+__device__ inline simdgroup_matrix<T, R, C> make_filled_simdgroup_matrix(V v) {
+  simdgroup_matrix<T, R, C> m; m.e = vec<T, 2>(T(v)); return m;
 }
 // The lane holding elements (r, c & ~1) and (r, c | 1): the inverse of sgm_row/sgm_col.
 __device__ inline int sgm_lane(int r, int c) {
