@@ -795,11 +795,14 @@ METAL_GROUP_SCAN(prefix_exclusive_sum, METAL_ADD, false)
 METAL_GROUP_SCAN(prefix_inclusive_product, METAL_MUL, true)
 METAL_GROUP_SCAN(prefix_exclusive_product, METAL_MUL, false)
 
+// Lane `src` of this lane's group, where `moves`; a lane that is not active (it returned, took
+// another branch, or does not exist in a short group) gives the reader its own value, as the
+// simulator does (it also reports the read).
 template <int Width, class T> __device__ inline T read_lane_w(const T& x, int src, bool moves) {
   unsigned active = __activemask();
-  int base = group_base<Width>();
-  T v = shfl(active, x, base + (src & (Width - 1)));
-  return moves ? v : x;
+  int lane = group_base<Width>() + (src & (Width - 1));
+  T v = shfl(active, x, lane);
+  return moves && ((active >> lane) & 1u) ? v : x;
 }
 #define METAL_GROUP_SHUFFLES(prefix, W)                                                  \
   template <class T, class L> __device__ inline T prefix##_shuffle(T x, L lane) {        \
@@ -838,7 +841,8 @@ template <int Width, class T> __device__ inline T read_lane_w(const T& x, int sr
     bool from_x = i + (int)d < m;                                                        \
     int src = from_x ? me + (int)d : base + i + (int)d - m;                              \
     T a = read_lane_w<W>(x, src, true), b = read_lane_w<W>(fill, src, true);             \
-    return from_x ? a : b;                                                               \
+    bool there = (__activemask() >> (group_base<W>() + (src & (W - 1)))) & 1u;           \
+    return from_x || !there ? a : b;                                                     \
   }                                                                                      \
   template <class T, class D, class M = int>                                             \
   __device__ inline T prefix##_shuffle_and_fill_up(T x, T fill, D d, M modulo = W) {     \
@@ -846,7 +850,8 @@ template <int Width, class T> __device__ inline T read_lane_w(const T& x, int sr
     bool from_x = i >= (int)d;                                                           \
     int src = from_x ? me - (int)d : base + m + i - (int)d;                              \
     T a = read_lane_w<W>(x, src, true), b = read_lane_w<W>(fill, src, true);             \
-    return from_x ? a : b;                                                               \
+    bool there = (__activemask() >> (group_base<W>() + (src & (W - 1)))) & 1u;           \
+    return from_x || !there ? a : b;                                                     \
   }                                                                                      \
   __device__ inline bool prefix##_is_first() {                                           \
     unsigned g = group_mask<W>(__activemask());                                          \

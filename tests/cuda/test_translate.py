@@ -79,6 +79,24 @@ def test_mlx_docs_kernels_and_generated_kernels_compile_with_nvrtc():
     compile_all(corpus.docs_launches() + list(corpus.generated_launches(24, seed=1)))
 
 
+@needs_nvrtc
+def test_kernels_compile_to_ieee_float_code_without_flush_to_zero_or_contraction():
+    """Metal's safe math, which the simulator reproduces: denormals kept, `a * b + c` rounded
+    twice (CuPy's own compilation flushed denormals: 64 generated kernels disagreed)."""
+    kernel = metalsim.metal_kernel("f", ["a"], ["out"], """
+        uint i = thread_position_in_grid.x;
+        out[i] = a[i] * a[i + 1] + a[i + 2] / 3.0f;
+    """)
+    gen = kernel._prepare((), dict(inputs=[mx.zeros(8)], output_shapes=[(4,)],
+                                   output_dtypes=[mx.float32], grid=(4, 1, 1),
+                                   threadgroup=(4, 1, 1))).gen
+    ptx = nvrtc.compile_ptx(translate(gen).source, opts=nvrtc.options("safe"))
+    assert "mul.rn.f32" in ptx and "div.rn.f32" in ptx
+    assert ".ftz" not in ptx and "fma" not in ptx
+    fast = nvrtc.compile_ptx(translate(gen).source, opts=nvrtc.options("fast"))
+    assert ".ftz" in fast
+
+
 def _kernel_text(puzzle_number: int) -> str:
     launch = next(lu for lu in corpus.puzzle_launches(hidden=False)
                   if lu.label.startswith(f"puzzle {puzzle_number:02d} "))
