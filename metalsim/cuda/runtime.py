@@ -57,13 +57,33 @@ def gpu_name() -> str:
     return props["name"].decode()
 
 
+def _ptx(source: str, math_mode: str, arch: str) -> str:
+    """PTX from the NVRTC that CuPy uses (its CUDA version matches the driver's support; a
+    newer NVRTC's PTX would not load under an older driver), with metalsim's options alone."""
+    opts = [*nvrtc.options(math_mode), f"--gpu-architecture={arch}"]
+    try:
+        from cupy_backends.cuda.libs import nvrtc as cupy_nvrtc
+    except ImportError:  # an older CuPy layout: metalsim's own NVRTC call
+        return nvrtc.compile_ptx(source, opts=tuple(opts[:-1]), arch=arch)
+    prog = cupy_nvrtc.createProgram(source, "kernel.cu", [], [])
+    try:
+        try:
+            cupy_nvrtc.compileProgram(prog, opts)
+        except cupy_nvrtc.NVRTCError as error:
+            raise nvrtc.NvrtcError(f"{error}\n{cupy_nvrtc.getProgramLog(prog)}") from None
+        ptx = cupy_nvrtc.getPTX(prog)
+    finally:
+        cupy_nvrtc.destroyProgram(prog)
+    return ptx.decode() if isinstance(ptx, bytes) else ptx
+
+
 @functools.lru_cache(maxsize=256)
 def _compiled(source: str, math_mode: str) -> Any:
-    """Compile with metalsim's own NVRTC call (its options alone, nothing added: CuPy's own
-    compilation flushed denormals) and load the PTX for this device."""
+    """Compile to PTX ourselves (CuPy's own compilation of the same source flushed denormals)
+    and load it for this device."""
     cupy = cupy_module()
     arch = f"compute_{cupy.cuda.Device().compute_capability}"   # e.g. "90" on an H100
-    ptx = nvrtc.compile_ptx(source, opts=nvrtc.options(math_mode), arch=arch)
+    ptx = _ptx(source, math_mode, arch)
     with tempfile.NamedTemporaryFile("w", suffix=".ptx", delete=False) as f:
         f.write(ptx)
     try:

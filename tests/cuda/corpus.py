@@ -23,6 +23,7 @@ from puzzles.checking import call_kwargs
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "metalsim"))
 import cgen  # noqa: E402  (the gcc-oracle generator, a sibling test helper)
+import test_grid_sample  # noqa: E402  (the MLX docs' grid_sample kernels)
 
 
 @dataclass
@@ -177,61 +178,9 @@ EXP_SOURCE = """
     out[elem] = metal::exp(tmp);
 """
 
-GRID_SAMPLE_SOURCE = """
-    uint elem = thread_position_in_grid.x;
-    int H = x_shape[1];
-    int W = x_shape[2];
-    int C = x_shape[3];
-    int gH = grid_shape[1];
-    int gW = grid_shape[2];
-
-    int w_stride = C;
-    int h_stride = W * w_stride;
-    int b_stride = H * h_stride;
-
-    uint grid_idx = elem / C * 2;
-    float ix = ((grid[grid_idx] + 1) * W - 1) / 2;
-    float iy = ((grid[grid_idx + 1] + 1) * H - 1) / 2;
-
-    int ix_nw = floor(ix);
-    int iy_nw = floor(iy);
-
-    int ix_ne = ix_nw + 1;
-    int iy_ne = iy_nw;
-
-    int ix_sw = ix_nw;
-    int iy_sw = iy_nw + 1;
-
-    int ix_se = ix_nw + 1;
-    int iy_se = iy_nw + 1;
-
-    T nw = (ix_se - ix)    * (iy_se - iy);
-    T ne = (ix    - ix_sw) * (iy_sw - iy);
-    T sw = (ix_ne - ix)    * (iy    - iy_ne);
-    T se = (ix    - ix_nw) * (iy    - iy_nw);
-
-    int batch_idx = elem / C / gH / gW * b_stride;
-    int channel_idx = elem % C;
-    int base_idx = batch_idx + channel_idx;
-
-    T I_nw = x[base_idx + iy_nw * h_stride + ix_nw * w_stride];
-    T I_ne = x[base_idx + iy_ne * h_stride + ix_ne * w_stride];
-    T I_sw = x[base_idx + iy_sw * h_stride + ix_sw * w_stride];
-    T I_se = x[base_idx + iy_se * h_stride + ix_se * w_stride];
-
-    I_nw = iy_nw >= 0 && iy_nw <= H - 1 && ix_nw >= 0 && ix_nw <= W - 1 ? I_nw : 0;
-    I_ne = iy_ne >= 0 && iy_ne <= H - 1 && ix_ne >= 0 && ix_ne <= W - 1 ? I_ne : 0;
-    I_sw = iy_sw >= 0 && iy_sw <= H - 1 && ix_sw >= 0 && ix_sw <= W - 1 ? I_sw : 0;
-    I_se = iy_se >= 0 && iy_se <= H - 1 && ix_se >= 0 && ix_se <= W - 1 ? I_se : 0;
-
-    out[elem] = nw * I_nw + ne * I_ne + sw * I_sw + se * I_se;
-"""
-
-
 def docs_launches() -> list[Launch]:
-    """The strided `exp` and the `grid_sample` forward kernel of MLX's custom-kernel docs
-    (the VJP with atomics and `simd_sum` is `tests/metalsim/test_grid_sample.py`'s, recorded
-    in `grid_sample_vjp_launches`)."""
+    """The strided `exp` of MLX's custom-kernel docs in three dtypes, and its `grid_sample`
+    forward and VJP (atomics, `simd_sum`) as `tests/metalsim/test_grid_sample.py` has them."""
     rng = np.random.default_rng(3)
     exp = metalsim.metal_kernel(name="myexp_strided", input_names=["inp"],
                                 output_names=["out"], source=EXP_SOURCE,
@@ -242,15 +191,12 @@ def docs_launches() -> list[Launch]:
         launches.append(Launch(f"docs exp strided {dtype}", exp, {
             "inputs": [a.astype(dtype)], "template": [("T", dtype)], "grid": (a.size, 1, 1),
             "threadgroup": (256, 1, 1), "output_shapes": [a.shape], "output_dtypes": [dtype]}))
-    sample = metalsim.metal_kernel(name="grid_sample", input_names=["x", "grid"],
-                                   output_names=["out"], source=GRID_SAMPLE_SOURCE)
-    x = _normal(rng, 2, 8, 9, 5)
-    grid = mx.array(rng.uniform(-0.7, 0.7, (2, 6, 7, 2)).astype(np.float32))
-    out_shape = (2, 6, 7, 5)
-    launches.append(Launch("docs grid_sample", sample, {
-        "inputs": [x, grid], "template": [("T", mx.float32)], "output_shapes": [out_shape],
-        "output_dtypes": [mx.float32], "grid": (int(np.prod(out_shape)), 1, 1),
-        "threadgroup": (256, 1, 1)}))
+    recorder = Recorder()
+    x, grid = test_grid_sample.inputs(width=8)   # interior samples: no out-of-bounds corner
+    cotangent = _normal(rng, 2, 3, 4, 5)
+    recorder.record("docs grid_sample forward and VJP", lambda: mx.vjp(
+        test_grid_sample.make_grid_sample(), [x, grid], [cotangent]))
+    launches += recorder.launches
     return launches
 
 
