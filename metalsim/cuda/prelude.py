@@ -221,8 +221,6 @@ __device__ inline void vec_fill(T* dst, int& i, const T& s) { dst[i++] = s; }
 #define METAL_VEC_COMMON(N)                                                              \
   __device__ T& operator[](int i) { return (&x)[i]; }                                     \
   __device__ const T& operator[](int i) const { return (&x)[i]; }                         \
-  template <class S, enable_if_t<is_scalar<S>::value, int> = 0>                          \
-  __device__ vec(S s) { for (int i = 0; i < N; ++i) (*this)[i] = T(s); }                  \
   template <class U, bool Q>                                                              \
   __device__ vec(const vec<U, N, Q>& o) { for (int i = 0; i < N; ++i) (*this)[i] = T(o[i]); } \
   template <class A0, class A1, class... As>                                              \
@@ -249,10 +247,15 @@ __device__ inline void vec_fill(T* dst, int& i, const T& s) { dst[i++] = s; }
   template <class R> __device__ vec& operator<<=(const R& r) { return *this = *this << r; } \
   template <class R> __device__ vec& operator>>=(const R& r) { return *this = *this >> r; }
 
+// The splat and the one-scalar-per-component constructors are constexpr (for float and the
+// integers), so program-scope `constant` vectors and structs holding them initialise statically.
+#define METAL_SCALAR_T template <class S, enable_if_t<is_scalar<S>::value, int> = 0>
 template <class T, bool P> struct alignas(P ? alignof(T) : 2 * sizeof(T)) vec<T, 2, P> {
   union { T x; T r; };
   union { T y; T g; };
   vec() = default;
+  METAL_SCALAR_T __device__ constexpr vec(S s) : x(T(s)), y(T(s)) {}
+  __device__ constexpr vec(T a, T b) : x(a), y(b) {}
   METAL_VEC_COMMON(2)
 };
 template <class T, bool P> struct alignas(P ? alignof(T) : 4 * sizeof(T)) vec<T, 3, P> {
@@ -260,6 +263,8 @@ template <class T, bool P> struct alignas(P ? alignof(T) : 4 * sizeof(T)) vec<T,
   union { T y; T g; };
   union { T z; T b; };
   vec() = default;
+  METAL_SCALAR_T __device__ constexpr vec(S s) : x(T(s)), y(T(s)), z(T(s)) {}
+  __device__ constexpr vec(T a, T b, T c) : x(a), y(b), z(c) {}
   METAL_VEC_COMMON(3)
 };
 template <class T, bool P> struct alignas(P ? alignof(T) : 4 * sizeof(T)) vec<T, 4, P> {
@@ -268,6 +273,8 @@ template <class T, bool P> struct alignas(P ? alignof(T) : 4 * sizeof(T)) vec<T,
   union { T z; T b; };
   union { T w; T a; };
   vec() = default;
+  METAL_SCALAR_T __device__ constexpr vec(S s) : x(T(s)), y(T(s)), z(T(s)), w(T(s)) {}
+  __device__ constexpr vec(T a, T b, T c, T d) : x(a), y(b), z(c), w(d) {}
   METAL_VEC_COMMON(4)
 };
 template <class T, int N> using packed_vec = vec<T, N, true>;

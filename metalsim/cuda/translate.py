@@ -41,6 +41,9 @@ _COMPONENT = {c: i for i, c in enumerate("xyzw")} | {c: i for i, c in enumerate(
 _TYPE_NAMES = {"char": "signed char", "long": "long", "unsigned": "unsigned int",
                "signed": "int", "double": "float"}
 _ASSIGNING_UNARY = {"++", "--", "&"}
+_CONSTEXPR_SCALARS = {"bool", "char", "uchar", "short", "ushort", "int", "uint", "long", "ulong",
+                      "float", "int8_t", "uint8_t", "int16_t", "uint16_t", "int32_t", "uint32_t",
+                      "int64_t", "uint64_t", "size_t", "unsigned", "signed"}
 
 
 @dataclass(frozen=True)
@@ -117,6 +120,17 @@ def cuda_source(gen: GeneratedKernel, math_mode: str = "safe") -> str:
     return translate(gen, math_mode).source
 
 
+def _walk(node: object):
+    """Every AST node under `node` (itself included)."""
+    if isinstance(node, ast.Node):
+        yield node
+        for value in vars(node).values():
+            yield from _walk(value)
+    elif isinstance(node, list):
+        for item in node:
+            yield from _walk(item)
+
+
 class _Printer:
     def __init__(self, gen: GeneratedKernel) -> None:
         self.gen = gen
@@ -125,10 +139,15 @@ class _Printer:
         self.anonymous = 0
         self.signatures: set[str] = set()
         self.switches: list[str] = []
+        self.members: set[str] = set()
 
     # --- translation unit ----------------------------------------------------------------
 
     def unit(self, unit: ast.TranslationUnit) -> Translation:
+        # A struct member called like a swizzle (`arr`, `xy`) is the member wherever it is
+        # accessed: without types the printer knows no better, and Metal code rarely mixes both.
+        self.members = {m.name for node in _walk(unit) if isinstance(node, ast.StructDef)
+                        for m in node.members}
         body = []
         for item in unit.items:
             text = self.top_level(item)
@@ -214,8 +233,14 @@ class _Printer:
                 lines.append(head + ";")
                 continue
             lines.append(head + (f" : {inits}" if inits else "") + " " + self.block(c.body, 1))
+        seen: set[str] = set()
         for m in s.methods:
-            lines.append("  " + self.function(m, indent=1))
+            text = self.function(m, indent=1)
+            head = text.split("{", 1)[0]
+            if head in seen:   # `f() const thread` and `f() const device` print alike
+                continue
+            seen.add(head)
+            lines.append("  " + text)
         lines.append("}")
         return "\n".join(lines)
 
@@ -376,6 +401,8 @@ class _Printer:
             return f"{pad}static_assert({self.expr(s.cond)}, {self.string(s.message)});\n"
         if isinstance(s, ast.StructDef):
             return pad + self.struct(s) + ";\n"
+        if isinstance(s, ast.TypeAlias):
+            return pad + self.alias(s)
         raise _Untranslatable(f"the statement '{type(s).__name__}'", s)
 
     def nested(self, s: ast.Node, indent: int) -> str:
@@ -399,7 +426,7 @@ class _Printer:
     def local_decl(self, d: ast.VarDecl) -> str:
         shared = self.space(d.type) == "threadgroup"
         prefix = "__shared__ " if shared else ""
-        if d.constexpr:
+        if d.constexpr or self.literal_constant(d):
             prefix += "constexpr "
         elif d.static:
             raise _Untranslatable(f"the static local variable '{d.name}'", d)
@@ -409,6 +436,18 @@ class _Printer:
                 raise _Untranslatable(f"an initializer for threadgroup variable '{d.name}'", d)
             text += f" = {self.initializer(d.init)}"
         return text
+
+    @staticmethod
+    def literal_constant(d: ast.VarDecl) -> bool:
+        """`const float k = 3;`: a constant expression, which a local struct's member function
+        may use (clang agrees; CUDA's front end wants it constexpr)."""
+        init = d.init
+        while isinstance(init, ast.Unary) and init.op in "+-":
+            init = init.operand
+        return (isinstance(d.type, ast.NamedType) and d.type.const and d.type.space is None
+                and d.type.name in _CONSTEXPR_SCALARS
+                and isinstance(init, ast.IntLiteral | ast.FloatLiteral | ast.BoolLiteral)
+                and getattr(init, "suffix", "") not in ("h", "bf"))
 
     def initializer(self, e: ast.Node) -> str:
         return self.expr(e)
@@ -497,7 +536,7 @@ class _Printer:
         base = self.expr(e.base, assigned)
         if e.arrow:
             return f"{base}->{e.name}"
-        if _SWIZZLE.match(e.name):
+        if _SWIZZLE.match(e.name) and e.name not in self.members:
             indices = ", ".join(str(_COMPONENT[c]) for c in e.name)
             func = "swizzle_ref" if assigned else "swizzle"
             return f"{func}<{indices}>({base})"

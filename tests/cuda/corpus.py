@@ -22,6 +22,7 @@ from puzzles.catalog import all_puzzles
 from puzzles.checking import call_kwargs
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "metalsim"))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "metalsim" / "exec"))
 import cgen  # noqa: E402  (the gcc-oracle generator, a sibling test helper)
 import test_grid_sample  # noqa: E402  (the MLX docs' grid_sample kernels)
 
@@ -224,3 +225,40 @@ def generated_launches(count: int, seed: int = 0) -> Iterator[Launch]:
             "grid": (cgen.N_THREADS, 1, 1), "threadgroup": prog.threadgroup,
         }
         yield Launch(f"generated {i}", kernel, kwargs)
+
+
+# --- C++ feature kernels: the struct tests' kernels ---------------------------------------------
+
+def struct_test_launches() -> list[Launch]:
+    """Every kernel the struct tests (tests/metalsim/exec/test_struct*.py) run cleanly through
+    `struct_kernels.Kernels.simulate`: structs, member functions, constructors, operators,
+    templates, references, in headers. Collected by running those tests with the helper
+    recording each launch whose simulation has no error."""
+    import pytest
+    import struct_kernels
+
+    launches: list[Launch] = []
+    original = struct_kernels.Kernels.simulate
+
+    def recording(self, source, inputs=(), header=None, out_shape=None, dtype=mx.float32,
+                  grid=None, tg=None, init_value=None):
+        run = original(self, source, inputs, header, out_shape, dtype, grid, tg, init_value)
+        if not run.report.errors:
+            kernel = metalsim.metal_kernel("k", [f"in{i}" for i in range(len(inputs))], ["out"],
+                                           source, header=self.header if header is None
+                                           else header)
+            launch = (self.threads, 1, 1)
+            launches.append(Launch(f"struct kernel {len(launches)}", kernel, {
+                "inputs": list(inputs), "output_shapes": [out_shape or (self.threads,)],
+                "output_dtypes": [dtype], "grid": grid or launch, "threadgroup": tg or launch,
+                "init_value": init_value}))
+        return run
+
+    exec_tests = Path(__file__).resolve().parent.parent / "metalsim" / "exec"
+    struct_kernels.Kernels.simulate = recording
+    try:
+        pytest.main(["-q", "-p", "no:cacheprovider", "--no-header", "-o", "addopts=",
+                     *map(str, sorted(exec_tests.glob("test_struct*.py")))])
+    finally:
+        struct_kernels.Kernels.simulate = original
+    return launches

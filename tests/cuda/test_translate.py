@@ -97,6 +97,14 @@ def test_kernels_compile_to_ieee_float_code_without_flush_to_zero_or_contraction
     assert ".ftz" in fast
 
 
+@needs_nvrtc
+def test_the_struct_tests_kernels_compile_with_nvrtc():
+    """Structs with member functions, constructors, operators, templates and references."""
+    launches = corpus.struct_test_launches()
+    assert len(launches) >= 80
+    compile_all(launches)
+
+
 def _kernel_text(puzzle_number: int) -> str:
     launch = next(lu for lu in corpus.puzzle_launches(hidden=False)
                   if lu.label.startswith(f"puzzle {puzzle_number:02d} "))
