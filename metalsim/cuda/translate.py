@@ -233,16 +233,32 @@ class _Printer:
                 lines.append(head + ";")
                 continue
             lines.append(head + (f" : {inits}" if inits else "") + " " + self.block(c.body, 1))
-        seen: set[str] = set()
+        variants: dict[str, list[ast.MemberFunction]] = {}
         for m in s.methods:
-            text = self.function(m, indent=1)
-            head = text.split("{", 1)[0]
-            if head in seen:   # `f() const thread` and `f() const device` print alike
-                continue
-            seen.add(head)
-            lines.append("  " + text)
+            variants.setdefault(self.function(m, indent=1).split("{", 1)[0], []).append(m)
+        for head, methods in variants.items():
+            if len(methods) == 1:
+                lines.append("  " + self.function(methods[0], indent=1))
+            else:
+                lines.append("  " + head + self.space_dispatch(methods) + "\n")
         lines.append("}")
         return "\n".join(lines)
+
+    def space_dispatch(self, methods: list[ast.MemberFunction]) -> str:
+        """One body for member functions overloaded on the object's address space alone
+        (`f() thread` / `f() threadgroup`): CUDA's pointers are generic, so the overload is
+        chosen where Metal's compiler would, from where `this` lives. Device and constant
+        memory are both global memory here; a device overload is preferred there."""
+        tests = {"threadgroup": "__isShared(this)", "device": "__isGlobal(this)",
+                 "constant": "__isGlobal(this)", "thread": "__isLocal(this)"}
+        by_space = {(m.space or "thread"): m for m in reversed(methods)}
+        order = [sp for sp in ("threadgroup", "device", "constant", "thread") if sp in by_space]
+        fallback = by_space.get("thread", by_space[order[-1]])
+        text = "{\n"
+        for space in order:
+            if by_space[space] is not fallback:
+                text += f"    if ({tests[space]}) " + self.block(by_space[space].body, 2) + "\n"
+        return text + "    " + self.block(fallback.body, 2) + "\n  }"
 
     def function(self, f: ast.FunctionDef, kernel: bool = False, indent: int = 0) -> str:
         template = self.template_header(f.template_params)
