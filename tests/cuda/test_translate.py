@@ -1,7 +1,7 @@
 """The CUDA back end without a GPU: every translation compiles with NVRTC, goldens pin a few,
 untranslatable code is a clear error, and the Python API validates like MLX.
 
-NVRTC comes with the `cuda` extra (`pip install -e '.[cuda]'`, which requirements.txt does).
+NVRTC comes with requirements.txt (`nvidia-cuda-nvrtc`, also the `cuda` extra).
 Running kernels on a GPU is `tests/cuda/gpu_differential.py`'s job (see its docstring).
 """
 
