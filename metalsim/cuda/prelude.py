@@ -46,11 +46,6 @@ template <class A, class B> struct is_same { static constexpr bool value = false
 template <class A> struct is_same<A, A> { static constexpr bool value = true; };
 template <bool B, class T, class F> struct conditional { typedef T type; };
 template <class T, class F> struct conditional<false, T, F> { typedef F type; };
-template <class T> struct remove_cv { typedef T type; };
-template <class T> struct remove_cv<const T> { typedef T type; };
-template <class T> struct remove_cv<volatile T> { typedef T type; };
-template <class T> struct remove_cv<const volatile T> { typedef T type; };
-template <class T> using remove_cv_t = typename remove_cv<T>::type;
 
 template <class T> struct is_integral { static constexpr bool value = false; };
 #define METAL_INTEGRAL(T) template <> struct is_integral<T> { static constexpr bool value = true; };
@@ -62,9 +57,6 @@ template <class T> struct is_floating { static constexpr bool value = false; };
 template <> struct is_floating<float> { static constexpr bool value = true; };
 template <> struct is_floating<double> { static constexpr bool value = true; };
 template <class T> struct is_signed_int { static constexpr bool value = T(-1) < T(0); };
-
-__device__ inline unsigned int float_bits(float f) { return __float_as_uint(f); }
-__device__ inline float bits_float(unsigned int u) { return __uint_as_float(u); }
 
 // Round-to-nearest-even conversions (the PTX cvt.rn instruction for half).
 __device__ inline unsigned short float_to_half_bits(float f) {
@@ -207,16 +199,6 @@ __device__ inline A operator--(A& a, int) { A old = a; a = A((float)a - 1.0f); r
 
 // ---- vectors ----
 template <class T, int N, bool Packed = false> struct vec;
-
-template <class V> struct vec_traits { static constexpr int n = 0; typedef V elem; };
-template <class T, int N, bool P> struct vec_traits<vec<T, N, P>> {
-  static constexpr int n = N;
-  typedef T elem;
-};
-template <class V> struct is_vec { static constexpr bool value = vec_traits<V>::n > 0; };
-
-template <class T, int N>
-__device__ inline void vec_fill(T* dst, int& i, const T& s) { dst[i++] = s; }
 
 #define METAL_VEC_COMMON(N)                                                              \
   __device__ T& operator[](int i) { return (&x)[i]; }                                     \
@@ -471,9 +453,6 @@ template <> struct numeric_limits<bfloat> {
 #define M_1_PI_F 0.318309886183790671537767526745028724f
 
 // ---- math ----
-template <class T> struct float_of { typedef T type; };
-template <class T> using float_of_t = typename float_of<T>::type;
-
 // Apply a float function element-wise and round once to the argument type.
 #define METAL_MATH1(ns_name, expr)                                                       \
   __device__ inline float ns_name(float x) { return expr; }                              \
@@ -685,9 +664,7 @@ __device__ inline T absdiff(T a, T b) { return a > b ? T(a - b) : T(b - a); }
 template <class T, enable_if_t<is_integral<T>::value, int> = 0>
 __device__ inline T extract_bits(T x, uint offset, uint bits) {
   if (bits == 0) return T(0);
-  const int w = 8 * (int)sizeof(T);
   if (is_signed_int<T>::value) return T((long)((long)x << (64 - offset - bits)) >> (64 - bits));
-  (void)w;
   return T(((unsigned long)x >> offset) & (bits >= 64 ? ~0ul : ((1ul << bits) - 1)));
 }
 template <class T, enable_if_t<is_integral<T>::value, int> = 0>
@@ -752,7 +729,8 @@ template <int Width> __device__ inline unsigned group_mask(unsigned active) {
 }
 template <int Width> __device__ inline int group_base() { return (int)(lane_id() & ~(unsigned)(Width - 1)); }
 
-#define METAL_GROUP_REDUCE(fname, init, combine)                                         \
+// Combine the active lanes of the group in lane order, ((v0 op v1) op v2) ..., as the simulator.
+#define METAL_GROUP_REDUCE(fname, combine)                                         \
   template <int Width, class T> __device__ inline T fname##_w(T x) {                     \
     unsigned active = __activemask();                                                    \
     unsigned g = group_mask<Width>(active);                                              \
@@ -767,27 +745,26 @@ template <int Width> __device__ inline int group_base() { return (int)(lane_id()
   }                                                                                      \
   template <class T> __device__ inline T simd_##fname(T x) { return fname##_w<32>(x); }  \
   template <class T> __device__ inline T quad_##fname(T x) { return fname##_w<4>(x); }
-METAL_GROUP_REDUCE(sum, 0, T(a + v))
-METAL_GROUP_REDUCE(product, 1, T(a * v))
-METAL_GROUP_REDUCE(max, 0, max(a, v))
-METAL_GROUP_REDUCE(min, 0, min(a, v))
-METAL_GROUP_REDUCE(and, 0, T(a & v))
-METAL_GROUP_REDUCE(or, 0, T(a | v))
-METAL_GROUP_REDUCE(xor, 0, T(a ^ v))
+METAL_GROUP_REDUCE(sum, T(a + v))
+METAL_GROUP_REDUCE(product, T(a * v))
+METAL_GROUP_REDUCE(max, max(a, v))
+METAL_GROUP_REDUCE(min, min(a, v))
+METAL_GROUP_REDUCE(and, T(a & v))
+METAL_GROUP_REDUCE(or, T(a | v))
+METAL_GROUP_REDUCE(xor, T(a ^ v))
 
-#define METAL_GROUP_SCAN(fname, op, inclusive)                                           \
+#define METAL_GROUP_SCAN(fname, op, identity, inclusive)                                 \
   template <int Width, class T> __device__ inline T fname##_w(T x) {                     \
     unsigned active = __activemask();                                                    \
     unsigned g = group_mask<Width>(active);                                              \
     int base = group_base<Width>();                                                      \
     int me = (int)lane_id() - base;                                                      \
-    T acc = T(0); bool any = false;                                                      \
-    T result = T(op(0, 1) == 0 ? 1 : 0);                                                 \
-    result = T(op(0, 1) == 0 ? 1 : 0);                                                   \
+    T acc = T(identity), result = T(identity);                                           \
+    bool any = false;                                                                    \
     for (int l = 0; l < Width; ++l) {                                                    \
       T v = shfl(active, x, base + l);                                                   \
       if (!((g >> l) & 1u)) continue;                                                    \
-      if (l == me && !inclusive) result = any ? acc : T(op(0, 1) == 0 ? 1 : 0);          \
+      if (l == me && !inclusive) result = acc;                                           \
       acc = any ? T(op(acc, v)) : v; any = true;                                         \
       if (l == me && inclusive) result = acc;                                            \
     }                                                                                    \
@@ -797,10 +774,10 @@ METAL_GROUP_REDUCE(xor, 0, T(a ^ v))
   template <class T> __device__ inline T quad_##fname(T x) { return fname##_w<4>(x); }
 #define METAL_ADD(a, b) ((a) + (b))
 #define METAL_MUL(a, b) ((a) * (b))
-METAL_GROUP_SCAN(prefix_inclusive_sum, METAL_ADD, true)
-METAL_GROUP_SCAN(prefix_exclusive_sum, METAL_ADD, false)
-METAL_GROUP_SCAN(prefix_inclusive_product, METAL_MUL, true)
-METAL_GROUP_SCAN(prefix_exclusive_product, METAL_MUL, false)
+METAL_GROUP_SCAN(prefix_inclusive_sum, METAL_ADD, 0, true)
+METAL_GROUP_SCAN(prefix_exclusive_sum, METAL_ADD, 0, false)
+METAL_GROUP_SCAN(prefix_inclusive_product, METAL_MUL, 1, true)
+METAL_GROUP_SCAN(prefix_exclusive_product, METAL_MUL, 1, false)
 
 // Lane `src` of this lane's group, where `moves`; a lane that is not active (it returned, took
 // another branch, or does not exist in a short group) gives the reader its own value, as the
