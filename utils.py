@@ -151,6 +151,24 @@ class MetalProblem:
         print(result.text)
         self.result = result
 
+    def time(self, repeat: int = 20) -> float | None:
+        """Time the kernel on this case on an NVIDIA GPU (metalsim.cuda; CUDA events, median
+        of `repeat` launches) and print it; None where there is none (see the README)."""
+        import metalsim.cuda
+
+        if not metalsim.cuda.gpu_available():
+            print("problem.time() needs an NVIDIA GPU and CuPy (Colab's GPU runtime has both).")
+            return None
+        case = self._visible()
+        kernel = metalsim.metal_kernel(**self._kernel_for(case).factory_kwargs())
+        call = call_kwargs(case, [mx.array(x) for x in case.inputs], self._init_value())
+        if metalsim.simulate(kernel, **call).report.errors:   # never launch a faulty kernel
+            print("Fix the errors problem.check() reports before timing the kernel.")
+            return None
+        ms = metalsim.cuda.time_kernel(kernel, repeat=repeat, **call)
+        print(f"{self.name}: {ms:.4f} ms on {metalsim.cuda.gpu_name()} (median of {repeat})")
+        return ms
+
     def show(self) -> Diagram | None:
         """Print the score table of the visible case — the maximum, over threads, of global and
         threadgroup ("shared") reads and writes, as Metal-Puzzles prints it — then the budget,

@@ -16,6 +16,9 @@ wrapped in `mx.compile` -- before or inside the patch -- run uncompiled and thei
 simulated: the simulator needs input values, which a compiled function's trace does not have.
 Leaving the last active patch turns compilation back on, unless `MLX_DISABLE_COMPILE` is set.
 
+`patch(backend="cuda")` runs the kernels on an NVIDIA GPU instead (`metalsim.cuda`: the same
+generated source translated to CUDA C++; it needs CuPy), on any machine, Mac or not.
+
 `patch(strict=True)` makes the kernels it builds raise on warnings as well as errors (division
 by zero, a shift out of range, a SIMD-group read of an inactive lane, behaviour the Metal spec
 leaves open): what a test suite usually wants, since Metal gives such code no defined result.
@@ -46,19 +49,29 @@ class patch(contextlib.ContextDecorator):  # noqa: N801 - used like a function, 
 
     active = 0   # patches that replaced the factory and have not exited yet, in any instance
 
-    def __init__(self, force: bool = False, strict: bool = False) -> None:
-        self.force = force
+    def __init__(self, force: bool = False, strict: bool = False, backend: str = "sim") -> None:
+        if backend not in ("sim", "cuda"):
+            raise ValueError(f"backend must be 'sim' or 'cuda', not {backend!r}")
+        self.force = force or backend == "cuda"
         self.strict = strict
+        self.backend = backend
         self._saved: list[tuple[object, bool]] = []
 
     def __enter__(self) -> patch:
         replaces = self.force or not metal_available()
         self._saved.append((mx.fast.metal_kernel, replaces))
         if replaces:
-            mx.fast.metal_kernel = _strict_metal_kernel if self.strict else metal_kernel
+            mx.fast.metal_kernel = self._factory()
             patch.active += 1
             mx.disable_compile()
         return self
+
+    def _factory(self) -> object:
+        if self.backend == "cuda":
+            from metalsim.cuda import metal_kernel as cuda_metal_kernel
+
+            return cuda_metal_kernel
+        return _strict_metal_kernel if self.strict else metal_kernel
 
     def __exit__(self, *exc_info: object) -> None:
         mx.fast.metal_kernel, replaced = self._saved.pop()

@@ -88,6 +88,7 @@ class CaseResult:
     diagnostics: list[Diagnostic] = field(default_factory=list)
     error: str = ""                  # why the case did not run (compile error, exception)
     metal: np.ndarray | None = None  # the real GPU's output, where Metal is available
+    gpu: str = ""                    # which GPU gave `metal`: Metal, or an NVIDIA one (CUDA)
     metal_mismatches: list[tuple[int, ...]] = field(default_factory=list)
     input_names: tuple[str, ...] = ()
     unwritten: list[tuple[int, ...]] = field(default_factory=list)  # never written by it
@@ -282,7 +283,29 @@ def _run_case(label: str, case: Case, spec: Callable, kernel_for: Callable[[Case
     result.mismatches = mismatches(result.expected, result.produced, case.output_dtype)
     if metal_available():
         _run_on_metal(result, args, call)
+    elif cuda_available() and not result.faulted:   # a faulty kernel could crash the GPU
+        _run_on_cuda(result, args, call)
     return result
+
+
+def cuda_available() -> bool:
+    """Whether an NVIDIA GPU can run kernels here (CuPy sees one), through metalsim.cuda."""
+    from metalsim.cuda import gpu_available
+
+    return gpu_available()
+
+
+def _run_on_cuda(result: CaseResult, args: KernelArgs, call: dict[str, object]) -> None:
+    """Run the same kernel, translated to CUDA, on the NVIDIA GPU and compare it too."""
+    import metalsim.cuda
+
+    try:
+        out = metalsim.cuda.metal_kernel(**args.factory_kwargs())(**call)[0]
+    except Exception as exc:
+        result.error = f"the kernel failed on the NVIDIA GPU: {_exception_text(exc)}"
+        return
+    result.metal, result.gpu = _to_numpy(out), f"{metalsim.cuda.gpu_name()} (CUDA)"
+    result.metal_mismatches = mismatches(result.expected, result.metal, result.case.output_dtype)
 
 
 def metal_available() -> bool:
@@ -299,7 +322,7 @@ def _run_on_metal(result: CaseResult, args: KernelArgs, call: dict[str, object])
     except Exception as exc:
         result.error = f"the real Metal kernel failed: {_exception_text(exc)}"
         return
-    result.metal = _to_numpy(out)
+    result.metal, result.gpu = _to_numpy(out), "mx.fast.metal_kernel"
     result.metal_mismatches = mismatches(result.expected, result.metal, result.case.output_dtype)
 
 
@@ -412,8 +435,9 @@ def render(check: CheckResult, note_unwritten: bool = True,
         lines += ["", "Diagnostics:"] + [d.render() for d in check.diagnostics]
     if not check.passed:
         lines += ["", HINT_NUDGE]
-    if any(r.metal is not None for r in check.cases):
-        lines += ["", "(Also ran on the real GPU through mx.fast.metal_kernel.)"]
+    gpus = {r.gpu for r in check.cases if r.metal is not None}
+    if gpus:
+        lines += ["", f"(Also ran on the real GPU through {', '.join(sorted(gpus))}.)"]
     return "\n".join(lines)
 
 

@@ -1,0 +1,1129 @@
+"""The CUDA C++ header every translated kernel starts with: Metal's standard library on CUDA.
+
+It needs no CUDA header (NVRTC compiles it alone) and defines, inside `namespace metal` (where the
+translated kernel also lives, so `metal::exp` and an unqualified `exp` both find Metal's):
+
+- scalar names (`uint`, `ushort`, `int64_t`, ...) and `half`/`bfloat` as 16-bit storage types
+  whose arithmetic is done in float and rounded to nearest even after every operation, as
+  Metal (and the simulator) round: float holds the exact result of `+ - * /` of two halves or
+  bfloats well enough that this single rounding is the correctly rounded result;
+- `vec<T, N>` (and `packed_vec`) with `x/y/z/w` and `r/g/b/a` members, `[]`, element-wise
+  operators without integer promotion (`short2 + short2` is `short2`), Metal's sizes and
+  alignments (a `float3` takes 16 bytes, a `packed_float3` 12), and swizzles as functions the
+  translator calls (`v.zyx` -> `swizzle<2, 1, 0>(v)`);
+- the math library (`metal::`, `fast::`, `precise::`), SIMD-group and quad-group functions over
+  the active lanes (sums and scans in lane order, as the simulator combines them), atomics on
+  device and threadgroup memory, `simdgroup_matrix` with Metal's lane layout, barriers, and
+  MLX's `utils.h` indexing helpers;
+- `thread_info`: every thread attribute MLX offers, from the block and thread index of the
+  one-dimensional blocks `metalsim.cuda.runtime` launches (one block per threadgroup).
+"""
+
+PRELUDE = r"""
+// ---- metalsim CUDA prelude: Metal's standard library for translated kernels ----
+namespace metal {
+
+typedef unsigned char uchar;
+typedef unsigned short ushort;
+typedef unsigned int uint;
+typedef unsigned long ulong;
+typedef signed char int8_t;
+typedef unsigned char uint8_t;
+typedef short int16_t;
+typedef unsigned short uint16_t;
+typedef int int32_t;
+typedef unsigned int uint32_t;
+typedef long int64_t;
+typedef unsigned long uint64_t;
+typedef unsigned long size_t;
+typedef long ptrdiff_t;
+typedef float float32_t;
+
+template <bool B, class T = void> struct enable_if {};
+template <class T> struct enable_if<true, T> { typedef T type; };
+template <bool B, class T = void> using enable_if_t = typename enable_if<B, T>::type;
+template <class A, class B> struct is_same { static constexpr bool value = false; };
+template <class A> struct is_same<A, A> { static constexpr bool value = true; };
+template <bool B, class T, class F> struct conditional { typedef T type; };
+template <class T, class F> struct conditional<false, T, F> { typedef F type; };
+
+template <class T> struct is_integral { static constexpr bool value = false; };
+#define METAL_INTEGRAL(T) template <> struct is_integral<T> { static constexpr bool value = true; };
+METAL_INTEGRAL(bool) METAL_INTEGRAL(char) METAL_INTEGRAL(signed char) METAL_INTEGRAL(unsigned char)
+METAL_INTEGRAL(short) METAL_INTEGRAL(unsigned short) METAL_INTEGRAL(int) METAL_INTEGRAL(unsigned int)
+METAL_INTEGRAL(long) METAL_INTEGRAL(unsigned long) METAL_INTEGRAL(long long)
+METAL_INTEGRAL(unsigned long long)
+template <class T> struct is_floating { static constexpr bool value = false; };
+template <> struct is_floating<float> { static constexpr bool value = true; };
+template <> struct is_floating<double> { static constexpr bool value = true; };
+template <class T> struct is_signed_int { static constexpr bool value = T(-1) < T(0); };
+
+// Round-to-nearest-even conversions (the PTX cvt.rn instruction for half).
+__device__ inline unsigned short float_to_half_bits(float f) {
+  unsigned short h;
+  asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
+  return h;
+}
+__device__ inline float half_bits_to_float(unsigned short h) {
+  float f;
+  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
+  return f;
+}
+__device__ inline unsigned short float_to_bfloat_bits(float f) {
+  unsigned int x = __float_as_uint(f);
+  if ((x & 0x7fffffffu) > 0x7f800000u) return (unsigned short)((x >> 16) | 0x40u);
+  x += 0x7fffu + ((x >> 16) & 1u);
+  return (unsigned short)(x >> 16);
+}
+__device__ inline float bfloat_bits_to_float(unsigned short b) {
+  return __uint_as_float(((unsigned int)b) << 16);
+}
+
+struct half {
+  unsigned short bits;
+  half() = default;
+  __device__ half(float f) : bits(float_to_half_bits(f)) {}
+  __device__ half(double f) : bits(float_to_half_bits((float)f)) {}
+  __device__ half(int v) : bits(float_to_half_bits((float)v)) {}
+  __device__ half(unsigned int v) : bits(float_to_half_bits((float)v)) {}
+  __device__ half(long v) : bits(float_to_half_bits((float)v)) {}
+  __device__ half(unsigned long v) : bits(float_to_half_bits((float)v)) {}
+  __device__ half(long long v) : bits(float_to_half_bits((float)v)) {}
+  __device__ half(unsigned long long v) : bits(float_to_half_bits((float)v)) {}
+  __device__ half(short v) : bits(float_to_half_bits((float)v)) {}
+  __device__ half(unsigned short v) : bits(float_to_half_bits((float)v)) {}
+  __device__ half(signed char v) : bits(float_to_half_bits((float)v)) {}
+  __device__ half(unsigned char v) : bits(float_to_half_bits((float)v)) {}
+  __device__ half(char v) : bits(float_to_half_bits((float)v)) {}
+  __device__ half(bool v) : bits(float_to_half_bits(v ? 1.0f : 0.0f)) {}
+  __device__ operator float() const { return half_bits_to_float(bits); }
+  static __device__ half from_bits(unsigned short b) { half h; h.bits = b; return h; }
+};
+
+struct bfloat {
+  unsigned short bits;
+  bfloat() = default;
+  __device__ bfloat(float f) : bits(float_to_bfloat_bits(f)) {}
+  __device__ bfloat(double f) : bits(float_to_bfloat_bits((float)f)) {}
+  __device__ bfloat(int v) : bits(float_to_bfloat_bits((float)v)) {}
+  __device__ bfloat(unsigned int v) : bits(float_to_bfloat_bits((float)v)) {}
+  __device__ bfloat(long v) : bits(float_to_bfloat_bits((float)v)) {}
+  __device__ bfloat(unsigned long v) : bits(float_to_bfloat_bits((float)v)) {}
+  __device__ bfloat(long long v) : bits(float_to_bfloat_bits((float)v)) {}
+  __device__ bfloat(unsigned long long v) : bits(float_to_bfloat_bits((float)v)) {}
+  __device__ bfloat(short v) : bits(float_to_bfloat_bits((float)v)) {}
+  __device__ bfloat(unsigned short v) : bits(float_to_bfloat_bits((float)v)) {}
+  __device__ bfloat(signed char v) : bits(float_to_bfloat_bits((float)v)) {}
+  __device__ bfloat(unsigned char v) : bits(float_to_bfloat_bits((float)v)) {}
+  __device__ bfloat(char v) : bits(float_to_bfloat_bits((float)v)) {}
+  __device__ bfloat(bool v) : bits(float_to_bfloat_bits(v ? 1.0f : 0.0f)) {}
+  __device__ bfloat(half h) : bits(float_to_bfloat_bits((float)h)) {}
+  __device__ operator float() const { return bfloat_bits_to_float(bits); }
+  static __device__ bfloat from_bits(unsigned short b) { bfloat h; h.bits = b; return h; }
+};
+typedef half float16_t;
+typedef bfloat bfloat16_t;
+typedef bfloat bfloat16;
+
+template <class T> struct is_low_float { static constexpr bool value = false; };
+template <> struct is_low_float<half> { static constexpr bool value = true; };
+template <> struct is_low_float<bfloat> { static constexpr bool value = true; };
+template <class T> struct is_scalar {
+  static constexpr bool value = is_integral<T>::value || is_floating<T>::value || is_low_float<T>::value;
+};
+template <class T> struct is_float_t {
+  static constexpr bool value = is_floating<T>::value || is_low_float<T>::value;
+};
+
+// C++'s usual arithmetic conversions, extended by Metal's half and bfloat: a float type wins
+// over integers, float over half/bfloat.
+template <class A, class B, class = void> struct common {
+  typedef decltype(A() + B()) type;
+};
+template <class A> struct common<A, A, enable_if_t<is_low_float<A>::value>> { typedef A type; };
+template <class A, class B>
+struct common<A, B, enable_if_t<!is_same<A, B>::value &&
+                                (is_low_float<A>::value || is_low_float<B>::value)>> {
+  typedef typename conditional<
+      is_same<A, float>::value || is_same<B, float>::value || is_same<A, double>::value ||
+          is_same<B, double>::value,
+      float, typename conditional<is_low_float<A>::value, A, B>::type>::type type;
+};
+template <class A, class B> using common_t = typename common<A, B>::type;
+
+#define METAL_LOWFLOAT_BINOP(op)                                                       \
+  template <class A, class B,                                                          \
+            enable_if_t<(is_low_float<A>::value || is_low_float<B>::value) &&          \
+                        is_scalar<A>::value && is_scalar<B>::value, int> = 0>          \
+  __device__ inline common_t<A, B> operator op(A a, B b) {                             \
+    typedef common_t<A, B> C;                                                          \
+    return C((float)C(a) op (float)C(b));                                              \
+  }
+METAL_LOWFLOAT_BINOP(+)
+METAL_LOWFLOAT_BINOP(-)
+METAL_LOWFLOAT_BINOP(*)
+METAL_LOWFLOAT_BINOP(/)
+#define METAL_LOWFLOAT_CMP(op)                                                         \
+  template <class A, class B,                                                          \
+            enable_if_t<(is_low_float<A>::value || is_low_float<B>::value) &&          \
+                        is_scalar<A>::value && is_scalar<B>::value, int> = 0>          \
+  __device__ inline bool operator op(A a, B b) {                                       \
+    typedef common_t<A, B> C;                                                          \
+    return (float)C(a) op (float)C(b);                                                 \
+  }
+METAL_LOWFLOAT_CMP(<)
+METAL_LOWFLOAT_CMP(>)
+METAL_LOWFLOAT_CMP(<=)
+METAL_LOWFLOAT_CMP(>=)
+METAL_LOWFLOAT_CMP(==)
+METAL_LOWFLOAT_CMP(!=)
+#define METAL_LOWFLOAT_ASSIGN(op)                                                      \
+  template <class A, class B, enable_if_t<is_low_float<A>::value && is_scalar<B>::value, int> = 0> \
+  __device__ inline A& operator op##=(A& a, B b) { a = A(a op b); return a; }
+METAL_LOWFLOAT_ASSIGN(+)
+METAL_LOWFLOAT_ASSIGN(-)
+METAL_LOWFLOAT_ASSIGN(*)
+METAL_LOWFLOAT_ASSIGN(/)
+__device__ inline half operator-(half a) { return half::from_bits(a.bits ^ 0x8000); }
+__device__ inline bfloat operator-(bfloat a) { return bfloat::from_bits(a.bits ^ 0x8000); }
+__device__ inline half operator+(half a) { return a; }
+__device__ inline bfloat operator+(bfloat a) { return a; }
+template <class A, enable_if_t<is_low_float<A>::value, int> = 0>
+__device__ inline A& operator++(A& a) { a = A((float)a + 1.0f); return a; }
+template <class A, enable_if_t<is_low_float<A>::value, int> = 0>
+__device__ inline A& operator--(A& a) { a = A((float)a - 1.0f); return a; }
+template <class A, enable_if_t<is_low_float<A>::value, int> = 0>
+__device__ inline A operator++(A& a, int) { A old = a; a = A((float)a + 1.0f); return old; }
+template <class A, enable_if_t<is_low_float<A>::value, int> = 0>
+__device__ inline A operator--(A& a, int) { A old = a; a = A((float)a - 1.0f); return old; }
+
+// ---- vectors ----
+template <class T, int N, bool Packed = false> struct vec;
+
+#define METAL_VEC_COMMON(N)                                                              \
+  __device__ T& operator[](int i) { return (&x)[i]; }                                     \
+  __device__ const T& operator[](int i) const { return (&x)[i]; }                         \
+  template <class U, bool Q>                                                              \
+  __device__ vec(const vec<U, N, Q>& o) { for (int i = 0; i < N; ++i) (*this)[i] = T(o[i]); } \
+  template <class A0, class A1, class... As>                                              \
+  __device__ vec(const A0& a0, const A1& a1, const As&... as) {                           \
+    int i = 0;                                                                            \
+    put(i, a0); put(i, a1);                                                               \
+    int unused[] = {0, (put(i, as), 0)...};                                               \
+    (void)unused;                                                                         \
+  }                                                                                       \
+  template <class S, enable_if_t<is_scalar<S>::value, int> = 0>                          \
+  __device__ void put(int& i, const S& s) { (*this)[i++] = T(s); }                        \
+  template <class U, int M, bool Q>                                                       \
+  __device__ void put(int& i, const vec<U, M, Q>& v) {                                    \
+    for (int k = 0; k < M; ++k) (*this)[i++] = T(v[k]);                                   \
+  }                                                                                       \
+  template <class R> __device__ vec& operator+=(const R& r) { return *this = *this + r; }  \
+  template <class R> __device__ vec& operator-=(const R& r) { return *this = *this - r; }  \
+  template <class R> __device__ vec& operator*=(const R& r) { return *this = *this * r; }  \
+  template <class R> __device__ vec& operator/=(const R& r) { return *this = *this / r; }  \
+  template <class R> __device__ vec& operator%=(const R& r) { return *this = *this % r; }  \
+  template <class R> __device__ vec& operator&=(const R& r) { return *this = *this & r; }  \
+  template <class R> __device__ vec& operator|=(const R& r) { return *this = *this | r; }  \
+  template <class R> __device__ vec& operator^=(const R& r) { return *this = *this ^ r; }  \
+  template <class R> __device__ vec& operator<<=(const R& r) { return *this = *this << r; } \
+  template <class R> __device__ vec& operator>>=(const R& r) { return *this = *this >> r; }
+
+// The splat and the one-scalar-per-component constructors are constexpr (for float and the
+// integers), so program-scope `constant` vectors and structs holding them initialise statically.
+#define METAL_SCALAR_T template <class S, enable_if_t<is_scalar<S>::value, int> = 0>
+template <class T, bool P> struct alignas(P ? alignof(T) : 2 * sizeof(T)) vec<T, 2, P> {
+  union { T x; T r; };
+  union { T y; T g; };
+  vec() = default;
+  METAL_SCALAR_T __device__ constexpr vec(S s) : x(T(s)), y(T(s)) {}
+  __device__ constexpr vec(T a, T b) : x(a), y(b) {}
+  METAL_VEC_COMMON(2)
+};
+template <class T, bool P> struct alignas(P ? alignof(T) : 4 * sizeof(T)) vec<T, 3, P> {
+  union { T x; T r; };
+  union { T y; T g; };
+  union { T z; T b; };
+  vec() = default;
+  METAL_SCALAR_T __device__ constexpr vec(S s) : x(T(s)), y(T(s)), z(T(s)) {}
+  __device__ constexpr vec(T a, T b, T c) : x(a), y(b), z(c) {}
+  METAL_VEC_COMMON(3)
+};
+template <class T, bool P> struct alignas(P ? alignof(T) : 4 * sizeof(T)) vec<T, 4, P> {
+  union { T x; T r; };
+  union { T y; T g; };
+  union { T z; T b; };
+  union { T w; T a; };
+  vec() = default;
+  METAL_SCALAR_T __device__ constexpr vec(S s) : x(T(s)), y(T(s)), z(T(s)), w(T(s)) {}
+  __device__ constexpr vec(T a, T b, T c, T d) : x(a), y(b), z(c), w(d) {}
+  METAL_VEC_COMMON(4)
+};
+template <class T, int N> using packed_vec = vec<T, N, true>;
+
+#define METAL_VEC_TYPES(T, name)                                                         \
+  typedef vec<T, 2> name##2; typedef vec<T, 3> name##3; typedef vec<T, 4> name##4;       \
+  typedef vec<T, 2, true> packed_##name##2; typedef vec<T, 3, true> packed_##name##3;    \
+  typedef vec<T, 4, true> packed_##name##4;
+METAL_VEC_TYPES(bool, bool)
+METAL_VEC_TYPES(signed char, char)
+METAL_VEC_TYPES(unsigned char, uchar)
+METAL_VEC_TYPES(short, short)
+METAL_VEC_TYPES(unsigned short, ushort)
+METAL_VEC_TYPES(int, int)
+METAL_VEC_TYPES(unsigned int, uint)
+METAL_VEC_TYPES(long, long)
+METAL_VEC_TYPES(unsigned long, ulong)
+METAL_VEC_TYPES(half, half)
+METAL_VEC_TYPES(bfloat, bfloat)
+METAL_VEC_TYPES(float, float)
+
+// Element-wise operators: the element type is kept (no integer promotion), a scalar operand is
+// converted to the vector's element type.
+#define METAL_VEC_BINOP(op)                                                              \
+  template <class T, class U, int N, bool P, bool Q>                                     \
+  __device__ inline vec<T, N> operator op(const vec<T, N, P>& a, const vec<U, N, Q>& b) {\
+    vec<T, N> r;                                                                         \
+    for (int i = 0; i < N; ++i) r[i] = T(a[i] op T(b[i]));                               \
+    return r;                                                                            \
+  }                                                                                      \
+  template <class T, int N, bool P, class S, enable_if_t<is_scalar<S>::value, int> = 0>  \
+  __device__ inline vec<T, N> operator op(const vec<T, N, P>& a, const S& s) {           \
+    vec<T, N> r;                                                                         \
+    for (int i = 0; i < N; ++i) r[i] = T(a[i] op T(s));                                  \
+    return r;                                                                            \
+  }                                                                                      \
+  template <class T, int N, bool P, class S, enable_if_t<is_scalar<S>::value, int> = 0>  \
+  __device__ inline vec<T, N> operator op(const S& s, const vec<T, N, P>& a) {           \
+    vec<T, N> r;                                                                         \
+    for (int i = 0; i < N; ++i) r[i] = T(T(s) op a[i]);                                  \
+    return r;                                                                            \
+  }
+METAL_VEC_BINOP(+)
+METAL_VEC_BINOP(-)
+METAL_VEC_BINOP(*)
+METAL_VEC_BINOP(/)
+METAL_VEC_BINOP(%)
+METAL_VEC_BINOP(&)
+METAL_VEC_BINOP(|)
+METAL_VEC_BINOP(^)
+METAL_VEC_BINOP(<<)
+METAL_VEC_BINOP(>>)
+#define METAL_VEC_CMP(op)                                                                \
+  template <class T, class U, int N, bool P, bool Q>                                     \
+  __device__ inline vec<bool, N> operator op(const vec<T, N, P>& a, const vec<U, N, Q>& b) {\
+    vec<bool, N> r;                                                                      \
+    for (int i = 0; i < N; ++i) r[i] = a[i] op T(b[i]);                                  \
+    return r;                                                                            \
+  }                                                                                      \
+  template <class T, int N, bool P, class S, enable_if_t<is_scalar<S>::value, int> = 0>  \
+  __device__ inline vec<bool, N> operator op(const vec<T, N, P>& a, const S& s) {        \
+    vec<bool, N> r;                                                                      \
+    for (int i = 0; i < N; ++i) r[i] = a[i] op T(s);                                     \
+    return r;                                                                            \
+  }                                                                                      \
+  template <class T, int N, bool P, class S, enable_if_t<is_scalar<S>::value, int> = 0>  \
+  __device__ inline vec<bool, N> operator op(const S& s, const vec<T, N, P>& a) {        \
+    vec<bool, N> r;                                                                      \
+    for (int i = 0; i < N; ++i) r[i] = T(s) op a[i];                                     \
+    return r;                                                                            \
+  }
+METAL_VEC_CMP(<)
+METAL_VEC_CMP(>)
+METAL_VEC_CMP(<=)
+METAL_VEC_CMP(>=)
+METAL_VEC_CMP(==)
+METAL_VEC_CMP(!=)
+METAL_VEC_CMP(&&)
+METAL_VEC_CMP(||)
+template <class T, int N, bool P>
+__device__ inline vec<T, N> operator-(const vec<T, N, P>& a) {
+  vec<T, N> r; for (int i = 0; i < N; ++i) r[i] = T(-a[i]); return r;
+}
+template <class T, int N, bool P>
+__device__ inline vec<T, N> operator+(const vec<T, N, P>& a) { return vec<T, N>(a); }
+template <class T, int N, bool P>
+__device__ inline vec<T, N> operator~(const vec<T, N, P>& a) {
+  vec<T, N> r; for (int i = 0; i < N; ++i) r[i] = T(~a[i]); return r;
+}
+template <class T, int N, bool P>
+__device__ inline vec<bool, N> operator!(const vec<T, N, P>& a) {
+  vec<bool, N> r; for (int i = 0; i < N; ++i) r[i] = !a[i]; return r;
+}
+template <class T, int N, bool P>
+__device__ inline vec<T, N, P>& operator++(vec<T, N, P>& a) { return a += T(1); }
+template <class T, int N, bool P>
+__device__ inline vec<T, N, P>& operator--(vec<T, N, P>& a) { return a -= T(1); }
+template <class T, int N, bool P>
+__device__ inline vec<T, N> operator++(vec<T, N, P>& a, int) { vec<T, N> o = a; a += T(1); return o; }
+template <class T, int N, bool P>
+__device__ inline vec<T, N> operator--(vec<T, N, P>& a, int) { vec<T, N> o = a; a -= T(1); return o; }
+
+// Swizzles: `v.zyx` reads through swizzle<2, 1, 0>(v); a swizzle assigned to uses swizzle_ref.
+template <int... I, class T, int N, bool P>
+__device__ inline vec<T, sizeof...(I)> swizzle(const vec<T, N, P>& v) {
+  return vec<T, sizeof...(I)>(v[I]...);
+}
+template <class T, int N, bool P, int... I> struct swizzle_proxy {
+  vec<T, N, P>& v;
+  static constexpr int K = sizeof...(I);
+  __device__ operator vec<T, K>() const { return vec<T, K>(v[I]...); }
+  __device__ vec<T, K> get() const { return vec<T, K>(v[I]...); }
+  template <class R> __device__ swizzle_proxy& operator=(const R& r) {
+    vec<T, K> val(r);
+    const int idx[] = {I...};
+    for (int k = 0; k < K; ++k) v[idx[k]] = val[k];
+    return *this;
+  }
+  __device__ swizzle_proxy& operator=(const swizzle_proxy& o) { return *this = o.get(); }
+  template <class R> __device__ swizzle_proxy& operator+=(const R& r) { return *this = get() + r; }
+  template <class R> __device__ swizzle_proxy& operator-=(const R& r) { return *this = get() - r; }
+  template <class R> __device__ swizzle_proxy& operator*=(const R& r) { return *this = get() * r; }
+  template <class R> __device__ swizzle_proxy& operator/=(const R& r) { return *this = get() / r; }
+};
+template <int... I, class T, int N, bool P>
+__device__ inline swizzle_proxy<T, N, P, I...> swizzle_ref(vec<T, N, P>& v) { return {v}; }
+
+// ---- bit casts, limits, constants ----
+template <class To, class From>
+__device__ inline To as_type(const From& f) {
+  static_assert(sizeof(To) == sizeof(From), "as_type needs types of one size");
+  To t;
+  memcpy(&t, &f, sizeof(To));
+  return t;
+}
+template <class T> struct numeric_limits;
+#define METAL_INT_LIMITS(T, lo, hi)                                                      \
+  template <> struct numeric_limits<T> {                                                 \
+    static __device__ constexpr T min() { return lo; }                                   \
+    static __device__ constexpr T lowest() { return lo; }                                \
+    static __device__ constexpr T max() { return hi; }                                   \
+  };
+METAL_INT_LIMITS(bool, false, true)
+METAL_INT_LIMITS(signed char, -128, 127)
+METAL_INT_LIMITS(unsigned char, 0, 255)
+METAL_INT_LIMITS(char, -128, 127)
+METAL_INT_LIMITS(short, -32768, 32767)
+METAL_INT_LIMITS(unsigned short, 0, 65535)
+METAL_INT_LIMITS(int, -2147483647 - 1, 2147483647)
+METAL_INT_LIMITS(unsigned int, 0u, 4294967295u)
+METAL_INT_LIMITS(long, -9223372036854775807l - 1, 9223372036854775807l)
+METAL_INT_LIMITS(unsigned long, 0ul, 18446744073709551615ul)
+template <> struct numeric_limits<float> {
+  static __device__ float min() { return __uint_as_float(0x00800000u); }
+  static __device__ float lowest() { return -__uint_as_float(0x7f7fffffu); }
+  static __device__ float max() { return __uint_as_float(0x7f7fffffu); }
+  static __device__ float epsilon() { return __uint_as_float(0x34000000u); }
+  static __device__ float infinity() { return __uint_as_float(0x7f800000u); }
+  static __device__ float quiet_NaN() { return __uint_as_float(0x7fc00000u); }
+  static __device__ float denorm_min() { return __uint_as_float(1u); }
+};
+template <> struct numeric_limits<half> {
+  static __device__ half min() { return half::from_bits(0x0400); }
+  static __device__ half lowest() { return half::from_bits(0xfbff); }
+  static __device__ half max() { return half::from_bits(0x7bff); }
+  static __device__ half epsilon() { return half::from_bits(0x1400); }
+  static __device__ half infinity() { return half::from_bits(0x7c00); }
+  static __device__ half quiet_NaN() { return half::from_bits(0x7e00); }
+  static __device__ half denorm_min() { return half::from_bits(0x0001); }
+};
+template <> struct numeric_limits<bfloat> {
+  static __device__ bfloat min() { return bfloat::from_bits(0x0080); }
+  static __device__ bfloat lowest() { return bfloat::from_bits(0xff7f); }
+  static __device__ bfloat max() { return bfloat::from_bits(0x7f7f); }
+  static __device__ bfloat epsilon() { return bfloat::from_bits(0x3c00); }
+  static __device__ bfloat infinity() { return bfloat::from_bits(0x7f80); }
+  static __device__ bfloat quiet_NaN() { return bfloat::from_bits(0x7fc0); }
+  static __device__ bfloat denorm_min() { return bfloat::from_bits(0x0001); }
+};
+#define INFINITY (__int_as_float(0x7f800000))
+#define NAN (__int_as_float(0x7fc00000))
+#define FLT_MAX (__int_as_float(0x7f7fffff))
+#define FLT_MIN (__int_as_float(0x00800000))
+#define FLT_EPSILON (__int_as_float(0x34000000))
+#define HALF_MAX (metal::half::from_bits(0x7bff))
+#define MAXFLOAT FLT_MAX
+#define HUGE_VALF INFINITY
+#define M_PI_F 3.14159265358979323846264338327950288f
+#define M_PI_2_F 1.57079632679489661923132169163975144f
+#define M_E_F 2.71828182845904523536028747135266250f
+#define M_LN2_F 0.693147180559945309417232121458176568f
+#define M_LOG2E_F 1.44269504088896340735992468100189214f
+#define M_SQRT2_F 1.41421356237309504880168872420969808f
+#define M_1_PI_F 0.318309886183790671537767526745028724f
+
+// ---- math ----
+// Apply a float function element-wise and round once to the argument type.
+#define METAL_MATH1(ns_name, expr)                                                       \
+  __device__ inline float ns_name(float x) { return expr; }                              \
+  __device__ inline half ns_name(half h) { float x = (float)h; return half(expr); }      \
+  __device__ inline bfloat ns_name(bfloat h) { float x = (float)h; return bfloat(expr); }\
+  template <class T, int N, bool P>                                                      \
+  __device__ inline vec<T, N> ns_name(const vec<T, N, P>& v) {                           \
+    vec<T, N> r; for (int i = 0; i < N; ++i) r[i] = ns_name(v[i]); return r;             \
+  }
+#define METAL_MATH2(ns_name, expr)                                                       \
+  __device__ inline float ns_name(float x, float y) { return expr; }                     \
+  __device__ inline half ns_name(half hx, half hy) {                                     \
+    float x = (float)hx, y = (float)hy; return half(expr);                               \
+  }                                                                                      \
+  __device__ inline bfloat ns_name(bfloat hx, bfloat hy) {                               \
+    float x = (float)hx, y = (float)hy; return bfloat(expr);                             \
+  }                                                                                      \
+  template <class T, int N, bool P, bool Q>                                              \
+  __device__ inline vec<T, N> ns_name(const vec<T, N, P>& a, const vec<T, N, Q>& b) {    \
+    vec<T, N> r; for (int i = 0; i < N; ++i) r[i] = ns_name(a[i], b[i]); return r;       \
+  }                                                                                      \
+  template <class T, int N, bool P>                                                      \
+  __device__ inline vec<T, N> ns_name(const vec<T, N, P>& a, T b) {                      \
+    vec<T, N> r; for (int i = 0; i < N; ++i) r[i] = ns_name(a[i], b); return r;          \
+  }
+#define METAL_MATH_ALL(M)                                                                \
+  M(exp, ::expf(x)) M(exp2, ::exp2f(x)) M(exp10, ::exp10f(x)) M(log, ::logf(x))          \
+  M(log2, ::log2f(x)) M(log10, ::log10f(x)) M(sqrt, ::sqrtf(x)) M(rsqrt, ::rsqrtf(x))    \
+  M(sin, ::sinf(x)) M(cos, ::cosf(x)) M(tan, ::tanf(x)) M(asin, ::asinf(x))              \
+  M(acos, ::acosf(x)) M(atan, ::atanf(x)) M(sinh, ::sinhf(x)) M(cosh, ::coshf(x))        \
+  M(tanh, ::tanhf(x)) M(asinh, ::asinhf(x)) M(acosh, ::acoshf(x)) M(atanh, ::atanhf(x))  \
+  M(sinpi, ::sinpif(x)) M(cospi, ::cospif(x)) M(tanpi, ::sinpif(x) / ::cospif(x))        \
+  M(floor, ::floorf(x)) M(ceil, ::ceilf(x)) M(trunc, ::truncf(x)) M(round, ::roundf(x))  \
+  M(rint, ::rintf(x)) M(fabs, ::fabsf(x)) M(fract, ::fminf(x - ::floorf(x), 0x1.fffffep-1f)) \
+  M(saturate, ::fminf(::fmaxf(x, 0.0f), 1.0f))                                            \
+  M(sign, (x > 0.0f ? 1.0f : (x < 0.0f ? -1.0f : (x != x ? 0.0f : x))))
+METAL_MATH_ALL(METAL_MATH1)
+#define METAL_MATH2_ALL(M)                                                               \
+  M(pow, ::powf(x, y)) M(powr, ::powf(x, y)) M(atan2, ::atan2f(x, y)) \
+  M(fmod, ::fmodf(x, y)) M(copysign, ::copysignf(x, y)) M(fmin, ::fminf(x, y))           \
+  M(fmax, ::fmaxf(x, y)) M(fdim, ::fdimf(x, y)) M(step, (y < x ? 0.0f : 1.0f))           \
+  M(nextafter, ::nextafterf(x, y))
+METAL_MATH2_ALL(METAL_MATH2)
+
+__device__ inline float fma(float a, float b, float c) { return ::fmaf(a, b, c); }
+__device__ inline half fma(half a, half b, half c) {
+  return half((float)::fma((double)(float)a, (double)(float)b, (double)(float)c));
+}
+__device__ inline bfloat fma(bfloat a, bfloat b, bfloat c) {
+  return bfloat((float)::fma((double)(float)a, (double)(float)b, (double)(float)c));
+}
+template <class T, int N, bool P, bool Q, bool R>
+__device__ inline vec<T, N> fma(const vec<T, N, P>& a, const vec<T, N, Q>& b, const vec<T, N, R>& c) {
+  vec<T, N> r; for (int i = 0; i < N; ++i) r[i] = fma(a[i], b[i], c[i]); return r;
+}
+template <class T, enable_if_t<is_scalar<T>::value, int> = 0>
+__device__ inline T mix(T x, T y, T a) { return T(x + (y - x) * a); }
+template <class T, int N, bool P, class A>
+__device__ inline vec<T, N> mix(const vec<T, N, P>& x, const vec<T, N, P>& y, const A& a) {
+  return x + (y - x) * a;
+}
+template <class T, enable_if_t<is_scalar<T>::value, int> = 0>
+__device__ inline T smoothstep(T e0, T e1, T x) {
+  float t = ::fminf(::fmaxf(((float)x - (float)e0) / ((float)e1 - (float)e0), 0.0f), 1.0f);
+  return T(t * t * (3.0f - 2.0f * t));
+}
+__device__ inline float ldexp(float x, int k) { return ::ldexpf(x, k); }
+
+// min / max / clamp / abs for every scalar type (fmin/fmax semantics for floats).
+template <class A, class B, enable_if_t<is_scalar<A>::value && is_scalar<B>::value, int> = 0>
+__device__ inline common_t<A, B> min(A a, B b) {
+  typedef common_t<A, B> C;
+  if (is_float_t<C>::value) return C(::fminf((float)C(a), (float)C(b)));
+  return C(b) < C(a) ? C(b) : C(a);
+}
+template <class A, class B, enable_if_t<is_scalar<A>::value && is_scalar<B>::value, int> = 0>
+__device__ inline common_t<A, B> max(A a, B b) {
+  typedef common_t<A, B> C;
+  if (is_float_t<C>::value) return C(::fmaxf((float)C(a), (float)C(b)));
+  return C(a) < C(b) ? C(b) : C(a);
+}
+template <class T, int N, bool P, class B>
+__device__ inline vec<T, N> min(const vec<T, N, P>& a, const B& b) {
+  vec<T, N> bb(b), r; for (int i = 0; i < N; ++i) r[i] = min(a[i], bb[i]); return r;
+}
+template <class T, int N, bool P, class B>
+__device__ inline vec<T, N> max(const vec<T, N, P>& a, const B& b) {
+  vec<T, N> bb(b), r; for (int i = 0; i < N; ++i) r[i] = max(a[i], bb[i]); return r;
+}
+template <class T, class L, class H, enable_if_t<is_scalar<T>::value, int> = 0>
+__device__ inline T clamp(T x, L lo, H hi) { return T(min(max(x, T(lo)), T(hi))); }
+template <class T, int N, bool P, class L, class H>
+__device__ inline vec<T, N> clamp(const vec<T, N, P>& x, const L& lo, const H& hi) {
+  return min(max(x, vec<T, N>(lo)), vec<T, N>(hi));
+}
+template <class T, enable_if_t<is_scalar<T>::value, int> = 0>
+__device__ inline T abs(T x) {
+  if (is_float_t<T>::value) return T(::fabsf((float)x));
+  return x < T(0) ? T(-x) : x;
+}
+template <class T, int N, bool P>
+__device__ inline vec<T, N> abs(const vec<T, N, P>& v) {
+  vec<T, N> r; for (int i = 0; i < N; ++i) r[i] = abs(v[i]); return r;
+}
+template <class T, enable_if_t<is_scalar<T>::value, int> = 0>
+__device__ inline bool isnan(T x) { return ::isnan((float)x); }
+template <class T, enable_if_t<is_scalar<T>::value, int> = 0>
+__device__ inline bool isinf(T x) { return ::isinf((float)x); }
+template <class T, enable_if_t<is_scalar<T>::value, int> = 0>
+__device__ inline bool isfinite(T x) { return ::isfinite((float)x); }
+template <class T, enable_if_t<is_scalar<T>::value, int> = 0>
+__device__ inline bool signbit(T x) { return ::signbit((float)x); }
+template <class T, int N, bool P>
+__device__ inline vec<bool, N> isnan(const vec<T, N, P>& v) {
+  vec<bool, N> r; for (int i = 0; i < N; ++i) r[i] = isnan(v[i]); return r;
+}
+template <class T, int N, bool P>
+__device__ inline vec<bool, N> isinf(const vec<T, N, P>& v) {
+  vec<bool, N> r; for (int i = 0; i < N; ++i) r[i] = isinf(v[i]); return r;
+}
+
+// Geometric functions (sums in component order).
+template <class T, class U, int N, bool P, bool Q>
+__device__ inline T dot(const vec<T, N, P>& a, const vec<U, N, Q>& b) {
+  T s = T(a[0] * T(b[0]));
+  for (int i = 1; i < N; ++i) s = T(s + T(a[i] * T(b[i])));
+  return s;
+}
+template <class T, int N, bool P>
+__device__ inline T length_squared(const vec<T, N, P>& a) { return dot(a, a); }
+template <class T, int N, bool P>
+__device__ inline T length(const vec<T, N, P>& a) { return sqrt(dot(a, a)); }
+template <class T, int N, bool P, bool Q>
+__device__ inline T distance(const vec<T, N, P>& a, const vec<T, N, Q>& b) { return length(a - b); }
+template <class T, int N, bool P, bool Q>
+__device__ inline T distance_squared(const vec<T, N, P>& a, const vec<T, N, Q>& b) {
+  return length_squared(a - b);
+}
+template <class T, int N, bool P>
+__device__ inline vec<T, N> normalize(const vec<T, N, P>& a) { return a * rsqrt(dot(a, a)); }
+template <class T, bool P, bool Q>
+__device__ inline vec<T, 3> cross(const vec<T, 3, P>& a, const vec<T, 3, Q>& b) {
+  return vec<T, 3>(a.y * b.z - a.z * b.y, a.z * b.x - a.x * b.z, a.x * b.y - a.y * b.x);
+}
+template <class T, int N, bool P>
+__device__ inline bool all(const vec<T, N, P>& v) {
+  for (int i = 0; i < N; ++i) if (!v[i]) return false;
+  return true;
+}
+template <class T, int N, bool P>
+__device__ inline bool any(const vec<T, N, P>& v) {
+  for (int i = 0; i < N; ++i) if (v[i]) return true;
+  return false;
+}
+__device__ inline bool all(bool b) { return b; }
+__device__ inline bool any(bool b) { return b; }
+template <class T, enable_if_t<is_scalar<T>::value, int> = 0>
+__device__ inline T select(T a, T b, bool c) { return c ? b : a; }
+template <class T, int N, bool P, bool Q, class C>
+__device__ inline vec<T, N> select(const vec<T, N, P>& a, const vec<T, N, Q>& b, const C& c) {
+  vec<bool, N> cc(c); vec<T, N> r;
+  for (int i = 0; i < N; ++i) r[i] = cc[i] ? b[i] : a[i];
+  return r;
+}
+
+// Integer functions.
+template <class T, enable_if_t<is_integral<T>::value, int> = 0>
+__device__ inline T popcount(T x) {
+  return T(sizeof(T) == 8 ? __popcll((unsigned long long)x)
+                          : __popc((unsigned int)x & (0xffffffffu >> (32 - 8 * (int)(sizeof(T) < 4 ? sizeof(T) : 4)))));
+}
+template <class T, enable_if_t<is_integral<T>::value, int> = 0>
+__device__ inline T clz(T x) {
+  if (sizeof(T) == 8) return T(__clzll((long long)x));
+  return T(__clz((int)((unsigned int)x & (0xffffffffu >> (32 - 8 * (int)sizeof(T))))) - (32 - 8 * (int)sizeof(T)));
+}
+template <class T, enable_if_t<is_integral<T>::value, int> = 0>
+__device__ inline T ctz(T x) {
+  int bits = 8 * (int)sizeof(T);
+  if (sizeof(T) == 8) return x == 0 ? T(64) : T(__ffsll((long long)x) - 1);
+  unsigned int u = (unsigned int)x & (0xffffffffu >> (32 - bits));
+  return u == 0 ? T(bits) : T(__ffs((int)u) - 1);
+}
+template <class T, enable_if_t<is_integral<T>::value, int> = 0>
+__device__ inline T mulhi(T a, T b) {
+  if (sizeof(T) == 8) {
+    return is_signed_int<T>::value ? T(__mul64hi((long long)a, (long long)b))
+                          : T(__umul64hi((unsigned long long)a, (unsigned long long)b));
+  }
+  long long p = (long long)a * (long long)b;
+  return T(p >> (8 * sizeof(T)));
+}
+template <class T, enable_if_t<is_integral<T>::value, int> = 0>
+__device__ inline T reverse_bits(T x) {
+  if (sizeof(T) == 8) return T(__brevll((unsigned long long)x));
+  return T(__brev((unsigned int)x) >> (32 - 8 * sizeof(T)));
+}
+template <class T, class U, enable_if_t<is_integral<T>::value, int> = 0>
+__device__ inline T rotate(T v, U i) {
+  typedef typename conditional<sizeof(T) == 8, unsigned long, unsigned int>::type W;
+  const int bits = 8 * (int)sizeof(T);
+  int s = (int)(((W)i) % bits);
+  W u = (W)v & (bits == 64 ? ~(W)0 : (((W)1 << bits) - 1));
+  if (s == 0) return v;
+  return T((u << s) | (u >> (bits - s)));
+}
+template <class T, enable_if_t<is_integral<T>::value, int> = 0>
+__device__ inline T absdiff(T a, T b) { return a > b ? T(a - b) : T(b - a); }
+template <class T, enable_if_t<is_integral<T>::value, int> = 0>
+__device__ inline T extract_bits(T x, uint offset, uint bits) {
+  if (bits == 0) return T(0);
+  if (is_signed_int<T>::value) return T((long)((long)x << (64 - offset - bits)) >> (64 - bits));
+  return T(((unsigned long)x >> offset) & (bits >= 64 ? ~0ul : ((1ul << bits) - 1)));
+}
+template <class T, enable_if_t<is_integral<T>::value, int> = 0>
+__device__ inline T insert_bits(T base, T ins, uint offset, uint bits) {
+  unsigned long mask = (bits >= 64 ? ~0ul : ((1ul << bits) - 1)) << offset;
+  return T(((unsigned long)base & ~mask) | (((unsigned long)ins << offset) & mask));
+}
+
+METAL_MATH2(divide, x / y)
+namespace precise {
+using metal::exp; using metal::exp2; using metal::exp10; using metal::log; using metal::log2;
+using metal::log10; using metal::sqrt; using metal::rsqrt; using metal::sin; using metal::cos;
+using metal::tan; using metal::tanh; using metal::pow; using metal::powr; using metal::fma;
+using metal::divide;
+}
+namespace fast {
+#define METAL_FAST_ALL(M)                                                                \
+  M(exp, ::__expf(x)) M(exp2, ::exp2f(x)) M(exp10, ::__exp10f(x)) M(log, ::__logf(x))    \
+  M(log2, ::__log2f(x)) M(log10, ::__log10f(x)) M(sin, ::__sinf(x)) M(cos, ::__cosf(x))  \
+  M(tan, ::__tanf(x)) M(sqrt, ::__fsqrt_rn(x)) M(rsqrt, ::rsqrtf(x)) M(tanh, ::tanhf(x))
+METAL_FAST_ALL(METAL_MATH1)
+METAL_MATH2(pow, ::__powf(x, y))
+METAL_MATH2(powr, ::__powf(x, y))
+METAL_MATH2(divide, ::__fdividef(x, y))
+using metal::abs; using metal::min; using metal::max; using metal::clamp; using metal::fabs;
+using metal::floor; using metal::ceil; using metal::fmin; using metal::fmax; using metal::fma;
+using metal::normalize; using metal::length; using metal::distance;
+}
+
+// ---- barriers ----
+enum class mem_flags { mem_none = 0, mem_device = 1, mem_threadgroup = 2, mem_texture = 4,
+                       mem_threadgroup_imageblock = 8, mem_object_data = 16 };
+__device__ inline mem_flags operator|(mem_flags a, mem_flags b) {
+  return mem_flags((int)a | (int)b);
+}
+__device__ inline void threadgroup_barrier(mem_flags f = mem_flags::mem_none) {
+  if ((int)f & (int)mem_flags::mem_device) __threadfence();
+  __syncthreads();
+}
+__device__ inline void simdgroup_barrier(mem_flags f = mem_flags::mem_none) {
+  if ((int)f & (int)mem_flags::mem_device) __threadfence_block();
+  __syncwarp(__activemask());
+}
+
+// ---- SIMD-group and quad-group functions, over the active lanes ----
+__device__ inline uint lane_id() { uint l; asm volatile("mov.u32 %0, %%laneid;" : "=r"(l)); return l; }
+
+template <class T> __device__ inline T shfl(unsigned mask, const T& v, int src) {
+  constexpr int W = (sizeof(T) + 3) / 4;
+  unsigned int w[W] = {};
+  memcpy(w, &v, sizeof(T));
+  for (int i = 0; i < W; ++i) w[i] = __shfl_sync(mask, w[i], src);
+  T r;
+  memcpy(&r, w, sizeof(T));
+  return r;
+}
+
+// `width` lanes per group: 32 for SIMD-groups, 4 for quad-groups.
+template <int Width> __device__ inline unsigned group_mask(unsigned active) {
+  if (Width == 32) return active;
+  return (active >> (lane_id() & ~(unsigned)(Width - 1))) & ((1u << (Width & 31)) - 1);
+}
+template <int Width> __device__ inline int group_base() { return (int)(lane_id() & ~(unsigned)(Width - 1)); }
+
+// Combine the active lanes of the group in lane order, ((v0 op v1) op v2) ..., as the simulator.
+#define METAL_GROUP_REDUCE(fname, combine)                                         \
+  template <int Width, class T> __device__ inline T fname##_w(T x) {                     \
+    unsigned active = __activemask();                                                    \
+    unsigned g = group_mask<Width>(active);                                              \
+    int base = group_base<Width>();                                                      \
+    T acc = x;                                                                           \
+    bool first = true;                                                                   \
+    for (int l = 0; l < Width; ++l) {                                                    \
+      T v = shfl(active, x, base + l);                                                   \
+      if ((g >> l) & 1u) { if (first) { acc = v; first = false; } else { T a = acc; acc = combine; } } \
+    }                                                                                    \
+    return acc;                                                                          \
+  }                                                                                      \
+  template <class T> __device__ inline T simd_##fname(T x) { return fname##_w<32>(x); }  \
+  template <class T> __device__ inline T quad_##fname(T x) { return fname##_w<4>(x); }
+METAL_GROUP_REDUCE(sum, T(a + v))
+METAL_GROUP_REDUCE(product, T(a * v))
+METAL_GROUP_REDUCE(max, max(a, v))
+METAL_GROUP_REDUCE(min, min(a, v))
+METAL_GROUP_REDUCE(and, T(a & v))
+METAL_GROUP_REDUCE(or, T(a | v))
+METAL_GROUP_REDUCE(xor, T(a ^ v))
+
+#define METAL_GROUP_SCAN(fname, op, identity, inclusive)                                 \
+  template <int Width, class T> __device__ inline T fname##_w(T x) {                     \
+    unsigned active = __activemask();                                                    \
+    unsigned g = group_mask<Width>(active);                                              \
+    int base = group_base<Width>();                                                      \
+    int me = (int)lane_id() - base;                                                      \
+    T acc = T(identity), result = T(identity);                                           \
+    bool any = false;                                                                    \
+    for (int l = 0; l < Width; ++l) {                                                    \
+      T v = shfl(active, x, base + l);                                                   \
+      if (!((g >> l) & 1u)) continue;                                                    \
+      if (l == me && !inclusive) result = acc;                                           \
+      acc = any ? T(op(acc, v)) : v; any = true;                                         \
+      if (l == me && inclusive) result = acc;                                            \
+    }                                                                                    \
+    return result;                                                                       \
+  }                                                                                      \
+  template <class T> __device__ inline T simd_##fname(T x) { return fname##_w<32>(x); }  \
+  template <class T> __device__ inline T quad_##fname(T x) { return fname##_w<4>(x); }
+#define METAL_ADD(a, b) ((a) + (b))
+#define METAL_MUL(a, b) ((a) * (b))
+METAL_GROUP_SCAN(prefix_inclusive_sum, METAL_ADD, 0, true)
+METAL_GROUP_SCAN(prefix_exclusive_sum, METAL_ADD, 0, false)
+METAL_GROUP_SCAN(prefix_inclusive_product, METAL_MUL, 1, true)
+METAL_GROUP_SCAN(prefix_exclusive_product, METAL_MUL, 1, false)
+
+// Lane `src` of this lane's group, where `moves`; a lane that is not active (it returned, took
+// another branch, or does not exist in a short group) gives the reader its own value, as the
+// simulator does (it also reports the read).
+template <int Width, class T> __device__ inline T read_lane_w(const T& x, int src, bool moves) {
+  unsigned active = __activemask();
+  int lane = group_base<Width>() + (src & (Width - 1));
+  T v = shfl(active, x, lane);
+  return moves && ((active >> lane) & 1u) ? v : x;
+}
+#define METAL_GROUP_SHUFFLES(prefix, W)                                                  \
+  template <class T, class L> __device__ inline T prefix##_shuffle(T x, L lane) {        \
+    return read_lane_w<W>(x, (int)lane, (uint)lane < W);                                 \
+  }                                                                                      \
+  template <class T, class L> __device__ inline T prefix##_broadcast(T x, L lane) {      \
+    return read_lane_w<W>(x, (int)lane, (uint)lane < W);                                 \
+  }                                                                                      \
+  template <class T> __device__ inline T prefix##_broadcast_first(T x) {                 \
+    unsigned g = group_mask<W>(__activemask());                                          \
+    return read_lane_w<W>(x, __ffs(g) - 1, true);                                        \
+  }                                                                                      \
+  template <class T, class D> __device__ inline T prefix##_shuffle_down(T x, D d) {      \
+    int me = (int)lane_id() & (W - 1);                                                   \
+    return read_lane_w<W>(x, me + (int)d, me + (int)d < W && (uint)d < W);               \
+  }                                                                                      \
+  template <class T, class D> __device__ inline T prefix##_shuffle_up(T x, D d) {        \
+    int me = (int)lane_id() & (W - 1);                                                   \
+    return read_lane_w<W>(x, me - (int)d, me >= (int)d && (uint)d < W);                  \
+  }                                                                                      \
+  template <class T, class D> __device__ inline T prefix##_shuffle_xor(T x, D d) {       \
+    int me = (int)lane_id() & (W - 1);                                                   \
+    return read_lane_w<W>(x, me ^ (int)d, (uint)d < W);                                  \
+  }                                                                                      \
+  template <class T, class D> __device__ inline T prefix##_shuffle_rotate_down(T x, D d) {\
+    int me = (int)lane_id() & (W - 1);                                                   \
+    return read_lane_w<W>(x, (me + (int)d) % W, (uint)d < W);                            \
+  }                                                                                      \
+  template <class T, class D> __device__ inline T prefix##_shuffle_rotate_up(T x, D d) { \
+    int me = (int)lane_id() & (W - 1);                                                   \
+    return read_lane_w<W>(x, ((me - (int)d) % W + W) % W, (uint)d < W);                  \
+  }                                                                                      \
+  template <class T, class D, class M = int>                                             \
+  __device__ inline T prefix##_shuffle_and_fill_down(T x, T fill, D d, M modulo = W) {   \
+    int me = (int)lane_id() & (W - 1), m = (int)modulo, i = me % m, base = me - i;       \
+    bool from_x = i + (int)d < m;                                                        \
+    int src = from_x ? me + (int)d : base + i + (int)d - m;                              \
+    T a = read_lane_w<W>(x, src, true), b = read_lane_w<W>(fill, src, true);             \
+    bool there = (__activemask() >> (group_base<W>() + (src & (W - 1)))) & 1u;           \
+    return from_x || !there ? a : b;                                                     \
+  }                                                                                      \
+  template <class T, class D, class M = int>                                             \
+  __device__ inline T prefix##_shuffle_and_fill_up(T x, T fill, D d, M modulo = W) {     \
+    int me = (int)lane_id() & (W - 1), m = (int)modulo, i = me % m, base = me - i;       \
+    bool from_x = i >= (int)d;                                                           \
+    int src = from_x ? me - (int)d : base + m + i - (int)d;                              \
+    T a = read_lane_w<W>(x, src, true), b = read_lane_w<W>(fill, src, true);             \
+    bool there = (__activemask() >> (group_base<W>() + (src & (W - 1)))) & 1u;           \
+    return from_x || !there ? a : b;                                                     \
+  }                                                                                      \
+  __device__ inline bool prefix##_is_first() {                                           \
+    unsigned g = group_mask<W>(__activemask());                                          \
+    return (int)(lane_id() & (W - 1)) == __ffs(g) - 1;                                   \
+  }                                                                                      \
+  __device__ inline bool prefix##_all(bool c) {                                          \
+    unsigned active = __activemask();                                                    \
+    unsigned g = group_mask<W>(active);                                                  \
+    unsigned b = group_mask<W>(__ballot_sync(active, c));                                \
+    return (b & g) == g;                                                                 \
+  }                                                                                      \
+  __device__ inline bool prefix##_any(bool c) {                                          \
+    unsigned active = __activemask();                                                    \
+    return group_mask<W>(__ballot_sync(active, c)) != 0;                                 \
+  }
+METAL_GROUP_SHUFFLES(simd, 32)
+METAL_GROUP_SHUFFLES(quad, 4)
+__device__ inline ulong simd_ballot(bool c) {
+  unsigned active = __activemask();
+  return (ulong)__ballot_sync(active, c);
+}
+__device__ inline ulong simd_active_threads_mask() { return (ulong)__activemask(); }
+__device__ inline ushort quad_ballot(bool c) {
+  unsigned active = __activemask();
+  return (ushort)group_mask<4>(__ballot_sync(active, c));
+}
+__device__ inline ushort quad_active_threads_mask() { return (ushort)group_mask<4>(__activemask()); }
+typedef ulong simd_vote;
+typedef ushort quad_vote;
+
+// ---- atomics ----
+enum memory_order { memory_order_relaxed, memory_order_acquire, memory_order_release,
+                    memory_order_acq_rel, memory_order_seq_cst };
+template <class T> struct atomic { T value; };
+typedef atomic<int> atomic_int;
+typedef atomic<uint> atomic_uint;
+typedef atomic<float> atomic_float;
+typedef atomic<bool> atomic_bool;
+typedef atomic<ulong> atomic_ulong;
+
+template <class T> struct atomic_word {
+  typedef typename conditional<sizeof(T) == 8, unsigned long long, unsigned int>::type type;
+};
+template <class T, class F>
+__device__ inline T atomic_cas_loop(T* p, F f) {
+  typedef typename atomic_word<T>::type W;
+  W* w = (W*)p;
+  W old = *(volatile W*)w, assumed;
+  do {
+    assumed = old;
+    T cur; memcpy(&cur, &assumed, sizeof(T));
+    T next = f(cur);
+    W nw; memcpy(&nw, &next, sizeof(T));
+    old = atomicCAS(w, assumed, nw);
+  } while (old != assumed);
+  T r; memcpy(&r, &old, sizeof(T));
+  return r;
+}
+__device__ inline int atomic_add_(int* p, int v) { return atomicAdd(p, v); }
+__device__ inline uint atomic_add_(uint* p, uint v) { return atomicAdd(p, v); }
+__device__ inline float atomic_add_(float* p, float v) { return atomicAdd(p, v); }
+__device__ inline ulong atomic_add_(ulong* p, ulong v) {
+  return (ulong)atomicAdd((unsigned long long*)p, (unsigned long long)v);
+}
+__device__ inline long atomic_add_(long* p, long v) {
+  return (long)atomicAdd((unsigned long long*)p, (unsigned long long)v);
+}
+template <class T, class V, class... O>
+__device__ inline T atomic_fetch_add_explicit(atomic<T>* o, V v, O...) {
+  return atomic_add_(&o->value, T(v));
+}
+template <class T, class V, class... O>
+__device__ inline T atomic_fetch_sub_explicit(atomic<T>* o, V v, O...) {
+  return atomic_add_(&o->value, T(-T(v)));
+}
+#define METAL_ATOMIC_CAS_OP(name, expr)                                                  \
+  template <class T, class V, class... O>                                                \
+  __device__ inline T atomic_fetch_##name##_explicit(atomic<T>* o, V v, O...) {          \
+    T b = T(v);                                                                          \
+    return atomic_cas_loop(&o->value, [b](T a) { return T(expr); });                     \
+  }
+METAL_ATOMIC_CAS_OP(and, a & b)
+METAL_ATOMIC_CAS_OP(or, a | b)
+METAL_ATOMIC_CAS_OP(xor, a ^ b)
+METAL_ATOMIC_CAS_OP(min, b < a ? b : a)
+METAL_ATOMIC_CAS_OP(max, a < b ? b : a)
+template <class T, class V, class... O>
+__device__ inline T atomic_exchange_explicit(atomic<T>* o, V v, O...) {
+  T b = T(v);
+  return atomic_cas_loop(&o->value, [b](T) { return b; });
+}
+template <class T, class... O>
+__device__ inline T atomic_load_explicit(atomic<T>* o, O...) {
+  T r; typedef typename atomic_word<T>::type W;
+  if (sizeof(T) == sizeof(W)) { W w = *(volatile W*)&o->value; memcpy(&r, &w, sizeof(T)); }
+  else r = *(volatile T*)&o->value;
+  return r;
+}
+template <class T, class V, class... O>
+__device__ inline void atomic_store_explicit(atomic<T>* o, V v, O...) {
+  atomic_exchange_explicit(o, v);
+}
+template <class T, class... O>
+__device__ inline bool atomic_compare_exchange_weak_explicit(atomic<T>* o, T* expected, T desired, O...) {
+  typedef typename atomic_word<T>::type W;
+  W e, d; memcpy(&e, expected, sizeof(T)); memcpy(&d, &desired, sizeof(T));
+  W old = atomicCAS((W*)&o->value, e, d);
+  if (old == e) return true;
+  memcpy(expected, &old, sizeof(T));
+  return false;
+}
+template <class T, class... O>
+__device__ inline bool atomic_compare_exchange_strong_explicit(atomic<T>* o, T* expected, T desired, O...) {
+  return atomic_compare_exchange_weak_explicit(o, expected, desired);
+}
+
+// ---- simdgroup_matrix: lane L holds (row, col) and (row, col + 1) ----
+__device__ inline int sgm_row(int l) { int q = l / 4; return (q & 4) + (l / 2) % 4; }
+__device__ inline int sgm_col(int l) { int q = l / 4; return (q & 2) * 2 + (l % 2) * 2; }
+template <class T, int R = 8, int C = 8> struct simdgroup_matrix {
+  vec<T, 2> e;
+  simdgroup_matrix() = default;
+  __device__ simdgroup_matrix(T v) {
+    int l = (int)lane_id();
+    e[0] = sgm_row(l) == sgm_col(l) ? v : T(0);
+    e[1] = sgm_row(l) == sgm_col(l) + 1 ? v : T(0);
+  }
+  __device__ vec<T, 2>& thread_elements() { return e; }
+  __device__ const vec<T, 2>& thread_elements() const { return e; }
+};
+typedef simdgroup_matrix<float> simdgroup_float8x8;
+typedef simdgroup_matrix<half> simdgroup_half8x8;
+typedef simdgroup_matrix<bfloat> simdgroup_bfloat8x8;
+template <class T, int R = 8, int C = 8, class V>
+__device__ inline simdgroup_matrix<T, R, C> make_filled_simdgroup_matrix(V v) {
+  simdgroup_matrix<T, R, C> m; m.e = vec<T, 2>(T(v)); return m;
+}
+// The lane holding elements (r, c & ~1) and (r, c | 1): the inverse of sgm_row/sgm_col.
+__device__ inline int sgm_lane(int r, int c) {
+  int q = (r & 4) | (((c >> 2) & 1) << 1) | ((r >> 1) & 1);
+  return 4 * q + ((r & 1) << 1) + ((c >> 1) & 1);
+}
+template <class T, class P, class S = int, class O = ulong2>
+__device__ inline void simdgroup_load(simdgroup_matrix<T>& m, const P* src, S stride = 8,
+                                      O origin = O(0, 0), bool transpose = false) {
+  int l = (int)lane_id(), r = sgm_row(l), c = sgm_col(l);
+  for (int k = 0; k < 2; ++k) {
+    long rr = transpose ? c + k : r, cc = transpose ? r : c + k;
+    m.e[k] = T(src[((long)origin.y + rr) * (long)stride + (long)origin.x + cc]);
+  }
+}
+template <class T, class P, class S = int, class O = ulong2>
+__device__ inline void simdgroup_store(const simdgroup_matrix<T>& m, P* dst, S stride = 8,
+                                       O origin = O(0, 0), bool transpose = false) {
+  int l = (int)lane_id(), r = sgm_row(l), c = sgm_col(l);
+  for (int k = 0; k < 2; ++k) {
+    long rr = transpose ? c + k : r, cc = transpose ? r : c + k;
+    dst[((long)origin.y + rr) * (long)stride + (long)origin.x + cc] = P(m.e[k]);
+  }
+}
+// d = a * b in float, summed over k in order: lane (r, c) gathers a[r][k] and the pair
+// b[k][c], b[k][c + 1] from the lanes holding them.
+template <class T>
+__device__ inline void sgm_product(vec<float, 2>& out, const simdgroup_matrix<T>& a,
+                                   const simdgroup_matrix<T>& b) {
+  int l = (int)lane_id(), r = sgm_row(l), c = sgm_col(l);
+  out = vec<float, 2>(0.0f);
+  for (int k = 0; k < 8; ++k) {
+    float av = (float)shfl(0xffffffffu, a.e[k & 1], sgm_lane(r, k));
+    vec<T, 2> bv = shfl(0xffffffffu, b.e, sgm_lane(k, c));
+    out[0] = out[0] + av * (float)bv[0];
+    out[1] = out[1] + av * (float)bv[1];
+  }
+}
+template <class T>
+__device__ inline void simdgroup_multiply(simdgroup_matrix<T>& d, const simdgroup_matrix<T>& a,
+                                          const simdgroup_matrix<T>& b) {
+  vec<float, 2> p; sgm_product(p, a, b);
+  d.e = vec<T, 2>(p);
+}
+template <class T>
+__device__ inline void simdgroup_multiply_accumulate(simdgroup_matrix<T>& d, const simdgroup_matrix<T>& a,
+                                                     const simdgroup_matrix<T>& b,
+                                                     const simdgroup_matrix<T>& c) {
+  vec<float, 2> p; sgm_product(p, a, b);
+  d.e = vec<T, 2>(p + vec<float, 2>(c.e));
+}
+template <class T>
+__device__ inline simdgroup_matrix<T> operator*(const simdgroup_matrix<T>& a, const simdgroup_matrix<T>& b) {
+  simdgroup_matrix<T> d; simdgroup_multiply(d, a, b); return d;
+}
+
+// ---- MLX's utils.h indexing helpers ----
+template <class T, class U> __device__ inline T ceildiv(T n, U m) { return (n + m - 1) / m; }
+template <class IdxT = int64_t>
+__device__ inline IdxT elem_to_loc(IdxT elem, const int* shape, const int64_t* strides, int ndim) {
+  IdxT loc = 0;
+  for (int axis = ndim - 1; axis >= 0 && elem > 0; --axis) {
+    loc += (elem % shape[axis]) * IdxT(strides[axis]);
+    elem /= shape[axis];
+  }
+  return loc;
+}
+template <class IdxT = int64_t>
+__device__ inline IdxT elem_to_loc(uint3 elem, const int* shape, const int64_t* strides, int ndim) {
+  IdxT loc = elem.x * IdxT(strides[ndim - 1]) + elem.y * IdxT(strides[ndim - 2]);
+  for (int axis = ndim - 3; axis >= 0; --axis) {
+    loc += (elem.z % shape[axis]) * IdxT(strides[axis]);
+    elem.z /= shape[axis];
+  }
+  return loc;
+}
+template <class IdxT = int64_t>
+__device__ inline IdxT elem_to_loc_1(uint elem, const int64_t& stride) { return elem * IdxT(stride); }
+template <class IdxT = int64_t>
+__device__ inline IdxT elem_to_loc_2(uint2 elem, const int64_t strides[2]) {
+  return elem.x * IdxT(strides[1]) + elem.y * IdxT(strides[0]);
+}
+template <class IdxT = int64_t>
+__device__ inline IdxT elem_to_loc_3(uint3 elem, const int64_t strides[3]) {
+  return elem.x * IdxT(strides[2]) + elem.y * IdxT(strides[1]) + elem.z * IdxT(strides[0]);
+}
+
+// ---- dispatch: one block per threadgroup, blockDim.x = the full threadgroup size ----
+struct thread_info {
+  uint3 thread_position_in_grid, thread_position_in_threadgroup, threadgroup_position_in_grid;
+  uint3 threads_per_threadgroup, dispatch_threads_per_threadgroup, threadgroups_per_grid;
+  uint3 threads_per_grid, grid_origin, grid_size;
+  uint thread_index_in_threadgroup, thread_index_in_simdgroup, simdgroup_index_in_threadgroup;
+  uint threads_per_simdgroup, thread_execution_width, simdgroups_per_threadgroup;
+  uint dispatch_simdgroups_per_threadgroup, thread_index_in_quadgroup;
+  uint quadgroup_index_in_threadgroup, quadgroups_per_threadgroup;
+  uint dispatch_quadgroups_per_threadgroup;
+  bool exists;
+};
+__device__ inline thread_info make_thread_info(uint gx, uint gy, uint gz, uint tx, uint ty, uint tz) {
+  thread_info t;
+  // Blocks form a 1-D grid (CUDA limits y and z to 65535 blocks); unfold it, x fastest.
+  uint nx = (gx + tx - 1) / tx, ny = (gy + ty - 1) / ty, nz = (gz + tz - 1) / tz;
+  uint3 group(blockIdx.x % nx, (blockIdx.x / nx) % ny, blockIdx.x / (nx * ny));
+  uint3 real(::min(tx, gx - group.x * tx), ::min(ty, gy - group.y * ty), ::min(tz, gz - group.z * tz));
+  uint lin = threadIdx.x, total = real.x * real.y * real.z, dispatch_total = tx * ty * tz;
+  t.exists = lin < total;
+  uint3 local(lin % real.x, (lin / real.x) % real.y, lin / (real.x * real.y));
+  t.thread_position_in_threadgroup = local;
+  t.threadgroup_position_in_grid = group;
+  t.thread_position_in_grid = uint3(group.x * tx + local.x, group.y * ty + local.y, group.z * tz + local.z);
+  t.threads_per_threadgroup = real;
+  t.dispatch_threads_per_threadgroup = uint3(tx, ty, tz);
+  t.threadgroups_per_grid = uint3(nx, ny, nz);
+  t.threads_per_grid = uint3(gx, gy, gz);
+  t.grid_origin = uint3(0u);
+  t.grid_size = uint3(gx, gy, gz);
+  t.thread_index_in_threadgroup = lin;
+  t.thread_index_in_simdgroup = lin % 32u;
+  t.simdgroup_index_in_threadgroup = lin / 32u;
+  t.threads_per_simdgroup = 32u;
+  t.thread_execution_width = 32u;
+  t.simdgroups_per_threadgroup = (total + 31u) / 32u;
+  t.dispatch_simdgroups_per_threadgroup = (dispatch_total + 31u) / 32u;
+  t.thread_index_in_quadgroup = lin % 4u;
+  t.quadgroup_index_in_threadgroup = lin / 4u;
+  t.quadgroups_per_threadgroup = (total + 3u) / 4u;
+  t.dispatch_quadgroups_per_threadgroup = (dispatch_total + 3u) / 4u;
+  return t;
+}
+// An attribute as the type the kernel declares it with (uint3 -> uint, ushort2, ...).
+template <class T> struct attribute_as {
+  __device__ static T from(uint3 v) { return T(v.x); }
+  __device__ static T from(uint v) { return T(v); }
+};
+template <class U, int N, bool P> struct attribute_as<vec<U, N, P>> {
+  __device__ static vec<U, N, P> from(uint3 v) {
+    vec<U, N, P> r; for (int i = 0; i < N; ++i) r[i] = U(v[i]); return r;
+  }
+  __device__ static vec<U, N, P> from(uint v) { return vec<U, N, P>(U(v)); }
+};
+
+// Kernel arguments: a buffer pointer converts to the pointer type the kernel declares, or binds
+// the reference it declares.
+struct pointer_arg {
+  void* p;
+  template <class T> __device__ operator T*() const { return (T*)p; }
+};
+struct reference_arg {
+  void* p;
+  template <class T> __device__ operator T&() const { return *(T*)p; }
+};
+
+}  // namespace metal
+"""

@@ -1,0 +1,180 @@
+"""Compile a translated kernel with NVRTC (through CuPy) and launch it with MLX's dispatch.
+
+MLX's dispatch: `grid` counts threads; the threadgroup is clamped to the grid per dimension;
+threadgroups at the edges are partial. Each threadgroup runs as one CUDA block of
+`tx * ty * tz` threads in one dimension; the translated entry computes the Metal thread
+attributes from it (`metal::make_thread_info`) and lets the threads beyond a partial
+threadgroup's real size return at once, so SIMD-groups are the warps of 32 consecutive linear
+thread indices of the real threadgroup, exactly as Metal (and the simulator) form them.
+
+Buffers follow MLX's binding: each input's memory (`BoundInput.data`, the pointer at `offset`),
+its `_shape`/`_strides`/`_ndim` when the kernel names them, and fresh outputs (poisoned, or
+filled with `init_value`). `DeviceLaunch` keeps them on the GPU so a benchmark can launch again
+and again without copies.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import os
+import tempfile
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from metalsim.cuda import nvrtc
+from metalsim.cuda.translate import ENTRY, Translation, translate
+from metalsim.signature import BoundInput, GeneratedKernel, OutputBuffer
+
+
+@functools.cache
+def cupy_module() -> Any:
+    """CuPy, or None where it (or a GPU) is missing."""
+    try:
+        import cupy
+    except ImportError:
+        return None
+    try:
+        if cupy.cuda.runtime.getDeviceCount() < 1:
+            return None
+    except Exception:  # no driver, no device: CuPy raises its own CUDARuntimeError
+        return None
+    return cupy
+
+
+def gpu_available() -> bool:
+    """Whether kernels can run here: CuPy is installed and sees an NVIDIA GPU."""
+    return cupy_module() is not None
+
+
+def gpu_name() -> str:
+    cupy = cupy_module()
+    if cupy is None:
+        return "no GPU"
+    props = cupy.cuda.runtime.getDeviceProperties(cupy.cuda.Device().id)
+    return props["name"].decode()
+
+
+def _ptx(source: str, math_mode: str, arch: str) -> str:
+    """PTX from the NVRTC that CuPy uses (its CUDA version matches the driver's support; a
+    newer NVRTC's PTX would not load under an older driver), with metalsim's options alone."""
+    opts = [*nvrtc.options(math_mode), f"--gpu-architecture={arch}"]
+    try:
+        from cupy_backends.cuda.libs import nvrtc as cupy_nvrtc
+    except ImportError:  # an older CuPy layout: metalsim's own NVRTC call
+        return nvrtc.compile_ptx(source, opts=tuple(opts[:-1]), arch=arch)
+    prog = cupy_nvrtc.createProgram(source, "kernel.cu", [], [])
+    try:
+        try:
+            cupy_nvrtc.compileProgram(prog, opts)
+        except cupy_nvrtc.NVRTCError as error:
+            raise nvrtc.NvrtcError(f"{error}\n{cupy_nvrtc.getProgramLog(prog)}") from None
+        ptx = cupy_nvrtc.getPTX(prog)
+    finally:
+        cupy_nvrtc.destroyProgram(prog)
+    return ptx.decode() if isinstance(ptx, bytes) else ptx
+
+
+@functools.lru_cache(maxsize=256)
+def _compiled(source: str, math_mode: str) -> Any:
+    """Compile to PTX ourselves (CuPy's own compilation of the same source flushed denormals)
+    and load it for this device."""
+    cupy = cupy_module()
+    arch = f"compute_{cupy.cuda.Device().compute_capability}"   # e.g. "90" on an H100
+    ptx = _ptx(source, math_mode, arch)
+    with tempfile.NamedTemporaryFile("w", suffix=".ptx", delete=False) as f:
+        f.write(ptx)
+    try:
+        module = cupy.RawModule(path=f.name)
+        return module.get_function(ENTRY)
+    finally:
+        os.unlink(f.name)
+
+
+def _raw(data: np.ndarray) -> np.ndarray:
+    """The bytes of `data` as numpy can hand them to CuPy (bfloat16 as its uint16 bits)."""
+    flat = np.ascontiguousarray(data).reshape(-1)
+    return flat.view(np.uint8)
+
+
+def _device_copy(cupy: Any, data: np.ndarray) -> Any:
+    raw = _raw(data)
+    if raw.size == 0:
+        raw = np.zeros(16, np.uint8)  # a valid pointer for an empty buffer
+    return cupy.asarray(raw)
+
+
+def clamp_threadgroup(grid: tuple[int, int, int], threadgroup: tuple[int, int, int]
+                      ) -> tuple[int, int, int]:
+    """MLX's threadgroup: clamped to the grid per dimension (at least 1)."""
+    return tuple(max(1, min(t, g)) for g, t in zip(grid, threadgroup))  # type: ignore[return-value]
+
+
+@dataclass
+class DeviceLaunch:
+    """One kernel call with its buffers resident on the GPU: `enqueue()` launches it (again),
+    `fetch()` copies the outputs back into their `OutputBuffer`s."""
+
+    function: Any
+    blocks: tuple[int, int, int]
+    threads: int
+    args: tuple
+    keep: list        # device buffers the arguments point into
+    outputs: list[tuple[OutputBuffer, Any]]
+
+    def enqueue(self) -> None:
+        if self.threads and all(self.blocks):
+            self.function(self.blocks, (self.threads, 1, 1), self.args)
+
+    def fetch(self) -> None:
+        for buffer, device in self.outputs:
+            host = device.get()[: buffer.data.nbytes]
+            np.copyto(buffer.data.reshape(-1).view(np.uint8), host)
+
+
+def prepare(gen: GeneratedKernel, inputs: list[BoundInput], outputs: list[OutputBuffer],
+            grid: tuple[int, int, int], threadgroup: tuple[int, int, int],
+            math_mode: str = "safe", translation: Translation | None = None) -> DeviceLaunch:
+    """Translate and compile `gen` (cached), copy the buffers to the GPU, size the launch."""
+    cupy = cupy_module()
+    if cupy is None:
+        raise RuntimeError("the CUDA back end needs CuPy and an NVIDIA GPU")
+    translation = translation or translate(gen, math_mode)
+    function = _compiled(translation.source, math_mode)
+    keep, args, outs = [], [], []
+    for param in gen.params:
+        if param.role == "attribute":
+            continue
+        if param.role == "output":
+            buffer = outputs[param.index]
+            device = _device_copy(cupy, buffer.data)
+            outs.append((buffer, device))
+            pointer = device.data.ptr
+        elif param.role == "input":
+            bound = inputs[param.index]
+            device = _device_copy(cupy, bound.data)
+            pointer = device.data.ptr + bound.offset * bound.data.dtype.itemsize
+        else:
+            bound = inputs[param.index]
+            values = {"shape": np.asarray(bound.shape, np.int32),
+                      "strides": np.asarray(bound.strides, np.int64),
+                      "ndim": np.asarray([len(bound.shape)], np.int32)}[param.role]
+            device = _device_copy(cupy, values)
+            pointer = device.data.ptr
+        keep.append(device)
+        args.append(np.uint64(pointer))
+    tg = clamp_threadgroup(grid, threadgroup)
+    blocks = (math.prod(math.ceil(g / t) for g, t in zip(grid, tg)), 1, 1)
+    args += [np.uint32(v) for v in (*grid, *tg)]
+    return DeviceLaunch(function, blocks, tg[0] * tg[1] * tg[2], tuple(args), keep, outs)
+
+
+def run(gen: GeneratedKernel, inputs: list[BoundInput], outputs: list[OutputBuffer],
+        grid: tuple[int, int, int], threadgroup: tuple[int, int, int],
+        math_mode: str = "safe") -> None:
+    """Launch once and leave the results in the `outputs` buffers."""
+    launch = prepare(gen, inputs, outputs, grid, threadgroup, math_mode)
+    launch.enqueue()
+    launch.fetch()

@@ -1,0 +1,228 @@
+"""The CUDA back end on a real NVIDIA GPU against the simulator, feature by feature.
+
+These run only where CuPy sees an NVIDIA GPU (the device machine, a workstation, Colab): CI has
+none, and `test_translate.py` covers what needs no GPU. Each kernel exercises one part of the
+translation and the prelude; the GPU's outputs must equal the simulator's bit for bit (floats
+too, unless stated), so a semantic slip in the prelude shows up here.
+"""
+
+from __future__ import annotations
+
+import mlx.core as mx
+import numpy as np
+import pytest
+
+import metalsim
+import metalsim.cuda
+from puzzles.catalog import find
+from puzzles.checking import check_kernel
+
+pytestmark = pytest.mark.skipif(not metalsim.cuda.gpu_available(),
+                                reason="needs CuPy and an NVIDIA GPU")
+
+
+def both(source: str, inputs: list, out_shapes: list, out_dtypes: list, grid, threadgroup,
+         header: str = "", atomic_outputs: bool = False, init_value=None,
+         template=None) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    names = [f"in{i}" for i in range(len(inputs))]
+    outs = [f"out{i}" for i in range(len(out_shapes))]
+    kernel = metalsim.metal_kernel("t", names, outs, source, header=header,
+                                   atomic_outputs=atomic_outputs)
+    call = dict(inputs=inputs, output_shapes=out_shapes, output_dtypes=out_dtypes, grid=grid,
+                threadgroup=threadgroup, init_value=init_value, template=template)
+    run = metalsim.simulate(kernel, **call)
+    assert not run.report.errors, run.report.errors
+    gpu = metalsim.cuda.run_on_gpu(kernel, **call)
+
+    def host(arrays):
+        return [np.array(a.astype(mx.float32)) if a.dtype == mx.bfloat16 else np.array(a)
+                for a in arrays]
+    return host(run.outputs), host(gpu)
+
+
+def assert_same(sim: list[np.ndarray], gpu: list[np.ndarray]) -> None:
+    for s, g in zip(sim, gpu):
+        np.testing.assert_array_equal(s, g)
+
+
+ATTRIBUTES = """
+    uint k = thread_position_in_grid.x + threads_per_grid.x * (thread_position_in_grid.y
+             + threads_per_grid.y * thread_position_in_grid.z);
+    uint3 v[6] = {thread_position_in_grid, thread_position_in_threadgroup,
+                  threadgroup_position_in_grid, threads_per_threadgroup,
+                  threadgroups_per_grid, dispatch_threads_per_threadgroup};
+    for (int j = 0; j < 6; ++j) { out0[k * 18 + 3 * j] = v[j].x; out0[k * 18 + 3 * j + 1] = v[j].y;
+                                  out0[k * 18 + 3 * j + 2] = v[j].z; }
+    out1[k * 6 + 0] = thread_index_in_threadgroup;
+    out1[k * 6 + 1] = thread_index_in_simdgroup;
+    out1[k * 6 + 2] = simdgroup_index_in_threadgroup;
+    out1[k * 6 + 3] = simdgroups_per_threadgroup;
+    out1[k * 6 + 4] = thread_index_in_quadgroup;
+    out1[k * 6 + 5] = quadgroups_per_threadgroup;
+"""
+
+
+@pytest.mark.parametrize(("grid", "tg"), [((70, 1, 1), (32, 1, 1)), ((13, 7, 1), (8, 4, 1)),
+                                          ((5, 6, 7), (4, 4, 2)), ((100, 3, 2), (64, 2, 2))])
+def test_every_thread_attribute_matches_mlx_dispatch_in_partial_threadgroups(grid, tg):
+    n = grid[0] * grid[1] * grid[2]
+    assert_same(*both(ATTRIBUTES, [mx.zeros(1)], [(n * 18,), (n * 6,)],
+                      [mx.uint32, mx.uint32], grid, tg))
+
+
+def test_a_grid_of_more_than_65535_threadgroups_in_y_runs_every_thread():
+    sim, gpu = both("out0[thread_position_in_grid.y] = thread_position_in_grid.y * 2 + 1;",
+                    [mx.zeros(1)], [(70000,)], [mx.uint32], (1, 70000, 1), (1, 1, 1))
+    assert_same(sim, gpu)
+
+
+def test_half_and_bfloat_arithmetic_rounds_like_metal():
+    rng = np.random.default_rng(0)
+    a = mx.array(rng.standard_normal(256).astype(np.float32) * 300)
+    b = mx.array(rng.standard_normal(256).astype(np.float32))
+    source = """
+        uint i = thread_position_in_grid.x;
+        half h = in0[i], g = in1[i];
+        bfloat p = in0[i], q = in1[i];
+        out0[i] = h * g + h / (g + 2.0h) - half(i) * 0.1h;
+        out1[i] = p * q + p / (q + 2.0bf) - bfloat(i);
+        out2[i] = float(h) * 3 + float(p);
+        out3[i] = ushort(h) + short(p) + int(in0[i] * 1000.0f);
+    """
+    assert_same(*both(source, [a, b], [(256,)] * 4,
+                      [mx.float16, mx.bfloat16, mx.float32, mx.int32], (256, 1, 1), (64, 1, 1)))
+
+
+def test_denormal_inputs_and_literals_are_not_flushed_to_zero():
+    x = mx.array(np.array([1e-40, -1e-45, 1e-38, 0.0], np.float32))
+    source = """
+        uint i = thread_position_in_grid.x;
+        out0[i] = in0[i] * 1e6f + 1e-40f / 3.0f;
+        out1[i] = in0[i] ? 1 : 0;
+    """
+    sim, gpu = both(source, [x], [(4,), (4,)], [mx.float32, mx.int32], (4, 1, 1), (4, 1, 1))
+    assert_same(sim, gpu)
+    assert gpu[1].tolist() == [1, 1, 1, 0]
+
+
+def test_vectors_swizzles_and_packed_vectors():
+    x = mx.array(np.arange(64, dtype=np.float32))
+    source = """
+        uint i = thread_position_in_grid.x;
+        float4 v = float4(in0[i], 1.0f, float2(2.0f, in0[i] * 0.5f));
+        v.zyx = v.xyz + 1.0f;
+        v.yw += float2(3.0f, 4.0f);
+        packed_float3 p = packed_float3(v.xyz);
+        int3 n = int3(v.wzy) / 2 - int3(1);
+        ushort2 s = ushort2(65535, 1) + ushort2(1, 1);
+        out0[i] = dot(v, float4(1.0f)) + length(float3(p)) + v[2] + float(n.x + n.y + n.z)
+                  + float(s.x + s.y);
+        out1[i] = as_type<uint>(v.w) ^ uint(sizeof(float3) + sizeof(packed_float3));
+    """
+    assert_same(*both(source, [x], [(64,), (64,)], [mx.float32, mx.uint32], (64, 1, 1),
+                      (32, 1, 1)))
+
+
+SIMD = """
+    uint i = thread_position_in_grid.x;
+    uint lane = thread_index_in_simdgroup;
+    float x = in0[i];
+    int k = int(i) * 7 % 13;
+    out0[i * 8 + 0] = simd_sum(x);
+    out0[i * 8 + 1] = simd_prefix_exclusive_sum(x);
+    out0[i * 8 + 2] = simd_max(x);
+    out0[i * 8 + 3] = simd_shuffle_down(x, 3u);
+    out0[i * 8 + 4] = simd_broadcast(x, 5u);
+    out0[i * 8 + 5] = quad_sum(x);
+    out0[i * 8 + 6] = simd_shuffle_xor(x, 1u);
+    out0[i * 8 + 7] = float(simd_ballot(x > 0.0f) & 0xffffffffu);
+    out1[i * 2] = simd_sum(k);
+    if (lane % 3 != 0) {
+        out1[i * 2 + 1] = simd_sum(k) + simd_prefix_inclusive_sum(k) * 100;  // inactive lanes
+    } else {
+        out1[i * 2 + 1] = simd_product(k % 3 + 1) + int(simd_is_first());
+    }
+"""
+
+
+@pytest.mark.parametrize("threads", [64, 56, 20])
+def test_simd_and_quad_functions_over_the_active_lanes_including_short_simdgroups(threads):
+    x = mx.array(np.random.default_rng(1).standard_normal(threads).astype(np.float32))
+    assert_same(*both(SIMD, [x], [(threads * 8,), (threads * 2,)], [mx.float32, mx.int32],
+                      (threads, 1, 1), (threads, 1, 1)))
+
+
+def test_device_and_threadgroup_atomics_give_the_simulators_counts():
+    idx = mx.array(np.random.default_rng(2).integers(0, 10, 1000).astype(np.int32))
+    source = """
+        uint i = thread_position_in_grid.x;
+        threadgroup atomic_int local[10];
+        uint t = thread_index_in_threadgroup;
+        if (t < 10) atomic_store_explicit(&local[t], 0, memory_order_relaxed);
+        threadgroup_barrier(mem_flags::mem_threadgroup);
+        if (i < 1000) {
+            atomic_fetch_add_explicit(&out0[in0[i]], 1, memory_order_relaxed);
+            atomic_fetch_add_explicit(&local[in0[i]], 1, memory_order_relaxed);
+            atomic_fetch_max_explicit(&out1[0], int(i) * 3 % 1001, memory_order_relaxed);
+        }
+        threadgroup_barrier(mem_flags::mem_threadgroup);
+        if (t < 10) {
+            int n = atomic_load_explicit(&local[t], memory_order_relaxed);
+            atomic_fetch_add_explicit(&out0[10 + t], n, memory_order_relaxed);
+        }
+    """
+    assert_same(*both(source, [idx], [(20,), (1,)], [mx.int32, mx.int32], (1024, 1, 1),
+                      (256, 1, 1), atomic_outputs=True, init_value=0))
+
+
+def test_simdgroup_matrix_multiply_accumulate_with_metals_lane_layout():
+    rng = np.random.default_rng(3)
+    a = mx.array(rng.integers(-4, 5, (8, 8)).astype(np.float32))
+    b = mx.array(rng.integers(-4, 5, (8, 8)).astype(np.float32))
+    source = """
+        simdgroup_float8x8 ma, mb, mc = make_filled_simdgroup_matrix<float, 8, 8>(1.0f);
+        simdgroup_load(ma, in0, 8);
+        simdgroup_load(mb, in1, 8, ulong2(0, 0), true);
+        simdgroup_multiply_accumulate(mc, ma, mb, mc);
+        simdgroup_store(mc, out0, 8);
+        out1[thread_index_in_simdgroup * 2] = ma.thread_elements()[0];
+        out1[thread_index_in_simdgroup * 2 + 1] = ma.thread_elements()[1];
+    """
+    sim, gpu = both(source, [a, b], [(64,), (64,)], [mx.float32, mx.float32], (32, 1, 1),
+                    (32, 1, 1))
+    assert_same(sim, gpu)   # small integers: every order of summation is exact
+    np.testing.assert_array_equal(gpu[0].reshape(8, 8), np.array(a) @ np.array(b).T + 1)
+
+
+def test_math_functions_are_within_two_ulps_of_the_simulators_correct_rounding():
+    x = mx.array(np.linspace(0.01, 20.0, 512, dtype=np.float32))
+    source = """
+        uint i = thread_position_in_grid.x;
+        float v = in0[i];
+        out0[i * 6 + 0] = exp(v * 0.25f);
+        out0[i * 6 + 1] = log(v);
+        out0[i * 6 + 2] = sin(v);
+        out0[i * 6 + 3] = tanh(v - 10.0f);
+        out0[i * 6 + 4] = sqrt(v) + rsqrt(v);
+        out0[i * 6 + 5] = pow(v, 1.5f);
+    """
+    sim, gpu = both(source, [x], [(512 * 6,)], [mx.float32], (512, 1, 1), (128, 1, 1))
+    ulps = np.abs(sim[0].view(np.int32).astype(np.int64) - gpu[0].view(np.int32))
+    assert ulps.max() <= 2, ulps.max()
+
+
+def test_check_also_runs_the_puzzle_on_the_nvidia_gpu():
+    puzzle = find(14)
+    result = check_kernel(puzzle, puzzle.solution())
+    assert result.passed
+    assert all(r.gpu.endswith("(CUDA)") and r.metal is not None for r in result.cases)
+    assert "Also ran on the real GPU through" in result.text
+
+
+def test_time_kernel_gives_a_positive_median():
+    kernel = metalsim.metal_kernel("copy", ["a"], ["out"],
+                                   "out[thread_position_in_grid.x] = a[thread_position_in_grid.x];")
+    ms = metalsim.cuda.time_kernel(kernel, inputs=[mx.zeros(1 << 20)], output_shapes=[(1 << 20,)],
+                                   output_dtypes=[mx.float32], grid=(1 << 20, 1, 1),
+                                   threadgroup=(256, 1, 1))
+    assert 0 < ms < 100
