@@ -11,6 +11,7 @@ so that running a kernel costs Python work per AST node executed, never per thre
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Callable
 
 import numpy as np
@@ -25,7 +26,7 @@ from metalsim.exec.expressions import ExpressionCompiler
 from metalsim.exec.operators import OperatorCompiler
 from metalsim.exec.references import ReferenceCompiler, returned_location
 from metalsim.exec.runtime import bind_argument
-from metalsim.exec.statements import StatementCompiler
+from metalsim.exec.statements import ATTRIBUTE_NAMES, StatementCompiler
 from metalsim.exec.struct_templates import StructTemplate, StructTemplateCompiler
 from metalsim.exec.structs import StructCompiler, StructMethods, thread_object
 from metalsim.exec.values import Frame, MemLoc, Ptr, PtrSlot, VarLoc
@@ -99,8 +100,9 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
 
     def declare_global_var(self, d: ast.VarDecl) -> None:
         t, const, space = self.resolve_decl_type(d.type, self.globals)
-        if space not in (None, "constant") and not d.constexpr:
-            self.error("program scope variable must reside in constant address space", d)
+        if space != "constant" and not d.constexpr:
+            self.error("program scope variable must reside in constant address space", d,
+                       hint="declare it 'constant' (program-scope values are read-only)")
         if d.init is None:
             self.error(f"default initialization of an object of const type '{t}'", d)
         if self.has_constructors(t):
@@ -121,7 +123,7 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
 
     def fill_constant_array(self, region: mem.Region, t: ArrayType, init: ast.Node,
                             scope: Scope) -> None:
-        for off, et, item in self.flatten_init(t, init, 0):
+        for off, et, item in self.flatten_init(t, init, 0, scope):
             e = self.convert(self.expr(item, scope), et, item)
             if e.const is None:
                 self.error("initializer element is not a compile-time constant", item)
@@ -131,36 +133,26 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
                                                           else 1)] = e.const
         region.data[0][:] = region.data[0]  # contents are fixed from here on
 
-    def flatten_init(self, t: Type, init: ast.Node, base: int):
+    def flatten_init(self, t: Type, init: ast.Node, base: int, scope: Scope | None = None):
         """(byte offset, element type, expression) for each leaf of an aggregate initializer.
 
         A struct member initialised by an expression (not a braced list) is one leaf: a copy.
-        Braces may not be elided around nested aggregates."""
+        Braces around nested arrays, vectors and structs may be elided, as C++ allows
+        ([dcl.init.aggr]/12): `float2 m[2] = {1, 2, 3, 4}` (given `scope`, the types of the
+        items decide where a struct or vector is initialised by one expression)."""
         if isinstance(t, StructType) and isinstance(init, ast.InitList) and (
                 self.constructors_of(t)):
             yield base, t, init  # not an aggregate: the braces call a constructor (init_value)
-        elif isinstance(t, StructType) and isinstance(init, ast.InitList):
-            if len(init.items) > len(t.members):
-                self.error(f"excess elements in initializer of struct '{t}'",
-                           init.items[len(t.members)])
-            for i, member in enumerate(t.members):
-                off = base + member.offset
-                if i < len(init.items):
-                    yield from self.flatten_init(member.type, init.items[i], off)
-                else:
-                    yield from self.zero_init(member.type, off, init.coord)
+        elif isinstance(t, ArrayType | StructType) and isinstance(init, ast.InitList):
+            leaves, used = self.fill_braced(t, init.items, 0, base, init.coord, scope)
+            if used < len(init.items):
+                what = "array" if isinstance(t, ArrayType) else f"initializer of struct '{t}'"
+                self.error(f"excess elements in {what}" + (" initializer" if isinstance(
+                    t, ArrayType) else ""), init.items[used])
+            yield from leaves
         elif isinstance(t, ArrayType):
-            if not isinstance(init, ast.InitList):
-                self.error("array initializer must be an initializer list", init,
-                           hint="metalsim needs braces around each nested array")
-            if len(init.items) > t.length:
-                self.error("excess elements in array initializer", init.items[t.length])
-            for i in range(t.length):
-                off = base + i * t.elem.size
-                if i < len(init.items):
-                    yield from self.flatten_init(t.elem, init.items[i], off)
-                else:
-                    yield from self.zero_init(t.elem, off, init.coord)
+            self.error("array initializer must be an initializer list", init,
+                       hint="an array is initialized by braces: '= {...}'")
         elif isinstance(init, ast.InitList):
             if isinstance(t, VectorType):
                 yield base, t, ast.Construct(init.coord, ast.NamedType(init.coord, t.name),
@@ -173,6 +165,46 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
                 self.error("excess elements in scalar initializer", init.items[1])
         else:
             yield base, t, init
+
+    def fill_braced(self, t: ArrayType | StructType, items: list[ast.Node], pos: int, base: int,
+                    coord: Coord, scope: Scope | None) -> tuple[list, int]:
+        """The leaves of aggregate `t` taken from `items[pos:]`, and the position after them."""
+        if isinstance(t, ArrayType):
+            elements = [(t.elem, base + i * t.elem.size) for i in range(t.length)]
+        else:
+            elements = [(m.type, base + m.offset) for m in t.members]
+        leaves: list = []
+        for et, off in elements:
+            if pos >= len(items):
+                leaves += self.zero_init(et, off, coord)
+            elif not self.elides_braces(et, items[pos], scope):
+                leaves += self.flatten_init(et, items[pos], off, scope)
+                pos += 1
+            elif isinstance(et, VectorType):
+                comps = items[pos:pos + et.n]
+                pos += len(comps)
+                comps += [ast.IntLiteral(coord, 0, text="0")] * (et.n - len(comps))
+                leaves.append((off, et, ast.Construct(coord, ast.NamedType(coord, et.name),
+                                                      comps)))
+            else:
+                sub, pos = self.fill_braced(et, items, pos, off, coord, scope)
+                leaves += sub
+        return leaves, pos
+
+    def elides_braces(self, t: Type, item: ast.Node, scope: Scope | None) -> bool:
+        """Whether `item`, not in braces, starts the elements of aggregate or vector `t` rather
+        than initialising all of `t` (an array always; a struct or vector unless its type)."""
+        if isinstance(item, ast.InitList):
+            return False
+        if isinstance(t, ArrayType):
+            return True
+        if not (isinstance(t, VectorType) or isinstance(t, StructType) and not (
+                self.constructors_of(t))) or scope is None:
+            return False
+        item_t = self.rvalue(self.expr(item, scope)).type
+        if isinstance(t, VectorType):
+            return not (isinstance(item_t, VectorType) and item_t.n == t.n)
+        return item_t != t
 
     def zero_init(self, t: Type, base: int, coord: Coord):
         if isinstance(t, ArrayType):
@@ -264,6 +296,11 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
             return t
         if name == "auto":
             return None  # type: ignore[return-value]  # deduced by the declaration
+        if re.fullmatch(r"(float|half)[234]x[234]", name):
+            self.error(f"matrix types ('{name}') are not supported by metalsim", node,
+                       width=len(name),
+                       hint="use an array of vectors (column-major, as Metal's matrices), or "
+                            "simdgroup_matrix for 8x8 tiles")
         candidates = list(ty.TYPE_NAMES) + [k for k in scope.visible()
                                             if isinstance(scope.lookup(k), Type)]
         self.error(f"unknown type name '{name}'", node, hint=self.suggest(name, candidates),
@@ -323,6 +360,12 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
             # `op(a, b)` on a function object calls its `operator()`.
             return self.x_MethodCall(ast.MethodCall(node.coord, name, "operator()", node.args),
                                      scope)
+        if isinstance(v, Var) and v.kind != "method":
+            self.error(f"called object type '{v.type}' is not a function", name,
+                       width=len(name.name),
+                       hint=f"'{name.name}' is a kernel parameter that MLX declares from the "
+                            f"attribute, not a function: drop the '()'"
+                       if name.name in ATTRIBUTE_NAMES else "")
         if name.qualifier not in ("fast", "precise") and name.name in self.functions:
             return self.call_user(node, scope)
         handler = self.builtins.get(("call", name.name))

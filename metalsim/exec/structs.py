@@ -347,7 +347,7 @@ class StructCompiler:
         if self.constructors_of(t):
             return self.construct_temp(t, [self.expr(a, scope) for a in init.items], init)
         parts = [(off, et, self.init_value(et, item, scope).ev)
-                 for off, et, item in self.flatten_init(t, init, 0)]
+                 for off, et, item in self.flatten_init(t, init, 0, scope)]
         size = t.size
 
         def ev(f, lanes):

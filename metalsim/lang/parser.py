@@ -12,7 +12,7 @@ Representation choices the compiler relies on:
   * A member of a class template instance, `numeric_limits<float>::max()`, is
     `Call(Name("max", qualifier="numeric_limits", template_args=[float]))`: the template arguments
     are those of the qualifying class.
-  * Multi-word integer types are normalised (`unsigned int` -> "uint", `long long` -> "long").
+  * Multi-word integer types are normalised (`unsigned int` -> "uint"; `long long` is refused).
   * `VarDecl` and `Param` coords point at the declared name (as a compiler's "declared here"
     does); every other node's coord is its first token.
   * `typedef` / `using` inside a function body appear in `Compound.items` as TypeAlias /
@@ -43,8 +43,7 @@ _INT_WORDS = frozenset({"unsigned", "signed", "short", "long", "int", "char"})
 def _int_combinations() -> dict[tuple[str, ...], str]:
     combos: dict[tuple[str, ...], str] = {}
     bases = {("int",): "int", ("char",): "char", ("short",): "short", ("short", "int"): "short",
-             ("long",): "long", ("long", "int"): "long", ("long", "long"): "long",
-             ("long", "long", "int"): "long"}
+             ("long",): "long", ("long", "int"): "long"}
     for words, name in bases.items():
         combos[tuple(sorted(words))] = name
         combos[tuple(sorted((*words, "signed")))] = name
@@ -70,8 +69,14 @@ _BUILTIN_TEMPLATES = frozenset({
     "make_filled_simdgroup_matrix", "numeric_limits", "Limits", "elem_to_loc", "elem_to_loc_1",
     "elem_to_loc_2", "elem_to_loc_3", "elem_to_loc_2_nd", "elem_to_loc_3_nd",
     "max", "min", "clamp", "abs", "select",
-})
+}) | {f"{trait}{suffix}" for trait in ("is_same", "is_integral", "is_floating_point", "is_signed",
+                                        "is_unsigned", "is_arithmetic") for suffix in ("", "_v")}
 _CASTS = frozenset({"static_cast", "reinterpret_cast", "as_type"})
+# Metal's texture and sampler types: MLX binds no textures to a custom kernel.
+_TEXTURE_TYPES = frozenset(
+    {f"{kind}{dim}" for kind in ("texture", "depth") for dim in
+     ("1d", "1d_array", "2d", "2d_array", "2d_ms", "2d_ms_array", "3d", "cube", "cube_array")}
+    | {"texture_buffer", "sampler"})
 
 _ADDRESS_SPACES = frozenset({"device", "constant", "threadgroup", "thread"})
 _QUALIFIERS = _ADDRESS_SPACES | {"const", "volatile"}  # may precede the type in a type-name
@@ -254,6 +259,11 @@ class _Parser:
 
     def unknown_type(self, tok: Token) -> CompileError:
         """"unknown type name 'flaot'", suggesting the closest known type name."""
+        if tok.text in _TEXTURE_TYPES:
+            return self.error(f"'{tok.text}' is a Metal texture type, which metalsim does not "
+                              "support", tok, width=len(tok.text),
+                              hint="mx.fast.metal_kernel passes only buffers: read the data "
+                                   "from a device array")
         known = [n for scope in self.scopes for n, k in scope.items() if k == _TYPE]
         close = difflib.get_close_matches(tok.text, [*_BUILTIN_TYPE_WORDS, *known], n=1)
         hint = f"did you mean '{close[0]}'?" if close else ""
@@ -455,6 +465,19 @@ class _Parser:
         self.expect(";", "expected ';' after explicit instantiation")
         return ast.ExplicitInstantiation(self.coord(tmpl), name.text, args, attributes)
 
+    def defines_function(self) -> bool:
+        """Whether the `(...)` ahead is followed by a function body's `{`."""
+        depth, k = 0, 0
+        while True:
+            tok = self.peek(k)
+            if tok.kind == "eof":
+                return False
+            if tok.kind == "punct" and tok.text in ("(", ")"):
+                depth += 1 if tok.text == "(" else -1
+                if depth == 0:
+                    return self.peek(k + 1).text == "{"
+            k += 1
+
     def skip_balanced(self) -> None:
         """Skips a parenthesised token group, `(...)`, whose contents are not needed."""
         open_ = self.expect("(")
@@ -615,6 +638,9 @@ class _Parser:
             self.advance()
         if words:
             key = tuple(sorted(w.text for w in words))
+            if key.count("long") > 1:
+                raise self.error("'long long' is not a Metal type", words[0], width=9,
+                                 hint="'long' is 64 bits in Metal")
             if key not in _INT_COMBINATIONS:
                 spelled = " ".join(w.text for w in words)
                 raise self.error(f"'{spelled}' is not a valid type", words[0],
@@ -764,6 +790,12 @@ class _Parser:
             elif self.at("{"):
                 init = self.init_list()
             elif self.at("(") and not file_scope:
+                if self.defines_function():
+                    raise self.error(f"function definition is not allowed here: '{name.text}' "
+                                     "is defined inside a function body", name,
+                                     width=len(name.text),
+                                     hint="helper functions belong in the kernel's header: "
+                                          "pass them as metal_kernel(..., header=...)")
                 # `float4 v(1, 2, 3, 4);` direct initialisation
                 if self.at(")", 1):
                     raise self.error("empty parentheses declare a function, not a variable",
@@ -1201,6 +1233,10 @@ class _Parser:
             raise self.error("'else' without a matching 'if'", tok, width=4)
         if tok.text == "template":
             raise self.error("a template cannot be declared inside a function", tok, width=8)
+        if tok.text == "goto":
+            raise self.error("'goto' is not allowed in Metal", tok, width=4,
+                             hint="the Metal Shading Language has no goto: use a loop with "
+                                  "break or continue, or a flag")
         if tok.text in _UNSUPPORTED_DECLARATIONS:
             raise self.error(f"'{tok.text}' declarations are not supported by metalsim", tok,
                              width=len(tok.text))
@@ -1374,6 +1410,8 @@ class _Parser:
                 return self.named_cast()
             if text == "this":
                 return ast.This(self.coord(self.advance()))
+            if text in _TEXTURE_TYPES:
+                raise self.unknown_type(tok)
             if self.type_at():
                 return self.construct()
             if text not in _RESERVED:
@@ -1449,6 +1487,9 @@ class _Parser:
                 break
             self.advance()
         name, args = parts[-1]
+        if parts[0][0] == "std" and len(parts) > 1:
+            raise self.error("use of undeclared identifier 'std'", start, width=3,
+                             hint=f"Metal has no C++ standard library: use 'metal::{name}'")
         qualifier = [part for part, _ in parts[:-1] if part != "metal"]
         scoped = [part_args for _, part_args in parts[:-1] if part_args is not None]
         if scoped:
