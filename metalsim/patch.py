@@ -21,9 +21,9 @@ by zero, a shift out of range, a SIMD-group read of an inactive lane, behaviour 
 leaves open): what a test suite usually wants, since Metal gives such code no defined result.
 
 While a patch that simulates is active, MLX's Metal availability checks say yes:
-`mx.metal.is_available()` and `mx.is_available(mx.gpu)` return True, so a project's wrapper
-takes the branch that launches its kernel, as it would on a Mac, rather than its non-Metal
-fallback. What still needs a real GPU raises a clear `metalsim.NoMetalDevice` error instead of
+`mx.metal.is_available()` and `mx.is_available(mx.gpu)` return True and `mx.default_device()`
+returns the GPU, so a project's wrapper takes the branch that launches its kernel, as it would
+on a Mac, rather than its non-Metal fallback (MLX itself still computes on the CPU). What still needs a real GPU raises a clear `metalsim.NoMetalDevice` error instead of
 misbehaving: `mx.set_default_device(mx.gpu)`, `mx.metal.device_info()`, `mx.metal.start_capture`
 (MLX operations given `stream=mx.gpu` raise MLX's own "Cannot get gpu stream" ValueError).
 `patch(metal_available=False)` leaves the checks as they are.
@@ -90,6 +90,7 @@ _REAL_SET_DEFAULT_DEVICE = mx.set_default_device
 _PRETEND_METAL = {
     (mx.metal, "is_available"): lambda: True,
     (mx, "is_available"): _is_available,
+    (mx, "default_device"): lambda: mx.Device(mx.gpu, 0),
     (mx, "set_default_device"): _set_default_device,
     (mx.metal, "device_info"): _needs_gpu("mx.metal.device_info()"),
     (mx.metal, "start_capture"): _needs_gpu("mx.metal.start_capture()"),

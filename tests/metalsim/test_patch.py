@@ -227,7 +227,9 @@ def test_patch_makes_the_metal_availability_checks_true_and_restores_them():
     with metalsim.patch():
         assert mx.metal.is_available() and mx.is_available(mx.gpu)
         assert mx.is_available(mx.cpu)
+        assert mx.default_device() == mx.gpu
     assert not mx.metal.is_available() and not mx.is_available(mx.gpu)
+    assert mx.default_device() == mx.cpu
 
 
 @pytest.mark.skipif(mx.metal.is_available(), reason="off Apple GPUs, Metal is really absent")
@@ -240,7 +242,8 @@ def test_metal_available_false_opts_out_of_pretending():
 @pytest.mark.skipif(mx.metal.is_available(), reason="off Apple GPUs, Metal is really absent")
 def test_a_wrapper_takes_its_metal_branch_inside_the_patch():
     def wrapper(a: mx.array) -> mx.array:   # the shape of most real projects' wrappers
-        return doubling_kernel(a) if mx.metal.is_available() else a * 3
+        on_metal = mx.default_device() == mx.gpu and mx.metal.is_available()
+        return doubling_kernel(a) if on_metal else a * 3
 
     with metalsim.patch():
         assert wrapper(mx.arange(4.0)).tolist() == [0.0, 2.0, 4.0, 6.0]
