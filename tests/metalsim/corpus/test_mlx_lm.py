@@ -180,3 +180,21 @@ def test_js_div_loss_vjp_kernel_with_the_barrier_fixed(metalsim_patch):
     grad = mx.grad(lambda a: (fixed["js_div_loss"](a, p) * weights).sum())(q)
     ref = mx.grad(lambda a: (_js_reference(a, p) * weights).sum())(q)
     np.testing.assert_allclose(np.array(grad), np.array(ref), rtol=1e-4, atol=1e-6)
+
+
+def test_rwkv7_wkv7_kernel(metalsim_patch):
+    mod = load("ml-explore__mlx-lm/rwkv7_wkv7.py")
+    B, T, H, D = 2, 3, 2, 32
+    r, k, v, a, b = (normal(B, T, H, D, scale=0.3) for _ in range(5))
+    w = RNG.uniform(0.6, 1.0, (B, T, H, D)).astype(np.float32)
+    state = normal(B, H, D, D, scale=0.1)
+    y, new_state = mod["wkv7_kernel"](*map(mx.array, (r, w, k, v, a, b, state)))
+    s = state.astype(np.float64)                     # [B, H, Dv, Dk]
+    y_ref = np.zeros((B, T, H, D))
+    for t in range(T):
+        sa = (s * a[:, t][:, :, None, :]).sum(-1)    # [B, H, Dv]
+        s = (s * w[:, t][:, :, None, :] + v[:, t][..., None] * k[:, t][:, :, None, :]
+             + sa[..., None] * b[:, t][:, :, None, :])
+        y_ref[:, t] = (s * r[:, t][:, :, None, :]).sum(-1)
+    np.testing.assert_allclose(np.array(y), y_ref, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(np.array(new_state), s, rtol=1e-4, atol=1e-5)
