@@ -15,12 +15,15 @@ FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "corpus"
 ATTRIBUTION = ("# Repository: https://github.com/", "# Path: ", "# Commit: ", "# Licence: MIT")
 
 
-def load(relpath: str, **names: object) -> dict:
+def load(relpath: str, enclosing: str = "", **names: object) -> dict:
     """Run the fixture `relpath` (under tests/fixtures/corpus) as a module; `names` are put in
-    its namespace first (for what an excerpt's own module imported from elsewhere)."""
+    its namespace first (for what an excerpt's own module imported from elsewhere), and
+    `enclosing` is Python put before the text (a `class ...:` line for an excerpt of methods)."""
     path = FIXTURES / relpath
     text = path.read_text()
-    head = text[:600]
+    if enclosing:
+        text = enclosing + "\n" + text
+    head = text[:600 + len(enclosing)]
     missing = [a for a in ATTRIBUTION if a not in head]
     assert not missing, f"{relpath}: attribution lines missing: {missing}"
     namespace: dict = {"__name__": "corpus_" + path.stem, "__file__": str(path), **names}
