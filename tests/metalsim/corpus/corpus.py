@@ -7,6 +7,8 @@ import time, so call it inside `metalsim.patch()`), returning the module's names
 
 from __future__ import annotations
 
+import re
+import textwrap
 from pathlib import Path
 
 import numpy as np
@@ -29,6 +31,14 @@ def load(relpath: str, enclosing: str = "", **names: object) -> dict:
     namespace: dict = {"__name__": "corpus_" + path.stem, "__file__": str(path), **names}
     exec(compile(text, str(path), "exec"), namespace)  # noqa: S102 - our own fixture files
     return namespace
+
+
+def python_blocks(relpath: str) -> list[str]:
+    """The `.. code-block:: python` blocks of a reStructuredText fixture, dedented."""
+    text = (FIXTURES / relpath).read_text()
+    assert all(a in text[:600] for a in ATTRIBUTION), f"{relpath}: attribution lines missing"
+    blocks = re.findall(r"\.\. code-block:: python\n[ \t]*\n((?:(?:  .*)?\n)+)", text)
+    return [textwrap.dedent(b) for b in blocks]
 
 
 def softmax(x: np.ndarray) -> np.ndarray:

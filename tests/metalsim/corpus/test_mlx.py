@@ -6,8 +6,9 @@ assertions against MLX ops (mx.exp, constants MLX computed)."""
 import unittest
 
 import mlx.core as mx
+import numpy as np
 import pytest
-from corpus import load
+from corpus import load, python_blocks
 
 # test_custom_kernel_attributes is left out: both of its threads store the same value to
 # out[0], which metalsim reports as a race (a benign one; grading it is another issue item).
@@ -39,3 +40,20 @@ def test_the_copied_tests_are_skipped_without_metal_outside_the_patch():
     with pytest.raises(unittest.SkipTest):
         case.test_custom_kernel_basic()
 
+
+
+def docs_block(index: int) -> str:
+    return python_blocks("ml-explore__mlx/custom_metal_kernels.rst")[index]
+
+
+@pytest.mark.parametrize("index", [0, 2], ids=["myexp", "myexp_strided"])
+def test_mlx_documentation_exp_kernels_with_their_own_asserts(metalsim_patch, index):
+    """The documentation's examples run as written: build, launch, `assert mx.allclose(b,
+    mx.exp(a))`."""
+    block = docs_block(index)
+    assert "mx.fast.metal_kernel(" in block and "assert mx.allclose(b, mx.exp(a))" in block
+    namespace = {"mx": mx}
+    exec(block, namespace)  # noqa: S102 - the fixture's example code
+    a = namespace["a"]
+    np.testing.assert_allclose(np.array(namespace["b"]), np.exp(np.array(a, np.float32)),
+                               rtol=2e-3)
