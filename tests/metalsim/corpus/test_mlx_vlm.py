@@ -72,3 +72,60 @@ def test_grid_sample_near_the_border_is_diagnosed_reading_out_of_bounds(metalsim
     grid = mx.array([[[[-0.99, -0.99], [0.99, 0.99]]]])
     with pytest.raises(metalsim.KernelFault, match="out-of-bounds read: 'x'"):
         mod["grid_sample"](x, grid)
+
+
+def rotate_reference(x, cos_d, sin_d, cos_p, sin_p, pairs, rotary_dim):
+    """x (B, H, T, D) rotated pairwise over the first rotary_dim dims; the rest passes through.
+    cos_d/sin_d are the factors for each pair's first element, cos_p/sin_p for its second,
+    each (B, T, n_pairs); pairs = (first indices, second indices)."""
+    out = x.astype(np.float64).copy()
+    first, second = pairs
+    xv, xp = x[..., first].astype(np.float64), x[..., second].astype(np.float64)
+    out[..., first] = xv * cos_d[:, None] - xp * sin_d[:, None]
+    out[..., second] = xp * cos_p[:, None] + xv * sin_p[:, None]
+    return out
+
+
+def pairing_indices(pairing, rotary_dim):
+    half = rotary_dim // 2
+    if pairing == "even_odd":
+        return np.arange(half) * 2, np.arange(half) * 2 + 1
+    return np.arange(half), np.arange(half) + half
+
+
+@pytest.mark.parametrize("pairing", ["half_split", "even_odd"])
+def test_mrope_apply_kernel_with_two_dimensional_positions(metalsim_patch, pairing):
+    mod = load("Blaizzy__mlx-vlm/rope_utils.py")
+    B, H, T, D, rotary_dim = 2, 2, 3, 10, 8
+    q, k = normal(B, H, T, D), normal(B, H, T, D)
+    positions = RNG.integers(0, 50, (B, T)).astype(np.int32)
+    inv_freq = (1.0 / 10000 ** (np.arange(rotary_dim // 2) * 2 / rotary_dim)).astype(np.float32)
+    kernel = mod["_mrope_apply_kernel"](rotary_dim, 2, pairing)
+    q_out, k_out = mod["_fast_mrope_apply"](kernel, mx.array(q), mx.array(k),
+                                            mx.array(positions), mx.array(inv_freq),
+                                            mx.zeros(rotary_dim // 2, mx.int32), pairing)
+    angle = positions[..., None].astype(np.float64) * inv_freq          # (B, T, half)
+    c, s = np.cos(angle), np.sin(angle)
+    for x, out in ((q, q_out), (k, k_out)):
+        ref = rotate_reference(x, c, s, c, s, pairing_indices(pairing, rotary_dim), rotary_dim)
+        np.testing.assert_allclose(np.array(out), ref, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("pairing", ["half_split", "even_odd"])
+def test_rotary_apply_kernel_with_precomputed_cos_sin(metalsim_patch, pairing):
+    mod = load("Blaizzy__mlx-vlm/rope_utils.py")
+    B, H, T, D, rotary_dim = 1, 3, 4, 8, 8
+    q, k = normal(B, H, T, D), normal(B, H, T, D)
+    cos, sin = normal(B, T, rotary_dim), normal(B, T, rotary_dim)
+    kernel = mod["_rotary_apply_kernel"](rotary_dim, pairing, 3, False, "half")
+    q_out, k_out = mod["_fast_rotary_apply"](kernel, mx.array(q), mx.array(k), mx.array(cos),
+                                             mx.array(sin), pairing=pairing, cos_layout="half")
+    first, second = pairing_indices(pairing, rotary_dim)
+    half = np.arange(rotary_dim // 2)
+    # half_split reads each element's own entry; even_odd with the "half" layout reads the
+    # pair's frequency index for both elements.
+    own = (first, second) if pairing == "half_split" else (half, half)
+    for x, out in ((q, q_out), (k, k_out)):
+        ref = rotate_reference(x, cos[..., own[0]], sin[..., own[0]], cos[..., own[1]],
+                               sin[..., own[1]], (first, second), rotary_dim)
+        np.testing.assert_allclose(np.array(out), ref, rtol=1e-5, atol=1e-5)
