@@ -129,3 +129,84 @@ def test_rotary_apply_kernel_with_precomputed_cos_sin(metalsim_patch, pairing):
         ref = rotate_reference(x, cos[..., own[0]], sin[..., own[0]], cos[..., own[1]],
                                sin[..., own[1]], (first, second), rotary_dim)
         np.testing.assert_allclose(np.array(out), ref, rtol=1e-5, atol=1e-5)
+
+
+def turboquant():
+    return load("Blaizzy__mlx-vlm/turboquant_kernels.py")
+
+
+def pack_reference(values, bits):
+    """Little-endian bit packing of each row into 32-bit words."""
+    rows, length = values.shape
+    width = (length * bits + 31) // 32
+    bitstream = np.zeros((rows, width * 32), np.uint8)
+    for i in range(length):
+        for j in range(bits):
+            bitstream[:, i * bits + j] = (values[:, i] >> j) & 1
+    weights = (1 << np.arange(32, dtype=np.uint64))
+    return (bitstream.reshape(rows, width, 32) * weights).sum(-1).astype(np.uint32)
+
+
+@pytest.mark.parametrize("bits", [1, 3, 4])
+def test_turboquant_pack_and_unpack_lowbit(metalsim_patch, bits):
+    mod = turboquant()
+    values = RNG.integers(0, 1 << bits, (3, 2, 21)).astype(np.uint32)
+    packed = mod["_pack_lowbit"](mx.array(values), bits)
+    np.testing.assert_array_equal(np.array(packed).reshape(6, -1),
+                                  pack_reference(values.reshape(6, 21), bits))
+    np.testing.assert_array_equal(np.array(mod["_unpack_lowbit"](packed, bits, 21)), values)
+
+
+def mse_scores_reference(q, norms, indices, codebook):
+    keys = codebook[indices] * norms[..., None]                       # (B, H, T, D)
+    return np.einsum("bhrd,bhtd->bhrt", q.astype(np.float64), keys)
+
+
+@pytest.mark.parametrize("tiled", [True, False])
+def test_turboquant_mse_score_kernels(metalsim_patch, tiled):
+    mod = turboquant()
+    B, H, R, T, D, bits = 1, 2, 2, 3, 64, 3
+    q, norms = normal(B, H, R, D), RNG.uniform(0.5, 2, (B, H, T)).astype(np.float32)
+    indices = RNG.integers(0, 1 << bits, (B, H, T, D)).astype(np.uint32)
+    codebook = normal(1 << bits)
+    state = mod["TurboQuantMSEState"](mx.array(norms), mod["_pack_lowbit"](mx.array(indices),
+                                                                         bits))
+    if tiled:
+        scores = mod["_metal_mse_score"](mx.array(q), state, bits, mx.array(codebook))[:, :, :, 0]
+    else:
+        scores = mod["_mse_score_kernel"]()(
+            inputs=[mx.array(q), state.norms, state.indices, mx.array(codebook)],
+            template=[("Dim", D), ("Bits", bits), ("PackedWidth", state.indices.shape[-1])],
+            grid=(32, R, B * H * T), threadgroup=(32, 1, 1), output_shapes=[(B, H, R, T)],
+            output_dtypes=[mx.float32])[0]
+    np.testing.assert_allclose(np.array(scores), mse_scores_reference(q, norms, indices,
+                                                                      codebook),
+                               rtol=1e-4, atol=1e-4)
+
+
+def test_turboquant_qjl_score_kernel(metalsim_patch):
+    mod = turboquant()
+    B, H, R, T, D = 1, 2, 3, 2, 64
+    q = normal(B, H, R, D)
+    norms, residual = (RNG.uniform(0.5, 2, (B, H, T)).astype(np.float32) for _ in range(2))
+    signs = RNG.integers(0, 2, (B, H, T, D)).astype(np.uint32)
+    state = mod["TurboQuantProdState"](mx.array(norms), None, mx.array(residual),
+                                       mod["_pack_lowbit"](mx.array(signs), 1))
+    scores = mod["_metal_qjl_score"](mx.array(q), state, mx.array([0.25]))[:, :, :, 0]
+    dots = np.einsum("bhrd,bhtd->bhrt", q.astype(np.float64), 2.0 * signs - 1)
+    ref = dots * (norms * residual)[:, :, None, :] * 0.25
+    np.testing.assert_allclose(np.array(scores), ref, rtol=1e-4, atol=1e-4)
+
+
+def test_turboquant_tiled_mse_score_is_diagnosed_reading_past_the_keys_when_dim_is_not_a_multiple_of_32(  # noqa: E501
+        metalsim_patch):
+    """Upstream bug: the tiled kernel's lanes whose dimension d >= Dim (their query value is
+    set to 0) still load the packed key word for d, which for the last token lies past the
+    end of `packed` (the product is multiplied by 0, but the read is out of bounds)."""
+    mod = turboquant()
+    B, H, R, T, D, bits = 1, 1, 1, 2, 48, 3
+    indices = RNG.integers(0, 1 << bits, (B, H, T, D)).astype(np.uint32)
+    state = mod["TurboQuantMSEState"](mx.ones((B, H, T)),
+                                      mod["_pack_lowbit"](mx.array(indices), bits))
+    with pytest.raises(metalsim.KernelFault, match="out-of-bounds read: 'packed' has 10"):
+        mod["_metal_mse_score"](mx.ones((B, H, R, D)), state, bits, mx.arange(8.0))
