@@ -23,9 +23,10 @@ leaves open): what a test suite usually wants, since Metal gives such code no de
 While a patch that simulates is active, MLX's Metal availability checks say yes:
 `mx.metal.is_available()` and `mx.is_available(mx.gpu)` return True and `mx.default_device()`
 returns the GPU, so a project's wrapper takes the branch that launches its kernel, as it would
-on a Mac, rather than its non-Metal fallback (MLX itself still computes on the CPU). What still needs a real GPU raises a clear `metalsim.NoMetalDevice` error instead of
-misbehaving: `mx.set_default_device(mx.gpu)`, `mx.metal.device_info()`, `mx.metal.start_capture`
-(MLX operations given `stream=mx.gpu` raise MLX's own "Cannot get gpu stream" ValueError).
+on a Mac, rather than its non-Metal fallback (MLX itself still computes on the CPU). What
+still needs a real GPU raises a clear `metalsim.NoMetalDevice` error instead of misbehaving:
+`mx.set_default_device(mx.gpu)`, `mx.metal.device_info()`, `mx.metal.start_capture` (MLX
+operations given `stream=mx.gpu` raise MLX's own "Cannot get gpu stream" ValueError).
 `patch(metal_available=False)` leaves the checks as they are.
 
 With pytest, the `metalsim_patch` fixture (registered by this package's pytest plugin) does

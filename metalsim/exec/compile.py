@@ -61,6 +61,7 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
         self.globals = Scope({})
         self.instances: dict[tuple, FunctionCode] = {}
         self.struct_methods: dict[StructType, StructMethods] = {}
+        self.struct_statics: dict[StructType, dict[str, Var]] = {}   # `static constexpr` members
         # Each struct template instance: its template and template arguments.
         self.instance_of: dict[StructType, tuple[StructTemplate, dict]] = {}
         self.fn: FunctionCode | None = None

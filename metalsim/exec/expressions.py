@@ -170,6 +170,10 @@ class ExpressionCompiler:
                            hint="a member function of a local struct cannot use the "
                                 "function's variables: pass the value as an argument")
             return self.var_expr(v, node)
+        if node.qualifier:
+            static = self.static_member(node, scope)
+            if static is not None:
+                return static
         builtin = self.builtins.get(("name", node.qualifier, node.name)) or self.builtins.get(
             ("name", "", node.name))
         if builtin is not None:

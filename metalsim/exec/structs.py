@@ -24,8 +24,9 @@ import numpy as np
 
 from metalsim.diagnostics import Coord
 from metalsim.exec import memory as mem
-from metalsim.exec.compiled import E, FunctionCode, Scope, Var
+from metalsim.exec.compiled import E, FunctionCode, Scope, Var, constant
 from metalsim.exec.machine import Lanes, Machine
+from metalsim.exec.struct_templates import StructTemplate
 from metalsim.exec.values import MemLoc, Ptr
 from metalsim.lang import ast
 from metalsim.lang import types as ty
@@ -172,6 +173,7 @@ class StructCompiler:
             fields.append((d.name, t, const))
         st = ty.struct_type(instance or node.name, fields)
         scope.names[node.name] = st
+        statics = self.static_members(node, st, scope)
         overloads: dict[str, list[ast.MemberFunction]] = {}
         for fn in node.methods:
             if fn.template_params and instance is None and scope is not self.globals:
@@ -183,6 +185,7 @@ class StructCompiler:
         if overloads or node.constructors:
             names: dict = {m.name: Var("member", m.type, name=m.name) for m in st.members}
             names |= {name: Var("method", ty.VOID, name=name) for name in overloads}
+            names |= statics
             self.struct_methods[st] = StructMethods(
                 overloads, Scope(names, self.definition_scope(scope)), node.constructors)
             if instance is not None:
@@ -196,6 +199,40 @@ class StructCompiler:
             for ctor in node.constructors:
                 self.constructor_code(st, ctor)
         return st
+
+    def static_members(self, node: ast.StructDef, st: StructType, scope: Scope
+                       ) -> dict[str, Var]:
+        """The struct's `static constexpr` data members, evaluated in declaration order (each
+        sees those before it): constants of the struct, named `S::k` or `k` in its members."""
+        statics: dict[str, Var] = {}
+        for d in node.statics:
+            t, _, _ = self.resolve_decl_type(d.type, scope)
+            if not isinstance(t, ScalarType | VectorType):
+                self.error(f"a static data member of type '{t}' is not supported by metalsim",
+                           d, hint="static constexpr members may be scalars or vectors")
+            if d.name in statics or st.member(d.name) is not None:
+                self.error(f"duplicate member '{d.name}'", d, width=len(d.name))
+            e = self.convert(self.expr(d.init, Scope(dict(statics), scope)), t, d.init)
+            if e.const is None:
+                self.error(f"constexpr variable '{d.name}' must be initialized by a constant "
+                           "expression", d.init)
+            statics[d.name] = Var("const", t, readonly=True, const=e.const)
+        self.struct_statics[st] = statics
+        return statics
+
+    def static_member(self, node: ast.Name, scope: Scope) -> E | None:
+        """`S::k` or `S<4>::k` for a static data member `k`, or None if the qualifier does not
+        name a struct."""
+        found = scope.lookup(node.qualifier)
+        if not isinstance(found, StructType | StructTemplate):
+            return None
+        st = self.resolve_type(ast.NamedType(node.coord, node.qualifier, node.template_args),
+                               scope)
+        v = self.struct_statics.get(st, {}).get(node.name)
+        if v is None:
+            self.error(f"no static member named '{node.name}' in '{st}'", node,
+                       width=len(node.name))
+        return constant(v.const, v.type, node.coord)
 
     def definition_scope(self, scope: Scope) -> Scope:
         """What the member functions of a struct defined in `scope` see: its types and

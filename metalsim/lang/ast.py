@@ -316,6 +316,7 @@ class StructDef(Node):
     methods: list[MemberFunction] = field(default_factory=list)
     constructors: list[Constructor] = field(default_factory=list)
     template_params: list[TemplateParam] | None = None
+    statics: list[VarDecl] = field(default_factory=list)   # `static constexpr T k = ...;`
 
 
 Stmt = (DeclStmt | ExprStmt | Compound | If | For | While | DoWhile | Switch | CaseLabel | Break

@@ -121,6 +121,14 @@ class _Specifiers:
     attributes: list[ast.Attribute] = field(default_factory=list)
 
 
+def _declared_names(node: ast.Node) -> set[str]:
+    """The names a file-scope declaration declares (functions, variables, types)."""
+    if isinstance(node, ast.DeclStmt):
+        return {d.name for d in node.decls}
+    name = getattr(node, "name", None)
+    return {name} if isinstance(name, str) and name else set()
+
+
 class _Parser:
     """Parses one translation unit; `pos` indexes `tokens`, which ends with an "eof" token."""
 
@@ -135,6 +143,8 @@ class _Parser:
         self.scopes: list[dict[str, str]] = [{}]
         self.no_gt = False  # inside a template argument list, where `>` closes the list
         self.struct_templates: set[str] = set()
+        self.namespaces: dict[str, set[str]] = {}   # "mlx::steel" -> the names declared in it
+        self.namespace: list[str] = []               # the namespace being defined
         # Struct templates being defined: their bare name is the injected class name.
         self.injected: list[str] = []
         self.switch_depth = 0
@@ -239,8 +249,7 @@ class _Parser:
         """Whether the tokens `k` ahead begin a type name (`float`, `metal::vec`, `T`, ...)."""
         if self.at("::", k):
             k += 1
-        while self.at("metal", k) and self.at("::", k + 1):
-            k += 2
+        k = self.namespace_prefix(k)[0]
         tok = self.peek(k)
         if tok.kind != "ident":
             return False
@@ -284,8 +293,101 @@ class _Parser:
                 stray = _unbalanced_brackets(self.tokens, self.sm)
                 if stray is not None:
                     raise stray
+            if self.at("namespace") and self.peek(1).kind == "ident" and (
+                    self.at("{", 2) or self.at("::", 2)):
+                items += self.namespace_definition()
+                continue
             items.append(self.external_declaration())
         return ast.TranslationUnit(self.coord(start), items)
+
+    def namespace_definition(self) -> list[ast.Node]:
+        """namespace-definition: 'namespace' name ('::' name)* '{' (external-declaration |
+        namespace-definition)* '}'
+
+        Namespaces are flattened: what they declare is declared at file scope, remembered as a
+        member of its namespace so that qualified names (`mlx::steel::Foo`) are checked."""
+        start = self.advance()
+        parts = [self.identifier("expected a namespace name").text]
+        while self.accept("::"):
+            parts.append(self.identifier("expected a namespace name").text)
+        open_ = self.expect("{", "expected '{' after the namespace name")
+        outer = self.namespace
+        self.namespace = [*outer, *parts]
+        for depth in range(len(outer) + 1, len(self.namespace) + 1):
+            self.namespaces.setdefault("::".join(self.namespace[:depth]), set())
+        path = "::".join(self.namespace)
+        items: list[ast.Node] = []
+        try:
+            while not self.accept("}"):
+                if self.peek().kind == "eof":
+                    raise self.error("expected '}' to match this '{'", open_)
+                if self.accept(";"):
+                    continue
+                if self.at("namespace") and self.peek(1).kind == "ident":
+                    items += self.namespace_definition()   # records its own names
+                    continue
+                before = set(self.scopes[0])
+                items.append(self.external_declaration())
+                declared = set(self.scopes[0]) - before | _declared_names(items[-1])
+                clash = [n for n in declared for ns, names in self.namespaces.items()
+                         if ns != path and n in names]
+                if clash:
+                    raise self.error(f"'{clash[0]}' is declared in two namespaces, which "
+                                     "metalsim does not support (it flattens namespaces)",
+                                     start)
+                self.namespaces[path] |= declared
+        finally:
+            self.namespace = outer
+        return items
+
+    def namespace_prefix(self, k: int = 0) -> tuple[int, str]:
+        """The namespace qualifiers `metal::`, `mlx::steel::` ... starting `k` tokens ahead:
+        (tokens they take, the user namespace they name or "")."""
+        path = ""
+        while self.peek(k).kind == "ident" and self.at("::", k + 1):
+            word = self.peek(k).text
+            if word != "metal":
+                inner = self.find_namespace(f"{path}::{word}" if path else word, not path)
+                if inner is None:
+                    break
+                path = inner
+            k += 2
+        return k, path
+
+    def find_namespace(self, name: str, relative: bool) -> str | None:
+        """The full name of namespace `name` as seen from the one being defined (searching the
+        enclosing namespaces outwards when `relative`), or None."""
+        outer = self.namespace if relative else []
+        for depth in range(len(outer), -1, -1):
+            full = "::".join([*outer[:depth], name])
+            if full in self.namespaces:
+                return full
+        return None
+
+    def names_type_member(self) -> bool:
+        """Whether the type name ahead is followed by `::` (after its template arguments)."""
+        k = self.namespace_prefix()[0]
+        if self.at("::", k + 1):
+            return True
+        if not self.at("<", k + 1):
+            return False
+        depth, k = 0, k + 1
+        while True:
+            tok = self.peek(k)
+            if tok.kind == "eof" or tok.text in (";", "{", "}"):
+                return False
+            depth += {"<": 1, "(": 1, "[": 1, ">": -1, ")": -1, "]": -1, ">>": -2}.get(
+                tok.text, 0) if tok.kind == "punct" else 0
+            if depth <= 0:
+                return self.at("::", k + 1)
+            k += 1
+
+    def check_namespace_member(self, namespace: str, tok: Token) -> None:
+        """A name qualified by a user namespace must be declared in it (or a nested one)."""
+        if namespace and not any(tok.text in names for ns, names in self.namespaces.items()
+                                 if ns == namespace or ns.startswith(namespace + "::")):
+            raise self.error(f"no member named '{tok.text}' in namespace '{namespace}'", tok,
+                             width=len(tok.text))
 
     def external_declaration(self) -> ast.Node:
         """external-declaration: template-declaration | alias | static_assert | function
@@ -508,9 +610,14 @@ class _Parser:
             assert name is not None
             self.expect(";", "expected ';' after typedef")
         elif self.accept("namespace"):
-            parts = [self.identifier("expected a namespace name").text]
+            first = self.identifier("expected a namespace name")
+            parts = [first.text]
             while self.accept("::"):
                 parts.append(self.identifier("expected a namespace name").text)
+            if parts[0] != "metal" and self.find_namespace("::".join(parts), True) is None:
+                raise self.error("expected namespace name", first, width=len(first.text),
+                                 hint=f"no namespace '{'::'.join(parts)}' is declared before "
+                                      "this line")
             self.expect(";", "expected ';' after namespace name")
             return ast.UsingNamespace(self.coord(start), "::".join(parts))
         else:
@@ -656,10 +763,11 @@ class _Parser:
         """type-specifier: ['::'] ['metal' '::']* name ['<' template-args '>']"""
         start = self.peek()
         self.accept("::")
-        while self.at("metal") and self.at("::", 1):
-            self.advance()
+        skip, namespace = self.namespace_prefix()
+        for _ in range(skip):
             self.advance()
         tok = self.advance()
+        self.check_namespace_member(namespace, tok)
         name = tok.text
         if name == "double":
             raise self.error("'double' is not supported in Metal", tok, hint="use 'float'",
@@ -868,15 +976,19 @@ class _Parser:
         members: list[ast.VarDecl] = []
         methods: list[ast.MemberFunction] = []
         constructors: list[ast.Constructor] = []
+        statics: list[ast.VarDecl] = []
         while not self.accept("}"):
             if self.peek().kind == "eof":
                 raise self.error("expected '}' to match this '{'", open_)
             for item in self.member_declaration(name):
                 if isinstance(item, ast.Constructor):
                     constructors.append(item)
+                elif isinstance(item, ast.VarDecl) and item.static:
+                    statics.append(item)
                 else:
                     (methods if isinstance(item, ast.MemberFunction) else members).append(item)
-        return ast.StructDef(self.coord(start), name, members, methods, constructors)
+        return ast.StructDef(self.coord(start), name, members, methods, constructors,
+                             statics=statics)
 
     def member_declaration(self, struct: str) -> list[ast.VarDecl | ast.MemberFunction]:
         """member-declaration: specifiers declarator (',' declarator)* ';' | member-function
@@ -917,9 +1029,19 @@ class _Parser:
             assert name is not None
             if self.at("(") and not members:
                 return [self.member_function(tok, specs, name, type_)]
+            if specs.static and specs.constexpr and self.accept("="):
+                # `static constexpr constant T k = ...;` (MLX's STEEL_CONST): a constant of the
+                # struct, used as `S::k` or by its member functions.
+                members.append(ast.VarDecl(self.coord(name), name.text, type_,
+                                           self.initializer(), True, True))
+                if not self.accept(","):
+                    break
+                continue
             if specs.static or specs.constexpr:
-                raise self.error("static data members are not supported by metalsim", tok,
-                                 hint="declare a 'constant' variable at program scope instead")
+                raise self.error("static data members are not supported by metalsim unless "
+                                 "'static constexpr' with an initializer", tok,
+                                 hint="write 'static constexpr constant int k = ...;', or "
+                                      "declare a 'constant' variable at program scope")
             if self.at("("):
                 raise self.error("declare a member function on its own, not in a list of "
                                  "data members", name, width=len(name.text))
@@ -1412,6 +1534,8 @@ class _Parser:
                 return ast.This(self.coord(self.advance()))
             if text in _TEXTURE_TYPES:
                 raise self.unknown_type(tok)
+            if self.type_at() and self.names_type_member():
+                return self.qualified_name()   # `S::k`, `Tile<T, 4>::kRows`
             if self.type_at():
                 return self.construct()
             if text not in _RESERVED:
@@ -1469,6 +1593,11 @@ class _Parser:
         """qualified-name: ['::'] name ['<' args '>'] ('::' name ['<' args '>'])*"""
         start = self.peek()
         self.accept("::")
+        skip, namespace = self.namespace_prefix()
+        for _ in range(skip):
+            self.advance()
+        if namespace:
+            self.check_namespace_member(namespace, self.peek())
         parts: list[tuple[str, list[ast.Node] | None]] = []
         while True:
             tok = self.peek()
