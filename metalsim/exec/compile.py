@@ -266,6 +266,21 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
             if not isinstance(elem, ScalarType) or n not in (2, 3, 4):
                 self.error(f"invalid vector type vec<{elem}, {n}>", node)
             return VectorType(elem, n, packed=name == "packed_vec")
+        if name == "conditional_t":
+            args = node.template_args or []
+            if len(args) != 3:
+                self.error("conditional_t<B, T, F> takes three template arguments", node)
+            cond = args[0] if not isinstance(args[0], ast.NamedType) else ast.Name(
+                args[0].coord, args[0].name)
+            c = self.expr(cond, scope)
+            if c.const is None:
+                self.error("the condition of conditional_t must be a constant", args[0])
+            return self.resolve_type(args[1] if bool(c.const) else args[2], scope)
+        if name in ("remove_cv_t", "remove_addrspace_t"):
+            args = node.template_args or []
+            if len(args) != 1:
+                self.error(f"{name}<T> takes one template argument", node)
+            return self.resolve_type(args[0], scope)   # qualifiers are not part of a Type
         if name == "simdgroup_matrix":
             args = node.template_args or []
             elem = self.resolve_type(args[0], scope) if args else None

@@ -61,7 +61,9 @@ _EXTRA_TYPES = frozenset(
     {"simdgroup_float8x8", "simdgroup_half8x8", "simdgroup_bfloat8x8", "auto", "double"}
     | {f"{e}{r}x{c}" for e in ("float", "half") for r in (2, 3, 4) for c in (2, 3, 4)}
 )
-_TYPE_TEMPLATES = BUILTIN_TYPE_TEMPLATES | {"simdgroup_matrix"}
+# `metal::` type traits that name a type (resolved by the compiler).
+_TYPE_TRAITS = frozenset({"conditional_t", "remove_cv_t", "remove_addrspace_t"})
+_TYPE_TEMPLATES = BUILTIN_TYPE_TEMPLATES | {"simdgroup_matrix"} | _TYPE_TRAITS
 _BUILTIN_TYPE_WORDS = frozenset(TYPE_NAMES) | _INT_WORDS | _EXTRA_TYPES | _TYPE_TEMPLATES
 
 # Built-in names after which `<` opens a template argument list rather than comparing.

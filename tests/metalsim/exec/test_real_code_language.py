@@ -211,3 +211,15 @@ def test_a_constant_division_by_zero_that_runs_is_reported_as_it_is_on_every_div
 def test_a_constant_division_by_zero_where_a_constant_is_needed_is_an_error():
     with pytest.raises(metalsim.CompileError, match="constant expression"):
         run("constexpr int z = 5 / 0;\nout[0] = z;", [0])
+
+
+@pytest.mark.parametrize("dtype, expected", [(mx.float16, 143.5), (mx.int32, 43)])
+def test_conditional_t_and_remove_cv_t_name_types(dtype, expected):
+    source = """
+    using Acc = metal::conditional_t<sizeof(T) == 2, float, T>;
+    Acc x = 1.5;
+    metal::remove_cv_t<const int> y = 2;
+    out[0] = sizeof(Acc) * 10 + y + x
+             + 100 * is_same_v<metal::conditional_t<is_floating_point_v<T>, T, float>, T>;
+    """
+    assert run(source, [0], template=[("T", dtype)], threads=1)[0] == expected
