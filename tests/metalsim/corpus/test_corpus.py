@@ -6,7 +6,7 @@ from corpus import ATTRIBUTION, FIXTURES
 # Every kernel the corpus tests launch, by the name its project gives it (the `name=` of its
 # mx.fast.metal_kernel call, or for a generated name, the fixed part), per fixture file.
 KERNELS = {
-    "ml-explore__mlx/test_fast_custom_kernels.py": [
+    "ml-explore__mlx/fast_custom_kernel_tests.py": [
         'name="basic"', 'name="arg_test"', 'name="myexp" + str(contig)',
         'source=source_contig if contig else source', 'name="helper"',
         'out[elem] = 0.0;', 'out[elem] = 1.0;', 'out[e] = inp[e] * 2.0f;',

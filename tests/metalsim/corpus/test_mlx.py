@@ -20,7 +20,7 @@ METHODS = ["test_custom_kernel_basic", "test_custom_kernel_args", "test_custom_k
 
 def mlx_test_case(method: str) -> unittest.TestCase:
     """MLX's TestFast with the copied methods (MLXTestCase's base is unittest.TestCase)."""
-    module = load("ml-explore__mlx/test_fast_custom_kernels.py",
+    module = load("ml-explore__mlx/fast_custom_kernel_tests.py",
                   enclosing="class TestFast(unittest.TestCase):", unittest=unittest, mx=mx)
     return module["TestFast"](method)
 
