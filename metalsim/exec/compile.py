@@ -376,6 +376,10 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
             # `op(a, b)` on a function object calls its `operator()`.
             return self.x_MethodCall(ast.MethodCall(node.coord, name, "operator()", node.args),
                                      scope)
+        if name.qualifier and name.qualifier not in ("fast", "precise"):
+            static = self.call_static(node, scope)
+            if static is not None:
+                return static
         if isinstance(v, Var) and v.kind != "method":
             self.error(f"called object type '{v.type}' is not a function", name,
                        width=len(name.name),

@@ -141,6 +141,7 @@ class StructMethods:
     overloads: dict[str, list[ast.MemberFunction]]
     scope: Scope
     constructors: list[ast.Constructor]
+    static_scope: Scope   # what a static member function sees: no members, no `this`
 
 
 class StructCompiler:
@@ -186,8 +187,12 @@ class StructCompiler:
             names: dict = {m.name: Var("member", m.type, name=m.name) for m in st.members}
             names |= {name: Var("method", ty.VOID, name=name) for name in overloads}
             names |= statics
+            outer = self.definition_scope(scope)
+            static_fns = {name: Var("method", ty.VOID, name=name) for name, fns in
+                          overloads.items() if all(fn.static for fn in fns)}
             self.struct_methods[st] = StructMethods(
-                overloads, Scope(names, self.definition_scope(scope)), node.constructors)
+                overloads, Scope(names, outer), node.constructors,
+                Scope(dict(statics) | static_fns, outer))
             if instance is not None:
                 return st  # compiled where first used, as C++ instantiates them
             # Compiled now, called or not, as C++ compiles every member function it defines
@@ -327,8 +332,32 @@ class StructCompiler:
         """The compiled member function (for `bindings` of a member function template's
         parameters), `this` a pointer to `st` as `fn` qualifies it."""
         this = PointerType(st, fn.space or "thread", fn.const)
+        methods = self.struct_methods[st]
+        # A static member function gets a hidden, unused `this` (so that it is called as the
+        # other member functions are) but does not see the members.
         with self.instantiating_member(st, fn):
-            return self.instantiate(fn, bindings, self.struct_methods[st].scope, this)
+            return self.instantiate(fn, bindings,
+                                    methods.static_scope if fn.static else methods.scope, this)
+
+    def call_static(self, node: ast.Call, scope: Scope) -> E | None:
+        """`S::f(args)` for a static member function `f` of struct `S` (or of an instance of a
+        struct template, `S<T>::f(args)`); None if the qualifier does not name a struct."""
+        name = node.func
+        found = scope.lookup(name.qualifier)
+        if not isinstance(found, StructType | StructTemplate):
+            return None
+        st = self.resolve_type(ast.NamedType(name.coord, name.qualifier, name.template_args),
+                               scope)
+        overloads = self.methods_of(st).get(name.name, [])
+        if not overloads:
+            self.error(f"no static member function named '{name.name}' in '{st}'", name,
+                       width=len(name.name))
+        if not all(fn.static for fn in overloads):
+            self.error(f"call to non-static member function '{name.name}' without an object "
+                       "argument", name, width=len(name.name))
+        nowhere = E(st, lambda f, lanes: np.zeros((lanes.n, st.size), np.uint8), node.coord)
+        return self.call_member(nowhere, ast.MethodCall(node.coord, name, name.name, node.args),
+                                scope)
 
     def resolve_member(self, st: StructType, node: ast.MethodCall,
                        overloads: list[ast.MemberFunction], args: list[E], space: str,
@@ -360,7 +389,7 @@ class StructCompiler:
             self.error(f"no matching member function for call to '{name}({shown})'", node)
         fits = [(cost + (0.5 if fn.const and not const else 0), fn, bindings)
                 for cost, fn, bindings in viable
-                if (fn.space or "thread") == space and (fn.const or not const)]
+                if fn.static or (fn.space or "thread") == space and (fn.const or not const)]
         if not fits:
             fn = min(viable, key=lambda v: v[0])[1]
             if (fn.space or "thread") != space:

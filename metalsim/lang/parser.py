@@ -1081,9 +1081,6 @@ class _Parser:
                         return_type: ast.TypeNode) -> ast.MemberFunction:
         """member-function: specifiers declarator '(' params ')' ('const' | address-space)*
         compound"""
-        if specs.static:
-            raise self.error("static member functions are not supported by metalsim", start,
-                             hint="write a free function instead", width=len(start.text))
         self.scopes.append({})
         try:
             params = self.parameters()
@@ -1098,6 +1095,10 @@ class _Parser:
                         raise self.error(f"conflicting address spaces '{space}' and "
                                          f"'{tok.text}'", tok, width=len(tok.text))
                     space = tok.text
+            if specs.static and (const or space):
+                qualifier = "const" if const else space
+                raise self.error(f"static member function cannot have '{qualifier}' qualifier",
+                                 self.tokens[self.pos - 1])
             if self.at("&") or self.at("&&"):
                 raise self.error("ref-qualified member functions are not supported by metalsim")
             if self.at(";"):
@@ -1109,7 +1110,7 @@ class _Parser:
         finally:
             self.scopes.pop()
         return ast.MemberFunction(self.coord(start), name.text, return_type, params, body,
-                                  None, specs.attributes, const, space)
+                                  None, specs.attributes, const, space, specs.static)
 
     def constructor(self, start: Token, explicit: bool) -> ast.Constructor:
         """constructor: ['explicit'] name '(' params ')' [':' member-init (',' member-init)*]

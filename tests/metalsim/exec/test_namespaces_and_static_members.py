@@ -127,3 +127,44 @@ def test_using_a_nested_namespace_relative_to_the_enclosing_one():
     header = NAMESPACES + "namespace mlx { using namespace steel;\n"
     header += "inline float five() { return kTile + 1; } }\n"
     assert run("out[0] = mlx::five();", header) == 5
+
+
+STATIC_FUNCTIONS = """
+struct TransformNone {
+  static constexpr constant int k = 3;
+  static float apply(float x) { return x + k; }
+  template <typename T> static T twice(T x) { return x * 2; }
+};
+template <typename T, int N>
+struct Frag {
+  static T scaled(T x) { return x * N; }
+  T v;
+  T get() const thread { return scaled(v) + TransformNone::apply(v); }
+};
+"""
+
+
+def test_static_member_functions_called_through_the_struct_name():
+    source = ("out[0] = TransformNone::apply(1.0f) + TransformNone::twice(2)"
+              " + Frag<float, 3>::scaled(2.0f);")
+    assert run(source, STATIC_FUNCTIONS) == 4 + 4 + 6
+
+
+def test_static_member_functions_called_on_an_object_and_from_const_members():
+    assert run("TransformNone t;\nout[0] = t.apply(1.0f);", STATIC_FUNCTIONS) == 4
+    assert run("Frag<float, 2> f = {1.0f};\nout[0] = f.get();", STATIC_FUNCTIONS) == 2 + 4
+
+
+@pytest.mark.parametrize("source, header, message", [
+    ("out[0] = Frag<float, 2>::get();", STATIC_FUNCTIONS,
+     "call to non-static member function 'get' without an object argument"),
+    ("out[0] = 1;", "struct S { float x; static float bad() { return x; } };",
+     "undeclared identifier 'x'"),
+    ("out[0] = 1;", "struct S { static float c() const { return 1; } };",
+     "static member function cannot have 'const' qualifier"),
+    ("out[0] = TransformNone::nope(1.0f);", STATIC_FUNCTIONS,
+     "no static member function named 'nope'"),
+])
+def test_misused_static_member_functions_are_errors(source, header, message):
+    with pytest.raises(metalsim.CompileError, match=message):
+        run(source, header)
