@@ -27,7 +27,8 @@ inline bfloat16_t log1p(bfloat16_t x) {
 template <typename T>
 inline T modf(T x, thread T& integral_part) {
   integral_part = metal::trunc(x);
-  return metal::select(x - integral_part, metal::copysign(T(0), x), metal::isinf(x));
+  // Both parts carry x's sign (modf(-5.0) is -0.0); an infinity has no fractional part.
+  return metal::copysign(metal::select(x - integral_part, T(0), metal::isinf(x)), x);
 }
 
 template <typename T>

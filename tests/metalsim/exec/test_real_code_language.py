@@ -158,14 +158,14 @@ def test_frexp_on_vectors_writes_an_int_vector():
 
 
 def test_modf_splits_integral_and_fractional_parts_with_their_signs():
-    x = np.array([2.75, -2.75, 5.0, np.inf, -np.inf], np.float32)
+    x = np.array([2.75, -2.75, 5.0, -5.0, np.inf, -np.inf], np.float32)
     source = """
     uint i = thread_position_in_grid.x;
     float ip;
     out[2 * i] = modf(a[i], ip);
     out[2 * i + 1] = ip;
     """
-    out = run(source, x, out_shape=(10,))
+    out = run(source, x, out_shape=(12,))
     frac, whole = np.modf(x)
     np.testing.assert_array_equal(out[0::2], frac)
     np.testing.assert_array_equal(np.signbit(out[0::2]), np.signbit(frac))
