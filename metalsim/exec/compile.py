@@ -394,7 +394,7 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
         args = [self.rvalue(self.expr(a, scope)) for a in node.args]
         if name.name in mathlib.FUNCTIONS:
             return self.call_math(node, args)
-        visible = list(self.functions) + list(mathlib.FUNCTIONS) + [
+        visible = list(self.functions) + [n for n in mathlib.FUNCTIONS if n[:2] != "__"] + [
             k[1] for k in self.builtins if k[0] == "call"]
         self.error(f"use of undeclared identifier '{name.name}'", name,
                    hint=self.suggest(name.name, visible), width=len(name.name))
