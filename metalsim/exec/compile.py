@@ -276,6 +276,19 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
             if c.const is None:
                 self.error("the condition of conditional_t must be a constant", args[0])
             return self.resolve_type(args[1] if bool(c.const) else args[2], scope)
+        if name == "enable_if_t":
+            args = node.template_args or []
+            if len(args) not in (1, 2):
+                self.error("enable_if_t<B, T = void> takes one or two template arguments", node)
+            cond = args[0] if not isinstance(args[0], ast.NamedType) else ast.Name(
+                args[0].coord, args[0].name)
+            c = self.expr(cond, scope)
+            if c.const is None:
+                self.error("the condition of enable_if_t must be a constant", args[0])
+            if not bool(c.const):   # in a template's default argument: removes the candidate
+                self.error("no type named 'type' in 'enable_if<false>'", node,
+                           hint="'enable_if_t' cannot be used to disable this declaration")
+            return self.resolve_type(args[1], scope) if len(args) == 2 else ty.VOID
         if name in ("remove_cv_t", "remove_addrspace_t"):
             args = node.template_args or []
             if len(args) != 1:
@@ -512,7 +525,7 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
                                          if o is not fdef):
                 continue
             bindings = self.deduce(fdef, explicit, args, scope, notes)
-            if bindings is None:
+            if bindings is None or not self.substitutes(fdef, bindings, notes):
                 continue
             cost = self.match_cost(fdef, bindings, args)
             if cost is None:
@@ -533,6 +546,18 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
         if tie:
             self.error(f"call to '{name}' is ambiguous", node)
         return best
+
+    def substitutes(self, fdef: ast.FunctionDef, bindings: dict, notes: list[str]) -> bool:
+        """Whether a template's return type is valid for `bindings` (SFINAE: a failure, such as
+        `enable_if_t<false, T>`, removes the candidate instead of being an error)."""
+        if not fdef.template_params:
+            return True
+        try:
+            self.resolve_type(fdef.return_type, Scope(dict(bindings), self.globals))
+        except CompileError as failure:
+            notes.append(f"candidate template ignored: {failure.diagnostic.message}")
+            return False
+        return True
 
     def deduce(self, fdef: ast.FunctionDef, explicit: list, args: list[E], scope: Scope,
                notes: list[str] | None = None):
@@ -561,7 +586,12 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
             if p.name not in bindings:
                 if p.default is None:
                     return None
-                bindings[p.name] = self.template_value(p, p.default, Scope(bindings, scope))
+                try:
+                    bindings[p.name] = self.template_value(p, p.default, Scope(bindings, scope))
+                except CompileError as failure:   # SFINAE: the candidate is not viable
+                    if notes is not None:
+                        notes.append(f"candidate template ignored: {failure.diagnostic.message}")
+                    return None
         return bindings
 
     def deduce_from(self, pattern: ast.Node, actual: Type, names: set[str],

@@ -62,7 +62,7 @@ _EXTRA_TYPES = frozenset(
     | {f"{e}{r}x{c}" for e in ("float", "half") for r in (2, 3, 4) for c in (2, 3, 4)}
 )
 # `metal::` type traits that name a type (resolved by the compiler).
-_TYPE_TRAITS = frozenset({"conditional_t", "remove_cv_t", "remove_addrspace_t"})
+_TYPE_TRAITS = frozenset({"conditional_t", "remove_cv_t", "remove_addrspace_t", "enable_if_t"})
 _TYPE_TEMPLATES = BUILTIN_TYPE_TEMPLATES | {"simdgroup_matrix"} | _TYPE_TRAITS
 _BUILTIN_TYPE_WORDS = frozenset(TYPE_NAMES) | _INT_WORDS | _EXTRA_TYPES | _TYPE_TEMPLATES
 
@@ -529,10 +529,13 @@ class _Parser:
         while not self.at(">"):
             tok = self.peek()
             if self.accept("typename") or self.accept("class"):
-                name = self.identifier("expected a template parameter name")
+                # An unnamed parameter (`typename = enable_if_t<...>`) gets a name no one uses.
+                unnamed = self.at("=") or self.at(",") or self.at(">")
+                name = f"__unnamed{len(params)}" if unnamed else self.identifier(
+                    "expected a template parameter name").text
                 default = self.template_default(self.type_name)
-                self.declare(name.text, _TYPE)
-                params.append(ast.TemplateParam(self.coord(tok), name.text, None, default))
+                self.declare(name, _TYPE)
+                params.append(ast.TemplateParam(self.coord(tok), name, None, default))
             else:
                 kind = self.specifiers().type
                 name = self.identifier("expected a template parameter name")

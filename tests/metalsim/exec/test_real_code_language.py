@@ -223,3 +223,32 @@ def test_conditional_t_and_remove_cv_t_name_types(dtype, expected):
              + 100 * is_same_v<metal::conditional_t<is_floating_point_v<T>, T, float>, T>;
     """
     assert run(source, [0], template=[("T", dtype)], threads=1)[0] == expected
+
+
+SFINAE = """
+template <typename T, typename = metal::enable_if_t<metal::is_floating_point_v<T>>>
+inline float kind(T x) { return 1; }
+template <typename T, typename = metal::enable_if_t<metal::is_integral_v<T>>, typename = void>
+inline float kind(T x) { return 2; }
+template <typename T>
+metal::enable_if_t<is_same_v<T, half>, float> which(T x) { return 3; }
+template <typename T>
+metal::enable_if_t<!is_same_v<T, half>, float> which(T x) { return 4; }
+"""
+
+
+def test_enable_if_t_removes_overloads_as_sfinae_does():
+    source = "out[0] = kind(1.5f) * 10 + kind(3) + which(half(1)) * 100 + which(1) * 1000;"
+    assert run(source, [0], header=SFINAE, threads=1)[0] == 4312
+
+
+def test_a_call_no_overload_survives_enable_if_for_says_why():
+    header = "template <typename T>\nmetal::enable_if_t<is_same_v<T, half>, T> h(T x) { return x; }"
+    with pytest.raises(metalsim.CompileError, match="no matching function for call to 'h'") as e:
+        run("out[0] = h(1.0f);", [0], header=header, threads=1)
+    assert "enable_if<false>" in e.value.diagnostic.hint
+
+
+def test_enable_if_t_false_outside_a_template_is_an_error():
+    with pytest.raises(metalsim.CompileError, match="no type named 'type' in 'enable_if<false>'"):
+        run("metal::enable_if_t<false, int> z = 1;\nout[0] = z;", [0], threads=1)
