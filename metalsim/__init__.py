@@ -11,8 +11,8 @@
 
 from metalsim.api import Kernel, Run, metal_kernel, simulate, source
 from metalsim.diagnostics import CompileError, Diagnostic, KernelFault, TransformError
-from metalsim.patch import patch
+from metalsim.patch import NoMetalDevice, patch
 from metalsim.report import Report
 
-__all__ = ["CompileError", "Diagnostic", "Kernel", "KernelFault", "Report", "Run",
+__all__ = ["CompileError", "Diagnostic", "Kernel", "KernelFault", "NoMetalDevice", "Report", "Run",
            "TransformError", "metal_kernel", "patch", "simulate", "source"]

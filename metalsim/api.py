@@ -568,7 +568,8 @@ class Kernel:
         run = self._run(args, kwargs, trace=False, strict=self.strict)
         if any(d.severity == "error" for d in run.report.diagnostics):
             raise KernelFault(run.report.diagnostics)
-        return run.outputs
+        inputs = kwargs.get("inputs", args[0] if args else [])
+        return _without_derivatives(list(inputs), run.outputs)
 
     def _prepare(self, args: tuple, kwargs: dict[str, object]) -> _Prepared:
         """MLX's call up to and including source generation, in MLX's order of checks."""
@@ -633,6 +634,29 @@ class Kernel:
         if strict:
             report.diagnostics = [replace(d, severity="error") for d in report.diagnostics]
         return Run(outputs=[_to_mx(b) for b in outputs], report=report)
+
+
+def _without_derivatives(inputs: list[object], outputs: list[mx.array]) -> list[mx.array]:
+    """The outputs, tied to the array inputs as MLX's CustomKernel primitive ties them: in the
+    graph, so that `mx.grad` or `mx.jvp` through a raw kernel call raises MLX's own error
+    instead of treating the simulated outputs as constants (a silent zero gradient)."""
+    arrays = [x for x in inputs if isinstance(x, mx.array)]
+    if not arrays:
+        return outputs
+
+    @mx.custom_function
+    def custom_kernel(*_: mx.array) -> list[mx.array]:
+        return outputs
+
+    @custom_kernel.vjp
+    def _vjp(*_: object) -> None:
+        raise ValueError("[Primitive::vjp] Not implemented for CustomKernel.")
+
+    @custom_kernel.jvp
+    def _jvp(*_: object) -> None:
+        raise ValueError("[Primitive::jvp] Not implemented for CustomKernel.")
+
+    return list(custom_kernel(*arrays))
 
 
 def _check_launch(call: _Prepared, output_names: tuple[str, ...]) -> None:

@@ -23,6 +23,15 @@ generated source translated to CUDA C++; it needs CuPy), on any machine, Mac or 
 by zero, a shift out of range, a SIMD-group read of an inactive lane, behaviour the Metal spec
 leaves open): what a test suite usually wants, since Metal gives such code no defined result.
 
+While a patch that simulates is active, MLX's Metal availability checks say yes:
+`mx.metal.is_available()` and `mx.is_available(mx.gpu)` return True and `mx.default_device()`
+returns the GPU, so a project's wrapper takes the branch that launches its kernel, as it would
+on a Mac, rather than its non-Metal fallback (MLX itself still computes on the CPU). What
+still needs a real GPU raises a clear `metalsim.NoMetalDevice` error instead of misbehaving:
+`mx.set_default_device(mx.gpu)`, `mx.metal.device_info()`, `mx.metal.start_capture` (MLX
+operations given `stream=mx.gpu` raise MLX's own "Cannot get gpu stream" ValueError).
+`patch(metal_available=False)` leaves the checks as they are.
+
 With pytest, the `metalsim_patch` fixture (registered by this package's pytest plugin) does
 the same for one test. Code that imported `metal_kernel` by name before patching keeps the
 original; look it up as `mx.fast.metal_kernel` at call time.
@@ -38,10 +47,58 @@ import mlx.core as mx
 
 from metalsim.api import Kernel, metal_kernel
 
+_REAL_METAL_IS_AVAILABLE = mx.metal.is_available
+_REAL_IS_AVAILABLE = mx.is_available
+
 
 def metal_available() -> bool:
-    """Whether MLX here has a Metal back end that can run kernels."""
-    return bool(mx.metal.is_available())
+    """Whether MLX here really has a Metal back end that can run kernels (patched or not)."""
+    return bool(_REAL_METAL_IS_AVAILABLE())
+
+
+class NoMetalDevice(RuntimeError):  # noqa: N818 - named for what is missing, like MLX's errors
+    """Something other than a custom kernel needed the GPU that `metalsim.patch()` pretends."""
+
+    def __init__(self, what: str) -> None:
+        super().__init__(
+            f"{what} needs a real Metal GPU, and there is none: metalsim.patch() reports Metal "
+            "as available only so that mx.fast.metal_kernel code runs in the simulator.\n"
+            "    hint: run MLX operations on the CPU (the default here), or pass "
+            "metalsim.patch(metal_available=False) to keep MLX's availability checks false.")
+
+
+def _needs_gpu(what: str):  # noqa: ANN202 - a replacement for an MLX function of any signature
+    def refuse(*_: object, **__: object) -> None:
+        raise NoMetalDevice(what)
+
+    return refuse
+
+
+def _is_gpu(device: object) -> bool:
+    """`mx.gpu` or a `mx.Device` of that type."""
+    return device is mx.gpu or getattr(device, "type", None) is mx.gpu
+
+
+def _set_default_device(device: object) -> None:
+    if _is_gpu(device):
+        raise NoMetalDevice("mx.set_default_device(mx.gpu)")
+    _REAL_SET_DEFAULT_DEVICE(device)
+
+
+def _is_available(device: object) -> bool:
+    return _is_gpu(device) or _REAL_IS_AVAILABLE(device)
+
+
+_REAL_SET_DEFAULT_DEVICE = mx.set_default_device
+# what the patch replaces while it pretends Metal is there: (module, name) -> replacement
+_PRETEND_METAL = {
+    (mx.metal, "is_available"): lambda: True,
+    (mx, "is_available"): _is_available,
+    (mx, "default_device"): lambda: mx.Device(mx.gpu, 0),
+    (mx, "set_default_device"): _set_default_device,
+    (mx.metal, "device_info"): _needs_gpu("mx.metal.device_info()"),
+    (mx.metal, "start_capture"): _needs_gpu("mx.metal.start_capture()"),
+}
 
 
 class patch(contextlib.ContextDecorator):  # noqa: N801 - used like a function, as in unittest.mock
@@ -49,21 +106,27 @@ class patch(contextlib.ContextDecorator):  # noqa: N801 - used like a function, 
 
     active = 0   # patches that replaced the factory and have not exited yet, in any instance
 
-    def __init__(self, force: bool = False, strict: bool = False, backend: str = "sim") -> None:
+    def __init__(self, force: bool = False, strict: bool = False, backend: str = "sim",
+                 metal_available: bool = True) -> None:
         if backend not in ("sim", "cuda"):
             raise ValueError(f"backend must be 'sim' or 'cuda', not {backend!r}")
         self.force = force or backend == "cuda"
         self.strict = strict
         self.backend = backend
-        self._saved: list[tuple[object, bool]] = []
+        self.pretend_metal = metal_available
+        self._saved: list[tuple[object, bool, dict]] = []
 
     def __enter__(self) -> patch:
         replaces = self.force or not metal_available()
-        self._saved.append((mx.fast.metal_kernel, replaces))
+        pretends = self.pretend_metal and not metal_available()
+        saved = {key: getattr(*key) for key in _PRETEND_METAL} if pretends else {}
+        self._saved.append((mx.fast.metal_kernel, replaces, saved))
         if replaces:
             mx.fast.metal_kernel = self._factory()
             patch.active += 1
             mx.disable_compile()
+        for (module, name), replacement in _PRETEND_METAL.items() if pretends else ():
+            setattr(module, name, replacement)
         return self
 
     def _factory(self) -> object:
@@ -74,7 +137,9 @@ class patch(contextlib.ContextDecorator):  # noqa: N801 - used like a function, 
         return _strict_metal_kernel if self.strict else metal_kernel
 
     def __exit__(self, *exc_info: object) -> None:
-        mx.fast.metal_kernel, replaced = self._saved.pop()
+        mx.fast.metal_kernel, replaced, saved = self._saved.pop()
+        for (module, name), original in saved.items():
+            setattr(module, name, original)
         if replaced:
             patch.active -= 1
             if patch.active == 0 and not os.environ.get("MLX_DISABLE_COMPILE"):

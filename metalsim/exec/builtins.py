@@ -148,8 +148,48 @@ def _limits_member(called: bool):
     return handler
 
 
+def _type_trait(trait: str, args: list[ty.Type]) -> bool | None:
+    """The value of `metal::<trait>_v<args...>` (as `std::`'s, with Metal's half and bfloat
+    counted as floating-point), or None for a trait metalsim does not know."""
+    if trait == "is_same":
+        return args[0] == args[1] if len(args) == 2 else None
+    if len(args) != 1:
+        return None
+    t = args[0]
+    integral = isinstance(t, ty.ScalarType) and t.kind in ("int", "bool")
+    floating = isinstance(t, ty.ScalarType) and t.kind == "float"
+    return {"is_integral": integral, "is_floating_point": floating,
+            "is_arithmetic": integral or floating,
+            "is_signed": floating or (integral and t.kind == "int" and t.signed),
+            "is_unsigned": integral and not (t.kind == "int" and t.signed)}.get(trait)
+
+
+def _type_trait_value(c, node, scope) -> E:
+    """`is_same_v<T, U>` (a name) and `is_same<T, U>::value` (a qualified name)."""
+    trait = node.qualifier if node.qualifier in TYPE_TRAITS else node.name.removesuffix("_v")
+    if node.qualifier in TYPE_TRAITS and node.name != "value":
+        c.error(f"no member named '{node.name}' in '{trait}<...>'", node)
+    args = [c.resolve_type(a, scope) for a in node.template_args or []]
+    value = _type_trait(trait, args)
+    if value is None:
+        c.error(f"'{trait}' takes {'two' if trait == 'is_same' else 'one'} type argument(s)",
+                node)
+    return constant(value, ty.BOOL, node.coord)
+
+
+TYPE_TRAITS = ("is_same", "is_integral", "is_floating_point", "is_signed", "is_unsigned",
+               "is_arithmetic")
+
+
 def _named_constant(value, t):
     return lambda c, node, scope: constant(value, t, node.coord)
+
+
+def _fence(c, node, scope) -> E:
+    c.error("'atomic_thread_fence' (Metal 3.2) is not supported by metalsim", node.func,
+            width=len("atomic_thread_fence"),
+            hint="metalsim does not model memory fences between threads; order memory with "
+                 "threadgroup_barrier(...), or communicate through atomics")
 
 
 def build_builtins() -> dict:
@@ -158,7 +198,11 @@ def build_builtins() -> dict:
         ("call", "simdgroup_barrier"): _barrier_call(False),
         ("qualified_call", "numeric_limits"): _limits_member(True),
         ("qualified_name", "Limits"): _limits_member(False),
+        ("call", "atomic_thread_fence"): _fence,
     }
+    for trait in TYPE_TRAITS:
+        table[("name", "", f"{trait}_v")] = _type_trait_value
+        table[("qualified_name", trait)] = _type_trait_value
     for name, value in MEM_FLAGS.items():
         table[("name", "mem_flags", name)] = _named_constant(value, ty.UINT)
     for name, value in FLOAT_CONSTANTS.items():

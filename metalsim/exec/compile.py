@@ -11,6 +11,7 @@ so that running a kernel costs Python work per AST node executed, never per thre
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Callable
 
 import numpy as np
@@ -25,7 +26,7 @@ from metalsim.exec.expressions import ExpressionCompiler
 from metalsim.exec.operators import OperatorCompiler
 from metalsim.exec.references import ReferenceCompiler, returned_location
 from metalsim.exec.runtime import bind_argument
-from metalsim.exec.statements import StatementCompiler
+from metalsim.exec.statements import ATTRIBUTE_NAMES, StatementCompiler
 from metalsim.exec.struct_templates import StructTemplate, StructTemplateCompiler
 from metalsim.exec.structs import StructCompiler, StructMethods, thread_object
 from metalsim.exec.values import Frame, MemLoc, Ptr, PtrSlot, VarLoc
@@ -60,6 +61,7 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
         self.globals = Scope({})
         self.instances: dict[tuple, FunctionCode] = {}
         self.struct_methods: dict[StructType, StructMethods] = {}
+        self.struct_statics: dict[StructType, dict[str, Var]] = {}   # `static constexpr` members
         # Each struct template instance: its template and template arguments.
         self.instance_of: dict[StructType, tuple[StructTemplate, dict]] = {}
         self.fn: FunctionCode | None = None
@@ -99,8 +101,9 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
 
     def declare_global_var(self, d: ast.VarDecl) -> None:
         t, const, space = self.resolve_decl_type(d.type, self.globals)
-        if space not in (None, "constant") and not d.constexpr:
-            self.error("program scope variable must reside in constant address space", d)
+        if space != "constant" and not d.constexpr:
+            self.error("program scope variable must reside in constant address space", d,
+                       hint="declare it 'constant' (program-scope values are read-only)")
         if d.init is None:
             self.error(f"default initialization of an object of const type '{t}'", d)
         if self.has_constructors(t):
@@ -121,7 +124,7 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
 
     def fill_constant_array(self, region: mem.Region, t: ArrayType, init: ast.Node,
                             scope: Scope) -> None:
-        for off, et, item in self.flatten_init(t, init, 0):
+        for off, et, item in self.flatten_init(t, init, 0, scope):
             e = self.convert(self.expr(item, scope), et, item)
             if e.const is None:
                 self.error("initializer element is not a compile-time constant", item)
@@ -131,36 +134,26 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
                                                           else 1)] = e.const
         region.data[0][:] = region.data[0]  # contents are fixed from here on
 
-    def flatten_init(self, t: Type, init: ast.Node, base: int):
+    def flatten_init(self, t: Type, init: ast.Node, base: int, scope: Scope | None = None):
         """(byte offset, element type, expression) for each leaf of an aggregate initializer.
 
         A struct member initialised by an expression (not a braced list) is one leaf: a copy.
-        Braces may not be elided around nested aggregates."""
+        Braces around nested arrays, vectors and structs may be elided, as C++ allows
+        ([dcl.init.aggr]/12): `float2 m[2] = {1, 2, 3, 4}` (given `scope`, the types of the
+        items decide where a struct or vector is initialised by one expression)."""
         if isinstance(t, StructType) and isinstance(init, ast.InitList) and (
                 self.constructors_of(t)):
             yield base, t, init  # not an aggregate: the braces call a constructor (init_value)
-        elif isinstance(t, StructType) and isinstance(init, ast.InitList):
-            if len(init.items) > len(t.members):
-                self.error(f"excess elements in initializer of struct '{t}'",
-                           init.items[len(t.members)])
-            for i, member in enumerate(t.members):
-                off = base + member.offset
-                if i < len(init.items):
-                    yield from self.flatten_init(member.type, init.items[i], off)
-                else:
-                    yield from self.zero_init(member.type, off, init.coord)
+        elif isinstance(t, ArrayType | StructType) and isinstance(init, ast.InitList):
+            leaves, used = self.fill_braced(t, init.items, 0, base, init.coord, scope)
+            if used < len(init.items):
+                what = "array" if isinstance(t, ArrayType) else f"initializer of struct '{t}'"
+                self.error(f"excess elements in {what}" + (" initializer" if isinstance(
+                    t, ArrayType) else ""), init.items[used])
+            yield from leaves
         elif isinstance(t, ArrayType):
-            if not isinstance(init, ast.InitList):
-                self.error("array initializer must be an initializer list", init,
-                           hint="metalsim needs braces around each nested array")
-            if len(init.items) > t.length:
-                self.error("excess elements in array initializer", init.items[t.length])
-            for i in range(t.length):
-                off = base + i * t.elem.size
-                if i < len(init.items):
-                    yield from self.flatten_init(t.elem, init.items[i], off)
-                else:
-                    yield from self.zero_init(t.elem, off, init.coord)
+            self.error("array initializer must be an initializer list", init,
+                       hint="an array is initialized by braces: '= {...}'")
         elif isinstance(init, ast.InitList):
             if isinstance(t, VectorType):
                 yield base, t, ast.Construct(init.coord, ast.NamedType(init.coord, t.name),
@@ -173,6 +166,46 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
                 self.error("excess elements in scalar initializer", init.items[1])
         else:
             yield base, t, init
+
+    def fill_braced(self, t: ArrayType | StructType, items: list[ast.Node], pos: int, base: int,
+                    coord: Coord, scope: Scope | None) -> tuple[list, int]:
+        """The leaves of aggregate `t` taken from `items[pos:]`, and the position after them."""
+        if isinstance(t, ArrayType):
+            elements = [(t.elem, base + i * t.elem.size) for i in range(t.length)]
+        else:
+            elements = [(m.type, base + m.offset) for m in t.members]
+        leaves: list = []
+        for et, off in elements:
+            if pos >= len(items):
+                leaves += self.zero_init(et, off, coord)
+            elif not self.elides_braces(et, items[pos], scope):
+                leaves += self.flatten_init(et, items[pos], off, scope)
+                pos += 1
+            elif isinstance(et, VectorType):
+                comps = items[pos:pos + et.n]
+                pos += len(comps)
+                comps += [ast.IntLiteral(coord, 0, text="0")] * (et.n - len(comps))
+                leaves.append((off, et, ast.Construct(coord, ast.NamedType(coord, et.name),
+                                                      comps)))
+            else:
+                sub, pos = self.fill_braced(et, items, pos, off, coord, scope)
+                leaves += sub
+        return leaves, pos
+
+    def elides_braces(self, t: Type, item: ast.Node, scope: Scope | None) -> bool:
+        """Whether `item`, not in braces, starts the elements of aggregate or vector `t` rather
+        than initialising all of `t` (an array always; a struct or vector unless its type)."""
+        if isinstance(item, ast.InitList):
+            return False
+        if isinstance(t, ArrayType):
+            return True
+        if not (isinstance(t, VectorType) or isinstance(t, StructType) and not (
+                self.constructors_of(t))) or scope is None:
+            return False
+        item_t = self.rvalue(self.expr(item, scope)).type
+        if isinstance(t, VectorType):
+            return not (isinstance(item_t, VectorType) and item_t.n == t.n)
+        return item_t != t
 
     def zero_init(self, t: Type, base: int, coord: Coord):
         if isinstance(t, ArrayType):
@@ -233,6 +266,34 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
             if not isinstance(elem, ScalarType) or n not in (2, 3, 4):
                 self.error(f"invalid vector type vec<{elem}, {n}>", node)
             return VectorType(elem, n, packed=name == "packed_vec")
+        if name == "conditional_t":
+            args = node.template_args or []
+            if len(args) != 3:
+                self.error("conditional_t<B, T, F> takes three template arguments", node)
+            cond = args[0] if not isinstance(args[0], ast.NamedType) else ast.Name(
+                args[0].coord, args[0].name)
+            c = self.expr(cond, scope)
+            if c.const is None:
+                self.error("the condition of conditional_t must be a constant", args[0])
+            return self.resolve_type(args[1] if bool(c.const) else args[2], scope)
+        if name == "enable_if_t":
+            args = node.template_args or []
+            if len(args) not in (1, 2):
+                self.error("enable_if_t<B, T = void> takes one or two template arguments", node)
+            cond = args[0] if not isinstance(args[0], ast.NamedType) else ast.Name(
+                args[0].coord, args[0].name)
+            c = self.expr(cond, scope)
+            if c.const is None:
+                self.error("the condition of enable_if_t must be a constant", args[0])
+            if not bool(c.const):   # in a template's default argument: removes the candidate
+                self.error("no type named 'type' in 'enable_if<false>'", node,
+                           hint="'enable_if_t' cannot be used to disable this declaration")
+            return self.resolve_type(args[1], scope) if len(args) == 2 else ty.VOID
+        if name in ("remove_cv_t", "remove_addrspace_t"):
+            args = node.template_args or []
+            if len(args) != 1:
+                self.error(f"{name}<T> takes one template argument", node)
+            return self.resolve_type(args[0], scope)   # qualifiers are not part of a Type
         if name == "simdgroup_matrix":
             args = node.template_args or []
             elem = self.resolve_type(args[0], scope) if args else None
@@ -264,6 +325,11 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
             return t
         if name == "auto":
             return None  # type: ignore[return-value]  # deduced by the declaration
+        if re.fullmatch(r"(float|half)[234]x[234]", name):
+            self.error(f"matrix types ('{name}') are not supported by metalsim", node,
+                       width=len(name),
+                       hint="use an array of vectors (column-major, as Metal's matrices), or "
+                            "simdgroup_matrix for 8x8 tiles")
         candidates = list(ty.TYPE_NAMES) + [k for k in scope.visible()
                                             if isinstance(scope.lookup(k), Type)]
         self.error(f"unknown type name '{name}'", node, hint=self.suggest(name, candidates),
@@ -323,6 +389,16 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
             # `op(a, b)` on a function object calls its `operator()`.
             return self.x_MethodCall(ast.MethodCall(node.coord, name, "operator()", node.args),
                                      scope)
+        if name.qualifier and name.qualifier not in ("fast", "precise"):
+            static = self.call_static(node, scope)
+            if static is not None:
+                return static
+        if isinstance(v, Var) and v.kind != "method":
+            self.error(f"called object type '{v.type}' is not a function", name,
+                       width=len(name.name),
+                       hint=f"'{name.name}' is a kernel parameter that MLX declares from the "
+                            f"attribute, not a function: drop the '()'"
+                       if name.name in ATTRIBUTE_NAMES else "")
         if name.qualifier not in ("fast", "precise") and name.name in self.functions:
             return self.call_user(node, scope)
         handler = self.builtins.get(("call", name.name))
@@ -331,7 +407,7 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
         args = [self.rvalue(self.expr(a, scope)) for a in node.args]
         if name.name in mathlib.FUNCTIONS:
             return self.call_math(node, args)
-        visible = list(self.functions) + list(mathlib.FUNCTIONS) + [
+        visible = list(self.functions) + [n for n in mathlib.FUNCTIONS if n[:2] != "__"] + [
             k[1] for k in self.builtins if k[0] == "call"]
         self.error(f"use of undeclared identifier '{name.name}'", name,
                    hint=self.suggest(name.name, visible), width=len(name.name))
@@ -449,7 +525,7 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
                                          if o is not fdef):
                 continue
             bindings = self.deduce(fdef, explicit, args, scope, notes)
-            if bindings is None:
+            if bindings is None or not self.substitutes(fdef, bindings, notes):
                 continue
             cost = self.match_cost(fdef, bindings, args)
             if cost is None:
@@ -470,6 +546,18 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
         if tie:
             self.error(f"call to '{name}' is ambiguous", node)
         return best
+
+    def substitutes(self, fdef: ast.FunctionDef, bindings: dict, notes: list[str]) -> bool:
+        """Whether a template's return type is valid for `bindings` (SFINAE: a failure, such as
+        `enable_if_t<false, T>`, removes the candidate instead of being an error)."""
+        if not fdef.template_params:
+            return True
+        try:
+            self.resolve_type(fdef.return_type, Scope(dict(bindings), self.globals))
+        except CompileError as failure:
+            notes.append(f"candidate template ignored: {failure.diagnostic.message}")
+            return False
+        return True
 
     def deduce(self, fdef: ast.FunctionDef, explicit: list, args: list[E], scope: Scope,
                notes: list[str] | None = None):
@@ -498,7 +586,12 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
             if p.name not in bindings:
                 if p.default is None:
                     return None
-                bindings[p.name] = self.template_value(p, p.default, Scope(bindings, scope))
+                try:
+                    bindings[p.name] = self.template_value(p, p.default, Scope(bindings, scope))
+                except CompileError as failure:   # SFINAE: the candidate is not viable
+                    if notes is not None:
+                        notes.append(f"candidate template ignored: {failure.diagnostic.message}")
+                    return None
         return bindings
 
     def deduce_from(self, pattern: ast.Node, actual: Type, names: set[str],

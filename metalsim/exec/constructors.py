@@ -144,7 +144,7 @@ class ConstructorCompiler:
             return [self.construct_step(t, [self.expr(a, scope) for a in items], init, off)]
         if isinstance(t, ArrayType) or isinstance(init, ast.InitList):
             return [self.store_step(off + o, et, self.init_value(et, item, scope), item.coord)
-                    for o, et, item in self.flatten_init(t, init, 0)]
+                    for o, et, item in self.flatten_init(t, init, 0, scope)]
         return [self.store_step(off, t, self.convert(self.expr(init, scope), t, init),
                                 init.coord)]
 

@@ -95,8 +95,11 @@ class ExpressionCompiler:
                 c = arith.convert(np.asarray(v), src, elem)
                 return np.repeat(c[..., None], k, axis=-1)
             return self.map_value(e, t, splat)
-        if not explicit and {src, t} in ({ty.HALF, ty.BFLOAT},) :
-            self.error(f"cannot convert '{src}' to '{t}' implicitly", coord)
+        if not explicit and ({src, t} == {ty.HALF, ty.BFLOAT} or (
+                t == ty.BFLOAT and src == ty.FLOAT)):
+            # MSL 2.22: bfloat converts implicitly only to float, never from float or half.
+            self.error(f"cannot convert '{src}' to '{t}' implicitly", coord,
+                       hint=f"convert explicitly: {t}(...) or static_cast<{t}>(...)")
         return self.map_value(e, t, lambda v: arith.convert(np.asarray(v), src, t))
 
     def map_value(self, e: E, t: Type, fn: Callable) -> E:
@@ -168,6 +171,10 @@ class ExpressionCompiler:
                            hint="a member function of a local struct cannot use the "
                                 "function's variables: pass the value as an argument")
             return self.var_expr(v, node)
+        if node.qualifier:
+            static = self.static_member(node, scope)
+            if static is not None:
+                return static
         builtin = self.builtins.get(("name", node.qualifier, node.name)) or self.builtins.get(
             ("name", "", node.name))
         if builtin is not None:
@@ -284,9 +291,10 @@ class ExpressionCompiler:
         coord = node.coord
         check_div = op in ("/", "%") and ty.is_integer(t)
         check_shift = op in ("<<", ">>")
-        if a.const is not None and b.const is not None:
-            if check_div and not np.all(b.const != 0):
-                self.error("division by zero in a constant expression", node)
+        # A constant division by zero is not folded: clang only warns (it is undefined where it
+        # runs), so it is reported when executed, and a constant expression needing it fails.
+        if a.const is not None and b.const is not None and not (
+                check_div and not np.all(b.const != 0)):
             c = arith.binary(op, a.const, b.const, t)
             return E(result_t, lambda f, lanes: c, coord, const=c)
         aev, bev = a.ev, b.ev
@@ -347,8 +355,14 @@ class ExpressionCompiler:
         return E(ptr.type, ev, coord)
 
     def logical(self, node: ast.Binary, scope: Scope) -> E:
-        left = self.condition(self.expr(node.left, scope), node.left)
-        right = self.condition(self.expr(node.right, scope), node.right)
+        left, right = self.rvalue(self.expr(node.left, scope)), None
+        if not isinstance(left.type, VectorType):
+            right = self.rvalue(self.expr(node.right, scope))
+        if isinstance(left.type, VectorType) or isinstance(right.type, VectorType):
+            right = right or self.rvalue(self.expr(node.right, scope))
+            return self.vector_logical(node, left, right)
+        left = self.condition(left, node.left)
+        right = self.condition(right, node.right)
         if left.const is not None and right.const is not None:
             c = np.asarray(bool(left.const) and bool(right.const) if node.op == "&&"
                            else bool(left.const) or bool(right.const))
@@ -373,6 +387,24 @@ class ExpressionCompiler:
             return b
         return E(BOOL, checked_condition(b.ev, node.coord), b.coord)
 
+    def vector_logical(self, node: ast.Binary, left: E, right: E) -> E:
+        """`&&`/`||` with a vector operand: component-wise on both operands, evaluated both
+        (no short circuit), giving `boolN` (MSL 3.2 logical operators)."""
+        left = self.arith_operand(left, node.left)
+        right = self.arith_operand(right, node.right)
+        try:
+            t = ty.common_type(left.type, right.type)
+        except ty.ConversionError:
+            self.error(f"invalid operands to binary expression ('{left.type}' and "
+                       f"'{right.type}')", node)
+        bt = ty.bool_like(t)
+        a = self.convert(left, VectorType(ty.scalar_of(left.type), t.n), node, explicit=True)
+        b = self.convert(right, VectorType(ty.scalar_of(right.type), t.n), node, explicit=True)
+        a, b = self.convert(a, bt, node, explicit=True), self.convert(b, bt, node, explicit=True)
+        combine = np.logical_and if node.op == "&&" else np.logical_or
+        aev, bev = a.ev, b.ev
+        return E(bt, lambda f, lanes: combine(aev(f, lanes), bev(f, lanes)), node.coord)
+
     def to_bool(self, e: E, node: ast.Node) -> E:
         e = self.rvalue(e)
         if isinstance(e.type, VectorType):
@@ -395,6 +427,12 @@ class ExpressionCompiler:
             return self.struct_operator(op, [operand], node, scope)
         if op == "*":
             return self.dereference(self.rvalue(operand), node)
+        if op == "!" and isinstance(self.rvalue(operand).type, VectorType):
+            operand = self.rvalue(operand)   # component-wise, giving boolN (MSL 3.2)
+            bt = ty.bool_like(operand.type)
+            b = self.convert(operand, bt, node.operand, explicit=True)
+            return self.map_value(replace(b, coord=node.coord), bt,
+                                  lambda v: ~np.asarray(v, bool))
         if op == "!":
             b = self.to_bool(operand, node.operand)
             return self.map_value(b, BOOL, lambda v: ~np.asarray(v, bool))
@@ -478,6 +516,12 @@ class ExpressionCompiler:
             self.error(f"cannot assign to non-static data member within const member function "
                        f"'{self.fn.name}'", node,
                        hint="drop 'const' after the parameter list if it modifies the object")
+        if target.readonly and isinstance(node, ast.Member) and isinstance(
+                target.type, VectorType) and len(set(node.name)) < len(node.name) and all(
+                c in SWIZZLE for c in node.name):
+            self.error(f"a swizzle with repeated components ('.{node.name}') is not assignable",
+                       node, hint="each component may be written once: name distinct "
+                                  "components, e.g. '.xy'")
         if target.readonly:
             name = node.name if isinstance(node, ast.Name) else None
             what = f"variable '{name}'" if name else "a read-only location"

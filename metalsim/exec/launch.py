@@ -212,6 +212,11 @@ def launch(gen, inputs, outputs, grid, threadgroup, template=None, math_mode: st
            trace: bool = False, step_limit: int = DEFAULT_STEP_LIMIT) -> Report:
     """Run MLX's generated kernel `gen` in the simulator; outputs are written in place."""
     grid = tuple(int(g) for g in grid)
+    for buffer in (*inputs, *outputs):   # MLX (and Metal) take these; the simulator cannot
+        if buffer.dtype == "complex64":
+            raise ValueError(f"'{buffer.name}' is complex64, which metalsim does not support "
+                             "(MLX's complex64_t struct is not modelled); pass the real and "
+                             "imaginary parts as two float32 arrays")
     if trace and grid[0] * grid[1] * grid[2] > MAX_TRACED_THREADS:
         raise ValueError(f"[metalsim] trace=True records every memory access and is limited to "
                          f"{MAX_TRACED_THREADS:,} threads; this grid has "

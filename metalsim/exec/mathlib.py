@@ -71,7 +71,8 @@ class MathFunction:
     `params` gives each parameter's role: "T" the generic scalar-or-vector type, "Ti" an int (or
     intN matching T), "u" a uint scalar, "Tb" a bool (or boolN matching T), "Ts" T's element type.
     `elems` are the element types T may have. `result` is "T", "Tb" (bool/boolN like T), "Ts"
-    (T's element type), "Tu" (T with its element made unsigned) or "bool". `vector` is None when T
+    (T's element type), "Tu" (T with its element made unsigned), "Tint" (T with int elements) or
+    "bool". `vector` is None when T
     may be scalar or vector, 0 when it must be a vector, and n when it must have n components.
     """
 
@@ -162,6 +163,8 @@ class MathFunction:
             return with_elem(t, _UNSIGNED_TYPES.get(scalar_of(t), scalar_of(t)))
         if self.result == "bool":
             return BOOL
+        if self.result == "Tint":
+            return with_elem(t, INT)
         return t
 
 
@@ -332,6 +335,20 @@ def _isnormal(args: list[np.ndarray], params: list[Type], result: Type) -> np.nd
 
 
 # --- Geometric functions (float vectors; reduced along the last axis) ----------------------------
+
+# ilogb of 0 and of NaN, and of an infinity: FP_ILOGB0, FP_ILOGBNAN and INT_MAX as in C's
+# <math.h> on the usual targets (MSL names the constants without giving values we could confirm).
+_FP_ILOGB0 = _FP_ILOGBNAN = np.iinfo(np.int32).min
+
+
+def _ilogb(x: np.ndarray) -> np.ndarray:
+    """The unbiased exponent of x as an int (subnormals give their true exponent)."""
+    x = _f64(x)
+    e = np.frexp(x)[1].astype(np.int64) - 1
+    e = np.where(x == 0, _FP_ILOGB0, e)
+    e = np.where(np.isinf(x), np.iinfo(np.int32).max, e)
+    return np.where(np.isnan(x), _FP_ILOGBNAN, e).astype(np.int32)
+
 
 def _dot(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     return np.sum(x * y, axis=-1)
@@ -538,6 +555,13 @@ _define("fract", "T", FLOATS, "T", _fract)
 _define("fma", "T T T", FLOATS, "T", _fma)
 _define("ldexp", "T Ti", FLOATS, "T", _ldexp)
 _define("nextafter", "T T", FLOATS, "T", _nextafter)
+
+_define("ilogb", "T", FLOATS, "Tint", lambda a, p, r: _ilogb(a[0]))
+# frexp's two results, for the prelude's `frexp(x, thread int& exponent)`.
+_define("__frexp_mantissa", "T", FLOATS, "T", _float_fn(lambda x: np.frexp(x)[0]))
+_define("__frexp_exponent", "T", FLOATS, "Tint",
+        lambda a, p, r: np.where(np.isfinite(a[0]), np.frexp(_f64(a[0]))[1], 0).astype(np.int32))
+
 
 # Minimum and maximum: the float versions return the non-NaN operand (Table 6.4); the unprefixed
 # spellings also have integer overloads.

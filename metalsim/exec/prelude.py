@@ -1,12 +1,48 @@
 """MLX's `utils.h` helpers that kernel bodies may call, written in MSL for metalsim to compile.
 
 MLX prepends its `utils.h` to every custom kernel; these are the indexing helpers from it that
-user kernels call, with the same signatures and results (`elem_to_loc` deduces its index type
+user kernels call (and MLX's `log1p`, which Metal's library lacks), with the same signatures
+and results (`elem_to_loc` deduces its index type
 from the element argument; the `uint3` overload defaults to `int64_t`). metalsim compiles this
 text in front of the generated source, as its own section, so diagnostics inside it are clear.
 """
 
 PRELUDE = """\
+inline float log1p(float x) {
+  float y = 1.0f + x;
+  if (y == INFINITY) {
+    return INFINITY;
+  }
+  return y == 1.0f ? x : x * (metal::log(y) / (y - 1.0f));
+}
+
+inline bfloat16_t log1p(bfloat16_t x) {
+  float y = 1.0f + static_cast<float>(x);
+  if (y == INFINITY) {
+    return bfloat16_t(INFINITY);
+  }
+  return y == 1.0f ? x : bfloat16_t(x * (metal::log(y) / (y - 1.0f)));
+}
+
+template <typename T>
+inline T modf(T x, thread T& integral_part) {
+  integral_part = metal::trunc(x);
+  // Both parts carry x's sign (modf(-5.0) is -0.0); an infinity has no fractional part.
+  return metal::copysign(metal::select(x - integral_part, T(0), metal::isinf(x)), x);
+}
+
+template <typename T>
+inline T sincos(T x, thread T& cosval) {
+  cosval = metal::cos(x);
+  return metal::sin(x);
+}
+
+template <typename T, typename I>
+inline T frexp(T x, thread I& exponent) {
+  exponent = __frexp_exponent(x);
+  return __frexp_mantissa(x);
+}
+
 template <typename T, typename U>
 inline T ceildiv(T N, U M) {
   return (N + M - 1) / M;

@@ -136,6 +136,10 @@ class StatementCompiler:
                             "every attribute the source mentions)" if d.name in ATTRIBUTE_NAMES
                        else "")
         t, const, space = self.resolve_decl_type(d.type, scope)
+        if d.static and not (d.constexpr or space == "constant"):
+            self.error("static local variables are not allowed in Metal", d, width=len(d.name),
+                       hint="drop 'static' for a per-thread variable; a table shared by all "
+                            "threads is 'constant' (or 'constexpr')")
         init = self.expr(d.init, scope) if d.init is not None and not isinstance(
             d.init, ast.InitList) else None
         if t is None:
@@ -285,7 +289,7 @@ class StatementCompiler:
         stores = []
         if d.init is not None:
             aggregate = isinstance(t, ArrayType) or isinstance(d.init, ast.InitList)
-            leaves = self.flatten_init(t, d.init, 0) if aggregate else [(0, t, d.init)]
+            leaves = self.flatten_init(t, d.init, 0, scope) if aggregate else [(0, t, d.init)]
             for off, et, item in leaves:
                 store = store_struct if isinstance(et, StructType) else mem.store
                 stores.append((store, off, et, self.convert(self.expr(item, scope), et,

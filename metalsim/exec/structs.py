@@ -24,8 +24,9 @@ import numpy as np
 
 from metalsim.diagnostics import Coord
 from metalsim.exec import memory as mem
-from metalsim.exec.compiled import E, FunctionCode, Scope, Var
+from metalsim.exec.compiled import E, FunctionCode, Scope, Var, constant
 from metalsim.exec.machine import Lanes, Machine
+from metalsim.exec.struct_templates import StructTemplate
 from metalsim.exec.values import MemLoc, Ptr
 from metalsim.lang import ast
 from metalsim.lang import types as ty
@@ -140,6 +141,7 @@ class StructMethods:
     overloads: dict[str, list[ast.MemberFunction]]
     scope: Scope
     constructors: list[ast.Constructor]
+    static_scope: Scope   # what a static member function sees: no members, no `this`
 
 
 class StructCompiler:
@@ -172,6 +174,7 @@ class StructCompiler:
             fields.append((d.name, t, const))
         st = ty.struct_type(instance or node.name, fields)
         scope.names[node.name] = st
+        statics = self.static_members(node, st, scope)
         overloads: dict[str, list[ast.MemberFunction]] = {}
         for fn in node.methods:
             if fn.template_params and instance is None and scope is not self.globals:
@@ -183,8 +186,13 @@ class StructCompiler:
         if overloads or node.constructors:
             names: dict = {m.name: Var("member", m.type, name=m.name) for m in st.members}
             names |= {name: Var("method", ty.VOID, name=name) for name in overloads}
+            names |= statics
+            outer = self.definition_scope(scope)
+            static_fns = {name: Var("method", ty.VOID, name=name) for name, fns in
+                          overloads.items() if all(fn.static for fn in fns)}
             self.struct_methods[st] = StructMethods(
-                overloads, Scope(names, self.definition_scope(scope)), node.constructors)
+                overloads, Scope(names, outer), node.constructors,
+                Scope(dict(statics) | static_fns, outer))
             if instance is not None:
                 return st  # compiled where first used, as C++ instantiates them
             # Compiled now, called or not, as C++ compiles every member function it defines
@@ -196,6 +204,40 @@ class StructCompiler:
             for ctor in node.constructors:
                 self.constructor_code(st, ctor)
         return st
+
+    def static_members(self, node: ast.StructDef, st: StructType, scope: Scope
+                       ) -> dict[str, Var]:
+        """The struct's `static constexpr` data members, evaluated in declaration order (each
+        sees those before it): constants of the struct, named `S::k` or `k` in its members."""
+        statics: dict[str, Var] = {}
+        for d in node.statics:
+            t, _, _ = self.resolve_decl_type(d.type, scope)
+            if not isinstance(t, ScalarType | VectorType):
+                self.error(f"a static data member of type '{t}' is not supported by metalsim",
+                           d, hint="static constexpr members may be scalars or vectors")
+            if d.name in statics or st.member(d.name) is not None:
+                self.error(f"duplicate member '{d.name}'", d, width=len(d.name))
+            e = self.convert(self.expr(d.init, Scope(dict(statics), scope)), t, d.init)
+            if e.const is None:
+                self.error(f"constexpr variable '{d.name}' must be initialized by a constant "
+                           "expression", d.init)
+            statics[d.name] = Var("const", t, readonly=True, const=e.const)
+        self.struct_statics[st] = statics
+        return statics
+
+    def static_member(self, node: ast.Name, scope: Scope) -> E | None:
+        """`S::k` or `S<4>::k` for a static data member `k`, or None if the qualifier does not
+        name a struct."""
+        found = scope.lookup(node.qualifier)
+        if not isinstance(found, StructType | StructTemplate):
+            return None
+        st = self.resolve_type(ast.NamedType(node.coord, node.qualifier, node.template_args),
+                               scope)
+        v = self.struct_statics.get(st, {}).get(node.name)
+        if v is None:
+            self.error(f"no static member named '{node.name}' in '{st}'", node,
+                       width=len(node.name))
+        return constant(v.const, v.type, node.coord)
 
     def definition_scope(self, scope: Scope) -> Scope:
         """What the member functions of a struct defined in `scope` see: its types and
@@ -290,8 +332,32 @@ class StructCompiler:
         """The compiled member function (for `bindings` of a member function template's
         parameters), `this` a pointer to `st` as `fn` qualifies it."""
         this = PointerType(st, fn.space or "thread", fn.const)
+        methods = self.struct_methods[st]
+        # A static member function gets a hidden, unused `this` (so that it is called as the
+        # other member functions are) but does not see the members.
         with self.instantiating_member(st, fn):
-            return self.instantiate(fn, bindings, self.struct_methods[st].scope, this)
+            return self.instantiate(fn, bindings,
+                                    methods.static_scope if fn.static else methods.scope, this)
+
+    def call_static(self, node: ast.Call, scope: Scope) -> E | None:
+        """`S::f(args)` for a static member function `f` of struct `S` (or of an instance of a
+        struct template, `S<T>::f(args)`); None if the qualifier does not name a struct."""
+        name = node.func
+        found = scope.lookup(name.qualifier)
+        if not isinstance(found, StructType | StructTemplate):
+            return None
+        st = self.resolve_type(ast.NamedType(name.coord, name.qualifier, name.template_args),
+                               scope)
+        overloads = self.methods_of(st).get(name.name, [])
+        if not overloads:
+            self.error(f"no static member function named '{name.name}' in '{st}'", name,
+                       width=len(name.name))
+        if not all(fn.static for fn in overloads):
+            self.error(f"call to non-static member function '{name.name}' without an object "
+                       "argument", name, width=len(name.name))
+        nowhere = E(st, lambda f, lanes: np.zeros((lanes.n, st.size), np.uint8), node.coord)
+        return self.call_member(nowhere, ast.MethodCall(node.coord, name, name.name, node.args),
+                                scope)
 
     def resolve_member(self, st: StructType, node: ast.MethodCall,
                        overloads: list[ast.MemberFunction], args: list[E], space: str,
@@ -323,7 +389,7 @@ class StructCompiler:
             self.error(f"no matching member function for call to '{name}({shown})'", node)
         fits = [(cost + (0.5 if fn.const and not const else 0), fn, bindings)
                 for cost, fn, bindings in viable
-                if (fn.space or "thread") == space and (fn.const or not const)]
+                if fn.static or (fn.space or "thread") == space and (fn.const or not const)]
         if not fits:
             fn = min(viable, key=lambda v: v[0])[1]
             if (fn.space or "thread") != space:
@@ -347,7 +413,7 @@ class StructCompiler:
         if self.constructors_of(t):
             return self.construct_temp(t, [self.expr(a, scope) for a in init.items], init)
         parts = [(off, et, self.init_value(et, item, scope).ev)
-                 for off, et, item in self.flatten_init(t, init, 0)]
+                 for off, et, item in self.flatten_init(t, init, 0, scope)]
         size = t.size
 
         def ev(f, lanes):

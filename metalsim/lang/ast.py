@@ -316,6 +316,7 @@ class StructDef(Node):
     methods: list[MemberFunction] = field(default_factory=list)
     constructors: list[Constructor] = field(default_factory=list)
     template_params: list[TemplateParam] | None = None
+    statics: list[VarDecl] = field(default_factory=list)   # `static constexpr T k = ...;`
 
 
 Stmt = (DeclStmt | ExprStmt | Compound | If | For | While | DoWhile | Switch | CaseLabel | Break
@@ -363,12 +364,13 @@ class FunctionDef(Node):
 
 @dataclass(eq=False)
 class MemberFunction(FunctionDef):
-    """A non-static member function defined in a struct body. `const` and `space` qualify the
-    object it is called on (`this`): `float get() const threadgroup { ... }`; Metal's default
-    space is `thread`."""
+    """A member function defined in a struct body. `const` and `space` qualify the object it
+    is called on (`this`): `float get() const threadgroup { ... }`; Metal's default space is
+    `thread`. A `static` one has no object: `S::f(...)`, or `s.f(...)` ignoring `s`."""
 
     const: bool = False
     space: str | None = None
+    static: bool = False
 
 
 @dataclass(eq=False)

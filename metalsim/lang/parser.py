@@ -12,7 +12,7 @@ Representation choices the compiler relies on:
   * A member of a class template instance, `numeric_limits<float>::max()`, is
     `Call(Name("max", qualifier="numeric_limits", template_args=[float]))`: the template arguments
     are those of the qualifying class.
-  * Multi-word integer types are normalised (`unsigned int` -> "uint", `long long` -> "long").
+  * Multi-word integer types are normalised (`unsigned int` -> "uint"; `long long` is refused).
   * `VarDecl` and `Param` coords point at the declared name (as a compiler's "declared here"
     does); every other node's coord is its first token.
   * `typedef` / `using` inside a function body appear in `Compound.items` as TypeAlias /
@@ -43,8 +43,7 @@ _INT_WORDS = frozenset({"unsigned", "signed", "short", "long", "int", "char"})
 def _int_combinations() -> dict[tuple[str, ...], str]:
     combos: dict[tuple[str, ...], str] = {}
     bases = {("int",): "int", ("char",): "char", ("short",): "short", ("short", "int"): "short",
-             ("long",): "long", ("long", "int"): "long", ("long", "long"): "long",
-             ("long", "long", "int"): "long"}
+             ("long",): "long", ("long", "int"): "long"}
     for words, name in bases.items():
         combos[tuple(sorted(words))] = name
         combos[tuple(sorted((*words, "signed")))] = name
@@ -62,7 +61,9 @@ _EXTRA_TYPES = frozenset(
     {"simdgroup_float8x8", "simdgroup_half8x8", "simdgroup_bfloat8x8", "auto", "double"}
     | {f"{e}{r}x{c}" for e in ("float", "half") for r in (2, 3, 4) for c in (2, 3, 4)}
 )
-_TYPE_TEMPLATES = BUILTIN_TYPE_TEMPLATES | {"simdgroup_matrix"}
+# `metal::` type traits that name a type (resolved by the compiler).
+_TYPE_TRAITS = frozenset({"conditional_t", "remove_cv_t", "remove_addrspace_t", "enable_if_t"})
+_TYPE_TEMPLATES = BUILTIN_TYPE_TEMPLATES | {"simdgroup_matrix"} | _TYPE_TRAITS
 _BUILTIN_TYPE_WORDS = frozenset(TYPE_NAMES) | _INT_WORDS | _EXTRA_TYPES | _TYPE_TEMPLATES
 
 # Built-in names after which `<` opens a template argument list rather than comparing.
@@ -70,8 +71,14 @@ _BUILTIN_TEMPLATES = frozenset({
     "make_filled_simdgroup_matrix", "numeric_limits", "Limits", "elem_to_loc", "elem_to_loc_1",
     "elem_to_loc_2", "elem_to_loc_3", "elem_to_loc_2_nd", "elem_to_loc_3_nd",
     "max", "min", "clamp", "abs", "select",
-})
+}) | {f"{trait}{suffix}" for trait in ("is_same", "is_integral", "is_floating_point", "is_signed",
+                                        "is_unsigned", "is_arithmetic") for suffix in ("", "_v")}
 _CASTS = frozenset({"static_cast", "reinterpret_cast", "as_type"})
+# Metal's texture and sampler types: MLX binds no textures to a custom kernel.
+_TEXTURE_TYPES = frozenset(
+    {f"{kind}{dim}" for kind in ("texture", "depth") for dim in
+     ("1d", "1d_array", "2d", "2d_array", "2d_ms", "2d_ms_array", "3d", "cube", "cube_array")}
+    | {"texture_buffer", "sampler"})
 
 _ADDRESS_SPACES = frozenset({"device", "constant", "threadgroup", "thread"})
 _QUALIFIERS = _ADDRESS_SPACES | {"const", "volatile"}  # may precede the type in a type-name
@@ -116,6 +123,14 @@ class _Specifiers:
     attributes: list[ast.Attribute] = field(default_factory=list)
 
 
+def _declared_names(node: ast.Node) -> set[str]:
+    """The names a file-scope declaration declares (functions, variables, types)."""
+    if isinstance(node, ast.DeclStmt):
+        return {d.name for d in node.decls}
+    name = getattr(node, "name", None)
+    return {name} if isinstance(name, str) and name else set()
+
+
 class _Parser:
     """Parses one translation unit; `pos` indexes `tokens`, which ends with an "eof" token."""
 
@@ -130,6 +145,8 @@ class _Parser:
         self.scopes: list[dict[str, str]] = [{}]
         self.no_gt = False  # inside a template argument list, where `>` closes the list
         self.struct_templates: set[str] = set()
+        self.namespaces: dict[str, set[str]] = {}   # "mlx::steel" -> the names declared in it
+        self.namespace: list[str] = []               # the namespace being defined
         # Struct templates being defined: their bare name is the injected class name.
         self.injected: list[str] = []
         self.switch_depth = 0
@@ -234,8 +251,7 @@ class _Parser:
         """Whether the tokens `k` ahead begin a type name (`float`, `metal::vec`, `T`, ...)."""
         if self.at("::", k):
             k += 1
-        while self.at("metal", k) and self.at("::", k + 1):
-            k += 2
+        k = self.namespace_prefix(k)[0]
         tok = self.peek(k)
         if tok.kind != "ident":
             return False
@@ -254,6 +270,11 @@ class _Parser:
 
     def unknown_type(self, tok: Token) -> CompileError:
         """"unknown type name 'flaot'", suggesting the closest known type name."""
+        if tok.text in _TEXTURE_TYPES:
+            return self.error(f"'{tok.text}' is a Metal texture type, which metalsim does not "
+                              "support", tok, width=len(tok.text),
+                              hint="mx.fast.metal_kernel passes only buffers: read the data "
+                                   "from a device array")
         known = [n for scope in self.scopes for n, k in scope.items() if k == _TYPE]
         close = difflib.get_close_matches(tok.text, [*_BUILTIN_TYPE_WORDS, *known], n=1)
         hint = f"did you mean '{close[0]}'?" if close else ""
@@ -274,8 +295,101 @@ class _Parser:
                 stray = _unbalanced_brackets(self.tokens, self.sm)
                 if stray is not None:
                     raise stray
+            if self.at("namespace") and self.peek(1).kind == "ident" and (
+                    self.at("{", 2) or self.at("::", 2)):
+                items += self.namespace_definition()
+                continue
             items.append(self.external_declaration())
         return ast.TranslationUnit(self.coord(start), items)
+
+    def namespace_definition(self) -> list[ast.Node]:
+        """namespace-definition: 'namespace' name ('::' name)* '{' (external-declaration |
+        namespace-definition)* '}'
+
+        Namespaces are flattened: what they declare is declared at file scope, remembered as a
+        member of its namespace so that qualified names (`mlx::steel::Foo`) are checked."""
+        start = self.advance()
+        parts = [self.identifier("expected a namespace name").text]
+        while self.accept("::"):
+            parts.append(self.identifier("expected a namespace name").text)
+        open_ = self.expect("{", "expected '{' after the namespace name")
+        outer = self.namespace
+        self.namespace = [*outer, *parts]
+        for depth in range(len(outer) + 1, len(self.namespace) + 1):
+            self.namespaces.setdefault("::".join(self.namespace[:depth]), set())
+        path = "::".join(self.namespace)
+        items: list[ast.Node] = []
+        try:
+            while not self.accept("}"):
+                if self.peek().kind == "eof":
+                    raise self.error("expected '}' to match this '{'", open_)
+                if self.accept(";"):
+                    continue
+                if self.at("namespace") and self.peek(1).kind == "ident":
+                    items += self.namespace_definition()   # records its own names
+                    continue
+                before = set(self.scopes[0])
+                items.append(self.external_declaration())
+                declared = set(self.scopes[0]) - before | _declared_names(items[-1])
+                clash = [n for n in declared for ns, names in self.namespaces.items()
+                         if ns != path and n in names]
+                if clash:
+                    raise self.error(f"'{clash[0]}' is declared in two namespaces, which "
+                                     "metalsim does not support (it flattens namespaces)",
+                                     start)
+                self.namespaces[path] |= declared
+        finally:
+            self.namespace = outer
+        return items
+
+    def namespace_prefix(self, k: int = 0) -> tuple[int, str]:
+        """The namespace qualifiers `metal::`, `mlx::steel::` ... starting `k` tokens ahead:
+        (tokens they take, the user namespace they name or "")."""
+        path = ""
+        while self.peek(k).kind == "ident" and self.at("::", k + 1):
+            word = self.peek(k).text
+            if word != "metal":
+                inner = self.find_namespace(f"{path}::{word}" if path else word, not path)
+                if inner is None:
+                    break
+                path = inner
+            k += 2
+        return k, path
+
+    def find_namespace(self, name: str, relative: bool) -> str | None:
+        """The full name of namespace `name` as seen from the one being defined (searching the
+        enclosing namespaces outwards when `relative`), or None."""
+        outer = self.namespace if relative else []
+        for depth in range(len(outer), -1, -1):
+            full = "::".join([*outer[:depth], name])
+            if full in self.namespaces:
+                return full
+        return None
+
+    def names_type_member(self) -> bool:
+        """Whether the type name ahead is followed by `::` (after its template arguments)."""
+        k = self.namespace_prefix()[0]
+        if self.at("::", k + 1):
+            return True
+        if not self.at("<", k + 1):
+            return False
+        depth, k = 0, k + 1
+        while True:
+            tok = self.peek(k)
+            if tok.kind == "eof" or tok.text in (";", "{", "}"):
+                return False
+            depth += {"<": 1, "(": 1, "[": 1, ">": -1, ")": -1, "]": -1, ">>": -2}.get(
+                tok.text, 0) if tok.kind == "punct" else 0
+            if depth <= 0:
+                return self.at("::", k + 1)
+            k += 1
+
+    def check_namespace_member(self, namespace: str, tok: Token) -> None:
+        """A name qualified by a user namespace must be declared in it (or a nested one)."""
+        if namespace and not any(tok.text in names for ns, names in self.namespaces.items()
+                                 if ns == namespace or ns.startswith(namespace + "::")):
+            raise self.error(f"no member named '{tok.text}' in namespace '{namespace}'", tok,
+                             width=len(tok.text))
 
     def external_declaration(self) -> ast.Node:
         """external-declaration: template-declaration | alias | static_assert | function
@@ -415,10 +529,13 @@ class _Parser:
         while not self.at(">"):
             tok = self.peek()
             if self.accept("typename") or self.accept("class"):
-                name = self.identifier("expected a template parameter name")
+                # An unnamed parameter (`typename = enable_if_t<...>`) gets a name no one uses.
+                unnamed = self.at("=") or self.at(",") or self.at(">")
+                name = f"__unnamed{len(params)}" if unnamed else self.identifier(
+                    "expected a template parameter name").text
                 default = self.template_default(self.type_name)
-                self.declare(name.text, _TYPE)
-                params.append(ast.TemplateParam(self.coord(tok), name.text, None, default))
+                self.declare(name, _TYPE)
+                params.append(ast.TemplateParam(self.coord(tok), name, None, default))
             else:
                 kind = self.specifiers().type
                 name = self.identifier("expected a template parameter name")
@@ -455,6 +572,19 @@ class _Parser:
         self.expect(";", "expected ';' after explicit instantiation")
         return ast.ExplicitInstantiation(self.coord(tmpl), name.text, args, attributes)
 
+    def defines_function(self) -> bool:
+        """Whether the `(...)` ahead is followed by a function body's `{`."""
+        depth, k = 0, 0
+        while True:
+            tok = self.peek(k)
+            if tok.kind == "eof":
+                return False
+            if tok.kind == "punct" and tok.text in ("(", ")"):
+                depth += 1 if tok.text == "(" else -1
+                if depth == 0:
+                    return self.peek(k + 1).text == "{"
+            k += 1
+
     def skip_balanced(self) -> None:
         """Skips a parenthesised token group, `(...)`, whose contents are not needed."""
         open_ = self.expect("(")
@@ -485,9 +615,14 @@ class _Parser:
             assert name is not None
             self.expect(";", "expected ';' after typedef")
         elif self.accept("namespace"):
-            parts = [self.identifier("expected a namespace name").text]
+            first = self.identifier("expected a namespace name")
+            parts = [first.text]
             while self.accept("::"):
                 parts.append(self.identifier("expected a namespace name").text)
+            if parts[0] != "metal" and self.find_namespace("::".join(parts), True) is None:
+                raise self.error("expected namespace name", first, width=len(first.text),
+                                 hint=f"no namespace '{'::'.join(parts)}' is declared before "
+                                      "this line")
             self.expect(";", "expected ';' after namespace name")
             return ast.UsingNamespace(self.coord(start), "::".join(parts))
         else:
@@ -615,6 +750,9 @@ class _Parser:
             self.advance()
         if words:
             key = tuple(sorted(w.text for w in words))
+            if key.count("long") > 1:
+                raise self.error("'long long' is not a Metal type", words[0], width=9,
+                                 hint="'long' is 64 bits in Metal")
             if key not in _INT_COMBINATIONS:
                 spelled = " ".join(w.text for w in words)
                 raise self.error(f"'{spelled}' is not a valid type", words[0],
@@ -630,10 +768,11 @@ class _Parser:
         """type-specifier: ['::'] ['metal' '::']* name ['<' template-args '>']"""
         start = self.peek()
         self.accept("::")
-        while self.at("metal") and self.at("::", 1):
-            self.advance()
+        skip, namespace = self.namespace_prefix()
+        for _ in range(skip):
             self.advance()
         tok = self.advance()
+        self.check_namespace_member(namespace, tok)
         name = tok.text
         if name == "double":
             raise self.error("'double' is not supported in Metal", tok, hint="use 'float'",
@@ -764,6 +903,12 @@ class _Parser:
             elif self.at("{"):
                 init = self.init_list()
             elif self.at("(") and not file_scope:
+                if self.defines_function():
+                    raise self.error(f"function definition is not allowed here: '{name.text}' "
+                                     "is defined inside a function body", name,
+                                     width=len(name.text),
+                                     hint="helper functions belong in the kernel's header: "
+                                          "pass them as metal_kernel(..., header=...)")
                 # `float4 v(1, 2, 3, 4);` direct initialisation
                 if self.at(")", 1):
                     raise self.error("empty parentheses declare a function, not a variable",
@@ -836,15 +981,19 @@ class _Parser:
         members: list[ast.VarDecl] = []
         methods: list[ast.MemberFunction] = []
         constructors: list[ast.Constructor] = []
+        statics: list[ast.VarDecl] = []
         while not self.accept("}"):
             if self.peek().kind == "eof":
                 raise self.error("expected '}' to match this '{'", open_)
             for item in self.member_declaration(name):
                 if isinstance(item, ast.Constructor):
                     constructors.append(item)
+                elif isinstance(item, ast.VarDecl) and item.static:
+                    statics.append(item)
                 else:
                     (methods if isinstance(item, ast.MemberFunction) else members).append(item)
-        return ast.StructDef(self.coord(start), name, members, methods, constructors)
+        return ast.StructDef(self.coord(start), name, members, methods, constructors,
+                             statics=statics)
 
     def member_declaration(self, struct: str) -> list[ast.VarDecl | ast.MemberFunction]:
         """member-declaration: specifiers declarator (',' declarator)* ';' | member-function
@@ -885,9 +1034,19 @@ class _Parser:
             assert name is not None
             if self.at("(") and not members:
                 return [self.member_function(tok, specs, name, type_)]
+            if specs.static and specs.constexpr and self.accept("="):
+                # `static constexpr constant T k = ...;` (MLX's STEEL_CONST): a constant of the
+                # struct, used as `S::k` or by its member functions.
+                members.append(ast.VarDecl(self.coord(name), name.text, type_,
+                                           self.initializer(), True, True))
+                if not self.accept(","):
+                    break
+                continue
             if specs.static or specs.constexpr:
-                raise self.error("static data members are not supported by metalsim", tok,
-                                 hint="declare a 'constant' variable at program scope instead")
+                raise self.error("static data members are not supported by metalsim unless "
+                                 "'static constexpr' with an initializer", tok,
+                                 hint="write 'static constexpr constant int k = ...;', or "
+                                      "declare a 'constant' variable at program scope")
             if self.at("("):
                 raise self.error("declare a member function on its own, not in a list of "
                                  "data members", name, width=len(name.text))
@@ -925,9 +1084,6 @@ class _Parser:
                         return_type: ast.TypeNode) -> ast.MemberFunction:
         """member-function: specifiers declarator '(' params ')' ('const' | address-space)*
         compound"""
-        if specs.static:
-            raise self.error("static member functions are not supported by metalsim", start,
-                             hint="write a free function instead", width=len(start.text))
         self.scopes.append({})
         try:
             params = self.parameters()
@@ -942,6 +1098,10 @@ class _Parser:
                         raise self.error(f"conflicting address spaces '{space}' and "
                                          f"'{tok.text}'", tok, width=len(tok.text))
                     space = tok.text
+            if specs.static and (const or space):
+                qualifier = "const" if const else space
+                raise self.error(f"static member function cannot have '{qualifier}' qualifier",
+                                 self.tokens[self.pos - 1])
             if self.at("&") or self.at("&&"):
                 raise self.error("ref-qualified member functions are not supported by metalsim")
             if self.at(";"):
@@ -953,7 +1113,7 @@ class _Parser:
         finally:
             self.scopes.pop()
         return ast.MemberFunction(self.coord(start), name.text, return_type, params, body,
-                                  None, specs.attributes, const, space)
+                                  None, specs.attributes, const, space, specs.static)
 
     def constructor(self, start: Token, explicit: bool) -> ast.Constructor:
         """constructor: ['explicit'] name '(' params ')' [':' member-init (',' member-init)*]
@@ -1201,6 +1361,10 @@ class _Parser:
             raise self.error("'else' without a matching 'if'", tok, width=4)
         if tok.text == "template":
             raise self.error("a template cannot be declared inside a function", tok, width=8)
+        if tok.text == "goto":
+            raise self.error("'goto' is not allowed in Metal", tok, width=4,
+                             hint="the Metal Shading Language has no goto: use a loop with "
+                                  "break or continue, or a flag")
         if tok.text in _UNSUPPORTED_DECLARATIONS:
             raise self.error(f"'{tok.text}' declarations are not supported by metalsim", tok,
                              width=len(tok.text))
@@ -1374,6 +1538,10 @@ class _Parser:
                 return self.named_cast()
             if text == "this":
                 return ast.This(self.coord(self.advance()))
+            if text in _TEXTURE_TYPES:
+                raise self.unknown_type(tok)
+            if self.type_at() and self.names_type_member():
+                return self.qualified_name()   # `S::k`, `Tile<T, 4>::kRows`
             if self.type_at():
                 return self.construct()
             if text not in _RESERVED:
@@ -1431,6 +1599,11 @@ class _Parser:
         """qualified-name: ['::'] name ['<' args '>'] ('::' name ['<' args '>'])*"""
         start = self.peek()
         self.accept("::")
+        skip, namespace = self.namespace_prefix()
+        for _ in range(skip):
+            self.advance()
+        if namespace:
+            self.check_namespace_member(namespace, self.peek())
         parts: list[tuple[str, list[ast.Node] | None]] = []
         while True:
             tok = self.peek()
@@ -1449,6 +1622,9 @@ class _Parser:
                 break
             self.advance()
         name, args = parts[-1]
+        if parts[0][0] == "std" and len(parts) > 1:
+            raise self.error("use of undeclared identifier 'std'", start, width=3,
+                             hint=f"Metal has no C++ standard library: use 'metal::{name}'")
         qualifier = [part for part, _ in parts[:-1] if part != "metal"]
         scoped = [part_args for _, part_args in parts[:-1] if part_args is not None]
         if scoped:

@@ -216,3 +216,63 @@ def test_strict_patch_raises_on_the_division_by_zero_warning():
     with metalsim.patch(force=True, strict=True), pytest.raises(
             metalsim.KernelFault, match=r"division by zero[\s\S]*out\[i\] = a\[i\] / b\[i\]"):
         dividing_kernel(mx.array([6, 7, 8], mx.int32), mx.array([2, 0, 4], mx.int32))
+
+
+# --- what MLX reports inside the patch ----------------------------------------------------------
+
+
+@pytest.mark.skipif(mx.metal.is_available(), reason="off Apple GPUs, Metal is really absent")
+def test_patch_makes_the_metal_availability_checks_true_and_restores_them():
+    assert not mx.metal.is_available() and not mx.is_available(mx.gpu)
+    with metalsim.patch():
+        assert mx.metal.is_available() and mx.is_available(mx.gpu)
+        assert mx.is_available(mx.cpu)
+        assert mx.default_device() == mx.gpu
+    assert not mx.metal.is_available() and not mx.is_available(mx.gpu)
+    assert mx.default_device() == mx.cpu
+
+
+@pytest.mark.skipif(mx.metal.is_available(), reason="off Apple GPUs, Metal is really absent")
+def test_metal_available_false_opts_out_of_pretending():
+    with metalsim.patch(metal_available=False):
+        assert not mx.metal.is_available() and not mx.is_available(mx.gpu)
+        assert mx.fast.metal_kernel is metalsim.metal_kernel
+
+
+@pytest.mark.skipif(mx.metal.is_available(), reason="off Apple GPUs, Metal is really absent")
+def test_a_wrapper_takes_its_metal_branch_inside_the_patch():
+    def wrapper(a: mx.array) -> mx.array:   # the shape of most real projects' wrappers
+        on_metal = mx.default_device() == mx.gpu and mx.metal.is_available()
+        return doubling_kernel(a) if on_metal else a * 3
+
+    with metalsim.patch():
+        assert wrapper(mx.arange(4.0)).tolist() == [0.0, 2.0, 4.0, 6.0]
+
+
+@pytest.mark.skipif(mx.metal.is_available(), reason="off Apple GPUs, Metal is really absent")
+@pytest.mark.parametrize("call", [lambda: mx.set_default_device(mx.gpu),
+                                  lambda: mx.set_default_device(mx.Device(mx.gpu, 0)),
+                                  lambda: mx.metal.device_info(),
+                                  lambda: mx.metal.start_capture("x.gputrace")],
+                         ids=["set_default_device", "set_default_device(Device)", "device_info",
+                              "start_capture"])
+def test_what_needs_a_real_gpu_raises_a_clear_error_inside_the_patch(call):
+    with metalsim.patch(), pytest.raises(metalsim.NoMetalDevice, match="needs a real Metal GPU"):
+        call()
+    mx.set_default_device(mx.cpu)
+
+
+def test_grad_of_a_raw_kernel_call_raises_as_mlx_does(metalsim_patch):
+    with pytest.raises(ValueError, match=r"\[Primitive::vjp\] Not implemented for CustomKernel\."):
+        mx.grad(lambda a: doubling_kernel(a).sum())(mx.arange(4.0))
+
+
+def test_jvp_of_a_raw_kernel_call_raises_as_mlx_does(metalsim_patch):
+    with pytest.raises(ValueError, match=r"\[Primitive::jvp\] Not implemented for CustomKernel\."):
+        mx.jvp(doubling_kernel, [mx.arange(4.0)], [mx.ones(4)])
+
+
+def test_grad_with_respect_to_something_the_kernel_does_not_read_is_fine(metalsim_patch):
+    x = mx.arange(4.0)
+    grad = mx.grad(lambda w: (doubling_kernel(x) * w).sum())(mx.ones(4))
+    assert grad.tolist() == [0.0, 2.0, 4.0, 6.0]

@@ -431,8 +431,14 @@ def test_multi_word_integer_types_are_normalised():
     assert show(decl("unsigned int a;")[0].type) == "uint"
     assert show(decl("unsigned a;")[0].type) == "uint"
     assert show(decl("signed char a;")[0].type) == "char"
-    assert show(decl("unsigned long long a;")[0].type) == "ulong"
+    assert show(decl("unsigned long int a;")[0].type) == "ulong"
     assert show(decl("short int a;")[0].type) == "short"
+
+
+@pytest.mark.parametrize("text", ["long long a;", "unsigned long long a;", "long long int a;"])
+def test_long_long_is_not_a_metal_type(text):
+    with pytest.raises(CompileError, match="'long long' is not a Metal type"):
+        decl(text)
 
 
 def test_metal_prefixed_and_template_types():
