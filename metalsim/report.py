@@ -44,6 +44,8 @@ class Report:
     diagnostics: list[Diagnostic] = field(default_factory=list)
     trace: list[dict] | None = None
     buffers: dict[str, dict] = field(default_factory=dict)  # name -> role, space, shape, type
+    # The threadgroups `trace` covers (linear ids); None when it covers the whole launch.
+    traced_threadgroups: tuple[int, ...] | None = None
 
     # `trace` (with trace=True) lists every access in execution order, each a dict:
     # kind ("read", "write" or "atomic"), buffer, space, and per thread of the access the arrays

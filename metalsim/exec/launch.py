@@ -9,6 +9,7 @@ of at most `LANE_BUDGET` lanes that run in lockstep; batches run one after anoth
 from __future__ import annotations
 
 import functools
+from collections.abc import Collection
 from dataclasses import dataclass
 
 import numpy as np
@@ -209,16 +210,22 @@ def bind_kernel_frame(m: Machine, program: Program, regions: dict) -> Frame:
 
 
 def launch(gen, inputs, outputs, grid, threadgroup, template=None, math_mode: str = "safe",
-           trace: bool = False, step_limit: int = DEFAULT_STEP_LIMIT) -> Report:
-    """Run MLX's generated kernel `gen` in the simulator; outputs are written in place."""
+           trace: bool | Collection[int] = False, step_limit: int = DEFAULT_STEP_LIMIT
+           ) -> Report:
+    """Run MLX's generated kernel `gen` in the simulator; outputs are written in place.
+
+    `trace`: True records every access; a collection of linear threadgroup ids records only
+    theirs (the rest of the launch runs at nearly untraced speed)."""
     grid = tuple(int(g) for g in grid)
-    if trace and grid[0] * grid[1] * grid[2] > MAX_TRACED_THREADS:
+    trace_groups = None if isinstance(trace, bool) else frozenset(int(g) for g in trace)
+    if trace is True and grid[0] * grid[1] * grid[2] > MAX_TRACED_THREADS:
         raise ValueError(f"[metalsim] trace=True records every memory access and is limited to "
                          f"{MAX_TRACED_THREADS:,} threads; this grid has "
                          f"{grid[0] * grid[1] * grid[2]:,}. Trace a smaller launch.")
-    program = compile_program(gen.text, tuple(gen.sections), math_mode, trace)
+    tracing = trace is not False
+    program = compile_program(gen.text, tuple(gen.sections), math_mode, tracing)
     tg = tuple(max(1, min(int(t), g)) for t, g in zip(threadgroup, grid))
-    m = Machine(grid, program.source_map, step_limit, trace)
+    m = Machine(grid, program.source_map, step_limit, tracing, trace_groups)
     regions, traffic_rows = bind_buffers(m, gen, program, inputs, outputs)
     kernel_coord = Coord("source", 1, 1)
     if program.code.threadgroup_bytes > MAX_THREADGROUP_MEMORY:
@@ -232,7 +239,9 @@ def launch(gen, inputs, outputs, grid, threadgroup, template=None, math_mode: st
                  f"{MAX_THREADS_PER_THREADGROUP}", None, np.empty(0, np.int64))
     elif m.total_threads > 0:
         run_batches(m, program, regions, tg, kernel_coord)
-    return build_report(m, grid, tg, traffic_rows)
+    report = build_report(m, grid, tg, traffic_rows)
+    report.traced_threadgroups = None if trace_groups is None else tuple(sorted(trace_groups))
+    return report
 
 
 def run_batches(m: Machine, program: Program, regions: dict, tg, coord: Coord) -> None:

@@ -150,7 +150,7 @@ class Machine:
     """Everything a running kernel touches besides its own variables."""
 
     def __init__(self, grid: tuple[int, int, int], source_map: SourceMap, step_limit: int,
-                 trace: bool) -> None:
+                 trace: bool, trace_groups: frozenset[int] | None = None) -> None:
         self.grid = grid
         self.total_threads = grid[0] * grid[1] * grid[2]
         self.source_map = source_map
@@ -159,6 +159,9 @@ class Machine:
         self.step_limit = step_limit
         self.steps = 0
         self.trace: list[dict] | None = [] if trace else None
+        # Trace only these threadgroups (None: all): the other lanes skip the provenance work.
+        self.trace_groups = trace_groups
+        self.lane_traced: np.ndarray | None = None   # per batch lane, when trace_groups is set
         self.sites: dict[Coord | None, int] = {}
         self.active_lane_steps = 0
         self.simd_group_steps = 0
@@ -184,6 +187,8 @@ class Machine:
         self.simd_dev_epoch = np.zeros(simdgroups, np.int64)
         self.tg_regions = {}
         self.lane_counts = {name: np.zeros(batch.size, np.int64) for name in COUNTS}
+        if self.trace_groups is not None:
+            self.lane_traced = np.isin(batch.tg_global, np.fromiter(self.trace_groups, np.int64))
         self._stamps: dict[bool, np.ndarray] = {}
 
     def finish_batch(self) -> None:
@@ -243,6 +248,10 @@ class Machine:
         return out
 
     # --- provenance (trace mode) ---------------------------------------------------------
+    def traced(self, lanes: np.ndarray) -> np.ndarray:
+        """The lanes (batch indices) among `lanes` whose threadgroup is traced."""
+        return lanes if self.lane_traced is None else lanes[self.lane_traced[lanes]]
+
     def begin_statement(self) -> None:
         self.flow = {}
 
@@ -255,7 +264,7 @@ class Machine:
     def note_sources(self, lanes: np.ndarray, sources: dict) -> None:
         """Lanes read a variable whose value came from `sources` (lane -> cells)."""
         flow = self.flow
-        for lane in lanes.tolist():
+        for lane in self.traced(lanes).tolist():
             cells = sources.get(lane)
             if cells:
                 flow.setdefault(lane, set()).update(cells)

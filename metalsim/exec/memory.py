@@ -277,6 +277,12 @@ def _record(m: Machine, region: Region, lanes: np.ndarray, bank, off: np.ndarray
     """Trace one access: who touched which cell, when, with what value; and for writes, where
     the value came from. A cell is (buffer, threadgroup or -1, element); thread-private memory
     is not traced but values flow through it."""
+    if m.lane_traced is not None:  # only the chosen threadgroups are traced
+        keep = m.lane_traced[lanes]
+        lanes, off = lanes[keep], off[keep]
+        bank = bank[keep] if np.ndim(bank) else bank
+        if lanes.size == 0:
+            return
     b = m.batch
     owner = b.tg_global[lanes] if region.space == "threadgroup" else (
         b.tid[lanes] if region.space == "thread" else np.full(lanes.size, -1))

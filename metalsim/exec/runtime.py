@@ -88,7 +88,7 @@ def address_only(ev: Ev) -> Ev:
     value read from that cell, so it is left out of the provenance."""
     def ev_index(f, lanes):
         m = f.m
-        kept = {lane: set(cells) for lane, cells in m.flow.items()}
+        kept, m.flow = m.flow, {}
         value = ev(f, lanes)
         m.flow = kept
         return value
@@ -98,8 +98,9 @@ def address_only(ev: Ev) -> Ev:
 def record_sources(f: Frame, lanes: Lanes, where: VarLoc) -> None:
     """Trace mode: a variable now holds what flowed into the current statement; a write of
     some components keeps what the other components came from."""
-    lane_ids = lanes.indices().tolist()
-    new = f.m.sources(lanes.indices())
+    traced = f.m.traced(lanes.indices())
+    lane_ids = traced.tolist()
+    new = f.m.sources(traced)
     if where.comps is None:
         where.sources.update(zip(lane_ids, new))
     else:
