@@ -44,6 +44,7 @@ PAGE_WIDTH = 1300.0   # frames wrap to a new row past this width
 HEADER_WIDTH = 830.0
 STRIP_LEFT = 110.0    # room for the strip's labels
 MAX_PATHS = 600      # a frame with more arrows draws only the selected threads' arrows
+MAX_DRAWN_CELLS = 1200  # above this, a diagram draws one threadgroup (keeps notebooks small)
 
 SCORE_NAMES = (("global_reads", "global reads"), ("global_writes", "global writes"),
                ("threadgroup_reads", "threadgroup reads"),
@@ -68,30 +69,40 @@ class Selection:
 
 def draw(run: object, *, inputs: Sequence | Mapping | None = None, max_threadgroups: int = 4,
          threadgroups: Sequence[int] | None = None, title: str | None = None,
-         budget: Mapping[str, int] | None = None, selection: Selection | None = None
+         budget: Mapping[str, int] | None = None, selection: Selection | None = None,
+         wrong: Mapping[str, Mapping[int, object]] | None = None, others: str | None = None
          ) -> Diagram:
     """The diagram of `run` (a `metalsim.simulate(..., trace=True)` result, or its Report).
 
     `inputs` (the call's inputs, a list in order or a dict by name) labels input cells with
     values; output cells show the run's outputs. At most `max_threadgroups` threadgroups are
-    drawn: those with findings first, then the first and the last, then in order; or exactly
-    `threadgroups` (linear ids). `budget` (max per thread, by count name) marks the score table.
+    drawn, and only one when their cells would exceed `MAX_DRAWN_CELLS`: those with findings
+    first, then the first and the last, then in order; or exactly `threadgroups` (linear ids).
+    A run traced for some threadgroups only (`trace=[...]`) draws those. `budget` (max per
+    thread, by count name) marks the score table. `wrong` marks output cells that differ from
+    the expected output: buffer -> {flat element: expected value}. `others` says how to see the
+    threadgroups left out (default: the `draw(run, threadgroups=[k])` call).
     """
     report: Report = getattr(run, "report", run)
     if report.trace is None:
         return _draw_summary(report, title, budget)
     view = TraceView(report)
+    traced = report.traced_threadgroups
     groups = (sorted(set(threadgroups)) if threadgroups is not None
               else choose_threadgroups(view, max_threadgroups))
     for g in groups:
         if not 0 <= g < view.threadgroup_count:
             raise ValueError(f"threadgroup {g} does not exist: the launch has "
                              f"{view.threadgroup_count} threadgroups")
+        if traced is not None and g not in traced:
+            raise ValueError(f"threadgroup {g} was not traced: this run traced threadgroup(s) "
+                             f"{', '.join(map(str, traced))} (simulate(..., trace=[{g}]) "
+                             "traces it)")
     values = _values(report, inputs, getattr(run, "outputs", None))
     svg = Svg()
-    y = _draw_header(svg, report, view, groups, title, budget)
+    y = _draw_header(svg, report, view, groups, title, budget, others)
     x, row_h, right = PAD, 0.0, HEADER_WIDTH
-    for frame in (_Frame(view, g, values, selection) for g in groups):
+    for frame in (_Frame(view, g, values, selection, wrong or {}) for g in groups):
         if x > PAD and x + frame.width > PAGE_WIDTH - PAD:
             x, y, row_h = PAD, y + row_h + PAD, 0.0
         frame.render(svg, x, y)
@@ -101,9 +112,31 @@ def draw(run: object, *, inputs: Sequence | Mapping | None = None, max_threadgro
     return Diagram(svg.document(right, height), right, height)
 
 
+def frame_cells(view: TraceView, g: int) -> int:
+    """How many cells threadgroup `g`'s frame draws (threadgroup memory once per phase)."""
+    cells = 0
+    for name, b in view.buffers.items():
+        copies = len(view.phases(g, name)) if b["space"] == "threadgroup" else 1
+        cells += math.prod(b["shape"]) * copies
+    return cells
+
+
 def choose_threadgroups(view: TraceView, limit: int) -> list[int]:
     """Threadgroups worth showing: those findings name, then the first, the last (often a
-    partial edge threadgroup), then in order."""
+    partial edge threadgroup), then in order; only traced ones; just the first of them when
+    their frames would draw more than `MAX_DRAWN_CELLS` cells."""
+    traced = view.report.traced_threadgroups
+    if traced is not None:
+        ranked = _ranked_threadgroups(view)
+        return sorted(sorted(traced, key=ranked.index)[:max(1, limit)])
+    chosen = _ranked_threadgroups(view)[:max(1, limit)]
+    if len(chosen) > 1 and sum(frame_cells(view, g) for g in chosen) > MAX_DRAWN_CELLS:
+        chosen = chosen[:1]
+    return sorted(chosen)
+
+
+def _ranked_threadgroups(view: TraceView) -> list[int]:
+    """Every threadgroup, most worth showing first (see `choose_threadgroups`)."""
     wanted: list[int] = []
     for d in view.report.diagnostics:
         for x, y, z in d.threads:
@@ -111,13 +144,7 @@ def choose_threadgroups(view: TraceView, limit: int) -> list[int]:
             wanted.append(view.threadgroup_of(z * gx * gy + y * gx + x))
         wanted += [owner for _, owner, _ in d.cells if owner >= 0]
     wanted += [0, view.threadgroup_count - 1, *range(view.threadgroup_count)]
-    chosen: list[int] = []
-    for g in wanted:
-        if len(chosen) >= max(1, limit):
-            break
-        if 0 <= g < view.threadgroup_count and g not in chosen:
-            chosen.append(g)
-    return sorted(chosen)
+    return list(dict.fromkeys(g for g in wanted if 0 <= g < view.threadgroup_count))
 
 
 # --- values ---------------------------------------------------------------------------------
@@ -175,7 +202,8 @@ def _launch_line(report: Report, count: int) -> str:
 
 
 def _draw_header(svg: Svg, report: Report, view: TraceView | None, groups: Sequence[int],
-                 title: str | None, budget: Mapping[str, int] | None) -> float:
+                 title: str | None, budget: Mapping[str, int] | None,
+                 others: str | None = None) -> float:
     """Title, launch, score table, findings and legend; returns the y below them."""
     y = PAD
     if title:
@@ -189,7 +217,8 @@ def _draw_header(svg: Svg, report: Report, view: TraceView | None, groups: Seque
         omitted = count - len(groups)
         shown = ", ".join(str(g) for g in groups)
         note = (f"showing threadgroup{'s' if len(groups) != 1 else ''} {shown}"
-                + (f" ({omitted} omitted)" if omitted else ""))
+                + (f" of {count}; to see threadgroup k: "
+                   f"{others or 'draw(run, threadgroups=[k])'}" if omitted else ""))
         svg.text(PAD, y + 12, note, 12, class_="shown", data_omitted=omitted, fill=style.MUTED)
         y += 20
     y = _draw_scores(svg, report, budget, y + 4)
@@ -342,8 +371,9 @@ class _Frame:
     """One threadgroup: its threads, then inputs, threadgroup memory by phase, outputs."""
 
     def __init__(self, view: TraceView, g: int, values: dict[str, np.ndarray],
-                 selection: Selection | None) -> None:
-        self.view, self.g, self.values = view, g, values
+                 selection: Selection | None, wrong: Mapping[str, Mapping[int, object]]
+                 ) -> None:
+        self.view, self.g, self.values, self.wrong = view, g, values, wrong
         self.selection = selection if selection and selection.threadgroup == g else None
         self.accesses = view.accesses([g])
         self.readers: dict[tuple, list[int]] = {}
@@ -584,11 +614,14 @@ class _Frame:
             readers, writers = self.readers.get(copy, []), self.writers.get(copy, [])
             x, y = grid.origin(e)
             index = logical_index(grid.shape, e)
+            expected = self.wrong.get(grid.buffer, {}).get(e) if grid.phase is None else None
             klass = "cell" + ("" if readers or writers else " untouched") + \
-                (" read" if readers else "") + (" written" if writers else "")
+                (" read" if readers else "") + (" written" if writers else "") + \
+                (" wrong" if expected is not None else "")
             svg.open("g", class_=klass, data_buffer=grid.buffer, data_element=e,
                      data_index=",".join(map(str, index)), data_threadgroup=g,
-                     data_phase=grid.phase)
+                     data_phase=grid.phase,
+                     data_expected=None if expected is None else format_value(expected))
             fill = (style.thread_tint(writers[0]) if writers else
                     "white" if readers else style.UNTOUCHED_FILL)
             svg.el("rect", x=x, y=y, width=cs, height=cs, fill=fill,
@@ -598,7 +631,7 @@ class _Frame:
                 text = format_value(held) if held is not None else ""
             else:
                 text = format_value(values[e]) if values is not None and (
-                    written is None or e in written) else ""
+                    written is None or e in written or expected is not None) else ""
             # monospace glyphs are about 0.6 em wide: shrink to fit, or leave to the tooltip
             fit = min(value_size, (cs - 3) / (0.6 * max(1, len(text))))
             shown = bool(text) and cs >= 15 and fit >= 5.5
@@ -607,7 +640,11 @@ class _Frame:
                          text_anchor="middle", class_="value",
                          fill=style.INK if readers or writers else style.MUTED)
             self._render_markers(svg, x, y, cs, readers, writers, shown)
-            svg.el("title", self._tooltip(grid, e, index, text, readers, writers))
+            tooltip = self._tooltip(grid, e, index, text, readers, writers)
+            if expected is not None:
+                self._render_wrong(svg, x, y, cs, format_value(expected))
+                tooltip += f" · wrong: expected {format_value(expected)}"
+            svg.el("title", tooltip)
             svg.close("g")
         for e in grid.ghosts:
             self._render_ghost(svg, grid, e)
@@ -641,6 +678,17 @@ class _Frame:
                 svg.text(x + cs / 2, y + cs + 9, str(e), 8, fill=style.MUTED,
                          text_anchor="middle")
         svg.close("g")
+
+    @staticmethod
+    def _render_wrong(svg: Svg, x: float, y: float, cs: float, expected: str) -> None:
+        """A wrong output cell: a red border, and the expected value in its top-right corner
+        (where it fits; the tooltip always has it)."""
+        svg.el("rect", x=x + 0.6, y=y + 0.6, width=cs - 1.2, height=cs - 1.2, fill="none",
+               stroke=style.ERROR, stroke_width=1.6, class_="wrong-mark")
+        size = min(8.0, (cs - 2) / (0.6 * max(1, len(expected) + 1)))
+        if cs >= 15 and size >= 5:
+            svg.text(x + cs - 1.5, y + size, f"≠{expected}", size, font_family=MONO,
+                     text_anchor="end", fill=style.ERROR, class_="expected")
 
     def _render_markers(self, svg: Svg, x: float, y: float, cs: float, readers: list[int],
                         writers: list[int], value_shown: bool) -> None:
