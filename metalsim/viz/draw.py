@@ -44,7 +44,9 @@ PAGE_WIDTH = 1300.0   # frames wrap to a new row past this width
 HEADER_WIDTH = 830.0
 STRIP_LEFT = 110.0    # room for the strip's labels
 MAX_PATHS = 600      # a frame with more arrows draws only the selected threads' arrows
-MAX_DRAWN_CELLS = 1200  # above this, a diagram draws one threadgroup (keeps notebooks small)
+DEFAULT_THREADGROUPS = 4
+MAX_DRAWN_CELLS = 600  # above this, a diagram draws one threadgroup (keeps notebooks small)
+CROP_CELLS = 400      # a frame above this draws only the rows/columns its threadgroup touched
 
 SCORE_NAMES = (("global_reads", "global reads"), ("global_writes", "global writes"),
                ("threadgroup_reads", "threadgroup reads"),
@@ -67,7 +69,8 @@ class Selection:
                 and (self.phase is None or a.phase == self.phase))
 
 
-def draw(run: object, *, inputs: Sequence | Mapping | None = None, max_threadgroups: int = 4,
+def draw(run: object, *, inputs: Sequence | Mapping | None = None,
+         max_threadgroups: int | None = None,
          threadgroups: Sequence[int] | None = None, title: str | None = None,
          budget: Mapping[str, int] | None = None, selection: Selection | None = None,
          wrong: Mapping[str, Mapping[int, object]] | None = None, others: str | None = None
@@ -76,7 +79,7 @@ def draw(run: object, *, inputs: Sequence | Mapping | None = None, max_threadgro
 
     `inputs` (the call's inputs, a list in order or a dict by name) labels input cells with
     values; output cells show the run's outputs. At most `max_threadgroups` threadgroups are
-    drawn, and only one when their cells would exceed `MAX_DRAWN_CELLS`: those with findings
+    drawn (by default 4, or 1 when their cells would exceed `MAX_DRAWN_CELLS`): those with findings
     first, then the first and the last, then in order; or exactly `threadgroups` (linear ids).
     A run traced for some threadgroups only (`trace=[...]`) draws those. `budget` (max per
     thread, by count name) marks the score table. `wrong` marks output cells that differ from
@@ -121,16 +124,17 @@ def frame_cells(view: TraceView, g: int) -> int:
     return cells
 
 
-def choose_threadgroups(view: TraceView, limit: int) -> list[int]:
+def choose_threadgroups(view: TraceView, limit: int | None = None) -> list[int]:
     """Threadgroups worth showing: those findings name, then the first, the last (often a
-    partial edge threadgroup), then in order; only traced ones; just the first of them when
-    their frames would draw more than `MAX_DRAWN_CELLS` cells."""
+    partial edge threadgroup), then in order; only traced ones. At most `limit`; by default
+    4, or just the first when their frames would draw more than `MAX_DRAWN_CELLS` cells."""
+    ranked = _ranked_threadgroups(view)
     traced = view.report.traced_threadgroups
     if traced is not None:
-        ranked = _ranked_threadgroups(view)
-        return sorted(sorted(traced, key=ranked.index)[:max(1, limit)])
-    chosen = _ranked_threadgroups(view)[:max(1, limit)]
-    if len(chosen) > 1 and sum(frame_cells(view, g) for g in chosen) > MAX_DRAWN_CELLS:
+        ranked = sorted(traced, key=ranked.index)
+    chosen = ranked[:max(1, limit or DEFAULT_THREADGROUPS)]
+    if (limit is None and len(chosen) > 1
+            and sum(frame_cells(view, g) for g in chosen) > MAX_DRAWN_CELLS):
         chosen = chosen[:1]
     return sorted(chosen)
 
@@ -321,6 +325,24 @@ class _Grid:
     ghosts: list[int] = field(default_factory=list)
     x: float = 0.0
     y: float = 0.0
+    # A window of the buffer (large frames draw only the rows and columns their threadgroup
+    # touched): its first row and column; `rows`/`cols` are then the window's size.
+    r0: int = 0
+    c0: int = 0
+    full_cols: int = 0
+
+    def __post_init__(self) -> None:
+        self.full_cols = self.full_cols or self.cols
+
+    def elements(self) -> list[int]:
+        """The elements drawn, row by row."""
+        size = math.prod(self.shape)
+        return [e for r in range(self.rows) for c in range(self.cols)
+                if (e := (self.r0 + r) * self.full_cols + self.c0 + c) < size]
+
+    def drawn(self, element: int) -> bool:
+        r, c = divmod(element, self.full_cols)
+        return self.r0 <= r < self.r0 + self.rows and self.c0 <= c < self.c0 + self.cols
 
     @property
     def two_d(self) -> bool:
@@ -346,8 +368,9 @@ class _Grid:
         return self.top + self.rows * self.cs + bottom + (self.cs + 6 if self.ghosts else 0.0)
 
     def origin(self, element: int) -> tuple[float, float]:
-        r, c = divmod(element, self.cols)
-        return self.x + self.left + c * self.cs, self.y + self.top + r * self.cs
+        r, c = divmod(element, self.full_cols)
+        return (self.x + self.left + (c - self.c0) * self.cs,
+                self.y + self.top + (r - self.r0) * self.cs)
 
     @property
     def bottom_indices(self) -> bool:
@@ -392,9 +415,17 @@ class _Frame:
             if self.selection and self.selection.covers(a):
                 self.selected.setdefault(copy, set()).add("write" if a.writes else "read")
         self.written_anywhere = view.written_elements()
-        self.edges = view.edges(g)
-        self.path_count = sum(len(e.source_phases) for e in self.edges)
-        self.hidden_paths = self.path_count if self.path_count > MAX_PATHS else 0
+        # Sources per write bound the arrows: far too many are not worth building, as only
+        # the selected threads' would be drawn.
+        bound = sum(len(a.sources) for a in self.accesses if a.writes)
+        if bound > 4 * MAX_PATHS:
+            chosen = self.selection.threads if self.selection else None
+            self.edges = view.edges(g, chosen) if chosen else []
+            self.path_count = self.hidden_paths = bound
+        else:
+            self.edges = view.edges(g)
+            self.path_count = sum(len(e.source_phases) for e in self.edges)
+            self.hidden_paths = self.path_count if self.path_count > MAX_PATHS else 0
         self.flags, self.ghost_kinds = self._findings()
         self.rows = self._layout()
 
@@ -448,9 +479,7 @@ class _Frame:
                  *(("phase", by_phase[p]) for p in sorted(by_phase)),
                  ("output", roles["output"])]
         specs = [(kind, spec) for kind, spec in specs if spec]
-        widest = max((_grid_shape(view.buffers[n]["shape"])[1] for _, spec in specs
-                      for n, _ in spec), default=1)
-        cs = max(CELL_MIN, min(CELL_MAX, math.floor(ROW_WIDTH / max(1, widest))))
+        windows = self._windows() if frame_cells(view, g) > CROP_CELLS else {}
         rows: list[tuple[str, list[_Grid]]] = []
         for kind, spec in specs:
             row = []
@@ -463,8 +492,22 @@ class _Frame:
                 else:
                     label = f"{name}  (threadgroup, phase {phase})"
                 gh = sorted(ghosts.get(name, {})) if phase is None else []
-                row.append(_Grid(name, phase, tuple(b["shape"]), r, c, cs, label, gh))
+                grid = _Grid(name, phase, tuple(b["shape"]), r, c, CELL_MAX, label, gh)
+                window = windows.get((name, phase))
+                if window is not None and (window[1] - window[0], window[3] - window[2]) != (r, c):
+                    grid.r0, grid.rows, grid.c0, grid.cols = (
+                        window[0], window[1] - window[0], window[2], window[3] - window[2])
+                    end = min(math.prod(b["shape"]), (grid.r0 + grid.rows) * c)
+                    shown = (f"[{grid.r0}:{grid.r0 + grid.rows}, {grid.c0}:{grid.c0 + grid.cols}]"
+                             if grid.two_d else f"[{grid.r0 * c}:{end}]")
+                    grid.label += f" {shown} shown"
+                row.append(grid)
             rows.append((kind, row))
+        widest = max((grid.cols for _, row in rows for grid in row), default=1)
+        cs = max(CELL_MIN, min(CELL_MAX, math.floor(ROW_WIDTH / max(1, widest))))
+        for _, row in rows:
+            for grid in row:
+                grid.cs = cs
         self.barriers: list[tuple[float, float | None, float, int, int]] = []
         top = FRAME_PAD + 22 + self._strip_size()[1] + 14
         if any(grid.two_d for _, row in rows for grid in row):
@@ -474,6 +517,25 @@ class _Frame:
         self.width = max(right + FRAME_PAD, self._strip_size()[0] + 2 * FRAME_PAD, 260.0)
         self.height = bottom + FRAME_PAD + 4 + (18.0 if self.hidden_paths else 0.0)
         return [row for _, row in rows]
+
+    def _windows(self) -> dict[tuple[str, int | None], tuple[int, int, int, int]]:
+        """Per drawn copy (buffer, phase), the rows [r0, r1) and columns [c0, c1) that hold the
+        cells this threadgroup touched or a finding names (1-D buffers keep whole rows)."""
+        touched: dict[tuple[str, int | None], list[int]] = {}
+        for buffer, element, phase in [*self.readers, *self.writers, *self.flags]:
+            touched.setdefault((buffer, phase), []).append(element)
+        windows = {}
+        for (buffer, phase), elements in touched.items():
+            shape = tuple(self.view.buffers[buffer]["shape"])
+            rows, cols = _grid_shape(shape)
+            inside = [e for e in elements if 0 <= e < math.prod(shape)]
+            if not inside or not cols:
+                continue
+            r = [e // cols for e in inside]
+            two_d = len(shape) > 1 and math.prod(shape[:-1]) > 1
+            c = [e % cols for e in inside] if two_d else [0, cols - 1]
+            windows[(buffer, phase)] = (min(r), max(r) + 1, min(c), max(c) + 1)
+        return windows
 
     def _place_rows(self, rows: list[tuple[str, list[_Grid]]], y: float) -> tuple[float, float]:
         """1-D buffers: everything in one column, time running down (inputs, threadgroup
@@ -571,6 +633,7 @@ class _Frame:
 
     def _render_strip(self, svg: Svg, x: float, y: float) -> None:
         n, per_row, step, row_step = self._strip_geometry()
+        threads = self.view.threads_of(self.g)
         r = 5.0 if n <= 64 else 3.6
         svg.open("g", class_="threads")
         svg.text(x, y + 10, "threads", 11, fill=style.MUTED)
@@ -585,7 +648,7 @@ class _Frame:
             if focus:
                 svg.el("circle", cx=cx, cy=cy, r=r + 2.5, fill="none", stroke=style.READ_FOCUS,
                        stroke_width=1.5, class_="selected-thread")
-            style.marker(svg, cx, cy, r, local, data_thread=self.view.threads_of(self.g)[local])
+            style.marker(svg, cx, cy, r, local, data_thread=threads[local])
             if n <= 64:
                 svg.text(cx, cy + r + 8, str(local), 7, fill=style.MUTED, text_anchor="middle")
         svg.close("g")
@@ -607,9 +670,8 @@ class _Frame:
         svg.open("g", class_="buffer", data_buffer=grid.buffer, data_role=b["role"],
                  data_phase=grid.phase, data_threadgroup=g,
                  data_shape=" ".join(map(str, grid.shape)))
-        size = math.prod(grid.shape)
         value_size = min(10.0, cs * 0.34)
-        for e in range(size):
+        for e in grid.elements():
             copy = (grid.buffer, e, grid.phase)
             readers, writers = self.readers.get(copy, []), self.writers.get(copy, [])
             x, y = grid.origin(e)
@@ -663,17 +725,18 @@ class _Frame:
             svg.text(grid.x + len(grid.label) * 6.6 + 8, grid.y + 11, "⚠ " + ", ".join(kinds),
                      11, fill=style.ERROR, font_weight="bold", class_="diagnostic-label")
         cs = grid.cs
+        first = grid.r0 * grid.full_cols + grid.c0  # the window's first element
         if grid.two_d and cs >= 12:
-            for c in range(grid.cols):
-                x, y = grid.origin(c)
+            for c in range(grid.c0, grid.c0 + grid.cols):
+                x, y = grid.origin(grid.r0 * grid.full_cols + c)
                 svg.text(x + cs / 2, y - 3, str(c), 8, fill=style.MUTED, text_anchor="middle")
         if grid.rows > 1 and cs >= 12:
-            for r in range(grid.rows):
-                x, y = grid.origin(r * grid.cols)
-                label = str(r) if grid.two_d else str(r * grid.cols)
+            for r in range(grid.r0, grid.r0 + grid.rows):
+                x, y = grid.origin(r * grid.full_cols + grid.c0)
+                label = str(r) if grid.two_d else str(r * grid.full_cols)
                 svg.text(x - 3, y + cs / 2 + 3, label, 8, fill=style.MUTED, text_anchor="end")
         if grid.bottom_indices:
-            for e in range(grid.cols):
+            for e in range(first, first + grid.cols):
                 x, y = grid.origin(e)
                 svg.text(x + cs / 2, y + cs + 9, str(e), 8, fill=style.MUTED,
                          text_anchor="middle")
@@ -750,7 +813,8 @@ class _Frame:
             sel = self.selection
             edges = [e for e in edges if sel and sel.threads and sel.threads & e.threads]
             svg.text(x0 + FRAME_PAD, y0 + self.height - FRAME_PAD,
-                     f"{self.hidden_paths:,} arrows are too many to draw: the explorer "
+                     f"{'up to ' * (self.hidden_paths > 4 * MAX_PATHS)}{self.hidden_paths:,} "
+                     "arrows are too many to draw: the explorer "
                      "(metalsim.viz.Explorer) shows those of one thread or SIMD-group.", 11,
                      fill=style.MUTED, class_="arrows-omitted", data_paths=self.hidden_paths)
         svg.open("g", class_="arrows")

@@ -138,9 +138,12 @@ class TraceView:
     def copy_of(self, a: Access) -> Copy:
         return (a.buffer, a.element, a.phase if self.is_threadgroup_memory(a.buffer) else None)
 
-    def edges(self, g: int) -> list[Edge]:
-        """The provenance edges of threadgroup `g`'s frame, in a stable order."""
+    def edges(self, g: int, threads: frozenset[int] | None = None) -> list[Edge]:
+        """The provenance edges of threadgroup `g`'s frame (of its threads `threads`, local
+        indices; None: all), in a stable order."""
         accesses = self.accesses([g])
+        if threads is not None:
+            accesses = [a for a in accesses if a.local in threads]
         read_phases: dict[tuple[int, str, int], list[int]] = {}
         for a in accesses:
             if a.kind != "write":

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import colorsys
+import functools
 
 from metalsim.viz.svg import Svg, num
 
@@ -25,11 +26,13 @@ def _hex(h: float, lightness: float, saturation: float) -> str:
     return f"#{round(r * 255):02x}{round(g * 255):02x}{round(b * 255):02x}"
 
 
+@functools.lru_cache(maxsize=1024)
 def thread_colour(local: int) -> str:
     """The marker colour of the thread with linear index `local` in its threadgroup."""
     return _hex((local % 32) * _GOLDEN + 0.58, 0.45, 0.75)
 
 
+@functools.lru_cache(maxsize=1024)
 def thread_tint(local: int) -> str:
     """A light version of `thread_colour`, for the fill of cells the thread wrote."""
     return _hex((local % 32) * _GOLDEN + 0.58, 0.88, 0.7)

@@ -12,16 +12,22 @@ libraries); it draws text with the system's fonts.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
-from xml.sax.saxutils import escape, quoteattr
+from xml.sax.saxutils import escape
 
 SANS = "DejaVu Sans, Verdana, Arial, Helvetica, sans-serif"
 MONO = "DejaVu Sans Mono, Menlo, Consolas, monospace"
+_SPECIAL = re.compile(r'[&<>"\n\r\t]')   # what needs escaping in text or an attribute
+_QUOTES = {'"': "&quot;", "\n": "&#10;", "\r": "&#13;", "\t": "&#9;"}
+_NAMES: dict[str, str] = {}   # keyword -> attribute name (`class_` -> `class`), memoised
 
 
 def num(x: float) -> str:
     """A coordinate as short, stable text: at most two decimals, no trailing zeros."""
+    if x == int(x):
+        return str(int(x))
     text = f"{x:.2f}".rstrip("0").rstrip(".")
     return "0" if text == "-0" else text
 
@@ -38,14 +44,24 @@ class Svg:
         for key, value in attrs.items():
             if value is None:
                 continue
-            text = num(value) if isinstance(value, float) else str(value)
-            out.append(f" {key.rstrip('_').replace('_', '-')}={quoteattr(text)}")
+            if isinstance(value, float):
+                text = num(value)
+            else:
+                text = str(value)
+                if _SPECIAL.search(text):
+                    text = escape(text, _QUOTES)
+            name = _NAMES.get(key)
+            if name is None:
+                name = _NAMES[key] = key.rstrip("_").replace("_", "-")
+            out.append(f' {name}="{text}"')
         return "".join(out)
 
     def el(self, tag: str, text: str | None = None, **attrs: object) -> None:
         """One element; `class_`/`font_size` style names become `class`/`font-size`."""
         a = self._attrs(attrs)
-        self.parts.append(f"<{tag}{a}/>" if text is None else f"<{tag}{a}>{escape(text)}</{tag}>")
+        if text is not None and _SPECIAL.search(text):
+            text = escape(text)
+        self.parts.append(f"<{tag}{a}/>" if text is None else f"<{tag}{a}>{text}</{tag}>")
 
     def open(self, tag: str, **attrs: object) -> None:
         self.parts.append(f"<{tag}{self._attrs(attrs)}>")

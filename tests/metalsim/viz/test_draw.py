@@ -186,7 +186,8 @@ def test_a_diagram_too_large_for_several_threadgroups_draws_one_and_says_how_to_
     note = find(root, "shown")[0]
     assert note.get("data-omitted") == str(6 * 6 - 1)
     assert "problem.show(threadgroup=k)" in note.text
-    assert len(find(parse(draw(run, inputs=inputs)), "frame")) == 2  # both traced ones fit
+    assert len(find(parse(draw(run, inputs=inputs)), "frame")) == 1  # too many cells for two
+    assert len(find(parse(draw(run, inputs=inputs, max_threadgroups=2)), "frame")) == 2
     with pytest.raises(ValueError, match="threadgroup 7 was not traced"):
         draw(run, threadgroups=[7])
 
@@ -200,9 +201,14 @@ def test_above_the_cell_limit_only_the_first_threadgroup_with_a_finding_is_drawn
                             threadgroup=(64, 1, 1))
     root = parse(draw(run, inputs=[a]))
     assert [f.get("data-threadgroup") for f in find(root, "frame")] == ["15"]
-    small = parse(draw(EXAMPLES["matmul_tiled"].simulate(),
-                       inputs=list(EXAMPLES["matmul_tiled"].inputs)))
-    assert len(find(small, "frame")) == 4  # small frames: several are still drawn
+    # A large frame draws only the rows its threads touched, and says which.
+    assert sorted(int(c.get("data-element")) for c in find(root, "cell", buffer="a")) == list(
+        range(960, 1023))
+    assert [int(c.get("data-element")) for c in find(root, "ghost-cell")] == [1023, 1024]
+    labels = [t.text for t in find(root, "buffer-label")]
+    assert "a  (input, float[1023]) [960:1023] shown" in labels
+    small = parse(draw(EXAMPLES["pooling"].simulate(), inputs=list(EXAMPLES["pooling"].inputs)))
+    assert len(find(small, "frame")) == 2  # small frames: several are still drawn
 
 
 def test_wrong_output_cells_are_marked_with_the_expected_value():
