@@ -6,6 +6,8 @@ Drop-in compatible with Metal-Puzzles' `utils.py`:
     problem = MetalProblem("Map", map_test, [a], output_shape, grid=(4, 1, 1), spec=map_spec)
     problem.show()      # the score table (max reads/writes per thread) and the diagram
     problem.explore()   # an interactive explorer of threads, phases and accesses
+    problem.show(case=2), problem.explore(case=2)   # the same for hidden case 2
+    problem.report()    # memory traffic, coalescing, bank conflicts, beside the reference
     problem.check()     # prints the verdict, returns a CheckResult (truthy iff passed)
     problem.hint()      # the next hint, for catalog puzzles
 
@@ -17,6 +19,7 @@ silicon. `VERBOSE=1` in the environment prints the source MLX generates around t
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -26,8 +29,7 @@ import mlx.core as mx
 import numpy as np
 
 import metalsim
-from metalsim.exec.launch import MAX_TRACED_THREADS
-from metalsim.viz import Diagram, Explorer, draw
+from metalsim.viz import Diagram, Explorer, draw, threadgroups_to_trace
 from puzzles.catalog import Case, Puzzle, all_puzzles
 from puzzles.checking import (
     COUNT_NAMES,
@@ -35,12 +37,16 @@ from puzzles.checking import (
     KernelArgs,
     call_kwargs,
     check_cases,
+    expected_output,
     metal_available,
+    mismatches,
     puzzle_cases,
     score_table,
 )
 
 __all__ = ["MetalKernel", "MetalProblem"]
+
+DRAWN_THREADGROUPS = 4  # at most this many threadgroups are traced and drawn by show()
 
 
 @dataclass
@@ -132,35 +138,103 @@ class MetalProblem:
         print(result.text)
         return result
 
-    def show(self) -> Diagram | None:
-        """Print the score table of the visible case — the maximum, over threads, of global and
-        threadgroup ("shared") reads and writes, as Metal-Puzzles does — and return its diagram
-        (drawn from what the simulator did; Jupyter shows it inline)."""
-        print(f"# {self.name}")
+    def cases(self) -> list[str]:
+        """The labels of the cases check() runs: "visible", then "hidden 1", "hidden 2", ...
+        (`show(case=...)` and `explore(case=...)` take a label or a hidden case's number)."""
+        return [label for label, _ in self._cases()]
+
+    def show(self, case: int | str | None = None, threadgroup: int | None = None
+             ) -> Diagram | None:
+        """Print the score table of a case (the visible one by default) — the maximum, over
+        threads, of global and threadgroup ("shared") reads and writes, as Metal-Puzzles does —
+        and return its diagram, drawn from what the simulator did (Jupyter shows it inline).
+        Wrong output cells are marked with the expected value. `case`: a hidden case's number
+        or a label of `cases()`; `threadgroup`: the linear id of the threadgroup to draw."""
         try:
-            visible, kernel, run = self._simulate_visible()
+            label, chosen = self._find_case(case)
+        except ValueError as exc:
+            print(exc)
+            return None
+        print(f"# {self.name}" + ("" if label == "visible" else f" ({label})"))
+        try:
+            kernel, run = self._simulate(chosen, threadgroup)
         except Exception as exc:  # a broken kernel is for check() to explain
             print(f"(could not run the kernel: {str(exc).splitlines()[0]})")
             return None
         counts = run.report.max_per_thread()
         budget = self.puzzle.budget.limits() if self.puzzle else None
         print("\n".join(score_table({n: counts.get(n, 0) for n in COUNT_NAMES}, budget)))
-        return draw(run, inputs=list(visible.inputs), title=self.name, budget=budget)
+        where = "" if case is None else f"case={case!r}, "
+        return draw(run, inputs=list(chosen.inputs), title=self.name, budget=budget,
+                    wrong=self._wrong_cells(chosen, run),
+                    threadgroups=None if threadgroup is None else [threadgroup],
+                    others=f"problem.show({where}threadgroup=k) or problem.explore({where[:-2]})")
 
-    def explore(self) -> Explorer:
-        """An interactive view of the visible case: pick a threadgroup, thread (or SIMD-group)
-        and barrier phase to see its reads and writes, their source lines and values."""
-        visible, kernel, run = self._simulate_visible()
-        return Explorer(run, inputs=list(visible.inputs), kernel=kernel)
+    def explore(self, case: int | str | None = None) -> Explorer:
+        """An interactive view of a case (the visible one by default; `case` as in `show`):
+        pick a threadgroup, thread (or SIMD-group) and barrier phase to see its reads and
+        writes, their source lines and values."""
+        _, chosen = self._find_case(case)
+        kernel, run = self._simulate(chosen, None)
+        call = call_kwargs(chosen, [mx.array(x) for x in chosen.inputs], self._init_value())
 
-    def _simulate_visible(self) -> tuple[Case, metalsim.Kernel, metalsim.Run]:
-        """Simulate the visible case, traced when it is small enough to draw every access."""
+        def retrace(threadgroup: int) -> metalsim.Run:
+            return metalsim.simulate(kernel, trace=[threadgroup], **call)
+
+        return Explorer(run, inputs=list(chosen.inputs), kernel=kernel, retrace=retrace)
+
+    def _cases(self) -> list[tuple[str, Case]]:
         visible = self._visible()
-        kernel = metalsim.metal_kernel(**self._kernel_for(visible).factory_kwargs())
-        traced = int(np.prod(visible.grid)) <= MAX_TRACED_THREADS
-        run = metalsim.simulate(kernel, trace=traced, **call_kwargs(
-            visible, [mx.array(x) for x in visible.inputs], self._init_value()))
-        return visible, kernel, run
+        return puzzle_cases(self.puzzle, visible) if self.puzzle else [("visible", visible)]
+
+    def _find_case(self, case: int | str | None) -> tuple[str, Case]:
+        """The (label, case) that `case` names: None for the visible case, a hidden case's
+        number, or a label as check() prints it ("hidden 2", "hidden case 2")."""
+        cases = self._cases()
+        if case is None:
+            return cases[0]
+        wanted = (f"hidden {case}" if isinstance(case, int) and not isinstance(case, bool)
+                  else str(case).strip().lower().replace("hidden case", "hidden"))
+        for label, found in cases:
+            if label.lower() == wanted:
+                return label, found
+        raise ValueError(f"no case {case!r}: this problem's cases are "
+                         + ", ".join(repr(label) for label, _ in cases))
+
+    def _simulate(self, case: Case, threadgroup: int | None
+                  ) -> tuple[metalsim.Kernel, metalsim.Run]:
+        """Simulate `case`, tracing only the threadgroups the diagram will draw: `threadgroup`,
+        or those an untraced run ranks first (findings first)."""
+        kernel = metalsim.metal_kernel(**self._kernel_for(case).factory_kwargs())
+        call = call_kwargs(case, [mx.array(x) for x in case.inputs], self._init_value())
+        if threadgroup is None:
+            threadgroup_count = math.prod(-(-g // min(t, g)) if g else 0
+                                          for g, t in zip(case.grid, case.threadgroup))
+            groups: list[int] | bool = (True if threadgroup_count <= DRAWN_THREADGROUPS else
+                                        threadgroups_to_trace(metalsim.simulate(kernel, **call),
+                                                              DRAWN_THREADGROUPS))
+        else:
+            groups = [threadgroup]
+        return kernel, metalsim.simulate(kernel, trace=groups, **call)
+
+    def _wrong_cells(self, case: Case, run: metalsim.Run) -> dict[str, dict[int, object]]:
+        """The first output's cells that differ from the spec, with the expected values."""
+        spec = self.puzzle.spec if self.puzzle else self.spec
+        if spec is None:
+            return {}
+        try:
+            expected = expected_output(spec, case)
+        except Exception:  # a broken spec is for check() to explain
+            return {}
+        produced = np.array(run.outputs[0].astype(mx.float32)
+                            if run.outputs[0].dtype == mx.bfloat16 else run.outputs[0])
+        if expected.shape != produced.shape:
+            return {}
+        output = next(n for n, b in run.report.buffers.items() if b["role"] == "output")
+        flat = expected.reshape(-1)
+        elements = [int(np.ravel_multi_index(p, expected.shape)) if p else 0
+                    for p in mismatches(expected, produced, case.output_dtype)]
+        return {output: {e: flat[e].item() for e in elements}}
 
     def hint(self) -> None:
         """Print the next hint of the catalog puzzle (each call gives one more)."""

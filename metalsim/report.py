@@ -56,6 +56,8 @@ class Report:
     # lanes of that statement); and for writes `sources`,
     # one frozenset per thread
     # of the cells (buffer, threadgroup or -1, element) whose values flowed into the stored value.
+    # An access past the end of a buffer is recorded with `outside` True and no value (it did
+    # not happen: the simulator skipped it and reported it).
 
     @property
     def errors(self) -> list[Diagnostic]:

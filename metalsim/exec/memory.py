@@ -142,6 +142,9 @@ def _check(m: Machine, region: Region, idx: np.ndarray | slice, off: np.ndarray,
                  hint="guard the access with a bounds check such as `if (i < n)`",
                  cells=cells_of(m, region, offenders, np.broadcast_to(off, bad.shape)[bad]
                                 // region.unit))
+        if m.trace is not None and region.space != "thread":
+            _record_outside(m, region, offenders, np.broadcast_to(off, bad.shape)[bad], t,
+                            write, coord)
     if misaligned.any():
         m.report("out-of-bounds", "error",
                  f"misaligned {t} access to '{region.name}' (needs {align}-byte alignment)",
@@ -307,6 +310,24 @@ def _record(m: Machine, region: Region, lanes: np.ndarray, bank, off: np.ndarray
         "value": _cells(region, bank, off, t),
         "sources": m.sources(lanes) if write else None,
     })
+
+
+def _record_outside(m: Machine, region: Region, lanes: np.ndarray, off: np.ndarray, t: Type,
+                    write: bool, coord: Coord) -> None:
+    """Trace accesses past the end of a buffer (`outside`: they did not happen), so that the
+    explorer can list them beside the thread's other accesses."""
+    if m.lane_traced is not None:
+        keep = m.lane_traced[lanes]
+        lanes, off = lanes[keep], off[keep]
+    if lanes.size == 0:
+        return
+    b = m.batch
+    m.trace.append({
+        "kind": "write" if write else "read", "buffer": region.name, "space": region.space,
+        "thread": b.tid[lanes], "threadgroup": b.tg_global[lanes],
+        "element": off // region.unit, "epoch": m.tg_epoch[b.tg_local[lanes]].copy(),
+        "line": coord.line if coord else None, "section": coord.section if coord else None,
+        "type": str(t), "value": None, "sources": None, "outside": True})
 
 
 def _init_hint(region: Region) -> str:

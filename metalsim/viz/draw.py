@@ -139,6 +139,12 @@ def choose_threadgroups(view: TraceView, limit: int | None = None) -> list[int]:
     return sorted(chosen)
 
 
+def threadgroups_to_trace(run: object, limit: int = DEFAULT_THREADGROUPS) -> list[int]:
+    """The threadgroups `draw` would show, read off an untraced run: trace only these
+    (`simulate(..., trace=threadgroups_to_trace(run))`) to draw the launch cheaply."""
+    return sorted(_ranked_threadgroups(TraceView(getattr(run, "report", run)))[:max(1, limit)])
+
+
 def _ranked_threadgroups(view: TraceView) -> list[int]:
     """Every threadgroup, most worth showing first (see `choose_threadgroups`)."""
     wanted: list[int] = []
@@ -341,6 +347,8 @@ class _Grid:
                 if (e := (self.r0 + r) * self.full_cols + self.c0 + c) < size]
 
     def drawn(self, element: int) -> bool:
+        if not 0 <= element < math.prod(self.shape):
+            return False
         r, c = divmod(element, self.full_cols)
         return self.r0 <= r < self.r0 + self.rows and self.c0 <= c < self.c0 + self.cols
 
@@ -404,10 +412,17 @@ class _Frame:
         self.lines: dict[tuple, set] = {}
         self.selected: dict[tuple, set] = {}
         self.held: dict[tuple, object] = {}   # threadgroup-memory copy -> value after its phase
+        # With threads or a phase selected, a cell shows what the selection read or wrote
+        # there (another thread may change it later in the same phase).
+        self.seen: dict[tuple, object] = {}
+        narrowed = self.selection is not None and (self.selection.threads is not None
+                                                   or self.selection.phase is not None)
         for a in self.accesses:
             copy = view.copy_of(a)
             if view.is_threadgroup_memory(a.buffer) and a.value is not None:
                 self.held[copy] = a.value
+            if narrowed and a.value is not None and self.selection.covers(a):
+                self.seen[copy] = a.value
             who = self.writers if a.writes else self.readers
             if a.local not in who.setdefault(copy, []):
                 who[copy].append(a.local)
@@ -688,7 +703,9 @@ class _Frame:
                     "white" if readers else style.UNTOUCHED_FILL)
             svg.el("rect", x=x, y=y, width=cs, height=cs, fill=fill,
                    stroke=style.MUTED if readers or writers else style.FAINT, stroke_width=0.8)
-            if b["space"] == "threadgroup":
+            if copy in self.seen:
+                text = format_value(self.seen[copy])
+            elif b["space"] == "threadgroup":
                 held = self.held.get(copy)
                 text = format_value(held) if held is not None else ""
             else:
@@ -860,7 +877,7 @@ class _Frame:
                 self.flags.items(), key=lambda kv: (kv[0][0], -1 if kv[0][2] is None
                                                     else kv[0][2], kv[0][1])):
             grid = self._grid_of(buffer, phase)
-            if grid is None:
+            if grid is None or not grid.drawn(element):
                 continue
             x, y = grid.origin(element)
             svg.el("rect", x=x - 1.5, y=y - 1.5, width=grid.cs + 3, height=grid.cs + 3,
@@ -871,7 +888,7 @@ class _Frame:
                 self.selected.items(), key=lambda kv: (kv[0][0], -1 if kv[0][2] is None
                                                        else kv[0][2], kv[0][1])):
             grid = self._grid_of(buffer, phase)
-            if grid is None:
+            if grid is None or not grid.drawn(element):
                 continue
             x, y = grid.origin(element)
             colour = style.WRITE_FOCUS if "write" in kinds else style.READ_FOCUS

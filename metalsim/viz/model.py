@@ -45,6 +45,7 @@ class Access:
     sources: frozenset = frozenset()   # for writes: cells (buffer, threadgroup or -1, element)
     order: int = 0            # index of the trace event (execution order)
     value: object = None      # the cell's value right after the access (a vector's components)
+    outside: bool = False     # past the end of the buffer: reported, not performed
 
     @property
     def writes(self) -> bool:
@@ -129,7 +130,8 @@ class TraceView:
                     element=int(event["element"][k]), phase=int(event["epoch"][k]),
                     line=event["line"], section=event["section"],
                     sources=sources[k] if sources is not None else frozenset(), order=order,
-                    value=values[k] if values is not None else None))
+                    value=values[k] if values is not None else None,
+                    outside=event.get("outside", False)))
         return out
 
     def is_threadgroup_memory(self, buffer: str) -> bool:
