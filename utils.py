@@ -46,7 +46,7 @@ from puzzles.checking import (
 
 __all__ = ["MetalKernel", "MetalProblem"]
 
-DRAWN_THREADGROUPS = 4  # at most this many threadgroups are traced and drawn by show()
+DRAWN_THREADGROUPS = 4  # launches of up to this many threadgroups are traced whole by show()
 
 
 @dataclass
@@ -211,8 +211,7 @@ class MetalProblem:
             threadgroup_count = math.prod(-(-g // min(t, g)) if g else 0
                                           for g, t in zip(case.grid, case.threadgroup))
             groups: list[int] | bool = (True if threadgroup_count <= DRAWN_THREADGROUPS else
-                                        threadgroups_to_trace(metalsim.simulate(kernel, **call),
-                                                              DRAWN_THREADGROUPS))
+                                        threadgroups_to_trace(metalsim.simulate(kernel, **call)))
         else:
             groups = [threadgroup]
         return kernel, metalsim.simulate(kernel, trace=groups, **call)

@@ -2,6 +2,7 @@
 budgets; show(), hint(), VERBOSE; the real MLX binding accepts exactly what the harness passes."""
 
 import mlx.core as mx
+import numpy as np
 import pytest
 from metal_puzzles_cells import CELLS, PRELUDE
 
@@ -131,7 +132,7 @@ def test_function_returning_something_else_than_a_kernel_is_an_error():
 
 def test_show_prints_the_metal_puzzles_score_table_and_returns_the_diagram(capsys):
     diagram = map_problem(MAP_BODY).show()
-    assert "<svg" in diagram._repr_svg_() and 'data-buffer="out"' in diagram.svg
+    assert "<svg" in diagram._repr_html_() and 'data-buffer="out"' in diagram.svg
     out = capsys.readouterr().out.splitlines()
     assert out[0] == "# Map"
     assert out[1] == "Score (Max Per Thread):"
@@ -213,3 +214,93 @@ def test_explore_builds_an_explorer_that_follows_the_selection():
     explorer = map_problem(MAP_BODY).explore()
     explorer.select(threadgroup=2, thread=0)
     assert {(a.kind, a.cell) for a in explorer.listing} == {("read", "a[2]"), ("write", "out[2]")}
+
+
+def svg_root(diagram):
+    import xml.etree.ElementTree as ET
+
+    return ET.fromstring(diagram.svg)
+
+
+def cells(root, **data):
+    return [el for el in root.iter() if "cell" in el.get("class", "").split()
+            and all(el.get(f"data-{k}") == str(v) for k, v in data.items())]
+
+
+HARD_CODED = "uint i = thread_position_in_grid.x;\nout[i] = i + 10;\n"  # right only on arange
+
+
+def test_show_and_explore_take_a_hidden_case(capsys):
+    problem = map_problem(HARD_CODED)
+    result = problem.check()
+    hidden = next(r for r in result.cases if r.mismatches)
+    number = int(hidden.label.split()[1])
+    assert f"problem.show(case={number})" in result.text
+    assert problem.cases()[0] == "visible" and hidden.label in problem.cases()
+    capsys.readouterr()
+    diagram = problem.show(case=number)
+    assert capsys.readouterr().out.startswith(f"# Map (hidden {number})")
+    root = svg_root(diagram)
+    launch = next(t.text for t in root.iter() if t.get("class") == "launch")
+    assert launch.startswith(f"grid {tuple(hidden.case.grid)}")
+    # Wrong cells carry the spec's value, computed here with numpy.
+    a = hidden.case.inputs[0]
+    wrong = {int(c.get("data-element")): float(c.get("data-expected"))
+             for c in cells(root, buffer="out") if "wrong" in c.get("class").split()}
+    assert wrong and all(wrong[e] == a.reshape(-1)[e] + 10 for e in wrong)
+    assert set(wrong) <= {int(np.ravel_multi_index(p, a.shape)) for p in hidden.mismatches}
+    assert problem.show(case=f"hidden case {number}").svg == diagram.svg
+    explorer = problem.explore(case=number)
+    assert tuple(explorer.report.grid) == tuple(hidden.case.grid)
+
+
+def test_a_case_that_does_not_exist_is_named_with_the_ones_that_do(capsys):
+    assert map_problem(MAP_BODY).show(case=99) is None
+    out = capsys.readouterr().out
+    assert "no case 99" in out and "'visible', 'hidden 1'" in out
+    with pytest.raises(ValueError, match="no case 'bogus'"):
+        map_problem(MAP_BODY).explore(case="bogus")
+
+
+def test_show_of_a_large_launch_traces_only_the_threadgroups_it_draws(monkeypatch):
+    traced = []
+    simulate = metalsim.simulate
+
+    def spy(kernel, trace=False, **kw):
+        traced.append(trace)
+        return simulate(kernel, trace=trace, **kw)
+
+    monkeypatch.setattr(metalsim, "simulate", spy)
+    body = "uint i = thread_position_in_grid.x;\nout[i] = a[i] + 10;\n"
+    problem = MetalProblem(
+        "Big map", lambda a: MetalKernel("m", ["a"], ["out"], body), [mx.arange(4096)],
+        (4096,), grid=(4096, 1, 1), threadgroup=(32, 1, 1), spec=lambda a: a + 10)
+    root = svg_root(problem.show())
+    assert traced == [False, [0]]  # an untraced run ranks them; frames of 8,192 cells: one
+    assert [f.get("data-threadgroup") for f in root.iter() if f.get("class") == "frame"] == [
+        "0"]
+    one = svg_root(problem.show(threadgroup=5))
+    assert traced[-1] == [5]
+    assert [f.get("data-threadgroup") for f in one.iter() if f.get("class") == "frame"] == ["5"]
+    note = next(t.text for t in one.iter() if t.get("class") == "shown")
+    assert "problem.show(threadgroup=k)" in note
+
+
+def test_check_prints_a_window_of_large_arrays_around_the_first_wrong_element(capsys):
+    body = ("uint r = thread_position_in_grid.y, c = thread_position_in_grid.x;\n"
+            "out[r * 24 + c] = (r == 7 && c == 13) ? 0 : a[r * 24 + c] + 10;\n")
+    problem = MetalProblem("Window", lambda a: MetalKernel("m", ["a"], ["out"], body),
+                           [mx.arange(16 * 24).reshape(16, 24)], (16, 24), grid=(24, 16, 1),
+                           threadgroup=(8, 8, 1), spec=lambda a: a + 10)
+    text = problem.check().text
+    assert "array of shape (16, 24), dtype" not in text
+    lines = text.splitlines()
+    yours = lines.index("  Yours: rows 5:10, columns 7:20 of an array of shape (16, 24)")
+    row7 = lines[yours + 3]
+    assert row7.split("[")[0].strip() == "7"
+    assert row7.split("[")[1].split()[1:14] == [str(v) for v in range(185, 191)] + ["0"] + [
+        str(v) for v in range(192, 198)]
+    caret = lines[yours + 4]
+    assert caret.rindex("^") == row7.index(" 0 ") + 1 and caret.strip() == "^^^"
+    assert lines[lines.index("  Spec : rows 5:10, columns 7:20 of an array of shape (16, 24)")
+                 + 3].split()[8] == "191"

@@ -139,10 +139,21 @@ def choose_threadgroups(view: TraceView, limit: int | None = None) -> list[int]:
     return sorted(chosen)
 
 
-def threadgroups_to_trace(run: object, limit: int = DEFAULT_THREADGROUPS) -> list[int]:
-    """The threadgroups `draw` would show, read off an untraced run: trace only these
-    (`simulate(..., trace=threadgroups_to_trace(run))`) to draw the launch cheaply."""
-    return sorted(_ranked_threadgroups(TraceView(getattr(run, "report", run)))[:max(1, limit)])
+def threadgroups_to_trace(run: object, limit: int | None = None) -> list[int]:
+    """The threadgroups `draw(..., max_threadgroups=limit)` would show, read off an untraced
+    run: trace only these (`simulate(..., trace=threadgroups_to_trace(run))`) to draw the
+    launch cheaply. By default as `draw`: 4, or 1 when their frames would be too large (each
+    estimated with threadgroup memory drawn once per barrier passed, plus one)."""
+    report = getattr(run, "report", run)
+    view = TraceView(report)
+    chosen = _ranked_threadgroups(view)[:max(1, limit or DEFAULT_THREADGROUPS)]
+    if limit is None and len(chosen) > 1:
+        copies = int(report.counts["barriers"].max(initial=0)) + 1
+        cells = sum(math.prod(b["shape"]) * (copies if b["space"] == "threadgroup" else 1)
+                    for b in report.buffers.values())
+        if cells * len(chosen) > MAX_DRAWN_CELLS:
+            chosen = chosen[:1]
+    return sorted(chosen)
 
 
 def _ranked_threadgroups(view: TraceView) -> list[int]:

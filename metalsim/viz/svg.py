@@ -83,14 +83,17 @@ class Svg:
 
 @dataclass(frozen=True)
 class Diagram:
-    """A rendered diagram: `svg` text, shown inline by Jupyter, savable as .svg or .png."""
+    """A rendered diagram: `svg` text, shown inline by Jupyter (as HTML holding the SVG),
+    savable as .svg or .png."""
 
     svg: str
     width: float
     height: float
 
-    def _repr_svg_(self) -> str:
-        return self.svg
+    def _repr_html_(self) -> str:
+        """The SVG inline in HTML: JupyterLab shows an image/svg+xml output as an <img>, which
+        loses the cells' tooltips. (Only HTML is offered, so notebooks hold the SVG once.)"""
+        return f'<div class="metalsim-diagram-box" style="overflow-x:auto">{self.svg}</div>'
 
     def to_png(self, scale: float = 2.0) -> bytes:
         """PNG bytes, `scale` pixels per SVG unit (2 gives crisp text on high-DPI screens)."""

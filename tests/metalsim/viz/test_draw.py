@@ -355,9 +355,18 @@ def test_save_writes_svg_and_refuses_other_formats(tmp_path):
     run, _ = traced("map")
     diagram = draw(run)
     assert diagram.save(tmp_path / "map.svg").read_text() == diagram.svg
-    assert diagram._repr_svg_() == diagram.svg
+    assert not hasattr(diagram, "_repr_svg_")  # JupyterLab would show it as an <img>
     with pytest.raises(ValueError, match=r"\.svg or \.png"):
         diagram.save(tmp_path / "map.pdf")
+
+
+def test_notebooks_show_the_svg_inline_in_html_so_tooltips_work():
+    run, _ = traced("map")
+    diagram = draw(run)
+    html = diagram._repr_html_()
+    assert html.startswith("<div") and html.endswith("</div>") and diagram.svg in html
+    box = ET.fromstring(html)
+    assert box[0].tag == f"{SVG}svg" and len(list(box[0].iter(f"{SVG}title"))) >= 8
 
 
 def test_a_frame_with_too_many_arrows_says_so_and_keeps_the_selected_threads_arrows():
