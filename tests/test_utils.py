@@ -262,7 +262,7 @@ def test_a_case_that_does_not_exist_is_named_with_the_ones_that_do(capsys):
         map_problem(MAP_BODY).explore(case="bogus")
 
 
-def test_show_of_a_large_launch_traces_only_the_threadgroups_it_draws(monkeypatch):
+def test_show_of_a_large_launch_traces_only_the_threadgroups_it_draws(monkeypatch, capsys):
     traced = []
     simulate = metalsim.simulate
 
@@ -276,7 +276,7 @@ def test_show_of_a_large_launch_traces_only_the_threadgroups_it_draws(monkeypatc
         "Big map", lambda a: MetalKernel("m", ["a"], ["out"], body), [mx.arange(4096)],
         (4096,), grid=(4096, 1, 1), threadgroup=(32, 1, 1), spec=lambda a: a + 10)
     root = svg_root(problem.show())
-    assert traced == [False, [0]]  # an untraced run ranks them; frames of 8,192 cells: one
+    assert traced == [[0]]  # no findings, frames of 8,192 cells: threadgroup 0 only
     assert [f.get("data-threadgroup") for f in root.iter() if f.get("class") == "frame"] == [
         "0"]
     one = svg_root(problem.show(threadgroup=5))
@@ -284,6 +284,13 @@ def test_show_of_a_large_launch_traces_only_the_threadgroups_it_draws(monkeypatc
     assert [f.get("data-threadgroup") for f in one.iter() if f.get("class") == "frame"] == ["5"]
     note = next(t.text for t in one.iter() if t.get("class") == "shown")
     assert "problem.show(threadgroup=k)" in note
+    # A finding in threadgroup 100 (a write past the end): traced and drawn instead.
+    bad = body.replace("out[i] =", "out[i + (i == 3200 ? 4096 : 0)] =")
+    problem.fn = lambda a: MetalKernel("m", ["a"], ["out"], bad)
+    root = svg_root(problem.show())
+    assert traced[-2:] == [[0], [100]]
+    assert [f.get("data-threadgroup") for f in root.iter() if f.get("class") == "frame"] == [
+        "100"]
 
 
 def test_check_prints_a_window_of_large_arrays_around_the_first_wrong_element(capsys):

@@ -162,6 +162,7 @@ class Machine:
         # Trace only these threadgroups (None: all): the other lanes skip the provenance work.
         self.trace_groups = trace_groups
         self.lane_traced: np.ndarray | None = None   # per batch lane, when trace_groups is set
+        self.traced_lanes: np.ndarray | None = None  # their indices
         self.sites: dict[Coord | None, int] = {}
         self.active_lane_steps = 0
         self.simd_group_steps = 0
@@ -189,6 +190,7 @@ class Machine:
         self.lane_counts = {name: np.zeros(batch.size, np.int64) for name in COUNTS}
         if self.trace_groups is not None:
             self.lane_traced = np.isin(batch.tg_global, np.fromiter(self.trace_groups, np.int64))
+            self.traced_lanes = np.flatnonzero(self.lane_traced)
         self._stamps: dict[bool, np.ndarray] = {}
 
     def finish_batch(self) -> None:
@@ -250,7 +252,11 @@ class Machine:
     # --- provenance (trace mode) ---------------------------------------------------------
     def traced(self, lanes: np.ndarray) -> np.ndarray:
         """The lanes (batch indices) among `lanes` whose threadgroup is traced."""
-        return lanes if self.lane_traced is None else lanes[self.lane_traced[lanes]]
+        if self.lane_traced is None:
+            return lanes
+        if lanes.size == self.batch.size:  # every lane (callers do not depend on the order)
+            return self.traced_lanes
+        return lanes[self.lane_traced[lanes]]
 
     def begin_statement(self) -> None:
         self.flow = {}

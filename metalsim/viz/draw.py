@@ -28,7 +28,7 @@ import numpy as np
 from metalsim.report import Report
 from metalsim.viz import style
 from metalsim.viz.model import Access, Edge, TraceView, logical_index, simd_group
-from metalsim.viz.svg import MONO, Diagram, Svg, num
+from metalsim.viz.svg import MONO, Diagram, Svg, escape, num
 
 WRAP = 32            # a 1-D buffer wraps after this many cells (one SIMD-group's worth)
 ROW_WIDTH = 560.0    # the width a frame's widest grid is scaled to fit
@@ -47,6 +47,8 @@ MAX_PATHS = 600      # a frame with more arrows draws only the selected threads'
 DEFAULT_THREADGROUPS = 4
 MAX_DRAWN_CELLS = 600  # above this, a diagram draws one threadgroup (keeps notebooks small)
 CROP_CELLS = 400      # a frame above this draws only the rows/columns its threadgroup touched
+WINDOW_MAX = 32       # ... and at most this many of them
+FRAME_CELLS = 1500    # threadgroup-memory phases past this many cells in a frame are not drawn
 
 SCORE_NAMES = (("global_reads", "global reads"), ("global_writes", "global writes"),
                ("threadgroup_reads", "threadgroup reads"),
@@ -428,18 +430,24 @@ class _Frame:
         self.seen: dict[tuple, object] = {}
         narrowed = self.selection is not None and (self.selection.threads is not None
                                                    or self.selection.phase is not None)
-        for a in self.accesses:
-            copy = view.copy_of(a)
-            if view.is_threadgroup_memory(a.buffer) and a.value is not None:
+        shared = {name: view.is_threadgroup_memory(name) for name in view.buffers}
+        for a in self.accesses:  # (the hot loop of a large frame: kept plain)
+            in_shared = shared[a.buffer]
+            copy = (a.buffer, a.element, a.phase if in_shared else None)
+            if in_shared and a.value is not None:
                 self.held[copy] = a.value
-            if narrowed and a.value is not None and self.selection.covers(a):
-                self.seen[copy] = a.value
-            who = self.writers if a.writes else self.readers
-            if a.local not in who.setdefault(copy, []):
-                who[copy].append(a.local)
-            self.lines.setdefault(copy, set()).add(a.line)
+            writes = a.kind != "read"
+            who = (self.writers if writes else self.readers).setdefault(copy, [])
+            if a.local not in who:
+                who.append(a.local)
+            lines = self.lines.get(copy)
+            if lines is None:
+                lines = self.lines[copy] = set()
+            lines.add(a.line)
             if self.selection and self.selection.covers(a):
-                self.selected.setdefault(copy, set()).add("write" if a.writes else "read")
+                if narrowed and a.value is not None:
+                    self.seen[copy] = a.value
+                self.selected.setdefault(copy, set()).add("write" if writes else "read")
         self.written_anywhere = view.written_elements()
         # Sources per write bound the arrows: far too many are not worth building, as only
         # the selected threads' would be drawn.
@@ -454,6 +462,7 @@ class _Frame:
             self.hidden_paths = self.path_count if self.path_count > MAX_PATHS else 0
         self.flags, self.ghost_kinds = self._findings()
         self.rows = self._layout()
+        self._grids = {(grid.buffer, grid.phase): grid for row in self.rows for grid in row}
 
     # findings: which drawn copies (and which cells past the end) each diagnostic names
     def _findings(self) -> tuple[dict[tuple, list[str]], dict[str, dict[int, list[str]]]]:
@@ -529,6 +538,7 @@ class _Frame:
                     grid.label += f" {shown} shown"
                 row.append(grid)
             rows.append((kind, row))
+        rows = self._within_budget(rows)
         widest = max((grid.cols for _, row in rows for grid in row), default=1)
         cs = max(CELL_MIN, min(CELL_MAX, math.floor(ROW_WIDTH / max(1, widest))))
         for _, row in rows:
@@ -541,8 +551,29 @@ class _Frame:
         else:
             right, bottom = self._place_rows(rows, top)
         self.width = max(right + FRAME_PAD, self._strip_size()[0] + 2 * FRAME_PAD, 260.0)
-        self.height = bottom + FRAME_PAD + 4 + (18.0 if self.hidden_paths else 0.0)
+        self.height = (bottom + FRAME_PAD + 4 + (18.0 if self.hidden_paths else 0.0)
+                       + (18.0 if self.phases_left_out else 0.0))
         return [row for _, row in rows]
+
+    def _within_budget(self, rows: list[tuple[str, list[_Grid]]]
+                       ) -> list[tuple[str, list[_Grid]]]:
+        """Threadgroup-memory phases in order while the frame's cells stay within
+        `FRAME_CELLS`; the later ones are left to the explorer (and said so)."""
+        self.phases_left_out: list[int] = []
+        used = sum(grid.rows * grid.cols for kind, row in rows if kind != "phase"
+                   for grid in row)
+        wanted = self.selection.phase if self.selection else None
+        kept = []
+        for kind, row in rows:
+            if kind == "phase" and row[0].phase != wanted:
+                cells = sum(grid.rows * grid.cols for grid in row)
+                if self.phases_left_out or (used + cells > FRAME_CELLS
+                                            and any(k == "phase" for k, _ in kept)):
+                    self.phases_left_out.append(row[0].phase)
+                    continue
+                used += cells
+            kept.append((kind, row))
+        return kept
 
     def _windows(self) -> dict[tuple[str, int | None], tuple[int, int, int, int]]:
         """Per drawn copy (buffer, phase), the rows [r0, r1) and columns [c0, c1) that hold the
@@ -560,7 +591,9 @@ class _Frame:
             r = [e // cols for e in inside]
             two_d = len(shape) > 1 and math.prod(shape[:-1]) > 1
             c = [e % cols for e in inside] if two_d else [0, cols - 1]
-            windows[(buffer, phase)] = (min(r), max(r) + 1, min(c), max(c) + 1)
+            # At most WINDOW_MAX rows and columns, from the first touched one.
+            windows[(buffer, phase)] = (min(r), min(max(r) + 1, min(r) + WINDOW_MAX),
+                                        min(c), min(max(c) + 1, min(c) + WINDOW_MAX))
         return windows
 
     def _place_rows(self, rows: list[tuple[str, list[_Grid]]], y: float) -> tuple[float, float]:
@@ -652,6 +685,13 @@ class _Frame:
         for grid in grids:
             self._render_grid(svg, grid)
         self._render_arrows(svg, x0, y0)
+        if self.phases_left_out:
+            left_out = self.phases_left_out
+            bottom = y0 + self.height - FRAME_PAD - (18.0 if self.hidden_paths else 0.0)
+            svg.text(x0 + FRAME_PAD, bottom, f"threadgroup memory in phases {left_out[0]}–"
+                     f"{left_out[-1]} is not drawn (too many cells): the explorer's phase "
+                     "choice shows each one", 11, fill=style.MUTED, class_="phases-omitted",
+                     data_phases=" ".join(map(str, left_out)))
         for grid in grids:
             self._render_labels(svg, grid)
         self._render_flags(svg)
@@ -697,23 +737,27 @@ class _Frame:
                  data_phase=grid.phase, data_threadgroup=g,
                  data_shape=" ".join(map(str, grid.shape)))
         value_size = min(10.0, cs * 0.34)
+        # The hot loop of a diagram: elements written as text directly (same output as Svg.el).
+        add = svg.parts.append
+        size, phase = num(cs), "" if grid.phase is None else f' data-phase="{grid.phase}"'
+        wrong = self.wrong.get(grid.buffer, {}) if grid.phase is None else {}
         for e in grid.elements():
             copy = (grid.buffer, e, grid.phase)
             readers, writers = self.readers.get(copy, []), self.writers.get(copy, [])
             x, y = grid.origin(e)
             index = logical_index(grid.shape, e)
-            expected = self.wrong.get(grid.buffer, {}).get(e) if grid.phase is None else None
-            klass = "cell" + ("" if readers or writers else " untouched") + \
+            expected = wrong.get(e)
+            touched = bool(readers or writers)
+            klass = "cell" + ("" if touched else " untouched") + \
                 (" read" if readers else "") + (" written" if writers else "") + \
                 (" wrong" if expected is not None else "")
-            svg.open("g", class_=klass, data_buffer=grid.buffer, data_element=e,
-                     data_index=",".join(map(str, index)), data_threadgroup=g,
-                     data_phase=grid.phase,
-                     data_expected=None if expected is None else format_value(expected))
+            extra = "" if expected is None else f' data-expected="{format_value(expected)}"'
+            add(f'<g class="{klass}" data-buffer="{grid.buffer}" data-element="{e}" '
+                f'data-index="{",".join(map(str, index))}" data-threadgroup="{g}"{phase}{extra}>')
             fill = (style.thread_tint(writers[0]) if writers else
                     "white" if readers else style.UNTOUCHED_FILL)
-            svg.el("rect", x=x, y=y, width=cs, height=cs, fill=fill,
-                   stroke=style.MUTED if readers or writers else style.FAINT, stroke_width=0.8)
+            add(f'<rect x="{num(x)}" y="{num(y)}" width="{size}" height="{size}" fill="{fill}" '
+                f'stroke="{style.MUTED if touched else style.FAINT}" stroke-width="0.8"/>')
             if copy in self.seen:
                 text = format_value(self.seen[copy])
             elif b["space"] == "threadgroup":
@@ -726,16 +770,16 @@ class _Frame:
             fit = min(value_size, (cs - 3) / (0.6 * max(1, len(text))))
             shown = bool(text) and cs >= 15 and fit >= 5.5
             if shown:
-                svg.text(x + cs / 2, y + cs * 0.5 + fit * 0.2, text, fit, font_family=MONO,
-                         text_anchor="middle", class_="value",
-                         fill=style.INK if readers or writers else style.MUTED)
+                add(f'<text x="{num(x + cs / 2)}" y="{num(y + cs * 0.5 + fit * 0.2)}" '
+                    f'font-size="{num(fit)}" font-family="{MONO}" text-anchor="middle" '
+                    f'class="value" fill="{style.INK if touched else style.MUTED}">'
+                    f'{escape(text)}</text>')
             self._render_markers(svg, x, y, cs, readers, writers, shown)
             tooltip = self._tooltip(grid, e, index, text, readers, writers)
             if expected is not None:
                 self._render_wrong(svg, x, y, cs, format_value(expected))
                 tooltip += f" · wrong: expected {format_value(expected)}"
-            svg.el("title", tooltip)
-            svg.close("g")
+            add(f"<title>{escape(tooltip)}</title></g>")
         for e in grid.ghosts:
             self._render_ghost(svg, grid, e)
         svg.close("g")
@@ -829,11 +873,7 @@ class _Frame:
         svg.close("g")
 
     def _grid_of(self, buffer: str, phase: int | None) -> _Grid | None:
-        for row in self.rows:
-            for grid in row:
-                if grid.buffer == buffer and grid.phase == phase:
-                    return grid
-        return None
+        return self._grids.get((buffer, phase))
 
     def _render_arrows(self, svg: Svg, x0: float, y0: float) -> None:
         edges = self.edges
@@ -855,7 +895,8 @@ class _Frame:
         target = self._grid_of(tb, tp)
         phases = sorted(edge.source_phases, key=lambda p: -1 if p is None else p)
         sources = [(p, self._grid_of(edge.source[0], p)) for p in phases]
-        if target is None or any(s is None for _, s in sources):
+        if (target is None or not target.drawn(te)
+                or any(s is None or not s.drawn(edge.source[1]) for _, s in sources)):
             return
         threads = sorted(edge.threads)
         sel = self.selection
@@ -878,9 +919,10 @@ class _Frame:
                 opacity, width = (0.95, 1.3) if focus(phase) else (0.1, 0.9)
             path, head = _curve(grid.box(edge.source[1]), target.box(te))
             # per-element opacity: a group opacity costs renderers an offscreen layer each
-            svg.el("path", d=path, fill="none", stroke=colour, stroke_width=width,
-                   stroke_opacity=opacity)
-            svg.el("polygon", points=head, fill=colour, fill_opacity=opacity)
+            svg.parts.append(
+                f'<path d="{path}" fill="none" stroke="{colour}" stroke-width="{width}" '
+                f'stroke-opacity="{opacity}"/><polygon points="{head}" fill="{colour}" '
+                f'fill-opacity="{opacity}"/>')
         svg.close("g")
 
     def _render_flags(self, svg: Svg) -> None:

@@ -15,13 +15,18 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from xml.sax.saxutils import escape
+from xml.sax.saxutils import escape as _escape
 
 SANS = "DejaVu Sans, Verdana, Arial, Helvetica, sans-serif"
 MONO = "DejaVu Sans Mono, Menlo, Consolas, monospace"
 _SPECIAL = re.compile(r'[&<>"\n\r\t]')   # what needs escaping in text or an attribute
 _QUOTES = {'"': "&quot;", "\n": "&#10;", "\r": "&#13;", "\t": "&#9;"}
 _NAMES: dict[str, str] = {}   # keyword -> attribute name (`class_` -> `class`), memoised
+
+
+def escape(text: str) -> str:
+    """`text` as SVG character data (only &, < and > need escaping)."""
+    return _escape(text) if _SPECIAL.search(text) else text
 
 
 def num(x: float) -> str:
@@ -49,7 +54,7 @@ class Svg:
             else:
                 text = str(value)
                 if _SPECIAL.search(text):
-                    text = escape(text, _QUOTES)
+                    text = _escape(text, _QUOTES)
             name = _NAMES.get(key)
             if name is None:
                 name = _NAMES[key] = key.rstrip("_").replace("_", "-")
@@ -59,7 +64,7 @@ class Svg:
     def el(self, tag: str, text: str | None = None, **attrs: object) -> None:
         """One element; `class_`/`font_size` style names become `class`/`font-size`."""
         a = self._attrs(attrs)
-        if text is not None and _SPECIAL.search(text):
+        if text is not None:
             text = escape(text)
         self.parts.append(f"<{tag}{a}/>" if text is None else f"<{tag}{a}>{text}</{tag}>")
 
