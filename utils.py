@@ -29,6 +29,7 @@ import mlx.core as mx
 import numpy as np
 
 import metalsim
+from metalsim.efficiency import comparison
 from metalsim.viz import Diagram, Explorer, draw, threadgroups_to_trace
 from puzzles.catalog import Case, Puzzle, all_puzzles
 from puzzles.checking import (
@@ -239,6 +240,36 @@ class MetalProblem:
                     for p in mismatches(expected, produced, case.output_dtype)]
         return {output: {e: flat[e].item() for e in elements}}
 
+    def report(self, case: int | str | None = None) -> PerformanceReport:
+        """Print how your kernel uses memory on a case (the visible one by default), beside the
+        reference solution's for catalog puzzles: global traffic against reading and writing
+        each buffer once, SIMD-group efficiency, 64-byte segments per SIMD-group access
+        (coalescing) and threadgroup-memory bank conflicts (32 banks of 4 bytes), then the
+        lines that cost more than they need to. Returns the figures."""
+        label, chosen = self._find_case(case)
+        call = call_kwargs(chosen, [mx.array(x) for x in chosen.inputs], self._init_value())
+        kernel = metalsim.metal_kernel(**self._kernel_for(chosen).factory_kwargs())
+        yours = metalsim.simulate(kernel, profile=True, **call)
+        columns = {"yours": yours}
+        reference = None
+        if self.puzzle is not None:
+            p = self.puzzle
+            solution = metalsim.metal_kernel(
+                name=p.kernel, input_names=list(p.input_names),
+                output_names=list(p.output_names), source=p.solution(), header=p.header,
+                atomic_outputs=p.atomic_outputs)
+            reference = columns["reference"] = metalsim.simulate(solution, profile=True,
+                                                                  **call)
+        lines = [f"# {self.name}: memory and SIMD-groups on the {label} case "
+                 f"(grid {tuple(chosen.grid)}, threadgroup {tuple(chosen.threadgroup)})",
+                 comparison(columns)]
+        costly = _costly_lines(yours.report, kernel)
+        if costly:
+            lines += ["", "Where yours costs more than it needs to:", *costly]
+        text = "\n".join(lines + ["", *REPORT_NOTES])
+        print(text)
+        return PerformanceReport(yours.report, reference.report if reference else None, text)
+
     def hint(self) -> None:
         """Print the next hint of the catalog puzzle (each call gives one more)."""
         if self.puzzle is None:
@@ -259,6 +290,49 @@ class MetalProblem:
                 visible, [mx.array(x) for x in visible.inputs], self._init_value())))
         except Exception as exc:
             print(f"(no generated source: {exc})")
+
+
+@dataclass(repr=False)
+class PerformanceReport:
+    """What `problem.report()` measured: the two launches' `metalsim` Reports (with
+    `report.memory`) and the printed text."""
+
+    yours: metalsim.Report
+    reference: metalsim.Report | None
+    text: str
+
+    def __str__(self) -> str:
+        return self.text
+
+    def __repr__(self) -> str:  # report() has printed the text already
+        return "<PerformanceReport>"
+
+
+REPORT_NOTES = (
+    "How to read it: traffic counts every byte your kernel read or wrote in device memory; "
+    "1.00x is each buffer read or written once.",
+    "SIMD-group efficiency is the share of SIMD-group lanes that were active, step by step "
+    "(idle lanes: partial SIMD-groups, divergent branches).",
+    "A SIMD-group's load or store costs one transaction per 64-byte segment it touches: "
+    "32 consecutive floats take 2; coalescing is the ideal count over the actual one.",
+    "Threadgroup memory has 32 banks of 4 bytes: lanes hitting different words of one bank "
+    "wait for each other (a k-way conflict takes k cycles); padding a row often fixes it.",
+)
+
+
+def _costly_lines(report: metalsim.Report, kernel: metalsim.Kernel) -> list[str]:
+    """The source lines whose accesses took more segments or cycles than ideal."""
+    source = kernel.spec.source.split("\n")
+    out = []
+    for (space, line), t in sorted(report.memory.by_line.items(),
+                                   key=lambda kv: (kv[0][1] or 0, kv[0][0])):
+        if t.cost <= t.ideal:
+            continue
+        code = source[line - 1].strip() if line and 0 < line <= len(source) else ""
+        unit = "64-byte segments" if space == "global" else "bank cycles"
+        out.append(f"  line {line}: {code}\n    {t.per_access:.1f} {unit} per SIMD-group "
+                   f"access, ideal {t.ideal / t.accesses:.1f} ({space} memory)")
+    return out
 
 
 def _missing_spec(*_inputs: mx.array) -> mx.array:

@@ -604,7 +604,7 @@ class Kernel:
         )
 
     def _run(self, args: tuple, kwargs: dict[str, object], trace: bool | Collection[int],
-             strict: bool = False) -> Run:
+             strict: bool = False, profile: bool = False) -> Run:
         call = self._prepare(args, kwargs)
         if call.verbose:
             sys.stdout.write(verbose_text(call.gen))
@@ -629,6 +629,7 @@ class Kernel:
             call.template,
             self.spec.math_mode,
             trace,
+            profile=profile,
         )
         if strict:
             report.diagnostics = [replace(d, severity="error") for d in report.diagnostics]
@@ -689,7 +690,7 @@ Kernel.__call__.__signature__ = _signature(_CALL_PARAMS, method=True)
 
 
 def simulate(kernel: Kernel, *, trace: bool | Collection[int] = False, strict: bool = False,
-             **call_kwargs: object) -> Run:
+             profile: bool = False, **call_kwargs: object) -> Run:
     """Run `kernel` with the call's keyword arguments; diagnostics are collected, not raised.
 
     `trace=True` asks the executor to record every memory access (for diagrams); a collection
@@ -697,8 +698,10 @@ def simulate(kernel: Kernel, *, trace: bool | Collection[int] = False, strict: b
     more than an untraced run (what the diagram of one threadgroup needs).
     `strict=True` makes every warning (division by zero, a shift out of range, a SIMD-group
     read of an inactive lane, behaviour the Metal spec leaves open) an error.
+    `profile=True` measures coalescing and threadgroup-memory bank conflicts into
+    `run.report.memory` (`metalsim.efficiency` states the model).
     """
-    return kernel._run((), call_kwargs, trace, strict)
+    return kernel._run((), call_kwargs, trace, strict, profile)
 
 
 def source(kernel: Kernel, **call_kwargs: object) -> str:

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from metalsim.diagnostics import Diagnostic
+from metalsim.efficiency import MemoryEfficiency
 
 COUNT_NAMES = ("global_reads", "global_writes", "threadgroup_reads", "threadgroup_writes",
                "atomics", "barriers")
@@ -46,6 +47,8 @@ class Report:
     buffers: dict[str, dict] = field(default_factory=dict)  # name -> role, space, shape, type
     # The threadgroups `trace` covers (linear ids); None when it covers the whole launch.
     traced_threadgroups: tuple[int, ...] | None = None
+    # Coalescing and bank conflicts (simulate(..., profile=True)): a MemoryEfficiency.
+    memory: MemoryEfficiency | None = None
 
     # `trace` (with trace=True) lists every access in execution order, each a dict:
     # kind ("read", "write" or "atomic"), buffer, space, and per thread of the access the arrays

@@ -311,3 +311,57 @@ def test_check_prints_a_window_of_large_arrays_around_the_first_wrong_element(ca
     assert caret.rindex("^") == row7.index(" 0 ") + 1 and caret.strip() == "^^^"
     assert lines[lines.index("  Spec : rows 5:10, columns 7:20 of an array of shape (16, 24)")
                  + 3].split()[8] == "191"
+
+
+def report_rows(text):
+    """The comparison table's rows: label -> cells."""
+    rows = {}
+    for line in text.splitlines()[2:]:
+        parts = line.rsplit(None, 2)
+        if len(parts) == 3:
+            rows[parts[0].strip()] = parts[1:]
+    return rows
+
+
+def test_report_compares_a_coalesced_kernel_with_the_reference(capsys):
+    result = map_problem(MAP_BODY).report()
+    rows = report_rows(result.text)
+    assert rows["coalescing (ideal/actual)"] == ["100%", "100%"]
+    assert result.yours.memory.global_.efficiency == 1.0
+    assert result.reference.memory.global_.accesses == result.yours.memory.global_.accesses
+    assert "Where yours costs more" not in result.text
+    assert "32 banks of 4 bytes" in capsys.readouterr().out
+
+
+def test_report_shows_an_uncoalesced_kernel_and_the_line_to_blame():
+    # Each thread reads every 16th element: 64 bytes apart, a segment per lane.
+    body = "uint i = thread_position_in_grid.x;\nout[i] = a[i * 16] + 10;\n"
+    problem = MetalProblem("Map", lambda a: MetalKernel("map", ["a"], ["out"], body),
+                           [mx.arange(1024)], (64,), grid=(64, 1, 1), threadgroup=(64, 1, 1))
+    result = problem.report()
+    yours, reference = result.yours.memory.global_, result.reference.memory.global_
+    assert yours.worst == 32 and reference.worst == 2
+    assert yours.cost == 2 * 32 + 2 * 2 and reference.cost == 2 * 2 + 2 * 2
+    assert yours.efficiency < reference.efficiency == 1.0
+    assert report_rows(result.text)["64-byte segments per access"] == ["17.00", "2.00"]
+    assert "line 2: out[i] = a[i * 16] + 10;" in result.text
+    assert "17.0 64-byte segments per SIMD-group access, ideal 2.0" in result.text
+
+
+def test_report_shows_bank_conflicts_of_a_strided_threadgroup_access():
+    body = """
+threadgroup float t[4 * 32];
+uint i = thread_position_in_grid.x;
+uint local_i = thread_position_in_threadgroup.x;
+t[local_i * 32] = a[i];
+threadgroup_barrier(mem_flags::mem_threadgroup);
+out[i] = t[local_i * 32] + 10;
+"""
+    problem = MetalProblem("Custom", lambda a: MetalKernel("k", ["a"], ["out"], body),
+                           [mx.arange(4)], (4,), grid=(4, 1, 1), threadgroup=(4, 1, 1))
+    result = problem.report()
+    assert result.reference is None
+    assert result.yours.memory.threadgroup.worst == 4   # 4 lanes, all in bank 0
+    rows = report_rows(result.text.replace("yours", "yours x"))
+    assert "4" in next(v for k, v in rows.items() if k.startswith("worst bank conflict"))
+    assert "bank cycles per SIMD-group access, ideal 1.0" in result.text

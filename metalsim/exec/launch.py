@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from metalsim.diagnostics import Coord, SourceMap
+from metalsim.efficiency import MemoryEfficiency
 from metalsim.exec import memory as mem
 from metalsim.exec.builtins import BUILTINS
 from metalsim.exec.compile import Compiler
@@ -210,12 +211,13 @@ def bind_kernel_frame(m: Machine, program: Program, regions: dict) -> Frame:
 
 
 def launch(gen, inputs, outputs, grid, threadgroup, template=None, math_mode: str = "safe",
-           trace: bool | Collection[int] = False, step_limit: int = DEFAULT_STEP_LIMIT
-           ) -> Report:
+           trace: bool | Collection[int] = False, step_limit: int = DEFAULT_STEP_LIMIT,
+           profile: bool = False) -> Report:
     """Run MLX's generated kernel `gen` in the simulator; outputs are written in place.
 
     `trace`: True records every access; a collection of linear threadgroup ids records only
-    theirs (the rest of the launch runs at nearly untraced speed)."""
+    theirs (the rest of the launch runs at nearly untraced speed). `profile` measures
+    coalescing and bank conflicts into `report.memory` (see `metalsim.efficiency`)."""
     grid = tuple(int(g) for g in grid)
     trace_groups = None if isinstance(trace, bool) else frozenset(int(g) for g in trace)
     if trace is True and grid[0] * grid[1] * grid[2] > MAX_TRACED_THREADS:
@@ -226,6 +228,7 @@ def launch(gen, inputs, outputs, grid, threadgroup, template=None, math_mode: st
     program = compile_program(gen.text, tuple(gen.sections), math_mode, tracing)
     tg = tuple(max(1, min(int(t), g)) for t, g in zip(threadgroup, grid))
     m = Machine(grid, program.source_map, step_limit, tracing, trace_groups)
+    m.efficiency = MemoryEfficiency() if profile else None
     regions, traffic_rows = bind_buffers(m, gen, program, inputs, outputs)
     kernel_coord = Coord("source", 1, 1)
     if program.code.threadgroup_bytes > MAX_THREADGROUP_MEMORY:
@@ -241,6 +244,7 @@ def launch(gen, inputs, outputs, grid, threadgroup, template=None, math_mode: st
         run_batches(m, program, regions, tg, kernel_coord)
     report = build_report(m, grid, tg, traffic_rows)
     report.traced_threadgroups = None if trace_groups is None else tuple(sorted(trace_groups))
+    report.memory = m.efficiency
     return report
 
 

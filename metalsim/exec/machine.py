@@ -159,6 +159,7 @@ class Machine:
         self.step_limit = step_limit
         self.steps = 0
         self.trace: list[dict] | None = [] if trace else None
+        self.efficiency = None   # a metalsim.efficiency.MemoryEfficiency when profiling
         # Trace only these threadgroups (None: all): the other lanes skip the provenance work.
         self.trace_groups = trace_groups
         self.lane_traced: np.ndarray | None = None   # per batch lane, when trace_groups is set

@@ -245,6 +245,10 @@ def _after_access(m: Machine, region: Region, idx: np.ndarray | slice, bank, off
         region.bytes_read += n * elem.size * comps
     if region.counted is not None:
         m.count(_COUNT_NAMES[region.counted, write], idx)
+        if m.efficiency is not None:
+            m.efficiency.record(region.counted, m.batch.simd_global[idx], off,
+                                elem.size * comps,
+                                coord.line if coord and coord.section == "source" else None)
     if m.trace is not None:
         _record(m, region, _lane_indices(m, idx), bank, off, t, write, coord)
     if not (region.track_init or region.track_races):
