@@ -86,7 +86,7 @@ class Svg:
         return head + "".join(self.parts) + "</svg>"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class Diagram:
     """A rendered diagram: `svg` text, shown inline by Jupyter (as HTML holding the SVG),
     savable as .svg or .png."""
@@ -94,6 +94,9 @@ class Diagram:
     svg: str
     width: float
     height: float
+
+    def __repr__(self) -> str:  # short: notebooks store the text/plain form too
+        return f"<Diagram {num(self.width)}×{num(self.height)}: .svg, .save('x.png')>"
 
     def _repr_html_(self) -> str:
         """The SVG inline in HTML: JupyterLab shows an image/svg+xml output as an <img>, which

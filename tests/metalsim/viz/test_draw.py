@@ -387,3 +387,9 @@ def test_a_frame_with_too_many_arrows_says_so_and_keeps_the_selected_threads_arr
     one = parse(draw(run, selection=Selection(0, frozenset({9}))))
     assert {a.get("data-to") for a in find(one, "arrow")} == {"out:9"}
     assert len(find(one, "arrow")) == 10
+
+
+def test_the_plain_text_form_is_short_so_notebooks_hold_the_svg_once():
+    run, _ = traced("matmul_tiled")
+    diagram = draw(run)
+    assert len(repr(diagram)) < 80 and "Diagram" in repr(diagram)
