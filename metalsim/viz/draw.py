@@ -45,7 +45,7 @@ HEADER_WIDTH = 830.0
 STRIP_LEFT = 110.0    # room for the strip's labels
 MAX_PATHS = 600      # a frame with more arrows draws only the selected threads' arrows
 DEFAULT_THREADGROUPS = 4
-MAX_DRAWN_CELLS = 600  # above this, a diagram draws one threadgroup (keeps notebooks small)
+MAX_DRAWN_CELLS = 400  # above this, a diagram draws one threadgroup (keeps notebooks small)
 CROP_CELLS = 400      # a frame above this draws only the rows/columns its threadgroup touched
 WINDOW_MAX = 32       # ... and at most this many of them
 FRAME_CELLS = 1500    # threadgroup-memory phases past this many cells in a frame are not drawn
@@ -733,9 +733,11 @@ class _Frame:
         b = view.buffers[grid.buffer]
         values = self.values.get(grid.buffer)
         written = self.written_anywhere.get(grid.buffer, set()) if b["role"] == "output" else None
+        # Values' font and the cells' stroke width are inherited from the buffer's group.
         svg.open("g", class_="buffer", data_buffer=grid.buffer, data_role=b["role"],
                  data_phase=grid.phase, data_threadgroup=g,
-                 data_shape=" ".join(map(str, grid.shape)))
+                 data_shape=" ".join(map(str, grid.shape)), font_family=MONO,
+                 stroke_width=0.8)
         value_size = min(10.0, cs * 0.34)
         # The hot loop of a diagram: elements written as text directly (same output as Svg.el).
         add = svg.parts.append
@@ -757,7 +759,7 @@ class _Frame:
             fill = (style.thread_tint(writers[0]) if writers else
                     "white" if readers else style.UNTOUCHED_FILL)
             add(f'<rect x="{num(x)}" y="{num(y)}" width="{size}" height="{size}" fill="{fill}" '
-                f'stroke="{style.MUTED if touched else style.FAINT}" stroke-width="0.8"/>')
+                f'stroke="{style.MUTED if touched else style.FAINT}"/>')
             if copy in self.seen:
                 text = format_value(self.seen[copy])
             elif b["space"] == "threadgroup":
@@ -771,7 +773,7 @@ class _Frame:
             shown = bool(text) and cs >= 15 and fit >= 5.5
             if shown:
                 add(f'<text x="{num(x + cs / 2)}" y="{num(y + cs * 0.5 + fit * 0.2)}" '
-                    f'font-size="{num(fit)}" font-family="{MONO}" text-anchor="middle" '
+                    f'font-size="{num(fit)}" text-anchor="middle" '
                     f'class="value" fill="{style.INK if touched else style.MUTED}">'
                     f'{escape(text)}</text>')
             self._render_markers(svg, x, y, cs, readers, writers, shown)
