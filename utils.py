@@ -6,6 +6,8 @@ Drop-in compatible with Metal-Puzzles' `utils.py` (same fields, same methods):
     problem = MetalProblem("Map", map_test, [a], output_shape, grid=(4, 1, 1), spec=map_spec)
     problem.show()      # the score table (max reads/writes per thread) and the diagram
     problem.explore()   # an interactive explorer of threads, phases and accesses
+    problem.show(case=2), problem.explore(case=2)   # the same for hidden case 2
+    problem.report()    # memory traffic, coalescing, bank conflicts, beside the reference
     problem.check()     # prints the verdict (and keeps it in `problem.result`)
     problem.hint()      # the next hint, for catalog puzzles
     problem.run_metal() # the kernel's output on this case (the GPU on a Mac, else metalsim)
@@ -22,6 +24,7 @@ silicon. `VERBOSE=1` in the environment prints the source MLX generates around t
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -31,8 +34,8 @@ import mlx.core as mx
 import numpy as np
 
 import metalsim
-from metalsim.exec.launch import MAX_TRACED_THREADS
-from metalsim.viz import Diagram, Explorer, draw
+from metalsim.efficiency import comparison
+from metalsim.viz import Diagram, Explorer, draw, threadgroups_to_trace
 from puzzles.catalog import METAL_PUZZLES_INIT_VALUE, Case, Puzzle, all_puzzles
 from puzzles.checking import (
     COUNT_LABELS,
@@ -41,7 +44,9 @@ from puzzles.checking import (
     KernelArgs,
     call_kwargs,
     check_cases,
+    expected_output,
     metal_available,
+    mismatches,
     puzzle_cases,
 )
 
@@ -49,6 +54,7 @@ __all__ = ["MetalKernel", "MetalProblem"]
 
 # Metal-Puzzles' score table: four right-aligned columns of this width.
 SCORE_WIDTH = 13
+DRAWN_THREADGROUPS = 4  # launches of up to this many threadgroups are traced whole by show()
 
 
 @dataclass
@@ -169,26 +175,43 @@ class MetalProblem:
         print(f"{self.name}: {ms:.4f} ms on {metalsim.cuda.gpu_name()} (median of {repeat})")
         return ms
 
-    def show(self) -> Diagram | None:
-        """Print the score table of the visible case — the maximum, over threads, of global and
-        threadgroup ("shared") reads and writes, as Metal-Puzzles prints it — then the budget,
-        and return the diagram (drawn from what the simulator did; Jupyter shows it inline)."""
+    def cases(self) -> list[str]:
+        """The labels of the cases check() runs: "visible", then "hidden 1", "hidden 2", ...
+        (`show(case=...)` and `explore(case=...)` take a label or a hidden case's number)."""
+        return [label for label, _ in self._cases()]
+
+    def show(self, case: int | str | None = None, threadgroup: int | None = None
+             ) -> Diagram | None:
+        """Print the score table of a case (the visible one by default) — the maximum, over
+        threads, of global and threadgroup ("shared") reads and writes, as Metal-Puzzles does —
+        and return its diagram, drawn from what the simulator did (Jupyter shows it inline).
+        Wrong output cells are marked with the expected value. `case`: a hidden case's number
+        or a label of `cases()`; `threadgroup`: the linear id of the threadgroup to draw."""
         try:
-            run = self.run_python()
+            label, chosen = self._find_case(case)
+        except ValueError as exc:
+            print(exc)
+            return None
+        try:
+            kernel, run = self._simulate(chosen, threadgroup)
         except Exception as exc:  # a broken kernel is for check() to explain
             print(f"# {self.name}\n(could not run the kernel: {str(exc).splitlines()[0]})")
             return None
-        self.score(run)
+        self.score(run, label)
         budget = self.puzzle.budget.limits() if self.puzzle else None
-        return draw(run, inputs=list(self._visible().inputs), title=self.name, budget=budget)
+        where = "" if case is None else f"case={case!r}, "
+        return draw(run, inputs=list(chosen.inputs), title=self.name, budget=budget,
+                    wrong=self._wrong_cells(chosen, run),
+                    threadgroups=None if threadgroup is None else [threadgroup],
+                    others=f"problem.show({where}threadgroup=k) or problem.explore({where[:-2]})")
 
     def run_python(self) -> metalsim.Run:
         """Simulate the visible case and return what every thread did (`metalsim.Run`, traced
         when small enough to draw every access); Metal-Puzzles' `run_python()` traced it in
         Python."""
-        return self._simulate_visible()[2]
+        return self._simulate(self._visible(), None)[1]
 
-    def score(self, results: metalsim.Run) -> None:
+    def score(self, results: metalsim.Run, case: str = "visible") -> None:
         """Print the score table of `results` (from `run_python()`) as Metal-Puzzles does —
         the title, then per thread at most how many global and shared reads and writes — and
         then the budget of the catalog puzzle."""
@@ -199,12 +222,13 @@ class MetalProblem:
         def row(values: dict) -> str:
             return "   | " + " | ".join(f"{values.get(n, 0):>{SCORE_WIDTH}}" for n in names)
 
-        lines = [f"# {self.name}", " ", "   Score (Max Per Thread):",
+        title = f"# {self.name}" + ("" if case == "visible" else f" ({case})")
+        lines = [title, " ", "   Score (Max Per Thread):",
                  "   | " + " | ".join(f"{COUNT_LABELS[n]:>{SCORE_WIDTH}}" for n in names) + " |",
                  row(counts) + " | ", "        "]
         if budget:
             lines += ["   Budget (Max Per Thread):", row(budget) + " |"]
-        lines.append("   (the visible case; check() reports the maximum over all its cases)")
+        lines.append(f"   (the {case} case; check() reports the maximum over all its cases)")
         print("\n".join(lines))
 
     def run_metal(self) -> mx.array:
@@ -216,20 +240,104 @@ class MetalProblem:
         call = call_kwargs(visible, list(self.inputs), self._init_value())
         return kernel(**call, verbose=os.environ.get("VERBOSE") == "1")[0]
 
-    def explore(self) -> Explorer:
-        """An interactive view of the visible case: pick a threadgroup, thread (or SIMD-group)
-        and barrier phase to see its reads and writes, their source lines and values."""
-        visible, kernel, run = self._simulate_visible()
-        return Explorer(run, inputs=list(visible.inputs), kernel=kernel)
+    def explore(self, case: int | str | None = None) -> Explorer:
+        """An interactive view of a case (the visible one by default; `case` as in `show`):
+        pick a threadgroup, thread (or SIMD-group) and barrier phase to see its reads and
+        writes, their source lines and values."""
+        _, chosen = self._find_case(case)
+        kernel, run = self._simulate(chosen, None)
+        call = call_kwargs(chosen, [mx.array(x) for x in chosen.inputs], self._init_value())
 
-    def _simulate_visible(self) -> tuple[Case, metalsim.Kernel, metalsim.Run]:
-        """Simulate the visible case, traced when it is small enough to draw every access."""
+        def retrace(threadgroup: int) -> metalsim.Run:
+            return metalsim.simulate(kernel, trace=[threadgroup], **call)
+
+        return Explorer(run, inputs=list(chosen.inputs), kernel=kernel, retrace=retrace)
+
+    def _cases(self) -> list[tuple[str, Case]]:
         visible = self._visible()
-        kernel = metalsim.metal_kernel(**self._kernel_for(visible).factory_kwargs())
-        traced = int(np.prod(visible.grid)) <= MAX_TRACED_THREADS
-        run = metalsim.simulate(kernel, trace=traced, **call_kwargs(
-            visible, [mx.array(x) for x in visible.inputs], self._init_value()))
-        return visible, kernel, run
+        return puzzle_cases(self.puzzle, visible) if self.puzzle else [("visible", visible)]
+
+    def _find_case(self, case: int | str | None) -> tuple[str, Case]:
+        """The (label, case) that `case` names: None for the visible case, a hidden case's
+        number, or a label as check() prints it ("hidden 2", "hidden case 2")."""
+        cases = self._cases()
+        if case is None:
+            return cases[0]
+        wanted = (f"hidden {case}" if isinstance(case, int) and not isinstance(case, bool)
+                  else str(case).strip().lower().replace("hidden case", "hidden"))
+        for label, found in cases:
+            if label.lower() == wanted:
+                return label, found
+        raise ValueError(f"no case {case!r}: this problem's cases are "
+                         + ", ".join(repr(label) for label, _ in cases))
+
+    def _simulate(self, case: Case, threadgroup: int | None
+                  ) -> tuple[metalsim.Kernel, metalsim.Run]:
+        """Simulate `case`, tracing only the threadgroups the diagram will draw: `threadgroup`,
+        or those the run ranks first (findings first): a run tracing threadgroup 0 says which,
+        and is run again only if they are others."""
+        kernel = metalsim.metal_kernel(**self._kernel_for(case).factory_kwargs())
+        call = call_kwargs(case, [mx.array(x) for x in case.inputs], self._init_value())
+        if threadgroup is not None:
+            return kernel, metalsim.simulate(kernel, trace=[threadgroup], **call)
+        count = math.prod(-(-g // min(t, g)) if g else 0
+                          for g, t in zip(case.grid, case.threadgroup))
+        if count <= DRAWN_THREADGROUPS:
+            return kernel, metalsim.simulate(kernel, trace=True, **call)
+        run = metalsim.simulate(kernel, trace=[0], **call)
+        wanted = threadgroups_to_trace(run)
+        if wanted != [0]:
+            run = metalsim.simulate(kernel, trace=wanted, **call)
+        return kernel, run
+
+    def _wrong_cells(self, case: Case, run: metalsim.Run) -> dict[str, dict[int, object]]:
+        """The first output's cells that differ from the spec, with the expected values."""
+        spec = self.puzzle.spec if self.puzzle else self.spec
+        if spec is None:
+            return {}
+        try:
+            expected = expected_output(spec, case)
+        except Exception:  # a broken spec is for check() to explain
+            return {}
+        produced = np.array(run.outputs[0].astype(mx.float32)
+                            if run.outputs[0].dtype == mx.bfloat16 else run.outputs[0])
+        if expected.shape != produced.shape:
+            return {}
+        output = next(n for n, b in run.report.buffers.items() if b["role"] == "output")
+        flat = expected.reshape(-1)
+        elements = [int(np.ravel_multi_index(p, expected.shape)) if p else 0
+                    for p in mismatches(expected, produced, case.output_dtype)]
+        return {output: {e: flat[e].item() for e in elements}}
+
+    def report(self, case: int | str | None = None) -> PerformanceReport:
+        """Print how your kernel uses memory on a case (the visible one by default), beside the
+        reference solution's for catalog puzzles: global traffic against reading and writing
+        each buffer once, SIMD-group efficiency, 64-byte segments per SIMD-group access
+        (coalescing) and threadgroup-memory bank conflicts (32 banks of 4 bytes), then the
+        lines that cost more than they need to. Returns the figures."""
+        label, chosen = self._find_case(case)
+        call = call_kwargs(chosen, [mx.array(x) for x in chosen.inputs], self._init_value())
+        kernel = metalsim.metal_kernel(**self._kernel_for(chosen).factory_kwargs())
+        yours = metalsim.simulate(kernel, profile=True, **call)
+        columns = {"yours": yours}
+        reference = None
+        if self.puzzle is not None:
+            p = self.puzzle
+            solution = metalsim.metal_kernel(
+                name=p.kernel, input_names=list(p.input_names),
+                output_names=list(p.output_names), source=p.solution(), header=p.header,
+                atomic_outputs=p.atomic_outputs)
+            reference = columns["reference"] = metalsim.simulate(solution, profile=True,
+                                                                  **call)
+        lines = [f"# {self.name}: memory and SIMD-groups on the {label} case "
+                 f"(grid {tuple(chosen.grid)}, threadgroup {tuple(chosen.threadgroup)})",
+                 comparison(columns)]
+        costly = _costly_lines(yours.report, kernel)
+        if costly:
+            lines += ["", "Where yours costs more than it needs to:", *costly]
+        text = "\n".join(lines + ["", *REPORT_NOTES])
+        print(text)
+        return PerformanceReport(yours.report, reference.report if reference else None, text)
 
     def hint(self) -> None:
         """Print the next hint of the catalog puzzle (each call gives one more)."""
@@ -251,6 +359,49 @@ class MetalProblem:
                 visible, [mx.array(x) for x in visible.inputs], self._init_value())))
         except Exception as exc:
             print(f"(no generated source: {exc})")
+
+
+@dataclass(repr=False)
+class PerformanceReport:
+    """What `problem.report()` measured: the two launches' `metalsim` Reports (with
+    `report.memory`) and the printed text."""
+
+    yours: metalsim.Report
+    reference: metalsim.Report | None
+    text: str
+
+    def __str__(self) -> str:
+        return self.text
+
+    def __repr__(self) -> str:  # report() has printed the text already
+        return "<PerformanceReport>"
+
+
+REPORT_NOTES = (
+    "How to read it: traffic counts every byte your kernel read or wrote in device memory; "
+    "1.00x is each buffer read or written once.",
+    "SIMD-group efficiency is the share of SIMD-group lanes that were active, step by step "
+    "(idle lanes: partial SIMD-groups, divergent branches).",
+    "A SIMD-group's load or store costs one transaction per 64-byte segment it touches: "
+    "32 consecutive floats take 2; coalescing is the ideal count over the actual one.",
+    "Threadgroup memory has 32 banks of 4 bytes: lanes hitting different words of one bank "
+    "wait for each other (a k-way conflict takes k cycles); padding a row often fixes it.",
+)
+
+
+def _costly_lines(report: metalsim.Report, kernel: metalsim.Kernel) -> list[str]:
+    """The source lines whose accesses took more segments or cycles than ideal."""
+    source = kernel.spec.source.split("\n")
+    out = []
+    for (space, line), t in sorted(report.memory.by_line.items(),
+                                   key=lambda kv: (kv[0][1] or 0, kv[0][0])):
+        if t.cost <= t.ideal:
+            continue
+        code = source[line - 1].strip() if line and 0 < line <= len(source) else ""
+        unit = "64-byte segments" if space == "global" else "bank cycles"
+        out.append(f"  line {line}: {code}\n    {t.per_access:.1f} {unit} per SIMD-group "
+                   f"access, ideal {t.ideal / t.accesses:.1f} ({space} memory)")
+    return out
 
 
 def _missing_spec(*_inputs: mx.array) -> mx.array:

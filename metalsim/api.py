@@ -20,7 +20,7 @@ import inspect
 import math
 import operator
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -604,8 +604,8 @@ class Kernel:
             verbose=v["verbose"],
         )
 
-    def _run(self, args: tuple, kwargs: dict[str, object], trace: bool,
-             strict: bool = False) -> Run:
+    def _run(self, args: tuple, kwargs: dict[str, object], trace: bool | Collection[int],
+             strict: bool = False, profile: bool = False) -> Run:
         call = self._prepare(args, kwargs)
         if call.verbose:
             sys.stdout.write(verbose_text(call.gen))
@@ -630,6 +630,7 @@ class Kernel:
             call.template,
             self.spec.math_mode,
             trace,
+            profile=profile,
         )
         if strict:
             report.diagnostics = [replace(d, severity="error") for d in report.diagnostics]
@@ -712,15 +713,19 @@ metal_kernel.__signature__ = _signature(_FACTORY_PARAMS, method=False)
 Kernel.__call__.__signature__ = _signature(_CALL_PARAMS, method=True)
 
 
-def simulate(kernel: Kernel, *, trace: bool = False, strict: bool = False,
-             **call_kwargs: object) -> Run:
+def simulate(kernel: Kernel, *, trace: bool | Collection[int] = False, strict: bool = False,
+             profile: bool = False, **call_kwargs: object) -> Run:
     """Run `kernel` with the call's keyword arguments; diagnostics are collected, not raised.
 
-    `trace=True` asks the executor to record every memory access (for diagrams).
+    `trace=True` asks the executor to record every memory access (for diagrams); a collection
+    of linear threadgroup ids records only those threadgroups' accesses, which costs little
+    more than an untraced run (what the diagram of one threadgroup needs).
     `strict=True` makes every warning (division by zero, a shift out of range, a SIMD-group
     read of an inactive lane, behaviour the Metal spec leaves open) an error.
+    `profile=True` measures coalescing and threadgroup-memory bank conflicts into
+    `run.report.memory` (`metalsim.efficiency` states the model).
     """
-    return kernel._run((), call_kwargs, trace, strict)
+    return kernel._run((), call_kwargs, trace, strict, profile)
 
 
 def source(kernel: Kernel, **call_kwargs: object) -> str:

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from metalsim.diagnostics import Diagnostic
+from metalsim.efficiency import MemoryEfficiency
 
 COUNT_NAMES = ("global_reads", "global_writes", "threadgroup_reads", "threadgroup_writes",
                "atomics", "barriers")
@@ -47,6 +48,10 @@ class Report:
     # per output, the flat indices of the elements no thread wrote (they keep their initial
     # value: `init_value`, or poison)
     unwritten: dict[str, np.ndarray] = field(default_factory=dict)
+    # The threadgroups `trace` covers (linear ids); None when it covers the whole launch.
+    traced_threadgroups: tuple[int, ...] | None = None
+    # Coalescing and bank conflicts (simulate(..., profile=True)): a MemoryEfficiency.
+    memory: MemoryEfficiency | None = None
 
     # `trace` (with trace=True) lists every access in execution order, each a dict:
     # kind ("read", "write" or "atomic"), buffer, space, and per thread of the access the arrays
@@ -57,6 +62,8 @@ class Report:
     # lanes of that statement); and for writes `sources`,
     # one frozenset per thread
     # of the cells (buffer, threadgroup or -1, element) whose values flowed into the stored value.
+    # An access past the end of a buffer is recorded with `outside` True and no value (it did
+    # not happen: the simulator skipped it and reported it).
 
     @property
     def errors(self) -> list[Diagnostic]:

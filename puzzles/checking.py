@@ -45,6 +45,7 @@ COUNT_LABELS = {
 # a float sum computed in another order than the spec's still matches.
 RTOL = {"float32": 1e-4, "float16": 1e-2, "bfloat16": 4e-2}
 MAX_SHOWN = 64  # elements of an array printed in full; larger ones are summarised
+WINDOW = (5, 12)  # rows and columns of a large array printed around its first wrong element
 HINT_NUDGE = "Stuck? `problem.hint()` gives a hint; call it again for the next one."
 MAX_UNWRITTEN_SHOWN = 8
 
@@ -339,6 +340,11 @@ def call_kwargs(case: Case, inputs: list[mx.array], init_value: float | None
     }
 
 
+def expected_output(spec: Callable, case: Case) -> np.ndarray:
+    """What `spec` says the output of `case` is (what a check compares with)."""
+    return _expected(spec, [mx.array(x) for x in case.inputs], case.output_shape)
+
+
 def _expected(spec: Callable, inputs: list[mx.array], shape: tuple[int, ...]) -> np.ndarray:
     out = spec(*inputs)
     if isinstance(out, (list, tuple)):
@@ -463,10 +469,15 @@ def _advice(check: CheckResult, shown: CaseResult) -> list[str]:
         return ["  The values match this time, but the error below makes them unreliable: on a "
                 "GPU they could come out differently."]
     visible = check.cases[0]
+    advice = []
     if shown is not visible and visible.correct:
-        return ["  Right on the visible case, wrong on this one: does your kernel depend on "
-                "the actual input values and sizes, or only on the example?"]
-    return []
+        advice.append("  Right on the visible case, wrong on this one: does your kernel depend "
+                      "on the actual input values and sizes, or only on the example?")
+    if shown is not visible:
+        case = shown.label.split()[1] if shown.label.startswith("hidden ") else repr(shown.label)
+        advice.append(f"  To see this case: problem.show(case={case}) draws it, "
+                      f"problem.explore(case={case}) explores it.")
+    return advice
 
 
 def _first_bad_case(check: CheckResult) -> CaseResult | None:
@@ -491,14 +502,17 @@ def _case_lines(r: CaseResult) -> list[str]:
         return [*lines, f"  {r.error}"]
     if r.expected is None or (r.produced is None and r.metal is None):
         return lines
-    for i, x in enumerate(c.inputs):
-        name = r.input_names[i] if i < len(r.input_names) else f"input {i}"
-        lines += _labelled(name, np.asarray(x), [])
     produced, bad = (r.produced, r.mismatches) if r.mismatches or r.metal is None else (
         r.metal, r.metal_mismatches)
+    # Large arrays print as a window around the first wrong element.
+    center = bad[0] if bad and r.expected.shape == produced.shape else None
+    for i, x in enumerate(c.inputs):
+        name = r.input_names[i] if i < len(r.input_names) else f"input {i}"
+        x = np.asarray(x)
+        lines += _labelled(name, x, [], center if x.shape == produced.shape else None)
     yours = "Yours" if produced is r.produced else "GPU"
-    lines += _labelled(yours, produced, bad)
-    lines += _labelled("Spec", r.expected, [])
+    lines += _labelled(yours, produced, bad, center)
+    lines += _labelled("Spec", r.expected, [], center)
     if bad:
         shown = ", ".join(_position(p) for p in bad[:8])
         more = f" and {len(bad) - 8} more" if len(bad) > 8 else ""
@@ -522,11 +536,15 @@ def _unwritten_note(r: CaseResult, init_value: float | None) -> str:
     return f"Note: on {r.name} your kernel never wrote {shown}{more};\n  {held}."
 
 
-def _labelled(label: str, values: np.ndarray, bad: list[tuple[int, ...]]) -> list[str]:
-    """`label: [...]` rows; a row of carets under the elements in `bad`."""
+def _labelled(label: str, values: np.ndarray, bad: list[tuple[int, ...]],
+              center: tuple[int, ...] | None = None) -> list[str]:
+    """`label: [...]` rows; a row of carets under the elements in `bad`. A large array prints
+    as a window around `center` (or its shape only, without one)."""
     head = f"  {label:<5}: "
     if values.size > MAX_SHOWN:
-        return [f"{head}array of shape {values.shape}, dtype {values.dtype}"]
+        if center is None or values.ndim == 0:
+            return [f"{head}array of shape {values.shape}, dtype {values.dtype}"]
+        return _window(head, values, bad, center)
     if values.ndim == 0:
         return [f"{head}{_scalar(values[()])}"]
     matrix = values.reshape(-1, values.shape[-1])
@@ -541,6 +559,33 @@ def _labelled(label: str, values: np.ndarray, bad: list[tuple[int, ...]]) -> lis
         if marked.intersection(flat):
             carets = [("^" if f in marked else " ") * width for f in flat]
             lines.append(" " * len(prefix) + " " + " ".join(carets).rstrip())
+    return lines
+
+
+def _window(head: str, values: np.ndarray, bad: list[tuple[int, ...]],
+            center: tuple[int, ...]) -> list[str]:
+    """Rows and columns of `values` (leading dimensions folded into rows) around `center`,
+    each row led by its index, with carets under the elements in `bad`."""
+    matrix = values.reshape(-1, values.shape[-1])
+    r, c = divmod(int(np.ravel_multi_index(center, values.shape)), matrix.shape[1])
+    r0, r1 = max(0, r - WINDOW[0] // 2), min(matrix.shape[0], r + WINDOW[0] // 2 + 1)
+    c0, c1 = max(0, c - WINDOW[1] // 2), min(matrix.shape[1], c + WINDOW[1] // 2 + 1)
+    part = matrix[r0:r1, c0:c1]
+    width = max(len(_scalar(v)) for v in part.flat)
+    marked = {int(np.ravel_multi_index(p, values.shape)) for p in bad if len(p) == values.ndim}
+    where = (f"[{c0}:{c1}]" if matrix.shape[0] == 1 else
+             f"rows {r0}:{r1}, columns {c0}:{c1}")
+    lines = [f"{head}{where} of an array of shape {values.shape}"]
+    label_w = len(str(r1 - 1))
+    for row in range(r0, r1):
+        flat = [row * matrix.shape[1] + col for col in range(c0, c1)]
+        cells = " ".join(f"{_scalar(matrix[row, col]):>{width}}" for col in range(c0, c1))
+        more = ("... " if c0 else "", " ..." if c1 < matrix.shape[1] else "")
+        prefix = " " * len(head) + (f"{row:>{label_w}} " if matrix.shape[0] > 1 else "")
+        lines.append(f"{prefix}[{more[0]}{cells}{more[1]}]")
+        if marked.intersection(flat):
+            carets = " ".join(("^" if f in marked else " ") * width for f in flat)
+            lines.append(" " * (len(prefix) + 1 + len(more[0])) + carets.rstrip())
     return lines
 
 

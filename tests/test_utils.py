@@ -3,6 +3,7 @@ budgets; show(), hint(), VERBOSE; Metal-Puzzles' API (fields, methods, output fo
 MLX binding accepts exactly what the harness passes."""
 
 import mlx.core as mx
+import numpy as np
 import pytest
 from metal_puzzles_cells import CELLS, PRELUDE
 
@@ -188,7 +189,7 @@ def test_function_returning_something_else_than_a_kernel_is_an_error():
 
 def test_show_prints_the_metal_puzzles_score_table_and_returns_the_diagram(capsys):
     diagram = map_problem(MAP_BODY).show()
-    assert "<svg" in diagram._repr_svg_() and 'data-buffer="out"' in diagram.svg
+    assert "<svg" in diagram._repr_html_() and 'data-buffer="out"' in diagram.svg
     out = capsys.readouterr().out.splitlines()
     # Metal-Puzzles' layout: title, then an indented four-column table; then the budget.
     assert out[:5] == [
@@ -322,3 +323,154 @@ def test_explore_builds_an_explorer_that_follows_the_selection():
     explorer = map_problem(MAP_BODY).explore()
     explorer.select(threadgroup=2, thread=0)
     assert {(a.kind, a.cell) for a in explorer.listing} == {("read", "a[2]"), ("write", "out[2]")}
+
+
+def svg_root(diagram):
+    import xml.etree.ElementTree as ET
+
+    return ET.fromstring(diagram.svg)
+
+
+def cells(root, **data):
+    return [el for el in root.iter() if "cell" in el.get("class", "").split()
+            and all(el.get(f"data-{k}") == str(v) for k, v in data.items())]
+
+
+HARD_CODED = "uint i = thread_position_in_grid.x;\nout[i] = i + 10;\n"  # right only on arange
+
+
+def test_show_and_explore_take_a_hidden_case(capsys):
+    problem = map_problem(HARD_CODED)
+    result = verdict(problem)
+    hidden = next(r for r in result.cases if r.mismatches)
+    number = int(hidden.label.split()[1])
+    assert f"problem.show(case={number})" in result.text
+    assert problem.cases()[0] == "visible" and hidden.label in problem.cases()
+    capsys.readouterr()
+    diagram = problem.show(case=number)
+    assert capsys.readouterr().out.startswith(f"# Map (hidden {number})")
+    root = svg_root(diagram)
+    launch = next(t.text for t in root.iter() if t.get("class") == "launch")
+    assert launch.startswith(f"grid {tuple(hidden.case.grid)}")
+    # Wrong cells carry the spec's value, computed here with numpy.
+    a = hidden.case.inputs[0]
+    wrong = {int(c.get("data-element")): float(c.get("data-expected"))
+             for c in cells(root, buffer="out") if "wrong" in c.get("class").split()}
+    assert wrong and all(wrong[e] == a.reshape(-1)[e] + 10 for e in wrong)
+    assert set(wrong) <= {int(np.ravel_multi_index(p, a.shape)) for p in hidden.mismatches}
+    assert problem.show(case=f"hidden case {number}").svg == diagram.svg
+    explorer = problem.explore(case=number)
+    assert tuple(explorer.report.grid) == tuple(hidden.case.grid)
+
+
+def test_a_case_that_does_not_exist_is_named_with_the_ones_that_do(capsys):
+    assert map_problem(MAP_BODY).show(case=99) is None
+    out = capsys.readouterr().out
+    assert "no case 99" in out and "'visible', 'hidden 1'" in out
+    with pytest.raises(ValueError, match="no case 'bogus'"):
+        map_problem(MAP_BODY).explore(case="bogus")
+
+
+def test_show_of_a_large_launch_traces_only_the_threadgroups_it_draws(monkeypatch, capsys):
+    traced = []
+    simulate = metalsim.simulate
+
+    def spy(kernel, trace=False, **kw):
+        traced.append(trace)
+        return simulate(kernel, trace=trace, **kw)
+
+    monkeypatch.setattr(metalsim, "simulate", spy)
+    body = "uint i = thread_position_in_grid.x;\nout[i] = a[i] + 10;\n"
+    problem = MetalProblem(
+        "Big map", lambda a: MetalKernel("m", ["a"], ["out"], source=body), [mx.arange(4096)],
+        (4096,), grid=(4096, 1, 1), threadgroup=(32, 1, 1), spec=lambda a: a + 10)
+    root = svg_root(problem.show())
+    assert traced == [[0]]  # no findings, frames of 8,192 cells: threadgroup 0 only
+    assert [f.get("data-threadgroup") for f in root.iter() if f.get("class") == "frame"] == [
+        "0"]
+    one = svg_root(problem.show(threadgroup=5))
+    assert traced[-1] == [5]
+    assert [f.get("data-threadgroup") for f in one.iter() if f.get("class") == "frame"] == ["5"]
+    note = next(t.text for t in one.iter() if t.get("class") == "shown")
+    assert "problem.show(threadgroup=k)" in note
+    # A finding in threadgroup 100 (a write past the end): traced and drawn instead.
+    bad = body.replace("out[i] =", "out[i + (i == 3200 ? 4096 : 0)] =")
+    problem.fn = lambda a: MetalKernel("m", ["a"], ["out"], source=bad)
+    root = svg_root(problem.show())
+    assert traced[-2:] == [[0], [100]]
+    assert [f.get("data-threadgroup") for f in root.iter() if f.get("class") == "frame"] == [
+        "100"]
+
+
+def test_check_prints_a_window_of_large_arrays_around_the_first_wrong_element(capsys):
+    body = ("uint r = thread_position_in_grid.y, c = thread_position_in_grid.x;\n"
+            "out[r * 24 + c] = (r == 7 && c == 13) ? 0 : a[r * 24 + c] + 10;\n")
+    problem = MetalProblem("Window", lambda a: MetalKernel("m", ["a"], ["out"], source=body),
+                           [mx.arange(16 * 24).reshape(16, 24)], (16, 24), grid=(24, 16, 1),
+                           threadgroup=(8, 8, 1), spec=lambda a: a + 10)
+    text = verdict(problem).text
+    assert "array of shape (16, 24), dtype" not in text
+    lines = text.splitlines()
+    yours = lines.index("  Yours: rows 5:10, columns 7:20 of an array of shape (16, 24)")
+    row7 = lines[yours + 3]
+    assert row7.split("[")[0].strip() == "7"
+    assert row7.split("[")[1].split()[1:14] == [str(v) for v in range(185, 191)] + ["0"] + [
+        str(v) for v in range(192, 198)]
+    caret = lines[yours + 4]
+    assert caret.rindex("^") == row7.index(" 0 ") + 1 and caret.strip() == "^^^"
+    assert lines[lines.index("  Spec : rows 5:10, columns 7:20 of an array of shape (16, 24)")
+                 + 3].split()[8] == "191"
+
+
+def report_rows(text):
+    """The comparison table's rows: label -> cells."""
+    rows = {}
+    for line in text.splitlines()[2:]:
+        parts = line.rsplit(None, 2)
+        if len(parts) == 3:
+            rows[parts[0].strip()] = parts[1:]
+    return rows
+
+
+def test_report_compares_a_coalesced_kernel_with_the_reference(capsys):
+    result = map_problem(MAP_BODY).report()
+    rows = report_rows(result.text)
+    assert rows["coalescing (ideal/actual)"] == ["100%", "100%"]
+    assert result.yours.memory.global_.efficiency == 1.0
+    assert result.reference.memory.global_.accesses == result.yours.memory.global_.accesses
+    assert "Where yours costs more" not in result.text
+    assert "32 banks of 4 bytes" in capsys.readouterr().out
+
+
+def test_report_shows_an_uncoalesced_kernel_and_the_line_to_blame():
+    # Each thread reads every 16th element: 64 bytes apart, a segment per lane.
+    body = "uint i = thread_position_in_grid.x;\nout[i] = a[i * 16] + 10;\n"
+    problem = MetalProblem("Map", lambda a: MetalKernel("map", ["a"], ["out"], source=body),
+                           [mx.arange(1024)], (64,), grid=(64, 1, 1), threadgroup=(64, 1, 1))
+    result = problem.report()
+    yours, reference = result.yours.memory.global_, result.reference.memory.global_
+    assert yours.worst == 32 and reference.worst == 2
+    assert yours.cost == 2 * 32 + 2 * 2 and reference.cost == 2 * 2 + 2 * 2
+    assert yours.efficiency < reference.efficiency == 1.0
+    assert report_rows(result.text)["64-byte segments per access"] == ["17.00", "2.00"]
+    assert "line 2: out[i] = a[i * 16] + 10;" in result.text
+    assert "17.0 64-byte segments per SIMD-group access, ideal 2.0" in result.text
+
+
+def test_report_shows_bank_conflicts_of_a_strided_threadgroup_access():
+    body = """
+threadgroup float t[4 * 32];
+uint i = thread_position_in_grid.x;
+uint local_i = thread_position_in_threadgroup.x;
+t[local_i * 32] = a[i];
+threadgroup_barrier(mem_flags::mem_threadgroup);
+out[i] = t[local_i * 32] + 10;
+"""
+    problem = MetalProblem("Custom", lambda a: MetalKernel("k", ["a"], ["out"], source=body),
+                           [mx.arange(4)], (4,), grid=(4, 1, 1), threadgroup=(4, 1, 1))
+    result = problem.report()
+    assert result.reference is None
+    assert result.yours.memory.threadgroup.worst == 4   # 4 lanes, all in bank 0
+    rows = report_rows(result.text.replace("yours", "yours x"))
+    assert "4" in next(v for k, v in rows.items() if k.startswith("worst bank conflict"))
+    assert "bank cycles per SIMD-group access, ideal 1.0" in result.text

@@ -488,7 +488,8 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
                     frame.vars[var.slot] = bind_argument(kind, var, value, lanes, size)
             caller_flow = m.flow
             if tracing:
-                arrived = dict(zip(lanes.indices().tolist(), m.sources(lanes.indices())))
+                traced = m.traced(lanes.indices())
+                arrived = dict(zip(traced.tolist(), m.sources(traced)))
                 for var, _ in code.params:
                     frame.sources[var.slot] = arrived
             m.depth += 1

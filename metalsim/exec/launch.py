@@ -9,11 +9,13 @@ of at most `LANE_BUDGET` lanes that run in lockstep; batches run one after anoth
 from __future__ import annotations
 
 import functools
+from collections.abc import Collection
 from dataclasses import dataclass
 
 import numpy as np
 
 from metalsim.diagnostics import Coord, SourceMap
+from metalsim.efficiency import MemoryEfficiency
 from metalsim.exec import memory as mem
 from metalsim.exec.builtins import BUILTINS
 from metalsim.exec.compile import Compiler
@@ -209,21 +211,29 @@ def bind_kernel_frame(m: Machine, program: Program, regions: dict) -> Frame:
 
 
 def launch(gen, inputs, outputs, grid, threadgroup, template=None, math_mode: str = "safe",
-           trace: bool = False, step_limit: int = DEFAULT_STEP_LIMIT) -> Report:
-    """Run MLX's generated kernel `gen` in the simulator; outputs are written in place."""
+           trace: bool | Collection[int] = False, step_limit: int = DEFAULT_STEP_LIMIT,
+           profile: bool = False) -> Report:
+    """Run MLX's generated kernel `gen` in the simulator; outputs are written in place.
+
+    `trace`: True records every access; a collection of linear threadgroup ids records only
+    theirs (the rest of the launch runs at nearly untraced speed). `profile` measures
+    coalescing and bank conflicts into `report.memory` (see `metalsim.efficiency`)."""
     grid = tuple(int(g) for g in grid)
     for buffer in (*inputs, *outputs):   # MLX (and Metal) take these; the simulator cannot
         if buffer.dtype == "complex64":
             raise ValueError(f"'{buffer.name}' is complex64, which metalsim does not support "
                              "(MLX's complex64_t struct is not modelled); pass the real and "
                              "imaginary parts as two float32 arrays")
-    if trace and grid[0] * grid[1] * grid[2] > MAX_TRACED_THREADS:
+    trace_groups = None if isinstance(trace, bool) else frozenset(int(g) for g in trace)
+    if trace is True and grid[0] * grid[1] * grid[2] > MAX_TRACED_THREADS:
         raise ValueError(f"[metalsim] trace=True records every memory access and is limited to "
                          f"{MAX_TRACED_THREADS:,} threads; this grid has "
                          f"{grid[0] * grid[1] * grid[2]:,}. Trace a smaller launch.")
-    program = compile_program(gen.text, tuple(gen.sections), math_mode, trace)
+    tracing = trace is not False
+    program = compile_program(gen.text, tuple(gen.sections), math_mode, tracing)
     tg = tuple(max(1, min(int(t), g)) for t, g in zip(threadgroup, grid))
-    m = Machine(grid, program.source_map, step_limit, trace)
+    m = Machine(grid, program.source_map, step_limit, tracing, trace_groups)
+    m.efficiency = MemoryEfficiency() if profile else None
     regions, traffic_rows = bind_buffers(m, gen, program, inputs, outputs)
     kernel_coord = Coord("source", 1, 1)
     if program.code.threadgroup_bytes > MAX_THREADGROUP_MEMORY:
@@ -239,16 +249,24 @@ def launch(gen, inputs, outputs, grid, threadgroup, template=None, math_mode: st
         initial = [o.data.copy() for o in outputs]
         run_batches(m, program, regions, tg, kernel_coord)
         if m.unfollowed_undefined:
+            efficiency = m.efficiency
             m, traffic_rows = follow_undefined(m, gen, inputs, outputs, initial, tg, math_mode,
-                                               traffic_rows)
-    return build_report(m, grid, tg, traffic_rows)
+                                               traffic_rows, keep_trace=tracing)
+            m.efficiency = efficiency
+            if m.trace is not None:  # the whole launch is traced now
+                trace_groups = None
+    report = build_report(m, grid, tg, traffic_rows)
+    report.traced_threadgroups = None if trace_groups is None else tuple(sorted(trace_groups))
+    report.memory = m.efficiency
+    return report
 
 
 def follow_undefined(m: Machine, gen, inputs, outputs, initial: list, tg, math_mode: str,
-                     traffic_rows: list) -> tuple[Machine, list]:
-    """An untraced launch read uninitialised memory, which matters only where the value goes,
-    and only a traced run follows values: run again, traced, from the same outputs, and return
-    that run's machine (without its trace). Too large a launch keeps its warnings at the read."""
+                     traffic_rows: list, keep_trace: bool) -> tuple[Machine, list]:
+    """An untraced launch (or the untraced threadgroups of a partly traced one) read
+    uninitialised memory, which matters only where the value goes, and only a traced run follows
+    values: run again, traced, from the same outputs, and return that run's machine (with its
+    trace if `keep_trace`). Too large a launch keeps its warnings at the read."""
     if m.total_threads > MAX_TRACED_THREADS:
         for f in m.findings.values():
             if f.kind == "uninitialized-read" and f.severity == "warning":
@@ -261,7 +279,8 @@ def follow_undefined(m: Machine, gen, inputs, outputs, initial: list, tg, math_m
     traced = Machine(m.grid, program.source_map, m.step_limit, True)
     regions, traffic_rows = bind_buffers(traced, gen, program, inputs, outputs)
     run_batches(traced, program, regions, tg, Coord("source", 1, 1))
-    traced.trace = None
+    if not keep_trace:
+        traced.trace = None
     return traced, traffic_rows
 
 

@@ -175,7 +175,7 @@ class Machine:
     """Everything a running kernel touches besides its own variables."""
 
     def __init__(self, grid: tuple[int, int, int], source_map: SourceMap, step_limit: int,
-                 trace: bool) -> None:
+                 trace: bool, trace_groups: frozenset[int] | None = None) -> None:
         self.grid = grid
         self.total_threads = grid[0] * grid[1] * grid[2]
         self.source_map = source_map
@@ -184,6 +184,11 @@ class Machine:
         self.step_limit = step_limit
         self.steps = 0
         self.trace: list[dict] | None = [] if trace else None
+        self.efficiency = None   # a metalsim.efficiency.MemoryEfficiency when profiling
+        # Trace only these threadgroups (None: all): the other lanes skip the provenance work.
+        self.trace_groups = trace_groups
+        self.lane_traced: np.ndarray | None = None   # per batch lane, when trace_groups is set
+        self.traced_lanes: np.ndarray | None = None  # their indices
         self.sites: dict[Coord | None, int] = {}
         self.active_lane_steps = 0
         self.simd_group_steps = 0
@@ -212,6 +217,9 @@ class Machine:
         self.simd_dev_epoch = np.zeros(simdgroups, np.int64)
         self.tg_regions = {}
         self.lane_counts = {name: np.zeros(batch.size, np.int64) for name in COUNTS}
+        if self.trace_groups is not None:
+            self.lane_traced = np.isin(batch.tg_global, np.fromiter(self.trace_groups, np.int64))
+            self.traced_lanes = np.flatnonzero(self.lane_traced)
         self._stamps: dict[bool, np.ndarray] = {}
 
     def finish_batch(self) -> None:
@@ -271,6 +279,14 @@ class Machine:
         return out
 
     # --- provenance (trace mode) ---------------------------------------------------------
+    def traced(self, lanes: np.ndarray) -> np.ndarray:
+        """The lanes (batch indices) among `lanes` whose threadgroup is traced."""
+        if self.lane_traced is None:
+            return lanes
+        if lanes.size == self.batch.size:  # every lane (callers do not depend on the order)
+            return self.traced_lanes
+        return lanes[self.lane_traced[lanes]]
+
     def begin_statement(self) -> None:
         self.flow = {}
 
@@ -283,7 +299,7 @@ class Machine:
     def note_sources(self, lanes: np.ndarray, sources: dict) -> None:
         """Lanes read a variable whose value came from `sources` (lane -> cells)."""
         flow = self.flow
-        for lane in lanes.tolist():
+        for lane in self.traced(lanes).tolist():
             cells = sources.get(lane)
             if cells:
                 flow.setdefault(lane, set()).update(cells)
@@ -299,8 +315,11 @@ class Machine:
         """Lanes `lanes` read an uninitialised value. Traced, it joins the value's provenance
         and is reported only where it matters; untraced, it is a warning at the read."""
         if self.trace is not None:
-            self.note_sources(lanes, dict.fromkeys(lanes.tolist(), (origin,)))
-            return
+            traced = self.traced(lanes)
+            self.note_sources(traced, dict.fromkeys(traced.tolist(), (origin,)))
+            if traced.size == lanes.size:
+                return
+            lanes = lanes[~self.lane_traced[lanes]]  # the untraced threadgroups' lanes
         self.unfollowed_undefined = True
         self.report("uninitialized-read", "warning", f"read of uninitialised {origin.what}",
                     origin.coord, lanes, key=("read", origin.what), detail=detail,

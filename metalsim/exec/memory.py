@@ -146,6 +146,9 @@ def _check(m: Machine, region: Region, idx: np.ndarray | slice, off: np.ndarray,
                  hint="guard the access with a bounds check such as `if (i < n)`",
                  cells=cells_of(m, region, offenders, np.broadcast_to(off, bad.shape)[bad]
                                 // region.unit))
+        if m.trace is not None and region.space != "thread":
+            _record_outside(m, region, offenders, np.broadcast_to(off, bad.shape)[bad], t,
+                            write, coord)
     if misaligned.any():
         m.report("out-of-bounds", "error",
                  f"misaligned {t} access to '{region.name}' (needs {align}-byte alignment)",
@@ -246,6 +249,10 @@ def _after_access(m: Machine, region: Region, idx: np.ndarray | slice, bank, off
         region.bytes_read += n * elem.size * comps
     if region.counted is not None:
         m.count(_COUNT_NAMES[region.counted, write], idx)
+        if m.efficiency is not None:
+            m.efficiency.record(region.counted, m.batch.simd_global[idx], off,
+                                elem.size * comps,
+                                coord.line if coord and coord.section == "source" else None)
     if m.trace is not None:
         _record(m, region, _lane_indices(m, idx), bank, off, t, write, coord)
     if not (region.track_init or region.track_races):
@@ -299,6 +306,12 @@ def _record(m: Machine, region: Region, lanes: np.ndarray, bank, off: np.ndarray
     Definedness follows the same provenance: a value that came from an uninitialised read is
     reported when it is stored to device memory; stored to threadgroup memory, the cell keeps
     its origin and passes it on to whoever reads it."""
+    if m.lane_traced is not None:  # only the chosen threadgroups are traced
+        keep = m.lane_traced[lanes]
+        lanes, off = lanes[keep], off[keep]
+        bank = bank[keep] if np.ndim(bank) else bank
+        if lanes.size == 0:
+            return
     b = m.batch
     owner = b.tg_global[lanes] if region.space == "threadgroup" else (
         b.tid[lanes] if region.space == "thread" else np.full(lanes.size, -1))
@@ -337,6 +350,24 @@ def _record(m: Machine, region: Region, lanes: np.ndarray, bank, off: np.ndarray
         "value": _cells(region, bank, off, t),
         "sources": _defined_only(sources) if write else None,
     })
+
+
+def _record_outside(m: Machine, region: Region, lanes: np.ndarray, off: np.ndarray, t: Type,
+                    write: bool, coord: Coord) -> None:
+    """Trace accesses past the end of a buffer (`outside`: they did not happen), so that the
+    explorer can list them beside the thread's other accesses."""
+    if m.lane_traced is not None:
+        keep = m.lane_traced[lanes]
+        lanes, off = lanes[keep], off[keep]
+    if lanes.size == 0:
+        return
+    b = m.batch
+    m.trace.append({
+        "kind": "write" if write else "read", "buffer": region.name, "space": region.space,
+        "thread": b.tid[lanes], "threadgroup": b.tg_global[lanes],
+        "element": off // region.unit, "epoch": m.tg_epoch[b.tg_local[lanes]].copy(),
+        "line": coord.line if coord else None, "section": coord.section if coord else None,
+        "type": str(t), "value": None, "sources": None, "outside": True})
 
 
 def _init_hint(region: Region) -> str:

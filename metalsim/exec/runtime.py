@@ -117,8 +117,9 @@ def checked_condition(ev: Ev, coord: Coord) -> Ev:
 def record_sources(f: Frame, lanes: Lanes, where: VarLoc) -> None:
     """Trace mode: a variable now holds what flowed into the current statement; a write of
     some components keeps what the other components came from."""
-    lane_ids = lanes.indices().tolist()
-    new = f.m.sources(lanes.indices())
+    traced = f.m.traced(lanes.indices())
+    lane_ids = traced.tolist()
+    new = f.m.sources(traced)
     if where.comps is None:
         where.sources.update(zip(lane_ids, new))
     else:

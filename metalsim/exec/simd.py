@@ -131,6 +131,8 @@ class Call:
             return
         ids, flow, out = self.lanes.indices(), self.flows[arg], self.f.m.flow
         readers = np.arange(ids.size) if mask is None else np.flatnonzero(mask)
+        if self.f.m.lane_traced is not None:
+            readers = readers[self.f.m.lane_traced[ids[readers]]]
         for reader, source in zip(ids[readers].tolist(), ids[take[readers]].tolist()):
             cells = flow.get(source)
             if cells:
@@ -141,8 +143,12 @@ class Call:
         all of them (`scope` "all"), those up to the lane ("inclusive") or before it."""
         if self.flows is None:
             return
-        ids, flow, out = self.lanes.indices().tolist(), self.flows[arg], self.f.m.flow
-        rows = self.layout.row.tolist()
+        ids, flow, out = self.lanes.indices(), self.flows[arg], self.f.m.flow
+        rows = self.layout.row
+        if self.f.m.lane_traced is not None:  # groups lie within threadgroups
+            keep = self.f.m.lane_traced[ids]
+            ids, rows = ids[keep], rows[keep]
+        ids, rows = ids.tolist(), rows.tolist()
         gathered: dict[int, set] = {}
         for lane, row in zip(ids, rows):
             running = gathered.setdefault(row, set())

@@ -459,8 +459,8 @@ class StatementCompiler:
             if vev is not None:
                 v = vev(f, lanes)
                 if m.trace is not None:
-                    f.ret_sources.update(zip(lanes.indices().tolist(),
-                                             m.sources(lanes.indices())))
+                    traced = m.traced(lanes.indices())
+                    f.ret_sources.update(zip(traced.tolist(), m.sources(traced)))
                 if isinstance(rt, PointerType):
                     if f.ret is None:
                         f.ret = PtrSlot(v.region, m.batch.size)

@@ -28,7 +28,7 @@ import numpy as np
 from metalsim.report import Report
 from metalsim.viz import style
 from metalsim.viz.model import Access, Edge, TraceView, logical_index, simd_group
-from metalsim.viz.svg import MONO, Diagram, Svg, num
+from metalsim.viz.svg import MONO, Diagram, Svg, escape, num
 
 WRAP = 32            # a 1-D buffer wraps after this many cells (one SIMD-group's worth)
 ROW_WIDTH = 560.0    # the width a frame's widest grid is scaled to fit
@@ -44,6 +44,11 @@ PAGE_WIDTH = 1300.0   # frames wrap to a new row past this width
 HEADER_WIDTH = 830.0
 STRIP_LEFT = 110.0    # room for the strip's labels
 MAX_PATHS = 600      # a frame with more arrows draws only the selected threads' arrows
+DEFAULT_THREADGROUPS = 4
+MAX_DRAWN_CELLS = 400  # above this, a diagram draws one threadgroup (keeps notebooks small)
+CROP_CELLS = 400      # a frame above this draws only the rows/columns its threadgroup touched
+WINDOW_MAX = 32       # ... and at most this many of them
+FRAME_CELLS = 1500    # threadgroup-memory phases past this many cells in a frame are not drawn
 
 SCORE_NAMES = (("global_reads", "global reads"), ("global_writes", "global writes"),
                ("threadgroup_reads", "threadgroup reads"),
@@ -66,32 +71,43 @@ class Selection:
                 and (self.phase is None or a.phase == self.phase))
 
 
-def draw(run: object, *, inputs: Sequence | Mapping | None = None, max_threadgroups: int = 4,
+def draw(run: object, *, inputs: Sequence | Mapping | None = None,
+         max_threadgroups: int | None = None,
          threadgroups: Sequence[int] | None = None, title: str | None = None,
-         budget: Mapping[str, int] | None = None, selection: Selection | None = None
+         budget: Mapping[str, int] | None = None, selection: Selection | None = None,
+         wrong: Mapping[str, Mapping[int, object]] | None = None, others: str | None = None
          ) -> Diagram:
     """The diagram of `run` (a `metalsim.simulate(..., trace=True)` result, or its Report).
 
     `inputs` (the call's inputs, a list in order or a dict by name) labels input cells with
     values; output cells show the run's outputs. At most `max_threadgroups` threadgroups are
-    drawn: those with findings first, then the first and the last, then in order; or exactly
-    `threadgroups` (linear ids). `budget` (max per thread, by count name) marks the score table.
+    drawn (by default 4, or 1 when their cells would exceed `MAX_DRAWN_CELLS`): those with findings
+    first, then the first and the last, then in order; or exactly `threadgroups` (linear ids).
+    A run traced for some threadgroups only (`trace=[...]`) draws those. `budget` (max per
+    thread, by count name) marks the score table. `wrong` marks output cells that differ from
+    the expected output: buffer -> {flat element: expected value}. `others` says how to see the
+    threadgroups left out (default: the `draw(run, threadgroups=[k])` call).
     """
     report: Report = getattr(run, "report", run)
     if report.trace is None:
         return _draw_summary(report, title, budget)
     view = TraceView(report)
+    traced = report.traced_threadgroups
     groups = (sorted(set(threadgroups)) if threadgroups is not None
               else choose_threadgroups(view, max_threadgroups))
     for g in groups:
         if not 0 <= g < view.threadgroup_count:
             raise ValueError(f"threadgroup {g} does not exist: the launch has "
                              f"{view.threadgroup_count} threadgroups")
+        if traced is not None and g not in traced:
+            raise ValueError(f"threadgroup {g} was not traced: this run traced threadgroup(s) "
+                             f"{', '.join(map(str, traced))} (simulate(..., trace=[{g}]) "
+                             "traces it)")
     values = _values(report, inputs, getattr(run, "outputs", None))
     svg = Svg()
-    y = _draw_header(svg, report, view, groups, title, budget)
+    y = _draw_header(svg, report, view, groups, title, budget, others)
     x, row_h, right = PAD, 0.0, HEADER_WIDTH
-    for frame in (_Frame(view, g, values, selection) for g in groups):
+    for frame in (_Frame(view, g, values, selection, wrong or {}) for g in groups):
         if x > PAD and x + frame.width > PAGE_WIDTH - PAD:
             x, y, row_h = PAD, y + row_h + PAD, 0.0
         frame.render(svg, x, y)
@@ -101,9 +117,49 @@ def draw(run: object, *, inputs: Sequence | Mapping | None = None, max_threadgro
     return Diagram(svg.document(right, height), right, height)
 
 
-def choose_threadgroups(view: TraceView, limit: int) -> list[int]:
+def frame_cells(view: TraceView, g: int) -> int:
+    """How many cells threadgroup `g`'s frame draws (threadgroup memory once per phase)."""
+    cells = 0
+    for name, b in view.buffers.items():
+        copies = len(view.phases(g, name)) if b["space"] == "threadgroup" else 1
+        cells += math.prod(b["shape"]) * copies
+    return cells
+
+
+def choose_threadgroups(view: TraceView, limit: int | None = None) -> list[int]:
     """Threadgroups worth showing: those findings name, then the first, the last (often a
-    partial edge threadgroup), then in order."""
+    partial edge threadgroup), then in order; only traced ones. At most `limit`; by default
+    4, or just the first when their frames would draw more than `MAX_DRAWN_CELLS` cells."""
+    ranked = _ranked_threadgroups(view)
+    traced = view.report.traced_threadgroups
+    if traced is not None:
+        ranked = sorted(traced, key=ranked.index)
+    chosen = ranked[:max(1, limit or DEFAULT_THREADGROUPS)]
+    if (limit is None and len(chosen) > 1
+            and sum(frame_cells(view, g) for g in chosen) > MAX_DRAWN_CELLS):
+        chosen = chosen[:1]
+    return sorted(chosen)
+
+
+def threadgroups_to_trace(run: object, limit: int | None = None) -> list[int]:
+    """The threadgroups `draw(..., max_threadgroups=limit)` would show, read off an untraced
+    run: trace only these (`simulate(..., trace=threadgroups_to_trace(run))`) to draw the
+    launch cheaply. By default as `draw`: 4, or 1 when their frames would be too large (each
+    estimated with threadgroup memory drawn once per barrier passed, plus one)."""
+    report = getattr(run, "report", run)
+    view = TraceView(report)
+    chosen = _ranked_threadgroups(view)[:max(1, limit or DEFAULT_THREADGROUPS)]
+    if limit is None and len(chosen) > 1:
+        copies = int(report.counts["barriers"].max(initial=0)) + 1
+        cells = sum(math.prod(b["shape"]) * (copies if b["space"] == "threadgroup" else 1)
+                    for b in report.buffers.values())
+        if cells * len(chosen) > MAX_DRAWN_CELLS:
+            chosen = chosen[:1]
+    return sorted(chosen)
+
+
+def _ranked_threadgroups(view: TraceView) -> list[int]:
+    """Every threadgroup, most worth showing first (see `choose_threadgroups`)."""
     wanted: list[int] = []
     for d in view.report.diagnostics:
         for x, y, z in d.threads:
@@ -111,13 +167,7 @@ def choose_threadgroups(view: TraceView, limit: int) -> list[int]:
             wanted.append(view.threadgroup_of(z * gx * gy + y * gx + x))
         wanted += [owner for _, owner, _ in d.cells if owner >= 0]
     wanted += [0, view.threadgroup_count - 1, *range(view.threadgroup_count)]
-    chosen: list[int] = []
-    for g in wanted:
-        if len(chosen) >= max(1, limit):
-            break
-        if 0 <= g < view.threadgroup_count and g not in chosen:
-            chosen.append(g)
-    return sorted(chosen)
+    return list(dict.fromkeys(g for g in wanted if 0 <= g < view.threadgroup_count))
 
 
 # --- values ---------------------------------------------------------------------------------
@@ -175,7 +225,8 @@ def _launch_line(report: Report, count: int) -> str:
 
 
 def _draw_header(svg: Svg, report: Report, view: TraceView | None, groups: Sequence[int],
-                 title: str | None, budget: Mapping[str, int] | None) -> float:
+                 title: str | None, budget: Mapping[str, int] | None,
+                 others: str | None = None) -> float:
     """Title, launch, score table, findings and legend; returns the y below them."""
     y = PAD
     if title:
@@ -189,7 +240,8 @@ def _draw_header(svg: Svg, report: Report, view: TraceView | None, groups: Seque
         omitted = count - len(groups)
         shown = ", ".join(str(g) for g in groups)
         note = (f"showing threadgroup{'s' if len(groups) != 1 else ''} {shown}"
-                + (f" ({omitted} omitted)" if omitted else ""))
+                + (f" of {count}; to see threadgroup k: "
+                   f"{others or 'draw(run, threadgroups=[k])'}" if omitted else ""))
         svg.text(PAD, y + 12, note, 12, class_="shown", data_omitted=omitted, fill=style.MUTED)
         y += 20
     y = _draw_scores(svg, report, budget, y + 4)
@@ -292,6 +344,26 @@ class _Grid:
     ghosts: list[int] = field(default_factory=list)
     x: float = 0.0
     y: float = 0.0
+    # A window of the buffer (large frames draw only the rows and columns their threadgroup
+    # touched): its first row and column; `rows`/`cols` are then the window's size.
+    r0: int = 0
+    c0: int = 0
+    full_cols: int = 0
+
+    def __post_init__(self) -> None:
+        self.full_cols = self.full_cols or self.cols
+
+    def elements(self) -> list[int]:
+        """The elements drawn, row by row."""
+        size = math.prod(self.shape)
+        return [e for r in range(self.rows) for c in range(self.cols)
+                if (e := (self.r0 + r) * self.full_cols + self.c0 + c) < size]
+
+    def drawn(self, element: int) -> bool:
+        if not 0 <= element < math.prod(self.shape):
+            return False
+        r, c = divmod(element, self.full_cols)
+        return self.r0 <= r < self.r0 + self.rows and self.c0 <= c < self.c0 + self.cols
 
     @property
     def two_d(self) -> bool:
@@ -317,8 +389,9 @@ class _Grid:
         return self.top + self.rows * self.cs + bottom + (self.cs + 6 if self.ghosts else 0.0)
 
     def origin(self, element: int) -> tuple[float, float]:
-        r, c = divmod(element, self.cols)
-        return self.x + self.left + c * self.cs, self.y + self.top + r * self.cs
+        r, c = divmod(element, self.full_cols)
+        return (self.x + self.left + (c - self.c0) * self.cs,
+                self.y + self.top + (r - self.r0) * self.cs)
 
     @property
     def bottom_indices(self) -> bool:
@@ -342,8 +415,9 @@ class _Frame:
     """One threadgroup: its threads, then inputs, threadgroup memory by phase, outputs."""
 
     def __init__(self, view: TraceView, g: int, values: dict[str, np.ndarray],
-                 selection: Selection | None) -> None:
-        self.view, self.g, self.values = view, g, values
+                 selection: Selection | None, wrong: Mapping[str, Mapping[int, object]]
+                 ) -> None:
+        self.view, self.g, self.values, self.wrong = view, g, values, wrong
         self.selection = selection if selection and selection.threadgroup == g else None
         self.accesses = view.accesses([g])
         self.readers: dict[tuple, list[int]] = {}
@@ -351,22 +425,44 @@ class _Frame:
         self.lines: dict[tuple, set] = {}
         self.selected: dict[tuple, set] = {}
         self.held: dict[tuple, object] = {}   # threadgroup-memory copy -> value after its phase
-        for a in self.accesses:
-            copy = view.copy_of(a)
-            if view.is_threadgroup_memory(a.buffer) and a.value is not None:
+        # With threads or a phase selected, a cell shows what the selection read or wrote
+        # there (another thread may change it later in the same phase).
+        self.seen: dict[tuple, object] = {}
+        narrowed = self.selection is not None and (self.selection.threads is not None
+                                                   or self.selection.phase is not None)
+        shared = {name: view.is_threadgroup_memory(name) for name in view.buffers}
+        for a in self.accesses:  # (the hot loop of a large frame: kept plain)
+            in_shared = shared[a.buffer]
+            copy = (a.buffer, a.element, a.phase if in_shared else None)
+            if in_shared and a.value is not None:
                 self.held[copy] = a.value
-            who = self.writers if a.writes else self.readers
-            if a.local not in who.setdefault(copy, []):
-                who[copy].append(a.local)
-            self.lines.setdefault(copy, set()).add(a.line)
+            writes = a.kind != "read"
+            who = (self.writers if writes else self.readers).setdefault(copy, [])
+            if a.local not in who:
+                who.append(a.local)
+            lines = self.lines.get(copy)
+            if lines is None:
+                lines = self.lines[copy] = set()
+            lines.add(a.line)
             if self.selection and self.selection.covers(a):
-                self.selected.setdefault(copy, set()).add("write" if a.writes else "read")
+                if narrowed and a.value is not None:
+                    self.seen[copy] = a.value
+                self.selected.setdefault(copy, set()).add("write" if writes else "read")
         self.written_anywhere = view.written_elements()
-        self.edges = view.edges(g)
-        self.path_count = sum(len(e.source_phases) for e in self.edges)
-        self.hidden_paths = self.path_count if self.path_count > MAX_PATHS else 0
+        # Sources per write bound the arrows: far too many are not worth building, as only
+        # the selected threads' would be drawn.
+        bound = sum(len(a.sources) for a in self.accesses if a.writes)
+        if bound > 4 * MAX_PATHS:
+            chosen = self.selection.threads if self.selection else None
+            self.edges = view.edges(g, chosen) if chosen else []
+            self.path_count = self.hidden_paths = bound
+        else:
+            self.edges = view.edges(g)
+            self.path_count = sum(len(e.source_phases) for e in self.edges)
+            self.hidden_paths = self.path_count if self.path_count > MAX_PATHS else 0
         self.flags, self.ghost_kinds = self._findings()
         self.rows = self._layout()
+        self._grids = {(grid.buffer, grid.phase): grid for row in self.rows for grid in row}
 
     # findings: which drawn copies (and which cells past the end) each diagnostic names
     def _findings(self) -> tuple[dict[tuple, list[str]], dict[str, dict[int, list[str]]]]:
@@ -418,9 +514,7 @@ class _Frame:
                  *(("phase", by_phase[p]) for p in sorted(by_phase)),
                  ("output", roles["output"])]
         specs = [(kind, spec) for kind, spec in specs if spec]
-        widest = max((_grid_shape(view.buffers[n]["shape"])[1] for _, spec in specs
-                      for n, _ in spec), default=1)
-        cs = max(CELL_MIN, min(CELL_MAX, math.floor(ROW_WIDTH / max(1, widest))))
+        windows = self._windows() if frame_cells(view, g) > CROP_CELLS else {}
         rows: list[tuple[str, list[_Grid]]] = []
         for kind, spec in specs:
             row = []
@@ -433,8 +527,23 @@ class _Frame:
                 else:
                     label = f"{name}  (threadgroup, phase {phase})"
                 gh = sorted(ghosts.get(name, {})) if phase is None else []
-                row.append(_Grid(name, phase, tuple(b["shape"]), r, c, cs, label, gh))
+                grid = _Grid(name, phase, tuple(b["shape"]), r, c, CELL_MAX, label, gh)
+                window = windows.get((name, phase))
+                if window is not None and (window[1] - window[0], window[3] - window[2]) != (r, c):
+                    grid.r0, grid.rows, grid.c0, grid.cols = (
+                        window[0], window[1] - window[0], window[2], window[3] - window[2])
+                    end = min(math.prod(b["shape"]), (grid.r0 + grid.rows) * c)
+                    shown = (f"[{grid.r0}:{grid.r0 + grid.rows}, {grid.c0}:{grid.c0 + grid.cols}]"
+                             if grid.two_d else f"[{grid.r0 * c}:{end}]")
+                    grid.label += f" {shown} shown"
+                row.append(grid)
             rows.append((kind, row))
+        rows = self._within_budget(rows)
+        widest = max((grid.cols for _, row in rows for grid in row), default=1)
+        cs = max(CELL_MIN, min(CELL_MAX, math.floor(ROW_WIDTH / max(1, widest))))
+        for _, row in rows:
+            for grid in row:
+                grid.cs = cs
         self.barriers: list[tuple[float, float | None, float, int, int]] = []
         top = FRAME_PAD + 22 + self._strip_size()[1] + 14
         if any(grid.two_d for _, row in rows for grid in row):
@@ -442,8 +551,50 @@ class _Frame:
         else:
             right, bottom = self._place_rows(rows, top)
         self.width = max(right + FRAME_PAD, self._strip_size()[0] + 2 * FRAME_PAD, 260.0)
-        self.height = bottom + FRAME_PAD + 4 + (18.0 if self.hidden_paths else 0.0)
+        self.height = (bottom + FRAME_PAD + 4 + (18.0 if self.hidden_paths else 0.0)
+                       + (18.0 if self.phases_left_out else 0.0))
         return [row for _, row in rows]
+
+    def _within_budget(self, rows: list[tuple[str, list[_Grid]]]
+                       ) -> list[tuple[str, list[_Grid]]]:
+        """Threadgroup-memory phases in order while the frame's cells stay within
+        `FRAME_CELLS`; the later ones are left to the explorer (and said so)."""
+        self.phases_left_out: list[int] = []
+        used = sum(grid.rows * grid.cols for kind, row in rows if kind != "phase"
+                   for grid in row)
+        wanted = self.selection.phase if self.selection else None
+        kept = []
+        for kind, row in rows:
+            if kind == "phase" and row[0].phase != wanted:
+                cells = sum(grid.rows * grid.cols for grid in row)
+                if self.phases_left_out or (used + cells > FRAME_CELLS
+                                            and any(k == "phase" for k, _ in kept)):
+                    self.phases_left_out.append(row[0].phase)
+                    continue
+                used += cells
+            kept.append((kind, row))
+        return kept
+
+    def _windows(self) -> dict[tuple[str, int | None], tuple[int, int, int, int]]:
+        """Per drawn copy (buffer, phase), the rows [r0, r1) and columns [c0, c1) that hold the
+        cells this threadgroup touched or a finding names (1-D buffers keep whole rows)."""
+        touched: dict[tuple[str, int | None], list[int]] = {}
+        for buffer, element, phase in [*self.readers, *self.writers, *self.flags]:
+            touched.setdefault((buffer, phase), []).append(element)
+        windows = {}
+        for (buffer, phase), elements in touched.items():
+            shape = tuple(self.view.buffers[buffer]["shape"])
+            rows, cols = _grid_shape(shape)
+            inside = [e for e in elements if 0 <= e < math.prod(shape)]
+            if not inside or not cols:
+                continue
+            r = [e // cols for e in inside]
+            two_d = len(shape) > 1 and math.prod(shape[:-1]) > 1
+            c = [e % cols for e in inside] if two_d else [0, cols - 1]
+            # At most WINDOW_MAX rows and columns, from the first touched one.
+            windows[(buffer, phase)] = (min(r), min(max(r) + 1, min(r) + WINDOW_MAX),
+                                        min(c), min(max(c) + 1, min(c) + WINDOW_MAX))
+        return windows
 
     def _place_rows(self, rows: list[tuple[str, list[_Grid]]], y: float) -> tuple[float, float]:
         """1-D buffers: everything in one column, time running down (inputs, threadgroup
@@ -534,6 +685,13 @@ class _Frame:
         for grid in grids:
             self._render_grid(svg, grid)
         self._render_arrows(svg, x0, y0)
+        if self.phases_left_out:
+            left_out = self.phases_left_out
+            bottom = y0 + self.height - FRAME_PAD - (18.0 if self.hidden_paths else 0.0)
+            svg.text(x0 + FRAME_PAD, bottom, f"threadgroup memory in phases {left_out[0]}–"
+                     f"{left_out[-1]} is not drawn (too many cells): the explorer's phase "
+                     "choice shows each one", 11, fill=style.MUTED, class_="phases-omitted",
+                     data_phases=" ".join(map(str, left_out)))
         for grid in grids:
             self._render_labels(svg, grid)
         self._render_flags(svg)
@@ -541,6 +699,7 @@ class _Frame:
 
     def _render_strip(self, svg: Svg, x: float, y: float) -> None:
         n, per_row, step, row_step = self._strip_geometry()
+        threads = self.view.threads_of(self.g)
         r = 5.0 if n <= 64 else 3.6
         svg.open("g", class_="threads")
         svg.text(x, y + 10, "threads", 11, fill=style.MUTED)
@@ -555,7 +714,7 @@ class _Frame:
             if focus:
                 svg.el("circle", cx=cx, cy=cy, r=r + 2.5, fill="none", stroke=style.READ_FOCUS,
                        stroke_width=1.5, class_="selected-thread")
-            style.marker(svg, cx, cy, r, local, data_thread=self.view.threads_of(self.g)[local])
+            style.marker(svg, cx, cy, r, local, data_thread=threads[local])
             if n <= 64:
                 svg.text(cx, cy + r + 8, str(local), 7, fill=style.MUTED, text_anchor="middle")
         svg.close("g")
@@ -574,41 +733,55 @@ class _Frame:
         b = view.buffers[grid.buffer]
         values = self.values.get(grid.buffer)
         written = self.written_anywhere.get(grid.buffer, set()) if b["role"] == "output" else None
+        # Values' font and the cells' stroke width are inherited from the buffer's group.
         svg.open("g", class_="buffer", data_buffer=grid.buffer, data_role=b["role"],
                  data_phase=grid.phase, data_threadgroup=g,
-                 data_shape=" ".join(map(str, grid.shape)))
-        size = math.prod(grid.shape)
+                 data_shape=" ".join(map(str, grid.shape)), font_family=MONO,
+                 stroke_width=0.8)
         value_size = min(10.0, cs * 0.34)
-        for e in range(size):
+        # The hot loop of a diagram: elements written as text directly (same output as Svg.el).
+        add = svg.parts.append
+        size, phase = num(cs), "" if grid.phase is None else f' data-phase="{grid.phase}"'
+        wrong = self.wrong.get(grid.buffer, {}) if grid.phase is None else {}
+        for e in grid.elements():
             copy = (grid.buffer, e, grid.phase)
             readers, writers = self.readers.get(copy, []), self.writers.get(copy, [])
             x, y = grid.origin(e)
             index = logical_index(grid.shape, e)
-            klass = "cell" + ("" if readers or writers else " untouched") + \
-                (" read" if readers else "") + (" written" if writers else "")
-            svg.open("g", class_=klass, data_buffer=grid.buffer, data_element=e,
-                     data_index=",".join(map(str, index)), data_threadgroup=g,
-                     data_phase=grid.phase)
+            expected = wrong.get(e)
+            touched = bool(readers or writers)
+            klass = "cell" + ("" if touched else " untouched") + \
+                (" read" if readers else "") + (" written" if writers else "") + \
+                (" wrong" if expected is not None else "")
+            extra = "" if expected is None else f' data-expected="{format_value(expected)}"'
+            add(f'<g class="{klass}" data-buffer="{grid.buffer}" data-element="{e}" '
+                f'data-index="{",".join(map(str, index))}" data-threadgroup="{g}"{phase}{extra}>')
             fill = (style.thread_tint(writers[0]) if writers else
                     "white" if readers else style.UNTOUCHED_FILL)
-            svg.el("rect", x=x, y=y, width=cs, height=cs, fill=fill,
-                   stroke=style.MUTED if readers or writers else style.FAINT, stroke_width=0.8)
-            if b["space"] == "threadgroup":
+            add(f'<rect x="{num(x)}" y="{num(y)}" width="{size}" height="{size}" fill="{fill}" '
+                f'stroke="{style.MUTED if touched else style.FAINT}"/>')
+            if copy in self.seen:
+                text = format_value(self.seen[copy])
+            elif b["space"] == "threadgroup":
                 held = self.held.get(copy)
                 text = format_value(held) if held is not None else ""
             else:
                 text = format_value(values[e]) if values is not None and (
-                    written is None or e in written) else ""
+                    written is None or e in written or expected is not None) else ""
             # monospace glyphs are about 0.6 em wide: shrink to fit, or leave to the tooltip
             fit = min(value_size, (cs - 3) / (0.6 * max(1, len(text))))
             shown = bool(text) and cs >= 15 and fit >= 5.5
             if shown:
-                svg.text(x + cs / 2, y + cs * 0.5 + fit * 0.2, text, fit, font_family=MONO,
-                         text_anchor="middle", class_="value",
-                         fill=style.INK if readers or writers else style.MUTED)
+                add(f'<text x="{num(x + cs / 2)}" y="{num(y + cs * 0.5 + fit * 0.2)}" '
+                    f'font-size="{num(fit)}" text-anchor="middle" '
+                    f'class="value" fill="{style.INK if touched else style.MUTED}">'
+                    f'{escape(text)}</text>')
             self._render_markers(svg, x, y, cs, readers, writers, shown)
-            svg.el("title", self._tooltip(grid, e, index, text, readers, writers))
-            svg.close("g")
+            tooltip = self._tooltip(grid, e, index, text, readers, writers)
+            if expected is not None:
+                self._render_wrong(svg, x, y, cs, format_value(expected))
+                tooltip += f" · wrong: expected {format_value(expected)}"
+            add(f"<title>{escape(tooltip)}</title></g>")
         for e in grid.ghosts:
             self._render_ghost(svg, grid, e)
         svg.close("g")
@@ -626,21 +799,33 @@ class _Frame:
             svg.text(grid.x + len(grid.label) * 6.6 + 8, grid.y + 11, "⚠ " + ", ".join(kinds),
                      11, fill=style.ERROR, font_weight="bold", class_="diagnostic-label")
         cs = grid.cs
+        first = grid.r0 * grid.full_cols + grid.c0  # the window's first element
         if grid.two_d and cs >= 12:
-            for c in range(grid.cols):
-                x, y = grid.origin(c)
+            for c in range(grid.c0, grid.c0 + grid.cols):
+                x, y = grid.origin(grid.r0 * grid.full_cols + c)
                 svg.text(x + cs / 2, y - 3, str(c), 8, fill=style.MUTED, text_anchor="middle")
         if grid.rows > 1 and cs >= 12:
-            for r in range(grid.rows):
-                x, y = grid.origin(r * grid.cols)
-                label = str(r) if grid.two_d else str(r * grid.cols)
+            for r in range(grid.r0, grid.r0 + grid.rows):
+                x, y = grid.origin(r * grid.full_cols + grid.c0)
+                label = str(r) if grid.two_d else str(r * grid.full_cols)
                 svg.text(x - 3, y + cs / 2 + 3, label, 8, fill=style.MUTED, text_anchor="end")
         if grid.bottom_indices:
-            for e in range(grid.cols):
+            for e in range(first, first + grid.cols):
                 x, y = grid.origin(e)
                 svg.text(x + cs / 2, y + cs + 9, str(e), 8, fill=style.MUTED,
                          text_anchor="middle")
         svg.close("g")
+
+    @staticmethod
+    def _render_wrong(svg: Svg, x: float, y: float, cs: float, expected: str) -> None:
+        """A wrong output cell: a red border, and the expected value in its top-right corner
+        (where it fits; the tooltip always has it)."""
+        svg.el("rect", x=x + 0.6, y=y + 0.6, width=cs - 1.2, height=cs - 1.2, fill="none",
+               stroke=style.ERROR, stroke_width=1.6, class_="wrong-mark")
+        size = min(8.0, (cs - 2) / (0.6 * max(1, len(expected) + 1)))
+        if cs >= 15 and size >= 5:
+            svg.text(x + cs - 1.5, y + size, f"≠{expected}", size, font_family=MONO,
+                     text_anchor="end", fill=style.ERROR, class_="expected")
 
     def _render_markers(self, svg: Svg, x: float, y: float, cs: float, readers: list[int],
                         writers: list[int], value_shown: bool) -> None:
@@ -690,11 +875,7 @@ class _Frame:
         svg.close("g")
 
     def _grid_of(self, buffer: str, phase: int | None) -> _Grid | None:
-        for row in self.rows:
-            for grid in row:
-                if grid.buffer == buffer and grid.phase == phase:
-                    return grid
-        return None
+        return self._grids.get((buffer, phase))
 
     def _render_arrows(self, svg: Svg, x0: float, y0: float) -> None:
         edges = self.edges
@@ -702,7 +883,8 @@ class _Frame:
             sel = self.selection
             edges = [e for e in edges if sel and sel.threads and sel.threads & e.threads]
             svg.text(x0 + FRAME_PAD, y0 + self.height - FRAME_PAD,
-                     f"{self.hidden_paths:,} arrows are too many to draw: the explorer "
+                     f"{'up to ' * (self.hidden_paths > 4 * MAX_PATHS)}{self.hidden_paths:,} "
+                     "arrows are too many to draw: the explorer "
                      "(metalsim.viz.Explorer) shows those of one thread or SIMD-group.", 11,
                      fill=style.MUTED, class_="arrows-omitted", data_paths=self.hidden_paths)
         svg.open("g", class_="arrows")
@@ -715,7 +897,8 @@ class _Frame:
         target = self._grid_of(tb, tp)
         phases = sorted(edge.source_phases, key=lambda p: -1 if p is None else p)
         sources = [(p, self._grid_of(edge.source[0], p)) for p in phases]
-        if target is None or any(s is None for _, s in sources):
+        if (target is None or not target.drawn(te)
+                or any(s is None or not s.drawn(edge.source[1]) for _, s in sources)):
             return
         threads = sorted(edge.threads)
         sel = self.selection
@@ -738,9 +921,10 @@ class _Frame:
                 opacity, width = (0.95, 1.3) if focus(phase) else (0.1, 0.9)
             path, head = _curve(grid.box(edge.source[1]), target.box(te))
             # per-element opacity: a group opacity costs renderers an offscreen layer each
-            svg.el("path", d=path, fill="none", stroke=colour, stroke_width=width,
-                   stroke_opacity=opacity)
-            svg.el("polygon", points=head, fill=colour, fill_opacity=opacity)
+            svg.parts.append(
+                f'<path d="{path}" fill="none" stroke="{colour}" stroke-width="{width}" '
+                f'stroke-opacity="{opacity}"/><polygon points="{head}" fill="{colour}" '
+                f'fill-opacity="{opacity}"/>')
         svg.close("g")
 
     def _render_flags(self, svg: Svg) -> None:
@@ -748,7 +932,7 @@ class _Frame:
                 self.flags.items(), key=lambda kv: (kv[0][0], -1 if kv[0][2] is None
                                                     else kv[0][2], kv[0][1])):
             grid = self._grid_of(buffer, phase)
-            if grid is None:
+            if grid is None or not grid.drawn(element):
                 continue
             x, y = grid.origin(element)
             svg.el("rect", x=x - 1.5, y=y - 1.5, width=grid.cs + 3, height=grid.cs + 3,
@@ -759,7 +943,7 @@ class _Frame:
                 self.selected.items(), key=lambda kv: (kv[0][0], -1 if kv[0][2] is None
                                                        else kv[0][2], kv[0][1])):
             grid = self._grid_of(buffer, phase)
-            if grid is None:
+            if grid is None or not grid.drawn(element):
                 continue
             x, y = grid.origin(element)
             colour = style.WRITE_FOCUS if "write" in kinds else style.READ_FOCUS

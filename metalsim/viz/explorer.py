@@ -3,13 +3,18 @@
 The state lives in plain attributes (`selection`, `view_svg`, `listing`, `counts`), updated by
 `select(...)`; the ipywidgets controls only call `select`, so the explorer is testable without
 a browser or a kernel. Each access is listed with the value it read or wrote, in device and
-threadgroup memory alike.
+threadgroup memory alike; accesses past the end of a buffer and accesses to a cell a race
+finding names are listed too, flagged.
+
+A run traced for some threadgroups only (`simulate(..., trace=[...])`) can be explored with a
+`retrace(threadgroup)` function that re-runs the launch tracing that threadgroup; choosing a
+threadgroup the run did not trace calls it.
 """
 
 from __future__ import annotations
 
 import html
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from metalsim.report import COUNT_NAMES
@@ -18,6 +23,8 @@ from metalsim.viz.model import TraceView, logical_index, simd_group
 
 _KEEP = object()  # `select` argument not given: keep the current choice
 _LISTED_ROWS = 200  # rows the HTML listing shows; `listing` keeps them all
+ALL = "all"         # the dropdowns' "every thread / SIMD-group / phase" choice
+_FLAGGED = " class='flagged' style='color:#d62728'"  # a listed out-of-bounds or racing access
 
 
 @dataclass(frozen=True)
@@ -31,30 +38,50 @@ class ListedAccess:
     line: int | None
     code: str             # the source line, stripped
     value: str            # "" where the trace does not know it
+    flag: str = ""        # "out of bounds" (not performed) or "race"
 
 
 class Explorer:
     """An ipywidgets explorer of a traced run (`simulate(..., trace=True)`).
 
-    `inputs` labels input values; `kernel` (the `metalsim.Kernel`) supplies the source lines.
-    Display it in a notebook as the last expression of a cell, or `display(explorer.widget)`.
+    `inputs` labels input values; `kernel` (the `metalsim.Kernel`) supplies the source lines;
+    `retrace(threadgroup)` re-runs the launch tracing that threadgroup (see the module
+    docstring). Display it in a notebook as the last expression of a cell, or
+    `display(explorer.widget)`.
     """
 
     def __init__(self, run: object, inputs: Sequence | Mapping | None = None,
-                 kernel: object | None = None) -> None:
-        self.run = run
-        self.report = getattr(run, "report", run)
-        if self.report.trace is None:
-            raise ValueError("the explorer needs a traced run: "
-                             "metalsim.simulate(..., trace=True)")
+                 kernel: object | None = None,
+                 retrace: Callable[[int], object] | None = None) -> None:
+        self._use_run(run)
         self.inputs = inputs
-        self.view = TraceView(self.report)
+        self._retrace = retrace
         spec = getattr(kernel, "spec", None)
         self._lines = {"source": (getattr(spec, "source", "") or "").split("\n"),
                        "header": (getattr(spec, "header", "") or "").split("\n")}
-        self.threadgroup, self.thread, self.simdgroup, self.phase = 0, None, None, None
+        traced = self.report.traced_threadgroups
+        self.threadgroup = traced[0] if traced else 0
+        self.thread, self.simdgroup, self.phase = None, None, None
         self._widget = None
         self._update()
+
+    def _use_run(self, run: object) -> None:
+        report = getattr(run, "report", run)
+        if report.trace is None:
+            raise ValueError("the explorer needs a traced run: "
+                             "metalsim.simulate(..., trace=True)")
+        self.run, self.report, self.view = run, report, TraceView(report)
+        self._race_cells = {cell for d in report.diagnostics if d.kind == "race"
+                            for cell in d.cells}
+
+    def _ensure_traced(self, threadgroup: int) -> None:
+        traced = self.report.traced_threadgroups
+        if traced is None or threadgroup in traced:
+            return
+        if self._retrace is None:
+            raise ValueError(f"threadgroup {threadgroup} was not traced: this run traced "
+                             f"{', '.join(map(str, traced))}")
+        self._use_run(self._retrace(threadgroup))
 
     # --- state ----------------------------------------------------------------------------
     def select(self, threadgroup: int | object = _KEEP, thread: int | None | object = _KEEP,
@@ -67,6 +94,7 @@ class Explorer:
             if not 0 <= threadgroup < self.view.threadgroup_count:
                 raise ValueError(f"threadgroup {threadgroup} does not exist: the launch has "
                                  f"{self.view.threadgroup_count}")
+            self._ensure_traced(threadgroup)
             self.threadgroup = threadgroup
         size = len(self.view.threads_of(self.threadgroup))
         # An edge threadgroup may be smaller: drop choices it does not have.
@@ -124,8 +152,12 @@ class Explorer:
         value = format_value(a.value) if a.value is not None else ""
         lines = self._lines.get(a.section or "", [])
         code = lines[a.line - 1].strip() if a.line and 0 < a.line <= len(lines) else ""
+        owner = a.threadgroup if self.view.is_threadgroup_memory(a.buffer) else -1
+        flag = ("out of bounds" if a.outside else
+                "race" if (a.buffer, owner, a.element) in self._race_cells else "")
         return ListedAccess(a.phase, a.local, a.kind,
-                            f"{a.buffer}[{']['.join(map(str, index))}]", a.line, code, value)
+                            f"{a.buffer}[{']['.join(map(str, index))}]", a.line, code, value,
+                            flag)
 
     def _counts(self, sel: Selection) -> dict[str, int]:
         """Counts of the chosen thread, or the maximum over the chosen threads."""
@@ -154,14 +186,17 @@ class Explorer:
         import ipywidgets as w
 
         count = self.view.threadgroup_count
+        # The labels' own width, so that "threadgroup" is not cut off.
+        fit = {"style": {"description_width": "initial"},
+               "layout": w.Layout(width="max-content")}
         if count <= 256:
             tg = w.Dropdown(options=[(f"{g} {self.view.tg_position(g)}", g)
-                                     for g in range(count)], description="threadgroup")
+                                     for g in range(count)], description="threadgroup", **fit)
         else:  # a dropdown of thousands of entries is unusable
-            tg = w.BoundedIntText(min=0, max=count - 1, description="threadgroup")
-        self.controls = {"threadgroup": tg, "thread": w.Dropdown(description="thread"),
-                         "simdgroup": w.Dropdown(description="SIMD-group"),
-                         "phase": w.Dropdown(description="phase")}
+            tg = w.BoundedIntText(min=0, max=count - 1, description="threadgroup", **fit)
+        self.controls = {"threadgroup": tg, "thread": w.Dropdown(description="thread", **fit),
+                         "simdgroup": w.Dropdown(description="SIMD-group", **fit),
+                         "phase": w.Dropdown(description="phase", **fit)}
         self._svg, self._count_html, self._list_html = w.HTML(), w.HTML(), w.HTML()
         self._syncing = False
         for key, control in self.controls.items():
@@ -173,7 +208,8 @@ class Explorer:
     def _on_change(self, key: str):
         def handler(change: dict) -> None:
             if not self._syncing:
-                self.select(**{key: change["new"]})
+                value = change["new"]
+                self.select(**{key: None if value == ALL else value})
         return handler
 
     def _sync_widgets(self) -> None:
@@ -183,14 +219,15 @@ class Explorer:
             n = len(self.view.threads_of(self.threadgroup))
             c = self.controls
             c["threadgroup"].value = self.threadgroup
-            c["thread"].options = [("all", None)] + [(str(t), t) for t in range(n)]
-            c["thread"].value = self.thread
-            c["simdgroup"].options = [("all", None)] + [
+            # ipywidgets 8 shows a value of None as no selection: "all" is a real option.
+            c["thread"].options = [("all", ALL)] + [(str(t), t) for t in range(n)]
+            c["thread"].value = ALL if self.thread is None else self.thread
+            c["simdgroup"].options = [("all", ALL)] + [
                 (str(s), s) for s in range(simd_group(n - 1) + 1)]
-            c["simdgroup"].value = self.simdgroup
+            c["simdgroup"].value = ALL if self.simdgroup is None else self.simdgroup
             phases = sorted(set(self.phases()) | ({self.phase} - {None}))
-            c["phase"].options = [("all", None)] + [(str(p), p) for p in phases]
-            c["phase"].value = self.phase
+            c["phase"].options = [("all", ALL)] + [(str(p), p) for p in phases]
+            c["phase"].value = ALL if self.phase is None else self.phase
             self._svg.value = self.view_svg
             self._count_html.value = self.counts_html()
             self._list_html.value = self.listing_html()
@@ -205,11 +242,13 @@ class Explorer:
 
     def listing_html(self) -> str:
         head = ("<tr><th>phase</th><th>thread</th><th>access</th><th>cell</th><th>line</th>"
-                "<th>code</th><th>value</th></tr>")
+                "<th>code</th><th>value</th><th></th></tr>")
         rows = "".join(
-            f"<tr><td>{r.phase}</td><td>{r.thread}</td><td>{r.kind}</td>"
+            f"<tr{_FLAGGED if r.flag else ''}><td>{r.phase}</td>"
+            f"<td>{r.thread}</td><td>{r.kind}</td>"
             f"<td><code>{html.escape(r.cell)}</code></td><td>{r.line or ''}</td>"
-            f"<td><code>{html.escape(r.code)}</code></td><td>{html.escape(r.value)}</td></tr>"
+            f"<td><code>{html.escape(r.code)}</code></td><td>{html.escape(r.value)}</td>"
+            f"<td class='flag'>{'⚠ ' + r.flag if r.flag else ''}</td></tr>"
             for r in self.listing[:_LISTED_ROWS])
         more = (f"<p>... and {len(self.listing) - _LISTED_ROWS} more accesses</p>"
                 if len(self.listing) > _LISTED_ROWS else "")

@@ -28,9 +28,10 @@ SIMD_WIDTH = 32
 Copy = tuple[str, int, int | None]  # (buffer, element, phase or None)
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Access:
-    """One thread's access to one cell (a lane of a trace event)."""
+    """One thread's access to one cell (a lane of a trace event); read-only by convention
+    (not frozen: diagrams build tens of thousands, and frozen dataclasses are slow to build)."""
 
     kind: str                 # "read", "write" or "atomic"
     buffer: str
@@ -45,6 +46,7 @@ class Access:
     sources: frozenset = frozenset()   # for writes: cells (buffer, threadgroup or -1, element)
     order: int = 0            # index of the trace event (execution order)
     value: object = None      # the cell's value right after the access (a vector's components)
+    outside: bool = False     # past the end of the buffer: reported, not performed
 
     @property
     def writes(self) -> bool:
@@ -104,11 +106,13 @@ class TraceView:
     def accesses(self, groups: Iterable[int]) -> list[Access]:
         """Every access by threads of `groups` to a drawn buffer, in execution order."""
         out: list[Access] = []
+        groups = list(groups)
         for g in groups:
             if g not in self._cache:
                 self._cache[g] = self._expand(g)
             out.extend(self._cache[g])
-        out.sort(key=lambda a: a.order)
+        if len(groups) > 1:  # each group's accesses are already in order
+            out.sort(key=lambda a: a.order)
         return out
 
     def _expand(self, g: int) -> list[Access]:
@@ -121,15 +125,16 @@ class TraceView:
             if hit.size == 0:
                 continue
             sources, values = event.get("sources"), event.get("value")
-            for k in hit.tolist():
-                thread = int(event["thread"][k])
-                out.append(Access(
-                    kind=event["kind"], buffer=event["buffer"], space=event["space"],
-                    thread=thread, local=local_of[thread], threadgroup=g,
-                    element=int(event["element"][k]), phase=int(event["epoch"][k]),
-                    line=event["line"], section=event["section"],
-                    sources=sources[k] if sources is not None else frozenset(), order=order,
-                    value=values[k] if values is not None else None))
+            kind, buffer, space = event["kind"], event["buffer"], event["space"]
+            line, section, outside = event["line"], event["section"], event.get("outside", False)
+            lanes = zip(event["thread"][hit].tolist(), event["element"][hit].tolist(),
+                        event["epoch"][hit].tolist(),
+                        [sources[k] for k in hit.tolist()] if sources is not None
+                        else [frozenset()] * hit.size,
+                        list(values[hit]) if values is not None else [None] * hit.size)
+            out.extend(Access(kind, buffer, space, thread, local_of[thread], g, element, phase,
+                              line, section, cells, order, value, outside)
+                       for thread, element, phase, cells, value in lanes)
         return out
 
     def is_threadgroup_memory(self, buffer: str) -> bool:
@@ -138,9 +143,12 @@ class TraceView:
     def copy_of(self, a: Access) -> Copy:
         return (a.buffer, a.element, a.phase if self.is_threadgroup_memory(a.buffer) else None)
 
-    def edges(self, g: int) -> list[Edge]:
-        """The provenance edges of threadgroup `g`'s frame, in a stable order."""
+    def edges(self, g: int, threads: frozenset[int] | None = None) -> list[Edge]:
+        """The provenance edges of threadgroup `g`'s frame (of its threads `threads`, local
+        indices; None: all), in a stable order."""
         accesses = self.accesses([g])
+        if threads is not None:
+            accesses = [a for a in accesses if a.local in threads]
         read_phases: dict[tuple[int, str, int], list[int]] = {}
         for a in accesses:
             if a.kind != "write":

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import colorsys
+import functools
 
 from metalsim.viz.svg import Svg, num
 
@@ -25,11 +26,13 @@ def _hex(h: float, lightness: float, saturation: float) -> str:
     return f"#{round(r * 255):02x}{round(g * 255):02x}{round(b * 255):02x}"
 
 
+@functools.lru_cache(maxsize=1024)
 def thread_colour(local: int) -> str:
     """The marker colour of the thread with linear index `local` in its threadgroup."""
     return _hex((local % 32) * _GOLDEN + 0.58, 0.45, 0.75)
 
 
+@functools.lru_cache(maxsize=1024)
 def thread_tint(local: int) -> str:
     """A light version of `thread_colour`, for the fill of cells the thread wrote."""
     return _hex((local % 32) * _GOLDEN + 0.58, 0.88, 0.7)
@@ -39,23 +42,23 @@ def marker(svg: Svg, x: float, y: float, r: float, local: int, *, outlined: bool
            **attrs: object) -> None:
     """The thread's marker centred at (x, y): colour by thread, shape by SIMD-group."""
     shape = SHAPES[(local // 32) % len(SHAPES)]
-    paint = {"fill": thread_colour(local),
-             "stroke": INK if outlined else "white",
-             "stroke_width": 1.3 if outlined else 0.6}
-    attrs = {"class_": "thread-marker", "data_local": local, **attrs, **paint}
+    # Written as text directly: diagrams draw thousands of markers.
+    extra = Svg._attrs(attrs) if attrs else ""
+    paint = (f' class="thread-marker" data-local="{local}"{extra} '
+             f'fill="{thread_colour(local)}" stroke="{INK if outlined else "white"}" '
+             f'stroke-width="{"1.3" if outlined else "0.6"}"/>')
     if shape == "circle":
-        svg.el("circle", cx=float(x), cy=float(y), r=float(r), **attrs)
+        head = f'<circle cx="{num(x)}" cy="{num(y)}" r="{num(r)}"'
     elif shape == "square":
-        svg.el("rect", x=float(x - r), y=float(y - r), width=float(2 * r), height=float(2 * r),
-               **attrs)
+        head = f'<rect x="{num(x - r)}" y="{num(y - r)}" width="{num(2 * r)}" height="{num(2 * r)}"'
     elif shape == "diamond":
         s = r * 1.25
-        svg.el("polygon", points=_points([(x, y - s), (x + s, y), (x, y + s), (x - s, y)]),
-               **attrs)
+        head = f'<polygon points="{_points([(x, y - s), (x + s, y), (x, y + s), (x - s, y)])}"'
     else:
         s = r * 1.3
-        svg.el("polygon", points=_points([(x, y - s), (x + s, y + s * 0.8),
-                                          (x - s, y + s * 0.8)]), **attrs)
+        head = (f'<polygon points="'
+                f'{_points([(x, y - s), (x + s, y + s * 0.8), (x - s, y + s * 0.8)])}"')
+    svg.parts.append(head + paint)
 
 
 def _points(points: list[tuple[float, float]]) -> str:

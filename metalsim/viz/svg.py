@@ -12,16 +12,27 @@ libraries); it draws text with the system's fonts.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
-from xml.sax.saxutils import escape, quoteattr
+from xml.sax.saxutils import escape as _escape
 
 SANS = "DejaVu Sans, Verdana, Arial, Helvetica, sans-serif"
 MONO = "DejaVu Sans Mono, Menlo, Consolas, monospace"
+_SPECIAL = re.compile(r'[&<>"\n\r\t]')   # what needs escaping in text or an attribute
+_QUOTES = {'"': "&quot;", "\n": "&#10;", "\r": "&#13;", "\t": "&#9;"}
+_NAMES: dict[str, str] = {}   # keyword -> attribute name (`class_` -> `class`), memoised
+
+
+def escape(text: str) -> str:
+    """`text` as SVG character data (only &, < and > need escaping)."""
+    return _escape(text) if _SPECIAL.search(text) else text
 
 
 def num(x: float) -> str:
     """A coordinate as short, stable text: at most two decimals, no trailing zeros."""
+    if x == int(x):
+        return str(int(x))
     text = f"{x:.2f}".rstrip("0").rstrip(".")
     return "0" if text == "-0" else text
 
@@ -38,14 +49,24 @@ class Svg:
         for key, value in attrs.items():
             if value is None:
                 continue
-            text = num(value) if isinstance(value, float) else str(value)
-            out.append(f" {key.rstrip('_').replace('_', '-')}={quoteattr(text)}")
+            if isinstance(value, float):
+                text = num(value)
+            else:
+                text = str(value)
+                if _SPECIAL.search(text):
+                    text = _escape(text, _QUOTES)
+            name = _NAMES.get(key)
+            if name is None:
+                name = _NAMES[key] = key.rstrip("_").replace("_", "-")
+            out.append(f' {name}="{text}"')
         return "".join(out)
 
     def el(self, tag: str, text: str | None = None, **attrs: object) -> None:
         """One element; `class_`/`font_size` style names become `class`/`font-size`."""
         a = self._attrs(attrs)
-        self.parts.append(f"<{tag}{a}/>" if text is None else f"<{tag}{a}>{escape(text)}</{tag}>")
+        if text is not None:
+            text = escape(text)
+        self.parts.append(f"<{tag}{a}/>" if text is None else f"<{tag}{a}>{text}</{tag}>")
 
     def open(self, tag: str, **attrs: object) -> None:
         self.parts.append(f"<{tag}{self._attrs(attrs)}>")
@@ -65,16 +86,22 @@ class Svg:
         return head + "".join(self.parts) + "</svg>"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class Diagram:
-    """A rendered diagram: `svg` text, shown inline by Jupyter, savable as .svg or .png."""
+    """A rendered diagram: `svg` text, shown inline by Jupyter (as HTML holding the SVG),
+    savable as .svg or .png."""
 
     svg: str
     width: float
     height: float
 
-    def _repr_svg_(self) -> str:
-        return self.svg
+    def __repr__(self) -> str:  # short: notebooks store the text/plain form too
+        return f"<Diagram {num(self.width)}×{num(self.height)}: .svg, .save('x.png')>"
+
+    def _repr_html_(self) -> str:
+        """The SVG inline in HTML: JupyterLab shows an image/svg+xml output as an <img>, which
+        loses the cells' tooltips. (Only HTML is offered, so notebooks hold the SVG once.)"""
+        return f'<div class="metalsim-diagram-box" style="overflow-x:auto">{self.svg}</div>'
 
     def to_png(self, scale: float = 2.0) -> bytes:
         """PNG bytes, `scale` pixels per SVG unit (2 gives crisp text on high-DPI screens)."""

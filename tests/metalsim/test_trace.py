@@ -76,3 +76,34 @@ def test_trace_of_a_huge_launch_is_refused_clearly():
         metalsim.simulate(kernel, inputs=[mx.arange(8)], output_shapes=[(1 << 20,)],
                           output_dtypes=[mx.float32], grid=(1 << 20, 1, 1),
                           threadgroup=(256, 1, 1), trace=True)
+
+
+def _events_of(trace, groups):
+    """The trace's per-lane records restricted to `groups`, as comparable tuples."""
+    rows = []
+    for e in trace:
+        for k in range(len(e["thread"])):
+            if int(e["threadgroup"][k]) in groups:
+                rows.append((e["kind"], e["buffer"], int(e["thread"][k]), int(e["element"][k]),
+                             int(e["epoch"][k]), e["line"], str(e["value"][k]),
+                             e["sources"][k] if e["sources"] is not None else None))
+    return rows
+
+
+@pytest.mark.parametrize("groups", [[0], [3], [1, 2]])
+def test_tracing_chosen_threadgroups_records_exactly_their_part_of_the_full_trace(groups):
+    from metalsim.viz.examples import MATMUL_TILED
+
+    a, b = mx.arange(36).reshape(6, 6), mx.ones((6, 6))
+    kernel = metalsim.metal_kernel("k", ["a", "b"], ["out"], MATMUL_TILED,
+                                   header="#define TILE 3\n")
+    call = dict(inputs=[a, b], output_shapes=[(6, 6)], output_dtypes=[mx.float32],
+                grid=(6, 6, 1), threadgroup=(3, 3, 1))
+    full = metalsim.simulate(kernel, trace=True, **call)
+    part = metalsim.simulate(kernel, trace=groups, **call)
+    assert part.report.traced_threadgroups == tuple(sorted(groups))
+    assert full.report.traced_threadgroups is None
+    assert {int(g) for e in part.report.trace for g in e["threadgroup"]} == set(groups)
+    assert _events_of(part.report.trace, set(groups)) == _events_of(full.report.trace,
+                                                                    set(groups))
+    assert mx.array_equal(part.outputs[0], full.outputs[0])

@@ -22,6 +22,7 @@ from puzzles.notebooks import (
 )
 
 MODULES = chapter_modules()
+MAX_EXECUTED_BYTES = 1_500_000
 COPIES = [(m, solved) for m in MODULES for solved in (False, True)]
 IDS = [f"{notebook_name(m)}-{'solved' if s else 'learner'}" for m, s in COPIES]
 
@@ -111,6 +112,9 @@ def test_notebook_runs_top_to_bottom_in_a_fresh_kernel(module, solved):
     assert verdicts
     word = "Passed Tests!" if solved else "Failed Tests"
     assert all(v.startswith(word) for v in verdicts), verdicts
+    # Diagrams scale: an executed notebook stays small enough to open and to commit.
+    size = len(nbformat.writes(nb).encode())
+    assert size <= MAX_EXECUTED_BYTES, f"{size:,} bytes executed"
 
 
 def test_array_code_writes_infinities_and_nans_as_valid_python():

@@ -168,7 +168,60 @@ def test_large_launches_show_a_few_threadgroups_and_say_how_many_are_omitted():
     root = parse(draw(run, inputs=inputs, max_threadgroups=4))
     assert [int(f.get("data-threadgroup")) for f in find(root, "frame")] == [0, 1, 2, 8]
     note = find(root, "shown")[0]
-    assert note.get("data-omitted") == "5" and "5 omitted" in note.text
+    assert note.get("data-omitted") == "5"
+    assert "of 9; to see threadgroup k: draw(run, threadgroups=[k])" in note.text
+
+
+def test_a_diagram_too_large_for_several_threadgroups_draws_one_and_says_how_to_see_others():
+    from metalsim.viz.examples import MATMUL_TILED
+
+    kernel = metalsim.metal_kernel("mm", ["a", "b"], ["out"], MATMUL_TILED,
+                                   header="#define TILE 8\n")
+    inputs = [mx.ones((48, 48)), mx.ones((48, 48))]
+    run = metalsim.simulate(kernel, trace=[5, 6], inputs=inputs, output_shapes=[(48, 48)],
+                            output_dtypes=[mx.float32], grid=(48, 48, 1), threadgroup=(8, 8, 1))
+    root = parse(draw(run, inputs=inputs, max_threadgroups=1,
+                      others="problem.show(threadgroup=k)"))
+    assert [f.get("data-threadgroup") for f in find(root, "frame")] == ["5"]
+    note = find(root, "shown")[0]
+    assert note.get("data-omitted") == str(6 * 6 - 1)
+    assert "problem.show(threadgroup=k)" in note.text
+    assert len(find(parse(draw(run, inputs=inputs)), "frame")) == 1  # too many cells for two
+    assert len(find(parse(draw(run, inputs=inputs, max_threadgroups=2)), "frame")) == 2
+    with pytest.raises(ValueError, match="threadgroup 7 was not traced"):
+        draw(run, threadgroups=[7])
+
+
+def test_above_the_cell_limit_only_the_first_threadgroup_with_a_finding_is_drawn():
+    source = "uint i = thread_position_in_grid.x;\nout[i] = a[i] + a[i + 1];"
+    kernel = metalsim.metal_kernel("k", ["a"], ["out"], source)
+    a = mx.arange(1023, dtype=mx.float32)
+    run = metalsim.simulate(kernel, trace=True, inputs=[a], output_shapes=[(1024,)],
+                            output_dtypes=[mx.float32], grid=(1024, 1, 1),
+                            threadgroup=(64, 1, 1))
+    root = parse(draw(run, inputs=[a]))
+    assert [f.get("data-threadgroup") for f in find(root, "frame")] == ["15"]
+    # A large frame draws only the rows its threads touched, and says which.
+    assert sorted(int(c.get("data-element")) for c in find(root, "cell", buffer="a")) == list(
+        range(960, 1023))
+    assert [int(c.get("data-element")) for c in find(root, "ghost-cell")] == [1023, 1024]
+    labels = [t.text for t in find(root, "buffer-label")]
+    assert "a  (input, float[1023]) [960:1023] shown" in labels
+    small = parse(draw(EXAMPLES["pooling"].simulate(), inputs=list(EXAMPLES["pooling"].inputs)))
+    assert len(find(small, "frame")) == 2  # small frames: several are still drawn
+
+
+def test_wrong_output_cells_are_marked_with_the_expected_value():
+    run, inputs = traced("map")
+    wrong = {"out": {2: 12.0, 5: 99.5}}
+    root = parse(draw(run, inputs=inputs, wrong=wrong))
+    marked = {(int(c.get("data-element")), c.get("data-expected"))
+              for c in find(root, "cell", buffer="out") if "wrong" in classes(c)}
+    assert marked == {(2, "12"), (5, "99.5")}
+    cell = find(root, "cell", buffer="out", element=5)[0]
+    assert "expected 99.5" in cell.find(f"{SVG}title").text
+    assert [t.text for t in cell.iter(f"{SVG}text") if "expected" in classes(t)] == ["≠99.5"]
+    assert not [c for c in find(root, "cell", buffer="a") if "wrong" in classes(c)]
 
 
 def test_threadgroups_with_findings_are_shown_first():
@@ -302,9 +355,18 @@ def test_save_writes_svg_and_refuses_other_formats(tmp_path):
     run, _ = traced("map")
     diagram = draw(run)
     assert diagram.save(tmp_path / "map.svg").read_text() == diagram.svg
-    assert diagram._repr_svg_() == diagram.svg
+    assert not hasattr(diagram, "_repr_svg_")  # JupyterLab would show it as an <img>
     with pytest.raises(ValueError, match=r"\.svg or \.png"):
         diagram.save(tmp_path / "map.pdf")
+
+
+def test_notebooks_show_the_svg_inline_in_html_so_tooltips_work():
+    run, _ = traced("map")
+    diagram = draw(run)
+    html = diagram._repr_html_()
+    assert html.startswith("<div") and html.endswith("</div>") and diagram.svg in html
+    box = ET.fromstring(html)
+    assert box[0].tag == f"{SVG}svg" and len(list(box[0].iter(f"{SVG}title"))) >= 8
 
 
 def test_a_frame_with_too_many_arrows_says_so_and_keeps_the_selected_threads_arrows():
@@ -325,3 +387,9 @@ def test_a_frame_with_too_many_arrows_says_so_and_keeps_the_selected_threads_arr
     one = parse(draw(run, selection=Selection(0, frozenset({9}))))
     assert {a.get("data-to") for a in find(one, "arrow")} == {"out:9"}
     assert len(find(one, "arrow")) == 10
+
+
+def test_the_plain_text_form_is_short_so_notebooks_hold_the_svg_once():
+    run, _ = traced("matmul_tiled")
+    diagram = draw(run)
+    assert len(repr(diagram)) < 80 and "Diagram" in repr(diagram)

@@ -114,3 +114,86 @@ def test_choices_outside_the_launch_are_refused():
 def test_an_untraced_run_is_refused():
     with pytest.raises(ValueError, match="trace=True"):
         Explorer(EXAMPLES["map"].simulate(trace=False))
+
+
+def test_the_dropdowns_offer_a_real_all_option_selected_by_default():
+    e = explorer("pooling")
+    controls = e.widget and e.controls
+    for key in ("thread", "simdgroup", "phase"):
+        assert controls[key].options[0] == ("all", "all")
+        assert controls[key].value == "all" and controls[key].label == "all"
+    controls["thread"].value = 3
+    assert e.thread == 3
+    controls["thread"].value = "all"
+    assert e.thread is None and e.selection.threads is None
+    assert all(c.style.description_width == "initial" for c in controls.values())
+
+
+def test_accesses_past_the_end_are_listed_and_flagged():
+    e = explorer("out_of_bounds")  # a has 6 elements; threads 5..7 read past its end
+    e.select(threadgroup=1)
+    outside = [(r.thread, r.cell, r.value) for r in e.listing if r.flag == "out of bounds"]
+    assert sorted(outside) == [(1, "a[6]", ""), (2, "a[6]", ""), (2, "a[7]", ""),
+                               (3, "a[7]", ""), (3, "a[8]", "")]
+    assert "⚠ out of bounds" in e.listing_html()
+    assert not [r for r in e.listing if r.flag and r.cell in ("a[4]", "a[5]")]
+
+
+def test_accesses_to_a_racing_cell_are_flagged():
+    e = explorer("racy")
+    flagged = {(r.kind, r.cell) for r in e.listing if r.flag == "race"}
+    assert ("read", "tile[1]") in flagged and ("write", "tile[1]") in flagged
+    assert ("read", "a[1]") not in flagged
+
+
+RACE_IN_A_PHASE = """
+threadgroup float t[4];
+uint l = thread_position_in_threadgroup.x;
+t[l] = a[l];
+threadgroup_barrier(mem_flags::mem_threadgroup);
+float v = t[(l + 1) % 4];
+t[l] = v + 100;
+out[l] = v;
+"""
+
+
+def test_a_selected_thread_sees_the_value_it_read_not_a_later_write_of_the_phase():
+    kernel = metalsim.metal_kernel("k", ["a"], ["out"], RACE_IN_A_PHASE)
+    a = mx.array([1.0, 2.0, 3.0, 4.0])
+    run = metalsim.simulate(kernel, inputs=[a], output_shapes=[(4,)],
+                            output_dtypes=[mx.float32], grid=(4, 1, 1),
+                            threadgroup=(4, 1, 1), trace=True)
+    e = Explorer(run, inputs=[a], kernel=kernel)
+
+    def shown(buffer, element, phase):
+        root = ET.fromstring(e.view_svg)
+        cell = next(c for c in root.iter() if "cell" in c.get("class", "").split()
+                    and (c.get("data-buffer"), c.get("data-element"), c.get("data-phase"))
+                    == (buffer, str(element), str(phase)))
+        return [t.text for t in cell.iter() if "value" in t.get("class", "").split()]
+
+    assert shown("t", 1, 1) == ["103"]  # after the phase: thread 1 wrote a[2] + 100
+    e.select(thread=0, phase=1)
+    assert [(r.kind, r.cell, r.value) for r in e.listing][:1] == [("read", "t[1]", "2")]
+    assert shown("t", 1, 1) == ["2"]  # what thread 0 read there
+
+
+def test_an_untraced_threadgroup_is_traced_on_demand():
+    ex = EXAMPLES["matmul_tiled"]
+    call = dict(inputs=[mx.array(x) for x in ex.inputs], output_shapes=[ex.output_shape],
+                output_dtypes=[mx.float32], grid=ex.grid, threadgroup=ex.threadgroup)
+    traced = []
+
+    def retrace(g):
+        traced.append(g)
+        return metalsim.simulate(ex.kernel(), trace=[g], **call)
+
+    e = Explorer(metalsim.simulate(ex.kernel(), trace=[4], **call), inputs=list(ex.inputs),
+                 kernel=ex.kernel(), retrace=retrace)
+    assert e.threadgroup == 4 and traced == []
+    e.select(threadgroup=7)
+    assert traced == [7] and e.report.traced_threadgroups == (7,)
+    assert {r.cell for r in e.listing if r.kind == "write" and r.cell.startswith("out")} == {
+        f"out[{r}][{c}]" for r in (6, 7) for c in (3, 4, 5)}
+    with pytest.raises(ValueError, match="threadgroup 2 was not traced"):
+        Explorer(metalsim.simulate(ex.kernel(), trace=[4], **call)).select(threadgroup=2)
