@@ -286,6 +286,13 @@ def test_traced_and_untraced_runs_report_the_same_and_the_trace_keeps_only_cells
     assert [d.render() for d in plain.report.diagnostics] == [
         d.render() for d in traced.report.diagnostics]
     assert plain.report.trace is None
+    # The second, traced run starts from the same outputs as the first.
+    np.testing.assert_array_equal(np.array(plain.outputs[0]), np.array(traced.outputs[0]))
+    accumulate = metalsim.metal_kernel("k", ["a"], ["out"], GUARDED_TILE.format(
+        use="if (i < 4) out[i] += v;"))
+    summed = metalsim.simulate(accumulate, **{**call, "init_value": 1})
+    assert summed.report.diagnostics == []
+    np.testing.assert_array_equal(np.array(summed.outputs[0]), [1, 3, 5, 7, 1, 1, 1, 1])
     sources = [c for e in traced.report.trace if e["sources"] for s in e["sources"] for c in s]
     assert sources and all(isinstance(c, tuple) for c in sources)
 
