@@ -3,8 +3,8 @@ real kernels of solutions/ (through their MLX functions, forward and backward), 
 documentation's kernels, and kernels of the gcc-oracle generator (`tests/metalsim/cgen.py`).
 
 Each is a `Launch`: a metalsim kernel and the keyword arguments of one call. The CI test
-translates and compiles them all with NVRTC; `tests/metalsim/cuda/gpu_differential.py` runs them on a GPU
-and in the simulator and compares.
+translates and compiles them all with NVRTC; `gpu_differential.py` beside this file runs them
+on a GPU and in the simulator and compares.
 """
 
 from __future__ import annotations
