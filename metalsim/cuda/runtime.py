@@ -142,6 +142,9 @@ def prepare(gen: GeneratedKernel, inputs: list[BoundInput], outputs: list[Output
     if cupy is None:
         raise RuntimeError("the CUDA back end needs CuPy and an NVIDIA GPU")
     translation = translation or translate(gen, math_mode)
+    bound = tuple(p.name for p in gen.params if p.role != "attribute")
+    if translation.buffers != bound:   # the entry's arguments must be bound in its order
+        raise RuntimeError(f"translated buffers {translation.buffers} do not match {bound}")
     function = _compiled(translation.source, math_mode)
     keep, args, outs = [], [], []
     for param in gen.params:

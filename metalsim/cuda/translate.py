@@ -108,7 +108,7 @@ def translate(gen: GeneratedKernel, math_mode: str = "safe") -> Translation:
     predefined = {"__FAST_MATH__": "1"} if math_mode == "fast" else None
     unit = parse(preprocess(gen.text, source_map, predefined), source_map)
     try:
-        return _Printer(gen).unit(unit)
+        return _Printer().unit(unit)
     except _Untranslatable as error:
         coord = error.node.coord if error.node is not None else None
         raise CompileError(f"the CUDA back end cannot translate {error.message}", coord,
@@ -116,7 +116,7 @@ def translate(gen: GeneratedKernel, math_mode: str = "safe") -> Translation:
 
 
 def cuda_source(gen: GeneratedKernel, math_mode: str = "safe") -> str:
-    """Just the translated text (for reading, and for golden tests)."""
+    """Just the translated text, prelude included (for reading, or for nvcc)."""
     return translate(gen, math_mode).source
 
 
@@ -132,8 +132,7 @@ def _walk(node: object):
 
 
 class _Printer:
-    def __init__(self, gen: GeneratedKernel) -> None:
-        self.gen = gen
+    def __init__(self) -> None:
         self.kernel: ast.FunctionDef | None = None
         self.instantiation: ast.ExplicitInstantiation | None = None
         self.anonymous = 0

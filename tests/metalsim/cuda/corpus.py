@@ -3,8 +3,8 @@ real kernels of solutions/ (through their MLX functions, forward and backward), 
 documentation's kernels, and kernels of the gcc-oracle generator (`tests/metalsim/cgen.py`).
 
 Each is a `Launch`: a metalsim kernel and the keyword arguments of one call. The CI test
-translates and compiles them all with NVRTC; `tests/cuda/gpu_differential.py` runs them on a GPU
-and in the simulator and compares.
+translates and compiles them all with NVRTC; `gpu_differential.py` beside this file runs them
+on a GPU and in the simulator and compares.
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ import metalsim
 from puzzles.catalog import all_puzzles
 from puzzles.checking import call_kwargs
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "metalsim"))
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "metalsim" / "exec"))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "exec"))
 import cgen  # noqa: E402  (the gcc-oracle generator, a sibling test helper)
 import test_grid_sample  # noqa: E402  (the MLX docs' grid_sample kernels)
 
@@ -254,7 +254,7 @@ def struct_test_launches() -> list[Launch]:
                 "init_value": init_value}))
         return run
 
-    exec_tests = Path(__file__).resolve().parent.parent / "metalsim" / "exec"
+    exec_tests = Path(__file__).resolve().parent.parent / "exec"
     struct_kernels.Kernels.simulate = recording
     try:
         pytest.main(["-q", "-p", "no:cacheprovider", "--no-header", "-o", "addopts=",

@@ -1,6 +1,7 @@
 """Differential run on an NVIDIA GPU: the simulator against the hardware, kernel by kernel.
 
-Run (needs CuPy and a GPU):  python tests/cuda/gpu_differential.py [--generated N] [--workers W]
+Run (needs CuPy and a GPU):
+    python tests/metalsim/cuda/gpu_differential.py [--generated N] [--workers W] [--json FILE]
 
 Every launch of `corpus` (puzzle solutions on all their cases, real kernels at two sizes, the
 MLX docs kernels, the struct tests' kernels, generated kernels) runs in the simulator
@@ -33,7 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 sys.path[:0] = [str(ROOT), str(Path(__file__).resolve().parent)]
 
 ULPS = 64

@@ -2,7 +2,7 @@
 untranslatable code is a clear error, and the Python API validates like MLX.
 
 NVRTC comes with requirements.txt (`nvidia-cuda-nvrtc`, also the `cuda` extra).
-Running kernels on a GPU is `tests/cuda/gpu_differential.py`'s job (see its docstring).
+Running kernels on a GPU is `tests/metalsim/cuda/gpu_differential.py`'s job (see its docstring).
 """
 
 from __future__ import annotations
