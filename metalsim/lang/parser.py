@@ -1122,6 +1122,7 @@ class _Parser:
         self.scopes.append({})
         try:
             params = self.parameters()
+            self.accept("thread")   # what metalsim constructs: objects in thread memory
             if self.peek().text in _QUALIFIERS:
                 raise self.error("qualified constructors are not supported by metalsim",
                                  width=len(self.peek().text),

@@ -122,7 +122,7 @@ def test_program_scope_constants_are_accepted():
     assert run.outputs[0].tolist() == [3.0] * 8
 
 
-def test_a_complex64_input_is_refused_by_name_before_source_generation():
+def test_a_complex64_input_is_refused_by_name_at_launch():
     kernel = metalsim.metal_kernel("k", ["z"], ["out"], "out[0] = 1;")
     with pytest.raises(ValueError, match="'z' is complex64, which metalsim does not support"):
         kernel(inputs=[mx.array([1 + 2j])], output_shapes=[(1,)], output_dtypes=[mx.float32],

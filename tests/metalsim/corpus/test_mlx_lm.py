@@ -119,6 +119,9 @@ def test_kl_div_loss_forward_is_diagnosed_a_missing_threadgroup_barrier(metalsim
     assert races and all("'shared'" in d.message for d in races)
     assert "shared[simd_group_id * 2 + 0] = sum_exp_q" in races[0].excerpt
     assert "no barrier between them" in str(info.value)
+    # the last exchange, "ordered" by threadgroup_barrier(mem_flags::mem_none)
+    assert any("shared[simd_group_id] = kl;" in d.excerpt for d in races)
+    assert any("kl = shared[simd_lane_id];" in d.excerpt for d in races)
 
 
 def test_kl_div_loss_with_the_barrier_fixed_is_right_and_its_vjp_kernel_too(metalsim_patch):

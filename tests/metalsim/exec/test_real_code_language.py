@@ -252,3 +252,8 @@ def test_a_call_no_overload_survives_enable_if_for_says_why():
 def test_enable_if_t_false_outside_a_template_is_an_error():
     with pytest.raises(metalsim.CompileError, match="no type named 'type' in 'enable_if<false>'"):
         run("metal::enable_if_t<false, int> z = 1;\nout[0] = z;", [0], threads=1)
+
+
+def test_a_thread_qualified_constructor_as_mlx_headers_write_it():
+    header = "struct Add { float b; Add(float b_) thread : b(b_) {} };"
+    assert run("Add op(2.5f);\nout[0] = op.b;", [0], header=header, threads=1)[0] == 2.5
