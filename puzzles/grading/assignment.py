@@ -66,6 +66,26 @@ class Assignment:
         return Assignment(self.name, self.points, self.over_budget, self.warnings, self.limits,
                           secrets.randbelow(2**63 - 1) + 1)
 
+    def points_of(self, number: int) -> float:
+        """The points puzzle `number` is worth (one each without an assignment file)."""
+        return self.points.get(number, 0.0) if self.points else 1.0
+
+    def earned(self, row: dict[str, object]) -> float:
+        """The points one graded row earns."""
+        number = row.get("puzzle")
+        if not isinstance(number, int):
+            return 0.0
+        warned = bool(row.get("warnings"))
+        return self.points_of(number) * self.credit(str(row["status"]), warned)
+
+    def score(self, rows: list[dict[str, object]]) -> tuple[float, float]:
+        """(points earned, points possible) of one submission's rows. With an assignment file
+        the possible points are the assignment's, whatever the rows hold."""
+        earned = sum(self.earned(row) for row in rows)
+        if self.points:
+            return earned, sum(self.points.values())
+        return earned, float(sum(isinstance(row.get("puzzle"), int) for row in rows))
+
     def credit(self, status: str, warned: bool) -> float:
         """The fraction of a puzzle's points a verdict earns."""
         if status == "pass":
