@@ -187,6 +187,10 @@ def work(sender: multiprocessing.connection.Connection, files: tuple[Path, ...],
             cells += read_cells(path)
         reading = read_submission(cells)
         numbers = plan(reading, assigned)
+        worked_on = set(reading.found) | {row["puzzle"] for row in reading.broken}
+        if assigned and not worked_on & set(assigned):
+            raise GradeError(f"no cell of the submission builds an assigned puzzle "
+                             f"({', '.join(map(str, assigned))}): a wrong or empty notebook?")
         kernels = {number: found.kernel.source for number, found in reading.found.items()
                    if found.kernel is not None}
         sender.send(("read", numbers, kernels))

@@ -30,7 +30,7 @@ MAX_INT_BITS = 64           # integers stay within 64 bits
 MAX_DEPTH = 64              # nesting of expressions and calls evaluated
 MAX_WORK = 64 << 20         # characters built in all, per notebook
 MAX_FORMAT_WIDTH = 10_000   # widths and precisions inside format specs
-MAX_STEPS = 300_000         # statements and expressions evaluated, per notebook (calls included)
+MAX_STEPS = 100_000         # statements and expressions evaluated, per notebook (calls included)
 
 KERNEL_PARAMETERS = ("name", "input_names", "output_names", "source", "header",
                      "ensure_row_contiguous", "atomic_outputs")
