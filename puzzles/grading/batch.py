@@ -24,12 +24,14 @@ SAMPLE_SECONDS = 0.1
 @dataclass
 class BatchResult:
     """Every submission's outcome (in submission order), the seed the hidden cases were drawn
-    from, the wall time, and the peak memory of the process tree (see `TreeMemory`)."""
+    from, the wall time, and the peak memory and CPU time of the process tree (see
+    `TreeUsage`)."""
 
     outcomes: list[Outcome]
     seed: int
     seconds: float
     peak_memory_bytes: int
+    cpu_seconds: float
 
 
 def find_submissions(path: Path) -> list[Submission]:
@@ -71,7 +73,7 @@ def grade_all(submissions: list[Submission], assignment: Assignment, jobs: int =
     pending = deque(submissions)
     running: list[SubmissionRun] = []
     finished: dict[str, Outcome] = {}
-    memory = TreeMemory()
+    usage = TreeUsage()
     started = time.monotonic()
     next_sample = 0.0
     while pending or running:
@@ -84,16 +86,16 @@ def grade_all(submissions: list[Submission], assignment: Assignment, jobs: int =
             run.receive()
             run.check_time(now)
         if now >= next_sample:
-            memory.sample()
+            usage.sample()
             next_sample = now + SAMPLE_SECONDS
         for run in [r for r in running if r.done]:
             running.remove(run)
             outcome = run.outcome()
             finished[outcome.submission.id] = outcome
             progress(progress_line(outcome, assignment, len(finished), len(submissions)))
-    memory.sample()
+    usage.sample()
     return BatchResult([finished[s.id] for s in submissions], assignment.seed,
-                       time.monotonic() - started, memory.peak)
+                       time.monotonic() - started, usage.peak, usage.cpu_seconds())
 
 
 def progress_line(outcome: Outcome, assignment: Assignment, done: int, total: int) -> str:
@@ -112,18 +114,28 @@ def progress_line(outcome: Outcome, assignment: Assignment, done: int, total: in
                       f"{what} in {outcome.seconds:.1f} s")
 
 
-class TreeMemory:
-    """The memory of this process and all its descendants. Each sample adds up every live
-    process's peak resident size (VmHWM), an upper bound of the tree's resident memory at that
-    moment; `peak` is the largest sample."""
+class TreeUsage:
+    """The memory and CPU time of this process and all its descendants, sampled. Each sample
+    adds up every live process's peak resident size (VmHWM), an upper bound of the tree's
+    resident memory at that moment; `peak` is the largest sample. CPU time is each process's
+    user and system time when last seen (so it misses at most one sampling period of each)."""
 
     def __init__(self) -> None:
         self.peak = 0
+        self.cpu_ticks: dict[int, int] = {}
 
     def sample(self) -> int:
-        total = sum(_peak_rss(pid) for pid in _descendants(os.getpid()) | {os.getpid()})
+        pids = _descendants(os.getpid()) | {os.getpid()}
+        total = sum(_peak_rss(pid) for pid in pids)
+        for pid in pids:
+            ticks = _cpu_ticks(pid)
+            if ticks is not None:
+                self.cpu_ticks[pid] = ticks
         self.peak = max(self.peak, total)
         return total
+
+    def cpu_seconds(self) -> float:
+        return sum(self.cpu_ticks.values()) / os.sysconf("SC_CLK_TCK")
 
 
 def _descendants(root: int) -> set[int]:
@@ -146,6 +158,16 @@ def _descendants(root: int) -> set[int]:
                 found.add(child)
                 todo.append(child)
     return found
+
+
+def _cpu_ticks(pid: int) -> int | None:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read()
+    except OSError:
+        return None
+    fields = stat[stat.rfind(b")") + 2:].split()
+    return int(fields[11]) + int(fields[12])  # utime and stime (fields 14 and 15 of stat)
 
 
 def _peak_rss(pid: int) -> int:

@@ -101,6 +101,7 @@ def write_instructor_json(path: Path, result: BatchResult, assignment: Assignmen
                    "memory_bytes": assignment.limits.memory_bytes},
         "seconds": round(result.seconds, 3),
         "peak_memory_bytes": result.peak_memory_bytes,
+        "cpu_seconds": round(result.cpu_seconds, 2),
         "students": students,
     })
 
