@@ -51,6 +51,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     grade.add_argument("--puzzle", action="append", metavar="P",
                        help="grade only this puzzle (number, slug or title); repeatable")
     grade.add_argument("--json", type=Path, metavar="FILE", help="also write the rows as JSON")
+    grade.add_argument("--gradescope", type=Path, metavar="FILE", help="one notebook: also "
+                       "write Gradescope's results.json (e.g. /autograder/results/results.json)")
     grade.add_argument("--seed", type=int, help="seed of the hidden cases (default: the "
                        "assignment's, else a random one, recorded in grades.json)")
     build = commands.add_parser("build", help="regenerate notebooks/ and solutions/notebooks/")
@@ -70,9 +72,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "grade":
         if args.path.is_dir() and args.out is None:
             parser.error("grading a folder needs --out DIR")
+        if args.gradescope is not None and (args.path.is_dir() or args.out is not None):
+            parser.error("--gradescope is for one notebook (a folder writes results/<id>/)")
         return grading.grade(args.path, assignment=args.assignment, out=args.out,
                               jobs=args.jobs, puzzles=args.puzzle, json_path=args.json,
-                              seed=args.seed)
+                              seed=args.seed, gradescope_path=args.gradescope)
     if args.release is not None:
         return grading.release(args.release)
     for path in notebooks.build(args.root):

@@ -13,16 +13,17 @@ from puzzles.grader import format_table
 from puzzles.grading.assignment import LEARNER_SEED, Assignment, AssignmentError, load
 from puzzles.grading.batch import find_submissions, grade_all
 from puzzles.grading.integrity import clean_text, identical_submissions
-from puzzles.grading.outputs import write_all
+from puzzles.grading.outputs import gradescope, write_all
 from puzzles.grading.release import build_release
 
 
 def grade(path: Path, *, assignment: Path | None = None, out: Path | None = None,
           jobs: int = 1, puzzles: list[str] | None = None, json_path: Path | None = None,
-          seed: int | None = None) -> int:
+          seed: int | None = None, gradescope_path: Path | None = None) -> int:
     """Grade one notebook (a table; exit 0 iff every graded puzzle passes, 1 otherwise) or a
     folder of submissions (the outputs under `out`; exit 0 iff every submission was graded).
-    Exit 2 when something could not be graded."""
+    Exit 2 when something could not be graded. `gradescope_path` (one notebook) also writes
+    Gradescope's results.json there, as its autograder expects."""
     try:
         plan = _assignment(assignment, puzzles, seed)
     except AssignmentError as exc:
@@ -40,6 +41,9 @@ def grade(path: Path, *, assignment: Path | None = None, out: Path | None = None
                        progress=(lambda _line: None) if single else None)
     if single:
         outcome = result.outcomes[0]
+        if gradescope_path is not None:
+            gradescope_path.parent.mkdir(parents=True, exist_ok=True)
+            gradescope_path.write_text(json.dumps(gradescope(outcome, plan), indent=2) + "\n")
         if outcome.error:
             print(f"error: {clean_text(outcome.error)}", file=sys.stderr)
             return 2

@@ -65,6 +65,16 @@ def test_grade_one_puzzle_exits_zero_only_when_it_passes(capsys):
     assert "no cell of the submission builds an assigned puzzle" in capsys.readouterr().err
 
 
+def test_grade_writes_gradescope_results_for_one_notebook(tmp_path, capsys):
+    solved = ROOT / "solutions" / "notebooks" / "01_threads.ipynb"
+    results = tmp_path / "results" / "results.json"
+    assert main(["grade", str(solved), "--puzzle", "1", "--puzzle", "zip",
+                 "--gradescope", str(results)]) == 0
+    data = json.loads(results.read_text())
+    assert data["score"] == 2 and [t["name"] for t in data["tests"]] == [
+        "Puzzle 1: Map", "Puzzle 2: Zip"]
+
+
 def test_grade_of_an_empty_notebook_is_an_error(tmp_path, capsys):
     path = tmp_path / "empty.ipynb"
     path.write_text('{"cells": []}')
