@@ -127,10 +127,16 @@ def read_submission(cells: list[str]) -> Reading:
             continue
         try:
             tree = ast.parse(_without_magics(text))
-        except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
+        except (ValueError, RecursionError, MemoryError) as exc:  # e.g. a null byte
+            reading.broken.append(_broken_cell(index, text, SyntaxError(str(exc)), by_title))
+            continue
+        except SyntaxError as exc:
             reading.broken.append(_broken_cell(index, text, exc, by_title))
             continue
-        reader.read_cell(index, tree)
+        try:
+            reader.read_cell(index, tree)
+        except Exception as exc:  # a bug of the reader must not lose the whole notebook
+            reading.broken.append(_broken_cell(index, text, exc, by_title))
     from_kernels: dict[int, Found] = {}
     for cell, kernel, name in reader.kernels:
         matches = by_kernel.get(name, []) if name else []
@@ -259,10 +265,11 @@ def _broken_cell(index: int, text: str, exc: Exception, by_title: dict[str, Puzz
     match = re.search(r"MetalProblem\(\s*[\"']([^\"']{1,100})[\"']", text)
     puzzle = by_title.get(match.group(1).lower()) if match else None
     if isinstance(exc, SyntaxError):
-        why = f"line {exc.lineno}: {exc.msg}"
+        where = f"line {exc.lineno}: " if exc.lineno else ""
+        message = f"cell {index}: not valid Python ({where}{exc.msg}); not graded"
     else:
-        why = f"{type(exc).__name__}: {str(exc)[:200]}"
-    message = f"cell {index}: not valid Python ({why}); not graded"
+        message = (f"cell {index}: the grader could not read it ({type(exc).__name__}: "
+                   f"{str(exc)[:200]}); not graded")
     return _row(puzzle, index, "error", message, "unparseable")
 
 

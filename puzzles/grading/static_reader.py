@@ -417,7 +417,7 @@ class NotebookReader:
         return self._format(value, spec, _line(part))
 
     def _format(self, value: object, spec: str, line: int | None) -> str:
-        digits = "".join(c if c.isdigit() else " " for c in spec).split()
+        digits = "".join(c if c in "0123456789" else " " for c in spec).split()
         if any(len(d) > 5 or int(d) > MAX_FORMAT_WIDTH for d in digits):
             raise Unreadable(f"a format width above {MAX_FORMAT_WIDTH}", line)
         try:

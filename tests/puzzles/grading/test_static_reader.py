@@ -146,3 +146,8 @@ def test_nothing_is_executed(tmp_path):
          f"def f():\n    open({str(marker)!r}, 'w')\n\nf()",
          f"x = __import__('os').system('touch {marker}')")
     assert not marker.exists()
+
+
+def test_format_specs_with_other_digits_are_refused_not_crashing():
+    kernel = problem_kernel(function("source = f'{1:\u00b2}'"))
+    assert isinstance(kernel, Unreadable) and "formatting failed" in kernel.message
