@@ -183,8 +183,9 @@ def test_student_outputs_never_show_a_hidden_case(graded):
                 expected = json.dumps(case["expected"])
                 assert all(expected not in text for text in texts)
     assert hidden_values > 20  # the check looked at real numbers
-    feedback = (graded["out"] / "feedback" / "wrong.md").read_text()
-    assert "wrong values on hidden case" in feedback and "Spec" not in feedback
+    feedback = (graded["out"] / "feedback" / "attack-lookup-table.md").read_text()
+    assert "wrong values on hidden case 1" in feedback
+    assert "Spec" not in feedback and "expected" not in feedback
 
 
 def test_feedback_shows_verdicts_counts_and_diagnostics(graded):
