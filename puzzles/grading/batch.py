@@ -139,8 +139,13 @@ class TreeUsage:
 
 
 def _descendants(root: int) -> set[int]:
+    """The processes below `root`, from /proc (none where there is no /proc, e.g. macOS)."""
     children: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc"):
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return set()
+    for entry in entries:
         if not entry.isdigit():
             continue
         try:

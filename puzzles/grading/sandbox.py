@@ -177,8 +177,7 @@ def work(sender: multiprocessing.connection.Connection, files: tuple[Path, ...],
          skip: frozenset[int]) -> None:
     """The worker: cap memory, read the submission statically, grade puzzle after puzzle."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
-    resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
-    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    _cap_memory(memory_bytes)
     try:
         if not files:
             raise GradeError("no notebook (.ipynb) in the submission")
@@ -216,3 +215,15 @@ def work(sender: multiprocessing.connection.Connection, files: tuple[Path, ...],
                                f"{memory_bytes >> 20} MiB"))
     finally:
         sender.close()
+
+
+def _cap_memory(memory_bytes: int) -> None:
+    """Cap this process's address space (Linux enforces it; macOS may refuse to lower it, and
+    then the data segment is capped instead), and write no core files."""
+    for limit in (resource.RLIMIT_AS, resource.RLIMIT_DATA):
+        try:
+            resource.setrlimit(limit, (memory_bytes, memory_bytes))
+            break
+        except (ValueError, OSError):
+            continue
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
