@@ -3,8 +3,9 @@
     python -m puzzles list
     python -m puzzles check --solutions [--json]     # exit 0 iff every reference solution passes
     python -m puzzles check PUZZLE --source FILE     # exit 0 iff it passes
-    python -m puzzles grade NOTEBOOK.ipynb [--json FILE]
-    python -m puzzles build [--root DIR]
+    python -m puzzles grade NOTEBOOK.ipynb [--puzzle P ...] [--json FILE]   # 0 iff all pass
+    python -m puzzles grade SUBMISSIONS/ --assignment A.toml --out DIR [--jobs N]
+    python -m puzzles build [--root DIR] [--release DIR]
 """
 
 from __future__ import annotations
@@ -16,9 +17,11 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from puzzles import grader, notebooks
+from puzzles import notebooks
 from puzzles.catalog import ROOT, all_puzzles, find
 from puzzles.checking import COUNT_NAMES, check_kernel
+from puzzles.grading import commands as grading
+from puzzles.grading.integrity import clean_text
 
 # Column names: max per thread of global reads/writes, threadgroup reads/writes, atomics.
 SHORT = {"global_reads": "GR", "global_writes": "GW", "threadgroup_reads": "TR",
@@ -36,13 +39,27 @@ def main(argv: Sequence[str] | None = None) -> int:
                        "puzzle's own)")
     check.add_argument("--solutions", action="store_true", help="check every reference solution")
     check.add_argument("--json", action="store_true", help="print JSON instead of text")
-    grade = commands.add_parser("grade", help="grade a learner's notebook (runs no Python)")
-    grade.add_argument("notebook", type=Path)
+    grade = commands.add_parser(
+        "grade", help="grade a notebook, or a folder of submissions (runs no learner Python)")
+    grade.add_argument("path", type=Path, help="a notebook, or a folder with one notebook or "
+                       "one folder per student")
+    grade.add_argument("--assignment", type=Path, metavar="TOML",
+                       help="assigned puzzles, points, partial credit, limits, secret seed")
+    grade.add_argument("--out", type=Path, metavar="DIR", help="write grades.csv, grades.json, "
+                       "results/<id>/results.json and feedback/<id>.md here")
+    grade.add_argument("--jobs", type=int, default=1, help="submissions graded at once")
+    grade.add_argument("--puzzle", action="append", metavar="P",
+                       help="grade only this puzzle (number, slug or title); repeatable")
     grade.add_argument("--json", type=Path, metavar="FILE", help="also write the rows as JSON")
-    grade.add_argument("--seed", type=int, default=0, help="seed of the hidden cases")
+    grade.add_argument("--gradescope", type=Path, metavar="FILE", help="one notebook: also "
+                       "write Gradescope's results.json (e.g. /autograder/results/results.json)")
+    grade.add_argument("--seed", type=int, help="seed of the hidden cases (default: the "
+                       "assignment's, else a random one, recorded in grades.json)")
     build = commands.add_parser("build", help="regenerate notebooks/ and solutions/notebooks/")
     build.add_argument("--root", type=Path, default=ROOT,
                        help="write under this folder instead of the repository")
+    build.add_argument("--release", type=Path, metavar="DIR", help="write a student release "
+                       "(DIR/student) and a solutions bundle (DIR/solutions) instead")
     args = parser.parse_args(argv)
     if args.command == "list":
         return _list()
@@ -53,7 +70,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             parser.error("check needs --solutions, or a PUZZLE and --source FILE")
         return _check_one(args.puzzle, args.source, args.header, args.json)
     if args.command == "grade":
-        return _grade(args.notebook, args.json, args.seed)
+        if args.path.is_dir() and args.out is None:
+            parser.error("grading a folder needs --out DIR")
+        if args.gradescope is not None and (args.path.is_dir() or args.out is not None):
+            parser.error("--gradescope is for one notebook (a folder writes results/<id>/)")
+        return grading.grade(args.path, assignment=args.assignment, out=args.out,
+                              jobs=args.jobs, puzzles=args.puzzle, json_path=args.json,
+                              seed=args.seed, gradescope_path=args.gradescope)
+    if args.release is not None:
+        return grading.release(args.release)
     for path in notebooks.build(args.root):
         print(f"wrote {path}")
     return 0
@@ -93,23 +118,15 @@ def _check_one(key: str, source: Path, header: Path | None, as_json: bool) -> in
         print(f"no puzzle {key!r}; `python -m puzzles list` shows them", file=sys.stderr)
         return 2
     try:
-        body = source.read_text()
-        head = header.read_text() if header else None
+        body = source.read_text(encoding="utf-8")
+        head = header.read_text(encoding="utf-8") if header else None
     except OSError as exc:
         print(f"cannot read {exc.filename}: {exc.strerror}", file=sys.stderr)
         return 2
-    result = check_kernel(puzzle, body, head)
-    print(json.dumps(result.to_json(), indent=2) if as_json else result.text)
-    return 0 if result.passed else 1
-
-
-def _grade(path: Path, json_path: Path | None, seed: int) -> int:
-    try:
-        rows = grader.grade(path, seed=seed)
-    except grader.GradeError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+    except UnicodeDecodeError as exc:
+        print(f"cannot read the kernel: it is not UTF-8 text ({exc.reason} at byte "
+              f"{exc.start})", file=sys.stderr)
         return 2
-    print(grader.format_table(rows))
-    if json_path is not None:
-        json_path.write_text(json.dumps(rows, indent=2) + "\n")
-    return 0
+    result = check_kernel(puzzle, body, head)
+    print(json.dumps(result.to_json(), indent=2) if as_json else clean_text(result.text))
+    return 0 if result.passed else 1

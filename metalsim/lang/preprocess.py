@@ -16,6 +16,9 @@ from metalsim.diagnostics import CompileError, SourceMap
 from metalsim.lang.lexer import Token, error_at, scan
 
 METAL_VERSION = 310  # __METAL_VERSION__: MSL 3.1, the oldest language version MLX targets
+# Tokens macro expansion may produce in one translation unit. A compiler has no such limit but
+# runs out of memory on a "#define bomb"; the simulator stops early with a compile error.
+MAX_EXPANDED_TOKENS = 100_000
 
 _PREDEFINED = {
     "__METAL_VERSION__": str(METAL_VERSION),
@@ -230,6 +233,7 @@ class _Preprocessor:
         self.conditionals: list[_Conditional] = []
         self.active = True
         self.in_if = False  # expanding an #if line, where `defined` is an operator
+        self.expanded = 0  # tokens produced by macro substitution so far
         self.macros: dict[str, _Macro] = {}
         for name, value in {**_PREDEFINED, **predefined}.items():
             body = scan(value, SourceMap(value))[:-1]
@@ -534,6 +538,11 @@ class _Preprocessor:
                     self._expand(_Stream(list(args[index])), expanded[index])
                 out.extend(self._respaced(expanded[index], token))
             k += 1
+        self.expanded += len(out)
+        if self.expanded > MAX_EXPANDED_TOKENS:
+            raise self.error(site, f"macro expansion produces more than {MAX_EXPANDED_TOKENS} "
+                                   "tokens", hint="a macro that expands to many copies of "
+                                   "another grows exponentially")
         result = [(t, h | hide) for t, h in out if t is not _PLACEMARKER]
         if result:
             # The expansion stands where the name stood, so it inherits the name's spacing.

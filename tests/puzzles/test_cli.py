@@ -48,10 +48,56 @@ def test_check_reports_unknown_puzzles_and_missing_files(tmp_path, capsys):
 
 def test_grade_prints_a_table_and_writes_json(tmp_path, capsys):
     out_file = tmp_path / "grades.json"
-    assert main(["grade", str(NOTEBOOKS / "01_threads.ipynb"), "--json", str(out_file)]) == 0
+    # Exit 1: graded, but not everything passed.
+    assert main(["grade", str(NOTEBOOKS / "01_threads.ipynb"), "--json", str(out_file)]) == 1
     assert "0 of 7 puzzles passed" in capsys.readouterr().out
     rows = json.loads(out_file.read_text())
     assert len(rows) == 7 and {row["status"] for row in rows} == {"fail"}
+
+
+def test_grade_one_puzzle_exits_zero_only_when_it_passes(capsys):
+    solved = ROOT / "solutions" / "notebooks" / "01_threads.ipynb"
+    assert main(["grade", str(solved), "--puzzle", "Guard"]) == 0
+    assert "1 of 1 puzzles passed" in capsys.readouterr().out
+    assert main(["grade", str(NOTEBOOKS / "01_threads.ipynb"), "--puzzle", "3"]) == 1
+    # A puzzle of another chapter: that notebook cannot be graded for it.
+    assert main(["grade", str(solved), "--puzzle", "8"]) == 2
+    assert "no cell of the submission builds an assigned puzzle" in capsys.readouterr().err
+
+
+def test_grade_writes_gradescope_results_for_one_notebook(tmp_path, capsys):
+    solved = ROOT / "solutions" / "notebooks" / "01_threads.ipynb"
+    results = tmp_path / "results" / "results.json"
+    assert main(["grade", str(solved), "--puzzle", "1", "--puzzle", "zip",
+                 "--gradescope", str(results)]) == 0
+    data = json.loads(results.read_text())
+    assert data["score"] == 2 and [t["name"] for t in data["tests"]] == [
+        "Puzzle 1: Map", "Puzzle 2: Zip"]
+
+
+def test_grade_of_an_empty_notebook_is_an_error(tmp_path, capsys):
+    path = tmp_path / "empty.ipynb"
+    path.write_text('{"cells": []}')
+    assert main(["grade", str(path)]) == 2
+    assert "builds none of the puzzles" in capsys.readouterr().err
+
+
+def test_grade_of_a_folder_needs_an_output_folder(tmp_path, capsys):
+    with pytest.raises(SystemExit):
+        main(["grade", str(tmp_path)])
+    assert "needs --out" in capsys.readouterr().err
+
+
+def test_grade_refuses_the_learners_seed(capsys):
+    assert main(["grade", str(NOTEBOOKS / "01_threads.ipynb"), "--seed", "0"]) == 2
+    assert "learners' check() uses" in capsys.readouterr().err
+
+
+def test_check_of_a_file_that_is_not_utf8_fails_cleanly(tmp_path, capsys):
+    path = tmp_path / "latin1.metal"
+    path.write_bytes(b"out[0] = 1; // caf\xe9\n")
+    assert main(["check", "map", "--source", str(path)]) == 2
+    assert "not UTF-8" in capsys.readouterr().err
 
 
 def test_grade_of_a_malformed_notebook_fails_cleanly(tmp_path, capsys):

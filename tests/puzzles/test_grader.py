@@ -74,7 +74,9 @@ def test_planted_code_in_the_notebook_is_never_run(tmp_path):
     rows = by_title(grade(save(nb, tmp_path)))
     assert not marker.exists()
     assert rows["Map"]["status"] == "pass"
-    assert rows["Guard"]["status"] == "error" and "not a string literal" in rows["Guard"]["reason"]
+    guard = rows["Guard"]
+    assert guard["status"] == "unreadable" and "could not read this statically" in guard["reason"]
+    assert "a call to `open(...).write`" in guard["reason"]
 
 
 def test_cell_that_is_not_python_is_reported_against_its_puzzle(tmp_path):
@@ -140,3 +142,36 @@ def test_table_has_one_line_per_row_and_a_summary(tmp_path):
     table = format_table(grade(save(nb, tmp_path))).splitlines()
     assert len(table) == 1 + 7 + 1
     assert table[-1] == "1 of 7 puzzles passed"
+
+
+def test_a_source_assigned_under_an_if_wins_over_an_older_module_level_one(tmp_path):
+    nb = learner_notebook()
+    nb.cells.insert(4, nbformat.v4.new_code_cell(
+        'USE_MINE = True\nsource = "out[thread_position_in_grid.x] = 0;"'))
+    cell = next(c for c in nb.cells if "def map_test(" in c.source)
+    cell.source = cell.source.replace(
+        '    source = """',
+        '    if USE_MINE:\n        source = "uint i = thread_position_in_grid.x; '
+        'out[i] = a[i] + 10;"\n    else:\n        source = """')
+    assert by_title(grade(save(nb, tmp_path), seed=5))["Map"]["status"] == "pass"
+
+
+def test_the_learners_input_names_are_used(tmp_path):
+    nb = learner_notebook()
+    cell = next(c for c in nb.cells if "def map_test(" in c.source)
+    cell.source = cell.source.replace('input_names=["a"]', 'input_names=["x"]').replace(
+        "// FILL ME IN (roughly 1 line)", "out[local_i] = x[local_i] + 10;")
+    assert by_title(grade(save(nb, tmp_path), seed=5))["Map"]["status"] == "pass"
+    cell.source = cell.source.replace('input_names=["x"]', 'input_names=["x", "y"]')
+    row = by_title(grade(save(nb, tmp_path), seed=5))["Map"]
+    assert row["status"] == "error" and "2 input(s) ['x', 'y']" in row["reason"]
+
+
+def test_the_table_never_prints_control_characters(tmp_path):
+    nb = learner_notebook()
+    cell = next(c for c in nb.cells if "def map_test(" in c.source)
+    cell.source = cell.source.replace("// FILL ME IN (roughly 1 line)",
+                                      "#error \x1b[2K\x1b[1A\u202e passed")
+    table = format_table(grade(save(nb, tmp_path), seed=5))
+    assert "\x1b" not in table and "\u202e" not in table
+    assert "[2K[1A passed" in table

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from metalsim.diagnostics import CompileError, SourceMap
 from metalsim.lang.lexer import Token, scan
-from metalsim.lang.preprocess import METAL_VERSION, preprocess
+from metalsim.lang.preprocess import MAX_EXPANDED_TOKENS, METAL_VERSION, preprocess
 
 needs_gcc = pytest.mark.skipif(shutil.which("gcc") is None, reason="needs gcc's preprocessor")
 
@@ -717,3 +717,19 @@ def _timed(action) -> float:
     start = time.perf_counter()
     action()
     return time.perf_counter() - start
+
+
+def test_define_bomb_stops_with_a_compile_error_quickly():
+    # Ten levels of ten copies: 10**10 tokens if expanded; a compiler runs out of memory.
+    levels = ["#define L0 x x x x x x x x x x"] + [
+        f"#define L{k} " + " ".join([f"L{k - 1}"] * 10) for k in range(1, 10)]
+    started = time.monotonic()
+    error = pp_error("\n".join(levels) + "\nL9\n")
+    assert f"more than {MAX_EXPANDED_TOKENS} tokens" in error.diagnostic.message
+    assert error.coord.line == 11
+    assert time.monotonic() - started < 30
+
+
+def test_expansion_just_under_the_limit_is_complete():
+    text = "#define T x x x x x x x x x x\n#define H T T T T T T T T T T\nH H H H H\n"
+    assert texts(text) == ["x"] * 500

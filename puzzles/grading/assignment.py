@@ -1,0 +1,177 @@
+"""The assignment file (TOML): which puzzles are assigned, their points, partial credit, limits
+and the secret seed of the hidden cases.
+
+    [assignment]
+    name = "Week 1: threads"
+    seed = 918273645          # secret; absent: a random seed, recorded in grades.json
+    time_limit = 30           # seconds per puzzle
+    memory_limit_mb = 2048    # per submission's worker process
+
+    [partial_credit]
+    over_budget = 0.5         # right values, over the per-thread budget
+    warnings = 1.0            # passed, with warning diagnostics
+
+    [[puzzles]]
+    puzzle = "Map"            # number, slug or title
+    points = 2
+
+Without a file, every puzzle of the chapters a notebook works on is graded, one point each.
+"""
+
+from __future__ import annotations
+
+import secrets
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
+
+from puzzles.catalog import find
+
+LEARNER_SEED = 0  # the seed `problem.check()` draws its hidden cases from: never the grader's
+
+
+class AssignmentError(Exception):
+    """The assignment file is missing, not TOML, or says something the grader cannot use."""
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What one submission may use: wall time per puzzle and the memory of its worker."""
+
+    seconds: float = 30.0
+    memory_bytes: int = 2 << 30
+
+
+@dataclass(frozen=True)
+class Assignment:
+    """What to grade and how. `points` maps puzzle numbers to points, in assignment order; an
+    empty map means "the chapters each notebook works on, one point per puzzle"."""
+
+    name: str = ""
+    points: dict[int, float] = field(default_factory=dict)
+    over_budget: float = 0.5
+    warnings: float = 1.0
+    limits: Limits = Limits()
+    seed: int | None = None
+
+    def with_seed(self) -> Assignment:
+        """This assignment with a seed: its own, or a fresh random one (to be recorded)."""
+        if self.seed is not None:
+            return self
+        return Assignment(self.name, self.points, self.over_budget, self.warnings, self.limits,
+                          secrets.randbelow(2**63 - 1) + 1)
+
+    def points_of(self, number: int) -> float:
+        """The points puzzle `number` is worth (one each without an assignment file)."""
+        return self.points.get(number, 0.0) if self.points else 1.0
+
+    def earned(self, row: dict[str, object]) -> float:
+        """The points one graded row earns."""
+        number = row.get("puzzle")
+        if not isinstance(number, int):
+            return 0.0
+        warned = bool(row.get("warnings"))
+        return self.points_of(number) * self.credit(str(row["status"]), warned)
+
+    def score(self, rows: list[dict[str, object]]) -> tuple[float, float]:
+        """(points earned, points possible) of one submission's rows. With an assignment file
+        the possible points are the assignment's, whatever the rows hold."""
+        earned = sum(self.earned(row) for row in rows)
+        if self.points:
+            return earned, sum(self.points.values())
+        return earned, float(sum(isinstance(row.get("puzzle"), int) for row in rows))
+
+    def credit(self, status: str, warned: bool) -> float:
+        """The fraction of a puzzle's points a verdict earns."""
+        if status == "pass":
+            return self.warnings if warned else 1.0
+        if status == "over-budget":
+            return self.over_budget
+        return 0.0
+
+
+def load(path: Path) -> Assignment:
+    """Read an assignment file; every mistake in it is an `AssignmentError` saying where."""
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise AssignmentError(f"cannot read {path}: {exc}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise AssignmentError(f"{path} is not valid TOML: {exc}") from None
+    return parse(data, str(path))
+
+
+def parse(data: dict[str, object], where: str = "the assignment") -> Assignment:
+    """An `Assignment` from the parsed TOML tables."""
+    unknown = set(data) - {"assignment", "partial_credit", "puzzles"}
+    if unknown:
+        raise AssignmentError(f"{where}: unknown table(s) {sorted(unknown)}")
+    head = _table(data, "assignment", where)
+    partial = _table(data, "partial_credit", where)
+    _only(head, {"name", "seed", "time_limit", "memory_limit_mb"}, f"{where} [assignment]")
+    _only(partial, {"over_budget", "warnings"}, f"{where} [partial_credit]")
+    seed = head.get("seed")
+    if seed is not None and (not isinstance(seed, int) or isinstance(seed, bool) or seed < 0):
+        raise AssignmentError(f"{where}: seed must be a non-negative integer")
+    if seed == LEARNER_SEED:
+        raise AssignmentError(f"{where}: seed {LEARNER_SEED} is the one learners' check() uses; "
+                              "pick a secret one (or leave it out for a random one)")
+    limits = Limits(
+        seconds=_number(head, "time_limit", 30.0, where, low=0.1),
+        memory_bytes=int(_number(head, "memory_limit_mb", 2048, where, low=64)) << 20)
+    return Assignment(
+        name=str(head.get("name", "")),
+        points=_puzzles(data.get("puzzles", []), where),
+        over_budget=_number(partial, "over_budget", 0.5, where, high=1.0),
+        warnings=_number(partial, "warnings", 1.0, where, high=1.0),
+        limits=limits,
+        seed=seed,
+    )
+
+
+def _table(data: dict[str, object], key: str, where: str) -> dict[str, object]:
+    value = data.get(key, {})
+    if not isinstance(value, dict):
+        raise AssignmentError(f"{where}: [{key}] must be a table")
+    return value
+
+
+def _only(table: dict[str, object], keys: set[str], where: str) -> None:
+    unknown = set(table) - keys
+    if unknown:
+        raise AssignmentError(f"{where}: unknown key(s) {sorted(unknown)}; "
+                              f"known: {sorted(keys)}")
+
+
+def _number(table: dict[str, object], key: str, default: float, where: str,
+            low: float = 0.0, high: float | None = None) -> float:
+    value = table.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise AssignmentError(f"{where}: {key} must be a number")
+    if value < low or (high is not None and value > high):
+        bound = f"between {low} and {high}" if high is not None else f"at least {low}"
+        raise AssignmentError(f"{where}: {key} must be {bound}, not {value}")
+    return float(value)
+
+
+def _puzzles(entries: object, where: str) -> dict[int, float]:
+    if not isinstance(entries, list):
+        raise AssignmentError(f"{where}: [[puzzles]] must be an array of tables")
+    points: dict[int, float] = {}
+    for k, entry in enumerate(entries, 1):
+        if not isinstance(entry, dict) or "puzzle" not in entry:
+            raise AssignmentError(f"{where}: [[puzzles]] entry {k} needs `puzzle = ...`")
+        _only(entry, {"puzzle", "points"}, f"{where} [[puzzles]] entry {k}")
+        puzzle = find(entry["puzzle"])
+        if puzzle is None:
+            raise AssignmentError(f"{where}: [[puzzles]] entry {k}: no puzzle "
+                                  f"{entry['puzzle']!r} (`python -m puzzles list` shows them)")
+        if puzzle.number in points:
+            raise AssignmentError(f"{where}: puzzle {puzzle.number} is assigned twice")
+        points[puzzle.number] = _number(entry, "points", 1.0, f"{where} [[puzzles]] entry {k}")
+    return points

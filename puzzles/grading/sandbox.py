@@ -1,0 +1,229 @@
+"""Grading one submission in a worker process of its own, so that no submission can stall the
+grader or take another's memory.
+
+The worker is forked from a server process that has imported the grader and nothing else (it
+never runs MLX, which is not safe to fork once used), so starting one costs milliseconds. It
+caps its own address space with `resource.setrlimit` before reading the notebook, then reports
+each step on a pipe: the puzzles it will grade and their kernels, then "start" and the row of
+each puzzle. The parent gives every step a wall-time limit; when one is exceeded it kills the
+worker, records that puzzle as "timeout", and starts a fresh worker for the puzzles left. A
+worker that dies records its puzzle as "crashed"; a simulation that runs out of the capped
+memory is "memory-limit".
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import multiprocessing.connection
+import resource
+import signal
+import time
+from dataclasses import dataclass, field
+from multiprocessing.context import BaseContext
+from pathlib import Path
+
+from puzzles.grader import GradeError, grade_puzzle, limit_row, plan, read_cells, read_submission
+from puzzles.grading.assignment import Limits
+
+
+@dataclass(frozen=True)
+class Submission:
+    """One student's work: an id (from the file or folder name) and their notebooks."""
+
+    id: str
+    files: tuple[Path, ...]
+
+
+@dataclass
+class Outcome:
+    """What grading one submission gave: rows in grading order, the kernel read for each
+    puzzle (for the integrity checks), and `error` when it could not be graded."""
+
+    submission: Submission
+    rows: list[dict[str, object]] = field(default_factory=list)
+    kernels: dict[int, str] = field(default_factory=dict)
+    error: str = ""
+    seconds: float = 0.0
+
+
+def context() -> BaseContext:
+    """The multiprocessing context workers are started from (a fork server with the grader
+    already imported)."""
+    ctx = multiprocessing.get_context("forkserver")
+    ctx.set_forkserver_preload([__name__])
+    return ctx
+
+
+class SubmissionRun:
+    """The parent's side of grading one submission: start the worker, take its messages, and
+    enforce the limits. `done` once every puzzle has a row (or the submission failed)."""
+
+    def __init__(self, submission: Submission, assigned: list[int] | None, seed: int,
+                 limits: Limits, ctx: BaseContext) -> None:
+        self.submission = submission
+        self.assigned = assigned
+        self.seed = seed
+        self.limits = limits
+        self.ctx = ctx
+        self.started = time.monotonic()
+        self.order: list[int] | None = None
+        self.rows: dict[int, dict[str, object]] = {}
+        self.kernels: dict[int, str] = {}
+        self.error = ""
+        self.done = False
+        self.current: int | None = None
+        self._spawn()
+
+    def _spawn(self) -> None:
+        receiver, sender = self.ctx.Pipe(duplex=False)
+        self.process = self.ctx.Process(
+            target=work, daemon=True,
+            args=(sender, self.submission.files, self.assigned, self.seed,
+                  self.limits.memory_bytes, frozenset(self.rows)))
+        self.process.start()
+        sender.close()
+        self.connection = receiver
+        self.current = None
+        self.deadline = time.monotonic() + self.limits.seconds
+
+    def receive(self) -> None:
+        """Handle every message waiting on the pipe (or the worker's death)."""
+        while not self.done:
+            try:
+                if not self.connection.poll():
+                    return
+                message = self.connection.recv()
+            except (EOFError, OSError):
+                self._died()
+                return
+            self._handle(message)
+
+    def _handle(self, message: tuple) -> None:
+        kind = message[0]
+        if kind == "read":
+            self.order, kernels = message[1], message[2]
+            self.kernels.update(kernels)
+            if not self.order:
+                self.error = "the submission builds none of the puzzles to grade"
+        elif kind == "start":
+            self.current = message[1]
+        elif kind == "row":
+            row = message[1]
+            self.rows[int(row["puzzle"])] = row
+            self.current = None
+        elif kind == "failed":
+            self.error = message[1]
+        if kind == "done" or kind == "failed":
+            self._finish()
+            return
+        self.deadline = time.monotonic() + self.limits.seconds
+
+    def check_time(self, now: float) -> None:
+        """Kill the worker if its current step ran past the wall-time limit."""
+        if self.done or now <= self.deadline:
+            return
+        self._kill()
+        limit = f"{self.limits.seconds:g} s"
+        if self.current is None:
+            self.error = f"reading the submission took longer than the limit ({limit})"
+            self._finish()
+            return
+        self.rows[self.current] = limit_row(
+            self.current, "timeout", f"grading stopped after the time limit of {limit}")
+        self._continue()
+
+    def _died(self) -> None:
+        self.process.join(5)
+        code = self.process.exitcode
+        how = f"signal {-code}" if code is not None and code < 0 else f"exit code {code}"
+        if self.current is None:
+            if not self.error:
+                self.error = f"the worker died while reading the submission ({how})"
+            self._finish()
+            return
+        self.rows[self.current] = limit_row(
+            self.current, "crashed",
+            f"the worker process died ({how}) while grading this puzzle; its memory cap is "
+            f"{self.limits.memory_bytes >> 20} MiB")
+        self._continue()
+
+    def _continue(self) -> None:
+        """A fresh worker for the puzzles without a row, if any are left."""
+        self.connection.close()
+        left = [n for n in self.order or [] if n not in self.rows]
+        if left:
+            self._spawn()
+        else:
+            self._finish()
+
+    def _kill(self) -> None:
+        if self.process.is_alive():
+            self.process.kill()
+        self.process.join(5)
+
+    def _finish(self) -> None:
+        self._kill()
+        self.connection.close()
+        self.done = True
+
+    def outcome(self) -> Outcome:
+        rows = [self.rows[n] for n in self.order or [] if n in self.rows]
+        return Outcome(self.submission, rows, self.kernels, self.error,
+                       time.monotonic() - self.started)
+
+
+def work(sender: multiprocessing.connection.Connection, files: tuple[Path, ...],
+         assigned: list[int] | None, seed: int, memory_bytes: int,
+         skip: frozenset[int]) -> None:
+    """The worker: cap memory, read the submission statically, grade puzzle after puzzle."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
+    _cap_memory(memory_bytes)
+    try:
+        if not files:
+            raise GradeError("no notebook (.ipynb) in the submission")
+        cells: list[str] = []
+        for path in files:
+            cells += read_cells(path)
+        reading = read_submission(cells)
+        numbers = plan(reading, assigned)
+        worked_on = set(reading.found) | {row["puzzle"] for row in reading.broken}
+        if assigned and not worked_on & set(assigned):
+            raise GradeError(f"no cell of the submission builds an assigned puzzle "
+                             f"({', '.join(map(str, assigned))}): a wrong or empty notebook?")
+        kernels = {number: found.kernel.source for number, found in reading.found.items()
+                   if found.kernel is not None}
+        sender.send(("read", numbers, kernels))
+        for number in numbers:
+            if number in skip:
+                continue
+            sender.send(("start", number))
+            try:
+                row = grade_puzzle(reading, number, seed)
+            except MemoryError:
+                row = limit_row(number, "memory-limit",
+                                f"grading needed more than the memory cap of "
+                                f"{memory_bytes >> 20} MiB")
+            except Exception as exc:  # a bug of the grader must not lose the other puzzles
+                row = limit_row(number, "crashed", f"the grader failed: {type(exc).__name__}: "
+                                                   f"{str(exc)[:300]}")
+            sender.send(("row", row))
+        sender.send(("done",))
+    except GradeError as exc:
+        sender.send(("failed", str(exc)))
+    except MemoryError:
+        sender.send(("failed", f"reading the submission needed more than the memory cap of "
+                               f"{memory_bytes >> 20} MiB"))
+    finally:
+        sender.close()
+
+
+def _cap_memory(memory_bytes: int) -> None:
+    """Cap this process's address space (Linux enforces it; macOS may refuse to lower it, and
+    then the data segment is capped instead), and write no core files."""
+    for limit in (resource.RLIMIT_AS, resource.RLIMIT_DATA):
+        try:
+            resource.setrlimit(limit, (memory_bytes, memory_bytes))
+            break
+        except (ValueError, OSError):
+            continue
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
