@@ -36,6 +36,23 @@ from puzzles.catalog import CHAPTERS, ROOT, Case, Puzzle, all_puzzles
 NOTEBOOKS = ROOT / "notebooks"
 SOLVED_NOTEBOOKS = ROOT / "solutions" / "notebooks"
 
+# Where the project lives: Colab installs it from here (pyproject.toml's `Repository` URL and
+# the README's "Open in Colab" links name the same repository; a test keeps them in step).
+REPOSITORY = "metal-puzzles/metal-puzzles"
+PROJECT_REQUIREMENT = f"metal-puzzles @ git+https://github.com/{REPOSITORY}"
+
+# The first cell of every notebook. Colab starts with no copy of this project, so the cell
+# installs it there, with its version ranges (not requirements.txt's pins: Colab's own Jupyter
+# packages stay as they are). Elsewhere it does nothing: the README's install comes first.
+COLAB_INSTALL_CODE = f"""\
+# On Colab, install this project (metalsim, the puzzles, MLX's CPU build); elsewhere, nothing to do.
+import subprocess
+import sys
+
+if "google.colab" in sys.modules:
+    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet",
+                    "{PROJECT_REQUIREMENT}"], check=True)"""
+
 SETUP_CODE = """\
 import mlx.core as mx
 from utils import MetalKernel, MetalProblem"""
@@ -64,7 +81,7 @@ def render(module: types.ModuleType, solved: bool = False) -> str:
     cells: list[tuple[str, str]] = []
     intro = getattr(module, "INTRO", [])
     cells += [("markdown", text) for text in ([intro] if isinstance(intro, str) else intro)]
-    cells.append(("code", SETUP_CODE))
+    cells += [("code", COLAB_INSTALL_CODE), ("code", SETUP_CODE)]
     defined: set[str] = set()
     for puzzle in puzzles:
         cells += _puzzle_cells(puzzle, module, solved, defined)
