@@ -18,6 +18,8 @@ from metalsim.viz.model import TraceView, logical_index, simd_group
 
 _KEEP = object()  # `select` argument not given: keep the current choice
 _LISTED_ROWS = 200  # rows the HTML listing shows; `listing` keeps them all
+# The dropdowns' value for "all": ipywidgets 8 shows a None value as no selection (blank).
+_ALL = "all"
 
 
 @dataclass(frozen=True)
@@ -173,7 +175,7 @@ class Explorer:
     def _on_change(self, key: str):
         def handler(change: dict) -> None:
             if not self._syncing:
-                self.select(**{key: change["new"]})
+                self.select(**{key: None if change["new"] == _ALL else change["new"]})
         return handler
 
     def _sync_widgets(self) -> None:
@@ -183,14 +185,14 @@ class Explorer:
             n = len(self.view.threads_of(self.threadgroup))
             c = self.controls
             c["threadgroup"].value = self.threadgroup
-            c["thread"].options = [("all", None)] + [(str(t), t) for t in range(n)]
-            c["thread"].value = self.thread
-            c["simdgroup"].options = [("all", None)] + [
+            c["thread"].options = [("all", _ALL)] + [(str(t), t) for t in range(n)]
+            c["thread"].value = _ALL if self.thread is None else self.thread
+            c["simdgroup"].options = [("all", _ALL)] + [
                 (str(s), s) for s in range(simd_group(n - 1) + 1)]
-            c["simdgroup"].value = self.simdgroup
+            c["simdgroup"].value = _ALL if self.simdgroup is None else self.simdgroup
             phases = sorted(set(self.phases()) | ({self.phase} - {None}))
-            c["phase"].options = [("all", None)] + [(str(p), p) for p in phases]
-            c["phase"].value = self.phase
+            c["phase"].options = [("all", _ALL)] + [(str(p), p) for p in phases]
+            c["phase"].value = _ALL if self.phase is None else self.phase
             self._svg.value = self.view_svg
             self._count_html.value = self.counts_html()
             self._list_html.value = self.listing_html()

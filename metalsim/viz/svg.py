@@ -76,6 +76,11 @@ class Diagram:
     def _repr_svg_(self) -> str:
         return self.svg
 
+    def _repr_html_(self) -> str:
+        # JupyterLab shows image/svg+xml as an <img>, which loses the cells' tooltips; as HTML
+        # the SVG is inline (and preferred over the image by JupyterLab's renderers).
+        return self.svg
+
     def to_png(self, scale: float = 2.0) -> bytes:
         """PNG bytes, `scale` pixels per SVG unit (2 gives crisp text on high-DPI screens)."""
         import resvg_py  # imported here: only PNG export needs it

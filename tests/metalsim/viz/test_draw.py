@@ -303,6 +303,7 @@ def test_save_writes_svg_and_refuses_other_formats(tmp_path):
     diagram = draw(run)
     assert diagram.save(tmp_path / "map.svg").read_text() == diagram.svg
     assert diagram._repr_svg_() == diagram.svg
+    assert diagram._repr_html_().startswith("<svg")  # inline in JupyterLab, tooltips kept
     with pytest.raises(ValueError, match=r"\.svg or \.png"):
         diagram.save(tmp_path / "map.pdf")
 
