@@ -119,3 +119,13 @@ def test_array_code_writes_infinities_and_nans_as_valid_python():
     x = np.array([1.0, -np.inf, np.inf, np.nan], np.float32)
     rebuilt = np.array(eval(notebooks.array_code(x), {"mx": mx}))
     np.testing.assert_array_equal(rebuilt, x)
+
+
+def test_readme_links_every_notebook_to_colab_in_the_project_repository():
+    readme = (notebooks.ROOT / "README.md").read_text()
+    for module in MODULES:
+        url = (f"https://colab.research.google.com/github/{notebooks.REPOSITORY}/blob/main/"
+               f"notebooks/{notebook_name(module)}")
+        assert f"({url})" in readme
+    pyproject = (notebooks.ROOT / "pyproject.toml").read_text()
+    assert f'Repository = "https://github.com/{notebooks.REPOSITORY}"' in pyproject
