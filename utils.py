@@ -123,7 +123,7 @@ class MetalProblem:
         if self.puzzle is not None:
             p = self.puzzle
             result = check_cases(
-                self.name, puzzle_cases(p, visible), p.spec, self._kernel_for,
+                self.name, puzzle_cases(p, visible, title=self.name), p.spec, self._kernel_for,
                 p.budget.limits(), init_value=p.init_value, number=p.number)
         else:
             result = check_cases(

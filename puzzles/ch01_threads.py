@@ -224,8 +224,8 @@ Implement a kernel that adds 10 to each position of `a` and stores it in `out`. 
 and square. You have more threads than positions.
 
 **Note:** all memory in Metal is one-dimensional: element `[row][col]` of a row-major array
-with `n` columns lives at index `row * n + col`. The grid's `x` runs along columns and `y` along
-rows.""",
+with `n` columns lives at index `row * n + col`. Throughout these notebooks the grid's `x`
+runs along columns and `y` along rows (and `z`, where used, along the outermost axis).""",
         input_names=("a",),
         spec=map_spec,
         visible=MAP_2D,

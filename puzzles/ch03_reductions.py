@@ -146,6 +146,11 @@ def _block_sum_case(a: np.ndarray) -> Case:
                 (THREADGROUP_MEM_SIZE, 1, 1))
 
 
+def block_sum_simple_hidden(rng: np.random.Generator) -> list[Case]:
+    """Metal-Puzzles' "Prefix Sum (Simple)": one threadgroup (the last of these is short)."""
+    return [_block_sum_case(_values(rng, n)) for n in (8, 8, 5)]
+
+
 def block_sum_hidden(rng: np.random.Generator) -> list[Case]:
     return [_block_sum_case(_values(rng, n)) for n in (8, 15, 40, 3)]
 
@@ -190,6 +195,7 @@ thread. You need to handle the general case: any length, several threadgroups.""
         "Prefix Sum (Simple)": _block_sum_case(np.arange(8, dtype=np.int32)),
         "Prefix Sum (Full)": _block_sum_case(np.arange(15, dtype=np.int32)),
     },
+    hidden_by_title={"Prefix Sum (Simple)": block_sum_simple_hidden},
 )
 
 
@@ -319,17 +325,26 @@ uint sg = simdgroup_index_in_threadgroup;
 
 
 def block_reduce_spec(a: mx.array) -> mx.array:
-    # One sum per threadgroup of 256 elements.
-    return a.reshape(-1, 256).sum(axis=1)
+    # One sum per threadgroup of 256 elements (missing elements of the last one count as 0).
+    blocks = -(-a.shape[0] // 256)
+    return mx.pad(a, [(0, blocks * 256 - a.shape[0])]).reshape(blocks, 256).sum(axis=1)
 
 
-def _block_case(a: np.ndarray, blocks_out: bool) -> Case:
-    out = (a.size // BLOCK,) if blocks_out else (a.size,)
-    return Case((a,), out, (a.size, 1, 1), (BLOCK, 1, 1))
+def _block_case(a: np.ndarray, blocks_out: bool, grid: int | None = None) -> Case:
+    """Threadgroups of 256 over `a`; the grid is `a.size` threads unless given (a length that
+    is not a multiple of 256 then makes the last threadgroup partial)."""
+    out = (-(-a.size // BLOCK),) if blocks_out else (a.size,)
+    return Case((a,), out, (grid or a.size, 1, 1), (BLOCK, 1, 1))
+
+
+def _partial_block_cases(rng: np.random.Generator, blocks_out: bool) -> list[Case]:
+    """300 elements: a grid rounded up to whole threadgroups, and one of exactly 300 threads."""
+    return [_block_case(_values(rng, 300), blocks_out, grid) for grid in (512, 300)]
 
 
 def block_reduce_hidden(rng: np.random.Generator) -> list[Case]:
-    return [_block_case(_values(rng, n), True) for n in (1024, 2048, 256)]
+    return ([_block_case(_values(rng, n), True) for n in (1024, 2048, 256)]
+            + _partial_block_cases(rng, True))
 
 
 BLOCK_REDUCE = Puzzle(
@@ -348,7 +363,10 @@ This is how real GPU reductions work, in two levels:
    again.
 
 The tree reduction of Block Sum needed 8 barriers for 256 values; this needs 1. You need 1
-global read and 1 global write per thread. The general case: any number of blocks.""",
+global read and 1 global write per thread. The general case: any length. The last block may be
+short: the grid may be rounded up past the end of `a` (threads past the end add 0), or be
+exactly `a`'s length, and then the last threadgroup is **partial**: it has fewer threads, and
+fewer SIMD-groups (`simdgroups_per_threadgroup` says how many), than the others.""",
     input_names=("a",),
     spec=block_reduce_spec,
     visible=_block_case(np.arange(1024, dtype=np.float32), True),
@@ -356,12 +374,13 @@ global read and 1 global write per thread. The general case: any number of block
     template=BLOCK_REDUCE_TEMPLATE,
     budget=Budget(global_reads=1, global_writes=1),
     hints=(
-        "Level 1: `float s = simd_sum(a[i]);` on every lane, then "
-        "`if (lane == 0) partial[sg] = s;` and a `threadgroup_barrier`.",
+        "Level 1: every lane calls `simd_sum` on its element (0 past the end of `a`); lane 0 "
+        "stores the result in `partial[sg]`; then a `threadgroup_barrier`. Where is that "
+        "barrier, so that every thread reaches it?",
         "Level 2 runs in SIMD-group 0 (`if (sg == 0)`): lane `l` loads `partial[l]` when "
-        "`l < SIMDGROUPS` and 0 otherwise (`partial` has only 8 elements), and "
-        "`simd_sum` adds them.",
-        "Lane 0 of SIMD-group 0 writes `out[threadgroup_position_in_grid.x]`.",
+        "SIMD-group `l` exists in this threadgroup, and 0 otherwise. Which thread attribute "
+        "tells how many SIMD-groups a (possibly partial) threadgroup has?",
+        "Only one thread writes the block's sum. Which one, and to which element of `out`?",
     ),
     solution_file="15_block_reduce.metal",
     header=BLOCK_HEADER,
@@ -381,11 +400,14 @@ uint sg = simdgroup_index_in_threadgroup;
 
 def scan_spec(a: mx.array) -> mx.array:
     # An inclusive prefix sum within each threadgroup's block of 256 elements.
-    return mx.cumsum(a.reshape(-1, 256), axis=1).reshape(-1)
+    blocks = -(-a.shape[0] // 256)
+    padded = mx.pad(a, [(0, blocks * 256 - a.shape[0])]).reshape(blocks, 256)
+    return mx.cumsum(padded, axis=1).reshape(-1)[: a.shape[0]]
 
 
 def scan_hidden(rng: np.random.Generator) -> list[Case]:
-    return [_block_case(_values(rng, n), False) for n in (256, 512, 1024)]
+    return ([_block_case(_values(rng, n), False) for n in (256, 512, 1024)]
+            + _partial_block_cases(rng, False))
 
 
 SCAN = Puzzle(
@@ -405,8 +427,9 @@ Again in two levels:
    `totals[sg]`.
 2. After a barrier, each thread adds the totals of all SIMD-groups *before* its own.
 
-You need 1 global read and 1 global write per thread. The general case: any number of
-blocks, each scanned on its own.""",
+You need 1 global read and 1 global write per thread. The general case: any length, each
+block scanned on its own; as in Block Reduce, the last block may be short, with the grid
+rounded up past the end of `a` or a partial last threadgroup.""",
     input_names=("a",),
     spec=scan_spec,
     visible=_block_case(np.arange(BLOCK, dtype=np.float32), False),

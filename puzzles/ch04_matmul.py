@@ -137,10 +137,11 @@ MATMUL_HEADER = f"constant uint THREADGROUP_MEM_SIZE = {TILE};\n"
 MATMUL_TEMPLATE = (
     "threadgroup float a_shared[THREADGROUP_MEM_SIZE][THREADGROUP_MEM_SIZE];\n"
     "threadgroup float b_shared[THREADGROUP_MEM_SIZE][THREADGROUP_MEM_SIZE];\n\n"
-    + GLOBAL_INDEX_X
-    + GLOBAL_INDEX_X.replace("uint i", "uint j").replace(".x", ".y")
-    + "\nuint local_i = thread_position_in_threadgroup.x;\n"
-    "uint local_j = thread_position_in_threadgroup.y;\n"
+    # x runs along columns and y along rows, as everywhere: `i` is the row, `j` the column.
+    + GLOBAL_INDEX_X.replace(".x", ".y")
+    + GLOBAL_INDEX_X.replace("uint i", "uint j")
+    + "\nuint local_i = thread_position_in_threadgroup.y;\n"
+    "uint local_j = thread_position_in_threadgroup.x;\n"
     "// FILL ME IN (roughly {lines} lines)\n"
 )
 
@@ -157,7 +158,8 @@ MATMUL_SIMPLE = Puzzle(
     description="""\
 Multiply the square matrices `a` and `b` and store the result in `out`: `out[i][j]` is the sum
 over `k` of `a[i][k] * b[k][j]`. Here the matrices are small (at most 3x3) and a single 3x3
-threadgroup covers the whole output: thread `(i, j)` computes `out[i][j]`. Matrices are stored
+threadgroup covers the whole output: the thread in row `i` (the grid's `y`) and column `j`
+(its `x`) computes `out[i][j]`. Matrices are stored
 row by row, so `a[i][k]` is `a[i * size + k]`, with `size = a_shape[0]`.
 
 Each thread may read only **2** elements from device memory, yet needs a whole row of `a`

@@ -366,7 +366,7 @@ def dot_test(a: mx.array, b: mx.array):
         threadgroup_barrier(mem_flags::mem_threadgroup);
         if (local_i == 0) {
             float total = 0;
-            for (uint k = 0; k < THREADGROUP_MEM_SIZE; k++) {
+            for (uint k = 0; k < threads_per_threadgroup.x; k++) {
                 total += shared[k];
             }
             out[0] = total;

@@ -44,3 +44,29 @@ def test_metal_puzzles_titles_are_found():
     for title in ("Map", "1D Conv (Simple)", "1D Conv (Full)", "Prefix Sum (Simple)",
                   "Prefix Sum (Full)", "Axis Sum", "Matmul (Simple)", "Matmul (Full)"):
         assert find(title) is not None, title
+
+
+# Metal-Puzzles' index formula, which notebook 01 warns is wrong in a partial threadgroup.
+WARNED_FORMULA = "threadgroup_position_in_grid.x * threads_per_threadgroup.x"
+
+
+@pytest.mark.parametrize("puzzle", all_puzzles(), ids=lambda p: p.slug)
+def test_no_template_or_solution_starts_with_the_warned_index_formula(puzzle):
+    assert WARNED_FORMULA not in puzzle.template
+    assert WARNED_FORMULA not in puzzle.solution()
+
+
+BARRIER_PUZZLES = [p for p in all_puzzles() if "threadgroup_barrier" in p.solution()]
+
+
+@pytest.mark.parametrize("puzzle", BARRIER_PUZZLES, ids=lambda p: p.slug)
+def test_every_barrier_puzzle_has_a_hidden_case_whose_length_is_not_a_whole_threadgroup(puzzle):
+    def short(case):
+        width = case.threadgroup[0]
+        return case.grid[0] % width != 0 or case.inputs[0].shape[-1] % width != 0
+
+    assert any(short(case) for case in puzzle.hidden(np.random.default_rng(0)))
+
+
+def test_barrier_puzzles_include_every_notebook_that_teaches_a_barrier():
+    assert {p.number for p in BARRIER_PUZZLES} >= {8, 9, 10, 11, 12, 13, 15, 16, 18, 19}
