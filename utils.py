@@ -74,6 +74,11 @@ class MetalKernel:
         return factory(**self.args().factory_kwargs())
 
 
+# Hints given so far, per puzzle number: kept by the module, not the problem, so that re-running
+# a puzzle's cell (which makes a new MetalProblem) does not start the hints over.
+_HINTS_GIVEN: dict[int, int] = {}
+
+
 def catalog_puzzle(title: str) -> Puzzle | None:
     """The catalog puzzle that has `title` among its titles (case-insensitive), or None."""
     wanted = title.strip().lower()
@@ -95,7 +100,6 @@ class MetalProblem:
         self.threadgroup = tuple(threadgroup)
         self.spec = spec
         self.puzzle = catalog_puzzle(name)
-        self._hints_given = 0
 
     def _visible(self) -> Case:
         dtype = self.puzzle.visible.output_dtype if self.puzzle else "float32"
@@ -167,13 +171,13 @@ class MetalProblem:
         if self.puzzle is None:
             print(f"No hints: {self.name!r} is not a puzzle of the catalog.")
             return
-        hints = self.puzzle.hints
-        if self._hints_given >= len(hints):
+        hints, given = self.puzzle.hints, _HINTS_GIVEN.get(self.puzzle.number, 0)
+        if given >= len(hints):
             print(f"That was the last hint ({len(hints)} of {len(hints)}); "
                   "the reference solution is in solutions/.")
             return
-        self._hints_given += 1
-        print(f"Hint {self._hints_given} of {len(hints)}: {hints[self._hints_given - 1]}")
+        _HINTS_GIVEN[self.puzzle.number] = given + 1
+        print(f"Hint {given + 1} of {len(hints)}: {hints[given]}")
 
     def _print_source(self, visible: Case) -> None:
         try:

@@ -154,7 +154,8 @@ uint local_i = thread_position_in_grid.x;
         hints=(
             "Each thread handles one position: the one at `local_i`.",
             "Read `a[local_i]`, add 10, and store the result in `out[local_i]`.",
-            "`out[local_i] = a[local_i] + 10;`",
+            "One statement does it: which element of `a` does thread `local_i` read, and "
+            "which element of `out` does it write?",
         ),
         solution_file="01_map.metal",
         kernel_name="map",
@@ -178,7 +179,8 @@ uint local_i = thread_position_in_grid.x;
         budget=TWO_READS_ONE_WRITE,
         hints=(
             "Same as Map, with a second input: both inputs are indexed by `local_i`.",
-            "`out[local_i] = a[local_i] + b[local_i];`",
+            "The output element of thread `local_i` is `out[local_i]`: what goes on the right "
+            "of the `=`?",
         ),
         solution_file="02_zip.metal",
         kernel_name="zip",
@@ -209,7 +211,8 @@ uint local_i = thread_position_in_grid.x;
         hints=(
             "8 threads run, but `a` has only 4 elements: threads 4-7 must do nothing.",
             "Compare `local_i` with `a_shape[0]` before reading or writing.",
-            "`if (local_i < a_shape[0]) { out[local_i] = a[local_i] + 10; }`",
+            "The body of Map, inside an `if` that only the threads with an element enter. "
+            "What is the last valid index of `a`?",
         ),
         solution_file="03_guard.metal",
         kernel_name="guard",

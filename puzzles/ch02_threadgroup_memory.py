@@ -203,7 +203,8 @@ threadgroup_barrier(mem_flags::mem_threadgroup);
                       threadgroup_writes=1),
         hints=(
             "After the barrier, `shared[local_i]` holds `a[i]`.",
-            "Guard with `i < a_shape[0]` and write `out[i] = shared[local_i] + 10;`.",
+            "Only the threads with an element of `a` write; which element of `shared` holds "
+            "the value thread `local_i` adds 10 to?",
         ),
         solution_file="08_threadgroup_memory.metal",
         kernel_name="threadgroup_memory",

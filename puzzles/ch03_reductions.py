@@ -185,8 +185,8 @@ thread. You need to handle the general case: any length, several threadgroups.""
         "Loop with `stride = 4, 2, 1`: threads with `local_i < stride` add "
         "`cache[local_i + stride]` into `cache[local_i]`. Put a barrier at the end of every "
         "step, outside the `if`, so that all threads reach it.",
-        "Only one thread writes: `if (local_i == 0) out[threadgroup_position_in_grid.x] = "
-        "cache[0];`",
+        "Only one thread writes the threadgroup's sum. Which one, and which element of `out` "
+        "belongs to this threadgroup?",
     ),
     solution_file="12_block_sum.metal",
     header=BLOCK_SUM_HEADER,
@@ -501,8 +501,8 @@ for `a[i]` and one inside the atomic.""",
     budget=Budget(global_reads=2, global_writes=1, atomics=1),
     hints=(
         "The bin of thread `i` is `a[i]`.",
-        "`atomic_fetch_add_explicit(&out[a[i]], 1, memory_order_relaxed);` adds one to that "
-        "bin without losing concurrent updates.",
+        "Many threads may add to the same bin at once; `out` is atomic here. Which atomic "
+        "function adds one to an element, and which memory order is enough for a counter?",
     ),
     solution_file="17_histogram.metal",
     atomic_outputs=True,

@@ -286,8 +286,9 @@ There is no budget: the point is the 8x8 matrix instructions.""",
         "b_tile;` inside.",
         "`simdgroup_load(a_tile, a, K, ulong2(k, tile_row * 8));` loads a tile of `a`; the "
         "tile of `b` starts at column `tile_col * 8`, row `k`.",
-        "`simdgroup_multiply_accumulate(acc, a_tile, b_tile, acc);` then, after the loop, "
-        "`simdgroup_store(acc, out, N, ulong2(tile_col * 8, tile_row * 8));`",
+        "Each step adds the product of the two loaded tiles to `acc` (one call does multiply "
+        "and add); after the loop, store `acc` at the output tile's origin. In which order "
+        "does that origin give column and row?",
     ),
     solution_file="20_simdgroup_matmul.metal",
 )

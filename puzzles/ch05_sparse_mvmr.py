@@ -225,7 +225,8 @@ write per thread.""",
     budget=Budget(global_reads=2, global_writes=1, threadgroup_reads=0, threadgroup_writes=0),
     hints=(
         "The row to read is `idx[t]`; the element is at `x[idx[t] * C + c]`.",
-        "`out[t * C + c] = x[idx[t] * C + c];`",
+        "One read and one write per thread: the output element of `(t, c)` is in row `t` "
+        "of `out`, the input element in row `idx[t]` of `x`.",
     ),
     solution_file="21_gather_rows.metal",
 )
@@ -285,7 +286,8 @@ global write, so the budget is 3 global reads and 1 global write.""",
     budget=Budget(global_reads=3, global_writes=1, atomics=1),
     hints=(
         "The target element is `out[idx[t] * C + c]`; it may receive adds from many threads.",
-        "`atomic_fetch_add_explicit(&out[idx[t] * C + c], x[t * C + c], memory_order_relaxed);`",
+        "A plain `+=` loses updates when two threads add to the same element. Which atomic "
+        "function adds to a `device atomic<float>`, and which memory order suffices?",
     ),
     solution_file="22_scatter_add.metal",
     atomic_outputs=True,
@@ -382,8 +384,8 @@ The budget is 1 atomic per thread: sum in a register first.""",
         "r = o_idx[t];`",
         "Element `(j, g, c)` of `b` is `b[(j * G + g) * C + c]`, element `(k, g, c, m)` of `a` "
         "is `a[((k * G + g) * C + c) * M + m]`: sum their products over `c` in a float.",
-        "Add once: `atomic_fetch_add_explicit(&out[(r * G + g) * M + m], acc, "
-        "memory_order_relaxed);`",
+        "Add `acc` to the output element of `(r, g, m)` once, with an atomic: other "
+        "threads add to the same element for other kernel offsets.",
     ),
     solution_file="23_mvmr.metal",
     atomic_outputs=True,
@@ -559,7 +561,8 @@ global write and 0 atomics per thread.""",
         "Slot `k`'s triplets run from `seg_offs[k]` to `seg_offs[k + 1]` (excluded).",
         "For each of them add `a[(a_idx[t] * G + g) * M + m] * b[(b_idx[t] * G + g) * C + c]` "
         "to a float.",
-        "Store once: `out[((k * G + g) * M + m) * C + c] = acc;` (an empty slot stores 0).",
+        "Store `acc` once, after the loop, in the element of `(k, g, m, c)`; an empty slot "
+        "must store 0 too. What is that element's flat index in the `(K, G, M, C)` output?",
     ),
     solution_file="25_vvor.metal",
 )

@@ -494,8 +494,8 @@ The budget is not limited.""",
         "positions.",
         "For each position, `uint r = indices[p];` and compare `x[r * C + c]` with the max. "
         "Do not stop at the first match: every tie gets the gradient.",
-        "`atomic_fetch_add_explicit(&dx[r * C + c], g, memory_order_relaxed);` for every "
-        "match.",
+        "Two segments may gather the same row `r`, so two threads may add to the same "
+        "element of `dx`: add the gradient atomically, once per match.",
     ),
     solution_file="29_segment_max_backward.metal",
     output_names=("dx",),

@@ -251,8 +251,9 @@ multiples of 8, and some points of `q` coincide with points of `p` (distance 0).
         "`q[j]` into `q_tile[local_j]`. Skip the loads past the end of `p` or `q`.",
         "`threadgroup_barrier(mem_flags::mem_threadgroup);` after the loads, outside any "
         "`if`: every thread of the threadgroup must reach it.",
-        "Then, if `i < N && j < M`: `float3 diff = p_tile[local_i] - q_tile[local_j];` and "
-        "`out[i * M + j] = sqrt(dot(diff, diff));`",
+        "Then, for threads inside the `(N, M)` output only: the distance is the length of "
+        "the difference of the two staged points (`dot` of a `float3` with itself is its "
+        "squared length).",
     ),
     solution_file="30_pairwise_distance.metal",
     header=PAIRWISE_HEADER,

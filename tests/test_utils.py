@@ -9,6 +9,7 @@ import metalsim
 import puzzles.checking
 from puzzles.catalog import Case
 from puzzles.checking import call_kwargs
+import utils
 from utils import MetalKernel, MetalProblem
 
 
@@ -155,7 +156,8 @@ def test_show_of_a_broken_kernel_prints_instead_of_raising(capsys):
     assert "could not run the kernel" in capsys.readouterr().out
 
 
-def test_hints_come_one_at_a_time(capsys):
+def test_hints_come_one_at_a_time(capsys, monkeypatch):
+    monkeypatch.setattr(utils, "_HINTS_GIVEN", {})
     problem = map_problem(MAP_BODY)
     problem.hint()
     problem.hint()
@@ -164,6 +166,14 @@ def test_hints_come_one_at_a_time(capsys):
     problem.hint()
     problem.hint()
     assert "last hint" in capsys.readouterr().out
+
+
+def test_hint_counter_survives_re_running_the_cell(capsys, monkeypatch):
+    monkeypatch.setattr(utils, "_HINTS_GIVEN", {})
+    map_problem(MAP_BODY).hint()
+    map_problem(MAP_BODY).hint()  # the cell ran again: a new problem, the same puzzle
+    out = capsys.readouterr().out
+    assert "Hint 1 of 3" in out and "Hint 2 of 3" in out
 
 
 def test_verbose_prints_the_generated_source(capsys, monkeypatch):

@@ -70,3 +70,20 @@ def test_every_barrier_puzzle_has_a_hidden_case_whose_length_is_not_a_whole_thre
 
 def test_barrier_puzzles_include_every_notebook_that_teaches_a_barrier():
     assert {p.number for p in BARRIER_PUZZLES} >= {8, 9, 10, 11, 12, 13, 15, 16, 18, 19}
+
+
+def statements(code: str) -> set[str]:
+    """The statements of `code` with whitespace removed (`out[i]=a[i]+10`), short ones left out."""
+    found = set()
+    for line in code.splitlines():
+        for part in line.split("//")[0].replace("{", ";").replace("}", ";").split(";"):
+            squeezed = "".join(part.split())
+            if len(squeezed) >= 8:
+                found.add(squeezed)
+    return found
+
+
+@pytest.mark.parametrize("puzzle", all_puzzles(), ids=lambda p: p.slug)
+def test_the_last_hint_leads_rather_than_giving_a_line_of_the_solution(puzzle):
+    given = set().union(*(statements(span) for span in puzzle.hints[-1].split("`")[1::2]))
+    assert not given & statements(puzzle.solution()), puzzle.hints[-1]
