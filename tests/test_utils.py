@@ -7,9 +7,9 @@ from metal_puzzles_cells import CELLS, PRELUDE
 
 import metalsim
 import puzzles.checking
+import utils
 from puzzles.catalog import Case
 from puzzles.checking import call_kwargs
-import utils
 from utils import MetalKernel, MetalProblem
 
 
