@@ -50,18 +50,20 @@ Two forms occur, and this notebook builds both:
     """\
 ## Decisions, stated once
 
-The original kernels disagree with each other in corners; this series picks one rule each:
+The segment-reduce kernels of
+[PointCNN++](https://github.com/ant-research/pointelligence), which these puzzles
+follow, disagree with each other in corners; here is one rule for each:
 
 1. **Empty segments.** Sum gives 0, max -inf, min +inf: the identity of the reduction, which is
-   also what "no row updated it" means. **Mean gives 0** for both forms. (The original
+   also what "no row updated it" means. **Mean gives 0** for both forms. (PointCNN++'s
    contiguous op divides by `max(length, 1)` and gives 0; its indexed op gives 0/0 = NaN, as
    `torch.segment_reduce` does. A NaN would poison a whole training loss, so we use 0.)
 2. **Ties in the max/min backward.** Every element equal to the maximum receives the *full*
-   upstream gradient; nothing is split among ties. This is what the originals and MLX's own
+   upstream gradient; nothing is split among ties. This is what PointCNN++'s kernels and MLX's own
    autodiff of `.at[...].maximum` do (`torch.segment_reduce` splits it instead). A row that
    appears twice in one segment receives it twice.
 3. **Lengths must add up.** `lengths[0] + ... + lengths[K-1]` must equal the number of rows
-   (contiguous) or of positions (indexed). The originals read out of bounds otherwise; the
+   (contiguous) or of positions (indexed). PointCNN++'s kernels read out of bounds otherwise; the
    real kernels here check it and raise a clear error.
 
 ## Why no atomics in the forward pass
@@ -254,7 +256,7 @@ and compute all the starts at once with `simd_prefix_exclusive_sum` (notebook 03
 the segment, and `simd_sum` adds them.
 
 You need 2 global reads per thread (one entry of `lengths`, one element of `x`) and 1 global
-write. The budget table of the curriculum says 1 read; reading `lengths` costs the second.""",
+write: one read for the element, one for the length of its segment.""",
     input_names=("x", "lengths"),
     spec=segment_sum_spec,
     visible=_segment_case(np.arange(39, dtype=np.float32).reshape(13, 3), VISIBLE_LENGTHS),
@@ -472,7 +474,7 @@ max) and the upstream gradient `gy` (shape `(K, C)`), and compute `dx` (the shap
 
 where `s(p)` is the segment of position `p`. In words: every element that **equals** its
 segment's max receives that segment's **whole** gradient. Ties are not split: if two elements
-tie for the max, both get all of `gy` (the rule of the original kernels and of MLX's autodiff;
+tie for the max, both get all of `gy` (the rule of PointCNN++'s kernels and of MLX's autodiff;
 `torch.segment_reduce` would give each half). A row that appears twice in a segment gets it
 twice.
 

@@ -73,18 +73,19 @@ The two distances, for `diff = p - q`:
 | ball (Euclidean, L2) | `sqrt(dx² + dy² + dz²)` | `sqrt(dot(diff, diff))` |
 | cube (Chebyshev, L∞) | `max(|dx|, |dy|, |dz|)` | `max(max(m.x, m.y), m.z)` with `m = abs(diff)` |
 
-Decisions where the original operator (PointCNN++'s `indexed_distance`) leaves room:
+Decisions where the operator these puzzles follow, the `indexed_distance` of [PointCNN++](https://github.com/ant-research/pointelligence),
+leaves room:
 
-- only `ball` and `cube` exist; the original treats *any* other name as cube, silently;
-- "within the radius" is **inclusive**, `d <= r`, as in the original; a pair exactly at the
+- only `ball` and `cube` exist; PointCNN++ treats *any* other name as cube, silently;
+- "within the radius" is **inclusive**, `d <= r`, as in PointCNN++; a pair exactly at the
   radius is a neighbour (the hidden cases of puzzle 32 have such ties);
 - the math is plain float32 with no epsilon (`torch.nn.functional.pairwise_distance`, which
-  the original's tests compare with, adds `1e-6` to the difference; we do not);
-- the original has no gradient. Ours do (the real kernels at the end), and at zero distance,
-  where the Euclidean norm has no derivative, the gradient is 0.
+  PointCNN++'s tests compare with, adds `1e-6` to the difference; we do not);
+- PointCNN++'s operator has no gradient. Ours do (the real kernels at the end), and at zero
+  distance, where the Euclidean norm has no derivative, the gradient is 0.
 
-A word on a first port we saw of these operators: it computed a "cosine distance" as
-`1 - sum(a - b) / (|a| |b|)`. The cosine distance is `1 - dot(a, b) / (|a| |b|)`: the sum of
+A pitfall to avoid: a "cosine distance" written as `1 - sum(a - b) / (|a| |b|)`. The cosine
+distance is `1 - dot(a, b) / (|a| |b|)`: the sum of
 the *differences* is not a dot product. And it is a different distance from both of ours: it
 ignores how far apart two points are and only compares their directions from the origin, so
 it has no place in a radius search. The hidden cases of puzzle 31 reject it.""",
@@ -234,8 +235,8 @@ block's 8 points of `q` into `q_tile`, the threads of row 1 load its 8 points of
 `p_tile`, and after a barrier every thread computes its distance from the tiles.
 
 So each thread may read at most **1** point from device memory (`load_point` reads one in a
-single 12-byte load) and write 1 distance. (The curriculum leaves this puzzle's budget open;
-this budget is what makes the tiles necessary.) The general case: `N` and `M` need not be
+single 12-byte load) and write 1 distance. (This budget is what makes the tiles
+necessary.) The general case: `N` and `M` need not be
 multiples of 8, and some points of `q` coincide with points of `p` (distance 0).""",
     input_names=("p", "q"),
     spec=pairwise_distance_spec,
@@ -323,8 +324,8 @@ past `n` must do nothing.
 
 The indices repeat (a query point has many candidates), and nothing here needs to know that:
 every pair is independent. There is nothing to share either, so no threadgroup memory: the
-cost of this kernel is the bytes each pair reads. The curriculum's budget is 2 point reads
-and 1 write per pair; the score also counts the 2 index reads, so the budget is **4** global
+cost of this kernel is the bytes each pair reads. Each pair needs 2 point reads and 1
+write; the score also counts the 2 index reads, so the budget is **4** global
 reads (`a_idx[t]`, `b_idx[t]` and one `load_point` each) and 1 write. Loading the coordinates
 one by one would be 8.""",
     input_names=("a", "a_idx", "b", "b_idx"),
