@@ -129,3 +129,10 @@ def test_readme_links_every_notebook_to_colab_in_the_project_repository():
         assert f"({url})" in readme
     pyproject = (notebooks.ROOT / "pyproject.toml").read_text()
     assert f'Repository = "https://github.com/{notebooks.REPOSITORY}"' in pyproject
+
+
+@pytest.mark.parametrize("module", MODULES, ids=notebook_name)
+def test_notebooks_speak_to_the_learner_not_about_the_project(module):
+    text = render(module).lower()
+    for internal in ("curriculum", "the original", "first port"):
+        assert internal not in text
