@@ -89,6 +89,29 @@ kernel that reduces `cot * x` over each tile's positions. The source is in
 `solutions/conv1d.py`."""
 
 
+REAL_KERNEL_SOURCES = (("solutions.conv1d", "SOURCE"),)
+
+REAL_KERNEL_REPORT = """\
+### Reading the report
+
+A "valid" convolution of 20,000 elements with 31 taps has 20,000 - 31 + 1 = 19,970 outputs.
+
+- **grid (5120, 1, 1), threadgroup (256, 1, 1)**: 20 threadgroups of 256 threads; each thread
+  computes 4 consecutive outputs, so a threadgroup covers a tile of 1,024 outputs.
+- **global reads, max 6 and 21,190 in all**: a thread loads its 4 elements of the tile, and
+  some threads one more for the halo (the 30 elements past the tile's end) and one tap of the
+  filter. In all: the 20,000 elements of `x`, 19 halos of 30 (the last tile has none past the
+  end), and the 31 taps once per threadgroup (620).
+- **global writes, max 4 and 19,970**: one per output.
+- **threadgroup reads, max 248**: 4 outputs times 31 taps, each a read of the tile and one of
+  the filter; **threadgroup writes** are the loads above, stored into the tile and the filter.
+- **barriers 1**: one barrier between filling the tile and reading it.
+- **SIMD-group efficiency 100%**: every lane runs every statement.
+- **traffic**: `x` moved 82,280 bytes against 80,000 (the halos are read twice: 2.85% more);
+  `w` 2,480 bytes against 124, since every threadgroup loads the 31 taps; `out` exactly its
+  19,970 floats. In total 1.03x the ideal."""
+
+
 REAL_KERNEL_CODE = """\
 import metalsim
 from solutions.conv1d import conv1d, simulate

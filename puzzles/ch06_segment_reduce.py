@@ -132,6 +132,32 @@ gradients, with MLX scatter ops (`mx.zeros(...).at[seg].add(...)`, `.at[seg].max
 differentiated by MLX itself, then prints the simulator's traffic report.
 """
 
+REAL_KERNEL_SOURCES = (("solutions.segment_reduce", "FORWARD_SOURCE"),
+                       ("solutions.segment_reduce", "INDEXED_FORWARD_SOURCE"))
+
+REAL_KERNEL_REPORT = """\
+### Reading the report
+
+The report is the contiguous forward launch (the sum) over `x` of 300 rows of 8 channels, in 4
+segments (one of them empty).
+
+- **grid (8, 128, 1), threadgroup (8, 32, 1)**: one threadgroup per segment (4 of them; a
+  long segment would be split into parts, each with its own threadgroup): its threads are the 8
+  channels (along `x`) times 32 rows (along `y`), so a SIMD-group covers 4 rows of 8 channels.
+- **global reads, max 6**: lane 0 of each SIMD-group reads where its segment starts and ends
+  (`starts`, the offsets computed from `lengths`, then shared with `simd_broadcast`); every
+  thread reads the elements of its channel in every 32nd row of the segment.
+- **global writes 1**: one result per segment and channel, written by the first row of threads.
+- **threadgroup reads 7, writes 1, barriers 1**: after shuffles inside each SIMD-group, each
+  SIMD-group's 8 column sums go to threadgroup memory, and after one barrier the first row of
+  threads combines the other 7 SIMD-groups' values.
+- **SIMD-group efficiency 90%**: threads whose share of rows is shorter (segment 1 has none at
+  all) idle while the others still loop.
+- **traffic**: `x` is read once; `starts` (5 offsets, 20 bytes) is read twice by every
+  SIMD-group (256 bytes); `out` holds one value per segment and channel. In total 1.02x the
+  ideal."""
+
+
 REAL_KERNEL_CODE = """\
 import metalsim
 from solutions.segment_reduce import indexed_segment_reduce, segment_reduce, simulate
