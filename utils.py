@@ -94,6 +94,11 @@ def build_kernel(args: KernelArgs) -> Any:
     return factory(**args.factory_kwargs())
 
 
+# Hints given so far, per puzzle number: kept by the module, not the problem, so that re-running
+# a puzzle's cell (which makes a new MetalProblem) does not start the hints over.
+_HINTS_GIVEN: dict[int, int] = {}
+
+
 def catalog_puzzle(title: str) -> Puzzle | None:
     """The catalog puzzle that has `title` among its titles (case-insensitive), or None."""
     wanted = title.strip().lower()
@@ -117,7 +122,6 @@ class MetalProblem:
         self.spec = spec
         self.puzzle = catalog_puzzle(name)
         self.result: CheckResult | None = None  # the verdict of the last check()
-        self._hints_given = 0
 
     def _visible(self) -> Case:
         dtype = self.puzzle.visible.output_dtype if self.puzzle else "float32"
@@ -147,7 +151,7 @@ class MetalProblem:
         if self.puzzle is not None:
             p = self.puzzle
             result = check_cases(
-                self.name, puzzle_cases(p, visible), p.spec, self._kernel_for,
+                self.name, puzzle_cases(p, visible, title=self.name), p.spec, self._kernel_for,
                 p.budget.limits(), init_value=p.launch_init_value, number=p.number,
                 note_unwritten=p.init_value is None)
         else:
@@ -255,7 +259,9 @@ class MetalProblem:
 
     def _cases(self) -> list[tuple[str, Case]]:
         visible = self._visible()
-        return puzzle_cases(self.puzzle, visible) if self.puzzle else [("visible", visible)]
+        if self.puzzle is None:
+            return [("visible", visible)]
+        return puzzle_cases(self.puzzle, visible, title=self.name)
 
     def _find_case(self, case: int | str | None) -> tuple[str, Case]:
         """The (label, case) that `case` names: None for the visible case, a hidden case's
@@ -344,13 +350,13 @@ class MetalProblem:
         if self.puzzle is None:
             print(f"No hints: {self.name!r} is not a puzzle of the catalog.")
             return
-        hints = self.puzzle.hints
-        if self._hints_given >= len(hints):
+        hints, given = self.puzzle.hints, _HINTS_GIVEN.get(self.puzzle.number, 0)
+        if given >= len(hints):
             print(f"That was the last hint ({len(hints)} of {len(hints)}); "
                   "the reference solution is in solutions/.")
             return
-        self._hints_given += 1
-        print(f"Hint {self._hints_given} of {len(hints)}: {hints[self._hints_given - 1]}")
+        _HINTS_GIVEN[self.puzzle.number] = given + 1
+        print(f"Hint {given + 1} of {len(hints)}: {hints[given]}")
 
     def _print_source(self, visible: Case) -> None:
         try:

@@ -74,7 +74,8 @@ class Diagnostic:
 
     `kind` is one of: out-of-bounds, race, divergent-barrier, uninitialized-read,
     division-by-zero, shift-out-of-range, step-limit, resource-limit; for SIMD-group code
-    inactive-lane-read, invalid-lane, invalid-argument, non-uniform-argument,
+    inactive-lane-read, inactive-lanes (a reduction or scan with lanes in another branch),
+    invalid-lane, invalid-argument, non-uniform-argument,
     divergent-simdgroup, unconfirmed-behavior (run time); or compile (compile time).
     `threads` lists offending threads as `thread_position_in_grid` triples.
     """

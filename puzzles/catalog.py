@@ -28,8 +28,11 @@ METAL_PUZZLES_TITLES = frozenset({
 # Metal-Puzzles launches every kernel with `init_value=0`: outputs start as zeros.
 METAL_PUZZLES_INIT_VALUE = 0.0
 
-# Metal-Puzzles' first template line, longer than the line limit of this code base.
-GLOBAL_INDEX_X = ("uint i = threadgroup_position_in_grid.x * threads_per_threadgroup.x"
+# The first template line of the threadgroup puzzles: a thread's global index from its
+# threadgroup's position. Metal-Puzzles multiplies by `threads_per_threadgroup`, which is wrong
+# in a partial threadgroup (notebook 01 says why); the size requested at launch is right
+# everywhere. Longer than the line limit of this code base.
+GLOBAL_INDEX_X = ("uint i = threadgroup_position_in_grid.x * dispatch_threads_per_threadgroup.x"
                   " + thread_position_in_threadgroup.x;\n")
 
 
@@ -67,7 +70,8 @@ class Puzzle:
     puzzles). `template` is the kernel body shipped to learners, with `// FILL ME IN`; the
     reference body is `solutions/<solution_file>`. `titles` are the names a `MetalProblem` may
     use for this puzzle (the first is the catalog title; Metal-Puzzles titles such as
-    "1D Conv (Full)" are listed too, each mapping to its visible case in `cases_by_title`).
+    "1D Conv (Full)" are listed too, each mapping to its visible case in `cases_by_title`; a
+    stepping-stone title maps to its own hidden cases in `hidden_by_title`).
     """
 
     number: int
@@ -88,6 +92,8 @@ class Puzzle:
     atomic_outputs: bool = False
     init_value: float | None = None
     cases_by_title: dict[str, Case] = field(default_factory=dict)
+    hidden_by_title: dict[str, Callable[[np.random.Generator], list[Case]]] = field(
+        default_factory=dict)
     kernel_name: str = ""
 
     @property
@@ -109,6 +115,13 @@ class Puzzle:
         """The kernel's `name=`: `kernel_name`, or the slug."""
         return self.kernel_name or self.slug
 
+    def hidden_cases(self, rng: np.random.Generator, title: str | None = None) -> list[Case]:
+        """The hidden cases a problem titled `title` is checked on: a stepping stone such as
+        "1D Conv (Simple)" has its own (`hidden_by_title`), every other title the puzzle's."""
+        wanted = (title or "").strip().lower()
+        own = {t.lower(): hidden for t, hidden in self.hidden_by_title.items()}
+        return own.get(wanted, self.hidden)(rng)
+
     def solution(self) -> str:
         return (SOLUTIONS / self.solution_file).read_text()
 
@@ -121,15 +134,29 @@ def random_like(rng: np.random.Generator, x: np.ndarray, low: int = -20, high: i
     return rng.uniform(low, high, size=x.shape).astype(x.dtype)
 
 
-def random_cases(case: Case, n: int = 3, low: int = -20, high: int = 20
-                 ) -> Callable[[np.random.Generator], list[Case]]:
-    """A `hidden` generator: `n` copies of `case` (same sizes and launch) with random inputs."""
+def random_cases(case: Case, n: int = 3, low: int = -20, high: int = 20,
+                 also: tuple[Case, ...] = ()) -> Callable[[np.random.Generator], list[Case]]:
+    """A `hidden` generator: `n` copies of `case` (same sizes and launch) with random inputs,
+    then each case of `also` (other sizes or launches) with random inputs."""
 
     def hidden(rng: np.random.Generator) -> list[Case]:
-        return [replace(case, inputs=tuple(random_like(rng, x, low, high) for x in case.inputs))
-                for _ in range(n)]
+        return [replace(c, inputs=tuple(random_like(rng, x, low, high) for x in c.inputs))
+                for c in [case] * n + list(also)]
 
     return hidden
+
+
+def partial_threadgroup_cases(case: Case, length: int, output_shape: tuple[int, ...]
+                              ) -> tuple[Case, ...]:
+    """`case` with its 1D inputs cut to `length` (not a multiple of the threadgroup), launched
+    two ways: a grid rounded up to whole threadgroups (the threads past the end must still
+    reach every barrier), and a grid of exactly `length` threads (MLX then makes the last
+    threadgroup partial, smaller than the others)."""
+    width = case.threadgroup[0]
+    inputs = tuple(x[:length] for x in case.inputs)
+    rounded = (-(-length // width) * width, 1, 1)
+    return tuple(replace(case, inputs=inputs, output_shape=output_shape, grid=grid)
+                 for grid in (rounded, (length, 1, 1)))
 
 
 _REGISTRY: dict[int, Puzzle] = {}

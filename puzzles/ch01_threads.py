@@ -85,6 +85,34 @@ element written once. `axpby` is differentiable too: its backward is a kernel th
 `alpha * cot` and `beta * cot` in one pass, after MLX sums the cotangent over the axes along
 which an operand was broadcast. The source is in `solutions/axpby.py`."""
 
+REAL_KERNEL_SOURCES = (("solutions.axpby", "CONTIGUOUS_SOURCE"),
+                       ("solutions.axpby", "GENERAL_SOURCE"))
+
+REAL_KERNEL_REPORT = """\
+### Reading the report
+
+`y` has shape `(37,)` and `x` `(1000, 37)`, so the shapes differ and the general (broadcasting)
+kernel runs. Line by line:
+
+- **grid (10, 1000, 1)**: one thread per 4 columns (37 columns need 10 threads; the last one
+  has a single column) and one row of threads per row of `x`.
+- **threadgroup (10, 25, 1)**: 250 threads, 10 columns by 25 rows. A threadgroup of 256 threads
+  in `x` alone would be clamped to the grid's 10 columns: 10 threads per threadgroup, and each
+  SIMD-group of 32 lanes would run with 22 of them empty (an efficiency of 31%). Stacking rows
+  fills the SIMD-groups.
+- **max/thread and total**: a thread reads 4 elements of `x` and 4 of `y` (8 global reads) and
+  writes 4 (the general path moves them one by one along the row); in all 74,000 reads and
+  37,000 writes, 2 and 1 per output element. No threadgroup memory, atomics or barriers.
+- **SIMD-group efficiency 96%**: the share of lanes that are active, averaged over the
+  statements the SIMD-groups execute. The threads of the last column run their loop once
+  where the others run it four times, so their SIMD-groups run part of the loop with lanes idle.
+- **traffic**: bytes each buffer moved against its ideal. `x` and `out` are 37,000 floats,
+  148,000 bytes, each touched once. `y` is read through a broadcast view of the output's shape,
+  so its ideal also counts one read per output element that uses it; on a GPU the repeats of its
+  37 values come from the cache.
+- **traffic total 1.00x ideal**: nothing is read or written twice."""
+
+
 REAL_KERNEL_CODE = """\
 import metalsim
 from solutions.axpby import axpby, simulate
@@ -154,7 +182,8 @@ uint local_i = thread_position_in_grid.x;
         hints=(
             "Each thread handles one position: the one at `local_i`.",
             "Read `a[local_i]`, add 10, and store the result in `out[local_i]`.",
-            "`out[local_i] = a[local_i] + 10;`",
+            "One statement does it: which element of `a` does thread `local_i` read, and "
+            "which element of `out` does it write?",
         ),
         solution_file="01_map.metal",
         kernel_name="map",
@@ -178,7 +207,8 @@ uint local_i = thread_position_in_grid.x;
         budget=TWO_READS_ONE_WRITE,
         hints=(
             "Same as Map, with a second input: both inputs are indexed by `local_i`.",
-            "`out[local_i] = a[local_i] + b[local_i];`",
+            "The output element of thread `local_i` is `out[local_i]`: what goes on the right "
+            "of the `=`?",
         ),
         solution_file="02_zip.metal",
         kernel_name="zip",
@@ -209,7 +239,8 @@ uint local_i = thread_position_in_grid.x;
         hints=(
             "8 threads run, but `a` has only 4 elements: threads 4-7 must do nothing.",
             "Compare `local_i` with `a_shape[0]` before reading or writing.",
-            "`if (local_i < a_shape[0]) { out[local_i] = a[local_i] + 10; }`",
+            "The body of Map, inside an `if` that only the threads with an element enter. "
+            "What is the last valid index of `a`?",
         ),
         solution_file="03_guard.metal",
         kernel_name="guard",
@@ -224,8 +255,8 @@ Implement a kernel that adds 10 to each position of `a` and stores it in `out`. 
 and square. You have more threads than positions.
 
 **Note:** all memory in Metal is one-dimensional: element `[row][col]` of a row-major array
-with `n` columns lives at index `row * n + col`. The grid's `x` runs along columns and `y` along
-rows.""",
+with `n` columns lives at index `row * n + col`. Throughout these notebooks the grid's `x`
+runs along columns and `y` along rows (and `z`, where used, along the outermost axis).""",
         input_names=("a",),
         spec=map_spec,
         visible=MAP_2D,

@@ -15,6 +15,7 @@ from puzzles.catalog import (
     Budget,
     Case,
     Puzzle,
+    partial_threadgroup_cases,
     random_cases,
     random_like,
     register,
@@ -88,6 +89,29 @@ kernel that reduces `cot * x` over each tile's positions. The source is in
 `solutions/conv1d.py`."""
 
 
+REAL_KERNEL_SOURCES = (("solutions.conv1d", "SOURCE"),)
+
+REAL_KERNEL_REPORT = """\
+### Reading the report
+
+A "valid" convolution of 20,000 elements with 31 taps has 20,000 - 31 + 1 = 19,970 outputs.
+
+- **grid (5120, 1, 1), threadgroup (256, 1, 1)**: 20 threadgroups of 256 threads; each thread
+  computes 4 consecutive outputs, so a threadgroup covers a tile of 1,024 outputs.
+- **global reads, max 6 and 21,190 in all**: a thread loads its 4 elements of the tile, and
+  some threads one more for the halo (the 30 elements past the tile's end) and one tap of the
+  filter. In all: the 20,000 elements of `x`, 19 halos of 30 (the last tile has none past the
+  end), and the 31 taps once per threadgroup (620).
+- **global writes, max 4 and 19,970**: one per output.
+- **threadgroup reads, max 248**: 4 outputs times 31 taps, each a read of the tile and one of
+  the filter; **threadgroup writes** are the loads above, stored into the tile and the filter.
+- **barriers 1**: one barrier between filling the tile and reading it.
+- **SIMD-group efficiency 100%**: every lane runs every statement.
+- **traffic**: `x` moved 82,280 bytes against 80,000 (the halos are read twice: 2.85% more);
+  `w` 2,480 bytes against 124, since every threadgroup loads the 31 taps; `out` exactly its
+  19,970 floats. In total 1.03x the ideal."""
+
+
 REAL_KERNEL_CODE = """\
 import metalsim
 from solutions.conv1d import conv1d, simulate
@@ -138,10 +162,23 @@ CONV_FULL = Case(inputs=(_f32(15), _f32(4)), output_shape=(15,), grid=(16, 1, 1)
 CONV_SIZES = ((6, 3), (15, 4), (16, 4), (21, 2), (11, 1))
 
 
+# The stepping stone, Metal-Puzzles' "1D Conv (Simple)": one threadgroup, so no halo.
+CONV_SIMPLE_SIZES = ((6, 3), (8, 2), (5, 4))
+
+
+def conv_simple_hidden(rng: np.random.Generator) -> list[Case]:
+    """Random values, one threadgroup of 8: lengths up to 8, filters up to 4 taps."""
+    return _conv_cases(rng, CONV_SIMPLE_SIZES)
+
+
 def conv_hidden(rng: np.random.Generator) -> list[Case]:
     """Random values at the visible sizes and at other lengths, filters and grids."""
+    return _conv_cases(rng, CONV_SIZES)
+
+
+def _conv_cases(rng: np.random.Generator, sizes: tuple[tuple[int, int], ...]) -> list[Case]:
     cases = []
-    for n, k in CONV_SIZES:
+    for n, k in sizes:
         a = random_like(rng, np.zeros(n, np.float32), -5, 5)
         b = random_like(rng, np.zeros(k, np.float32), -5, 5)
         grid = (-(-n // 8) * 8, 1, 1)
@@ -159,8 +196,9 @@ register(
 Implement a kernel that adds 10 to each position of `a` and stores it in `out`. There are fewer
 threads per threadgroup than elements in `a`.
 
-The kernel already copies each thread's element into threadgroup memory and waits at a barrier;
-finish it by reading the value back from threadgroup memory. (This puzzle does not need
+The kernel already copies each thread's element into threadgroup memory and waits at a barrier
+(outside the `if`, so that every thread of the threadgroup reaches it); finish it by reading the
+value back from threadgroup memory. (This puzzle does not need
 threadgroup memory; it is a demonstration of the mechanics.)
 
 **Note:** the `header` argument is placed before the kernel; here it defines the size of the
@@ -168,7 +206,7 @@ threadgroup array.""",
         input_names=("a",),
         spec=map_spec,
         visible=SHARED,
-        hidden=random_cases(SHARED),
+        hidden=random_cases(SHARED, also=partial_threadgroup_cases(SHARED, 6, (6,))),
         header="""\
 constant uint THREADGROUP_MEM_SIZE = 4;
 """,
@@ -179,8 +217,8 @@ uint local_i = thread_position_in_threadgroup.x;
 
 if (i < a_shape[0]) {
     shared[local_i] = a[i];
-    threadgroup_barrier(mem_flags::mem_threadgroup);
 }
+threadgroup_barrier(mem_flags::mem_threadgroup);
 
 // FILL ME IN (roughly 1-3 lines)
 """,
@@ -188,7 +226,8 @@ if (i < a_shape[0]) {
                       threadgroup_writes=1),
         hints=(
             "After the barrier, `shared[local_i]` holds `a[i]`.",
-            "Guard with `i < a_shape[0]` and write `out[i] = shared[local_i] + 10;`.",
+            "Only the threads with an element of `a` write; which element of `shared` holds "
+            "the value thread `local_i` adds 10 to?",
         ),
         solution_file="08_threadgroup_memory.metal",
         kernel_name="threadgroup_memory",
@@ -210,7 +249,7 @@ threadgroup memory once, then read the neighbours from there.
         input_names=("a",),
         spec=pooling_spec,
         visible=POOLING,
-        hidden=random_cases(POOLING),
+        hidden=random_cases(POOLING, also=partial_threadgroup_cases(POOLING, 6, (6,))),
         header="""\
 constant uint THREADGROUP_MEM_SIZE = 8;
 """,
@@ -247,7 +286,7 @@ them up comes in the next notebook.""",
         input_names=("a", "b"),
         spec=dot_spec,
         visible=DOT,
-        hidden=random_cases(DOT),
+        hidden=random_cases(DOT, also=partial_threadgroup_cases(DOT, 5, (1,))),
         header="""\
 constant uint THREADGROUP_MEM_SIZE = 8;
 """,
@@ -307,6 +346,7 @@ uint local_i = thread_position_in_threadgroup.x;
         ),
         solution_file="11_conv1d.metal",
         cases_by_title={"1D Conv (Simple)": CONV_SIMPLE, "1D Conv (Full)": CONV_FULL},
+        hidden_by_title={"1D Conv (Simple)": conv_simple_hidden},
         kernel_name="1D_conv",
     ),
 )

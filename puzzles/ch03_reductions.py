@@ -105,6 +105,26 @@ grid: the sum's gradient broadcasts the cotangent along the row, and the max's s
 among the elements equal to the maximum, as MLX's own gradient of `mx.max` does.
 """
 
+REAL_KERNEL_SOURCES = (("solutions.row_reduce", "SOURCE"),)
+
+REAL_KERNEL_REPORT = """\
+### Reading the report
+
+The report is that of `row_sum` over `x`'s 64 rows of 1,000 elements.
+
+- **grid (256, 64, 1), threadgroup (256, 1, 1)**: one threadgroup of 256 threads per row.
+- **global reads, max 1 and 16,000 in all**: each thread reads 4 consecutive elements in one
+  4-wide load (a `float4` load counts as one read), so 250 threads cover a row's 1,000 elements
+  and the other 6 read nothing: 64 x 250 = 16,000 loads.
+- **global writes 64**: one per row, by one thread.
+- **threadgroup reads and writes 512**: each of a row's 8 SIMD-groups stores its `simd_sum` in
+  threadgroup memory and the first SIMD-group reads the 8 back: 64 rows x 8.
+- **barriers 1**: the one barrier between the two levels of the reduction (16,384 = every
+  thread once).
+- **SIMD-group efficiency 96%**: the 6 threads without elements sit out the loads.
+- **traffic**: `x` read once (256,000 bytes) and 64 floats written: 1.00x the ideal."""
+
+
 REAL_KERNEL_CODE = """\
 import metalsim
 from solutions.row_reduce import row_max, row_sum, simulate
@@ -152,6 +172,11 @@ def _block_sum_case(a: np.ndarray) -> Case:
                 (THREADGROUP_MEM_SIZE, 1, 1))
 
 
+def block_sum_simple_hidden(rng: np.random.Generator) -> list[Case]:
+    """Metal-Puzzles' "Prefix Sum (Simple)": one threadgroup (the last of these is short)."""
+    return [_block_sum_case(_values(rng, n)) for n in (8, 8, 5)]
+
+
 def block_sum_hidden(rng: np.random.Generator) -> list[Case]:
     return [_block_sum_case(_integers(rng, n)) for n in (8, 15, 40, 3)]
 
@@ -186,8 +211,8 @@ thread. You need to handle the general case: any length, several threadgroups.""
         "Loop with `stride = 4, 2, 1`: threads with `local_i < stride` add "
         "`cache[local_i + stride]` into `cache[local_i]`. Put a barrier at the end of every "
         "step, outside the `if`, so that all threads reach it.",
-        "Only one thread writes: `if (local_i == 0) out[threadgroup_position_in_grid.x] = "
-        "cache[0];`",
+        "Only one thread writes the threadgroup's sum. Which one, and which element of `out` "
+        "belongs to this threadgroup?",
     ),
     solution_file="12_block_sum.metal",
     header=BLOCK_SUM_HEADER,
@@ -196,6 +221,7 @@ thread. You need to handle the general case: any length, several threadgroups.""
         "Prefix Sum (Simple)": _block_sum_case(np.arange(8, dtype=np.int32)),
         "Prefix Sum (Full)": _block_sum_case(np.arange(15, dtype=np.int32)),
     },
+    hidden_by_title={"Prefix Sum (Simple)": block_sum_simple_hidden},
 )
 
 
@@ -325,17 +351,26 @@ uint sg = simdgroup_index_in_threadgroup;
 
 
 def block_reduce_spec(a: mx.array) -> mx.array:
-    # One sum per threadgroup of 256 elements.
-    return a.reshape(-1, 256).sum(axis=1)
+    # One sum per threadgroup of 256 elements (missing elements of the last one count as 0).
+    blocks = -(-a.shape[0] // 256)
+    return mx.pad(a, [(0, blocks * 256 - a.shape[0])]).reshape(blocks, 256).sum(axis=1)
 
 
-def _block_case(a: np.ndarray, blocks_out: bool) -> Case:
-    out = (a.size // BLOCK,) if blocks_out else (a.size,)
-    return Case((a,), out, (a.size, 1, 1), (BLOCK, 1, 1))
+def _block_case(a: np.ndarray, blocks_out: bool, grid: int | None = None) -> Case:
+    """Threadgroups of 256 over `a`; the grid is `a.size` threads unless given (a length that
+    is not a multiple of 256 then makes the last threadgroup partial)."""
+    out = (-(-a.size // BLOCK),) if blocks_out else (a.size,)
+    return Case((a,), out, (grid or a.size, 1, 1), (BLOCK, 1, 1))
+
+
+def _partial_block_cases(rng: np.random.Generator, blocks_out: bool) -> list[Case]:
+    """300 elements: a grid rounded up to whole threadgroups, and one of exactly 300 threads."""
+    return [_block_case(_values(rng, 300), blocks_out, grid) for grid in (512, 300)]
 
 
 def block_reduce_hidden(rng: np.random.Generator) -> list[Case]:
-    return [_block_case(_values(rng, n), True) for n in (1024, 2048, 256)]
+    return ([_block_case(_values(rng, n), True) for n in (1024, 2048, 256)]
+            + _partial_block_cases(rng, True))
 
 
 BLOCK_REDUCE = Puzzle(
@@ -354,7 +389,10 @@ This is how real GPU reductions work, in two levels:
    again.
 
 The tree reduction of Block Sum needed 8 barriers for 256 values; this needs 1. You need 1
-global read and 1 global write per thread. The general case: any number of blocks.""",
+global read and 1 global write per thread. The general case: any length. The last block may be
+short: the grid may be rounded up past the end of `a` (threads past the end add 0), or be
+exactly `a`'s length, and then the last threadgroup is **partial**: it has fewer threads, and
+fewer SIMD-groups (`simdgroups_per_threadgroup` says how many), than the others.""",
     input_names=("a",),
     spec=block_reduce_spec,
     visible=_block_case(np.arange(1024, dtype=np.float32), True),
@@ -362,12 +400,13 @@ global read and 1 global write per thread. The general case: any number of block
     template=BLOCK_REDUCE_TEMPLATE,
     budget=Budget(global_reads=1, global_writes=1),
     hints=(
-        "Level 1: `float s = simd_sum(a[i]);` on every lane, then "
-        "`if (lane == 0) partial[sg] = s;` and a `threadgroup_barrier`.",
+        "Level 1: every lane calls `simd_sum` on its element (0 past the end of `a`); lane 0 "
+        "stores the result in `partial[sg]`; then a `threadgroup_barrier`. Where is that "
+        "barrier, so that every thread reaches it?",
         "Level 2 runs in SIMD-group 0 (`if (sg == 0)`): lane `l` loads `partial[l]` when "
-        "`l < SIMDGROUPS` and 0 otherwise (`partial` has only 8 elements), and "
-        "`simd_sum` adds them.",
-        "Lane 0 of SIMD-group 0 writes `out[threadgroup_position_in_grid.x]`.",
+        "SIMD-group `l` exists in this threadgroup, and 0 otherwise. Which thread attribute "
+        "tells how many SIMD-groups a (possibly partial) threadgroup has?",
+        "Only one thread writes the block's sum. Which one, and to which element of `out`?",
     ),
     solution_file="15_block_reduce.metal",
     header=BLOCK_HEADER,
@@ -387,11 +426,14 @@ uint sg = simdgroup_index_in_threadgroup;
 
 def scan_spec(a: mx.array) -> mx.array:
     # An inclusive prefix sum within each threadgroup's block of 256 elements.
-    return mx.cumsum(a.reshape(-1, 256), axis=1).reshape(-1)
+    blocks = -(-a.shape[0] // 256)
+    padded = mx.pad(a, [(0, blocks * 256 - a.shape[0])]).reshape(blocks, 256)
+    return mx.cumsum(padded, axis=1).reshape(-1)[: a.shape[0]]
 
 
 def scan_hidden(rng: np.random.Generator) -> list[Case]:
-    return [_block_case(_values(rng, n), False) for n in (256, 512, 1024)]
+    return ([_block_case(_values(rng, n), False) for n in (256, 512, 1024)]
+            + _partial_block_cases(rng, False))
 
 
 SCAN = Puzzle(
@@ -411,8 +453,9 @@ Again in two levels:
    `totals[sg]`.
 2. After a barrier, each thread adds the totals of all SIMD-groups *before* its own.
 
-You need 1 global read and 1 global write per thread. The general case: any number of
-blocks, each scanned on its own.""",
+You need 1 global read and 1 global write per thread. The general case: any length, each
+block scanned on its own; as in Block Reduce, the last block may be short, with the grid
+rounded up past the end of `a` or a partial last threadgroup.""",
     input_names=("a",),
     spec=scan_spec,
     visible=_block_case(np.arange(BLOCK, dtype=np.float32), False),
@@ -484,8 +527,8 @@ for `a[i]` and one inside the atomic.""",
     budget=Budget(global_reads=2, global_writes=1, atomics=1),
     hints=(
         "The bin of thread `i` is `a[i]`.",
-        "`atomic_fetch_add_explicit(&out[a[i]], 1, memory_order_relaxed);` adds one to that "
-        "bin without losing concurrent updates.",
+        "Many threads may add to the same bin at once; `out` is atomic here. Which atomic "
+        "function adds one to an element, and which memory order is enough for a counter?",
     ),
     solution_file="17_histogram.metal",
     atomic_outputs=True,

@@ -23,12 +23,12 @@ INTRO = [
     """\
 # 05 · Sparse MVMR and VVOR: the engine of a point convolution
 
-A point cloud has no pixel grid, so a convolution over it cannot slide a window. Sparse
-point-cloud networks (PointCNN++ and its sparse engines) describe one convolution layer by a
-list of **triplets** `(i, j, k)`: *input point `j` feeds output point `i` through kernel slot
-`k`*. The slot is the cell of the `3 x 3 x 3` neighbourhood that `j` falls into around `i`, so
-there are `K = 27` weight matrices, one per slot. A real scene has around 13-15 triplets per
-point.
+A point cloud has no pixel grid, so a convolution over it cannot slide a window. Sparse point-cloud
+networks ([PointCNN++](https://github.com/ant-research/pointelligence) and its sparse engines)
+describe one convolution layer by a list of **triplets** `(i, j, k)`: *input point `j` feeds output
+point `i` through kernel slot `k`*. The slot is the cell of the `3 x 3 x 3` neighbourhood that `j`
+falls into around `i`, so there are `K = 27` weight matrices, one per slot. A real scene has around
+13-15 triplets per point.
 
 The layer computes, for every triplet `t`, the row vector of input features times the slot's
 weight matrix, and adds it into the output point's row:
@@ -39,7 +39,7 @@ The operator is called **MVMR** (matrix-vector multiply with reduction) and name
 arrays after its operands: `a_idx = k`, `b_idx = j`, `o_idx = i`. `G` splits the channels into
 independent groups (a block-diagonal weight); `C` and `M` are the input and output channels per
 group. Note the layout: `a[k, g]` is a `C x M` matrix, and the product contracts its **first**
-axis, `o[i, g, m] += sum_c b[j, g, c] * a[k, g, c, m]`. We keep that layout (the original's)
+axis, `o[i, g, m] += sum_c b[j, g, c] * a[k, g, c, m]`. We keep PointCNN++'s layout
 because then the weight gradient comes out in exactly the weight's shape.""",
     """\
 ## Why atomics, and how to need few of them
@@ -52,16 +52,16 @@ serialised by the hardware, and each one is a read and a write of device memory.
 But triplet lists are usually **sorted**. Sorted by output point, the triplets of one output
 form a *run*: a thread that walks consecutive triplets can keep a running sum in a register
 while `o_idx` stays the same, and add it to memory once when `o_idx` changes. That is
-**run-length accumulation**, what the original Triton kernels do; with runs of 13 triplets it
+**run-length accumulation**, what PointCNN++'s Triton kernels do; with runs of 13 triplets it
 removes more than 90% of the atomics. The result does not depend on the order, only the speed
 does (and the rounding order: float atomics make these kernels not bitwise reproducible, so
-results are compared with a tolerance: a relative error of `1e-4` in float32 here; the
-original's tests allow `5e-3` because CUDA may use TF32, which Apple GPUs do not have).
+results are compared with a tolerance: a relative error of `1e-4` in float32 here; PointCNN++'s
+tests allow `5e-3` because CUDA may use TF32, which Apple GPUs do not have).
 
 Two more facts shape the kernels. Every sum is accumulated in `float32`, whatever the input
 type, and float outputs that need atomics are `float32` buffers cast afterwards
 (`atomic_outputs=True` only supports `atomic<float|int|uint>`). Indices are `int32`; out-of-range
-indices are undefined behaviour, as in the original (the real kernel checks them on request).""",
+indices are undefined behaviour, as in PointCNN++ (the real kernel checks them on request).""",
     """\
 ## The backward pass is MVMR and VVOR again
 
@@ -95,7 +95,7 @@ REAL_KERNEL_MARKDOWN = """\
 ## The real kernels: MVMR and VVOR with gradients
 
 `solutions/mvmr.py` has `mvmr(a, a_idx, b, b_idx, o_idx, n_o)` and `vvor(...)`, MLX functions
-with a `mx.custom_function` VJP, following the per-triplet strategy of the original Triton
+with a `mx.custom_function` VJP, following the per-triplet strategy of PointCNN++'s Triton
 kernels:
 
 - **MVMR**: a threadgroup of 256 threads owns a stretch of consecutive triplets (2,048 for
@@ -118,6 +118,33 @@ per-thread kernel of puzzle 23 (`benchmarks/bench_mvmr.py` prints both reports).
 below checks the kernels and their gradients against plain MLX and prints the real MVMR's
 traffic report.
 """
+
+REAL_KERNEL_SOURCES = (("solutions.mvmr", "MVMR_SOURCE"), ("solutions.mvmr", "VVOR_SOURCE"))
+
+REAL_KERNEL_REPORT = """\
+### Reading the report
+
+The report is the forward MVMR's: `K = 27` slots, `N = 150` points, `T = 2,000` triplets sorted
+by output point, `C = M = 32`, one group.
+
+- **grid (256, 4, 1), threadgroup (256, 1, 1)**: one threadgroup owns all 2,000 triplets here
+  (it takes 2,048 at most), and the 4 rows of the grid are 4 tiles of 8 output channels.
+- **global reads, max 482 and 313,216**: the three index arrays, the triplets' rows of `b`
+  (gathered through `b_idx`) and the weights `a`, staged tile by tile.
+- **atomics 5,568, writes 7 per thread**: one atomic add per run of equal `o_idx` (sorted
+  triplets) and output channel, instead of one per triplet: 5,568 rather than 64,000.
+- **threadgroup reads and writes, barriers 128**: the staged `b` rows and weights are read
+  from threadgroup memory by every thread of the tile; each staging step is fenced by barriers.
+- **SIMD-group efficiency 95%**: the threadgroup has room for 2,048 triplets and gets 2,000,
+  and lanes whose run has ended wait while others still add theirs.
+- **traffic, 7.37x ideal**: the ideal reads each input once. `a` is (110,592 bytes, its
+  ideal). But `b` is gathered: every triplet reads its input point's row, and each of the 4
+  output-channel tiles does so again, 1,024,000 bytes against the 19,200 of reading `b` once
+  (each of the 150 points feeds about 13 triplets). The index arrays are read once per tile (4x
+  their ideal). `out` moved 44,544 bytes: each atomic add reads and writes 4 bytes
+  (5,568 x 8), against writing each output once (19,200). The gathered `b` is the price of a
+  sparse convolution; the run-length accumulation is what keeps the atomics down."""
+
 
 REAL_KERNEL_CODE = """\
 import metalsim
@@ -225,7 +252,8 @@ write per thread.""",
     budget=Budget(global_reads=2, global_writes=1, threadgroup_reads=0, threadgroup_writes=0),
     hints=(
         "The row to read is `idx[t]`; the element is at `x[idx[t] * C + c]`.",
-        "`out[t * C + c] = x[idx[t] * C + c];`",
+        "One read and one write per thread: the output element of `(t, c)` is in row `t` "
+        "of `out`, the input element in row `idx[t]` of `x`.",
     ),
     solution_file="21_gather_rows.metal",
 )
@@ -285,7 +313,8 @@ global write, so the budget is 3 global reads and 1 global write.""",
     budget=Budget(global_reads=3, global_writes=1, atomics=1),
     hints=(
         "The target element is `out[idx[t] * C + c]`; it may receive adds from many threads.",
-        "`atomic_fetch_add_explicit(&out[idx[t] * C + c], x[t * C + c], memory_order_relaxed);`",
+        "A plain `+=` loses updates when two threads add to the same element. Which atomic "
+        "function adds to a `device atomic<float>`, and which memory order suffices?",
     ),
     solution_file="22_scatter_add.metal",
     atomic_outputs=True,
@@ -382,8 +411,8 @@ The budget is 1 atomic per thread: sum in a register first.""",
         "r = o_idx[t];`",
         "Element `(j, g, c)` of `b` is `b[(j * G + g) * C + c]`, element `(k, g, c, m)` of `a` "
         "is `a[((k * G + g) * C + c) * M + m]`: sum their products over `c` in a float.",
-        "Add once: `atomic_fetch_add_explicit(&out[(r * G + g) * M + m], acc, "
-        "memory_order_relaxed);`",
+        "Add `acc` to the output element of `(r, g, m)` once, with an atomic: other "
+        "threads add to the same element for other kernel offsets.",
     ),
     solution_file="23_mvmr.metal",
     atomic_outputs=True,
@@ -471,9 +500,9 @@ budget is 3 atomics per thread, where puzzle 23's kernel would need {CHUNK}.""",
 # --- 25 VVOR --------------------------------------------------------------------------------
 
 VVOR_TEMPLATE = """\
-uint c = thread_position_in_grid.x;
-uint m = thread_position_in_grid.y;
-uint G = a_shape[1], M = a_shape[2], C = b_shape[2];
+uint m = thread_position_in_grid.x;
+uint c = thread_position_in_grid.y;
+uint G = a_shape[1], C = a_shape[2], M = b_shape[2];
 uint k = thread_position_in_grid.z / G;
 uint g = thread_position_in_grid.z % G;
 // FILL ME IN (roughly 6 lines)
@@ -482,7 +511,7 @@ uint g = thread_position_in_grid.z % G;
 
 def vvor_spec(a: mx.array, a_idx: mx.array, b: mx.array, b_idx: mx.array,
               seg_offs: mx.array) -> mx.array:
-    # o[k, g, m, c] += a[a_idx[t], g, m] * b[b_idx[t], g, c] for the triplets t of slot k,
+    # o[k, g, c, m] += a[a_idx[t], g, c] * b[b_idx[t], g, m] for the triplets t of slot k,
     # which are t = seg_offs[k] ... seg_offs[k + 1] - 1 (triplets sorted by slot).
     slots = seg_offs.shape[0] - 1
     o_idx = mx.searchsorted(seg_offs[1:], mx.arange(a_idx.shape[0], dtype=seg_offs.dtype),
@@ -495,17 +524,17 @@ def vvor_spec(a: mx.array, a_idx: mx.array, b: mx.array, b_idx: mx.array,
 
 def _vvor_case(a: np.ndarray, b: np.ndarray, a_idx: np.ndarray, b_idx: np.ndarray,
                lengths: np.ndarray) -> Case:
-    _, g, m = a.shape
-    c = b.shape[2]
+    _, g, c = a.shape
+    m = b.shape[2]
     k = lengths.size
     seg_offs = _idx(np.concatenate([[0], np.cumsum(lengths)]))
-    return Case((a, a_idx, b, b_idx, seg_offs), (k, g, m, c), (c, m, k * g), (c, m, 1))
+    return Case((a, a_idx, b, b_idx, seg_offs), (k, g, c, m), (m, c, k * g), (m, c, 1))
 
 
-def _vvor_random(rng: np.random.Generator, g: int, m: int, c: int, n: int,
+def _vvor_random(rng: np.random.Generator, g: int, c: int, m: int, n: int,
                  lengths: np.ndarray) -> Case:
     t = int(lengths.sum())
-    return _vvor_case(_values(rng, (n, g, m)), _values(rng, (n, g, c)),
+    return _vvor_case(_values(rng, (n, g, c)), _values(rng, (n, g, m)),
                       _idx(rng.integers(0, n, t)), _idx(rng.integers(0, n, t)), lengths)
 
 
@@ -535,20 +564,23 @@ VVOR = Puzzle(
     description="""\
 **VVOR**, the weight gradient of MVMR: a sum of outer products,
 
-    o[k, g, m, c] += a[a_idx[t], g, m] * b[b_idx[t], g, c]     for every triplet t of slot k
+    o[k, g, c, m] += a[a_idx[t], g, c] * b[b_idx[t], g, m]     for every triplet t of slot k
 
-with `a` of shape `(N_a, G, M)`, `b` of shape `(N_b, G, C)` and `o` of shape `(K, G, M, C)`.
-(As MVMR's gradient, `a` is the input features and `b` the output gradient, and the result is
-the weight gradient; in general the output index is any `o_idx`, here it is the slot.)
+with `a` of shape `(N_a, G, C)`, `b` of shape `(N_b, G, M)` and `o` of shape `(K, G, C, M)`.
+The letters mean what they mean in MVMR: as MVMR's gradient, `a` is the input features (`C`
+channels per group), `b` the output gradient (`M` channels), and the result is the weight
+gradient, of the weight's shape `(K, G, C, M)`. (In general the output index is any `o_idx`;
+here it is the slot.)
 
 The triplets are **sorted by slot**, as real triplet lists are, and instead of a slot per
-triplet you get the segment offsets of the original: the triplets of slot `k` are
+triplet you get segment offsets, as PointCNN++'s VVOR does: the triplets of slot `k` are
 `t = seg_offs[k], ..., seg_offs[k + 1] - 1`. An empty slot has `seg_offs[k] == seg_offs[k + 1]`.
 
 With only `K` long segments, one thread can own an output element entirely: thread
-`(c, m, k * G + g)` loops over slot `k`'s segment, sums in a register, and stores once, with a
-plain store. No atomics at all, so the result is the same bit for bit on every run. Budget: 1
-global write and 0 atomics per thread.""",
+`(m, c, k * G + g)` (the grid's `x` along `o`'s last axis, as everywhere) loops over slot
+`k`'s segment, sums in a register, and stores once, with a plain store. No atomics at all,
+so the result is the same bit for bit on every run. Budget: 1 global write and 0 atomics per
+thread.""",
     input_names=("a", "a_idx", "b", "b_idx", "seg_offs"),
     spec=vvor_spec,
     visible=_vvor_visible(),
@@ -557,9 +589,10 @@ global write and 0 atomics per thread.""",
     budget=Budget(global_writes=1, atomics=0),
     hints=(
         "Slot `k`'s triplets run from `seg_offs[k]` to `seg_offs[k + 1]` (excluded).",
-        "For each of them add `a[(a_idx[t] * G + g) * M + m] * b[(b_idx[t] * G + g) * C + c]` "
+        "For each of them add `a[(a_idx[t] * G + g) * C + c] * b[(b_idx[t] * G + g) * M + m]` "
         "to a float.",
-        "Store once: `out[((k * G + g) * M + m) * C + c] = acc;` (an empty slot stores 0).",
+        "Store `acc` once, after the loop, in the element of `(k, g, c, m)`; an empty slot "
+        "must store 0 too. What is that element's flat index in the `(K, G, C, M)` output?",
     ),
     solution_file="25_vvor.metal",
 )

@@ -73,18 +73,19 @@ The two distances, for `diff = p - q`:
 | ball (Euclidean, L2) | `sqrt(dx² + dy² + dz²)` | `sqrt(dot(diff, diff))` |
 | cube (Chebyshev, L∞) | `max(|dx|, |dy|, |dz|)` | `max(max(m.x, m.y), m.z)` with `m = abs(diff)` |
 
-Decisions where the original operator (PointCNN++'s `indexed_distance`) leaves room:
+Decisions where the operator these puzzles follow, the `indexed_distance` of [PointCNN++](https://github.com/ant-research/pointelligence),
+leaves room:
 
-- only `ball` and `cube` exist; the original treats *any* other name as cube, silently;
-- "within the radius" is **inclusive**, `d <= r`, as in the original; a pair exactly at the
+- only `ball` and `cube` exist; PointCNN++ treats *any* other name as cube, silently;
+- "within the radius" is **inclusive**, `d <= r`, as in PointCNN++; a pair exactly at the
   radius is a neighbour (the hidden cases of puzzle 32 have such ties);
 - the math is plain float32 with no epsilon (`torch.nn.functional.pairwise_distance`, which
-  the original's tests compare with, adds `1e-6` to the difference; we do not);
-- the original has no gradient. Ours do (the real kernels at the end), and at zero distance,
-  where the Euclidean norm has no derivative, the gradient is 0.
+  PointCNN++'s tests compare with, adds `1e-6` to the difference; we do not);
+- PointCNN++'s operator has no gradient. Ours do (the real kernels at the end), and at zero
+  distance, where the Euclidean norm has no derivative, the gradient is 0.
 
-A word on a first port we saw of these operators: it computed a "cosine distance" as
-`1 - sum(a - b) / (|a| |b|)`. The cosine distance is `1 - dot(a, b) / (|a| |b|)`: the sum of
+A pitfall to avoid: a "cosine distance" written as `1 - sum(a - b) / (|a| |b|)`. The cosine
+distance is `1 - dot(a, b) / (|a| |b|)`: the sum of
 the *differences* is not a dot product. And it is a different distance from both of ours: it
 ignores how far apart two points are and only compares their directions from the origin, so
 it has no place in a radius search. The hidden cases of puzzle 31 reject it.""",
@@ -134,6 +135,29 @@ Both are differentiable with `mx.custom_function` VJPs built on kernels:
 The cell below checks all three against plain MLX, compares a gradient with `mx.grad`, and
 prints the simulator's traffic report for the pairwise kernel.
 """
+
+REAL_KERNEL_SOURCES = (("solutions.distances", "INDEXED_SOURCE"),
+                       ("solutions.distances", "PAIRWISE_SOURCE"))
+
+REAL_KERNEL_REPORT = """\
+### Reading the report
+
+The report is the blocked `pairwise_distance` of `p` (200 points) and `q` (300 points): a
+200x300 matrix of 60,000 distances.
+
+- **grid (80, 64, 1), threadgroup (16, 16, 1)**: each threadgroup computes a block of 64x64
+  distances (its 256 threads 16 each), so the 300 columns take 5 blocks and the 200 rows 4.
+- **global reads, max 1 and 2,200 in all**: a thread stages at most one point into threadgroup
+  memory (a single 12-byte load): per block 64 points of `p` and 64 of `q`, fewer at the edges.
+- **global writes, max 16 and 60,000**: one per distance.
+- **threadgroup reads 20, writes 1, barriers 1**: after one barrier a thread computes rows
+  `ty, ty + 16, ...` by columns `tx, tx + 16, ...` of the block (4 x 4 = 16 distances): it reads
+  each of its 4 points of `p` once and a point of `q` for every distance, 4 + 16 = 20.
+- **SIMD-group efficiency 99%**: only the edge blocks have idle lanes.
+- **traffic**: `p` is read once per block column (5 times: 12,000 bytes against 2,400) and `q`
+  once per block row (4 times: 14,400 against 3,600); the 240,000 bytes of `out` dominate, so
+  the total is 1.08x the ideal."""
+
 
 REAL_KERNEL_CODE = """\
 import metalsim
@@ -234,8 +258,8 @@ block's 8 points of `q` into `q_tile`, the threads of row 1 load its 8 points of
 `p_tile`, and after a barrier every thread computes its distance from the tiles.
 
 So each thread may read at most **1** point from device memory (`load_point` reads one in a
-single 12-byte load) and write 1 distance. (The curriculum leaves this puzzle's budget open;
-this budget is what makes the tiles necessary.) The general case: `N` and `M` need not be
+single 12-byte load) and write 1 distance. (This budget is what makes the tiles
+necessary.) The general case: `N` and `M` need not be
 multiples of 8, and some points of `q` coincide with points of `p` (distance 0).""",
     input_names=("p", "q"),
     spec=pairwise_distance_spec,
@@ -251,8 +275,9 @@ multiples of 8, and some points of `q` coincide with points of `p` (distance 0).
         "`q[j]` into `q_tile[local_j]`. Skip the loads past the end of `p` or `q`.",
         "`threadgroup_barrier(mem_flags::mem_threadgroup);` after the loads, outside any "
         "`if`: every thread of the threadgroup must reach it.",
-        "Then, if `i < N && j < M`: `float3 diff = p_tile[local_i] - q_tile[local_j];` and "
-        "`out[i * M + j] = sqrt(dot(diff, diff));`",
+        "Then, for threads inside the `(N, M)` output only: the distance is the length of "
+        "the difference of the two staged points (`dot` of a `float3` with itself is its "
+        "squared length).",
     ),
     solution_file="30_pairwise_distance.metal",
     header=PAIRWISE_HEADER,
@@ -322,8 +347,8 @@ past `n` must do nothing.
 
 The indices repeat (a query point has many candidates), and nothing here needs to know that:
 every pair is independent. There is nothing to share either, so no threadgroup memory: the
-cost of this kernel is the bytes each pair reads. The curriculum's budget is 2 point reads
-and 1 write per pair; the score also counts the 2 index reads, so the budget is **4** global
+cost of this kernel is the bytes each pair reads. Each pair needs 2 point reads and 1
+write; the score also counts the 2 index reads, so the budget is **4** global
 reads (`a_idx[t]`, `b_idx[t]` and one `load_point` each) and 1 write. Loading the coordinates
 one by one would be 8.""",
     input_names=("a", "a_idx", "b", "b_idx"),

@@ -191,15 +191,16 @@ def check_kernel(puzzle: Puzzle, source: str, header: str | None = None, *,
 
 
 def puzzle_cases(puzzle: Puzzle, visible: Case | None = None, *, hidden: bool = True,
-                 seed: int = 0) -> list[tuple[str, Case]]:
+                 seed: int = 0, title: str | None = None) -> list[tuple[str, Case]]:
     """The labelled cases a check runs: the visible one (the puzzle's, or `visible`), the
-    puzzle's other titled cases (e.g. "1D Conv (Full)"), then the hidden ones."""
+    puzzle's other titled cases (e.g. "1D Conv (Full)"), then the hidden ones (those of
+    `title`, the problem's name, where it is a stepping stone such as "1D Conv (Simple)")."""
     cases = [("visible", visible or puzzle.visible)]
     if visible is None:
         cases += [(title, case) for title, case in puzzle.cases_by_title.items()
                   if not _same_case(case, puzzle.visible)]
     if hidden:
-        drawn = puzzle.hidden(np.random.default_rng(seed))
+        drawn = puzzle.hidden_cases(np.random.default_rng(seed), title)
         cases += [(f"hidden {i}", _dtypes_of(cases[0][1], case))
                   for i, case in enumerate(drawn, 1)]
     return cases

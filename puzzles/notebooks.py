@@ -9,7 +9,10 @@ puzzles, the module may define (all optional):
 - `OUTRO`: Markdown after the puzzles;
 - `REAL_KERNEL_MARKDOWN` and `REAL_KERNEL_CODE`: the closing "real kernel" section, a Markdown
   cell and a code cell. The section is left out while a `solutions.*` module that the code
-  imports does not exist yet.
+  imports does not exist yet;
+- `REAL_KERNEL_SOURCES`: `(module, attribute)` pairs naming the Metal source strings of the real
+  kernel, shown in a collapsed `<details>` block before the code;
+- `REAL_KERNEL_REPORT`: Markdown after the code that explains every figure it prints.
 
 Each puzzle gets a Markdown cell (title and description) and Metal-Puzzles-style code cells:
 the spec, `def <slug>_test(...)` building a `MetalKernel` from `source = \"\"\"...\"\"\"`, the
@@ -25,6 +28,7 @@ import importlib
 import importlib.util
 import inspect
 import json
+import textwrap
 import types
 from pathlib import Path
 
@@ -35,6 +39,23 @@ from puzzles.catalog import CHAPTERS, ROOT, Case, Puzzle, all_puzzles
 
 NOTEBOOKS = ROOT / "notebooks"
 SOLVED_NOTEBOOKS = ROOT / "solutions" / "notebooks"
+
+# Where the project lives: Colab installs it from here (pyproject.toml's `Repository` URL and
+# the README's "Open in Colab" links name the same repository; a test keeps them in step).
+REPOSITORY = "metal-puzzles/metal-puzzles"
+PROJECT_REQUIREMENT = f"metal-puzzles @ git+https://github.com/{REPOSITORY}"
+
+# The first cell of every notebook. Colab starts with no copy of this project, so the cell
+# installs it there, with its version ranges (not requirements.txt's pins: Colab's own Jupyter
+# packages stay as they are). Elsewhere it does nothing: the README's install comes first.
+COLAB_INSTALL_CODE = f"""\
+# On Colab, install this project (metalsim, the puzzles, MLX's CPU build); elsewhere, nothing to do.
+import subprocess
+import sys
+
+if "google.colab" in sys.modules:
+    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet",
+                    "{PROJECT_REQUIREMENT}"], check=True)"""
 
 SETUP_CODE = """\
 import mlx.core as mx
@@ -64,7 +85,7 @@ def render(module: types.ModuleType, solved: bool = False) -> str:
     cells: list[tuple[str, str]] = []
     intro = getattr(module, "INTRO", [])
     cells += [("markdown", text) for text in ([intro] if isinstance(intro, str) else intro)]
-    cells.append(("code", SETUP_CODE))
+    cells += [("code", COLAB_INSTALL_CODE), ("code", SETUP_CODE)]
     defined: set[str] = set()
     for puzzle in puzzles:
         cells += _puzzle_cells(puzzle, module, solved, defined)
@@ -72,7 +93,13 @@ def render(module: types.ModuleType, solved: bool = False) -> str:
         cells.append(("markdown", module.OUTRO))
     code = getattr(module, "REAL_KERNEL_CODE", "")
     if getattr(module, "REAL_KERNEL_MARKDOWN", "") and code and _imports_exist(code):
-        cells += [("markdown", module.REAL_KERNEL_MARKDOWN), ("code", code)]
+        cells.append(("markdown", module.REAL_KERNEL_MARKDOWN))
+        sources = getattr(module, "REAL_KERNEL_SOURCES", ())
+        if sources:
+            cells.append(("markdown", kernel_sources_markdown(sources)))
+        cells.append(("code", code))
+        if getattr(module, "REAL_KERNEL_REPORT", ""):
+            cells.append(("markdown", module.REAL_KERNEL_REPORT))
     nb = nbformat.v4.new_notebook()
     nb.metadata = {
         "kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"},
@@ -196,6 +223,17 @@ def _scalar_code(v: np.generic) -> str:
     if isinstance(v, np.floating) and not np.isfinite(v):
         return "float('nan')" if np.isnan(v) else f"float('{'-' if v < 0 else ''}inf')"
     return str(v)
+
+
+def kernel_sources_markdown(sources: tuple[tuple[str, str], ...]) -> str:
+    """A collapsed block with the Metal source of each `(module, attribute)` string, headed by
+    where it lives (the body MLX wraps in its generated signature)."""
+    parts = ["<details>", "<summary>The kernel's source (click to open)</summary>", ""]
+    for module_name, attribute in sources:
+        text = getattr(importlib.import_module(module_name), attribute).strip("\n")
+        where = f"{module_name.replace('.', '/')}.py"
+        parts += [f"`{attribute}` in `{where}`:", "", "```metal", textwrap.dedent(text), "```", ""]
+    return "\n".join(parts + ["</details>"])
 
 
 def _imports_exist(code: str) -> bool:

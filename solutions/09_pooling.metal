@@ -1,5 +1,5 @@
 threadgroup float shared[THREADGROUP_MEM_SIZE];
-uint i = threadgroup_position_in_grid.x * threads_per_threadgroup.x + thread_position_in_threadgroup.x;
+uint i = threadgroup_position_in_grid.x * dispatch_threads_per_threadgroup.x + thread_position_in_threadgroup.x;
 uint local_i = thread_position_in_threadgroup.x;
 
 if (i < a_shape[0]) {

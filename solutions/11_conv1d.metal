@@ -1,4 +1,4 @@
-uint i = threadgroup_position_in_grid.x * threads_per_threadgroup.x + thread_position_in_threadgroup.x;
+uint i = threadgroup_position_in_grid.x * dispatch_threads_per_threadgroup.x + thread_position_in_threadgroup.x;
 uint local_i = thread_position_in_threadgroup.x;
 
 threadgroup float tile[THREADGROUP_MAX_CONV_SIZE];

@@ -1,5 +1,5 @@
 threadgroup float cache[THREADGROUP_MEM_SIZE];
-uint i = threadgroup_position_in_grid.x * threads_per_threadgroup.x + thread_position_in_threadgroup.x;
+uint i = threadgroup_position_in_grid.x * dispatch_threads_per_threadgroup.x + thread_position_in_threadgroup.x;
 uint local_i = thread_position_in_threadgroup.x;
 // Threads past the end contribute 0, so every slot of the cache holds a value.
 cache[local_i] = i < a_shape[0] ? float(a[i]) : 0.0f;

@@ -1,5 +1,5 @@
 threadgroup float cache[THREADGROUP_MEM_SIZE];
-uint i = threadgroup_position_in_grid.x * threads_per_threadgroup.x + thread_position_in_threadgroup.x;
+uint i = threadgroup_position_in_grid.x * dispatch_threads_per_threadgroup.x + thread_position_in_threadgroup.x;
 uint local_i = thread_position_in_threadgroup.x;
 uint batch = threadgroup_position_in_grid.y;
 uint size = a_shape[1];

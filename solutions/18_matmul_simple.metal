@@ -1,11 +1,11 @@
 threadgroup float a_shared[THREADGROUP_MEM_SIZE][THREADGROUP_MEM_SIZE];
 threadgroup float b_shared[THREADGROUP_MEM_SIZE][THREADGROUP_MEM_SIZE];
 
-uint i = threadgroup_position_in_grid.x * threads_per_threadgroup.x + thread_position_in_threadgroup.x;
-uint j = threadgroup_position_in_grid.y * threads_per_threadgroup.y + thread_position_in_threadgroup.y;
+uint i = threadgroup_position_in_grid.y * dispatch_threads_per_threadgroup.y + thread_position_in_threadgroup.y;
+uint j = threadgroup_position_in_grid.x * dispatch_threads_per_threadgroup.x + thread_position_in_threadgroup.x;
 
-uint local_i = thread_position_in_threadgroup.x;
-uint local_j = thread_position_in_threadgroup.y;
+uint local_i = thread_position_in_threadgroup.y;
+uint local_j = thread_position_in_threadgroup.x;
 uint size = a_shape[0];
 // The whole matrices fit in one threadgroup: each thread copies one element of each.
 if (i < size && j < size) {

@@ -148,11 +148,19 @@ def launch(x: mx.array, y: mx.array, alpha: float, beta: float,
                 "grid": (max(1, -(-n // WIDTH)), 1, 1), **common}
         return contiguous, args
     full = (1, 1, *shape)[-max(2, len(shape)):]   # at least 2-D, so the grid has rows
+    grid = (-(-full[-1] // WIDTH), full[-2], math.prod(full[:-2]))
     args = {"inputs": [mx.broadcast_to(x, full), mx.broadcast_to(y, full), *scalars],
-            "output_shapes": [full],
-            "grid": (-(-full[-1] // WIDTH), full[-2], math.prod(full[:-2])),
-            **common}
+            "output_shapes": [full], "grid": grid,
+            **common, "threadgroup": general_threadgroup(grid)}
     return general, args
+
+
+def general_threadgroup(grid: tuple[int, int, int]) -> tuple[int, int, int]:
+    """`THREADS` threads over the columns first, then over rows. A threadgroup only one row
+    tall would be clamped to the row's few threads (10 for 37 columns), and its SIMD-groups
+    would run with most lanes empty; several rows per threadgroup fill them."""
+    columns = min(grid[0], THREADS)
+    return (columns, max(1, min(grid[1], THREADS // columns)), 1)
 
 
 def _unbroadcast(g: mx.array, shape: tuple[int, ...]) -> mx.array:

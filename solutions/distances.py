@@ -15,9 +15,9 @@
 Both are differentiable (`mx.custom_function` VJPs built on kernels). Decisions, where the
 original PointCNN++ operator leaves room (pointcloud-ops.md §11):
 
-- Only `"ball"` and `"cube"` are accepted (the original treats any other string as cube).
+- Only `"ball"` and `"cube"` are accepted (PointCNN++ treats any other string as cube).
 - Coordinates are loaded in their own dtype and the arithmetic runs in float32; the result is
-  cast back to the input dtype (the original computes in the input dtype; for float32 that is
+  cast back to the input dtype (PointCNN++ computes in the input dtype; for float32 that is
   the same, for float16 it is one rounding more accurate). No epsilon is added.
 - At zero distance the Euclidean norm has no derivative (MLX autodiff of `sqrt(sum(d * d))`
   gives NaN there). Both VJPs give 0 for such a pair, the smallest subgradient, as
@@ -86,7 +86,7 @@ WITHIN_SOURCE = """
     }
     float3 diff = load_point(a, uint(a_idx[t])) - load_point(b, uint(b_idx[t]));
     float d = CUBE ? chebyshev(diff) : sqrt(dot(diff, diff));
-    out[t] = d <= radius;   // inclusive, as in the original
+    out[t] = d <= radius;   // inclusive, as in PointCNN++
 """
 
 # grad_a[a_idx[t]] += w and grad_b[b_idx[t]] -= w, where w = cot[t] * d(dist)/d(diff).

@@ -6,7 +6,7 @@ through kernel slot `k`. With `a_idx = k`, `b_idx = j`, `o_idx = i`:
     mvmr:  o[o_idx[t], g, :]    += b[b_idx[t], g, :] @ a[a_idx[t], g, :, :]   (a: K, G, C, M)
     vvor:  o[o_idx[t], g, :, :] += outer(a[a_idx[t], g, :], b[b_idx[t], g, :])
 
-Both follow the per-triplet ("PT") strategy of the original Triton kernels: a threadgroup owns
+Both follow the per-triplet ("PT") strategy of PointCNN++'s Triton kernels: a threadgroup owns
 a run of consecutive triplets and one tile of the output channels, keeps a running float32 sum
 per output element while `o_idx` stays the same, and adds it to the output with one atomic
 when `o_idx` changes and at the end. Triplets sorted by `o_idx` therefore cost one atomic per
@@ -23,7 +23,7 @@ them with `simd_shuffle`; the group stages the triplet's feature slice `b[j, g, 
 threadgroup memory; every thread then adds its dot product over the C-tile. The tile sizes
 keep slab and staging within the 32 KiB of threadgroup memory; when all of C fits (K = 27,
 C <= 32) each output element gets one atomic per run and sub-chunk, otherwise one per C-tile
-as well (the original splits C across programs the same way).
+as well (PointCNN++ splits C across programs the same way).
 
 VVOR. A threadgroup of `BM * BC` threads owns 256 consecutive triplets and one `(BM x BC)`
 tile of an output matrix; thread `(ml, cl)` keeps the running sum of `o[r, g, m, c]`. The
@@ -266,7 +266,7 @@ def mvmr_launch(a: mx.array, a_idx: mx.array, b: mx.array, b_idx: mx.array, o_id
 def vvor_launch(a: mx.array, a_idx: mx.array, b: mx.array, b_idx: mx.array, o_idx: mx.array,
                 n_o: int, factory: Callable | None = None) -> tuple[Callable, dict]:
     """The VVOR kernel and the arguments of its call, for validated operands; its float32
-    output has shape (n_o, G, M, C)."""
+    output has shape (n_o, G, a.shape[2], b.shape[2]) (here `m` counts `a`'s channels)."""
     g, m = a.shape[1:]
     c = b.shape[2]
     t = o_idx.shape[0]
@@ -395,11 +395,12 @@ def mvmr(a: mx.array, a_idx: mx.array, b: mx.array, b_idx: mx.array, o_idx: mx.a
 
 def vvor(a: mx.array, a_idx: mx.array, b: mx.array, b_idx: mx.array, o_idx: mx.array,
          n_o: int, *, check_indices: bool = False) -> mx.array:
-    """`o[o_idx[t], g] += outer(a[a_idx[t], g], b[b_idx[t], g])`: a (N_a, G, M),
-    b (N_b, G, C), o (n_o, G, M, C) in the promoted type. Fastest with triplets sorted by
-    `o_idx`. `check_indices` as for `mvmr`."""
+    """`o[o_idx[t], g] += outer(a[a_idx[t], g], b[b_idx[t], g])`: a (N_a, G, C),
+    b (N_b, G, M), o (n_o, G, C, M) in the promoted type (the letters of `mvmr`: as its
+    weight gradient, `a` has the input channels and `b` the output channels). Fastest with
+    triplets sorted by `o_idx`. `check_indices` as for `mvmr`."""
     if a.ndim != 3 or b.ndim != 3 or a.shape[1] != b.shape[1]:
-        raise ValueError(f"vvor takes a (N_a, G, M) and b (N_b, G, C) with the same G, got "
+        raise ValueError(f"vvor takes a (N_a, G, C) and b (N_b, G, M) with the same G, got "
                          f"{a.shape} and {b.shape}")
     a, b, a_idx, b_idx, o_idx = _operands(a, b, a_idx, b_idx, o_idx, n_o, check_indices)
     return _vvor_op(n_o)(a, b, a_idx, b_idx, o_idx)

@@ -7,10 +7,10 @@ sum, mean, max, min, accumulate in float32 and return `x.dtype`; both are `mx.cu
 whose backward is a kernel too. Semantics follow `pointcloud-ops.md` §3-§4 with the decisions of
 notebook 06 (§11):
 
-- empty segment: sum 0, **mean 0** (divide by `max(length, 1)`, for both forms; the original
+- empty segment: sum 0, **mean 0** (divide by `max(length, 1)`, for both forms; PointCNN++'s
   indexed op gives NaN), max -inf, min +inf;
-- float16 results of the contiguous form are clamped to +-65504 like the original (so an empty
-  max is -65504 there); the indexed form casts without a clamp, like the original;
+- float16 results of the contiguous form are clamped to +-65504 like PointCNN++ (so an empty
+  max is -65504 there); the indexed form casts without a clamp, like PointCNN++;
 - max/min backward: every element equal to the result gets the full gradient (ties are not
   split), once per occurrence, as MLX's autodiff of `.at[].maximum` does.
 
@@ -33,7 +33,7 @@ Validation: `x` must be 2-D floating point, index arrays 1-D integers (cast to i
 and `lengths` of one shape, `lengths` non-negative with `sum(lengths)` equal to the rows of `x`
 (contiguous) or the positions of `indices` (indexed). Checking the sum reads one scalar back to
 the CPU. `check_indices=True` also checks `0 <= indices < len(x)` and that every segment lies
-inside `indices`; without it, bad indices are undefined behaviour, as in the original.
+inside `indices`; without it, bad indices are undefined behaviour, as in PointCNN++.
 """
 
 from __future__ import annotations
@@ -245,7 +245,7 @@ def _check_x(x: mx.array) -> None:
 
 
 def _index_array(name: str, a: mx.array) -> mx.array:
-    """A 1-D integer array as int32 (64-bit inputs are cast here, as the original's wrapper
+    """A 1-D integer array as int32 (64-bit inputs are cast here, as PointCNN++'s wrapper
     does; the kernels index with int32)."""
     if not isinstance(a, mx.array) or not mx.issubdtype(a.dtype, mx.integer):
         kind = a.dtype if isinstance(a, mx.array) else type(a).__name__

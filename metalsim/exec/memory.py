@@ -9,6 +9,8 @@ whether a granule was ever written, and who last wrote and read it in which barr
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
 from metalsim.diagnostics import Coord
@@ -436,10 +438,11 @@ def _race_check(m: Machine, region: Region, idx: np.ndarray | slice, flat: np.nd
         # Whether some conflicting access came from another threadgroup (for the hint).
         across = any(bool(np.any(mask & ((stamps >> 32) != (stamp >> 32))))
                      for mask, _, stamps, _, _ in earlier)
-        detail = _race_detail(m, region, np.broadcast_to(tid, flat.shape), flat, conflict,
-                              "writes" if write else "reads", earlier)
+        detail, situation = _race_detail(m, region, np.broadcast_to(tid, flat.shape), flat,
+                                         conflict, "writes" if write else "reads", earlier,
+                                         coord)
         _report_race(m, region, idx, flat, conflict, "write" if write else "read", coord,
-                     across, detail)
+                     across, detail, situation)
 
 
 def _unordered_with(stamps: np.ndarray, flat: np.ndarray, candidates: np.ndarray,
@@ -453,9 +456,12 @@ def _unordered_with(stamps: np.ndarray, flat: np.ndarray, candidates: np.ndarray
 
 
 def _race_detail(m: Machine, region: Region, tid: np.ndarray, flat: np.ndarray,
-                 conflict: np.ndarray, verb: str, earlier: list[tuple]) -> str:
+                 conflict: np.ndarray, verb: str, earlier: list[tuple],
+                 coord: Coord | None = None) -> tuple[str, str]:
     """The first race of an access in words: which thread did what to which element, and the
-    other thread's access it conflicts with, with its line."""
+    other thread's access it conflicts with, with its line; and the situation, which picks the
+    hint: "writers" (two threads write one element: a barrier would not help), "next-iteration"
+    (the other access comes later in the source, so from the iteration before), or ""."""
     at = tuple(np.argwhere(conflict)[0])
     element = int(flat[at]) % region.granules * region.granule // region.unit
     [me] = m.thread_positions(np.array([tid[at]]), 1)
@@ -464,21 +470,50 @@ def _race_detail(m: Machine, region: Region, tid: np.ndarray, flat: np.ndarray,
     who = ("other threads" if other < 0
            else "thread ({}, {}, {})".format(*m.thread_positions(np.array([other]), 1)[0]))
     access = f"thread {me} {verb} element {element} of '{region.name}'"
+    writers = "writers" if verb == "writes" and did in (None, "wrote") else ""
     if did is None:
-        return f"{access}, and so does {who} in the same statement"
+        return f"{access}, and so does {who} in the same statement", writers
     where = m.site_coord(int(site[at]))
     line = "" if where is None or where.line is None else (
         f" at line {where.line}" + (" of the header" if where.section == "header" else ""))
-    return f"{access}, which {who} {did}{line}, with no barrier between them"
+    if (coord is not None and where is not None and where.line is not None
+            and coord.line is not None and where.section == coord.section
+            and where.line > coord.line):
+        loop = _loop_line(m, coord, coord.line)
+        return (f"{access} in the next iteration of the loop{loop}, which {who} {did}{line} "
+                f"in the iteration before, with no barrier between them", "next-iteration")
+    return f"{access}, which {who} {did}{line}, with no barrier between them", writers
+
+
+_LOOP_START = re.compile(r"\s*(}\s*)?(for|while)\s*\(|\s*do\b")
+
+
+def _loop_line(m: Machine, coord: Coord, before: int) -> str:
+    """" at line N" for the nearest line above `before` that starts a loop, or "" (only used
+    to name the loop in a message)."""
+    for line in range(before, 0, -1):
+        text = m.source_map.line_text(Coord(coord.section, line, 1))
+        if _LOOP_START.match(text):
+            return f" at line {line}"
+    return ""
 
 
 def _report_race(m: Machine, region: Region, idx, flat: np.ndarray, conflict: np.ndarray,
                  what: str, coord: Coord, across_groups: bool = True,
-                 detail: str = "") -> None:
+                 detail: str = "", situation: str = "") -> None:
     if conflict.any():
         bad = conflict if conflict.ndim == 1 else conflict.any(axis=1)
         element = int(np.ravel(flat[bad])[0]) % region.granules * region.granule // region.unit
-        if what == "atomic":
+        one_writer = ("several threads write this element, and a barrier would not change "
+                      "that: let one thread write it (e.g. `if (thread_position_in_threadgroup"
+                      ".x == 0)`), give each thread its own element, or use atomics")
+        if situation == "writers" and not (across_groups and region.space == "device"):
+            hint = one_writer
+        elif situation == "next-iteration":
+            hint = ("the iteration before was still reading it: add a threadgroup_barrier at "
+                    "the end of the loop body, after the last read, before the next iteration "
+                    "writes")
+        elif what == "atomic":
             hint = ("every access to a location that is updated atomically must be atomic "
                     "(atomic_load_explicit / atomic_store_explicit), or be ordered by a barrier")
         elif region.space == "threadgroup":
@@ -623,6 +658,6 @@ def _after_atomic(m: Machine, region: Region, lanes: np.ndarray, bank, off: np.n
         if conflict.any():
             earlier = [(with_writer, w_tid, None, region.w_site[flat], "wrote"),
                        (with_reader, r_tid, None, region.r_site[flat], "read")]
-            detail = _race_detail(m, region, tid, flat, conflict, "updates atomically",
-                                  earlier)
+            detail, _ = _race_detail(m, region, tid, flat, conflict, "updates atomically",
+                                     earlier)
             _report_race(m, region, lanes, flat, conflict, "atomic", coord, detail=detail)

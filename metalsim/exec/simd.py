@@ -12,6 +12,9 @@ Choices where MSL leaves the result open (msl-semantics §5.2, §5.3, §10 items
   the element type after every step (a `half` sum accumulates in half); integers wrap. The
   hardware's order is unconfirmed, so a float result may differ from a GPU's in the last bits.
 - `simd_max`/`simd_min` on floats ignore NaNs, as `fmax`/`fmin` do, and warn that they met one.
+- A reduction or scan where lanes of the group that have not returned are inactive (a call
+  inside `if (lane == 0)`) is legal and combines the active lanes only, but is rarely meant: an
+  "inactive-lanes" warning.
 - Reading an inactive lane is undefined: an "inactive-lane-read" error, and the reading lane gets
   its own value. Reading a missing lane of a short group is an error too, except past the edge
   of the shuffles with edge semantics (`shuffle_down`, the and-fill shuffles), where it is unclear
@@ -226,9 +229,37 @@ def _reduction(op: str) -> Run:
                 acc = combine(acc, table[:, r])
         if op in ("max", "min") and elem.kind == "float":
             _warn_nan(call, v)
+        _warn_left_out(call)
         call.flow_combine(0, "all")
         return acc[call.layout.row]
     return run
+
+
+def _warn_left_out(call: Call) -> None:
+    """A reduction or scan combines the active lanes only. Lanes of the group that exist and
+    have not returned, yet are inactive here (they took another branch, as in a call inside
+    `if (lane == 0)`), are left out: legal, but rarely what was meant."""
+    layout, m = call.layout, call.f.m
+    ids = call.lanes.indices()
+    lane0 = ids[layout.first] - layout.rank[layout.first]   # batch index of each row's lane 0
+    lane = np.arange(call.group.width)
+    exists = lane[None, :] < layout.size[:, None]
+    batch = np.minimum(lane0[:, None] + lane[None, :], m.batch.size - 1)
+    alive = m.alive[batch] if m.alive is not None else True
+    left_out = (layout.pos < 0) & exists & alive
+    rows = left_out.any(axis=1)
+    if not rows.any():
+        return
+    row = int(np.flatnonzero(rows)[0])
+    active = int((layout.pos[row] >= 0).sum())
+    call.report("inactive-lanes", "warning",
+                f"{call.name} combines only the lanes that execute it: {call.group.noun} lanes "
+                f"that took another branch are left out", rows[layout.row],
+                detail=f"e.g. {active} of the {int(layout.size[row])} lanes of a "
+                       f"{call.group.noun} executed it; lane "
+                       f"{int(np.flatnonzero(left_out[row])[0])} did not",
+                hint=f"call {call.name} where every lane of the {call.group.noun} is active "
+                     f"(before the `if`), then branch on its result")
 
 
 def _warn_nan(call: Call, v: np.ndarray) -> None:
@@ -263,6 +294,7 @@ def _scan(op: str, inclusive: bool) -> Run:
         if not inclusive:
             # The first active lane has nothing before it: T(0) or T(1), never the -0.0 identity.
             result[layout.first] = 0 if op == "sum" else 1
+        _warn_left_out(call)
         call.flow_combine(0, "inclusive" if inclusive else "exclusive")
         return result
     return run

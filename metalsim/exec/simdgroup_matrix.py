@@ -203,9 +203,21 @@ def _transfer(store: bool):
                     values[:, k] = mem.load(f.m, p.region, sub.idx, sub.n, off, t.elem, coord)
             if not store:
                 store_loc(f, sub, mloc(f, sub), t, values, coord)
+            _tile_hint(f.m, coord, p.region.name, store, name)
             return None
         return E(ty.VOID, ev, node.coord)
     return handler
+
+
+def _tile_hint(m, coord, buffer: str, store: bool, name: str) -> None:
+    """An out-of-bounds tile transfer gets a hint about tiles: the memory module's generic
+    `if (i < n)` does not fit a call that every lane of the SIMD-group must make."""
+    finding = m.findings.get(("out-of-bounds", coord, (buffer, store)))
+    if finding is not None:
+        finding.hint = (f"{name} moves a whole 8x8 tile, so its origin must leave 8 rows and 8 "
+                        "columns inside the matrix (origin.y + 8 <= rows, origin.x + 8 <= "
+                        "elements_per_row); check the origin, or pad the matrix to a multiple "
+                        "of 8. Guarding the call with an `if` would leave lanes out of it")
 
 
 def _thread_elements(c, node: ast.MethodCall, scope) -> E:

@@ -21,14 +21,9 @@ Without a file, every puzzle of the chapters a notebook works on is graded, one 
 from __future__ import annotations
 
 import secrets
-import sys
+import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.10
-    import tomli as tomllib
 
 from puzzles.catalog import find
 

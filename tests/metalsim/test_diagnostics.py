@@ -130,6 +130,44 @@ def test_many_threads_writing_one_output_is_a_device_race():
     assert d.kind == "race" and "'out'" in d.message and len(d.threads) >= 2
 
 
+def test_threads_of_one_threadgroup_writing_one_output_are_told_to_pick_one_writer():
+    # A barrier orders nothing here: the hint must not suggest mem_device.
+    run = simulate("out[0] = a[thread_position_in_grid.x];", [mx.arange(8)], (1,),
+                   (8, 1, 1), (8, 1, 1))
+    [d] = run.report.errors
+    assert "let one thread write it" in d.hint and "mem_device" not in d.hint
+
+
+TILE_LOOP = """
+threadgroup float tile[4];
+uint l = thread_position_in_threadgroup.x;
+float total = 0;
+for (uint k = 0; k < 8; k += 4) {
+    tile[l] = a[k + l];
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    total += tile[3 - l];
+}
+out[l] = total;
+"""
+
+
+def test_a_race_with_the_previous_loop_iteration_says_so_and_names_the_loop():
+    run = simulate(TILE_LOOP, [mx.arange(8)], (4,), (4, 1, 1), (4, 1, 1))
+    [d] = run.report.errors
+    assert d.kind == "race" and d.line == 6
+    assert "in the next iteration of the loop at line 5" in d.detail
+    assert "read at line 8 in the iteration before" in d.detail
+    assert "end of the loop body" in d.hint
+
+
+def test_the_second_barrier_removes_the_race_with_the_previous_iteration():
+    fixed = TILE_LOOP.replace("total += tile[3 - l];\n",
+                              "total += tile[3 - l];\n"
+                              "    threadgroup_barrier(mem_flags::mem_threadgroup);\n")
+    run = simulate(fixed, [mx.arange(8)], (4,), (4, 1, 1), (4, 1, 1))
+    assert run.report.diagnostics == []
+
+
 def test_one_writer_per_output_is_not_a_race():
     run = simulate("uint i = thread_position_in_grid.x;\nif (i == 0) out[0] = a[0];",
                    [mx.arange(8)], (1,), (8, 1, 1), (4, 1, 1))
@@ -472,7 +510,9 @@ def test_local_variable_read_before_assignment_is_uninitialized():
 
 
 def test_device_race_hint_depends_on_whether_threadgroups_differ():
-    one_group = simulate("out[0] = a[thread_position_in_grid.x];", [mx.arange(8)], (1,),
+    # One threadgroup, thread 1 reading what thread 0 wrote: a device barrier orders them.
+    one_group = simulate("uint i = thread_position_in_grid.x;\nif (i == 0) out[0] = a[0];\n"
+                         "if (i == 1) out[1] = out[0];", [mx.arange(8)], (2,),
                          (8, 1, 1), (8, 1, 1))
     assert "mem_device" in one_group.report.errors[0].hint
     two_groups = simulate("uint i = thread_position_in_grid.x;\nif (i % 4 == 0) out[0] = a[i];",

@@ -71,3 +71,46 @@ def test_metal_puzzles_puzzles_launch_with_zero_filled_outputs_and_the_others_as
     assert all(launch[n] == 0 for n in (*range(1, 14), 18, 19))  # as Metal-Puzzles launches
     assert launch[17] == 0 and launch[22] == 0                   # atomics: init_value=0
     assert launch[14] is None and launch[26] is None             # written in full, no fill
+
+
+# Metal-Puzzles' index formula, which notebook 01 warns is wrong in a partial threadgroup.
+WARNED_FORMULA = "threadgroup_position_in_grid.x * threads_per_threadgroup.x"
+
+
+@pytest.mark.parametrize("puzzle", all_puzzles(), ids=lambda p: p.slug)
+def test_no_template_or_solution_starts_with_the_warned_index_formula(puzzle):
+    assert WARNED_FORMULA not in puzzle.template
+    assert WARNED_FORMULA not in puzzle.solution()
+
+
+BARRIER_PUZZLES = [p for p in all_puzzles() if "threadgroup_barrier" in p.solution()]
+
+
+@pytest.mark.parametrize("puzzle", BARRIER_PUZZLES, ids=lambda p: p.slug)
+def test_every_barrier_puzzle_has_a_hidden_case_whose_length_is_not_a_whole_threadgroup(puzzle):
+    def short(case):
+        width = case.threadgroup[0]
+        return case.grid[0] % width != 0 or case.inputs[0].shape[-1] % width != 0
+
+    assert any(short(case) for case in puzzle.hidden(np.random.default_rng(0)))
+
+
+def test_barrier_puzzles_include_every_notebook_that_teaches_a_barrier():
+    assert {p.number for p in BARRIER_PUZZLES} >= {8, 9, 10, 11, 12, 13, 15, 16, 18, 19}
+
+
+def statements(code: str) -> set[str]:
+    """The statements of `code` with whitespace removed (`out[i]=a[i]+10`), short ones left out."""
+    found = set()
+    for line in code.splitlines():
+        for part in line.split("//")[0].replace("{", ";").replace("}", ";").split(";"):
+            squeezed = "".join(part.split())
+            if len(squeezed) >= 8:
+                found.add(squeezed)
+    return found
+
+
+@pytest.mark.parametrize("puzzle", all_puzzles(), ids=lambda p: p.slug)
+def test_the_last_hint_leads_rather_than_giving_a_line_of_the_solution(puzzle):
+    given = set().union(*(statements(span) for span in puzzle.hints[-1].split("`")[1::2]))
+    assert not given & statements(puzzle.solution()), puzzle.hints[-1]

@@ -19,6 +19,7 @@ out[i] = total;
 """
 
 POOLING_FROM_DEVICE = PROLOGUE + """
+if (i >= a_shape[0]) return;
 float total = a[i];
 if (i >= 1) total += a[i - 1];
 if (i >= 2) total += a[i - 2];
@@ -137,3 +138,53 @@ def test_convolution_without_halo_passes_the_simple_case_but_not_the_full_one():
     by_label = {c.label: c for c in result.cases}
     assert not by_label["visible"].mismatches
     assert by_label["1D Conv (Full)"].mismatches
+
+
+# Puzzle 8 as it used to be shipped: the barrier inside `if (i < a_shape[0])`.
+SHARED_BARRIER_IN_IF = PROLOGUE + """
+if (i < a_shape[0]) {
+    shared[local_i] = a[i];
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+}
+if (i < a_shape[0]) out[i] = shared[local_i] + 10;
+"""
+
+SHARED_WARNED_FORMULA = find(8).solution().replace("dispatch_threads_per_threadgroup",
+                                                   "threads_per_threadgroup")
+
+
+def test_puzzle_8_with_the_barrier_inside_the_if_fails_on_a_short_last_threadgroup():
+    result = check_kernel(find(8), SHARED_BARRIER_IN_IF)
+    assert result.status == "error", result.text
+    assert "divergent-barrier" in {d.kind for d in result.diagnostics}
+    assert not result.cases[0].mismatches  # the visible case alone would not show it
+
+
+def test_puzzle_8_with_the_warned_index_formula_fails_in_a_partial_threadgroup():
+    assert find(8).solution() != SHARED_WARNED_FORMULA
+    result = check_kernel(find(8), SHARED_WARNED_FORMULA)
+    assert result.status in ("fail", "error"), result.text
+    partial = [c for c in result.cases if c.case.grid[0] % c.case.threadgroup[0]]
+    assert partial and (partial[0].mismatches or result.diagnostics)
+
+
+def test_conv_simple_is_a_stepping_stone_checked_on_one_threadgroup_only(capsys):
+    import mlx.core as mx
+
+    from utils import MetalKernel, MetalProblem
+
+    def no_halo(a, b):
+        return MetalKernel(name="1D_conv", input_names=["a", "b"], output_names=["out"],
+                           header=find(11).header, source=CONV_NO_HALO)
+
+    simple = find(11).cases_by_title["1D Conv (Simple)"]
+    full = find(11).cases_by_title["1D Conv (Full)"]
+    for title, case, passes in (("1D Conv (Simple)", simple, True),
+                                ("1D Conv (Full)", full, False),
+                                ("1D Convolution", simple, False)):
+        problem = MetalProblem(title, no_halo, [mx.array(x) for x in case.inputs],
+                               case.output_shape, grid=case.grid, threadgroup=case.threadgroup)
+        result = problem.check()
+        assert bool(result) is passes, (title, result.text)
+        if passes:
+            assert all(c.case.grid[0] == c.case.threadgroup[0] for c in result.cases)

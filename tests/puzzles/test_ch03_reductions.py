@@ -4,6 +4,7 @@ kernels are rejected for the right reason."""
 import pytest
 
 from puzzles import ch03_reductions as ch03
+from puzzles.catalog import find
 from puzzles.checking import check_kernel
 
 PUZZLES = [ch03.BLOCK_SUM, ch03.AXIS_SUM, ch03.SIMD_SUM, ch03.BLOCK_REDUCE, ch03.SCAN,
@@ -194,7 +195,7 @@ uint sg = simdgroup_index_in_threadgroup;
 
 
 def test_scan_of_each_simdgroup_alone_misses_the_earlier_groups():
-    source = SCAN_PROLOGUE + "out[i] = simd_prefix_inclusive_sum(a[i]);\n"
+    source = SCAN_PROLOGUE + "if (i < a_shape[0]) out[i] = simd_prefix_inclusive_sum(a[i]);\n"
     result = check_kernel(ch03.SCAN, source)
     assert result.status == "fail"
     assert "visible" in result.reason
@@ -215,7 +216,7 @@ out[i] = x;
 def test_scan_from_the_triangular_number_formula_fails_a_hidden_case():
     source = SCAN_PROLOGUE + """
 uint k = i % THREADS;
-out[i] = float(k * (k + 1) / 2 + (i - k) * (k + 1));
+if (i < a_shape[0]) out[i] = float(k * (k + 1) / 2 + (i - k) * (k + 1));
 """
     assert check_kernel(ch03.SCAN, source, hidden=False).passed
     result = check_kernel(ch03.SCAN, source)
@@ -249,3 +250,14 @@ def test_histogram_counts_an_atomic_as_a_read_a_write_and_an_atomic():
     result = check_kernel(ch03.HISTOGRAM, ch03.HISTOGRAM.solution())
     assert result.counts == {"global_reads": 2, "global_writes": 1, "threadgroup_reads": 0,
                              "threadgroup_writes": 0, "atomics": 1}
+
+
+@pytest.mark.parametrize("number", [15, 16])
+def test_unguarded_block_kernel_fails_on_a_short_last_block(number):
+    guarded = find(number).solution()
+    unguarded = (guarded.replace("i < a_shape[0] ? a[i] : 0.0f", "a[i]")
+                 .replace("lane < simdgroups_per_threadgroup", "lane < SIMDGROUPS"))
+    assert unguarded != guarded
+    result = check_kernel(find(number), unguarded)
+    assert result.status == "error", result.text
+    assert {"out-of-bounds", "uninitialized-read"} & {d.kind for d in result.diagnostics}

@@ -170,8 +170,8 @@ def test_mvmr_runs_storing_without_atomics_races_where_a_run_crosses_chunks():
 
 # --- 25 VVOR --------------------------------------------------------------------------------
 
-OUTER = "acc += a[(a_idx[t] * G + g) * M + m] * b[(b_idx[t] * G + g) * C + c];"
-STORE = "out[((k * G + g) * M + m) * C + c] = acc;\n"
+OUTER = "acc += a[(a_idx[t] * G + g) * C + c] * b[(b_idx[t] * G + g) * M + m];"
+STORE = "out[((k * G + g) * C + c) * M + m] = acc;\n"
 
 
 def test_vvor_looping_at_least_once_takes_a_triplet_of_the_next_slot_for_an_empty_slot():
@@ -199,8 +199,8 @@ def test_vvor_accumulating_in_the_output_reads_uninitialised_memory():
     # The output of a kernel without atomics is not zero-filled: sum in a register.
     code = """\
 for (uint t = seg_offs[k]; t < seg_offs[k + 1]; ++t) {
-    out[((k * G + g) * M + m) * C + c] += a[(a_idx[t] * G + g) * M + m]
-                                          * b[(b_idx[t] * G + g) * C + c];
+    out[((k * G + g) * C + c) * M + m] += a[(a_idx[t] * G + g) * C + c]
+                                          * b[(b_idx[t] * G + g) * M + m];
 }
 """
     result = check_kernel(ch05.VVOR, body(ch05.VVOR, code))

@@ -2,6 +2,8 @@
 every notebook runs top to bottom in a fresh kernel (learner copies report unsolved puzzles,
 solved copies report every puzzle passed)."""
 
+import importlib
+import textwrap
 import types
 
 import nbformat
@@ -123,3 +125,49 @@ def test_array_code_writes_infinities_and_nans_as_valid_python():
     x = np.array([1.0, -np.inf, np.inf, np.nan], np.float32)
     rebuilt = np.array(eval(notebooks.array_code(x), {"mx": mx}))
     np.testing.assert_array_equal(rebuilt, x)
+
+
+def test_readme_links_every_notebook_to_colab_in_the_project_repository():
+    readme = (notebooks.ROOT / "README.md").read_text()
+    for module in MODULES:
+        url = (f"https://colab.research.google.com/github/{notebooks.REPOSITORY}/blob/main/"
+               f"notebooks/{notebook_name(module)}")
+        assert f"({url})" in readme
+    pyproject = (notebooks.ROOT / "pyproject.toml").read_text()
+    assert f'Repository = "https://github.com/{notebooks.REPOSITORY}"' in pyproject
+
+
+@pytest.mark.parametrize("module", MODULES, ids=notebook_name)
+def test_notebooks_speak_to_the_learner_not_about_the_project(module):
+    text = render(module).lower()
+    for internal in ("curriculum", "the original", "first port"):
+        assert internal not in text
+
+
+@pytest.mark.parametrize("module", MODULES, ids=notebook_name)
+def test_real_kernel_section_shows_the_source_collapsed_and_explains_the_report(module):
+    cells = nbformat.reads(render(module), as_version=4).cells
+    code = next(i for i, c in enumerate(cells) if c.source == module.REAL_KERNEL_CODE.strip())
+    sources, report = cells[code - 1].source, cells[code + 1].source
+    assert sources.startswith("<details>") and "```metal" in sources
+    for module_name, attribute in module.REAL_KERNEL_SOURCES:
+        kernel = getattr(importlib.import_module(module_name), attribute)
+        assert textwrap.dedent(kernel).strip() in sources
+    assert report.startswith("### Reading the report")
+    for figure in ("grid", "threadgroup", "SIMD-group efficiency", "traffic"):
+        assert figure in report
+
+
+def test_axpby_report_explained_is_the_one_printed():
+    import mlx.core as mx
+
+    from puzzles import ch01_threads
+    from solutions.axpby import simulate
+
+    x, y = mx.random.normal((1000, 37)), mx.random.normal((37,))
+    summary = simulate(x, y, 2.0, -0.5).report.summary()
+    for line in summary.splitlines():
+        if line.startswith(("grid", "SIMD-group efficiency")):
+            for figure in line.replace(",", "").split():
+                if figure[0].isdigit() or figure[0] == "(":
+                    assert figure.strip(",") in ch01_threads.REAL_KERNEL_REPORT, line

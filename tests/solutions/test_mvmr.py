@@ -218,7 +218,7 @@ def test_mismatched_channels_are_rejected():
     a, a_idx, b, b_idx, o_idx, n_o = operands()
     with pytest.raises(ValueError, match="input channels differ"):
         ops.mvmr(a, a_idx, b[..., :3], b_idx, o_idx, n_o)
-    with pytest.raises(ValueError, match=r"vvor takes a \(N_a, G, M\)"):
+    with pytest.raises(ValueError, match=r"vvor takes a \(N_a, G, C\)"):
         ops.vvor(a, a_idx, b, b_idx, o_idx, n_o)
 
 

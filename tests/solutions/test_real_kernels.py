@@ -298,3 +298,16 @@ def test_real_mlx_accepts_each_launch_and_generates_the_simulated_source(tmp_pat
     mx.export_function(str(path), real, *arrays)
     kernel, args = module.launch(*arrays, *rest, metalsim.metal_kernel)
     assert metalsim.source(kernel, **args).encode() in path.read_bytes()
+
+
+def test_axpby_broadcast_launch_fills_its_simdgroups():
+    # 37 columns are 10 threads per row: a one-row threadgroup would be clamped to 10 threads
+    # and run its SIMD-groups at 10/32 = 31%; stacking rows fills them.
+    from solutions.axpby import general_threadgroup, simulate
+
+    assert general_threadgroup((10, 1000, 1)) == (10, 25, 1)
+    assert general_threadgroup((300, 4, 1)) == (256, 1, 1)
+    x, y = mx.random.normal((1000, 37)), mx.random.normal((37,))
+    report = simulate(x, y, 2.0, -0.5).report
+    assert report.simd_efficiency > 0.9
+    assert report.bytes_moved == report.ideal_bytes

@@ -73,6 +73,7 @@ class Group:
     args: list[np.ndarray]
     act: np.ndarray
     flags: Flags
+    branched: bool = False  # the inactive lanes took another branch (rather than returned)
 
     @property
     def size(self) -> int:
@@ -123,12 +124,22 @@ def fold(op: str, values: list):
     return acc
 
 
+def left_out(g: Group, lane: int) -> None:
+    """A reduction or scan warns when lanes of the group that have not returned sit it out."""
+    if g.branched and len(g.active()) < g.size:
+        g.flag("inactive-lanes", "warning", lane)
+
+
 def reduction(op: str) -> Model:
-    return lambda g, lane: fold(op, [g.v[s] for s in g.active()])
+    def model(g: Group, lane: int):
+        left_out(g, lane)
+        return fold(op, [g.v[s] for s in g.active()])
+    return model
 
 
 def scan(op: str, inclusive: bool) -> Model:
     def model(g: Group, lane: int):
+        left_out(g, lane)
         seen = [g.v[s] for s in g.active() if s < lane or (inclusive and s == lane)]
         if not seen:
             return (np.zeros_like if op == "sum" else np.ones_like)(g.v[lane])
@@ -198,12 +209,13 @@ ACTIVE_SET: dict[str, Model] = {
 
 
 def model_run(model: Model, width: int, grid, tg, v: np.ndarray, active: np.ndarray,
-              args: list[np.ndarray], out: np.ndarray) -> Flags:
+              args: list[np.ndarray], out: np.ndarray, branched: bool = False) -> Flags:
     """Write the model's result for every active thread into `out`; what it flagged."""
     flags: Flags = defaultdict(set)
     with np.errstate(all="ignore"):  # integer results wrap, as in MSL
         for tids in groups(grid, tg, width):
-            g = Group(width, tids, v[tids], [a[tids] for a in args], active[tids], flags)
+            g = Group(width, tids, v[tids], [a[tids] for a in args], active[tids], flags,
+                      branched)
             for lane in g.active():
                 out[tids[lane]] = model(g, lane)
     return flags
@@ -269,7 +281,8 @@ def check(expr: str, model: Model, prefix: str, lc: Launch, dtype, v: np.ndarray
                          init=0)
     expected = got.copy()
     expected[lc.active] = 0  # every active thread must be written with the model's value
-    flags = model_run(model, WIDTH[prefix], lc.grid, lc.tg, v, lc.active, list(args), expected)
+    flags = model_run(model, WIDTH[prefix], lc.grid, lc.tg, v, lc.active, list(args), expected,
+                      branched=lc.mode == "if")
     np.testing.assert_array_equal(bits(got), bits(expected))
     assert_reports(report, flags, lc.grid[0])
 
@@ -766,3 +779,23 @@ def test_trace_follows_values_across_lanes(expr, expected):
     assert run.report.errors == []
     [write] = [e for e in run.report.trace if e["kind"] == "write"]
     assert [set(s) for s in write["sources"]] == expected
+
+
+# --- a reduction with lanes in another branch ----------------------------------------------------
+
+@pytest.mark.parametrize("call", ["simd_sum", "simd_prefix_inclusive_sum", "quad_sum"])
+def test_a_reduction_inside_a_branch_warns_that_lanes_are_left_out(call):
+    lane = "thread_index_in_quadgroup" if call.startswith("quad") else "thread_index_in_simdgroup"
+    out, report = launch(f"if ({lane} == 0) out[i] = {call}(a[i]);",
+                         {"a": mx.ones(64)}, (64, 1), (64, 1), mx.float32)
+    [d] = [d for d in report.diagnostics if d.kind == "inactive-lanes"]
+    assert d.severity == "warning" and call in d.message and "before the `if`" in d.hint
+    assert out[0] == 1  # only lane 0 took part, as on the GPU
+
+
+def test_a_reduction_after_some_lanes_returned_or_in_a_short_group_does_not_warn():
+    body = "if (i >= 40) return;\nfloat s = simd_sum(a[i]);\nout[i] = s;"
+    _, report = launch(body, {"a": mx.ones(64)}, (64, 1), (64, 1), mx.float32)
+    _, short = launch("out[i] = simd_sum(a[i]);", {"a": mx.ones(40)}, (40, 1), (40, 1),
+                      mx.float32)
+    assert report.diagnostics == [] and short.diagnostics == []

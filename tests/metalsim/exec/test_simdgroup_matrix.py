@@ -157,3 +157,14 @@ def test_matrix_operation_in_a_partial_simdgroup_is_reported():
 def test_invalid_simdgroup_matrix_uses_are_compile_errors(source, message):
     with pytest.raises(metalsim.CompileError, match=message):
         run(source, [mx.arange(64, dtype=mx.float32)], ["a"], (8, 8), (32, 1, 1), (32, 1, 1))
+
+
+def test_a_tile_load_out_of_bounds_gets_a_hint_about_the_tile_origin():
+    source = """
+simdgroup_float8x8 m;
+simdgroup_load(m, a, 8, ulong2(0, 4));   // rows 4..11 of an 8x8 matrix
+simdgroup_store(m, out, 8);
+"""
+    r = run(source, [mx.array(rand((8, 8), 0))], ["a"], (8, 8), (32, 1, 1), (32, 1, 1))
+    [d] = [d for d in r.report.errors if d.kind == "out-of-bounds"]
+    assert "whole 8x8 tile" in d.hint and "if (i < n)" not in d.hint

@@ -103,6 +103,17 @@ def test_the_widgets_drive_the_selection_and_show_its_view():
     assert controls["threadgroup"].value == 0 and controls["thread"].value == 5
 
 
+def test_the_dropdowns_show_all_and_choosing_all_clears_the_choice():
+    e = explorer("pooling")
+    controls = e.widget and e.controls
+    for key in ("thread", "simdgroup", "phase"):
+        label = dict((v, k) for k, v in controls[key].options)[controls[key].value]
+        assert label == "all"
+    controls["thread"].value = 5
+    controls["thread"].value = dict(controls["thread"].options)["all"]
+    assert e.thread is None
+
+
 def test_choices_outside_the_launch_are_refused():
     e = explorer("map")
     with pytest.raises(ValueError, match="threadgroup 2 does not exist"):
