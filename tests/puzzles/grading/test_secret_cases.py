@@ -20,7 +20,8 @@ def learner_check(body: str) -> str:
 
     problem = MetalProblem("Map", map_test, [mx.arange(4)], (4,), grid=(4, 1, 1),
                            spec=find(1).spec)
-    return problem.check().status
+    problem.check()
+    return problem.result.status
 
 
 def test_a_lookup_table_of_the_answers_learners_saw_fails_under_the_grader(tmp_path, capsys):
