@@ -28,7 +28,7 @@ from metalsim.exec.runtime import bind_argument
 from metalsim.exec.statements import StatementCompiler
 from metalsim.exec.struct_templates import StructTemplate, StructTemplateCompiler
 from metalsim.exec.structs import StructCompiler, StructMethods, thread_object
-from metalsim.exec.values import Frame, MemLoc, Ptr, PtrSlot, VarLoc
+from metalsim.exec.values import Frame, MemLoc, PtrSlot, VarLoc
 from metalsim.lang import ast
 from metalsim.lang import types as ty
 from metalsim.lang.types import (
@@ -433,7 +433,7 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
             if frame.ret is None:
                 return lane_zeros(rt, lanes.n)
             if isinstance(frame.ret, PtrSlot):
-                return Ptr(frame.ret.region, frame.ret.off[lanes.idx])
+                return frame.ret.get(lanes)
             return frame.ret[lanes.idx]
         if by_ref is not None:
             return self.reference_call(code, ev, coord)

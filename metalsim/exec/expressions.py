@@ -12,12 +12,11 @@ from fractions import Fraction
 import numpy as np
 
 from metalsim.diagnostics import CompileError, Coord
-from metalsim.exec import arith
+from metalsim.exec import arith, pointers
 from metalsim.exec.compiled import E, Scope, Var, constant, lane_zeros
 from metalsim.exec.runtime import (
     address_only,
     load_loc,
-    raise_limit,
     report_lanes,
     store_loc,
 )
@@ -196,8 +195,7 @@ class ExpressionCompiler:
                      loc=lambda f, lanes: VarLoc(f.vars[slot]), readonly=v.readonly)
         if v.kind == "ptr":
             def ev_ptr(f, lanes):
-                s = f.vars[slot]
-                return Ptr(s.region, s.off[lanes.idx])
+                return f.vars[slot].get(lanes)
             return E(t, ev_ptr, coord, loc=lambda f, lanes: VarLoc(f.vars[slot]),
                      readonly=v.readonly)
         if v.kind in ("region", "global_region"):
@@ -323,8 +321,14 @@ class ExpressionCompiler:
                          coord)
             if op in ("<", ">", "<=", ">=", "==", "!="):
                 lev, rev = left.ev, right.ev
-                return E(BOOL, lambda f, lanes: arith.binary(
-                    op, lev(f, lanes).off, rev(f, lanes).off, LONG), coord)
+                def ev_compare(f, lanes):
+                    a, b = lev(f, lanes), rev(f, lanes)
+                    result = arith.binary(op, a.off, b.off, LONG)
+                    if op in ("==", "!=") and a.region is not b.region:
+                        same = pointers.same_region(a.region, b.region, lanes.n)
+                        result = result & same if op == "==" else result | ~same
+                    return result
+                return E(BOOL, ev_compare, coord)
             self.error(f"invalid operands to binary expression ('{left.type}' and "
                        f"'{right.type}')", node)
         if op not in ("+", "-") or (rp and op == "-"):
@@ -557,12 +561,11 @@ class ExpressionCompiler:
                 return bev(f, lanes)
             va, vb = aev(f, yes), bev(f, no)
             if isinstance(t, PointerType):
-                if va.region is not vb.region:
-                    raise_limit(coord, "a ?: choosing between pointers into different buffers")
                 off = np.empty(lanes.n, np.int64)
                 off[c] = va.off
                 off[~c] = vb.off
-                return Ptr(va.region, off)
+                return Ptr(pointers.merge([(np.flatnonzero(c), va.region),
+                                           (np.flatnonzero(~c), vb.region)], lanes.n), off)
             out = lane_zeros(t, lanes.n)
             out[c] = va
             out[~c] = vb

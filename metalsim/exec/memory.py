@@ -185,6 +185,8 @@ def _cells(region: Region, bank, off: np.ndarray, t: Type) -> np.ndarray:
 def load(m: Machine, region: Region, idx: np.ndarray | slice, n: int, off: np.ndarray,
          t: Type, coord: Coord) -> np.ndarray:
     """Read a value of type `t` at byte offsets `off` (one per active lane)."""
+    if region.__class__ is not Region:  # lanes' pointers into several allocations, or none
+        return region.load(m, idx, n, off, t, coord)
     off = _per_lane(np.asarray(off, np.int64), (n,))
     elem, comps = _access_layout(t)
     ok = _check(m, region, idx, off, t, False, coord)
@@ -205,6 +207,9 @@ def load(m: Machine, region: Region, idx: np.ndarray | slice, n: int, off: np.nd
 def store(m: Machine, region: Region, idx: np.ndarray | slice, n: int, off: np.ndarray,
           t: Type, value: np.ndarray, coord: Coord) -> None:
     """Write `value` (type `t`) at byte offsets `off` (one per active lane)."""
+    if region.__class__ is not Region:
+        region.store(m, idx, n, off, t, value, coord)
+        return
     off = _per_lane(np.asarray(off, np.int64), (n,))
     elem, comps = _access_layout(t)
     value = _per_lane(np.asarray(value, elem.dtype), (n,) if comps == 1 else (n, comps))
@@ -455,6 +460,9 @@ def atomic_update(m: Machine, region: Region, idx: np.ndarray | slice, n: int, o
     hardware's. `fast = (ufunc, operands)` is a fast path for heavily contended locations of
     the fetch-and-op functions: the same order, through `ufunc.accumulate`.
     """
+    if region.__class__ is not Region:
+        return region.atomic_update(m, idx, n, off, t, update, coord, reads=reads,
+                                    writes=writes, fast=fast)
     off = _per_lane(np.asarray(off, np.int64), (n,))
     ok = _check(m, region, idx, off, t, writes and not reads, coord)
     lanes = _lane_indices(m, idx)

@@ -9,7 +9,7 @@ from metalsim.diagnostics import CompileError, Coord
 from metalsim.exec import memory as mem
 from metalsim.exec.compiled import Ev, Var
 from metalsim.exec.machine import Lanes
-from metalsim.exec.values import Frame, Ptr, PtrSlot, RefSlot, VarLoc
+from metalsim.exec.values import Frame, PtrSlot, RefSlot, VarLoc
 from metalsim.lang import types as ty
 from metalsim.lang.types import (
     PointerType,
@@ -22,7 +22,7 @@ def load_loc(f: Frame, lanes: Lanes, where, t: Type, coord: Coord):
     if isinstance(where, VarLoc):
         arr = where.arr
         if isinstance(arr, PtrSlot):
-            return Ptr(arr.region, arr.off[lanes.idx])
+            return arr.get(lanes)
         if where.sources is not None:
             f.m.note_sources(lanes.indices(), where.sources)
         if where.init is not None:
@@ -53,8 +53,7 @@ def store_loc(f: Frame, lanes: Lanes, where, t: Type, value, coord: Coord) -> No
     if isinstance(where, VarLoc):
         arr = where.arr
         if isinstance(arr, PtrSlot):
-            arr.region = value.region
-            arr.off[lanes.idx] = value.off
+            arr.set(lanes, value)
             return
         if where.init is not None:
             where.init[lanes.idx] = True
@@ -116,8 +115,8 @@ def bind_argument(kind: str, var: Var | None, value, lanes: Lanes, size: int):
         off[lanes.idx] = value.off
         return RefSlot(value.region, off, value.comps)
     if kind == "ptr":
-        slot = PtrSlot(value.region, size)
-        slot.off[lanes.idx] = value.off
+        slot = PtrSlot(None, size)
+        slot.set(lanes, value)
         return slot
     t = var.type
     shape = ty.lane_shape(t)

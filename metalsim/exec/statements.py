@@ -174,9 +174,7 @@ class StatementCompiler:
                 if s is None:
                     s = f.vars[slot] = PtrSlot(None, f.m.batch.size)
                 if vev is not None:
-                    p = vev(f, lanes)
-                    s.region = p.region
-                    s.off[lanes.idx] = p.off
+                    s.set(lanes, vev(f, lanes))
                 return lanes
             return run_ptr
         if not (ty.is_arithmetic(t) or isinstance(t, ty.SimdMatrixType)):
@@ -448,9 +446,8 @@ class StatementCompiler:
                                              m.sources(lanes.indices())))
                 if isinstance(rt, PointerType):
                     if f.ret is None:
-                        f.ret = PtrSlot(v.region, m.batch.size)
-                    f.ret.region = v.region
-                    f.ret.off[lanes.idx] = v.off
+                        f.ret = PtrSlot(None, m.batch.size)
+                    f.ret.set(lanes, v)
                 else:
                     if f.ret is None:
                         f.ret = np.zeros((m.batch.size,) + shape, ty.scalar_of(rt).dtype)
