@@ -506,6 +506,8 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
         """Bind the template parameters in `pattern` (`T`, `T*`, `vec<T, N>`) from `actual`."""
         if isinstance(pattern, ast.PointerType) and isinstance(actual, PointerType):
             self.deduce_from(pattern.pointee, actual.pointee, names, bindings)
+        elif isinstance(pattern, ast.ArrayType) and isinstance(actual, PointerType):
+            self.deduce_from(pattern.element, actual.pointee, names, bindings)
         elif isinstance(pattern, ast.NamedType):
             if pattern.name in names:
                 bind_deduced(bindings, pattern.name, actual)
@@ -536,7 +538,7 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
         cost = 0
         for p, a in zip(fdef.params, args):
             try:
-                pt = self.resolve_type(p.type, inner)
+                pt = self.param_type(p, inner)
             except CompileError:
                 return None
             at = self.rvalue(a).type
@@ -610,14 +612,22 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
         self.fn.nslots += 1
         return self.fn.nslots - 1
 
+    def param_type(self, p: ast.Param, scope: Scope) -> Type:
+        """The type of parameter `p`: an array parameter is adjusted to a pointer to its
+        element (C++14 [dcl.fct]/5), so `f(x_strides)` matches `f(constant int64_t s[2])`."""
+        t, const, space = self.resolve_decl_type(p.type, scope)
+        if isinstance(t, ArrayType) and not isinstance(p.type, ast.ReferenceType):
+            return PointerType(t.elem, space or "thread", const)
+        return t
+
     def declare_param(self, p: ast.Param, scope: Scope) -> Var:
         t, const, space = self.resolve_decl_type(p.type, scope)
         if isinstance(p.type, ast.ReferenceType):
             var = Var("ref", t, self.new_slot(), readonly=const, space=space or "thread")
         elif isinstance(t, PointerType):
             var = Var("ptr", t, self.new_slot(), readonly=const)
-        elif isinstance(t, ArrayType):  # C++ adjusts an array parameter to a pointer
-            var = Var("ptr", PointerType(t.elem, space or "thread", const), self.new_slot())
+        elif isinstance(t, ArrayType):
+            var = Var("ptr", self.param_type(p, scope), self.new_slot())
         elif isinstance(t, StructType):  # a by-value struct is an object in thread memory
             var = Var("region", t, self.new_slot(), readonly=const, space="thread",
                       name=p.name or "")

@@ -23,7 +23,7 @@ import numpy as np
 
 from metalsim.diagnostics import Coord
 from metalsim.exec import memory as mem
-from metalsim.exec.machine import Lanes, Machine
+from metalsim.exec.machine import Machine
 from metalsim.lang.types import LONG
 
 
@@ -192,12 +192,11 @@ def decode(words: np.ndarray):
     return at(table, which.astype(np.int32).reshape(-1)), off
 
 
-def load_pointer(m: Machine, region, lanes: Lanes, off, coord: Coord):
-    """Read pointer values from memory: (region, offsets)."""
-    words = mem.load(m, region, lanes.idx, lanes.n, off, LONG, coord)
-    return decode(words)
+def load_pointer(m: Machine, region, idx, n: int, off, t, coord: Coord):
+    """Read pointer values (of pointer type `t`) from memory: (region, offsets)."""
+    return decode(mem.load(m, region, idx, n, off, LONG, coord))
 
 
-def store_pointer(m: Machine, region, lanes: Lanes, off, value, coord: Coord) -> None:
-    mem.store(m, region, lanes.idx, lanes.n, off, LONG,
-              encode(value.region, value.off, lanes.n), coord)
+def store_pointer(m: Machine, region, idx, n: int, off, t, value, coord: Coord) -> None:
+    """Write the pointer value `value` (a `Ptr`) to memory."""
+    mem.store(m, region, idx, n, off, LONG, encode(value.region, value.off, n), coord)

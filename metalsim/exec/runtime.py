@@ -9,7 +9,8 @@ from metalsim.diagnostics import CompileError, Coord
 from metalsim.exec import memory as mem
 from metalsim.exec.compiled import Ev, Var
 from metalsim.exec.machine import Lanes
-from metalsim.exec.values import Frame, PtrSlot, RefSlot, VarLoc
+from metalsim.exec.pointers import load_pointer, store_pointer
+from metalsim.exec.values import Frame, Ptr, PtrSlot, RefSlot, VarLoc
 from metalsim.lang import types as ty
 from metalsim.lang.types import (
     PointerType,
@@ -39,7 +40,7 @@ def load_loc(f: Frame, lanes: Lanes, where, t: Type, coord: Coord):
             return v[np.arange(lanes.n), c]
         return v[:, c[0]] if len(c) == 1 else v[:, list(c)]
     if isinstance(t, PointerType):
-        raise CompileError("metalsim does not support pointers stored in memory yet", coord)
+        return Ptr(*load_pointer(f.m, where.region, lanes.idx, lanes.n, where.off, t, coord))
     if where.comps is None:
         return mem.load(f.m, where.region, lanes.idx, lanes.n, where.off, t, coord)
     elem = ty.scalar_of(t)
@@ -70,6 +71,9 @@ def store_loc(f: Frame, lanes: Lanes, where, t: Type, value, coord: Coord) -> No
             value = np.asarray(value)
             for j, comp in enumerate(c):
                 arr[lanes.idx, comp] = value[..., j]
+        return
+    if isinstance(t, PointerType):
+        store_pointer(f.m, where.region, lanes.idx, lanes.n, where.off, t, value, coord)
         return
     if where.comps is None:
         mem.store(f.m, where.region, lanes.idx, lanes.n, where.off, t, value, coord)

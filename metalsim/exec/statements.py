@@ -10,6 +10,7 @@ from metalsim.diagnostics import Coord
 from metalsim.exec import memory as mem
 from metalsim.exec.compiled import E, Ev, Run, Scope, Var, constant
 from metalsim.exec.machine import EMPTY, StepLimitExceeded, union
+from metalsim.exec.pointers import store_pointer
 from metalsim.exec.runtime import bind_argument, record_sources
 from metalsim.exec.structs import store as store_struct
 from metalsim.exec.structs import thread_region
@@ -274,7 +275,8 @@ class StatementCompiler:
             aggregate = isinstance(t, ArrayType) or isinstance(d.init, ast.InitList)
             leaves = self.flatten_init(t, d.init, 0) if aggregate else [(0, t, d.init)]
             for off, et, item in leaves:
-                store = store_struct if isinstance(et, StructType) else mem.store
+                store = (store_struct if isinstance(et, StructType) else store_pointer
+                         if isinstance(et, PointerType) else mem.store)
                 stores.append((store, off, et, self.convert(self.expr(item, scope), et,
                                                             item).ev, item.coord))
         scope.names[d.name] = Var("region", t, slot, readonly=const, space="thread")
