@@ -42,6 +42,9 @@ from metalsim.lang.types import (
     VectorType,
 )
 
+# clang's default -ftemplate-depth: how deeply function instantiations may nest.
+MAX_INSTANTIATION_DEPTH = 1024
+
 
 class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, ConstructorCompiler,
                StructTemplateCompiler, OperatorCompiler, ReferenceCompiler):
@@ -59,6 +62,7 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
         self.functions: dict[str, list[ast.FunctionDef]] = {}
         self.globals = Scope({})
         self.instances: dict[tuple, FunctionCode] = {}
+        self.instantiating: list[FunctionCode] = []  # functions being compiled, outermost first
         self.struct_methods: dict[StructType, StructMethods] = {}
         # Each struct template instance: its template and template arguments.
         self.instance_of: dict[StructType, tuple[StructTemplate, dict]] = {}
@@ -415,14 +419,7 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
                 arrived = dict(zip(lanes.indices().tolist(), m.sources(lanes.indices())))
                 for var, _ in code.params:
                     frame.sources[var.slot] = arrived
-            m.depth += 1
-            if m.depth > 64:
-                raise CompileError(f"call depth exceeds 64 (runaway recursion in "
-                                   f"'{code.name}'?)", coord)
-            try:
-                code.body(frame, lanes)
-            finally:
-                m.depth -= 1
+            code.body(frame, lanes)
             if tracing:
                 m.flow = caller_flow
                 m.note_sources(lanes.indices(), frame.ret_sources)
@@ -577,6 +574,11 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
                                        else str(v)) for k, v in bindings.items())), id(outer))
         code = self.instances.get(key)
         if code is not None:
+            if code.body is None:  # called from its own body, directly or not
+                self.error(f"recursive call of '{fdef.name}': Metal does not support recursive "
+                           f"function calls", fdef, width=len(fdef.name),
+                           hint="write the recursion as a loop, or as a template recursion "
+                                "ended by 'if constexpr'")
             return code
         if fdef.body is None:
             self.error(f"function '{fdef.name}' is declared but never defined", fdef)
@@ -589,6 +591,11 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
         self.instances[key] = code
         # A body is compiled where it is first called, perhaps in a loop: its own `break`s
         # are checked against its own loops.
+        if len(self.instantiating) >= MAX_INSTANTIATION_DEPTH:
+            self.error(f"recursive template instantiation exceeded maximum depth of "
+                       f"{MAX_INSTANTIATION_DEPTH}", fdef, width=len(fdef.name),
+                       hint="end the recursion with 'if constexpr' on a template parameter")
+        self.instantiating.append(code)
         saved = self.fn, self.address_taken, self.loop_depth, self.switch_depth
         self.fn, self.address_taken = code, addressed_names(fdef.body)
         self.loop_depth = self.switch_depth = 0
@@ -606,6 +613,7 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
             code.body = body if inits is None else sequence(inits, body)
         finally:
             self.fn, self.address_taken, self.loop_depth, self.switch_depth = saved
+            self.instantiating.pop()
         return code
 
     def new_slot(self) -> int:

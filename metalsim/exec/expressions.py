@@ -604,20 +604,34 @@ class ExpressionCompiler:
             if not 0 <= k < t.n:
                 self.error(f"vector component index {k} is out of range for '{t}'", node.index)
             return self.components(base, (k,), node)
-        bev, iev, bloc = base.ev, index.ev, base.loc
+        bev, iev, bloc, coord, itype = base.ev, index.ev, base.loc, node.coord, index.type
+
+        def component(f, lanes):
+            """Each lane's component index; one outside the vector is reported and gives -1
+            (reads of it give 0, writes to it are dropped)."""
+            k = arith.convert(np.asarray(iev(f, lanes)), itype, LONG)
+            k = np.broadcast_to(k, (lanes.n,))
+            bad = (k < 0) | (k >= t.n)
+            if bad.any():
+                report_lanes(f, lanes, bad, "out-of-bounds", "error",
+                             f"vector component index out of range for '{t}'", coord,
+                             hint=f"a {t} has components 0 to {t.n - 1}")
+                k = np.where(bad, -1, k)
+            return k
 
         def ev(f, lanes):
-            v = np.asarray(bev(f, lanes))
-            k = np.broadcast_to(np.asarray(iev(f, lanes)).astype(np.int64), (lanes.n,))
-            return np.broadcast_to(v, (lanes.n, t.n))[np.arange(lanes.n), k % t.n]
+            v = np.broadcast_to(np.asarray(bev(f, lanes)), (lanes.n, t.n))
+            k = component(f, lanes)
+            return np.where(k >= 0, v[np.arange(lanes.n), k], np.zeros((), elem.dtype))
         e = E(elem, ev, node.coord)
         if bloc is not None:
             def loc(f, lanes):
                 where = bloc(f, lanes)
-                k = np.broadcast_to(np.asarray(iev(f, lanes)).astype(np.int64), (lanes.n,))
+                k = component(f, lanes)
                 if isinstance(where, VarLoc):
                     return VarLoc(where.arr, k, where.init, where.name, where.sources)
-                return MemLoc(where.region, where.off + k * elem.size)
+                # an index reported out of range accesses component 0
+                return MemLoc(where.region, where.off + np.where(k >= 0, k * elem.size, 0))
             e.loc, e.readonly, e.space = loc, base.readonly, base.space
         return e
 

@@ -8,7 +8,9 @@ of at most `LANE_BUDGET` lanes that run in lockstep; batches run one after anoth
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import sys
 from dataclasses import dataclass
 
 import numpy as np
@@ -46,6 +48,23 @@ class Program:
     code: FunctionCode
     params: dict[str, Var]
     source_map: SourceMap
+
+
+# Compiling and running recurse once per nesting level of the kernel's code (a 500-term sum is
+# 500 levels, a 1024-deep template recursion, which clang allows, some 10,000 Python frames).
+# Python-to-Python calls do not grow the C stack in CPython 3.11+, so the limit can be raised.
+RECURSION_LIMIT = 200_000
+
+
+@contextlib.contextmanager
+def deep_recursion():
+    """Let the compiler and the executor recurse as deeply as the kernel's code nests."""
+    saved = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(saved, RECURSION_LIMIT))
+    try:
+        yield
+    finally:
+        sys.setrecursionlimit(saved)
 
 
 @functools.lru_cache(maxsize=256)
@@ -168,6 +187,7 @@ def bind_buffers(m: Machine, gen, program: Program, inputs, outputs) -> tuple[di
             counted = None if b.is_scalar else "global"
             region = _buffer_region(p.name, b.data, elem, space, counted=counted,
                                     element_count=b.size)
+            region.data.flags.writeable = False  # a write is reported (`memory.store`)
             regions[p.name] = (region, b.offset * b.data.dtype.itemsize)
             if not b.is_scalar:
                 traffic.append((region, "input", b.size * b.data.dtype.itemsize))
@@ -216,7 +236,8 @@ def launch(gen, inputs, outputs, grid, threadgroup, template=None, math_mode: st
         raise ValueError(f"[metalsim] trace=True records every memory access and is limited to "
                          f"{MAX_TRACED_THREADS:,} threads; this grid has "
                          f"{grid[0] * grid[1] * grid[2]:,}. Trace a smaller launch.")
-    program = compile_program(gen.text, tuple(gen.sections), math_mode, trace)
+    with deep_recursion():
+        program = compile_program(gen.text, tuple(gen.sections), math_mode, trace)
     tg = tuple(max(1, min(int(t), g)) for t, g in zip(threadgroup, grid))
     m = Machine(grid, program.source_map, step_limit, trace)
     regions, traffic_rows = bind_buffers(m, gen, program, inputs, outputs)
@@ -231,7 +252,8 @@ def launch(gen, inputs, outputs, grid, threadgroup, template=None, math_mode: st
                  f"threadgroup of {int(np.prod(threadgroup))} threads; the maximum is "
                  f"{MAX_THREADS_PER_THREADGROUP}", None, np.empty(0, np.int64))
     elif m.total_threads > 0:
-        run_batches(m, program, regions, tg, kernel_coord)
+        with deep_recursion():
+            run_batches(m, program, regions, tg, kernel_coord)
     return build_report(m, grid, tg, traffic_rows)
 
 

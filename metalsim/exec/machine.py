@@ -167,7 +167,6 @@ class Machine:
         self.tg_epoch: np.ndarray | None = None    # threadgroup-memory barrier count per group
         self.dev_epoch: np.ndarray | None = None   # device-memory barrier count per group
         self.tg_regions: dict[int, object] = {}    # threadgroup allocations of this batch
-        self.depth = 0                             # helper-function call depth
         # Provenance while tracing: for each lane, the memory cells whose values flowed into
         # what the current statement computed so far (see `note_cells` and `sources`).
         self.flow: dict[int, set] = {}

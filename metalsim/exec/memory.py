@@ -191,15 +191,14 @@ def load(m: Machine, region: Region, idx: np.ndarray | slice, n: int, off: np.nd
     elem, comps = _access_layout(t)
     ok = _check(m, region, idx, off, t, False, coord)
     bank = region.bank(m, idx)
-    if ok is not None:
-        off = np.where(ok, off, 0)
-    value = _cells(region, bank, off, t)
-    if ok is not None:
-        value = np.where(ok if comps == 1 else ok[:, None], value, np.zeros((), elem.dtype))
-        idx = _lane_indices(m, idx)[ok]
-        off = off[ok]
+    if ok is None:
+        value = _cells(region, bank, off, t)
+    else:  # out-of-bounds lanes read zeros (the buffer may have no element at all)
+        idx, off = _lane_indices(m, idx)[ok], off[ok]
         if np.ndim(bank):
             bank = bank[ok]
+        value = np.zeros((n,) if comps == 1 else (n, comps), elem.dtype)
+        value[ok] = _cells(region, bank, off, t)
     _after_access(m, region, idx, bank, off, t, False, coord)
     return value
 
@@ -219,6 +218,8 @@ def store(m: Machine, region: Region, idx: np.ndarray | slice, n: int, off: np.n
         off, value, idx = off[ok], value[ok], _lane_indices(m, idx)[ok]
         if np.ndim(bank):
             bank = bank[ok]
+    if not region.data.flags.writeable:
+        _write_to_input(m, region, idx, coord)
     view = region.view(elem.dtype)
     first = off // elem.size
     if comps == 1:
@@ -227,6 +228,18 @@ def store(m: Machine, region: Region, idx: np.ndarray | slice, n: int, off: np.n
         view[np.asarray(bank)[..., None] if np.ndim(bank) else bank,
              first[:, None] + np.arange(comps)] = value
     _after_access(m, region, idx, bank, off, t, True, coord)
+
+
+def _write_to_input(m: Machine, region: Region, idx, coord: Coord) -> None:
+    """A write through a pointer cast from an input's `const device T*`. C++ allows the cast
+    and the GPU performs the write, but MLX arrays are immutable: the write changes the
+    caller's array (and any array sharing its buffer) behind MLX's back, or is lost where MLX
+    passed a contiguous copy. The simulator writes its own copy and reports an error."""
+    m.report("input-write", "error", f"write to input buffer '{region.name}'", coord,
+             _lane_indices(m, idx),
+             hint="MLX arrays are immutable; write the result to an output buffer")
+    region.data = region.data.copy()
+    region._views.clear()
 
 
 _COUNT_NAMES = {("global", False): "global_reads", ("global", True): "global_writes",
@@ -473,6 +486,8 @@ def atomic_update(m: Machine, region: Region, idx: np.ndarray | slice, n: int, o
     if lanes.size == 0:
         return old
     bank = region.bank(m, lanes)
+    if writes and not region.data.flags.writeable:
+        _write_to_input(m, region, lanes, coord)
     view = region.view(t.dtype)
     columns = view.shape[1]
     flat_elem = np.asarray(bank, np.int64) * columns + off // t.size  # one key per location
@@ -503,7 +518,8 @@ def atomic_update(m: Machine, region: Region, idx: np.ndarray | slice, n: int, o
         current = view[rows, cols]
         old[pos] = current
         new, store_mask = update(current, pos)
-        view[rows[store_mask], cols[store_mask]] = np.asarray(new, t.dtype)[store_mask]
+        if writes:
+            view[rows[store_mask], cols[store_mask]] = np.asarray(new, t.dtype)[store_mask]
     _after_atomic(m, region, lanes, bank, off, t, reads, writes, coord)
     return old
 

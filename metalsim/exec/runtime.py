@@ -36,8 +36,8 @@ def load_loc(f: Frame, lanes: Lanes, where, t: Type, coord: Coord):
         c = where.comps
         if c is None:
             return v
-        if isinstance(c, np.ndarray):
-            return v[np.arange(lanes.n), c]
+        if isinstance(c, np.ndarray):  # per lane; -1 where the index was out of range
+            return np.where(c >= 0, v[np.arange(lanes.n), c], np.zeros((), v.dtype))
         return v[:, c[0]] if len(c) == 1 else v[:, list(c)]
     if isinstance(t, PointerType):
         return Ptr(*load_pointer(f.m, where.region, lanes.idx, lanes.n, where.off, t, coord))
@@ -63,8 +63,9 @@ def store_loc(f: Frame, lanes: Lanes, where, t: Type, value, coord: Coord) -> No
         c = where.comps
         if c is None:
             arr[lanes.idx] = value
-        elif isinstance(c, np.ndarray):
-            arr[lanes.indices(), c] = value
+        elif isinstance(c, np.ndarray):  # per lane; -1 (out of range) writes nothing
+            ok = c >= 0
+            arr[lanes.indices()[ok], c[ok]] = np.broadcast_to(value, ok.shape)[ok]
         elif len(c) == 1:
             arr[lanes.idx, c[0]] = value
         else:
