@@ -20,6 +20,9 @@ Leaving the last active patch turns compilation back on, unless `MLX_DISABLE_COM
 by zero, a shift out of range, a SIMD-group read of an inactive lane, behaviour the Metal spec
 leaves open): what a test suite usually wants, since Metal gives such code no defined result.
 
+`patch(max_steps=..., max_seconds=...)` sets the limits of the kernels it builds: the work of
+one launch in expression nodes evaluated (default 1,000,000) and its wall time (default: none).
+
 With pytest, the `metalsim_patch` fixture (registered by this package's pytest plugin) does
 the same for one test. Code that imported `metal_kernel` by name before patching keeps the
 original; look it up as `mx.fast.metal_kernel` at call time.
@@ -46,16 +49,21 @@ class patch(contextlib.ContextDecorator):  # noqa: N801 - used like a function, 
 
     active = 0   # patches that replaced the factory and have not exited yet, in any instance
 
-    def __init__(self, force: bool = False, strict: bool = False) -> None:
+    def __init__(self, force: bool = False, strict: bool = False,
+                 max_steps: int | None = None, max_seconds: float | None = None) -> None:
         self.force = force
         self.strict = strict
+        self.max_steps = max_steps
+        self.max_seconds = max_seconds
         self._saved: list[tuple[object, bool]] = []
 
     def __enter__(self) -> patch:
         replaces = self.force or not metal_available()
         self._saved.append((mx.fast.metal_kernel, replaces))
         if replaces:
-            mx.fast.metal_kernel = _strict_metal_kernel if self.strict else metal_kernel
+            configured = self.strict or self.max_steps or self.max_seconds
+            mx.fast.metal_kernel = (functools.wraps(metal_kernel)(functools.partial(
+                _configured_metal_kernel, self)) if configured else metal_kernel)
             patch.active += 1
             mx.disable_compile()
         return self
@@ -68,8 +76,9 @@ class patch(contextlib.ContextDecorator):  # noqa: N801 - used like a function, 
                 mx.enable_compile()
 
 
-@functools.wraps(metal_kernel)
-def _strict_metal_kernel(*args: object, **kwargs: object) -> Kernel:
+def _configured_metal_kernel(settings: patch, *args: object, **kwargs: object) -> Kernel:
     kernel = metal_kernel(*args, **kwargs)
-    kernel.strict = True
+    kernel.strict = settings.strict
+    kernel.max_steps = settings.max_steps
+    kernel.max_seconds = settings.max_seconds
     return kernel

@@ -37,7 +37,10 @@ from metalsim.lang.preprocess import preprocess
 from metalsim.report import COUNT_NAMES, BufferTraffic, Report
 
 LANE_BUDGET = 1 << 20
-DEFAULT_STEP_LIMIT = 200_000
+# The step limit counts expression nodes evaluated (see `statements.work`), summed over the
+# whole launch: some 100,000 typical statements, ten times what the heaviest reference kernel
+# of the puzzles needs.
+DEFAULT_STEP_LIMIT = 1_000_000
 MAX_TRACED_THREADS = 16_384
 
 
@@ -229,7 +232,8 @@ def bind_kernel_frame(m: Machine, program: Program, regions: dict) -> Frame:
 
 
 def launch(gen, inputs, outputs, grid, threadgroup, template=None, math_mode: str = "safe",
-           trace: bool = False, step_limit: int = DEFAULT_STEP_LIMIT) -> Report:
+           trace: bool = False, step_limit: int | None = None,
+           time_limit: float | None = None) -> Report:
     """Run MLX's generated kernel `gen` in the simulator; outputs are written in place."""
     grid = tuple(int(g) for g in grid)
     if trace and grid[0] * grid[1] * grid[2] > MAX_TRACED_THREADS:
@@ -239,7 +243,7 @@ def launch(gen, inputs, outputs, grid, threadgroup, template=None, math_mode: st
     with deep_recursion():
         program = compile_program(gen.text, tuple(gen.sections), math_mode, trace)
     tg = tuple(max(1, min(int(t), g)) for t, g in zip(threadgroup, grid))
-    m = Machine(grid, program.source_map, step_limit, trace)
+    m = Machine(grid, program.source_map, step_limit or DEFAULT_STEP_LIMIT, trace, time_limit)
     regions, traffic_rows = bind_buffers(m, gen, program, inputs, outputs)
     kernel_coord = Coord("source", 1, 1)
     if program.code.threadgroup_bytes > MAX_THREADGROUP_MEMORY:
@@ -269,11 +273,16 @@ def run_batches(m: Machine, program: Program, regions: dict, tg, coord: Coord) -
             if stop.reason:
                 message = f"this loop never ends: {stop.reason}, and nothing in its body leaves it"
                 hint = stop.hint
+            elif stop.timed_out:
+                message = (f"the kernel ran longer than {m.time_limit:g} s (max_seconds) and was "
+                           f"stopped")
+                hint = "raise max_seconds if the kernel is meant to run this long"
             else:
-                message = (f"the kernel ran more than {m.step_limit:,} steps; it probably "
-                           "never ends")
+                message = (f"the kernel ran more than {m.step_limit:,} steps (expression "
+                           f"nodes evaluated); it probably never ends")
                 hint = ("look for a loop whose condition never becomes false, such as a uint "
-                        "counter compared with >= 0 or decremented past 0")
+                        "counter compared with >= 0 or decremented past 0; a kernel meant to "
+                        "do this much work can raise the limit with max_steps=")
             m.report("step-limit", "error", message, stop.coord, stop.lanes, hint=hint)
             return
 

@@ -8,6 +8,8 @@ on barrier epochs, so it reports schedule-dependent kernels instead of silently 
 
 from __future__ import annotations
 
+import math
+import time
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -18,6 +20,7 @@ SIMD_WIDTH = 32
 MAX_THREADS_PER_THREADGROUP = 1024
 MAX_THREADGROUP_MEMORY = 32 * 1024
 MAX_CELLS_PER_FINDING = 256
+CLOCK_CHECK_STEPS = 2_000   # how often (in steps) the wall-time limit is looked at
 
 
 class Lanes:
@@ -104,12 +107,13 @@ class StepLimitExceeded(Exception):
     loop which cannot end (`reason` says why, `hint` what to do)."""
 
     def __init__(self, coord: Coord, lanes: np.ndarray, reason: str = "",
-                 hint: str = "") -> None:
+                 hint: str = "", timed_out: bool = False) -> None:
         super().__init__("step limit")
         self.coord = coord
         self.lanes = lanes
         self.reason = reason
         self.hint = hint
+        self.timed_out = timed_out  # the wall-time limit, not the step limit
 
 
 @dataclass
@@ -150,7 +154,7 @@ class Machine:
     """Everything a running kernel touches besides its own variables."""
 
     def __init__(self, grid: tuple[int, int, int], source_map: SourceMap, step_limit: int,
-                 trace: bool) -> None:
+                 trace: bool, time_limit: float | None = None) -> None:
         self.grid = grid
         self.total_threads = grid[0] * grid[1] * grid[2]
         self.source_map = source_map
@@ -158,6 +162,9 @@ class Machine:
         self.findings: dict[tuple, Finding] = {}
         self.step_limit = step_limit
         self.steps = 0
+        self.time_limit = time_limit
+        self.deadline = time.monotonic() + time_limit if time_limit is not None else math.inf
+        self.next_clock_check = CLOCK_CHECK_STEPS if time_limit is not None else math.inf
         self.trace: list[dict] | None = [] if trace else None
         self.sites: dict[Coord | None, int] = {}
         self.active_lane_steps = 0
@@ -266,11 +273,16 @@ class Machine:
         return [frozenset(flow.get(lane, ())) for lane in lanes.tolist()]
 
     # --- accounting -----------------------------------------------------------------------
-    def step(self, lanes: Lanes, coord: Coord) -> None:
-        """Count one executed statement: the step limit and SIMD-group efficiency."""
-        self.steps += 1
+    def step(self, lanes: Lanes, coord: Coord, weight: int = 1) -> None:
+        """Count one executed statement, which evaluates `weight` expression nodes: the step
+        and time limits, and SIMD-group efficiency."""
+        self.steps += weight
         if self.steps > self.step_limit:
             raise StepLimitExceeded(coord, lanes.indices())
+        if self.steps >= self.next_clock_check:
+            self.next_clock_check = self.steps + CLOCK_CHECK_STEPS
+            if time.monotonic() > self.deadline:
+                raise StepLimitExceeded(coord, lanes.indices(), timed_out=True)
         self.active_lane_steps += lanes.n
         simd = self.batch.simd_global[lanes.idx]
         if lanes.is_all:

@@ -38,6 +38,38 @@ ATTRIBUTE_NAMES = frozenset({
 })
 
 
+# What the step limit counts: expression nodes evaluated, a memory access (`p[i]`, `*p`,
+# `p->x`) as MEMORY_ACCESS_WORK of them, about what it costs next to arithmetic. Statements that
+# contain blocks count only their own expressions (a loop's per iteration); the statements of
+# a block count themselves when they run.
+MEMORY_ACCESS_WORK = 4
+EXPRESSION_NODES = (ast.IntLiteral, ast.FloatLiteral, ast.BoolLiteral, ast.Name, ast.Unary,
+                    ast.Postfix, ast.Binary, ast.Assign, ast.Conditional, ast.Call,
+                    ast.MethodCall, ast.Construct, ast.Cast, ast.Index, ast.Member, ast.This,
+                    ast.SizeOf, ast.InitList)
+STEPPING_STATEMENTS = (ast.Compound, ast.For, ast.While, ast.DoWhile, ast.Switch)
+
+
+def work(node: ast.Node) -> int:
+    """The expression nodes one execution of the statement `node` evaluates (at least 1)."""
+    count = 0
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, ast.Index) or (isinstance(n, ast.Unary) and n.op == "*") or (
+                isinstance(n, ast.Member) and n.arrow):
+            count += MEMORY_ACCESS_WORK
+        else:
+            count += isinstance(n, EXPRESSION_NODES)
+        for name, value in vars(n).items():
+            if n is node and isinstance(n, ast.For) and name == "init":
+                continue  # runs once, before the first iteration
+            for child in value if isinstance(value, list) else [value]:
+                if isinstance(child, ast.Node) and not isinstance(child, STEPPING_STATEMENTS):
+                    stack.append(child)
+    return max(count, 1)
+
+
 class StatementCompiler:
     """Statement methods of `Compiler` (which supplies `error`, `expr`, `convert`, ...)."""
 
@@ -54,16 +86,16 @@ class StatementCompiler:
         if not isinstance(node, ast.Compound):
             return self.stmt(node, Scope({}, scope))
         inner = Scope({}, scope) if new_scope else scope
-        runs = [(self.stmt(item, inner), item.coord) for item in node.items
+        runs = [(self.stmt(item, inner), item.coord, work(item)) for item in node.items
                 if not isinstance(item, ast.Empty)]
 
         if self.tracing:
             def run_traced(f, lanes):
                 m = f.m
-                for r, coord in runs:
+                for r, coord, weight in runs:
                     if lanes.n == 0:
                         break
-                    m.step(lanes, coord)
+                    m.step(lanes, coord, weight)
                     m.begin_statement()
                     lanes = r(f, lanes)
                 return lanes
@@ -71,10 +103,10 @@ class StatementCompiler:
 
         def run(f, lanes):
             step = f.m.step
-            for r, coord in runs:
+            for r, coord, weight in runs:
                 if lanes.n == 0:
                     break
-                step(lanes, coord)
+                step(lanes, coord, weight)
                 lanes = r(f, lanes)
             return lanes
         return run
@@ -315,11 +347,13 @@ class StatementCompiler:
         return run
 
     def loop(self, cond: E | None, body: Run, step: Ev | None, coord: Coord,
-             test_first: bool, never_ends: tuple[str, str] | None = None) -> Run:
+             test_first: bool, never_ends: tuple[str, str] | None = None,
+             node: ast.Node | None = None) -> Run:
         """A loop; `never_ends` (why, and a hint) says it cannot end (see `never_ending`):
         the lanes that reach it stop the launch at once instead of spinning to the step
-        limit."""
+        limit. Each iteration counts the work of the loop statement `node` itself."""
         cev = cond.ev if cond is not None else None
+        weight = work(node) if node is not None else 1
 
         def run(f, lanes):
             m = f.m
@@ -329,7 +363,7 @@ class StatementCompiler:
             if never_ends and active.n:
                 raise StepLimitExceeded(coord, active.indices(), *never_ends)
             while active.n:
-                m.step(active, coord)
+                m.step(active, coord, weight)
                 if cev is not None and (test_first or not first):
                     active, done = active.split(np.asarray(cev(f, active)))
                     exited.append(done)
@@ -360,7 +394,7 @@ class StatementCompiler:
         body = self.block(node.body, inner)
         self.loop_depth -= 1
         loop = self.loop(cond, body, step, node.coord, True,
-                         self.never_ending(node.cond, cond, node.body, inner))
+                         self.never_ending(node.cond, cond, node.body, inner), node)
         if init is None:
             return loop
         return lambda f, lanes: loop(f, init(f, lanes))
@@ -371,7 +405,7 @@ class StatementCompiler:
         body = self.block(node.body, scope)
         self.loop_depth -= 1
         return self.loop(cond, body, None, node.coord, True,
-                         self.never_ending(node.cond, cond, node.body, scope))
+                         self.never_ending(node.cond, cond, node.body, scope), node)
 
     def s_DoWhile(self, node: ast.DoWhile, scope: Scope) -> Run:
         self.loop_depth += 1
@@ -379,7 +413,7 @@ class StatementCompiler:
         self.loop_depth -= 1
         cond = self.to_bool(self.expr(node.cond, scope), node.cond)
         return self.loop(cond, body, None, node.coord, False,
-                         self.never_ending(node.cond, cond, node.body, scope))
+                         self.never_ending(node.cond, cond, node.body, scope), node)
 
     def never_ending(self, cond_node: ast.Node | None, cond: E | None, body: ast.Node,
                      scope: Scope) -> tuple[str, str] | None:
