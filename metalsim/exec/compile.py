@@ -668,6 +668,9 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
         params = {p.name: var for p, (var, _) in zip(fdef.params, code.params)}
         # What the whole launch declares, wherever the declarations are.
         code.threadgroup_bytes = sum(c.threadgroup_bytes for c in self.instances.values())
+        code.thread_bytes = sum(c.thread_bytes for c in self.instances.values())
+        code.largest_thread_object = max((c.largest_thread_object
+                                          for c in self.instances.values()), key=lambda x: x[1])
         return code, params
 
 

@@ -11,9 +11,10 @@ from fractions import Fraction
 
 import numpy as np
 
-from metalsim.diagnostics import CompileError, Coord
+from metalsim.diagnostics import Coord
 from metalsim.exec import arith, pointers
 from metalsim.exec.compiled import E, Scope, Var, constant, lane_zeros
+from metalsim.exec.machine import KernelStop
 from metalsim.exec.runtime import (
     address_only,
     load_loc,
@@ -409,13 +410,14 @@ class ExpressionCompiler:
                 "on locals it can place in thread memory")
         if operand.space is None:
             self.error("cannot take the address of this local variable", node, hint=hint)
-        loc, coord, sm = operand.loc, node.coord, self.sm
+        loc, coord = operand.loc, node.coord
 
         def ev(f, lanes):
             where = loc(f, lanes)
             if isinstance(where, VarLoc):  # a reference to a caller's local held in a register
-                raise CompileError("cannot take the address of this local variable", coord,
-                                   sm, hint=hint + " (those whose address its own function takes)")
+                raise KernelStop("unsupported", "cannot take the address of this local variable",
+                                 coord, lanes.indices(),
+                                 hint + " (those whose address its own function takes)")
             return Ptr(where.region, np.broadcast_to(where.off, (lanes.n,)))
         return E(PointerType(operand.type, operand.space, operand.readonly), ev, node.coord)
 

@@ -25,6 +25,7 @@ from metalsim.exec.machine import (
     MAX_THREADS_PER_THREADGROUP,
     SIMD_WIDTH,
     Batch,
+    KernelStop,
     Lanes,
     Machine,
     StepLimitExceeded,
@@ -37,6 +38,12 @@ from metalsim.lang.preprocess import preprocess
 from metalsim.report import COUNT_NAMES, BufferTraffic, Report
 
 LANE_BUDGET = 1 << 20
+# Entries of a compute encoder's buffer argument table (Metal feature set tables).
+MAX_BUFFERS = 31
+# Thread-private memory per thread. Metal publishes no figure: private arrays live in registers
+# or spill to a per-thread stack, and the compiler or the launch fails long before megabytes.
+# metalsim refuses more than this, as a `resource-limit` error.
+MAX_THREAD_MEMORY = 64 * 1024
 # The step limit counts expression nodes evaluated (see `statements.work`), summed over the
 # whole launch: some 100,000 typical statements, ten times what the heaviest reference kernel
 # of the puzzles needs.
@@ -246,19 +253,40 @@ def launch(gen, inputs, outputs, grid, threadgroup, template=None, math_mode: st
     m = Machine(grid, program.source_map, step_limit or DEFAULT_STEP_LIMIT, trace, time_limit)
     regions, traffic_rows = bind_buffers(m, gen, program, inputs, outputs)
     kernel_coord = Coord("source", 1, 1)
-    if program.code.threadgroup_bytes > MAX_THREADGROUP_MEMORY:
-        m.report("resource-limit", "error",
-                 f"the kernel declares {program.code.threadgroup_bytes:,} bytes of threadgroup "
-                 f"memory; Apple GPUs allow {MAX_THREADGROUP_MEMORY:,}", None,
-                 np.empty(0, np.int64), hint="use smaller tiles")
-    elif int(np.prod(threadgroup)) > MAX_THREADS_PER_THREADGROUP:
-        m.report("resource-limit", "error",
-                 f"threadgroup of {int(np.prod(threadgroup))} threads; the maximum is "
-                 f"{MAX_THREADS_PER_THREADGROUP}", None, np.empty(0, np.int64))
-    elif m.total_threads > 0:
+    if within_resource_limits(m, program.code, len(regions), threadgroup) and m.total_threads:
         with deep_recursion():
             run_batches(m, program, regions, tg, kernel_coord)
     return build_report(m, grid, tg, traffic_rows)
+
+
+def within_resource_limits(m: Machine, code: FunctionCode, buffers: int, threadgroup) -> bool:
+    """Report the Metal resource limits the launch exceeds, before anything is allocated."""
+    none = np.empty(0, np.int64)
+    if code.threadgroup_bytes > MAX_THREADGROUP_MEMORY:
+        m.report("resource-limit", "error",
+                 f"the kernel declares {code.threadgroup_bytes:,} bytes of threadgroup "
+                 f"memory; Apple GPUs allow {MAX_THREADGROUP_MEMORY:,}", None, none,
+                 hint="use smaller tiles")
+    elif int(np.prod(threadgroup)) > MAX_THREADS_PER_THREADGROUP:
+        m.report("resource-limit", "error",
+                 f"threadgroup of {int(np.prod(threadgroup))} threads; the maximum is "
+                 f"{MAX_THREADS_PER_THREADGROUP}", None, none)
+    elif code.thread_bytes > MAX_THREAD_MEMORY:
+        name, size = code.largest_thread_object
+        m.report("resource-limit", "error",
+                 f"the kernel declares {code.thread_bytes:,} bytes of thread-private memory "
+                 f"per thread ('{name}' alone is {size:,}); metalsim allows "
+                 f"{MAX_THREAD_MEMORY:,}", None, none,
+                 hint="private arrays live in each thread's registers and stack: keep large "
+                      "data in device or threadgroup memory")
+    elif buffers > MAX_BUFFERS:
+        m.report("resource-limit", "error",
+                 f"the kernel binds {buffers} buffers (inputs, outputs and their shape, "
+                 f"strides and ndim); Metal's buffer argument table has {MAX_BUFFERS} "
+                 f"entries", None, none, hint="pack several inputs into one array")
+    else:
+        return True
+    return False
 
 
 def run_batches(m: Machine, program: Program, regions: dict, tg, coord: Coord) -> None:
@@ -268,6 +296,10 @@ def run_batches(m: Machine, program: Program, regions: dict, tg, coord: Coord) -
         try:
             program.code.body(frame, Lanes(slice(None), batch.size))
             m.finish_batch()
+        except KernelStop as stop:
+            m.finish_batch()
+            m.report(stop.kind, "error", stop.message, stop.coord, stop.lanes, hint=stop.hint)
+            return
         except StepLimitExceeded as stop:
             m.finish_batch()
             if stop.reason:

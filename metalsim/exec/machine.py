@@ -116,6 +116,22 @@ class StepLimitExceeded(Exception):
         self.timed_out = timed_out  # the wall-time limit, not the step limit
 
 
+class KernelStop(Exception):
+    """Raised inside the executor where a launch cannot go on (a construct metalsim cannot
+    follow in the way these threads use it, behaviour without any result): reported as an
+    error of `kind` for the threads `lanes`, and the launch ends. Compile errors are never
+    raised once threads run."""
+
+    def __init__(self, kind: str, message: str, coord: Coord, lanes: np.ndarray,
+                 hint: str = "") -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.message = message
+        self.coord = coord
+        self.lanes = lanes
+        self.hint = hint
+
+
 @dataclass
 class Finding:
     """A diagnostic being accumulated: the threads that hit it, merged by (kind, place, what)."""

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from metalsim.diagnostics import CompileError, Coord, SourceMap
+from metalsim.diagnostics import Coord, SourceMap
 from metalsim.exec.compiled import E, Ev, FunctionCode, Run, Scope, Var
-from metalsim.exec.machine import Lanes
+from metalsim.exec.machine import KernelStop, Lanes
 from metalsim.exec.statements import EMPTY
 from metalsim.exec.values import Frame, MemLoc, VarLoc
 from metalsim.lang import ast
@@ -49,9 +49,10 @@ def keep_returned(f: Frame, lanes: Lanes, where: VarLoc | MemLoc, coord: Coord,
     if ret is None:
         ret = f.ret = ReturnedRef(where, f.m.batch.size)
     elif not ret.same_object(where):
-        raise CompileError("metalsim cannot follow a returned reference that names different "
-                           "objects in different threads of one call", coord, sm,
-                           hint="return a pointer, or return references into one array")
+        raise KernelStop("unsupported", "metalsim cannot follow a returned reference that names "
+                         "different objects in different threads of one call", coord,
+                         lanes.indices(),
+                         hint="return a pointer, or return references into one array")
     if isinstance(where, MemLoc):
         ret.off[lanes.idx] = where.off
     if isinstance(ret.comps, np.ndarray):
@@ -62,8 +63,9 @@ def returned_location(ret: ReturnedRef | None, lanes: Lanes, name: str, coord: C
                       sm: SourceMap) -> VarLoc | MemLoc:
     """The location a call of `name` returned, for the lanes that called it."""
     if ret is None:
-        raise CompileError(f"'{name}' ended without returning a reference (undefined "
-                           f"behaviour)", coord, sm)
+        raise KernelStop("missing-return", f"'{name}' ended without returning a reference "
+                         f"(undefined behaviour)", coord, lanes.indices(),
+                         hint="return a reference on every path through the function")
     first, comps = ret.first, ret.comps
     if isinstance(comps, np.ndarray):
         comps = comps[lanes.idx]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from metalsim.diagnostics import CompileError, Coord
+from metalsim.diagnostics import Coord
 from metalsim.exec import memory as mem
 from metalsim.exec.compiled import Ev, Var
 from metalsim.exec.machine import Lanes
@@ -135,6 +135,3 @@ def report_lanes(f: Frame, lanes: Lanes, mask: np.ndarray, kind: str, severity: 
     mask = np.broadcast_to(mask, (lanes.n,))
     f.m.report(kind, severity, message, coord, lanes.indices()[mask], hint=hint)
 
-
-def raise_limit(coord: Coord, what: str):
-    raise CompileError(f"metalsim does not support {what}", coord)

@@ -302,6 +302,9 @@ class StatementCompiler:
 
     def declare_thread_memory(self, d: ast.VarDecl, t: Type, const: bool, scope: Scope) -> Run:
         slot = self.new_slot()
+        self.fn.thread_bytes += t.size
+        if t.size > self.fn.largest_thread_object[1]:
+            self.fn.largest_thread_object = (d.name, t.size)
         stores = []
         if d.init is not None:
             aggregate = isinstance(t, ArrayType) or isinstance(d.init, ast.InitList)

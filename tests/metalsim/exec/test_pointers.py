@@ -27,8 +27,8 @@ def clean(source, **kw):
     return out
 
 
-I = np.arange(8)
-ODD = I % 2 == 1
+LANE = np.arange(8)
+ODD = LANE % 2 == 1
 
 
 def test_pointer_reassigned_under_a_branch_points_per_lane():
@@ -42,14 +42,14 @@ def test_per_lane_pointer_survives_arithmetic_and_a_helper_call():
     out = clean("uint i = thread_position_in_grid.x; const device float* p = b + 1;\n"
                 "if (i < 3) { p = a; } else if (i == 7) { p = b; }\n"
                 "p += 0; out[i] = at(p, i % 4);", header=header)
-    base = np.where(I < 3, 0, np.where(I == 7, 100, 101))
-    np.testing.assert_array_equal(out, base + I % 4)
+    base = np.where(LANE < 3, 0, np.where(LANE == 7, 100, 101))
+    np.testing.assert_array_equal(out, base + LANE % 4)
 
 
 def test_conditional_operator_chooses_between_pointers_into_different_buffers():
     out = clean("uint i = thread_position_in_grid.x; uint o = 1;\n"
                 "auto row = (i % 2) ? (a + o) : (b + o);\nout[i] = row[i % 7];")
-    np.testing.assert_array_equal(out, np.where(ODD, A[1 + I % 7], B[1 + I % 7]))
+    np.testing.assert_array_equal(out, np.where(ODD, A[1 + LANE % 7], B[1 + LANE % 7]))
 
 
 def test_pointer_equality_compares_the_buffer_too():
@@ -84,7 +84,7 @@ def test_arrays_of_pointers_hold_a_pointer_per_lane_and_element():
                 "const device float* ps[2] = {a, b};\n"
                 "const device float* q = ps[i % 2];\nps[0] = q + 1;\n"
                 "out[i] = ps[0][i % 4] + *ps[1];")
-    np.testing.assert_array_equal(out, np.where(ODD, B[1 + I % 4], A[1 + I % 4]) + 100)
+    np.testing.assert_array_equal(out, np.where(ODD, B[1 + LANE % 4], A[1 + LANE % 4]) + 100)
 
 
 def test_dereferencing_an_uninitialised_pointer_is_diagnosed():
