@@ -62,7 +62,7 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
         self.functions: dict[str, list[ast.FunctionDef]] = {}
         self.globals = Scope({})
         self.instances: dict[tuple, FunctionCode] = {}
-        self.instantiating: list[FunctionCode] = []  # functions being compiled, outermost first
+        self.open_instances: list[FunctionCode] = []  # functions being compiled, outermost first
         self.struct_methods: dict[StructType, StructMethods] = {}
         # Each struct template instance: its template and template arguments.
         self.instance_of: dict[StructType, tuple[StructTemplate, dict]] = {}
@@ -591,11 +591,11 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
         self.instances[key] = code
         # A body is compiled where it is first called, perhaps in a loop: its own `break`s
         # are checked against its own loops.
-        if len(self.instantiating) >= MAX_INSTANTIATION_DEPTH:
+        if len(self.open_instances) >= MAX_INSTANTIATION_DEPTH:
             self.error(f"recursive template instantiation exceeded maximum depth of "
                        f"{MAX_INSTANTIATION_DEPTH}", fdef, width=len(fdef.name),
                        hint="end the recursion with 'if constexpr' on a template parameter")
-        self.instantiating.append(code)
+        self.open_instances.append(code)
         saved = self.fn, self.address_taken, self.loop_depth, self.switch_depth
         self.fn, self.address_taken = code, addressed_names(fdef.body)
         self.loop_depth = self.switch_depth = 0
@@ -613,7 +613,7 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
             code.body = body if inits is None else sequence(inits, body)
         finally:
             self.fn, self.address_taken, self.loop_depth, self.switch_depth = saved
-            self.instantiating.pop()
+            self.open_instances.pop()
         return code
 
     def new_slot(self) -> int:

@@ -25,6 +25,7 @@ from metalsim.lang.types import (
 )
 
 POISON_BYTE = 0xBE
+STORE, RMW = 1, 2  # kinds of atomic access in the race shadow (0: a load)
 
 
 def leaf_scalar(t: Type) -> ScalarType:
@@ -68,6 +69,7 @@ class Region:
             self.r_stamp = np.zeros(size, np.int64)
             self.a_tid = np.full(size, -1, np.int64)   # last atomic access (never races
             self.a_stamp = np.zeros(size, np.int64)    # with another atomic one)
+            self.a_kind = np.zeros(size, np.int8)      # it was a load, STORE or RMW
             # where each of the three happened (`Machine.site`), to name it in a race
             self.w_site = np.zeros(size, np.int32)
             self.r_site = np.zeros(size, np.int32)
@@ -227,7 +229,11 @@ def store(m: Machine, region: Region, idx: np.ndarray | slice, n: int, off: np.n
     else:
         view[np.asarray(bank)[..., None] if np.ndim(bank) else bank,
              first[:, None] + np.arange(comps)] = value
-    _after_access(m, region, idx, bank, off, t, True, coord)
+
+    def identical() -> np.ndarray:  # per lane: its value is what memory holds after the store
+        same = _cells(region, bank, off, t) == value
+        return same if comps == 1 else same.all(axis=1)
+    _after_access(m, region, idx, bank, off, t, True, coord, identical)
 
 
 def _write_to_input(m: Machine, region: Region, idx, coord: Coord) -> None:
@@ -248,7 +254,7 @@ _COUNT_NAMES = {("global", False): "global_reads", ("global", True): "global_wri
 
 
 def _after_access(m: Machine, region: Region, idx: np.ndarray | slice, bank, off: np.ndarray,
-                  t: Type, write: bool, coord: Coord) -> None:
+                  t: Type, write: bool, coord: Coord, identical=None) -> None:
     """Counts, initialisation and race shadow for the lanes `idx` whose access was in bounds."""
     n = off.shape[0]
     if n == 0:
@@ -287,7 +293,7 @@ def _after_access(m: Machine, region: Region, idx: np.ndarray | slice, bank, off
                                 f"'{region.name}' was read before any thread wrote it",
                          hint=_init_hint(region))
     if region.track_races:
-        _race_check(m, region, idx, flat, write, coord)
+        _race_check(m, region, idx, flat, write, coord, identical)
 
 
 def _record(m: Machine, region: Region, lanes: np.ndarray, bank, off: np.ndarray, t: Type,
@@ -331,7 +337,7 @@ def _init_hint(region: Region) -> str:
 
 
 def _race_check(m: Machine, region: Region, idx: np.ndarray | slice, flat: np.ndarray,
-                write: bool, coord: Coord) -> None:
+                write: bool, coord: Coord, identical=None) -> None:
     """Two accesses to one granule race unless they come from the same thread, or from one
     threadgroup with a barrier ordering this memory between them; one must be a write.
 
@@ -368,6 +374,15 @@ def _race_check(m: Machine, region: Region, idx: np.ndarray | slice, flat: np.nd
         region.w_stamp[flat] = stamp
         region.w_site[flat] = site
         same_store = region.w_tid[flat] != tid  # two lanes of this very store hit one granule
+        if same_store.any() and identical is not None:
+            same_value = identical()
+            same_value = same_value if flat.ndim == 1 else same_value[:, None]
+            # benign only where every write of the statement to the element agrees
+            differing = np.isin(flat, flat[same_store & ~same_value])
+            benign = same_store & ~conflict & ~differing
+            if benign.any():
+                same_store &= ~benign
+                _report_benign_race(m, region, idx, flat, benign, coord)
         if same_store.any():
             conflict |= same_store
             earlier.append((same_store, region.w_tid[flat], region.w_stamp[flat],
@@ -391,6 +406,21 @@ def _race_check(m: Machine, region: Region, idx: np.ndarray | slice, flat: np.nd
                               "writes" if write else "reads", earlier)
         _report_race(m, region, idx, flat, conflict, "write" if write else "read", coord,
                      across, detail)
+
+
+def _report_benign_race(m: Machine, region: Region, idx, flat: np.ndarray, benign: np.ndarray,
+                        coord: Coord) -> None:
+    """Several threads of one statement wrote the same value to one element: whichever
+    write lands last, memory holds that value, so it is a warning (an error with strict)."""
+    bad = benign if benign.ndim == 1 else benign.any(axis=1)
+    offenders = _lane_indices(m, idx)[bad]
+    elements = (np.ravel(flat[bad]) % region.granules) * region.granule // region.unit
+    m.report("race", "warning", f"benign race on '{region.name}': identical values", coord,
+             offenders, key=(region.name, "benign"),
+             cells=cells_of(m, region, offenders, elements[:offenders.size]),
+             detail=f"threads of one statement wrote the same value to element "
+                    f"{int(elements[0])} of '{region.name}' with no order between them",
+             hint="have one thread write it, e.g. `if (i == 0)`")
 
 
 def _unordered_with(stamps: np.ndarray, flat: np.ndarray, candidates: np.ndarray,
@@ -429,7 +459,10 @@ def _report_race(m: Machine, region: Region, idx, flat: np.ndarray, conflict: np
     if conflict.any():
         bad = conflict if conflict.ndim == 1 else conflict.any(axis=1)
         element = int(np.ravel(flat[bad])[0]) % region.granules * region.granule // region.unit
-        if what == "atomic":
+        if what == "atomic order":
+            hint = ("the value left depends on whether the store comes before or after the "
+                    "other threads' updates: order them with a barrier")
+        elif what == "atomic":
             hint = ("every access to a location that is updated atomically must be atomic "
                     "(atomic_load_explicit / atomic_store_explicit), or be ordered by a barrier")
         elif region.space == "threadgroup":
@@ -443,10 +476,12 @@ def _report_race(m: Machine, region: Region, idx, flat: np.ndarray, conflict: np
                     "of one threadgroup with threadgroup_barrier(mem_flags::mem_device)")
         offenders = _lane_indices(m, idx)[bad]
         elements = (np.ravel(flat[bad]) % region.granules) * region.granule // region.unit
-        m.report("race", "error", f"data race on '{region.name}' ({region.space} memory)",
-                 coord, offenders, key=region.name,
+        message = (f"race on '{region.name}': an atomic store and other threads' atomic updates "
+                   f"in no fixed order" if what == "atomic order"
+                   else f"data race on '{region.name}' ({region.space} memory)")
+        m.report("race", "error", message, coord, offenders, key=region.name,
                  cells=cells_of(m, region, offenders, elements[:offenders.size]),
-                 detail=detail or f"{'an' if what == 'atomic' else 'a'} {what} access of "
+                 detail=detail or f"{'an' if what.startswith('atomic') else 'a'} {what} access of "
                  f"element {element} conflicts with another thread's access with no barrier "
                  "between them", hint=hint)
 
@@ -569,12 +604,26 @@ def _after_atomic(m: Machine, region: Region, lanes: np.ndarray, bank, off: np.n
         with_writer = (w_tid >= 0) & (w_tid != tid) & _unordered(region.w_stamp[flat], stamp)
         with_reader = (r_tid != -1) & (r_tid != tid) & _unordered(region.r_stamp[flat], stamp)
         conflict = with_writer | with_reader
+        # An atomic store and another thread's read-modify-write of one location, unordered:
+        # no data race in C++'s sense, but the result depends on which comes first.
+        kind = RMW if reads and writes else STORE if writes else 0
+        a_tid, a_kind, a_site = region.a_tid[flat], region.a_kind[flat], region.a_site[flat]
+        racing = ((kind == STORE) & (a_kind == RMW)) | ((kind == RMW) & (a_kind == STORE))
+        with_atomic = _unordered_with(region.a_stamp, flat,
+                                      racing & (a_tid >= 0) & (a_tid != tid), stamp)
+        conflict |= with_atomic
+        region.a_kind[flat] = kind
         region.a_tid[flat] = tid
         region.a_stamp[flat] = stamp
         region.a_site[flat] = m.site(coord)
         if conflict.any():
             earlier = [(with_writer, w_tid, None, region.w_site[flat], "wrote"),
-                       (with_reader, r_tid, None, region.r_site[flat], "read")]
-            detail = _race_detail(m, region, tid, flat, conflict, "updates atomically",
+                       (with_reader, r_tid, None, region.r_site[flat], "read"),
+                       (with_atomic, a_tid, None, a_site,
+                        "updated atomically" if kind == STORE else "stored atomically")]
+            detail = _race_detail(m, region, tid, flat, conflict,
+                                  "stores atomically" if kind == STORE else "updates atomically",
                                   earlier)
-            _report_race(m, region, lanes, flat, conflict, "atomic", coord, detail=detail)
+            what = "atomic order" if with_atomic.any() and not (with_writer | with_reader).any() \
+                else "atomic"
+            _report_race(m, region, lanes, flat, conflict, what, coord, detail=detail)
