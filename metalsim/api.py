@@ -634,8 +634,8 @@ class Kernel:
             call.template,
             self.spec.math_mode,
             trace,
-            max_steps,
-            max_seconds,
+            step_limit=max_steps,
+            time_limit=max_seconds,
         )
         if strict:
             report.diagnostics = [replace(d, severity="error") for d in report.diagnostics]

@@ -583,17 +583,30 @@ class ExpressionCompiler:
             self.error(f"array subscript is not an integer ('{index.type}')", node.index)
         if isinstance(base.type, VectorType):
             return self.vector_component(base, index, node)
+        # An array inside an object (a row of `tile[ly][lx]`, a member array): C++ [expr.add]/4
+        # makes an index past its end undefined even where the object has memory there.
+        inner = (base.type.length if isinstance(base.type, ArrayType) and base.type.length > 0
+                 and isinstance(node.base, ast.Index | ast.Member) else None)
         base = self.rvalue(base)
         t = base.type
         if not isinstance(t, PointerType):
             self.error(f"subscripted value is not an array, pointer, or vector ('{t}')", node)
-        size, bev, iev, itype = t.pointee.size, base.ev, index.ev, index.type
+        size, bev, iev, itype, coord = t.pointee.size, base.ev, index.ev, index.type, node.coord
         if self.tracing:
             iev = address_only(iev)
+        root = root_name(node)
 
         def loc(f, lanes):
             p = bev(f, lanes)
             k = arith.convert(np.asarray(iev(f, lanes)), itype, LONG)
+            if inner is not None:
+                outside = (k < 0) | (k >= inner)
+                if np.any(outside):
+                    report_lanes(f, lanes, outside, "out-of-bounds", "error",
+                                 f"index out of bounds of an inner array of '{root}' "
+                                 f"({inner} elements)", coord,
+                                 hint="an index past the end of a row reaches the next row, "
+                                      "which C++ leaves undefined: index within each dimension")
             return MemLoc(p.region, p.off + k * size)
         return self.with_load(E(t.pointee, None, node.coord, loc=loc, readonly=t.const,
                                 space=t.space))
@@ -675,16 +688,25 @@ class ExpressionCompiler:
         e = self.map_value(self.rvalue(base), rt, lambda v: np.asarray(v)[..., sel])
         e.coord = node.coord
         if base.loc is not None:
-            bloc = base.loc
+            bloc, coord = base.loc, node.coord
 
-            def loc(f, lanes):
-                where = bloc(f, lanes)
+            def pick(where):
                 inner = where.comps
                 picked = comps if inner is None else tuple(inner[c] for c in comps)
                 if isinstance(where, VarLoc):
                     return VarLoc(where.arr, picked, where.init, where.name, where.sources)
                 return MemLoc(where.region, where.off, picked)
-            e.loc, e.readonly, e.space = loc, base.readonly, base.space
+
+            def loc(f, lanes):
+                return pick(bloc(f, lanes))
+
+            def ev(f, lanes):
+                where = bloc(f, lanes)
+                if isinstance(where, VarLoc) and where.init is not None:
+                    # only these components need to have been written
+                    return load_loc(f, lanes, pick(where), rt, coord)
+                return np.asarray(load_loc(f, lanes, where, t, coord))[..., sel]
+            e.ev, e.loc, e.readonly, e.space = ev, loc, base.readonly, base.space
         return e
 
     def x_SizeOf(self, node: ast.SizeOf, scope: Scope) -> E:
@@ -818,6 +840,13 @@ class ExpressionCompiler:
             c = fn_parts([p.const for p, _ in parts])
             return E(t, lambda f, lanes: c, node.coord, const=c)
         return E(t, lambda f, lanes: fn_parts([ev(f, lanes) for ev, _ in evs]), node.coord)
+
+
+def root_name(node: ast.Node) -> str:
+    """The variable an lvalue expression such as `tile[ly][lx]` or `s.v[k]` starts from."""
+    while isinstance(node, ast.Index | ast.Member):
+        node = node.base
+    return node.name if isinstance(node, ast.Name) else "the array"
 
 
 def odd_double(node: ast.FloatLiteral) -> float:

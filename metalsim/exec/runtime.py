@@ -27,7 +27,7 @@ def load_loc(f: Frame, lanes: Lanes, where, t: Type, coord: Coord):
         if where.sources is not None:
             f.m.note_sources(lanes.indices(), where.sources)
         if where.init is not None:
-            written = where.init[lanes.idx]
+            written = read_components(where.init[lanes.idx], where.comps, lanes.n)
             if not written.all():
                 report_lanes(f, lanes, ~written, "uninitialized-read", "error",
                              f"read of uninitialised variable '{where.name}'", coord,
@@ -49,6 +49,31 @@ def load_loc(f: Frame, lanes: Lanes, where, t: Type, coord: Coord):
     return parts[0] if len(parts) == 1 else np.stack(parts, axis=-1)
 
 
+def read_components(written: np.ndarray, comps, n: int) -> np.ndarray:
+    """Per lane, whether the components `comps` of a variable (all where None) were written;
+    `written` is the variable's "written" shadow for the lanes, one flag per component for a
+    vector (a component index out of range, -1, counts as written: it was reported)."""
+    if written.ndim == 1:
+        return written
+    if comps is None:
+        return written.all(axis=1)
+    if isinstance(comps, np.ndarray):
+        return np.where(comps >= 0, written[np.arange(n), comps], True)
+    return written[:, list(comps)].all(axis=1)
+
+
+def write_components(init: np.ndarray, lanes: Lanes, comps) -> None:
+    """Mark the components `comps` of a variable (all where None) written for the lanes."""
+    if init.ndim == 1 or comps is None:
+        init[lanes.idx] = True
+    elif isinstance(comps, np.ndarray):
+        ok = comps >= 0
+        init[lanes.indices()[ok], comps[ok]] = True
+    else:
+        for c in comps:
+            init[lanes.idx, c] = True
+
+
 def store_loc(f: Frame, lanes: Lanes, where, t: Type, value, coord: Coord) -> None:
     """Write `value` to an lvalue location for the active lanes."""
     if isinstance(where, VarLoc):
@@ -57,7 +82,7 @@ def store_loc(f: Frame, lanes: Lanes, where, t: Type, value, coord: Coord) -> No
             arr.set(lanes, value)
             return
         if where.init is not None:
-            where.init[lanes.idx] = True
+            write_components(where.init, lanes, where.comps)
         if where.sources is not None:
             record_sources(f, lanes, where)
         c = where.comps

@@ -231,7 +231,8 @@ class StatementCompiler:
                     record_sources(f, lanes, VarLoc(arr, sources=f.sources.setdefault(slot, {})))
             else:
                 if f.vars[init_slot] is None:
-                    f.vars[init_slot] = np.zeros(f.m.batch.size, bool)
+                    # per component of a vector: `v.x = 1;` leaves `v.y` indeterminate
+                    f.vars[init_slot] = np.zeros((f.m.batch.size,) + shape[:1], bool)
                 f.vars[init_slot][lanes.idx] = False  # a fresh, indeterminate object
             return lanes
         return run_value

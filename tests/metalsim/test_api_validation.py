@@ -264,7 +264,8 @@ def stub_launch(monkeypatch: pytest.MonkeyPatch) -> list[dict]:
     """Replace the executor by a stub that records its arguments and reports nothing."""
     calls: list[dict] = []
 
-    def launch(gen, inputs, outputs, grid, threadgroup, template, math_mode, trace):
+    def launch(gen, inputs, outputs, grid, threadgroup, template, math_mode, trace,
+               step_limit=None, time_limit=None):
         calls.append(dict(locals()))
         return types.SimpleNamespace(diagnostics=list(STUB_DIAGNOSTICS))
 
