@@ -52,6 +52,8 @@ STEPPING_STATEMENTS = (ast.Compound, ast.For, ast.While, ast.DoWhile, ast.Switch
 
 def work(node: ast.Node) -> int:
     """The expression nodes one execution of the statement `node` evaluates (at least 1)."""
+    if isinstance(node, ast.Compound):
+        return 1  # its statements count themselves
     count = 0
     stack = [node]
     while stack:
