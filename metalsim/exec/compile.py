@@ -394,7 +394,7 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
     def call_code(self, code: FunctionCode, arg_evs: list[tuple[str, Callable]],
                   coord: Coord) -> E:
         """A call of the compiled function `code`, its parameters bound by `arg_evs`."""
-        rt, tracing, sm, by_ref = code.return_type, self.tracing, self.sm, code.returns_ref
+        rt, tracing, by_ref = code.return_type, self.tracing, code.returns_ref
 
         def ev(f, lanes):
             m = f.m
@@ -424,7 +424,7 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
                 m.flow = caller_flow
                 m.note_sources(lanes.indices(), frame.ret_sources)
             if by_ref is not None:
-                return returned_location(frame.ret, lanes, code.name, coord, sm)
+                return returned_location(frame.ret, lanes, code.name, coord)
             if rt == ty.VOID:
                 return None
             if frame.ret is None:

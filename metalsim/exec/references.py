@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from metalsim.diagnostics import Coord, SourceMap
+from metalsim.diagnostics import Coord
 from metalsim.exec.compiled import E, Ev, FunctionCode, Run, Scope, Var
 from metalsim.exec.machine import KernelStop, Lanes
 from metalsim.exec.statements import EMPTY
@@ -42,8 +42,7 @@ class ReturnedRef:
         return same and where.comps == self.comps
 
 
-def keep_returned(f: Frame, lanes: Lanes, where: VarLoc | MemLoc, coord: Coord,
-                  sm: SourceMap) -> None:
+def keep_returned(f: Frame, lanes: Lanes, where: VarLoc | MemLoc, coord: Coord) -> None:
     """Record `where` as the reference the active lanes return."""
     ret = f.ret
     if ret is None:
@@ -59,8 +58,8 @@ def keep_returned(f: Frame, lanes: Lanes, where: VarLoc | MemLoc, coord: Coord,
         ret.comps[lanes.idx] = where.comps
 
 
-def returned_location(ret: ReturnedRef | None, lanes: Lanes, name: str, coord: Coord,
-                      sm: SourceMap) -> VarLoc | MemLoc:
+def returned_location(ret: ReturnedRef | None, lanes: Lanes, name: str,
+                      coord: Coord) -> VarLoc | MemLoc:
     """The location a call of `name` returned, for the lanes that called it."""
     if ret is None:
         raise KernelStop("missing-return", f"'{name}' ended without returning a reference "
@@ -121,10 +120,10 @@ class ReferenceCompiler:
         if (value.space or "thread") != space:
             self.error(f"a '{space} {rt}&' cannot bind to an object in the {value.space} "
                        f"address space", node.value)
-        loc, coord, sm = value.loc, node.value.coord, self.sm
+        loc, coord = value.loc, node.value.coord
 
         def run(f, lanes):
-            keep_returned(f, lanes, loc(f, lanes), coord, sm)
+            keep_returned(f, lanes, loc(f, lanes), coord)
             return EMPTY
         return run
 
