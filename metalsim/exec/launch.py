@@ -234,7 +234,8 @@ def bind_kernel_frame(m: Machine, program: Program, regions: dict) -> Frame:
             else:
                 frame.vars[var.slot] = RefSlot(region, np.full(size, base, np.int64), None)
         else:
-            frame.vars[var.slot] = np.ascontiguousarray(m.batch.attributes[name])
+            # a copy: the kernel may modify its parameters (`--thread_index_in_simdgroup`)
+            frame.vars[var.slot] = np.array(m.batch.attributes[name])
     return frame
 
 

@@ -91,3 +91,12 @@ def test_recursive_function_is_a_compile_error_before_anything_runs():
     with pytest.raises(metalsim.CompileError, match="does not support recursive"):
         simulate("out[0] = f(3);", [mx.ones(1)], n=1,
                  header="int f(int n) { return n ? f(n - 1) : 0; }")
+
+
+def test_a_kernel_may_modify_its_attribute_parameters():
+    # found by the mutation fuzz: `--thread_index_in_simdgroup` wrote into read-only memory
+    out, report = simulate("uint lane = --thread_index_in_simdgroup;\n"
+                           "out[thread_position_in_grid.x] = lane + thread_index_in_simdgroup;",
+                           [mx.ones(8)])
+    assert kinds(report) == []
+    np.testing.assert_array_equal(out, (2 * (np.arange(8) - 1) % 2**32).astype(np.float32))
