@@ -28,7 +28,7 @@ NUMBERS = ["0", "1", "-1", "2", "3", "4", "7", "31", "32", "33", "1024", "4096",
            "2147483647", "2147483648", "4294967295u", "0.5f", "1e30f", "-0.0f", "100000000"]
 INSERTS = ["*", "&", "++", "--", "[0]", "[1]", "->x", ".x", "(", ")", "{", "}", "-", "!",
            "(device float*)", "(thread int*)", "threadgroup_barrier(mem_flags::mem_threadgroup);"]
-STEP_LIMIT, SECONDS = 20_000, 2.0
+STEP_LIMIT, SECONDS = 5_000, 0.5
 
 
 @dataclass(frozen=True)
