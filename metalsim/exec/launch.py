@@ -45,8 +45,8 @@ MAX_BUFFERS = 31
 # metalsim refuses more than this, as a `resource-limit` error.
 MAX_THREAD_MEMORY = 64 * 1024
 # The step limit counts expression nodes evaluated (see `statements.work`), summed over the
-# whole launch: some 100,000 typical statements, ten times what the heaviest reference kernel
-# of the puzzles needs.
+# whole launch: some 100,000 typical statements, about seven times what the heaviest reference
+# kernel of the puzzles needs (148,000).
 DEFAULT_STEP_LIMIT = 1_000_000
 MAX_TRACED_THREADS = 16_384
 
