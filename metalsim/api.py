@@ -560,12 +560,15 @@ class Kernel:
     def __init__(self, spec: KernelSpec) -> None:
         self.spec = spec
         self.strict = False   # set by `metalsim.patch(strict=True)`
+        self.max_steps: int | None = None     # set by `metalsim.patch(max_steps=...)`
+        self.max_seconds: float | None = None  # set by `metalsim.patch(max_seconds=...)`
 
     def __repr__(self) -> str:
         return f"<metalsim.Kernel {self.spec.name!r}>"
 
     def __call__(self, *args: object, **kwargs: object) -> list[mx.array]:
-        run = self._run(args, kwargs, trace=False, strict=self.strict)
+        run = self._run(args, kwargs, trace=False, strict=self.strict,
+                        max_steps=self.max_steps, max_seconds=self.max_seconds)
         if any(d.severity == "error" for d in run.report.diagnostics):
             raise KernelFault(run.report.diagnostics)
         inputs = kwargs.get("inputs", args[0] if args else [])
@@ -605,7 +608,9 @@ class Kernel:
         )
 
     def _run(self, args: tuple, kwargs: dict[str, object], trace: bool | Collection[int],
-             strict: bool = False, profile: bool = False) -> Run:
+             strict: bool = False, profile: bool = False, max_steps: int | None = None,
+             max_seconds: float | None = None) -> Run:
+        _check_limits(max_steps, max_seconds)
         call = self._prepare(args, kwargs)
         if call.verbose:
             sys.stdout.write(verbose_text(call.gen))
@@ -631,6 +636,8 @@ class Kernel:
             self.spec.math_mode,
             trace,
             profile=profile,
+            step_limit=max_steps,
+            time_limit=max_seconds,
         )
         if strict:
             report.diagnostics = [replace(d, severity="error") for d in report.diagnostics]
@@ -658,6 +665,17 @@ def _without_derivatives(inputs: list[object], outputs: list[mx.array]) -> list[
         raise ValueError("[Primitive::jvp] Not implemented for CustomKernel.")
 
     return list(custom_kernel(*arrays))
+
+
+def _check_limits(max_steps: int | None, max_seconds: float | None) -> None:
+    if max_steps is not None and (isinstance(max_steps, bool) or not isinstance(max_steps, int)
+                                  or max_steps < 1):
+        raise ValueError(f"[metalsim] max_steps must be a positive int, got {max_steps!r}.")
+    if max_seconds is not None and (isinstance(max_seconds, bool)
+                                    or not isinstance(max_seconds, int | float)
+                                    or not max_seconds > 0):
+        raise ValueError(f"[metalsim] max_seconds must be a positive number, got "
+                         f"{max_seconds!r}.")
 
 
 def _check_launch(call: _Prepared, output_names: tuple[str, ...]) -> None:
@@ -714,7 +732,8 @@ Kernel.__call__.__signature__ = _signature(_CALL_PARAMS, method=True)
 
 
 def simulate(kernel: Kernel, *, trace: bool | Collection[int] = False, strict: bool = False,
-             profile: bool = False, **call_kwargs: object) -> Run:
+             profile: bool = False, max_steps: int | None = None,
+             max_seconds: float | None = None, **call_kwargs: object) -> Run:
     """Run `kernel` with the call's keyword arguments; diagnostics are collected, not raised.
 
     `trace=True` asks the executor to record every memory access (for diagrams); a collection
@@ -724,8 +743,14 @@ def simulate(kernel: Kernel, *, trace: bool | Collection[int] = False, strict: b
     read of an inactive lane, behaviour the Metal spec leaves open) an error.
     `profile=True` measures coalescing and threadgroup-memory bank conflicts into
     `run.report.memory` (`metalsim.efficiency` states the model).
+    `max_steps` bounds the work of the launch in expression nodes evaluated (default
+    1,000,000; a memory access counts 4), `max_seconds` its wall time (default: none); past
+    either the launch stops with a `step-limit` error. They default to the kernel's own
+    (`metalsim.patch(max_steps=...)`).
     """
-    return kernel._run((), call_kwargs, trace, strict, profile)
+    return kernel._run((), call_kwargs, trace, strict, profile,
+                       kernel.max_steps if max_steps is None else max_steps,
+                       kernel.max_seconds if max_seconds is None else max_seconds)
 
 
 def source(kernel: Kernel, **call_kwargs: object) -> str:

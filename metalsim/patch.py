@@ -32,6 +32,9 @@ still needs a real GPU raises a clear `metalsim.NoMetalDevice` error instead of 
 operations given `stream=mx.gpu` raise MLX's own "Cannot get gpu stream" ValueError).
 `patch(metal_available=False)` leaves the checks as they are.
 
+`patch(max_steps=..., max_seconds=...)` sets the limits of the kernels it builds: the work of
+one launch in expression nodes evaluated (default 1,000,000) and its wall time (default: none).
+
 With pytest, the `metalsim_patch` fixture (registered by this package's pytest plugin) does
 the same for one test. Code that imported `metal_kernel` by name before patching keeps the
 original; look it up as `mx.fast.metal_kernel` at call time.
@@ -107,13 +110,16 @@ class patch(contextlib.ContextDecorator):  # noqa: N801 - used like a function, 
     active = 0   # patches that replaced the factory and have not exited yet, in any instance
 
     def __init__(self, force: bool = False, strict: bool = False, backend: str = "sim",
-                 metal_available: bool = True) -> None:
+                 metal_available: bool = True, max_steps: int | None = None,
+                 max_seconds: float | None = None) -> None:
         if backend not in ("sim", "cuda"):
             raise ValueError(f"backend must be 'sim' or 'cuda', not {backend!r}")
         self.force = force or backend == "cuda"
         self.strict = strict
         self.backend = backend
         self.pretend_metal = metal_available
+        self.max_steps = max_steps
+        self.max_seconds = max_seconds
         self._saved: list[tuple[object, bool, dict]] = []
 
     def __enter__(self) -> patch:
@@ -134,7 +140,9 @@ class patch(contextlib.ContextDecorator):  # noqa: N801 - used like a function, 
             from metalsim.cuda import metal_kernel as cuda_metal_kernel
 
             return cuda_metal_kernel
-        return _strict_metal_kernel if self.strict else metal_kernel
+        if self.strict or self.max_steps or self.max_seconds:
+            return functools.wraps(metal_kernel)(functools.partial(_configured_metal_kernel, self))
+        return metal_kernel
 
     def __exit__(self, *exc_info: object) -> None:
         mx.fast.metal_kernel, replaced, saved = self._saved.pop()
@@ -146,8 +154,9 @@ class patch(contextlib.ContextDecorator):  # noqa: N801 - used like a function, 
                 mx.enable_compile()
 
 
-@functools.wraps(metal_kernel)
-def _strict_metal_kernel(*args: object, **kwargs: object) -> Kernel:
+def _configured_metal_kernel(settings: patch, *args: object, **kwargs: object) -> Kernel:
     kernel = metal_kernel(*args, **kwargs)
-    kernel.strict = True
+    kernel.strict = settings.strict
+    kernel.max_steps = settings.max_steps
+    kernel.max_seconds = settings.max_seconds
     return kernel

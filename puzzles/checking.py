@@ -281,7 +281,10 @@ def _run_case(label: str, case: Case, spec: Callable, kernel_for: Callable[[Case
     result.unwritten = [tuple(int(i) for i in p)
                         for p in zip(*np.unravel_index(never, result.produced.shape))]
     result.counts = {name: run.report.max_per_thread().get(name, 0) for name in COUNT_NAMES}
-    result.diagnostics = list(run.report.diagnostics)
+    # The puzzles teach one writer per output element: threads writing one value to one
+    # element (a benign race for metalsim, a warning) fail a puzzle too.
+    result.diagnostics = [replace(d, severity="error") if d.kind == "race" else d
+                          for d in run.report.diagnostics]
     result.mismatches = mismatches(result.expected, result.produced, case.output_dtype)
     if metal_available():
         _run_on_metal(result, args, call)

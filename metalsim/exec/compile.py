@@ -29,7 +29,7 @@ from metalsim.exec.runtime import bind_argument
 from metalsim.exec.statements import ATTRIBUTE_NAMES, StatementCompiler
 from metalsim.exec.struct_templates import StructTemplate, StructTemplateCompiler
 from metalsim.exec.structs import StructCompiler, StructMethods, thread_object
-from metalsim.exec.values import Frame, MemLoc, Ptr, PtrSlot, VarLoc
+from metalsim.exec.values import Frame, MemLoc, PtrSlot, VarLoc
 from metalsim.lang import ast
 from metalsim.lang import types as ty
 from metalsim.lang.types import (
@@ -42,6 +42,9 @@ from metalsim.lang.types import (
     Type,
     VectorType,
 )
+
+# clang's default -ftemplate-depth: how deeply function instantiations may nest.
+MAX_INSTANTIATION_DEPTH = 1024
 
 
 class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, ConstructorCompiler,
@@ -60,6 +63,7 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
         self.functions: dict[str, list[ast.FunctionDef]] = {}
         self.globals = Scope({})
         self.instances: dict[tuple, FunctionCode] = {}
+        self.open_instances: list[FunctionCode] = []  # functions being compiled, outermost first
         self.struct_methods: dict[StructType, StructMethods] = {}
         self.struct_statics: dict[StructType, dict[str, Var]] = {}   # `static constexpr` members
         # Each struct template instance: its template and template arguments.
@@ -466,7 +470,7 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
     def call_code(self, code: FunctionCode, arg_evs: list[tuple[str, Callable]],
                   coord: Coord) -> E:
         """A call of the compiled function `code`, its parameters bound by `arg_evs`."""
-        rt, tracing, sm, by_ref = code.return_type, self.tracing, self.sm, code.returns_ref
+        rt, tracing, by_ref = code.return_type, self.tracing, code.returns_ref
 
         def ev(f, lanes):
             m = f.m
@@ -492,25 +496,18 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
                 arrived = dict(zip(traced.tolist(), m.sources(traced)))
                 for var, _ in code.params:
                     frame.sources[var.slot] = arrived
-            m.depth += 1
-            if m.depth > 64:
-                raise CompileError(f"call depth exceeds 64 (runaway recursion in "
-                                   f"'{code.name}'?)", coord)
-            try:
-                code.body(frame, lanes)
-            finally:
-                m.depth -= 1
+            code.body(frame, lanes)
             if tracing:
                 m.flow = caller_flow
                 m.note_sources(lanes.indices(), frame.ret_sources)
             if by_ref is not None:
-                return returned_location(frame.ret, lanes, code.name, coord, sm)
+                return returned_location(frame.ret, lanes, code.name, coord)
             if rt == ty.VOID:
                 return None
             if frame.ret is None:
                 return lane_zeros(rt, lanes.n)
             if isinstance(frame.ret, PtrSlot):
-                return Ptr(frame.ret.region, frame.ret.off[lanes.idx])
+                return frame.ret.get(lanes)
             return frame.ret[lanes.idx]
         if by_ref is not None:
             return self.reference_call(code, ev, coord)
@@ -600,6 +597,8 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
         """Bind the template parameters in `pattern` (`T`, `T*`, `vec<T, N>`) from `actual`."""
         if isinstance(pattern, ast.PointerType) and isinstance(actual, PointerType):
             self.deduce_from(pattern.pointee, actual.pointee, names, bindings)
+        elif isinstance(pattern, ast.ArrayType) and isinstance(actual, PointerType):
+            self.deduce_from(pattern.element, actual.pointee, names, bindings)
         elif isinstance(pattern, ast.NamedType):
             if pattern.name in names:
                 bind_deduced(bindings, pattern.name, actual)
@@ -630,7 +629,7 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
         cost = 0
         for p, a in zip(fdef.params, args):
             try:
-                pt = self.resolve_type(p.type, inner)
+                pt = self.param_type(p, inner)
             except CompileError:
                 return None
             at = self.rvalue(a).type
@@ -669,6 +668,11 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
                                        else str(v)) for k, v in bindings.items())), id(outer))
         code = self.instances.get(key)
         if code is not None:
+            if code.body is None:  # called from its own body, directly or not
+                self.error(f"recursive call of '{fdef.name}': Metal does not support recursive "
+                           f"function calls", fdef, width=len(fdef.name),
+                           hint="write the recursion as a loop, or as a template recursion "
+                                "ended by 'if constexpr'")
             return code
         if fdef.body is None:
             self.error(f"function '{fdef.name}' is declared but never defined", fdef)
@@ -681,6 +685,11 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
         self.instances[key] = code
         # A body is compiled where it is first called, perhaps in a loop: its own `break`s
         # are checked against its own loops.
+        if len(self.open_instances) >= MAX_INSTANTIATION_DEPTH:
+            self.error(f"recursive template instantiation exceeded maximum depth of "
+                       f"{MAX_INSTANTIATION_DEPTH}", fdef, width=len(fdef.name),
+                       hint="end the recursion with 'if constexpr' on a template parameter")
+        self.open_instances.append(code)
         saved = self.fn, self.address_taken, self.loop_depth, self.switch_depth
         self.fn, self.address_taken = code, addressed_names(fdef.body)
         self.loop_depth = self.switch_depth = 0
@@ -698,11 +707,20 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
             code.body = body if inits is None else sequence(inits, body)
         finally:
             self.fn, self.address_taken, self.loop_depth, self.switch_depth = saved
+            self.open_instances.pop()
         return code
 
     def new_slot(self) -> int:
         self.fn.nslots += 1
         return self.fn.nslots - 1
+
+    def param_type(self, p: ast.Param, scope: Scope) -> Type:
+        """The type of parameter `p`: an array parameter is adjusted to a pointer to its
+        element (C++14 [dcl.fct]/5), so `f(x_strides)` matches `f(constant int64_t s[2])`."""
+        t, const, space = self.resolve_decl_type(p.type, scope)
+        if isinstance(t, ArrayType) and not isinstance(p.type, ast.ReferenceType):
+            return PointerType(t.elem, space or "thread", const)
+        return t
 
     def declare_param(self, p: ast.Param, scope: Scope) -> Var:
         t, const, space = self.resolve_decl_type(p.type, scope)
@@ -710,8 +728,8 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
             var = Var("ref", t, self.new_slot(), readonly=const, space=space or "thread")
         elif isinstance(t, PointerType):
             var = Var("ptr", t, self.new_slot(), readonly=const)
-        elif isinstance(t, ArrayType):  # C++ adjusts an array parameter to a pointer
-            var = Var("ptr", PointerType(t.elem, space or "thread", const), self.new_slot())
+        elif isinstance(t, ArrayType):
+            var = Var("ptr", self.param_type(p, scope), self.new_slot())
         elif isinstance(t, StructType):  # a by-value struct is an object in thread memory
             var = Var("region", t, self.new_slot(), readonly=const, space="thread",
                       name=p.name or "")
@@ -744,6 +762,9 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
         params = {p.name: var for p, (var, _) in zip(fdef.params, code.params)}
         # What the whole launch declares, wherever the declarations are.
         code.threadgroup_bytes = sum(c.threadgroup_bytes for c in self.instances.values())
+        code.thread_bytes = sum(c.thread_bytes for c in self.instances.values())
+        code.largest_thread_object = max((c.largest_thread_object
+                                          for c in self.instances.values()), key=lambda x: x[1])
         return code, params
 
 

@@ -11,14 +11,14 @@ from fractions import Fraction
 
 import numpy as np
 
-from metalsim.diagnostics import CompileError, Coord
-from metalsim.exec import arith
+from metalsim.diagnostics import Coord
+from metalsim.exec import arith, pointers
 from metalsim.exec.compiled import E, Scope, Var, constant, lane_zeros
+from metalsim.exec.machine import KernelStop
 from metalsim.exec.runtime import (
     address_only,
     checked_condition,
     load_loc,
-    raise_limit,
     report_lanes,
     store_loc,
 )
@@ -204,8 +204,7 @@ class ExpressionCompiler:
                      loc=lambda f, lanes: VarLoc(f.vars[slot]), readonly=v.readonly)
         if v.kind == "ptr":
             def ev_ptr(f, lanes):
-                s = f.vars[slot]
-                return Ptr(s.region, s.off[lanes.idx])
+                return f.vars[slot].get(lanes)
             return E(t, ev_ptr, coord, loc=lambda f, lanes: VarLoc(f.vars[slot]),
                      readonly=v.readonly)
         if v.kind in ("region", "global_region"):
@@ -332,8 +331,14 @@ class ExpressionCompiler:
                          coord)
             if op in ("<", ">", "<=", ">=", "==", "!="):
                 lev, rev = left.ev, right.ev
-                return E(BOOL, lambda f, lanes: arith.binary(
-                    op, lev(f, lanes).off, rev(f, lanes).off, LONG), coord)
+                def ev_compare(f, lanes):
+                    a, b = lev(f, lanes), rev(f, lanes)
+                    result = arith.binary(op, a.off, b.off, LONG)
+                    if op in ("==", "!=") and a.region is not b.region:
+                        same = pointers.same_region(a.region, b.region, lanes.n)
+                        result = result & same if op == "==" else result | ~same
+                    return result
+                return E(BOOL, ev_compare, coord)
             self.error(f"invalid operands to binary expression ('{left.type}' and "
                        f"'{right.type}')", node)
         if op not in ("+", "-") or (rp and op == "-"):
@@ -452,13 +457,14 @@ class ExpressionCompiler:
                 "on locals it can place in thread memory")
         if operand.space is None:
             self.error("cannot take the address of this local variable", node, hint=hint)
-        loc, coord, sm = operand.loc, node.coord, self.sm
+        loc, coord = operand.loc, node.coord
 
         def ev(f, lanes):
             where = loc(f, lanes)
             if isinstance(where, VarLoc):  # a reference to a caller's local held in a register
-                raise CompileError("cannot take the address of this local variable", coord,
-                                   sm, hint=hint + " (those whose address its own function takes)")
+                raise KernelStop("unsupported", "cannot take the address of this local variable",
+                                 coord, lanes.indices(),
+                                 hint + " (those whose address its own function takes)")
             return Ptr(where.region, np.broadcast_to(where.off, (lanes.n,)))
         return E(PointerType(operand.type, operand.space, operand.readonly), ev, node.coord)
 
@@ -610,12 +616,11 @@ class ExpressionCompiler:
                 return bev(f, lanes)
             va, vb = aev(f, yes), bev(f, no)
             if isinstance(t, PointerType):
-                if va.region is not vb.region:
-                    raise_limit(coord, "a ?: choosing between pointers into different buffers")
                 off = np.empty(lanes.n, np.int64)
                 off[c] = va.off
                 off[~c] = vb.off
-                return Ptr(va.region, off)
+                return Ptr(pointers.merge([(np.flatnonzero(c), va.region),
+                                           (np.flatnonzero(~c), vb.region)], lanes.n), off)
             out = lane_zeros(t, lanes.n)
             out[c] = va
             out[~c] = vb
@@ -631,17 +636,30 @@ class ExpressionCompiler:
             self.error(f"array subscript is not an integer ('{index.type}')", node.index)
         if isinstance(base.type, VectorType):
             return self.vector_component(base, index, node)
+        # An array inside an object (a row of `tile[ly][lx]`, a member array): C++ [expr.add]/4
+        # makes an index past its end undefined even where the object has memory there.
+        inner = (base.type.length if isinstance(base.type, ArrayType) and base.type.length > 0
+                 and isinstance(node.base, ast.Index | ast.Member) else None)
         base = self.rvalue(base)
         t = base.type
         if not isinstance(t, PointerType):
             self.error(f"subscripted value is not an array, pointer, or vector ('{t}')", node)
-        size, bev, iev, itype = t.pointee.size, base.ev, index.ev, index.type
+        size, bev, iev, itype, coord = t.pointee.size, base.ev, index.ev, index.type, node.coord
         if self.tracing:
             iev = address_only(iev, node.index.coord)
+        root = root_name(node)
 
         def loc(f, lanes):
             p = bev(f, lanes)
             k = arith.convert(np.asarray(iev(f, lanes)), itype, LONG)
+            if inner is not None:
+                outside = (k < 0) | (k >= inner)
+                if np.any(outside):
+                    report_lanes(f, lanes, outside, "out-of-bounds", "error",
+                                 f"index out of bounds of an inner array of '{root}' "
+                                 f"({inner} elements)", coord,
+                                 hint="an index past the end of a row reaches the next row, "
+                                      "which C++ leaves undefined: index within each dimension")
             return MemLoc(p.region, p.off + k * size)
         return self.with_load(E(t.pointee, None, node.coord, loc=loc, readonly=t.const,
                                 space=t.space))
@@ -654,20 +672,34 @@ class ExpressionCompiler:
             if not 0 <= k < t.n:
                 self.error(f"vector component index {k} is out of range for '{t}'", node.index)
             return self.components(base, (k,), node)
-        bev, iev, bloc = base.ev, index.ev, base.loc
+        bev, iev, bloc, coord, itype = base.ev, index.ev, base.loc, node.coord, index.type
+
+        def component(f, lanes):
+            """Each lane's component index; one outside the vector is reported and gives -1
+            (reads of it give 0, writes to it are dropped)."""
+            k = arith.convert(np.asarray(iev(f, lanes)), itype, LONG)
+            k = np.broadcast_to(k, (lanes.n,))
+            bad = (k < 0) | (k >= t.n)
+            if bad.any():
+                report_lanes(f, lanes, bad, "out-of-bounds", "error",
+                             f"vector component index out of range for '{t}'", coord,
+                             hint=f"a {t} has components 0 to {t.n - 1}")
+                k = np.where(bad, -1, k)
+            return k
 
         def ev(f, lanes):
-            v = np.asarray(bev(f, lanes))
-            k = np.broadcast_to(np.asarray(iev(f, lanes)).astype(np.int64), (lanes.n,))
-            return np.broadcast_to(v, (lanes.n, t.n))[np.arange(lanes.n), k % t.n]
+            v = np.broadcast_to(np.asarray(bev(f, lanes)), (lanes.n, t.n))
+            k = component(f, lanes)
+            return np.where(k >= 0, v[np.arange(lanes.n), k], np.zeros((), elem.dtype))
         e = E(elem, ev, node.coord)
         if bloc is not None:
             def loc(f, lanes):
                 where = bloc(f, lanes)
-                k = np.broadcast_to(np.asarray(iev(f, lanes)).astype(np.int64), (lanes.n,))
+                k = component(f, lanes)
                 if isinstance(where, VarLoc):
                     return VarLoc(where.arr, k, where.init, where.name, where.sources)
-                return MemLoc(where.region, where.off + k * elem.size)
+                # an index reported out of range accesses component 0
+                return MemLoc(where.region, where.off + np.where(k >= 0, k * elem.size, 0))
             e.loc, e.readonly, e.space = loc, base.readonly, base.space
         return e
 
@@ -709,16 +741,25 @@ class ExpressionCompiler:
         e = self.map_value(self.rvalue(base), rt, lambda v: np.asarray(v)[..., sel])
         e.coord = node.coord
         if base.loc is not None:
-            bloc = base.loc
+            bloc, coord = base.loc, node.coord
 
-            def loc(f, lanes):
-                where = bloc(f, lanes)
+            def pick(where):
                 inner = where.comps
                 picked = comps if inner is None else tuple(inner[c] for c in comps)
                 if isinstance(where, VarLoc):
                     return VarLoc(where.arr, picked, where.init, where.name, where.sources)
                 return MemLoc(where.region, where.off, picked)
-            e.loc, e.readonly, e.space = loc, base.readonly, base.space
+
+            def loc(f, lanes):
+                return pick(bloc(f, lanes))
+
+            def ev(f, lanes):
+                where = bloc(f, lanes)
+                if isinstance(where, VarLoc) and where.init is not None:
+                    # only these components need to have been written
+                    return load_loc(f, lanes, pick(where), rt, coord)
+                return np.asarray(load_loc(f, lanes, where, t, coord))[..., sel]
+            e.ev, e.loc, e.readonly, e.space = ev, loc, base.readonly, base.space
         return e
 
     def x_SizeOf(self, node: ast.SizeOf, scope: Scope) -> E:
@@ -852,6 +893,13 @@ class ExpressionCompiler:
             c = fn_parts([p.const for p, _ in parts])
             return E(t, lambda f, lanes: c, node.coord, const=c)
         return E(t, lambda f, lanes: fn_parts([ev(f, lanes) for ev, _ in evs]), node.coord)
+
+
+def root_name(node: ast.Node) -> str:
+    """The variable an lvalue expression such as `tile[ly][lx]` or `s.v[k]` starts from."""
+    while isinstance(node, ast.Index | ast.Member):
+        node = node.base
+    return node.name if isinstance(node, ast.Name) else "the array"
 
 
 def odd_double(node: ast.FloatLiteral) -> float:

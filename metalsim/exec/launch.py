@@ -8,7 +8,9 @@ of at most `LANE_BUDGET` lanes that run in lockstep; batches run one after anoth
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import sys
 from collections.abc import Collection
 from dataclasses import dataclass
 
@@ -25,6 +27,7 @@ from metalsim.exec.machine import (
     MAX_THREADS_PER_THREADGROUP,
     SIMD_WIDTH,
     Batch,
+    KernelStop,
     Lanes,
     Machine,
     StepLimitExceeded,
@@ -37,7 +40,16 @@ from metalsim.lang.preprocess import preprocess
 from metalsim.report import COUNT_NAMES, BufferTraffic, Report
 
 LANE_BUDGET = 1 << 20
-DEFAULT_STEP_LIMIT = 200_000
+# Entries of a compute encoder's buffer argument table (Metal feature set tables).
+MAX_BUFFERS = 31
+# Thread-private memory per thread. Metal publishes no figure: private arrays live in registers
+# or spill to a per-thread stack, and the compiler or the launch fails long before megabytes.
+# metalsim refuses more than this, as a `resource-limit` error.
+MAX_THREAD_MEMORY = 64 * 1024
+# The step limit counts expression nodes evaluated (see `statements.work`), summed over the
+# whole launch: some 100,000 typical statements, about seven times what the heaviest reference
+# kernel of the puzzles needs (148,000).
+DEFAULT_STEP_LIMIT = 1_000_000
 MAX_TRACED_THREADS = 16_384
 
 
@@ -48,6 +60,23 @@ class Program:
     code: FunctionCode
     params: dict[str, Var]
     source_map: SourceMap
+
+
+# Compiling and running recurse once per nesting level of the kernel's code (a 500-term sum is
+# 500 levels, a 1024-deep template recursion, which clang allows, some 10,000 Python frames).
+# Python-to-Python calls do not grow the C stack in CPython 3.11+, so the limit can be raised.
+RECURSION_LIMIT = 200_000
+
+
+@contextlib.contextmanager
+def deep_recursion():
+    """Let the compiler and the executor recurse as deeply as the kernel's code nests."""
+    saved = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(saved, RECURSION_LIMIT))
+    try:
+        yield
+    finally:
+        sys.setrecursionlimit(saved)
 
 
 @functools.lru_cache(maxsize=256)
@@ -170,6 +199,7 @@ def bind_buffers(m: Machine, gen, program: Program, inputs, outputs) -> tuple[di
             counted = None if b.is_scalar else "global"
             region = _buffer_region(p.name, b.data, elem, space, counted=counted,
                                     element_count=b.size)
+            region.data.flags.writeable = False  # a write is reported (`memory.store`)
             regions[p.name] = (region, b.offset * b.data.dtype.itemsize)
             if not b.is_scalar:
                 traffic.append((region, "input", b.size * b.data.dtype.itemsize))
@@ -206,17 +236,19 @@ def bind_kernel_frame(m: Machine, program: Program, regions: dict) -> Frame:
             else:
                 frame.vars[var.slot] = RefSlot(region, np.full(size, base, np.int64), None)
         else:
-            frame.vars[var.slot] = np.ascontiguousarray(m.batch.attributes[name])
+            # a copy: the kernel may modify its parameters (`--thread_index_in_simdgroup`)
+            frame.vars[var.slot] = np.array(m.batch.attributes[name])
     return frame
 
 
 def launch(gen, inputs, outputs, grid, threadgroup, template=None, math_mode: str = "safe",
-           trace: bool | Collection[int] = False, step_limit: int = DEFAULT_STEP_LIMIT,
-           profile: bool = False) -> Report:
+           trace: bool | Collection[int] = False, step_limit: int | None = None,
+           time_limit: float | None = None, profile: bool = False) -> Report:
     """Run MLX's generated kernel `gen` in the simulator; outputs are written in place.
 
     `trace`: True records every access; a collection of linear threadgroup ids records only
-    theirs (the rest of the launch runs at nearly untraced speed). `profile` measures
+    theirs (the rest of the launch runs at nearly untraced speed). `step_limit` bounds the work
+    (expression nodes evaluated), `time_limit` the wall time in seconds. `profile` measures
     coalescing and bank conflicts into `report.memory` (see `metalsim.efficiency`)."""
     grid = tuple(int(g) for g in grid)
     for buffer in (*inputs, *outputs):   # MLX (and Metal) take these; the simulator cannot
@@ -230,35 +262,59 @@ def launch(gen, inputs, outputs, grid, threadgroup, template=None, math_mode: st
                          f"{MAX_TRACED_THREADS:,} threads; this grid has "
                          f"{grid[0] * grid[1] * grid[2]:,}. Trace a smaller launch.")
     tracing = trace is not False
-    program = compile_program(gen.text, tuple(gen.sections), math_mode, tracing)
+    with deep_recursion():
+        program = compile_program(gen.text, tuple(gen.sections), math_mode, tracing)
     tg = tuple(max(1, min(int(t), g)) for t, g in zip(threadgroup, grid))
-    m = Machine(grid, program.source_map, step_limit, tracing, trace_groups)
+    m = Machine(grid, program.source_map, step_limit or DEFAULT_STEP_LIMIT, tracing, trace_groups,
+                time_limit)
     m.efficiency = MemoryEfficiency() if profile else None
     regions, traffic_rows = bind_buffers(m, gen, program, inputs, outputs)
     kernel_coord = Coord("source", 1, 1)
-    if program.code.threadgroup_bytes > MAX_THREADGROUP_MEMORY:
-        m.report("resource-limit", "error",
-                 f"the kernel declares {program.code.threadgroup_bytes:,} bytes of threadgroup "
-                 f"memory; Apple GPUs allow {MAX_THREADGROUP_MEMORY:,}", None,
-                 np.empty(0, np.int64), hint="use smaller tiles")
-    elif int(np.prod(threadgroup)) > MAX_THREADS_PER_THREADGROUP:
-        m.report("resource-limit", "error",
-                 f"threadgroup of {int(np.prod(threadgroup))} threads; the maximum is "
-                 f"{MAX_THREADS_PER_THREADGROUP}", None, np.empty(0, np.int64))
-    elif m.total_threads > 0:
+    if within_resource_limits(m, program.code, len(regions), threadgroup) and m.total_threads:
         initial = [o.data.copy() for o in outputs]
-        run_batches(m, program, regions, tg, kernel_coord)
-        if m.unfollowed_undefined:
-            efficiency = m.efficiency
-            m, traffic_rows = follow_undefined(m, gen, inputs, outputs, initial, tg, math_mode,
-                                               traffic_rows, keep_trace=tracing)
-            m.efficiency = efficiency
-            if m.trace is not None:  # the whole launch is traced now
-                trace_groups = None
+        with deep_recursion():
+            run_batches(m, program, regions, tg, kernel_coord)
+            if m.unfollowed_undefined:
+                efficiency = m.efficiency
+                m, traffic_rows = follow_undefined(m, gen, inputs, outputs, initial, tg,
+                                                   math_mode, traffic_rows, keep_trace=tracing)
+                m.efficiency = efficiency
+                if m.trace is not None:  # the whole launch is traced now
+                    trace_groups = None
     report = build_report(m, grid, tg, traffic_rows)
     report.traced_threadgroups = None if trace_groups is None else tuple(sorted(trace_groups))
     report.memory = m.efficiency
     return report
+
+
+def within_resource_limits(m: Machine, code: FunctionCode, buffers: int, threadgroup) -> bool:
+    """Report the Metal resource limits the launch exceeds, before anything is allocated."""
+    none = np.empty(0, np.int64)
+    if code.threadgroup_bytes > MAX_THREADGROUP_MEMORY:
+        m.report("resource-limit", "error",
+                 f"the kernel declares {code.threadgroup_bytes:,} bytes of threadgroup "
+                 f"memory; Apple GPUs allow {MAX_THREADGROUP_MEMORY:,}", None, none,
+                 hint="use smaller tiles")
+    elif int(np.prod(threadgroup)) > MAX_THREADS_PER_THREADGROUP:
+        m.report("resource-limit", "error",
+                 f"threadgroup of {int(np.prod(threadgroup))} threads; the maximum is "
+                 f"{MAX_THREADS_PER_THREADGROUP}", None, none)
+    elif code.thread_bytes > MAX_THREAD_MEMORY:
+        name, size = code.largest_thread_object
+        m.report("resource-limit", "error",
+                 f"the kernel declares {code.thread_bytes:,} bytes of thread-private memory "
+                 f"per thread ('{name}' alone is {size:,}); metalsim allows "
+                 f"{MAX_THREAD_MEMORY:,}", None, none,
+                 hint="private arrays live in each thread's registers and stack: keep large "
+                      "data in device or threadgroup memory")
+    elif buffers > MAX_BUFFERS:
+        m.report("resource-limit", "error",
+                 f"the kernel binds {buffers} buffers (inputs, outputs and their shape, "
+                 f"strides and ndim); Metal's buffer argument table has {MAX_BUFFERS} "
+                 f"entries", None, none, hint="pack several inputs into one array")
+    else:
+        return True
+    return False
 
 
 def follow_undefined(m: Machine, gen, inputs, outputs, initial: list, tg, math_mode: str,
@@ -276,7 +332,7 @@ def follow_undefined(m: Machine, gen, inputs, outputs, initial: list, tg, math_m
     for o, data in zip(outputs, initial):
         o.data[...] = data
     program = compile_program(gen.text, tuple(gen.sections), math_mode, True)
-    traced = Machine(m.grid, program.source_map, m.step_limit, True)
+    traced = Machine(m.grid, program.source_map, m.step_limit, True, None, m.time_limit)
     regions, traffic_rows = bind_buffers(traced, gen, program, inputs, outputs)
     run_batches(traced, program, regions, tg, Coord("source", 1, 1))
     if not keep_trace:
@@ -291,16 +347,25 @@ def run_batches(m: Machine, program: Program, regions: dict, tg, coord: Coord) -
         try:
             program.code.body(frame, Lanes(slice(None), batch.size))
             m.finish_batch()
+        except KernelStop as stop:
+            m.finish_batch()
+            m.report(stop.kind, "error", stop.message, stop.coord, stop.lanes, hint=stop.hint)
+            return
         except StepLimitExceeded as stop:
             m.finish_batch()
             if stop.reason:
                 message = f"this loop never ends: {stop.reason}, and nothing in its body leaves it"
                 hint = stop.hint
+            elif stop.timed_out:
+                message = (f"the kernel ran longer than {m.time_limit:g} s (max_seconds) and was "
+                           f"stopped")
+                hint = "raise max_seconds if the kernel is meant to run this long"
             else:
-                message = (f"the kernel ran more than {m.step_limit:,} steps; it probably "
-                           "never ends")
+                message = (f"the kernel ran more than {m.step_limit:,} steps (expression "
+                           f"nodes evaluated); it probably never ends")
                 hint = ("look for a loop whose condition never becomes false, such as a uint "
-                        "counter compared with >= 0 or decremented past 0")
+                        "counter compared with >= 0 or decremented past 0; a kernel meant to "
+                        "do this much work can raise the limit with max_steps=")
             m.report("step-limit", "error", message, stop.coord, stop.lanes, hint=hint)
             return
 

@@ -8,6 +8,8 @@ on barrier epochs, so it reports schedule-dependent kernels instead of silently 
 
 from __future__ import annotations
 
+import math
+import time
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -18,6 +20,7 @@ SIMD_WIDTH = 32
 MAX_THREADS_PER_THREADGROUP = 1024
 MAX_THREADGROUP_MEMORY = 32 * 1024
 MAX_CELLS_PER_FINDING = 256
+CLOCK_CHECK_STEPS = 2_000   # how often (in steps) the wall-time limit is looked at
 
 
 class Lanes:
@@ -104,11 +107,28 @@ class StepLimitExceeded(Exception):
     loop which cannot end (`reason` says why, `hint` what to do)."""
 
     def __init__(self, coord: Coord, lanes: np.ndarray, reason: str = "",
-                 hint: str = "") -> None:
+                 hint: str = "", timed_out: bool = False) -> None:
         super().__init__("step limit")
         self.coord = coord
         self.lanes = lanes
         self.reason = reason
+        self.hint = hint
+        self.timed_out = timed_out  # the wall-time limit, not the step limit
+
+
+class KernelStop(Exception):
+    """Raised inside the executor where a launch cannot go on (a construct metalsim cannot
+    follow in the way these threads use it, behaviour without any result): reported as an
+    error of `kind` for the threads `lanes`, and the launch ends. Compile errors are never
+    raised once threads run."""
+
+    def __init__(self, kind: str, message: str, coord: Coord, lanes: np.ndarray,
+                 hint: str = "") -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.message = message
+        self.coord = coord
+        self.lanes = lanes
         self.hint = hint
 
 
@@ -175,7 +195,8 @@ class Machine:
     """Everything a running kernel touches besides its own variables."""
 
     def __init__(self, grid: tuple[int, int, int], source_map: SourceMap, step_limit: int,
-                 trace: bool, trace_groups: frozenset[int] | None = None) -> None:
+                 trace: bool, trace_groups: frozenset[int] | None = None,
+                 time_limit: float | None = None) -> None:
         self.grid = grid
         self.total_threads = grid[0] * grid[1] * grid[2]
         self.source_map = source_map
@@ -183,6 +204,9 @@ class Machine:
         self.findings: dict[tuple, Finding] = {}
         self.step_limit = step_limit
         self.steps = 0
+        self.time_limit = time_limit
+        self.deadline = time.monotonic() + time_limit if time_limit is not None else math.inf
+        self.next_clock_check = CLOCK_CHECK_STEPS if time_limit is not None else math.inf
         self.trace: list[dict] | None = [] if trace else None
         self.efficiency = None   # a metalsim.efficiency.MemoryEfficiency when profiling
         # Trace only these threadgroups (None: all): the other lanes skip the provenance work.
@@ -197,7 +221,6 @@ class Machine:
         self.tg_epoch: np.ndarray | None = None    # threadgroup-memory barrier count per group
         self.dev_epoch: np.ndarray | None = None   # device-memory barrier count per group
         self.tg_regions: dict[int, object] = {}    # threadgroup allocations of this batch
-        self.depth = 0                             # helper-function call depth
         # Provenance while tracing: for each lane, the memory cells whose values flowed into
         # what the current statement computed so far (see `note_cells` and `sources`).
         self.flow: dict[int, set] = {}
@@ -352,11 +375,16 @@ class Machine:
             self.check_defined(lanes, list(self.flow.values()), coord, use)
 
     # --- accounting -----------------------------------------------------------------------
-    def step(self, lanes: Lanes, coord: Coord) -> None:
-        """Count one executed statement: the step limit and SIMD-group efficiency."""
-        self.steps += 1
+    def step(self, lanes: Lanes, coord: Coord, weight: int = 1) -> None:
+        """Count one executed statement, which evaluates `weight` expression nodes: the step
+        and time limits, and SIMD-group efficiency."""
+        self.steps += weight
         if self.steps > self.step_limit:
             raise StepLimitExceeded(coord, lanes.indices())
+        if self.steps >= self.next_clock_check:
+            self.next_clock_check = self.steps + CLOCK_CHECK_STEPS
+            if time.monotonic() > self.deadline:
+                raise StepLimitExceeded(coord, lanes.indices(), timed_out=True)
         self.active_lane_steps += lanes.n
         simd = self.batch.simd_global[lanes.idx]
         if lanes.is_all:

@@ -27,6 +27,7 @@ from metalsim.lang.types import (
 )
 
 POISON_BYTE = 0xBE
+STORE, RMW = 1, 2  # kinds of atomic access in the race shadow (0: a load)
 
 
 def leaf_scalar(t: Type) -> ScalarType:
@@ -72,6 +73,7 @@ class Region:
             self.r_stamp = np.zeros(size, np.int64)
             self.a_tid = np.full(size, -1, np.int64)   # last atomic access (never races
             self.a_stamp = np.zeros(size, np.int64)    # with another atomic one)
+            self.a_kind = np.zeros(size, np.int8)      # it was a load, STORE or RMW
             # where each of the three happened (`Machine.site`), to name it in a race
             self.w_site = np.zeros(size, np.int32)
             self.r_site = np.zeros(size, np.int32)
@@ -194,19 +196,20 @@ def _cells(region: Region, bank, off: np.ndarray, t: Type) -> np.ndarray:
 def load(m: Machine, region: Region, idx: np.ndarray | slice, n: int, off: np.ndarray,
          t: Type, coord: Coord) -> np.ndarray:
     """Read a value of type `t` at byte offsets `off` (one per active lane)."""
+    if region.__class__ is not Region:  # lanes' pointers into several allocations, or none
+        return region.load(m, idx, n, off, t, coord)
     off = _per_lane(np.asarray(off, np.int64), (n,))
     elem, comps = _access_layout(t)
     ok = _check(m, region, idx, off, t, False, coord)
     bank = region.bank(m, idx)
-    if ok is not None:
-        off = np.where(ok, off, 0)
-    value = _cells(region, bank, off, t)
-    if ok is not None:
-        value = np.where(ok if comps == 1 else ok[:, None], value, np.zeros((), elem.dtype))
-        idx = _lane_indices(m, idx)[ok]
-        off = off[ok]
+    if ok is None:
+        value = _cells(region, bank, off, t)
+    else:  # out-of-bounds lanes read zeros (the buffer may have no element at all)
+        idx, off = _lane_indices(m, idx)[ok], off[ok]
         if np.ndim(bank):
             bank = bank[ok]
+        value = np.zeros((n,) if comps == 1 else (n, comps), elem.dtype)
+        value[ok] = _cells(region, bank, off, t)
     _after_access(m, region, idx, bank, off, t, False, coord)
     return value
 
@@ -214,6 +217,9 @@ def load(m: Machine, region: Region, idx: np.ndarray | slice, n: int, off: np.nd
 def store(m: Machine, region: Region, idx: np.ndarray | slice, n: int, off: np.ndarray,
           t: Type, value: np.ndarray, coord: Coord) -> None:
     """Write `value` (type `t`) at byte offsets `off` (one per active lane)."""
+    if region.__class__ is not Region:
+        region.store(m, idx, n, off, t, value, coord)
+        return
     off = _per_lane(np.asarray(off, np.int64), (n,))
     elem, comps = _access_layout(t)
     value = _per_lane(np.asarray(value, elem.dtype), (n,) if comps == 1 else (n, comps))
@@ -223,6 +229,8 @@ def store(m: Machine, region: Region, idx: np.ndarray | slice, n: int, off: np.n
         off, value, idx = off[ok], value[ok], _lane_indices(m, idx)[ok]
         if np.ndim(bank):
             bank = bank[ok]
+    if not region.data.flags.writeable:
+        _write_to_input(m, region, idx, coord)
     view = region.view(elem.dtype)
     first = off // elem.size
     if comps == 1:
@@ -230,7 +238,23 @@ def store(m: Machine, region: Region, idx: np.ndarray | slice, n: int, off: np.n
     else:
         view[np.asarray(bank)[..., None] if np.ndim(bank) else bank,
              first[:, None] + np.arange(comps)] = value
-    _after_access(m, region, idx, bank, off, t, True, coord)
+
+    def identical() -> np.ndarray:  # per lane: its value is what memory holds after the store
+        same = _cells(region, bank, off, t) == value
+        return same if comps == 1 else same.all(axis=1)
+    _after_access(m, region, idx, bank, off, t, True, coord, identical)
+
+
+def _write_to_input(m: Machine, region: Region, idx, coord: Coord) -> None:
+    """A write through a pointer cast from an input's `const device T*`. C++ allows the cast
+    and the GPU performs the write, but MLX arrays are immutable: the write changes the
+    caller's array (and any array sharing its buffer) behind MLX's back, or is lost where MLX
+    passed a contiguous copy. The simulator writes its own copy and reports an error."""
+    m.report("input-write", "error", f"write to input buffer '{region.name}'", coord,
+             _lane_indices(m, idx),
+             hint="MLX arrays are immutable; write the result to an output buffer")
+    region.data = region.data.copy()
+    region._views.clear()
 
 
 _COUNT_NAMES = {("global", False): "global_reads", ("global", True): "global_writes",
@@ -239,7 +263,7 @@ _COUNT_NAMES = {("global", False): "global_reads", ("global", True): "global_wri
 
 
 def _after_access(m: Machine, region: Region, idx: np.ndarray | slice, bank, off: np.ndarray,
-                  t: Type, write: bool, coord: Coord) -> None:
+                  t: Type, write: bool, coord: Coord, identical=None) -> None:
     """Counts, initialisation and race shadow for the lanes `idx` whose access was in bounds."""
     n = off.shape[0]
     if n == 0:
@@ -283,7 +307,7 @@ def _after_access(m: Machine, region: Region, idx: np.ndarray | slice, bank, off
     if write and region.written is not None:
         region.written[flat] = True
     if region.track_races:
-        _race_check(m, region, idx, flat, write, coord)
+        _race_check(m, region, idx, flat, write, coord, identical)
 
 
 def _what(region: Region) -> str:
@@ -382,7 +406,7 @@ def _init_hint(region: Region) -> str:
 
 
 def _race_check(m: Machine, region: Region, idx: np.ndarray | slice, flat: np.ndarray,
-                write: bool, coord: Coord) -> None:
+                write: bool, coord: Coord, identical=None) -> None:
     """Two accesses to one granule race unless they come from the same thread, or from one
     threadgroup with a barrier ordering this memory between them; one must be a write.
 
@@ -419,6 +443,15 @@ def _race_check(m: Machine, region: Region, idx: np.ndarray | slice, flat: np.nd
         region.w_stamp[flat] = stamp
         region.w_site[flat] = site
         same_store = region.w_tid[flat] != tid  # two lanes of this very store hit one granule
+        if same_store.any() and identical is not None:
+            same_value = identical()
+            same_value = same_value if flat.ndim == 1 else same_value[:, None]
+            # benign only where every write of the statement to the element agrees
+            differing = np.isin(flat, flat[same_store & ~same_value])
+            benign = same_store & ~conflict & ~differing
+            if benign.any():
+                same_store &= ~benign
+                _report_benign_race(m, region, idx, flat, benign, coord)
         if same_store.any():
             conflict |= same_store
             earlier.append((same_store, region.w_tid[flat], region.w_stamp[flat],
@@ -443,6 +476,21 @@ def _race_check(m: Machine, region: Region, idx: np.ndarray | slice, flat: np.nd
                                          coord)
         _report_race(m, region, idx, flat, conflict, "write" if write else "read", coord,
                      across, detail, situation)
+
+
+def _report_benign_race(m: Machine, region: Region, idx, flat: np.ndarray, benign: np.ndarray,
+                        coord: Coord) -> None:
+    """Several threads of one statement wrote the same value to one element: whichever
+    write lands last, memory holds that value, so it is a warning (an error with strict)."""
+    bad = benign if benign.ndim == 1 else benign.any(axis=1)
+    offenders = _lane_indices(m, idx)[bad]
+    elements = (np.ravel(flat[bad]) % region.granules) * region.granule // region.unit
+    m.report("race", "warning", f"benign race on '{region.name}': identical values", coord,
+             offenders, key=(region.name, "benign"),
+             cells=cells_of(m, region, offenders, elements[:offenders.size]),
+             detail=f"threads of one statement wrote the same value to element "
+                    f"{int(elements[0])} of '{region.name}' with no order between them",
+             hint="have one thread write it, e.g. `if (i == 0)`")
 
 
 def _unordered_with(stamps: np.ndarray, flat: np.ndarray, candidates: np.ndarray,
@@ -507,7 +555,10 @@ def _report_race(m: Machine, region: Region, idx, flat: np.ndarray, conflict: np
         one_writer = ("several threads write this element, and a barrier would not change "
                       "that: let one thread write it (e.g. `if (thread_position_in_threadgroup"
                       ".x == 0)`), give each thread its own element, or use atomics")
-        if situation == "writers" and not (across_groups and region.space == "device"):
+        if what == "atomic order":
+            hint = ("the value left depends on whether the store comes before or after the "
+                    "other threads' updates: order them with a barrier")
+        elif situation == "writers" and not (across_groups and region.space == "device"):
             hint = one_writer
         elif situation == "next-iteration":
             hint = ("the iteration before was still reading it: add a threadgroup_barrier at "
@@ -527,10 +578,12 @@ def _report_race(m: Machine, region: Region, idx, flat: np.ndarray, conflict: np
                     "of one threadgroup with threadgroup_barrier(mem_flags::mem_device)")
         offenders = _lane_indices(m, idx)[bad]
         elements = (np.ravel(flat[bad]) % region.granules) * region.granule // region.unit
-        m.report("race", "error", f"data race on '{region.name}' ({region.space} memory)",
-                 coord, offenders, key=region.name,
+        message = (f"race on '{region.name}': an atomic store and other threads' atomic updates "
+                   f"in no fixed order" if what == "atomic order"
+                   else f"data race on '{region.name}' ({region.space} memory)")
+        m.report("race", "error", message, coord, offenders, key=region.name,
                  cells=cells_of(m, region, offenders, elements[:offenders.size]),
-                 detail=detail or f"{'an' if what == 'atomic' else 'a'} {what} access of "
+                 detail=detail or f"{'an' if what.startswith('atomic') else 'a'} {what} access of "
                  f"element {element} conflicts with another thread's access with no barrier "
                  "between them", hint=hint)
 
@@ -557,6 +610,9 @@ def atomic_update(m: Machine, region: Region, idx: np.ndarray | slice, n: int, o
     hardware's. `fast = (ufunc, operands)` is a fast path for heavily contended locations of
     the fetch-and-op functions: the same order, through `ufunc.accumulate`.
     """
+    if region.__class__ is not Region:
+        return region.atomic_update(m, idx, n, off, t, update, coord, reads=reads,
+                                    writes=writes, fast=fast)
     off = _per_lane(np.asarray(off, np.int64), (n,))
     ok = _check(m, region, idx, off, t, writes and not reads, coord)
     lanes = _lane_indices(m, idx)
@@ -567,6 +623,8 @@ def atomic_update(m: Machine, region: Region, idx: np.ndarray | slice, n: int, o
     if lanes.size == 0:
         return old
     bank = region.bank(m, lanes)
+    if writes and not region.data.flags.writeable:
+        _write_to_input(m, region, lanes, coord)
     view = region.view(t.dtype)
     columns = view.shape[1]
     flat_elem = np.asarray(bank, np.int64) * columns + off // t.size  # one key per location
@@ -597,7 +655,8 @@ def atomic_update(m: Machine, region: Region, idx: np.ndarray | slice, n: int, o
         current = view[rows, cols]
         old[pos] = current
         new, store_mask = update(current, pos)
-        view[rows[store_mask], cols[store_mask]] = np.asarray(new, t.dtype)[store_mask]
+        if writes:
+            view[rows[store_mask], cols[store_mask]] = np.asarray(new, t.dtype)[store_mask]
     _after_atomic(m, region, lanes, bank, off, t, reads, writes, coord)
     return old
 
@@ -652,12 +711,26 @@ def _after_atomic(m: Machine, region: Region, lanes: np.ndarray, bank, off: np.n
         with_writer = (w_tid >= 0) & (w_tid != tid) & _unordered(region.w_stamp[flat], stamp)
         with_reader = (r_tid != -1) & (r_tid != tid) & _unordered(region.r_stamp[flat], stamp)
         conflict = with_writer | with_reader
+        # An atomic store and another thread's read-modify-write of one location, unordered:
+        # no data race in C++'s sense, but the result depends on which comes first.
+        kind = RMW if reads and writes else STORE if writes else 0
+        a_tid, a_kind, a_site = region.a_tid[flat], region.a_kind[flat], region.a_site[flat]
+        racing = ((kind == STORE) & (a_kind == RMW)) | ((kind == RMW) & (a_kind == STORE))
+        with_atomic = _unordered_with(region.a_stamp, flat,
+                                      racing & (a_tid >= 0) & (a_tid != tid), stamp)
+        conflict |= with_atomic
+        region.a_kind[flat] = kind
         region.a_tid[flat] = tid
         region.a_stamp[flat] = stamp
         region.a_site[flat] = m.site(coord)
         if conflict.any():
             earlier = [(with_writer, w_tid, None, region.w_site[flat], "wrote"),
-                       (with_reader, r_tid, None, region.r_site[flat], "read")]
-            detail, _ = _race_detail(m, region, tid, flat, conflict, "updates atomically",
-                                     earlier)
-            _report_race(m, region, lanes, flat, conflict, "atomic", coord, detail=detail)
+                       (with_reader, r_tid, None, region.r_site[flat], "read"),
+                       (with_atomic, a_tid, None, a_site,
+                        "updated atomically" if kind == STORE else "stored atomically")]
+            detail, _ = _race_detail(m, region, tid, flat, conflict,
+                                     "stores atomically" if kind == STORE
+                                     else "updates atomically", earlier)
+            what = "atomic order" if with_atomic.any() and not (with_writer | with_reader).any() \
+                else "atomic"
+            _report_race(m, region, lanes, flat, conflict, what, coord, detail=detail)

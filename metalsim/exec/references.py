@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from metalsim.diagnostics import CompileError, Coord, SourceMap
+from metalsim.diagnostics import Coord
 from metalsim.exec.compiled import E, Ev, FunctionCode, Run, Scope, Var
-from metalsim.exec.machine import Lanes
+from metalsim.exec.machine import KernelStop, Lanes
 from metalsim.exec.statements import EMPTY
 from metalsim.exec.values import Frame, MemLoc, VarLoc
 from metalsim.lang import ast
@@ -42,28 +42,29 @@ class ReturnedRef:
         return same and where.comps == self.comps
 
 
-def keep_returned(f: Frame, lanes: Lanes, where: VarLoc | MemLoc, coord: Coord,
-                  sm: SourceMap) -> None:
+def keep_returned(f: Frame, lanes: Lanes, where: VarLoc | MemLoc, coord: Coord) -> None:
     """Record `where` as the reference the active lanes return."""
     ret = f.ret
     if ret is None:
         ret = f.ret = ReturnedRef(where, f.m.batch.size)
     elif not ret.same_object(where):
-        raise CompileError("metalsim cannot follow a returned reference that names different "
-                           "objects in different threads of one call", coord, sm,
-                           hint="return a pointer, or return references into one array")
+        raise KernelStop("unsupported", "metalsim cannot follow a returned reference that names "
+                         "different objects in different threads of one call", coord,
+                         lanes.indices(),
+                         hint="return a pointer, or return references into one array")
     if isinstance(where, MemLoc):
         ret.off[lanes.idx] = where.off
     if isinstance(ret.comps, np.ndarray):
         ret.comps[lanes.idx] = where.comps
 
 
-def returned_location(ret: ReturnedRef | None, lanes: Lanes, name: str, coord: Coord,
-                      sm: SourceMap) -> VarLoc | MemLoc:
+def returned_location(ret: ReturnedRef | None, lanes: Lanes, name: str,
+                      coord: Coord) -> VarLoc | MemLoc:
     """The location a call of `name` returned, for the lanes that called it."""
     if ret is None:
-        raise CompileError(f"'{name}' ended without returning a reference (undefined "
-                           f"behaviour)", coord, sm)
+        raise KernelStop("missing-return", f"'{name}' ended without returning a reference "
+                         f"(undefined behaviour)", coord, lanes.indices(),
+                         hint="return a reference on every path through the function")
     first, comps = ret.first, ret.comps
     if isinstance(comps, np.ndarray):
         comps = comps[lanes.idx]
@@ -119,10 +120,10 @@ class ReferenceCompiler:
         if (value.space or "thread") != space:
             self.error(f"a '{space} {rt}&' cannot bind to an object in the {value.space} "
                        f"address space", node.value)
-        loc, coord, sm = value.loc, node.value.coord, self.sm
+        loc, coord = value.loc, node.value.coord
 
         def run(f, lanes):
-            keep_returned(f, lanes, loc(f, lanes), coord, sm)
+            keep_returned(f, lanes, loc(f, lanes), coord)
             return EMPTY
         return run
 

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from metalsim.diagnostics import CompileError, Coord
+from metalsim.diagnostics import Coord
 from metalsim.exec import memory as mem
 from metalsim.exec.compiled import Ev, Var
 from metalsim.exec.machine import Lanes, Undefined
+from metalsim.exec.pointers import load_pointer, store_pointer
 from metalsim.exec.values import Frame, Ptr, PtrSlot, RefSlot, VarLoc
 from metalsim.lang import types as ty
 from metalsim.lang.types import (
@@ -22,11 +23,11 @@ def load_loc(f: Frame, lanes: Lanes, where, t: Type, coord: Coord):
     if isinstance(where, VarLoc):
         arr = where.arr
         if isinstance(arr, PtrSlot):
-            return Ptr(arr.region, arr.off[lanes.idx])
+            return arr.get(lanes)
         if where.sources is not None:
             f.m.note_sources(lanes.indices(), where.sources)
         if where.init is not None:
-            written = where.init[lanes.idx]
+            written = read_components(where.init[lanes.idx], where.comps, lanes.n)
             if not written.all():
                 f.m.undefined_read(
                     lanes.indices()[~np.broadcast_to(written, (lanes.n,))],
@@ -36,11 +37,11 @@ def load_loc(f: Frame, lanes: Lanes, where, t: Type, coord: Coord):
         c = where.comps
         if c is None:
             return v
-        if isinstance(c, np.ndarray):
-            return v[np.arange(lanes.n), c]
+        if isinstance(c, np.ndarray):  # per lane; -1 where the index was out of range
+            return np.where(c >= 0, v[np.arange(lanes.n), c], np.zeros((), v.dtype))
         return v[:, c[0]] if len(c) == 1 else v[:, list(c)]
     if isinstance(t, PointerType):
-        raise CompileError("metalsim does not support pointers stored in memory yet", coord)
+        return Ptr(*load_pointer(f.m, where.region, lanes.idx, lanes.n, where.off, t, coord))
     if where.comps is None:
         return mem.load(f.m, where.region, lanes.idx, lanes.n, where.off, t, coord)
     elem = ty.scalar_of(t)
@@ -49,29 +50,57 @@ def load_loc(f: Frame, lanes: Lanes, where, t: Type, coord: Coord):
     return parts[0] if len(parts) == 1 else np.stack(parts, axis=-1)
 
 
+def read_components(written: np.ndarray, comps, n: int) -> np.ndarray:
+    """Per lane, whether the components `comps` of a variable (all where None) were written;
+    `written` is the variable's "written" shadow for the lanes, one flag per component for a
+    vector (a component index out of range, -1, counts as written: it was reported)."""
+    if written.ndim == 1:
+        return written
+    if comps is None:
+        return written.all(axis=1)
+    if isinstance(comps, np.ndarray):
+        return np.where(comps >= 0, written[np.arange(n), comps], True)
+    return written[:, list(comps)].all(axis=1)
+
+
+def write_components(init: np.ndarray, lanes: Lanes, comps) -> None:
+    """Mark the components `comps` of a variable (all where None) written for the lanes."""
+    if init.ndim == 1 or comps is None:
+        init[lanes.idx] = True
+    elif isinstance(comps, np.ndarray):
+        ok = comps >= 0
+        init[lanes.indices()[ok], comps[ok]] = True
+    else:
+        for c in comps:
+            init[lanes.idx, c] = True
+
+
 def store_loc(f: Frame, lanes: Lanes, where, t: Type, value, coord: Coord) -> None:
     """Write `value` to an lvalue location for the active lanes."""
     if isinstance(where, VarLoc):
         arr = where.arr
         if isinstance(arr, PtrSlot):
-            arr.region = value.region
-            arr.off[lanes.idx] = value.off
+            arr.set(lanes, value)
             return
         if where.init is not None:
-            where.init[lanes.idx] = True
+            write_components(where.init, lanes, where.comps)
         if where.sources is not None:
             record_sources(f, lanes, where)
         c = where.comps
         if c is None:
             arr[lanes.idx] = value
-        elif isinstance(c, np.ndarray):
-            arr[lanes.indices(), c] = value
+        elif isinstance(c, np.ndarray):  # per lane; -1 (out of range) writes nothing
+            ok = c >= 0
+            arr[lanes.indices()[ok], c[ok]] = np.broadcast_to(value, ok.shape)[ok]
         elif len(c) == 1:
             arr[lanes.idx, c[0]] = value
         else:
             value = np.asarray(value)
             for j, comp in enumerate(c):
                 arr[lanes.idx, comp] = value[..., j]
+        return
+    if isinstance(t, PointerType):
+        store_pointer(f.m, where.region, lanes.idx, lanes.n, where.off, t, value, coord)
         return
     if where.comps is None:
         mem.store(f.m, where.region, lanes.idx, lanes.n, where.off, t, value, coord)
@@ -136,8 +165,8 @@ def bind_argument(kind: str, var: Var | None, value, lanes: Lanes, size: int):
         off[lanes.idx] = value.off
         return RefSlot(value.region, off, value.comps)
     if kind == "ptr":
-        slot = PtrSlot(value.region, size)
-        slot.off[lanes.idx] = value.off
+        slot = PtrSlot(None, size)
+        slot.set(lanes, value)
         return slot
     t = var.type
     shape = ty.lane_shape(t)
@@ -151,6 +180,3 @@ def report_lanes(f: Frame, lanes: Lanes, mask: np.ndarray, kind: str, severity: 
     mask = np.broadcast_to(mask, (lanes.n,))
     f.m.report(kind, severity, message, coord, lanes.indices()[mask], hint=hint)
 
-
-def raise_limit(coord: Coord, what: str):
-    raise CompileError(f"metalsim does not support {what}", coord)

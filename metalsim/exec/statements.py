@@ -10,6 +10,7 @@ from metalsim.diagnostics import Coord
 from metalsim.exec import memory as mem
 from metalsim.exec.compiled import E, Ev, Run, Scope, Var, constant
 from metalsim.exec.machine import EMPTY, StepLimitExceeded, union
+from metalsim.exec.pointers import store_pointer
 from metalsim.exec.runtime import bind_argument, checked_condition, record_sources
 from metalsim.exec.structs import store as store_struct
 from metalsim.exec.structs import thread_region
@@ -37,6 +38,40 @@ ATTRIBUTE_NAMES = frozenset({
 })
 
 
+# What the step limit counts: expression nodes evaluated, a memory access (`p[i]`, `*p`,
+# `p->x`) as MEMORY_ACCESS_WORK of them, about what it costs next to arithmetic. Statements that
+# contain blocks count only their own expressions (a loop's per iteration); the statements of
+# a block count themselves when they run.
+MEMORY_ACCESS_WORK = 4
+EXPRESSION_NODES = (ast.IntLiteral, ast.FloatLiteral, ast.BoolLiteral, ast.Name, ast.Unary,
+                    ast.Postfix, ast.Binary, ast.Assign, ast.Conditional, ast.Call,
+                    ast.MethodCall, ast.Construct, ast.Cast, ast.Index, ast.Member, ast.This,
+                    ast.SizeOf, ast.InitList)
+STEPPING_STATEMENTS = (ast.Compound, ast.For, ast.While, ast.DoWhile, ast.Switch)
+
+
+def work(node: ast.Node) -> int:
+    """The expression nodes one execution of the statement `node` evaluates (at least 1)."""
+    if isinstance(node, ast.Compound):
+        return 1  # its statements count themselves
+    count = 0
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, ast.Index) or (isinstance(n, ast.Unary) and n.op == "*") or (
+                isinstance(n, ast.Member) and n.arrow):
+            count += MEMORY_ACCESS_WORK
+        else:
+            count += isinstance(n, EXPRESSION_NODES)
+        for name, value in vars(n).items():
+            if n is node and isinstance(n, ast.For) and name == "init":
+                continue  # runs once, before the first iteration
+            for child in value if isinstance(value, list) else [value]:
+                if isinstance(child, ast.Node) and not isinstance(child, STEPPING_STATEMENTS):
+                    stack.append(child)
+    return max(count, 1)
+
+
 class StatementCompiler:
     """Statement methods of `Compiler` (which supplies `error`, `expr`, `convert`, ...)."""
 
@@ -53,16 +88,16 @@ class StatementCompiler:
         if not isinstance(node, ast.Compound):
             return self.fresh_flow(self.stmt(node, Scope({}, scope)))
         inner = Scope({}, scope) if new_scope else scope
-        runs = [(self.stmt(item, inner), item.coord) for item in node.items
+        runs = [(self.stmt(item, inner), item.coord, work(item)) for item in node.items
                 if not isinstance(item, ast.Empty)]
 
         if self.tracing:
             def run_traced(f, lanes):
                 m = f.m
-                for r, coord in runs:
+                for r, coord, weight in runs:
                     if lanes.n == 0:
                         break
-                    m.step(lanes, coord)
+                    m.step(lanes, coord, weight)
                     m.begin_statement()
                     lanes = r(f, lanes)
                 return lanes
@@ -70,10 +105,10 @@ class StatementCompiler:
 
         def run(f, lanes):
             step = f.m.step
-            for r, coord in runs:
+            for r, coord, weight in runs:
                 if lanes.n == 0:
                     break
-                step(lanes, coord)
+                step(lanes, coord, weight)
                 lanes = r(f, lanes)
             return lanes
         return run
@@ -189,9 +224,7 @@ class StatementCompiler:
                 if s is None:
                     s = f.vars[slot] = PtrSlot(None, f.m.batch.size)
                 if vev is not None:
-                    p = vev(f, lanes)
-                    s.region = p.region
-                    s.off[lanes.idx] = p.off
+                    s.set(lanes, vev(f, lanes))
                 return lanes
             return run_ptr
         if not (ty.is_arithmetic(t) or isinstance(t, ty.SimdMatrixType)):
@@ -215,7 +248,8 @@ class StatementCompiler:
                     record_sources(f, lanes, VarLoc(arr, sources=f.sources.setdefault(slot, {})))
             else:
                 if f.vars[init_slot] is None:
-                    f.vars[init_slot] = np.zeros(f.m.batch.size, bool)
+                    # per component of a vector: `v.x = 1;` leaves `v.y` indeterminate
+                    f.vars[init_slot] = np.zeros((f.m.batch.size,) + shape[:1], bool)
                 f.vars[init_slot][lanes.idx] = False  # a fresh, indeterminate object
             return lanes
         return run_value
@@ -286,12 +320,16 @@ class StatementCompiler:
 
     def declare_thread_memory(self, d: ast.VarDecl, t: Type, const: bool, scope: Scope) -> Run:
         slot = self.new_slot()
+        self.fn.thread_bytes += t.size
+        if t.size > self.fn.largest_thread_object[1]:
+            self.fn.largest_thread_object = (d.name, t.size)
         stores = []
         if d.init is not None:
             aggregate = isinstance(t, ArrayType) or isinstance(d.init, ast.InitList)
             leaves = self.flatten_init(t, d.init, 0, scope) if aggregate else [(0, t, d.init)]
             for off, et, item in leaves:
-                store = store_struct if isinstance(et, StructType) else mem.store
+                store = (store_struct if isinstance(et, StructType) else store_pointer
+                         if isinstance(et, PointerType) else mem.store)
                 stores.append((store, off, et, self.convert(self.expr(item, scope), et,
                                                             item).ev, item.coord))
         scope.names[d.name] = Var("region", t, slot, readonly=const, space="thread")
@@ -330,11 +368,13 @@ class StatementCompiler:
         return run
 
     def loop(self, cond: E | None, body: Run, step: Ev | None, coord: Coord,
-             test_first: bool, never_ends: tuple[str, str] | None = None) -> Run:
+             test_first: bool, never_ends: tuple[str, str] | None = None,
+             node: ast.Node | None = None) -> Run:
         """A loop; `never_ends` (why, and a hint) says it cannot end (see `never_ending`):
         the lanes that reach it stop the launch at once instead of spinning to the step
-        limit."""
+        limit. Each iteration counts the work of the loop statement `node` itself."""
         cev = cond.ev if cond is not None else None
+        weight = work(node) if node is not None else 1
 
         def run(f, lanes):
             m = f.m
@@ -344,7 +384,7 @@ class StatementCompiler:
             if never_ends and active.n:
                 raise StepLimitExceeded(coord, active.indices(), *never_ends)
             while active.n:
-                m.step(active, coord)
+                m.step(active, coord, weight)
                 if cev is not None and (test_first or not first):
                     active, done = active.split(np.asarray(cev(f, active)))
                     exited.append(done)
@@ -375,7 +415,7 @@ class StatementCompiler:
         body = self.block(node.body, inner)
         self.loop_depth -= 1
         loop = self.loop(cond, body, step, node.coord, True,
-                         self.never_ending(node.cond, cond, node.body, inner))
+                         self.never_ending(node.cond, cond, node.body, inner), node)
         if init is None:
             return loop
         return lambda f, lanes: loop(f, init(f, lanes))
@@ -386,7 +426,7 @@ class StatementCompiler:
         body = self.block(node.body, scope)
         self.loop_depth -= 1
         return self.loop(cond, body, None, node.coord, True,
-                         self.never_ending(node.cond, cond, node.body, scope))
+                         self.never_ending(node.cond, cond, node.body, scope), node)
 
     def s_DoWhile(self, node: ast.DoWhile, scope: Scope) -> Run:
         self.loop_depth += 1
@@ -394,7 +434,7 @@ class StatementCompiler:
         self.loop_depth -= 1
         cond = self.condition(self.expr(node.cond, scope), node.cond)
         return self.loop(cond, body, None, node.coord, False,
-                         self.never_ending(node.cond, cond, node.body, scope))
+                         self.never_ending(node.cond, cond, node.body, scope), node)
 
     def never_ending(self, cond_node: ast.Node | None, cond: E | None, body: ast.Node,
                      scope: Scope) -> tuple[str, str] | None:
@@ -463,9 +503,8 @@ class StatementCompiler:
                     f.ret_sources.update(zip(traced.tolist(), m.sources(traced)))
                 if isinstance(rt, PointerType):
                     if f.ret is None:
-                        f.ret = PtrSlot(v.region, m.batch.size)
-                    f.ret.region = v.region
-                    f.ret.off[lanes.idx] = v.off
+                        f.ret = PtrSlot(None, m.batch.size)
+                    f.ret.set(lanes, v)
                 else:
                     if f.ret is None:
                         f.ret = np.zeros((m.batch.size,) + shape, ty.scalar_of(rt).dtype)

@@ -8,28 +8,59 @@ from __future__ import annotations
 
 import numpy as np
 
-from metalsim.exec.machine import Machine
+from metalsim.exec import pointers
+from metalsim.exec.machine import Lanes, Machine
 from metalsim.exec.memory import Region
+from metalsim.exec.pointers import UNSET
 
 
 class Ptr:
-    """A pointer value: a region and a byte offset per active lane (or one uniform offset)."""
+    """A pointer value: a region (a `Region`, or a `pointers.LaneRegions` where lanes point
+    into different allocations) and a byte offset per active lane (or one uniform offset)."""
 
     __slots__ = ("region", "off")
 
-    def __init__(self, region: Region, off: np.ndarray) -> None:
+    def __init__(self, region, off: np.ndarray) -> None:
         self.region = region
         self.off = off
 
 
 class PtrSlot:
-    """A pointer variable: its region and a full-width array of byte offsets."""
+    """A pointer variable: per lane, an index into a table of regions and a byte offset
+    (full-width arrays). The table starts as `UNSET`, where a pointer declared without a
+    value points."""
 
-    __slots__ = ("region", "off")
+    __slots__ = ("regions", "which", "off")
 
     def __init__(self, region: Region | None, size: int) -> None:
-        self.region = region
+        self.regions: list = [UNSET if region is None else region]
+        self.which = np.zeros(size, np.int32)
         self.off = np.zeros(size, np.int64)
+
+    def get(self, lanes: Lanes) -> Ptr:
+        """The pointer value of the active lanes (a copy: later writes do not change it)."""
+        off = self.off[lanes.idx]
+        if lanes.is_all:
+            off = off.copy()
+        if len(self.regions) == 1:
+            return Ptr(self.regions[0], off)
+        return Ptr(pointers.at(self.regions, self.which[lanes.idx]), off)
+
+    def set(self, lanes: Lanes, value: Ptr) -> None:
+        self.off[lanes.idx] = value.off
+        if lanes.is_all and isinstance(value.region, Region | pointers.Unset):
+            self.regions = [value.region]
+            self.which[:] = 0
+            return
+        table, which = pointers.lane_table(value.region, lanes.n)
+        index = []
+        for r in table:
+            k = next((j for j, known in enumerate(self.regions) if known is r), None)
+            if k is None:
+                self.regions.append(r)
+                k = len(self.regions) - 1
+            index.append(k)
+        self.which[lanes.idx] = np.asarray(index, np.int32)[which]
 
 
 class VarLoc:

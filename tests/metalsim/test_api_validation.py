@@ -265,7 +265,7 @@ def stub_launch(monkeypatch: pytest.MonkeyPatch) -> list[dict]:
     calls: list[dict] = []
 
     def launch(gen, inputs, outputs, grid, threadgroup, template, math_mode, trace,
-               profile=False):
+               profile=False, step_limit=None, time_limit=None):
         calls.append(dict(locals()))
         return types.SimpleNamespace(diagnostics=list(STUB_DIAGNOSTICS))
 

@@ -3,7 +3,7 @@
 Run (needs CuPy and a GPU):
     python tests/metalsim/cuda/gpu_differential.py [--generated N] [--workers W] [--json FILE]
 
-Every launch of `launches` (puzzle solutions on all their cases, real kernels at two sizes, the
+Every launch of `cuda_launches` (puzzle solutions on all their cases, real kernels at two sizes, the
 MLX docs kernels, the struct tests' kernels, generated kernels) runs in the simulator
 (`metalsim.simulate`, which must report no error) and on the GPU (`metalsim.cuda`), and the
 outputs are compared:
@@ -116,10 +116,10 @@ def check(launch: object, exact_floats: bool) -> dict:
 
 
 def _generated_range(start: int, stop: int) -> list[dict]:
-    import launches
+    import cuda_launches
 
     results = []
-    for i, launch in enumerate(launches.generated_launches(stop, seed=0)):
+    for i, launch in enumerate(cuda_launches.generated_launches(stop, seed=0)):
         if i >= start:
             results.append(check(launch, exact_floats=True))
     return results
@@ -133,7 +133,7 @@ def main() -> int:
     parser.add_argument("--json", default="")
     opts = parser.parse_args()
 
-    import launches
+    import cuda_launches
 
     import metalsim.cuda
 
@@ -164,23 +164,25 @@ def main() -> int:
     if "puzzles" in groups:
         t0 = time.time()
         report("puzzle solutions, all cases",
-               [check(lu, False) for lu in launches.puzzle_launches(hidden=True)], time.time() - t0)
+               [check(lu, False) for lu in cuda_launches.puzzle_launches(hidden=True)],
+               time.time() - t0)
     if "docs" in groups:
         t0 = time.time()
-        report("MLX docs kernels", [check(lu, False) for lu in launches.docs_launches()],
+        report("MLX docs kernels", [check(lu, False) for lu in cuda_launches.docs_launches()],
                time.time() - t0)
     if "real" in groups:
         t0 = time.time()
         report("real kernels, small sizes",
-               [check(lu, False) for lu in launches.real_kernel_launches(1)], time.time() - t0)
+               [check(lu, False) for lu in cuda_launches.real_kernel_launches(1)], time.time() - t0)
     if "realistic" in groups:
         t0 = time.time()
         report("real kernels, 16x larger",
-               [check(lu, False) for lu in launches.real_kernel_launches(16)], time.time() - t0)
+               [check(lu, False) for lu in cuda_launches.real_kernel_launches(16)],
+               time.time() - t0)
     if "structs" in groups:
         t0 = time.time()
         report("C++ feature kernels (the struct tests')",
-               [check(lu, False) for lu in launches.struct_test_launches()], time.time() - t0)
+               [check(lu, False) for lu in cuda_launches.struct_test_launches()], time.time() - t0)
     if "generated" in groups:
         t0 = time.time()
         n, w = opts.generated, max(1, opts.workers)

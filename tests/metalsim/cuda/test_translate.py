@@ -11,7 +11,7 @@ import os
 import re
 from pathlib import Path
 
-import launches
+import cuda_launches
 import mlx.core as mx
 import numpy as np
 import pytest
@@ -28,12 +28,12 @@ needs_nvrtc = pytest.mark.skipif(not nvrtc.available(),
                                  reason="NVRTC is not installed (pip install -e '.[cuda]')")
 
 
-def compile_all(launches: list[launches.Launch]) -> None:
+def compile_all(launches: list[cuda_launches.Launch]) -> None:
     """Compile every distinct translation: together in one NVRTC program (each kernel in a
     namespace of its own, one prelude), and one by one where that fails, to name the kernel."""
     bodies, labels, seen = [], [], set()
     for launch in launches:
-        translation = translate(launches.generated(launch))
+        translation = translate(cuda_launches.generated(launch))
         if translation.source in seen:
             continue
         seen.add(translation.source)
@@ -58,7 +58,7 @@ def compile_all(launches: list[launches.Launch]) -> None:
 @needs_nvrtc
 @pytest.mark.parametrize("chapter", sorted({p.chapter for p in all_puzzles()}))
 def test_every_puzzle_solution_translation_compiles_with_nvrtc(chapter):
-    launches = [lu for lu in launches.puzzle_launches(hidden=False)
+    launches = [lu for lu in cuda_launches.puzzle_launches(hidden=False)
                 if any(p.chapter == chapter and f" {p.slug} " in lu.label
                        for p in all_puzzles())]
     assert launches
@@ -67,7 +67,7 @@ def test_every_puzzle_solution_translation_compiles_with_nvrtc(chapter):
 
 @needs_nvrtc
 def test_every_real_kernel_translation_compiles_with_nvrtc_forward_and_backward():
-    launches = launches.real_kernel_launches(1)
+    launches = cuda_launches.real_kernel_launches(1)
     # Every kernel that solutions/*.py builds (each `name="..."` it passes to the factory).
     built = {m for f in SOLUTIONS.glob("*.py") for m in re.findall(r'name="(\w+)"', f.read_text())}
     assert built and built == {lu.kernel.spec.name for lu in launches}
@@ -76,7 +76,7 @@ def test_every_real_kernel_translation_compiles_with_nvrtc_forward_and_backward(
 
 @needs_nvrtc
 def test_mlx_docs_kernels_and_generated_kernels_compile_with_nvrtc():
-    compile_all(launches.docs_launches() + list(launches.generated_launches(24, seed=1)))
+    compile_all(cuda_launches.docs_launches() + list(cuda_launches.generated_launches(24, seed=1)))
 
 
 @needs_nvrtc
@@ -100,15 +100,15 @@ def test_kernels_compile_to_ieee_float_code_without_flush_to_zero_or_contraction
 @needs_nvrtc
 def test_the_struct_tests_kernels_compile_with_nvrtc():
     """Structs with member functions, constructors, operators, templates and references."""
-    launches = launches.struct_test_launches()
+    launches = cuda_launches.struct_test_launches()
     assert len(launches) >= 80
     compile_all(launches)
 
 
 def _kernel_text(puzzle_number: int) -> str:
-    launch = next(lu for lu in launches.puzzle_launches(hidden=False)
+    launch = next(lu for lu in cuda_launches.puzzle_launches(hidden=False)
                   if lu.label.startswith(f"puzzle {puzzle_number:02d} "))
-    return translate(launches.generated(launch)).kernel_text
+    return translate(cuda_launches.generated(launch)).kernel_text
 
 
 @pytest.mark.parametrize("number", [1, 8, 14, 20, 22])

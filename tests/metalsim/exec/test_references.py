@@ -86,17 +86,24 @@ def test_race_through_a_returned_threadgroup_reference_is_reported():
     assert "race" in kinds(result)
 
 
-def test_different_objects_returned_to_different_threads_are_refused():
+def only_error(result):
+    """The one error of a launch (found while threads ran: never a compile error then)."""
+    [d] = result.report.errors
+    return d
+
+
+def test_different_objects_returned_to_different_threads_are_refused_while_running():
     header = "thread float& pick(thread float& a, thread float& b, uint i) { " \
              "if (i % 2) return a; return b; }"
-    d = compile_error(TID + "float a = 1, b = 2; pick(a, b, t) = 3;", header=header)
+    d = only_error(simulate(TID + "float a = 1, b = 2; pick(a, b, t) = 3;", header=header))
+    assert d.kind == "unsupported"
     assert d.message == "metalsim cannot follow a returned reference that names different " \
                         "objects in different threads of one call"
 
 
-def test_address_of_a_returned_reference_to_a_register_variable_is_refused():
-    d = compile_error("float a = 1; thread float* p = &same(a); *p = 2;")
-    assert d.message == "cannot take the address of this local variable"
+def test_address_of_a_returned_reference_to_a_register_variable_is_refused_while_running():
+    d = only_error(simulate("float a = 1; thread float* p = &same(a); *p = 2;"))
+    assert (d.kind, d.message) == ("unsupported", "cannot take the address of this local variable")
 
 
 @pytest.mark.parametrize("header, call, message", [
@@ -123,8 +130,13 @@ def test_address_of_a_returned_reference_to_a_register_variable_is_refused():
     ("struct S { float a; thread float& f() const { return a; } };", "",
      "binding reference of type 'float' to value of type 'const float' drops 'const' "
      "qualifier"),
-    ("device float& f(device float* p) { if (p[0] > 1) return p[0]; }", "f(out);",
-     "'f' ended without returning a reference (undefined behaviour)"),
 ])
 def test_ill_formed_reference_returns_are_compile_errors(header, call, message):
     assert compile_error(call + " out[0] = 1;", header=header).message == message
+
+
+def test_ending_without_returning_a_reference_is_reported_while_running():
+    header = "device float& f(device float* p) { if (p[0] > 1) return p[0]; }"
+    d = only_error(simulate("f(out); out[0] = 1;", init_value=0, header=header))
+    assert (d.kind, d.message) == ("missing-return",
+                                   "'f' ended without returning a reference (undefined behaviour)")

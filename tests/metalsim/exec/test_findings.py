@@ -1,0 +1,94 @@
+"""Findings that used to be missed or wrong: inner-dimension overruns of multi-dimensional
+arrays, uninitialised vector components, an atomic store unordered with atomic updates, and
+same-value writes of one statement (a benign race: a warning, an error under strict)."""
+
+import mlx.core as mx
+import numpy as np
+import pytest
+
+import metalsim
+
+
+def simulate(source, n=8, dtype=mx.float32, atomic_outputs=False, **kw):
+    kernel = metalsim.metal_kernel("k", ["a"], ["out"], source, atomic_outputs=atomic_outputs)
+    return metalsim.simulate(kernel, inputs=[mx.arange(n, dtype=mx.float32)],
+                             output_shapes=[(n,)], output_dtypes=[dtype], grid=(n, 1, 1),
+                             threadgroup=(n, 1, 1), init_value=0, **kw)
+
+
+def findings(run):
+    return [(d.kind, d.severity) for d in run.report.diagnostics]
+
+
+TID = "uint i = thread_position_in_grid.x;\n"
+
+
+def test_reading_past_a_row_of_a_threadgroup_tile_is_out_of_bounds():
+    run = simulate(TID + "threadgroup float tile[2][4]; tile[i / 4][i % 4] = i;\n"
+                   "threadgroup_barrier(mem_flags::mem_threadgroup);\n"
+                   "if (i < 4) out[i] = tile[i / 4][i % 4 + 1];")
+    [d] = run.report.diagnostics
+    assert (d.kind, d.line) == ("out-of-bounds", 4)
+    assert "inner array of 'tile' (4 elements)" in d.message
+    assert d.threads == [(3, 0, 0)]
+
+
+def test_indexing_past_a_row_of_a_thread_array_is_out_of_bounds():
+    run = simulate(TID + "float t[2][4] = {}; out[i] = t[0][4 + i % 2];")
+    assert findings(run) == [("out-of-bounds", "error")]
+
+
+def test_indexing_within_each_dimension_is_clean():
+    run = simulate(TID + "float t[2][4] = {{1, 2, 3, 4}, {5, 6, 7, 8}};\n"
+                   "out[i] = t[i / 4][i % 4];")
+    assert findings(run) == []
+    np.testing.assert_array_equal(np.array(run.outputs[0]), np.arange(1, 9))
+
+
+def test_reading_an_unwritten_vector_component_is_reported():
+    run = simulate("float4 v; v.x = 1; out[0] = v.y;", n=1)
+    [d] = run.report.diagnostics
+    assert (d.kind, d.message) == ("uninitialized-read", "read of uninitialised variable 'v'")
+
+
+@pytest.mark.parametrize("source", ["float4 v; v.x = 1; v.yzw = float3(2); out[0] = v.w;",
+                                    "float4 v; v.x = 1; out[0] = v.x;",
+                                    "float2 v; for (int k = 0; k < 2; k++) v[k] = k;"
+                                    " out[0] = v.x + v.y;"])
+def test_reading_written_vector_components_is_clean(source):
+    assert findings(simulate(source, n=1)) == []
+
+
+def test_an_atomic_store_unordered_with_other_threads_updates_is_a_race():
+    run = simulate(TID + "if (i == 0) atomic_store_explicit(&out[0], 5, memory_order_relaxed);\n"
+                   "else atomic_fetch_add_explicit(&out[0], 1, memory_order_relaxed);",
+                   dtype=mx.int32, atomic_outputs=True)
+    [d] = run.report.diagnostics
+    assert (d.kind, d.severity, d.line) == ("race", "error", 3)
+    assert "atomic store" in d.message
+
+
+def test_an_atomic_store_ordered_by_a_barrier_before_the_updates_is_clean():
+    run = simulate(TID + "if (i == 0) atomic_store_explicit(&out[0], 5, memory_order_relaxed);\n"
+                   "threadgroup_barrier(mem_flags::mem_device);\n"
+                   "atomic_fetch_add_explicit(&out[0], 1, memory_order_relaxed);",
+                   dtype=mx.int32, atomic_outputs=True)
+    assert findings(run) == []
+    assert np.array(run.outputs[0])[0] == 13
+
+
+def test_same_value_written_by_many_threads_in_one_statement_is_a_benign_race_warning():
+    run = simulate("out[0] = 3.0f;")
+    [d] = run.report.diagnostics
+    assert (d.kind, d.severity, d.message) == ("race", "warning",
+                                               "benign race on 'out': identical values")
+
+
+def test_a_benign_race_is_an_error_under_strict():
+    assert findings(simulate("out[0] = 3.0f;", strict=True)) == [("race", "error")]
+
+
+def test_different_values_written_in_one_statement_are_a_race_error_only():
+    run = simulate(TID + "out[0] = (i < 4) ? 1.0f : 2.0f;")
+    assert findings(run) == [("race", "error")]
+    assert run.report.diagnostics[0].message == "data race on 'out' (device memory)"

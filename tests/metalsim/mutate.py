@@ -1,0 +1,123 @@
+"""Mutated kernels: the reference solutions with random token-level edits, for checking that
+the simulator answers anything with a `CompileError` or a diagnosed run, never an internal
+exception (IndexError, AttributeError, RecursionError, ...).
+
+A mutation deletes, duplicates or swaps a token; replaces an identifier by another of the
+kernel's, an operator by another, a number by a boundary value (0, -1, 4, 2**31, ...); inserts
+a `*`, `&`, `++`, `[0]` or `->x`; or deletes a line. Mutants run their puzzle's visible launch
+with small step and time limits, so that the loops a mutation makes endless end quickly.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from dataclasses import dataclass
+
+import mlx.core as mx
+import numpy as np
+
+import metalsim
+from puzzles.catalog import Puzzle, all_puzzles
+
+TOKEN = re.compile(r"\s+|[A-Za-z_]\w*|\d+\.?\d*[fFuUlLh]*|<<=|>>=|->|\+\+|--|&&|\|\||"
+                   r"[-+*/%&|^!=<>]=|::|<<|>>|.", re.S)
+OPERATORS = ["+", "-", "*", "/", "%", "<", ">", "<=", ">=", "==", "!=", "&&", "||", "&", "|",
+             "^", "<<", ">>", "=", "+=", "-=", "*=", "++", "--", "!", "~", "?", ":", ",", ";"]
+NUMBERS = ["0", "1", "-1", "2", "3", "4", "7", "31", "32", "33", "1024", "4096", "65536",
+           "2147483647", "2147483648", "4294967295u", "0.5f", "1e30f", "-0.0f", "100000000"]
+INSERTS = ["*", "&", "++", "--", "[0]", "[1]", "->x", ".x", "(", ")", "{", "}", "-", "!",
+           "(device float*)", "(thread int*)", "threadgroup_barrier(mem_flags::mem_threadgroup);"]
+STEP_LIMIT, SECONDS = 5_000, 0.5
+
+
+@dataclass(frozen=True)
+class Seed:
+    """A kernel to mutate and how to launch it."""
+
+    name: str
+    source: str
+    header: str
+    puzzle: Puzzle
+
+
+def seeds() -> list[Seed]:
+    """The reference solution of every puzzle, with its header."""
+    return [Seed(p.slug, p.solution(), p.header, p) for p in all_puzzles()]
+
+
+def mutate(text: str, rng: random.Random, edits: int) -> str:
+    """`text` with `edits` random token-level edits."""
+    for _ in range(edits):
+        tokens = TOKEN.findall(text)
+        solid = [k for k, t in enumerate(tokens) if not t.isspace()]
+        if not solid:
+            return text
+        k = rng.choice(solid)
+        names = [t for t in tokens if re.fullmatch(r"[A-Za-z_]\w*", t)]
+        kind = rng.randrange(9)
+        if kind == 0:
+            tokens[k] = ""
+        elif kind == 1:
+            tokens[k] = tokens[k] + " " + tokens[k]
+        elif kind == 2 and names:
+            tokens[k] = rng.choice(names)
+        elif kind == 3:
+            tokens[k] = rng.choice(OPERATORS)
+        elif kind == 4:
+            tokens[k] = rng.choice(NUMBERS)
+        elif kind == 5:
+            tokens[k] = rng.choice(INSERTS) + tokens[k]
+        elif kind == 6:
+            tokens[k] = tokens[k] + rng.choice(INSERTS)
+        elif kind == 7:
+            j = rng.choice(solid)
+            tokens[k], tokens[j] = tokens[j], tokens[k]
+        else:
+            lines = "".join(tokens).split("\n")
+            del lines[rng.randrange(len(lines))]
+            text = "\n".join(lines)
+            continue
+        text = "".join(tokens)
+    return text
+
+
+def run(seed: Seed, source: str, header: str) -> str:
+    """Run one mutant; what happened: "ok", "diagnosed" or "compile-error". Any other
+    exception propagates (that is the bug the fuzz looks for)."""
+    p, case = seed.puzzle, seed.puzzle.visible
+    try:
+        kernel = metalsim.metal_kernel(p.kernel, list(p.input_names), list(p.output_names),
+                                       source, header=header, atomic_outputs=p.atomic_outputs)
+        result = metalsim.simulate(
+            kernel, inputs=[mx.array(np.asarray(x)) for x in case.inputs],
+            output_shapes=[case.output_shape] * len(p.output_names),
+            output_dtypes=[getattr(mx, case.output_dtype)] * len(p.output_names),
+            grid=case.grid, threadgroup=case.threadgroup, init_value=p.init_value,
+            max_steps=STEP_LIMIT, max_seconds=SECONDS)
+    except metalsim.CompileError:
+        return "compile-error"
+    return "diagnosed" if result.report.errors else "ok"
+
+
+def fuzz(count: int, seed: int = 0) -> dict[str, int]:
+    """Run `count` mutants (of the source or the header); the tally of outcomes. Raises an
+    AssertionError naming the mutant on any internal exception."""
+    rng = random.Random(seed)
+    pool = seeds()
+    tally: dict[str, int] = {}
+    for n in range(count):
+        s = pool[n % len(pool)]
+        edits = rng.choice([1, 1, 1, 2, 3])
+        source, header = s.source, s.header
+        if header and rng.random() < 0.2:
+            header = mutate(header, rng, edits)
+        else:
+            source = mutate(source, rng, edits)
+        try:
+            outcome = run(s, source, header)
+        except Exception as exc:
+            raise AssertionError(f"mutant {n} of {s.name} raised {exc!r}\n--- source ---\n"
+                                 f"{source}\n--- header ---\n{header}") from exc
+        tally[outcome] = tally.get(outcome, 0) + 1
+    return tally
