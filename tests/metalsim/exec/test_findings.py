@@ -48,7 +48,8 @@ def test_indexing_within_each_dimension_is_clean():
 def test_reading_an_unwritten_vector_component_is_reported():
     run = simulate("float4 v; v.x = 1; out[0] = v.y;", n=1)
     [d] = run.report.diagnostics
-    assert (d.kind, d.message) == ("uninitialized-read", "read of uninitialised variable 'v'")
+    assert (d.kind, d.severity) == ("uninitialized-read", "error")
+    assert d.message == "uninitialised value is stored to 'out' (read from variable 'v' at line 1)"
 
 
 @pytest.mark.parametrize("source", ["float4 v; v.x = 1; v.yzw = float3(2); out[0] = v.w;",

@@ -1,5 +1,6 @@
-"""Workers: a puzzle past the wall-time limit is stopped and the next one still graded; a
-simulation past the memory cap is "memory-limit"; submissions are found by file or folder."""
+"""Workers: a puzzle past the wall-time limit is stopped and the next one still graded; a kernel
+asking for more memory than Metal allows is an error before anything is allocated; submissions
+are found by file or folder."""
 
 from __future__ import annotations
 
@@ -28,8 +29,9 @@ def test_limits_stop_one_puzzle_and_the_others_are_still_graded(tmp_path):
                        progress=lines.append)
     outcome, = result.outcomes
     statuses = {row["puzzle"]: row["status"] for row in outcome.rows}
-    assert statuses == {1: "timeout", 2: "memory-limit", 3: "pass"}
+    assert statuses == {1: "timeout", 2: "error", 3: "pass"}
     assert "time limit of 2 s" in outcome.rows[0]["reason"]
+    assert "resource-limit" in str(outcome.rows[1]), outcome.rows[1]
     assert outcome.seconds < 2 * 3 + 20
     assert lines == [lines[0]] and "student: 1/3 points" in lines[0]
     assert 0 < result.peak_memory_bytes < 3 << 30
