@@ -82,18 +82,27 @@ def make_batches(grid: tuple[int, int, int], tg: tuple[int, int, int], budget: i
         az = np.minimum(tz, gz - wz * tz)
         counts = ax * ay * az
         n = int(counts.sum())
-        local_tg = np.repeat(np.arange(ids.size), counts)
-        starts = np.cumsum(counts) - counts
-        lin = np.arange(n) - starts[local_tg]
-        lax, lay = ax[local_tg], ay[local_tg]
-        lx, ly, lz = lin % lax, (lin // lax) % lay, lin // (lax * lay)
-        px, py, pz = wx[local_tg] * tx + lx, wy[local_tg] * ty_ + ly, wz[local_tg] * tz + lz
+        if gy == gz == 1:  # one-dimensional: lanes are consecutive threads
+            tid = np.arange(start * tx, start * tx + n, dtype=np.int64)
+            local_tg = tid // tx - start
+            lin = tid - (local_tg + start) * tx
+            zeros = np.zeros(n, np.int64)
+            pos, local = (tid, zeros, zeros), (lin, zeros, zeros)
+        else:
+            local_tg = np.repeat(np.arange(ids.size), counts)
+            starts = np.cumsum(counts) - counts
+            lin = np.arange(n) - starts[local_tg]
+            lax, lay = ax[local_tg], ay[local_tg]
+            lx, ly, lz = lin % lax, (lin // lax) % lay, lin // (lax * lay)
+            px = wx[local_tg] * tx + lx
+            py, pz = wy[local_tg] * ty_ + ly, wz[local_tg] * tz + lz
+            tid = pz * gx * gy + py * gx + px
+            pos, local = (px, py, pz), (lx, ly, lz)
         simds = _ceil_div_arr(counts, SIMD_WIDTH)
         simd_base = np.cumsum(simds) - simds
-        attrs = _attributes(grid, tg, (nx, ny, nz), (px, py, pz), (lx, ly, lz),
-                            (wx[local_tg], wy[local_tg], wz[local_tg]),
-                            (lax, lay, az[local_tg]), lin, counts[local_tg])
-        yield Batch(size=n, tid=pz * gx * gy + py * gx + px, tg_global=ids[local_tg],
+        attrs = _attributes(grid, tg, (nx, ny, nz), pos, local, lin, local_tg,
+                            (wx, wy, wz), (ax, ay, az), counts)
+        yield Batch(size=n, tid=tid, tg_global=ids[local_tg],
                     tg_local=local_tg, tg_count=ids.size, tg_ids=ids, tg_sizes=counts,
                     simd_global=simd_base[local_tg] + lin // SIMD_WIDTH, attributes=attrs)
 
@@ -102,9 +111,28 @@ def _ceil_div_arr(a: np.ndarray, b: int) -> np.ndarray:
     return -(-a // b)
 
 
-def _attributes(grid, tg, ntgs, pos, local, group, actual, lin, actual_total) -> dict:
-    """Per-lane values of every attribute MLX can declare, as `uint`/`uint3` arrays."""
+class Attributes(dict):
+    """Per-lane values of the attributes MLX can declare, as `uint`/`uint3` arrays, each built
+    on first use: a kernel reads a few of the twenty, and building all of them was most of the
+    cost of a large elementwise launch."""
+
+    def __init__(self, makers: dict) -> None:
+        super().__init__()
+        self.makers = makers
+
+    def __missing__(self, name: str) -> np.ndarray:
+        value = self[name] = self.makers[name]()
+        return value
+
+
+def _attributes(grid, tg, ntgs, pos, local, lin, local_tg, group, actual,
+                counts) -> Attributes:
+    """The attributes of a batch's lanes (see `Attributes`): `pos`, `local` and `lin` per lane,
+    `group`, `actual` (threadgroup sizes) and `counts` (their threads) per threadgroup."""
     n = lin.size
+
+    def per_lane(per_group: np.ndarray) -> np.ndarray:
+        return per_group[local_tg]
 
     def vec3(parts) -> np.ndarray:
         out = np.empty((n, 3), np.uint32)
@@ -119,28 +147,29 @@ def _attributes(grid, tg, ntgs, pos, local, group, actual, lin, actual_total) ->
         return np.broadcast_to(np.asarray(values, np.uint32), (n,))
 
     dispatch_total = tg[0] * tg[1] * tg[2]
-    return {
-        "thread_position_in_grid": vec3(pos),
-        "thread_position_in_threadgroup": vec3(local),
-        "threadgroup_position_in_grid": vec3(group),
-        "threads_per_threadgroup": vec3(actual),
-        "dispatch_threads_per_threadgroup": uniform3(tg),
-        "threadgroups_per_grid": uniform3(ntgs),
-        "threads_per_grid": uniform3(grid),
-        "grid_origin": uniform3((0, 0, 0)),
-        "grid_size": uniform3(grid),
-        "thread_index_in_threadgroup": scalar(lin),
-        "thread_index_in_simdgroup": scalar(lin % SIMD_WIDTH),
-        "simdgroup_index_in_threadgroup": scalar(lin // SIMD_WIDTH),
-        "threads_per_simdgroup": scalar(SIMD_WIDTH),
-        "thread_execution_width": scalar(SIMD_WIDTH),
-        "simdgroups_per_threadgroup": scalar(_ceil_div_arr(actual_total, SIMD_WIDTH)),
-        "dispatch_simdgroups_per_threadgroup": scalar(_ceil_div(dispatch_total, SIMD_WIDTH)),
-        "thread_index_in_quadgroup": scalar(lin % 4),
-        "quadgroup_index_in_threadgroup": scalar(lin // 4),
-        "quadgroups_per_threadgroup": scalar(_ceil_div_arr(actual_total, 4)),
-        "dispatch_quadgroups_per_threadgroup": scalar(_ceil_div(dispatch_total, 4)),
-    }
+    return Attributes({
+        "thread_position_in_grid": lambda: vec3(pos),
+        "thread_position_in_threadgroup": lambda: vec3(local),
+        "threadgroup_position_in_grid": lambda: vec3([per_lane(g) for g in group]),
+        "threads_per_threadgroup": lambda: vec3([per_lane(a) for a in actual]),
+        "dispatch_threads_per_threadgroup": lambda: uniform3(tg),
+        "threadgroups_per_grid": lambda: uniform3(ntgs),
+        "threads_per_grid": lambda: uniform3(grid),
+        "grid_origin": lambda: uniform3((0, 0, 0)),
+        "grid_size": lambda: uniform3(grid),
+        "thread_index_in_threadgroup": lambda: scalar(lin),
+        "thread_index_in_simdgroup": lambda: scalar(lin % SIMD_WIDTH),
+        "simdgroup_index_in_threadgroup": lambda: scalar(lin // SIMD_WIDTH),
+        "threads_per_simdgroup": lambda: scalar(SIMD_WIDTH),
+        "thread_execution_width": lambda: scalar(SIMD_WIDTH),
+        "simdgroups_per_threadgroup": lambda: scalar(_ceil_div_arr(per_lane(counts), SIMD_WIDTH)),
+        "dispatch_simdgroups_per_threadgroup":
+            lambda: scalar(_ceil_div(dispatch_total, SIMD_WIDTH)),
+        "thread_index_in_quadgroup": lambda: scalar(lin % 4),
+        "quadgroup_index_in_threadgroup": lambda: scalar(lin // 4),
+        "quadgroups_per_threadgroup": lambda: scalar(_ceil_div_arr(per_lane(counts), 4)),
+        "dispatch_quadgroups_per_threadgroup": lambda: scalar(_ceil_div(dispatch_total, 4)),
+    })
 
 
 def _buffer_region(name: str, data: np.ndarray, elem: ty.Type, space: str, **kw) -> mem.Region:
