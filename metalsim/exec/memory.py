@@ -72,6 +72,16 @@ class Region:
             self.w_site = np.zeros(size, np.int32)
             self.r_site = np.zeros(size, np.int32)
             self.a_site = np.zeros(size, np.int32)
+        # `Machine.tg_generation` of the latest write, read and atomic access recorded (-1:
+        # none): a kind of access never recorded, or (threadgroup memory) recorded only in an
+        # older generation, cannot conflict with anything, so its shadow is not even gathered.
+        self.w_gen = self.r_gen = self.a_gen = -1
+        # Threadgroup memory records its reads lazily: (granules, threads, stamps, site) per
+        # read of the current generation, applied to the reader shadow only when a write or an
+        # atomic of that generation needs it, and dropped once a barrier orders them.
+        self.read_log: list[tuple] = []
+        self.read_log_gen = -1
+        self.read_log_size = 0
         self._views: dict[np.dtype, np.ndarray] = {}
         self.bytes_read = 0
         self.bytes_written = 0
@@ -312,59 +322,111 @@ def _init_hint(region: Region) -> str:
     return "initialise the variable before reading it"
 
 
+READ_LOG_LIMIT = 1 << 22  # granules of pending reads kept before they are applied
+
+
+def _can_conflict(m: Machine, region: Region, gen: int) -> bool:
+    """Whether a recorded access of generation `gen` (`Region.w_gen` and friends) may be
+    unordered with an access now: any recorded one for device memory (threadgroups are never
+    ordered), one of the current generation for threadgroup memory."""
+    return gen >= 0 and (region.space != "threadgroup" or gen == m.tg_generation)
+
+
+def _apply_read_log(m: Machine, region: Region) -> None:
+    """Record the pending reads of the current generation in the reader shadow, in order."""
+    log, region.read_log, region.read_log_size = region.read_log, [], 0
+    if region.read_log_gen != m.tg_generation:
+        return  # a barrier reached by every threadgroup ordered them: nothing to record
+    for flat, tid, stamp, site in log:
+        _record_reads(region, flat, tid, stamp, site)
+    region.r_gen = m.tg_generation
+
+
+def _record_reads(region: Region, flat: np.ndarray, tid, stamp, site: int) -> None:
+    """The reader shadow after a read: the reading thread, or -2 where another thread read the
+    granule in the same threadgroup epoch (several readers)."""
+    r_tid = region.r_tid[flat]
+    shared = ((region.r_stamp[flat] >> 16) == (stamp >> 16)) & (r_tid != -1) & (r_tid != tid)
+    readers = np.where(shared, -2, tid)
+    region.r_tid[flat] = readers
+    region.r_stamp[flat] = stamp
+    region.r_site[flat] = site
+    repeated = region.r_tid[flat] != readers  # two lanes of this read hit one granule
+    if repeated.any():
+        region.r_tid[flat[repeated]] = -2
+
+
+def _increasing(flat: np.ndarray) -> bool:
+    """Whether the granules of an access are distinct because they strictly increase."""
+    return flat.ndim == 1 and bool((flat[1:] > flat[:-1]).all())
+
+
 def _race_check(m: Machine, region: Region, idx: np.ndarray | slice, flat: np.ndarray,
                 write: bool, coord: Coord) -> None:
     """Two accesses to one granule race unless they come from the same thread, or from one
     threadgroup with a barrier ordering this memory between them; one must be a write.
 
     Per granule the shadow keeps the last writer and the last reader (-2: several readers in
-    one epoch), each with the (threadgroup, epoch) stamp of the access.
+    one epoch), each with the (threadgroup, epoch) stamp of the access. Only the kinds of
+    earlier access that can conflict (`_can_conflict`) are gathered.
     """
     stamp = m.stamps(idx, region.space == "device")
     tid = m.batch.tid[idx]
     site = m.site(coord)
     if flat.ndim > 1:
         stamp, tid = stamp[:, None], tid[:, None]
-    w_tid, a_tid = region.w_tid[flat], region.a_tid[flat]
-    with_writer = _unordered_with(region.w_stamp, flat, (w_tid >= 0) & (w_tid != tid), stamp)
-    with_atomic = _unordered_with(region.a_stamp, flat, (a_tid >= 0) & (a_tid != tid), stamp)
-    conflict = with_writer | with_atomic
-    if write:
+    lazy = region.space == "threadgroup"
+    if write and region.read_log:
+        _apply_read_log(m, region)
+    none = np.zeros(flat.shape, bool)
+    with_writer = with_atomic = with_reader = none
+    if _can_conflict(m, region, region.w_gen):
+        w_tid = region.w_tid[flat]
+        with_writer = _unordered_with(region.w_stamp, flat, (w_tid >= 0) & (w_tid != tid),
+                                      stamp)
+    if _can_conflict(m, region, region.a_gen):
+        a_tid = region.a_tid[flat]
+        with_atomic = _unordered_with(region.a_stamp, flat, (a_tid >= 0) & (a_tid != tid),
+                                      stamp)
+    if write and _can_conflict(m, region, region.r_gen):
         r_tid = region.r_tid[flat]
         with_reader = _unordered_with(region.r_stamp, flat, (r_tid != -1) & (r_tid != tid),
                                       stamp)
-        conflict |= with_reader
+    conflict = with_writer | with_atomic | with_reader
     # The earlier accesses a lane may conflict with: (mask, thread, stamp, site, what it did);
     # gathered only for a race, and before this access overwrites the shadow.
     earlier = []
     if conflict.any():
         earlier = [
-            (with_writer, w_tid, region.w_stamp[flat], region.w_site[flat], "wrote"),
-            (with_atomic, a_tid, region.a_stamp[flat], region.a_site[flat],
+            (with_writer, region.w_tid[flat], region.w_stamp[flat], region.w_site[flat],
+             "wrote"),
+            (with_atomic, region.a_tid[flat], region.a_stamp[flat], region.a_site[flat],
              "updated atomically")]
         if write:
-            earlier.append((with_reader, r_tid, region.r_stamp[flat], region.r_site[flat],
-                            "read"))
+            earlier.append((with_reader, region.r_tid[flat], region.r_stamp[flat],
+                            region.r_site[flat], "read"))
     if write:
         region.w_tid[flat] = tid
         region.w_stamp[flat] = stamp
         region.w_site[flat] = site
-        same_store = region.w_tid[flat] != tid  # two lanes of this very store hit one granule
-        if same_store.any():
-            conflict |= same_store
-            earlier.append((same_store, region.w_tid[flat], region.w_stamp[flat],
-                            np.full(flat.shape, -1), None))
+        region.w_gen = m.tg_generation
+        if not _increasing(flat):
+            same_store = region.w_tid[flat] != tid  # two lanes of this store hit one granule
+            if same_store.any():
+                conflict = conflict | same_store
+                earlier.append((same_store, region.w_tid[flat], region.w_stamp[flat],
+                                np.full(flat.shape, -1), None))
+    elif lazy:
+        if region.read_log_gen != m.tg_generation:
+            region.read_log, region.read_log_size = [], 0
+        region.read_log.append((flat, tid, stamp, site))
+        region.read_log_gen = m.tg_generation
+        region.read_log_size += flat.size
+        if region.read_log_size > READ_LOG_LIMIT:
+            _apply_read_log(m, region)
     else:
-        r_tid = region.r_tid[flat]
-        # Another reader in this threadgroup epoch: remember "several readers" (-2).
-        shared = ((region.r_stamp[flat] >> 16) == (stamp >> 16)) & (r_tid != -1) & (r_tid != tid)
-        readers = np.where(shared, -2, tid)
-        region.r_tid[flat] = readers
-        region.r_stamp[flat] = stamp
-        region.r_site[flat] = site
-        repeated = region.r_tid[flat] != readers
-        if repeated.any():
-            region.r_tid[flat[repeated]] = -2
+        _record_reads(region, flat, tid, stamp, site)
+        region.r_gen = m.tg_generation
     if conflict.any():
         # Whether some conflicting access came from another threadgroup (for the hint).
         across = any(bool(np.any(mask & ((stamps >> 32) != (stamp >> 32))))
@@ -541,13 +603,21 @@ def _after_atomic(m: Machine, region: Region, lanes: np.ndarray, bank, off: np.n
     if region.track_races:
         stamp = m.stamps(lanes, region.space == "device")
         tid = m.batch.tid[lanes]
+        if region.read_log:
+            _apply_read_log(m, region)
         w_tid, r_tid = region.w_tid[flat], region.r_tid[flat]
-        with_writer = (w_tid >= 0) & (w_tid != tid) & _unordered(region.w_stamp[flat], stamp)
-        with_reader = (r_tid != -1) & (r_tid != tid) & _unordered(region.r_stamp[flat], stamp)
+        with_writer = with_reader = np.zeros(flat.shape, bool)
+        if _can_conflict(m, region, region.w_gen):
+            with_writer = _unordered_with(region.w_stamp, flat, (w_tid >= 0) & (w_tid != tid),
+                                          stamp)
+        if _can_conflict(m, region, region.r_gen):
+            with_reader = _unordered_with(region.r_stamp, flat,
+                                          (r_tid != -1) & (r_tid != tid), stamp)
         conflict = with_writer | with_reader
         region.a_tid[flat] = tid
         region.a_stamp[flat] = stamp
         region.a_site[flat] = m.site(coord)
+        region.a_gen = m.tg_generation
         if conflict.any():
             earlier = [(with_writer, w_tid, None, region.w_site[flat], "wrote"),
                        (with_reader, r_tid, None, region.r_site[flat], "read")]
