@@ -604,7 +604,7 @@ class Kernel:
         )
 
     def _run(self, args: tuple, kwargs: dict[str, object], trace: bool,
-             strict: bool = False) -> Run:
+             strict: bool = False, memory_budget: int | None = None) -> Run:
         call = self._prepare(args, kwargs)
         if call.verbose:
             sys.stdout.write(verbose_text(call.gen))
@@ -629,6 +629,7 @@ class Kernel:
             call.template,
             self.spec.math_mode,
             trace,
+            memory_budget=memory_budget,
         )
         if strict:
             report.diagnostics = [replace(d, severity="error") for d in report.diagnostics]
@@ -689,14 +690,17 @@ Kernel.__call__.__signature__ = _signature(_CALL_PARAMS, method=True)
 
 
 def simulate(kernel: Kernel, *, trace: bool = False, strict: bool = False,
-             **call_kwargs: object) -> Run:
+             memory_budget: int | None = None, **call_kwargs: object) -> Run:
     """Run `kernel` with the call's keyword arguments; diagnostics are collected, not raised.
 
     `trace=True` asks the executor to record every memory access (for diagrams).
     `strict=True` makes every warning (division by zero, a shift out of range, a SIMD-group
     read of an inactive lane, behaviour the Metal spec leaves open) an error.
+    `memory_budget` (bytes) bounds the simulator's bookkeeping: batches of threadgroups are
+    sized to fit it, and a launch that cannot fit is a `resource-limit` error, reported before
+    anything is allocated (default: a sixteenth of the machine's RAM).
     """
-    return kernel._run((), call_kwargs, trace, strict)
+    return kernel._run((), call_kwargs, trace, strict, memory_budget)
 
 
 def source(kernel: Kernel, **call_kwargs: object) -> str:

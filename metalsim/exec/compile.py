@@ -650,6 +650,8 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
         params = {p.name: var for p, (var, _) in zip(fdef.params, code.params)}
         # What the whole launch declares, wherever the declarations are.
         code.threadgroup_bytes = sum(c.threadgroup_bytes for c in self.instances.values())
+        code.threadgroup_granules = sum(c.threadgroup_granules
+                                        for c in self.instances.values())
         return code, params
 
 

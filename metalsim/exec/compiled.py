@@ -66,6 +66,7 @@ class FunctionCode:
     nslots: int = 0
     body: Run | None = None
     threadgroup_bytes: int = 0
+    threadgroup_granules: int = 0  # race/initialisation shadow entries of those bytes
     this_const: bool = False  # a const member function: `*this` may not be modified
     returns_ref: tuple[str, bool] | None = None  # (space, const) of a returned reference
 

@@ -9,6 +9,7 @@ of at most `LANE_BUDGET` lanes that run in lockstep; batches run one after anoth
 from __future__ import annotations
 
 import functools
+import os
 from dataclasses import dataclass
 
 import numpy as np
@@ -35,6 +36,11 @@ from metalsim.lang.preprocess import preprocess
 from metalsim.report import COUNT_NAMES, BufferTraffic, Report
 
 LANE_BUDGET = 1 << 20
+# The simulator's own bytes per lane of a batch, besides threadgroup memory: ids, per-lane
+# counts, stamps and attributes (LANE_BYTES), and one value per variable slot (SLOT_BYTES).
+LANE_BYTES = 384
+SLOT_BYTES = 16
+COUNTER_BYTES = 6 * 8   # per thread of the grid: the access counts of the report
 DEFAULT_STEP_LIMIT = 200_000
 MAX_TRACED_THREADS = 16_384
 
@@ -172,6 +178,42 @@ def _attributes(grid, tg, ntgs, pos, local, lin, local_tg, group, actual,
     })
 
 
+def default_memory_budget() -> int:
+    """The bytes a launch may use for its bookkeeping by default: a sixteenth of the RAM."""
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") // 16
+    except (ValueError, OSError, AttributeError):
+        return 1 << 30
+
+
+@dataclass
+class MemoryPlan:
+    """What a launch will allocate besides its buffers, and how many lanes a batch gets."""
+
+    fixed: int       # output shadows and per-thread counters, for the whole launch
+    per_group: int   # one threadgroup of a batch: its lanes and threadgroup memory with shadow
+    lanes: int       # lanes per batch (0: not even one threadgroup fits the budget)
+
+
+def plan_memory(program: Program, outputs, grid, tg, budget: int) -> MemoryPlan:
+    """Size batches so that threadgroup memory, its shadow and the lanes fit `budget`."""
+    fixed = grid[0] * grid[1] * grid[2] * COUNTER_BYTES
+    for o in outputs:
+        granule = o.data.dtype.itemsize
+        fixed += -(-o.data.nbytes // granule) * mem.SHADOW_BYTES
+    threads = tg[0] * tg[1] * tg[2]
+    code = program.code
+    per_group = (threads * (LANE_BYTES + SLOT_BYTES * code.nslots) + code.threadgroup_bytes
+                 + code.threadgroup_granules * mem.SHADOW_BYTES)
+    groups = (budget - fixed) // per_group if budget > fixed else 0
+    lanes = min(LANE_BUDGET // threads, groups) * threads if groups else 0
+    return MemoryPlan(fixed, per_group, max(lanes, threads) if groups else 0)
+
+
+def _gigabytes(n: int) -> str:
+    return f"{n / 2**30:.2f} GiB" if n >= 2**28 else f"{n / 2**20:.1f} MiB"
+
+
 def _buffer_region(name: str, data: np.ndarray, elem: ty.Type, space: str, **kw) -> mem.Region:
     raw = np.ascontiguousarray(data).reshape(-1).view(np.uint8)
     return mem.Region(name, space, elem, raw.size, data=raw, **kw)
@@ -238,8 +280,13 @@ def bind_kernel_frame(m: Machine, program: Program, regions: dict) -> Frame:
 
 
 def launch(gen, inputs, outputs, grid, threadgroup, template=None, math_mode: str = "safe",
-           trace: bool = False, step_limit: int = DEFAULT_STEP_LIMIT) -> Report:
-    """Run MLX's generated kernel `gen` in the simulator; outputs are written in place."""
+           trace: bool = False, step_limit: int = DEFAULT_STEP_LIMIT,
+           memory_budget: int | None = None) -> Report:
+    """Run MLX's generated kernel `gen` in the simulator; outputs are written in place.
+
+    `memory_budget` bounds the bytes of the simulator's own bookkeeping (shadows, per-lane
+    state, threadgroup memory); batches are sized to fit it, and a launch that cannot fit is a
+    `resource-limit` error before anything is allocated. Default: `default_memory_budget()`."""
     grid = tuple(int(g) for g in grid)
     if trace and grid[0] * grid[1] * grid[2] > MAX_TRACED_THREADS:
         raise ValueError(f"[metalsim] trace=True records every memory access and is limited to "
@@ -248,8 +295,22 @@ def launch(gen, inputs, outputs, grid, threadgroup, template=None, math_mode: st
     program = compile_program(gen.text, tuple(gen.sections), math_mode, trace)
     tg = tuple(max(1, min(int(t), g)) for t, g in zip(threadgroup, grid))
     m = Machine(grid, program.source_map, step_limit, trace)
-    regions, traffic_rows = bind_buffers(m, gen, program, inputs, outputs)
+    budget = default_memory_budget() if memory_budget is None else memory_budget
+    plan = plan_memory(program, outputs, grid, tg, budget)
     kernel_coord = Coord("source", 1, 1)
+    within_limits = (program.code.threadgroup_bytes <= MAX_THREADGROUP_MEMORY
+                     and int(np.prod(threadgroup)) <= MAX_THREADS_PER_THREADGROUP)
+    if within_limits and not plan.lanes:
+        m.report("resource-limit", "error",
+                 f"the simulator would need {_gigabytes(plan.fixed + plan.per_group)} for this "
+                 f"launch (race and initialisation shadows of the outputs "
+                 f"and per-thread counts: {_gigabytes(plan.fixed)}; one threadgroup: "
+                 f"{_gigabytes(plan.per_group)}), more than its memory budget of "
+                 f"{_gigabytes(budget)}", None, np.empty(0, np.int64),
+                 hint="simulate a smaller launch (the checks are the same at any size), or "
+                      "pass a larger memory_budget= to simulate()")
+        return build_report(m, grid, tg, [])
+    regions, traffic_rows = bind_buffers(m, gen, program, inputs, outputs)
     if program.code.threadgroup_bytes > MAX_THREADGROUP_MEMORY:
         m.report("resource-limit", "error",
                  f"the kernel declares {program.code.threadgroup_bytes:,} bytes of threadgroup "
@@ -260,12 +321,13 @@ def launch(gen, inputs, outputs, grid, threadgroup, template=None, math_mode: st
                  f"threadgroup of {int(np.prod(threadgroup))} threads; the maximum is "
                  f"{MAX_THREADS_PER_THREADGROUP}", None, np.empty(0, np.int64))
     elif m.total_threads > 0:
-        run_batches(m, program, regions, tg, kernel_coord)
+        run_batches(m, program, regions, tg, kernel_coord, plan.lanes)
     return build_report(m, grid, tg, traffic_rows)
 
 
-def run_batches(m: Machine, program: Program, regions: dict, tg, coord: Coord) -> None:
-    for batch in make_batches(m.grid, tg, LANE_BUDGET):
+def run_batches(m: Machine, program: Program, regions: dict, tg, coord: Coord,
+                lanes: int = LANE_BUDGET) -> None:
+    for batch in make_batches(m.grid, tg, lanes):
         m.start_batch(batch)
         frame = bind_kernel_frame(m, program, regions)
         try:

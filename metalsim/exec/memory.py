@@ -25,6 +25,9 @@ from metalsim.lang.types import (
 )
 
 POISON_BYTE = 0xBE
+# Shadow bytes per granule of a region tracking races and initialisation: the init flag, the
+# last writer's, reader's and atomic's thread and stamp (int64) and site (int32).
+SHADOW_BYTES = 1 + 6 * 8 + 3 * 4
 
 
 def leaf_scalar(t: Type) -> ScalarType:
