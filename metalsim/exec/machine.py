@@ -196,8 +196,12 @@ class Machine:
         if tid.size and int(tid[-1]) - int(tid[0]) == tid.size - 1 and (
                 tid.size == 1 or bool((np.diff(tid) == 1).all())):
             tid = slice(int(tid[0]), int(tid[0]) + tid.size)  # consecutive threads: no gather
+        whole_grid = isinstance(tid, slice) and tid == slice(0, self.total_threads)
         for name in self.counted:
-            getattr(self.counters, name)[tid] += self.lane_counts[name]
+            if whole_grid:   # one batch holds every thread: its counts are the grid's
+                setattr(self.counters, name, self.lane_counts[name])
+            else:
+                getattr(self.counters, name)[tid] += self.lane_counts[name]
 
     def count(self, name: str, idx: np.ndarray | slice) -> None:
         self.lane_counts[name][idx] += 1  # lanes of one access are distinct threads
