@@ -297,7 +297,12 @@ def _sliced(step, total: int, limit: float) -> int:
     """Run `step(first, count)` over consecutive slices of `total` blocks, doubling the slice,
     until done or `limit` CPU seconds are spent; returns the blocks run."""
     start, done, count = time.process_time(), 0, 1
-    while done < total and time.process_time() - start < limit:
+    while done < total:
+        spent = time.process_time() - start
+        if spent >= limit:
+            break
+        if done:   # no slice that would run past the limit at the rate so far
+            count = min(count, max(1, int((limit - spent) * done / spent)))
         count = min(count, total - done)
         step(done, count)
         done += count
