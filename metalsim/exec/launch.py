@@ -90,8 +90,9 @@ def make_batches(grid: tuple[int, int, int], tg: tuple[int, int, int], budget: i
         n = int(counts.sum())
         if gy == gz == 1:  # one-dimensional: lanes are consecutive threads
             tid = np.arange(start * tx, start * tx + n, dtype=np.int64)
-            local_tg = tid // tx - start
-            lin = tid - (local_tg + start) * tx
+            group = tid // tx
+            lin = tid - group * tx
+            local_tg = group - start
             zeros = np.zeros(n, np.int64)
             pos, local = (tid, zeros, zeros), (lin, zeros, zeros)
         else:
@@ -104,13 +105,18 @@ def make_batches(grid: tuple[int, int, int], tg: tuple[int, int, int], budget: i
             py, pz = wy[local_tg] * ty_ + ly, wz[local_tg] * tz + lz
             tid = pz * gx * gy + py * gx + px
             pos, local = (px, py, pz), (lx, ly, lz)
-        simds = _ceil_div_arr(counts, SIMD_WIDTH)
-        simd_base = np.cumsum(simds) - simds
+        if gy == gz == 1 and tx % SIMD_WIDTH == 0:
+            # every threadgroup but the last is full: SIMD-groups are consecutive lanes
+            tg_global, simd_global = group, (tid - start * tx) // SIMD_WIDTH
+        else:
+            simds = _ceil_div_arr(counts, SIMD_WIDTH)
+            simd_base = np.cumsum(simds) - simds
+            tg_global, simd_global = ids[local_tg], simd_base[local_tg] + lin // SIMD_WIDTH
         attrs = _attributes(grid, tg, (nx, ny, nz), pos, local, lin, local_tg,
                             (wx, wy, wz), (ax, ay, az), counts)
-        yield Batch(size=n, tid=tid, tg_global=ids[local_tg],
+        yield Batch(size=n, tid=tid, tg_global=tg_global,
                     tg_local=local_tg, tg_count=ids.size, tg_ids=ids, tg_sizes=counts,
-                    simd_global=simd_base[local_tg] + lin // SIMD_WIDTH, attributes=attrs)
+                    simd_global=simd_global, attributes=attrs)
 
 
 def _ceil_div_arr(a: np.ndarray, b: int) -> np.ndarray:

@@ -64,17 +64,7 @@ class Region:
         self.granules = -(-nbytes // self.granule)
         size = banks * self.granules  # shadow state is flat: index = bank * granules + granule
         self.init = np.zeros(size, bool) if track_init else None
-        if track_races:
-            self.w_tid = np.full(size, -1, np.int64)
-            self.w_stamp = np.zeros(size, np.int64)
-            self.r_tid = np.full(size, -1, np.int64)
-            self.r_stamp = np.zeros(size, np.int64)
-            self.a_tid = np.full(size, -1, np.int64)   # last atomic access (never races
-            self.a_stamp = np.zeros(size, np.int64)    # with another atomic one)
-            # where each of the three happened (`Machine.site`), to name it in a race
-            self.w_site = np.zeros(size, np.int32)
-            self.r_site = np.zeros(size, np.int32)
-            self.a_site = np.zeros(size, np.int32)
+        self.shadow_size = size if track_races else 0
         # `Machine.tg_generation` of the latest write, read and atomic access recorded (-1:
         # none): a kind of access never recorded, or (threadgroup memory) recorded only in an
         # older generation, cannot conflict with anything, so its shadow is not even gathered.
@@ -89,6 +79,23 @@ class Region:
         self.bytes_read = 0
         self.bytes_written = 0
         self.provenance: dict[tuple, frozenset] = {}  # thread memory, trace mode only
+
+    # Race shadow, built on first use (a kernel that only writes an output never needs the
+    # reader and atomic arrays): the last writer, reader and atomic access (an atomic never
+    # races with another atomic) per granule, with stamps and sites (`Machine.site`).
+    _SHADOW = {"w_tid": (-1, np.int64), "w_stamp": (0, np.int64), "w_site": (0, np.int32),
+               "r_tid": (-1, np.int64), "r_stamp": (0, np.int64), "r_site": (0, np.int32),
+               "a_tid": (-1, np.int64), "a_stamp": (0, np.int64), "a_site": (0, np.int32)}
+
+    def __getattr__(self, name: str) -> np.ndarray:
+        spec = Region._SHADOW.get(name)
+        if spec is None or not self.__dict__.get("shadow_size"):
+            raise AttributeError(name)
+        fill, dtype = spec
+        array = (np.zeros if fill == 0 else np.full)(self.shadow_size, *(
+            (dtype,) if fill == 0 else (fill, dtype)))
+        setattr(self, name, array)
+        return array
 
     def view(self, dtype: np.dtype) -> np.ndarray:
         v = self._views.get(dtype)
