@@ -629,7 +629,8 @@ class Kernel:
             call.template,
             self.spec.math_mode,
             trace,
-            memory_budget=memory_budget,
+            # the launch's own default unless a budget is given
+            **({} if memory_budget is None else {"memory_budget": memory_budget}),
         )
         if strict:
             report.diagnostics = [replace(d, severity="error") for d in report.diagnostics]
