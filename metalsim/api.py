@@ -609,7 +609,7 @@ class Kernel:
 
     def _run(self, args: tuple, kwargs: dict[str, object], trace: bool | Collection[int],
              strict: bool = False, profile: bool = False, max_steps: int | None = None,
-             max_seconds: float | None = None) -> Run:
+             max_seconds: float | None = None, memory_budget: int | None = None) -> Run:
         _check_limits(max_steps, max_seconds)
         call = self._prepare(args, kwargs)
         if call.verbose:
@@ -638,6 +638,8 @@ class Kernel:
             profile=profile,
             step_limit=max_steps,
             time_limit=max_seconds,
+            # the launch's own default unless a budget is given
+            **({} if memory_budget is None else {"memory_budget": memory_budget}),
         )
         if strict:
             report.diagnostics = [replace(d, severity="error") for d in report.diagnostics]
@@ -733,7 +735,8 @@ Kernel.__call__.__signature__ = _signature(_CALL_PARAMS, method=True)
 
 def simulate(kernel: Kernel, *, trace: bool | Collection[int] = False, strict: bool = False,
              profile: bool = False, max_steps: int | None = None,
-             max_seconds: float | None = None, **call_kwargs: object) -> Run:
+             max_seconds: float | None = None, memory_budget: int | None = None,
+             **call_kwargs: object) -> Run:
     """Run `kernel` with the call's keyword arguments; diagnostics are collected, not raised.
 
     `trace=True` asks the executor to record every memory access (for diagrams); a collection
@@ -747,10 +750,14 @@ def simulate(kernel: Kernel, *, trace: bool | Collection[int] = False, strict: b
     1,000,000; a memory access counts 4), `max_seconds` its wall time (default: none); past
     either the launch stops with a `step-limit` error. They default to the kernel's own
     (`metalsim.patch(max_steps=...)`).
+    `memory_budget` (bytes) bounds the simulator's bookkeeping: batches of threadgroups are
+    sized to fit it, and a launch that cannot fit is a `resource-limit` error, reported before
+    anything is allocated (default: a sixteenth of the machine's RAM).
     """
     return kernel._run((), call_kwargs, trace, strict, profile,
                        kernel.max_steps if max_steps is None else max_steps,
-                       kernel.max_seconds if max_seconds is None else max_seconds)
+                       kernel.max_seconds if max_seconds is None else max_seconds,
+                       memory_budget)
 
 
 def source(kernel: Kernel, **call_kwargs: object) -> str:

@@ -17,11 +17,10 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from puzzles import notebooks
 from puzzles.catalog import ROOT, all_puzzles, find
-from puzzles.checking import COUNT_NAMES, check_kernel
-from puzzles.grading import commands as grading
-from puzzles.grading.integrity import clean_text
+
+# The simulator (`puzzles.checking`), the grader and nbformat (`grading`, `notebooks`) are imported
+# by the commands that need them: `list` should start as fast as importing MLX and numpy.
 
 # Column names: max per thread of global reads/writes, threadgroup reads/writes, atomics.
 SHORT = {"global_reads": "GR", "global_writes": "GW", "threadgroup_reads": "TR",
@@ -74,11 +73,17 @@ def main(argv: Sequence[str] | None = None) -> int:
             parser.error("grading a folder needs --out DIR")
         if args.gradescope is not None and (args.path.is_dir() or args.out is not None):
             parser.error("--gradescope is for one notebook (a folder writes results/<id>/)")
+        from puzzles.grading import commands as grading
+
         return grading.grade(args.path, assignment=args.assignment, out=args.out,
                               jobs=args.jobs, puzzles=args.puzzle, json_path=args.json,
                               seed=args.seed, gradescope_path=args.gradescope)
     if args.release is not None:
+        from puzzles.grading import commands as grading
+
         return grading.release(args.release)
+    from puzzles import notebooks
+
     for path in notebooks.build(args.root):
         print(f"wrote {path}")
     return 0
@@ -98,6 +103,8 @@ def _list() -> int:
 
 
 def _check_solutions(as_json: bool) -> int:
+    from puzzles.checking import COUNT_NAMES, check_kernel
+
     results = [check_kernel(p, p.solution()) for p in all_puzzles()]
     if as_json:
         print(json.dumps([r.to_json() for r in results], indent=2))
@@ -127,6 +134,9 @@ def _check_one(key: str, source: Path, header: Path | None, as_json: bool) -> in
         print(f"cannot read the kernel: it is not UTF-8 text ({exc.reason} at byte "
               f"{exc.start})", file=sys.stderr)
         return 2
+    from puzzles.checking import check_kernel
+    from puzzles.grading.integrity import clean_text
+
     result = check_kernel(puzzle, body, head)
     print(json.dumps(result.to_json(), indent=2) if as_json else clean_text(result.text))
     return 0 if result.passed else 1

@@ -765,6 +765,8 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
         code.thread_bytes = sum(c.thread_bytes for c in self.instances.values())
         code.largest_thread_object = max((c.largest_thread_object
                                           for c in self.instances.values()), key=lambda x: x[1])
+        code.threadgroup_granules = sum(c.threadgroup_granules
+                                        for c in self.instances.values())
         return code, params
 
 

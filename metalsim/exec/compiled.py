@@ -68,6 +68,7 @@ class FunctionCode:
     threadgroup_bytes: int = 0
     thread_bytes: int = 0      # thread-private memory its declarations place (largest first)
     largest_thread_object: tuple[str, int] = ("", 0)  # (name, bytes), for the message
+    threadgroup_granules: int = 0  # race/initialisation shadow entries of those bytes
     this_const: bool = False  # a const member function: `*this` may not be modified
     returns_ref: tuple[str, bool] | None = None  # (space, const) of a returned reference
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import os
 import sys
 from collections.abc import Collection
 from dataclasses import dataclass
@@ -50,6 +51,11 @@ MAX_THREAD_MEMORY = 64 * 1024
 # whole launch: some 100,000 typical statements, about seven times what the heaviest reference
 # kernel of the puzzles needs (148,000).
 DEFAULT_STEP_LIMIT = 1_000_000
+# The simulator's own bytes per lane of a batch, besides threadgroup memory: ids, per-lane
+# counts, stamps and attributes (LANE_BYTES), and one value per variable slot (SLOT_BYTES).
+LANE_BYTES = 384
+SLOT_BYTES = 16
+COUNTER_BYTES = 6 * 8   # per thread of the grid: the access counts of the report
 MAX_TRACED_THREADS = 16_384
 
 
@@ -113,29 +119,63 @@ def make_batches(grid: tuple[int, int, int], tg: tuple[int, int, int], budget: i
         az = np.minimum(tz, gz - wz * tz)
         counts = ax * ay * az
         n = int(counts.sum())
-        local_tg = np.repeat(np.arange(ids.size), counts)
-        starts = np.cumsum(counts) - counts
-        lin = np.arange(n) - starts[local_tg]
-        lax, lay = ax[local_tg], ay[local_tg]
-        lx, ly, lz = lin % lax, (lin // lax) % lay, lin // (lax * lay)
-        px, py, pz = wx[local_tg] * tx + lx, wy[local_tg] * ty_ + ly, wz[local_tg] * tz + lz
-        simds = _ceil_div_arr(counts, SIMD_WIDTH)
-        simd_base = np.cumsum(simds) - simds
-        attrs = _attributes(grid, tg, (nx, ny, nz), (px, py, pz), (lx, ly, lz),
-                            (wx[local_tg], wy[local_tg], wz[local_tg]),
-                            (lax, lay, az[local_tg]), lin, counts[local_tg])
-        yield Batch(size=n, tid=pz * gx * gy + py * gx + px, tg_global=ids[local_tg],
+        if gy == gz == 1:  # one-dimensional: lanes are consecutive threads
+            tid = np.arange(start * tx, start * tx + n, dtype=np.int64)
+            group = tid // tx
+            lin = tid - group * tx
+            local_tg = group - start
+            zeros = np.zeros(n, np.int64)
+            pos, local = (tid, zeros, zeros), (lin, zeros, zeros)
+        else:
+            local_tg = np.repeat(np.arange(ids.size), counts)
+            starts = np.cumsum(counts) - counts
+            lin = np.arange(n) - starts[local_tg]
+            lax, lay = ax[local_tg], ay[local_tg]
+            lx, ly, lz = lin % lax, (lin // lax) % lay, lin // (lax * lay)
+            px = wx[local_tg] * tx + lx
+            py, pz = wy[local_tg] * ty_ + ly, wz[local_tg] * tz + lz
+            tid = pz * gx * gy + py * gx + px
+            pos, local = (px, py, pz), (lx, ly, lz)
+        if gy == gz == 1 and tx % SIMD_WIDTH == 0:
+            # every threadgroup but the last is full: SIMD-groups are consecutive lanes
+            tg_global, simd_global = group, (tid - start * tx) // SIMD_WIDTH
+        else:
+            simds = _ceil_div_arr(counts, SIMD_WIDTH)
+            simd_base = np.cumsum(simds) - simds
+            tg_global, simd_global = ids[local_tg], simd_base[local_tg] + lin // SIMD_WIDTH
+        attrs = _attributes(grid, tg, (nx, ny, nz), pos, local, lin, local_tg,
+                            (wx, wy, wz), (ax, ay, az), counts)
+        yield Batch(size=n, tid=tid, tg_global=tg_global,
                     tg_local=local_tg, tg_count=ids.size, tg_ids=ids, tg_sizes=counts,
-                    simd_global=simd_base[local_tg] + lin // SIMD_WIDTH, attributes=attrs)
+                    simd_global=simd_global, attributes=attrs)
 
 
 def _ceil_div_arr(a: np.ndarray, b: int) -> np.ndarray:
     return -(-a // b)
 
 
-def _attributes(grid, tg, ntgs, pos, local, group, actual, lin, actual_total) -> dict:
-    """Per-lane values of every attribute MLX can declare, as `uint`/`uint3` arrays."""
+class Attributes(dict):
+    """Per-lane values of the attributes MLX can declare, as `uint`/`uint3` arrays, each built
+    on first use: a kernel reads a few of the twenty, and building all of them was most of the
+    cost of a large elementwise launch."""
+
+    def __init__(self, makers: dict) -> None:
+        super().__init__()
+        self.makers = makers
+
+    def __missing__(self, name: str) -> np.ndarray:
+        value = self[name] = self.makers[name]()
+        return value
+
+
+def _attributes(grid, tg, ntgs, pos, local, lin, local_tg, group, actual,
+                counts) -> Attributes:
+    """The attributes of a batch's lanes (see `Attributes`): `pos`, `local` and `lin` per lane,
+    `group`, `actual` (threadgroup sizes) and `counts` (their threads) per threadgroup."""
     n = lin.size
+
+    def per_lane(per_group: np.ndarray) -> np.ndarray:
+        return per_group[local_tg]
 
     def vec3(parts) -> np.ndarray:
         out = np.empty((n, 3), np.uint32)
@@ -150,28 +190,65 @@ def _attributes(grid, tg, ntgs, pos, local, group, actual, lin, actual_total) ->
         return np.broadcast_to(np.asarray(values, np.uint32), (n,))
 
     dispatch_total = tg[0] * tg[1] * tg[2]
-    return {
-        "thread_position_in_grid": vec3(pos),
-        "thread_position_in_threadgroup": vec3(local),
-        "threadgroup_position_in_grid": vec3(group),
-        "threads_per_threadgroup": vec3(actual),
-        "dispatch_threads_per_threadgroup": uniform3(tg),
-        "threadgroups_per_grid": uniform3(ntgs),
-        "threads_per_grid": uniform3(grid),
-        "grid_origin": uniform3((0, 0, 0)),
-        "grid_size": uniform3(grid),
-        "thread_index_in_threadgroup": scalar(lin),
-        "thread_index_in_simdgroup": scalar(lin % SIMD_WIDTH),
-        "simdgroup_index_in_threadgroup": scalar(lin // SIMD_WIDTH),
-        "threads_per_simdgroup": scalar(SIMD_WIDTH),
-        "thread_execution_width": scalar(SIMD_WIDTH),
-        "simdgroups_per_threadgroup": scalar(_ceil_div_arr(actual_total, SIMD_WIDTH)),
-        "dispatch_simdgroups_per_threadgroup": scalar(_ceil_div(dispatch_total, SIMD_WIDTH)),
-        "thread_index_in_quadgroup": scalar(lin % 4),
-        "quadgroup_index_in_threadgroup": scalar(lin // 4),
-        "quadgroups_per_threadgroup": scalar(_ceil_div_arr(actual_total, 4)),
-        "dispatch_quadgroups_per_threadgroup": scalar(_ceil_div(dispatch_total, 4)),
-    }
+    return Attributes({
+        "thread_position_in_grid": lambda: vec3(pos),
+        "thread_position_in_threadgroup": lambda: vec3(local),
+        "threadgroup_position_in_grid": lambda: vec3([per_lane(g) for g in group]),
+        "threads_per_threadgroup": lambda: vec3([per_lane(a) for a in actual]),
+        "dispatch_threads_per_threadgroup": lambda: uniform3(tg),
+        "threadgroups_per_grid": lambda: uniform3(ntgs),
+        "threads_per_grid": lambda: uniform3(grid),
+        "grid_origin": lambda: uniform3((0, 0, 0)),
+        "grid_size": lambda: uniform3(grid),
+        "thread_index_in_threadgroup": lambda: scalar(lin),
+        "thread_index_in_simdgroup": lambda: scalar(lin % SIMD_WIDTH),
+        "simdgroup_index_in_threadgroup": lambda: scalar(lin // SIMD_WIDTH),
+        "threads_per_simdgroup": lambda: scalar(SIMD_WIDTH),
+        "thread_execution_width": lambda: scalar(SIMD_WIDTH),
+        "simdgroups_per_threadgroup": lambda: scalar(_ceil_div_arr(per_lane(counts), SIMD_WIDTH)),
+        "dispatch_simdgroups_per_threadgroup":
+            lambda: scalar(_ceil_div(dispatch_total, SIMD_WIDTH)),
+        "thread_index_in_quadgroup": lambda: scalar(lin % 4),
+        "quadgroup_index_in_threadgroup": lambda: scalar(lin // 4),
+        "quadgroups_per_threadgroup": lambda: scalar(_ceil_div_arr(per_lane(counts), 4)),
+        "dispatch_quadgroups_per_threadgroup": lambda: scalar(_ceil_div(dispatch_total, 4)),
+    })
+
+
+def default_memory_budget() -> int:
+    """The bytes a launch may use for its bookkeeping by default: a sixteenth of the RAM."""
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") // 16
+    except (ValueError, OSError, AttributeError):
+        return 1 << 30
+
+
+@dataclass
+class MemoryPlan:
+    """What a launch will allocate besides its buffers, and how many lanes a batch gets."""
+
+    fixed: int       # output shadows and per-thread counters, for the whole launch
+    per_group: int   # one threadgroup of a batch: its lanes and threadgroup memory with shadow
+    lanes: int       # lanes per batch (0: not even one threadgroup fits the budget)
+
+
+def plan_memory(program: Program, outputs, grid, tg, budget: int) -> MemoryPlan:
+    """Size batches so that threadgroup memory, its shadow and the lanes fit `budget`."""
+    fixed = grid[0] * grid[1] * grid[2] * COUNTER_BYTES
+    for o in outputs:
+        granule = o.data.dtype.itemsize
+        fixed += -(-o.data.nbytes // granule) * mem.SHADOW_BYTES
+    threads = tg[0] * tg[1] * tg[2]
+    code = program.code
+    per_group = (threads * (LANE_BYTES + SLOT_BYTES * code.nslots) + code.threadgroup_bytes
+                 + code.threadgroup_granules * mem.SHADOW_BYTES)
+    groups = (budget - fixed) // per_group if budget > fixed else 0
+    lanes = min(LANE_BUDGET // threads, groups) * threads if groups else 0
+    return MemoryPlan(fixed, per_group, max(lanes, threads) if groups else 0)
+
+
+def _gigabytes(n: int) -> str:
+    return f"{n / 2**30:.2f} GiB" if n >= 2**28 else f"{n / 2**20:.1f} MiB"
 
 
 def _buffer_region(name: str, data: np.ndarray, elem: ty.Type, space: str, **kw) -> mem.Region:
@@ -243,13 +320,18 @@ def bind_kernel_frame(m: Machine, program: Program, regions: dict) -> Frame:
 
 def launch(gen, inputs, outputs, grid, threadgroup, template=None, math_mode: str = "safe",
            trace: bool | Collection[int] = False, step_limit: int | None = None,
-           time_limit: float | None = None, profile: bool = False) -> Report:
+           time_limit: float | None = None, profile: bool = False,
+           memory_budget: int | None = None) -> Report:
     """Run MLX's generated kernel `gen` in the simulator; outputs are written in place.
 
     `trace`: True records every access; a collection of linear threadgroup ids records only
     theirs (the rest of the launch runs at nearly untraced speed). `step_limit` bounds the work
     (expression nodes evaluated), `time_limit` the wall time in seconds. `profile` measures
-    coalescing and bank conflicts into `report.memory` (see `metalsim.efficiency`)."""
+    coalescing and bank conflicts into `report.memory` (see `metalsim.efficiency`).
+
+    `memory_budget` bounds the bytes of the simulator's own bookkeeping (shadows, per-lane
+    state, threadgroup memory); batches are sized to fit it, and a launch that cannot fit is a
+    `resource-limit` error before anything is allocated. Default: `default_memory_budget()`."""
     grid = tuple(int(g) for g in grid)
     for buffer in (*inputs, *outputs):   # MLX (and Metal) take these; the simulator cannot
         if buffer.dtype == "complex64":
@@ -268,16 +350,33 @@ def launch(gen, inputs, outputs, grid, threadgroup, template=None, math_mode: st
     m = Machine(grid, program.source_map, step_limit or DEFAULT_STEP_LIMIT, tracing, trace_groups,
                 time_limit)
     m.efficiency = MemoryEfficiency() if profile else None
+    budget = default_memory_budget() if memory_budget is None else memory_budget
+    plan = plan_memory(program, outputs, grid, tg, budget)
+    within_limits = (program.code.threadgroup_bytes <= MAX_THREADGROUP_MEMORY
+                     and program.code.thread_bytes <= MAX_THREAD_MEMORY
+                     and int(np.prod(threadgroup)) <= MAX_THREADS_PER_THREADGROUP)
+    if within_limits and not plan.lanes:
+        m.report("resource-limit", "error",
+                 f"the simulator would need {_gigabytes(plan.fixed + plan.per_group)} for this "
+                 f"launch (race and initialisation shadows of the outputs "
+                 f"and per-thread counts: {_gigabytes(plan.fixed)}; one threadgroup: "
+                 f"{_gigabytes(plan.per_group)}), more than its memory budget of "
+                 f"{_gigabytes(budget)}", None, np.empty(0, np.int64),
+                 hint="simulate a smaller launch (the checks are the same at any size), or "
+                      "pass a larger memory_budget= to simulate()")
+        return build_report(m, grid, tg, [])
     regions, traffic_rows = bind_buffers(m, gen, program, inputs, outputs)
     kernel_coord = Coord("source", 1, 1)
     if within_resource_limits(m, program.code, len(regions), threadgroup) and m.total_threads:
-        initial = [o.data.copy() for o in outputs]
+        # What a traced second run (`follow_undefined`) starts from; it follows small launches only.
+        initial = ([o.data.copy() for o in outputs] if m.total_threads <= MAX_TRACED_THREADS
+                   else [])
         with deep_recursion():
-            run_batches(m, program, regions, tg, kernel_coord)
+            run_batches(m, program, regions, tg, kernel_coord, plan.lanes)
             if m.unfollowed_undefined:
                 efficiency = m.efficiency
                 m, traffic_rows = follow_undefined(m, gen, inputs, outputs, initial, tg,
-                                                   math_mode, traffic_rows, keep_trace=tracing)
+                                                   math_mode, traffic_rows, tracing, plan.lanes)
                 m.efficiency = efficiency
                 if m.trace is not None:  # the whole launch is traced now
                     trace_groups = None
@@ -318,7 +417,7 @@ def within_resource_limits(m: Machine, code: FunctionCode, buffers: int, threadg
 
 
 def follow_undefined(m: Machine, gen, inputs, outputs, initial: list, tg, math_mode: str,
-                     traffic_rows: list, keep_trace: bool) -> tuple[Machine, list]:
+                     traffic_rows: list, keep_trace: bool, lanes: int) -> tuple[Machine, list]:
     """An untraced launch (or the untraced threadgroups of a partly traced one) read
     uninitialised memory, which matters only where the value goes, and only a traced run follows
     values: run again, traced, from the same outputs, and return that run's machine (with its
@@ -334,14 +433,15 @@ def follow_undefined(m: Machine, gen, inputs, outputs, initial: list, tg, math_m
     program = compile_program(gen.text, tuple(gen.sections), math_mode, True)
     traced = Machine(m.grid, program.source_map, m.step_limit, True, None, m.time_limit)
     regions, traffic_rows = bind_buffers(traced, gen, program, inputs, outputs)
-    run_batches(traced, program, regions, tg, Coord("source", 1, 1))
+    run_batches(traced, program, regions, tg, Coord("source", 1, 1), lanes)
     if not keep_trace:
         traced.trace = None
     return traced, traffic_rows
 
 
-def run_batches(m: Machine, program: Program, regions: dict, tg, coord: Coord) -> None:
-    for batch in make_batches(m.grid, tg, LANE_BUDGET):
+def run_batches(m: Machine, program: Program, regions: dict, tg, coord: Coord,
+                lanes: int = LANE_BUDGET) -> None:
+    for batch in make_batches(m.grid, tg, lanes):
         m.start_batch(batch)
         frame = bind_kernel_frame(m, program, regions)
         try:

@@ -221,6 +221,9 @@ class Machine:
         self.tg_epoch: np.ndarray | None = None    # threadgroup-memory barrier count per group
         self.dev_epoch: np.ndarray | None = None   # device-memory barrier count per group
         self.tg_regions: dict[int, object] = {}    # threadgroup allocations of this batch
+        # Bumped by a threadgroup-memory barrier that every threadgroup of the batch reached:
+        # threadgroup-memory accesses of an older generation are ordered before all later ones.
+        self.tg_generation = 0
         # Provenance while tracing: for each lane, the memory cells whose values flowed into
         # what the current statement computed so far (see `note_cells` and `sources`).
         self.flow: dict[int, set] = {}
@@ -243,16 +246,25 @@ class Machine:
         if self.trace_groups is not None:
             self.lane_traced = np.isin(batch.tg_global, np.fromiter(self.trace_groups, np.int64))
             self.traced_lanes = np.flatnonzero(self.lane_traced)
+        self.counted: set[str] = set()   # the counts this batch touched
         self._stamps: dict[bool, np.ndarray] = {}
 
     def finish_batch(self) -> None:
         """Move the batch's per-lane counts into the per-thread counters of the grid."""
         tid = self.batch.tid
-        for name, counts in self.lane_counts.items():
-            getattr(self.counters, name)[tid] += counts
+        if tid.size and int(tid[-1]) - int(tid[0]) == tid.size - 1 and (
+                tid.size == 1 or bool((np.diff(tid) == 1).all())):
+            tid = slice(int(tid[0]), int(tid[0]) + tid.size)  # consecutive threads: no gather
+        whole_grid = isinstance(tid, slice) and tid == slice(0, self.total_threads)
+        for name in self.counted:
+            if whole_grid:   # one batch holds every thread: its counts are the grid's
+                setattr(self.counters, name, self.lane_counts[name])
+            else:
+                getattr(self.counters, name)[tid] += self.lane_counts[name]
 
     def count(self, name: str, idx: np.ndarray | slice) -> None:
         self.lane_counts[name][idx] += 1  # lanes of one access are distinct threads
+        self.counted.add(name)
 
     def stamps(self, idx: np.ndarray | slice, device: bool) -> np.ndarray:
         """Per lane, for race checks, one int64: threadgroup id (bits 32-63), threadgroup
@@ -278,6 +290,8 @@ class Machine:
         if threadgroup_memory:
             tg_epoch[reached] += 1
             self._stamps.pop(False, None)
+            if not simdgroups and reached.all():
+                self.tg_generation += 1
         if device_memory:
             dev_epoch[reached] += 1
             self._stamps.pop(True, None)

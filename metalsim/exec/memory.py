@@ -28,6 +28,10 @@ from metalsim.lang.types import (
 
 POISON_BYTE = 0xBE
 STORE, RMW = 1, 2  # kinds of atomic access in the race shadow (0: a load)
+# Shadow bytes per granule of a region tracking races and initialisation: the init and written
+# flags, the last writer's, reader's and atomic's thread and stamp (int64) and site (int32), and
+# the atomic access's kind (int8).
+SHADOW_BYTES = 2 + 6 * 8 + 3 * 4 + 1
 
 
 def leaf_scalar(t: Type) -> ScalarType:
@@ -66,24 +70,41 @@ class Region:
         self.init = np.zeros(size, bool) if track_init else None
         # granules some thread wrote (for outputs, which may start initialised); needs races
         self.written = np.zeros(size, bool) if track_writes else None
-        if track_races:
-            self.w_tid = np.full(size, -1, np.int64)
-            self.w_stamp = np.zeros(size, np.int64)
-            self.r_tid = np.full(size, -1, np.int64)
-            self.r_stamp = np.zeros(size, np.int64)
-            self.a_tid = np.full(size, -1, np.int64)   # last atomic access (never races
-            self.a_stamp = np.zeros(size, np.int64)    # with another atomic one)
-            self.a_kind = np.zeros(size, np.int8)      # it was a load, STORE or RMW
-            # where each of the three happened (`Machine.site`), to name it in a race
-            self.w_site = np.zeros(size, np.int32)
-            self.r_site = np.zeros(size, np.int32)
-            self.a_site = np.zeros(size, np.int32)
+        self.shadow_size = size if track_races else 0
+        # `Machine.tg_generation` of the latest write, read and atomic access recorded (-1:
+        # none): a kind of access never recorded, or (threadgroup memory) recorded only in an
+        # older generation, cannot conflict with anything, so its shadow is not even gathered.
+        self.w_gen = self.r_gen = self.a_gen = -1
+        # Threadgroup memory records its reads lazily: (granules, threads, stamps, site) per
+        # read of the current generation, applied to the reader shadow only when a write or an
+        # atomic of that generation needs it, and dropped once a barrier orders them.
+        self.read_log: list[tuple] = []
+        self.read_log_gen = -1
+        self.read_log_size = 0
         self._views: dict[np.dtype, np.ndarray] = {}
         self.bytes_read = 0
         self.bytes_written = 0
         self.provenance: dict[tuple, frozenset] = {}  # thread memory, trace mode only
         # trace mode: threadgroup cells holding a value that came from uninitialised reads
         self.undefined: dict[tuple, frozenset] = {}
+
+    # Race shadow, built on first use (a kernel that only writes an output never needs the
+    # reader and atomic arrays): the last writer, reader and atomic access (an atomic never
+    # races with another atomic) per granule, with stamps and sites (`Machine.site`).
+    _SHADOW = {"w_tid": (-1, np.int64), "w_stamp": (0, np.int64), "w_site": (0, np.int32),
+               "r_tid": (-1, np.int64), "r_stamp": (0, np.int64), "r_site": (0, np.int32),
+               "a_tid": (-1, np.int64), "a_stamp": (0, np.int64), "a_site": (0, np.int32),
+               "a_kind": (0, np.int8)}  # the atomic access was a load, STORE or RMW
+
+    def __getattr__(self, name: str) -> np.ndarray:
+        spec = Region._SHADOW.get(name)
+        if spec is None or not self.__dict__.get("shadow_size"):
+            raise AttributeError(name)
+        fill, dtype = spec
+        array = (np.zeros if fill == 0 else np.full)(self.shadow_size, *(
+            (dtype,) if fill == 0 else (fill, dtype)))
+        setattr(self, name, array)
+        return array
 
     def view(self, dtype: np.dtype) -> np.ndarray:
         v = self._views.get(dtype)
@@ -405,68 +426,120 @@ def _init_hint(region: Region) -> str:
     return "initialise the variable before reading it"
 
 
+READ_LOG_LIMIT = 1 << 22  # granules of pending reads kept before they are applied
+
+
+def _can_conflict(m: Machine, region: Region, gen: int) -> bool:
+    """Whether a recorded access of generation `gen` (`Region.w_gen` and friends) may be
+    unordered with an access now: any recorded one for device memory (threadgroups are never
+    ordered), one of the current generation for threadgroup memory."""
+    return gen >= 0 and (region.space != "threadgroup" or gen == m.tg_generation)
+
+
+def _apply_read_log(m: Machine, region: Region) -> None:
+    """Record the pending reads of the current generation in the reader shadow, in order."""
+    log, region.read_log, region.read_log_size = region.read_log, [], 0
+    if region.read_log_gen != m.tg_generation:
+        return  # a barrier reached by every threadgroup ordered them: nothing to record
+    for flat, tid, stamp, site in log:
+        _record_reads(region, flat, tid, stamp, site)
+    region.r_gen = m.tg_generation
+
+
+def _record_reads(region: Region, flat: np.ndarray, tid, stamp, site: int) -> None:
+    """The reader shadow after a read: the reading thread, or -2 where another thread read the
+    granule in the same threadgroup epoch (several readers)."""
+    r_tid = region.r_tid[flat]
+    shared = ((region.r_stamp[flat] >> 16) == (stamp >> 16)) & (r_tid != -1) & (r_tid != tid)
+    readers = np.where(shared, -2, tid)
+    region.r_tid[flat] = readers
+    region.r_stamp[flat] = stamp
+    region.r_site[flat] = site
+    repeated = region.r_tid[flat] != readers  # two lanes of this read hit one granule
+    if repeated.any():
+        region.r_tid[flat[repeated]] = -2
+
+
+def _increasing(flat: np.ndarray) -> bool:
+    """Whether the granules of an access are distinct because they strictly increase."""
+    return flat.ndim == 1 and bool((flat[1:] > flat[:-1]).all())
+
+
 def _race_check(m: Machine, region: Region, idx: np.ndarray | slice, flat: np.ndarray,
                 write: bool, coord: Coord, identical=None) -> None:
     """Two accesses to one granule race unless they come from the same thread, or from one
     threadgroup with a barrier ordering this memory between them; one must be a write.
 
     Per granule the shadow keeps the last writer and the last reader (-2: several readers in
-    one epoch), each with the (threadgroup, epoch) stamp of the access.
+    one epoch), each with the (threadgroup, epoch) stamp of the access. Only the kinds of
+    earlier access that can conflict (`_can_conflict`) are gathered.
     """
     stamp = m.stamps(idx, region.space == "device")
     tid = m.batch.tid[idx]
     site = m.site(coord)
     if flat.ndim > 1:
         stamp, tid = stamp[:, None], tid[:, None]
-    w_tid, a_tid = region.w_tid[flat], region.a_tid[flat]
-    with_writer = _unordered_with(region.w_stamp, flat, (w_tid >= 0) & (w_tid != tid), stamp)
-    with_atomic = _unordered_with(region.a_stamp, flat, (a_tid >= 0) & (a_tid != tid), stamp)
-    conflict = with_writer | with_atomic
-    if write:
+    lazy = region.space == "threadgroup"
+    if write and region.read_log:
+        _apply_read_log(m, region)
+    none = np.zeros(flat.shape, bool)
+    with_writer = with_atomic = with_reader = none
+    if _can_conflict(m, region, region.w_gen):
+        w_tid = region.w_tid[flat]
+        with_writer = _unordered_with(region.w_stamp, flat, (w_tid >= 0) & (w_tid != tid),
+                                      stamp)
+    if _can_conflict(m, region, region.a_gen):
+        a_tid = region.a_tid[flat]
+        with_atomic = _unordered_with(region.a_stamp, flat, (a_tid >= 0) & (a_tid != tid),
+                                      stamp)
+    if write and _can_conflict(m, region, region.r_gen):
         r_tid = region.r_tid[flat]
         with_reader = _unordered_with(region.r_stamp, flat, (r_tid != -1) & (r_tid != tid),
                                       stamp)
-        conflict |= with_reader
+    conflict = with_writer | with_atomic | with_reader
     # The earlier accesses a lane may conflict with: (mask, thread, stamp, site, what it did);
     # gathered only for a race, and before this access overwrites the shadow.
     earlier = []
     if conflict.any():
         earlier = [
-            (with_writer, w_tid, region.w_stamp[flat], region.w_site[flat], "wrote"),
-            (with_atomic, a_tid, region.a_stamp[flat], region.a_site[flat],
+            (with_writer, region.w_tid[flat], region.w_stamp[flat], region.w_site[flat],
+             "wrote"),
+            (with_atomic, region.a_tid[flat], region.a_stamp[flat], region.a_site[flat],
              "updated atomically")]
         if write:
-            earlier.append((with_reader, r_tid, region.r_stamp[flat], region.r_site[flat],
-                            "read"))
+            earlier.append((with_reader, region.r_tid[flat], region.r_stamp[flat],
+                            region.r_site[flat], "read"))
     if write:
         region.w_tid[flat] = tid
         region.w_stamp[flat] = stamp
         region.w_site[flat] = site
-        same_store = region.w_tid[flat] != tid  # two lanes of this very store hit one granule
-        if same_store.any() and identical is not None:
-            same_value = identical()
-            same_value = same_value if flat.ndim == 1 else same_value[:, None]
-            # benign only where every write of the statement to the element agrees
-            differing = np.isin(flat, flat[same_store & ~same_value])
-            benign = same_store & ~conflict & ~differing
-            if benign.any():
-                same_store &= ~benign
-                _report_benign_race(m, region, idx, flat, benign, coord)
-        if same_store.any():
-            conflict |= same_store
-            earlier.append((same_store, region.w_tid[flat], region.w_stamp[flat],
-                            np.full(flat.shape, -1), None))
+        region.w_gen = m.tg_generation
+        if not _increasing(flat):
+            same_store = region.w_tid[flat] != tid  # two lanes of this store hit one granule
+            if same_store.any() and identical is not None:
+                same_value = identical()
+                same_value = same_value if flat.ndim == 1 else same_value[:, None]
+                # benign only where every write of the statement to the element agrees
+                differing = np.isin(flat, flat[same_store & ~same_value])
+                benign = same_store & ~conflict & ~differing
+                if benign.any():
+                    same_store &= ~benign
+                    _report_benign_race(m, region, idx, flat, benign, coord)
+            if same_store.any():
+                conflict = conflict | same_store
+                earlier.append((same_store, region.w_tid[flat], region.w_stamp[flat],
+                                np.full(flat.shape, -1), None))
+    elif lazy:
+        if region.read_log_gen != m.tg_generation:
+            region.read_log, region.read_log_size = [], 0
+        region.read_log.append((flat, tid, stamp, site))
+        region.read_log_gen = m.tg_generation
+        region.read_log_size += flat.size
+        if region.read_log_size > READ_LOG_LIMIT:
+            _apply_read_log(m, region)
     else:
-        r_tid = region.r_tid[flat]
-        # Another reader in this threadgroup epoch: remember "several readers" (-2).
-        shared = ((region.r_stamp[flat] >> 16) == (stamp >> 16)) & (r_tid != -1) & (r_tid != tid)
-        readers = np.where(shared, -2, tid)
-        region.r_tid[flat] = readers
-        region.r_stamp[flat] = stamp
-        region.r_site[flat] = site
-        repeated = region.r_tid[flat] != readers
-        if repeated.any():
-            region.r_tid[flat[repeated]] = -2
+        _record_reads(region, flat, tid, stamp, site)
+        region.r_gen = m.tg_generation
     if conflict.any():
         # Whether some conflicting access came from another threadgroup (for the hint).
         across = any(bool(np.any(mask & ((stamps >> 32) != (stamp >> 32))))
@@ -707,9 +780,16 @@ def _after_atomic(m: Machine, region: Region, lanes: np.ndarray, bank, off: np.n
     if region.track_races:
         stamp = m.stamps(lanes, region.space == "device")
         tid = m.batch.tid[lanes]
+        if region.read_log:
+            _apply_read_log(m, region)
         w_tid, r_tid = region.w_tid[flat], region.r_tid[flat]
-        with_writer = (w_tid >= 0) & (w_tid != tid) & _unordered(region.w_stamp[flat], stamp)
-        with_reader = (r_tid != -1) & (r_tid != tid) & _unordered(region.r_stamp[flat], stamp)
+        with_writer = with_reader = np.zeros(flat.shape, bool)
+        if _can_conflict(m, region, region.w_gen):
+            with_writer = _unordered_with(region.w_stamp, flat, (w_tid >= 0) & (w_tid != tid),
+                                          stamp)
+        if _can_conflict(m, region, region.r_gen):
+            with_reader = _unordered_with(region.r_stamp, flat,
+                                          (r_tid != -1) & (r_tid != tid), stamp)
         conflict = with_writer | with_reader
         # An atomic store and another thread's read-modify-write of one location, unordered:
         # no data race in C++'s sense, but the result depends on which comes first.
@@ -723,6 +803,7 @@ def _after_atomic(m: Machine, region: Region, lanes: np.ndarray, bank, off: np.n
         region.a_tid[flat] = tid
         region.a_stamp[flat] = stamp
         region.a_site[flat] = m.site(coord)
+        region.a_gen = m.tg_generation
         if conflict.any():
             earlier = [(with_writer, w_tid, None, region.w_site[flat], "wrote"),
                        (with_reader, r_tid, None, region.r_site[flat], "read"),

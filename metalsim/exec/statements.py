@@ -301,6 +301,7 @@ class StatementCompiler:
         slot = self.new_slot()
         decl_id = self.decl_ids = self.decl_ids + 1
         self.fn.threadgroup_bytes += t.size
+        self.fn.threadgroup_granules += -(-t.size // mem.leaf_scalar(t).size)
         scope.names[d.name] = Var("region", t, slot, space="threadgroup")
         name = d.name
 

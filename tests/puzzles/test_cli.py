@@ -18,6 +18,21 @@ def test_list_shows_every_puzzle(capsys):
         assert f" {puzzle.number}  {puzzle.title}" in out
 
 
+def test_list_imports_neither_the_simulator_nor_nbformat():
+    """`list` starts about as fast as importing MLX and numpy (the heavy modules are loaded by
+    the commands that need them)."""
+    probe = ("import sys, io, contextlib\n"
+             "from puzzles.cli import main\n"
+             "with contextlib.redirect_stdout(io.StringIO()):\n"
+             "    main(['list'])\n"
+             "print(sorted(m for m in ('nbformat', 'metalsim', 'puzzles.checking',\n"
+             "                         'puzzles.grader') if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                          cwd=ROOT, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
+
+
 def test_check_solutions_json_lists_every_puzzle_passing(capsys):
     assert main(["check", "--solutions", "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)

@@ -1,0 +1,110 @@
+"""Launch planning: batches sized by a memory budget, and launches that cannot fit it."""
+
+import tracemalloc
+from dataclasses import replace
+
+import mlx.core as mx
+import numpy as np
+
+import metalsim
+from metalsim.exec import launch
+
+BIG_TILE = """
+threadgroup float tile[8192];
+uint lid = thread_position_in_threadgroup.x, i = thread_position_in_grid.x;
+tile[lid] = a[i];
+threadgroup_barrier(mem_flags::mem_threadgroup);
+out[i] = tile[31 - lid];
+"""
+
+MATMUL = """
+threadgroup float As[16][16];
+threadgroup float Bs[16][16];
+uint col = thread_position_in_grid.x, row = thread_position_in_grid.y;
+uint lx = thread_position_in_threadgroup.x, ly = thread_position_in_threadgroup.y;
+uint n = a_shape[0];
+float acc = 0.0f;
+for (uint t = 0; t < n; t += 16) {
+    As[ly][lx] = a[row * n + t + lx];
+    Bs[ly][lx] = b[(t + ly) * n + col];
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    for (uint k = 0; k < 16; ++k) {
+        acc += As[ly][k] * Bs[k][lx];
+    }
+    BARRIER
+}
+out[row * n + col] = acc;
+"""
+
+
+def test_a_one_gib_output_is_a_resource_limit_not_a_memory_error():
+    kernel = metalsim.metal_kernel("k", ["a"], ["out"], "out[0] = a[0];")
+    run = metalsim.simulate(kernel, inputs=[mx.arange(4, dtype=mx.float32)],
+                            output_shapes=[(1 << 28,)], output_dtypes=[mx.float32],
+                            grid=(1, 1, 1), threadgroup=(1, 1, 1))
+    [d] = run.report.errors
+    assert d.kind == "resource-limit"
+    assert "memory budget" in d.message and "GiB" in d.message
+    assert "memory_budget=" in d.hint
+
+
+def test_a_launch_over_a_small_budget_is_reported_before_allocating():
+    kernel = metalsim.metal_kernel("k", ["a"], ["out"], BIG_TILE)
+    n = 1 << 16
+    args = dict(inputs=[mx.arange(n, dtype=mx.float32)], output_shapes=[(n,)],
+                output_dtypes=[mx.float32], grid=(n, 1, 1), threadgroup=(32, 1, 1))
+    metalsim.simulate(kernel, memory_budget=0, **args)   # compiled once, outside the count
+
+    def peak_bytes(budget):
+        tracemalloc.start()
+        run = metalsim.simulate(kernel, memory_budget=budget, **args)
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+        return run, peak
+
+    run, peak = peak_bytes(4 << 20)
+    [d] = run.report.errors
+    assert d.kind == "resource-limit" and "4.0 MiB" in d.message
+    assert peak < 4 << 20    # within the budget: the shadows were never allocated
+    fits, peak = peak_bytes(64 << 20)
+    assert 16 << 20 < peak < 64 << 20
+    assert fits.report.diagnostics == []
+    np.testing.assert_array_equal(np.array(fits.outputs[0]),
+                                  np.arange(n, dtype=np.float32).reshape(-1, 32)[:, ::-1]
+                                  .reshape(-1))
+
+
+def _uncelled(diagnostics):
+    return [replace(d, cells=[]) for d in diagnostics]
+
+
+def _batches_of(monkeypatch) -> list[int]:
+    sizes = []
+    make = launch.make_batches
+
+    def spy(grid, tg, lanes):
+        for batch in make(grid, tg, lanes):
+            sizes.append(batch.size)
+            yield batch
+    monkeypatch.setattr(launch, "make_batches", spy)
+    return sizes
+
+
+def test_batches_sized_by_the_budget_keep_every_result_and_check(monkeypatch):
+    a, b = mx.random.normal((64, 64)), mx.random.normal((64, 64))
+    args = dict(inputs=[a, b], output_shapes=[(64, 64)], output_dtypes=[mx.float32],
+                grid=(64, 64, 1), threadgroup=(16, 16, 1))
+    for barrier in ("threadgroup_barrier(mem_flags::mem_threadgroup);", ""):
+        kernel = metalsim.metal_kernel("mm", ["a", "b"], ["out"],
+                                       MATMUL.replace("BARRIER", barrier))
+        whole = metalsim.simulate(kernel, **args)
+        sizes = _batches_of(monkeypatch)
+        split = metalsim.simulate(kernel, memory_budget=1 << 20, **args)
+        monkeypatch.undo()
+        assert len(sizes) > 1 and sum(sizes) == 64 * 64
+        np.testing.assert_array_equal(np.array(split.outputs[0]), np.array(whole.outputs[0]))
+        # the same findings; which cells a capped finding lists depends on the batches
+        assert _uncelled(split.report.diagnostics) == _uncelled(whole.report.diagnostics)
+        for name, counts in whole.report.counts.items():
+            np.testing.assert_array_equal(split.report.counts[name], counts)
+    assert {d.kind for d in whole.report.errors} == {"race"}   # the kernel missing a barrier
