@@ -44,25 +44,6 @@ if (i < a_shape[0]) {
 }
 """
 
-MATMUL = """
-threadgroup float As[16][16];
-threadgroup float Bs[16][16];
-uint col = thread_position_in_grid.x, row = thread_position_in_grid.y;
-uint lx = thread_position_in_threadgroup.x, ly = thread_position_in_threadgroup.y;
-uint n = a_shape[0];
-float acc = 0.0f;
-for (uint t = 0; t < n; t += 16) {
-    As[ly][lx] = a[row * n + t + lx];
-    Bs[ly][lx] = b[(t + ly) * n + col];
-    threadgroup_barrier(mem_flags::mem_threadgroup);
-    for (uint k = 0; k < 16; ++k) {
-        acc += As[ly][k] * Bs[k][lx];
-    }
-    threadgroup_barrier(mem_flags::mem_threadgroup);
-}
-out[row * n + col] = acc;
-"""
-
 BLOCK_REDUCE = """
 threadgroup float cache[256];
 uint i = thread_position_in_grid.x, local = thread_position_in_threadgroup.x;
@@ -141,6 +122,7 @@ def rows_of(case: Case, done: int) -> slice:
 
 def run_metalsim(case: Case, args: list[np.ndarray], limit: float):
     import mlx.core as mx
+    from bench_metalsim import MATMUL  # the tiled matmul that bench_metalsim times
 
     import metalsim
     xs = [mx.array(a) for a in args]
