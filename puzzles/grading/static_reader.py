@@ -32,7 +32,9 @@ MAX_WORK = 64 << 20         # characters built in all, per notebook
 MAX_FORMAT_WIDTH = 10_000   # widths and precisions inside format specs
 MAX_STEPS = 100_000         # statements and expressions evaluated, per notebook (calls included)
 
-KERNEL_PARAMETERS = ("name", "input_names", "output_names", "source", "header",
+# `MetalKernel`'s fields in their order, as Metal-Puzzles and utils.py declare them (the header
+# comes before the source).
+KERNEL_PARAMETERS = ("name", "input_names", "output_names", "header", "source",
                      "ensure_row_contiguous", "atomic_outputs")
 STRIP_METHODS = ("strip", "lstrip", "rstrip")
 

@@ -188,7 +188,7 @@ def write_class(folder: Path) -> dict[str, Expected]:
         "form-earlier-cell": (kernel_function(
             "source = MAP_SOURCE"), f"MAP_SOURCE = {MAP!r}"),
         "form-positional": (kernel_function(
-            plain, 'MetalKernel("map", ["a"], ("out",), source, header="")'), ""),
+            plain, 'MetalKernel("map", ["a"], ("out",), "", source)'), ""),
         "form-implicit-concat": (kernel_function(
             'source = ("uint i = thread_position_in_grid.x;\\n"\n          "out[i] = a[i] + 10;'
             '\\n")'), ""),

@@ -4,17 +4,20 @@ everything else (or anything too big) gives a clear reason with its line, never 
 from __future__ import annotations
 
 import ast
+import dataclasses
 import time
 
 import pytest
 
 from puzzles.grading.static_reader import (
+    KERNEL_PARAMETERS,
     MAX_STEPS,
     MAX_STRING,
     KernelCall,
     NotebookReader,
     Unreadable,
 )
+from utils import MetalKernel
 
 BODY = "uint i = thread_position_in_grid.x;\nout[i] = a[i] + 10;\n"
 
@@ -71,14 +74,24 @@ def test_every_kernel_argument_is_read_and_an_alias_of_metal_kernel_works():
     kernel = problem_kernel(
         "from utils import MetalKernel as MK\nimport utils as u",
         "H = '#define K 3'",
-        "def map_test(a):\n    return MK('map', ['x'], ('out',), 'out[0] = x[0];', "
-        "header=H, atomic_outputs=True, ensure_row_contiguous=False)")
+        "def map_test(a):\n    return MK('map', ['x'], ('out',), H, 'out[0] = x[0];', "
+        "atomic_outputs=True, ensure_row_contiguous=False)")
     assert kernel == KernelCall("map", ("x",), ("out",), "out[0] = x[0];", "#define K 3",
                                 ensure_row_contiguous=False, atomic_outputs=True)
     module = problem_kernel("import utils as u", function(
         "source = 'y;'", call="u.MetalKernel(name='map', input_names=['a'], "
         "output_names=['out'], source=source)"))
     assert module.source == "y;"
+
+
+def test_positional_arguments_are_read_in_the_order_the_harness_takes_them():
+    # The grader must grade the kernel the learner's notebook runs: utils.MetalKernel (like
+    # Metal-Puzzles') takes the header before the source.
+    assert [f.name for f in dataclasses.fields(MetalKernel)][:len(KERNEL_PARAMETERS)] == list(
+        KERNEL_PARAMETERS)
+    kernel = problem_kernel(function("source = 'y;'",
+                                     call="MetalKernel('map', ['a'], ['out'], '', source)"))
+    assert (kernel.header, kernel.source) == ("", "y;")
 
 
 def test_a_kernel_outside_any_problem_is_found_by_its_name():
