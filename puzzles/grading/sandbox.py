@@ -138,7 +138,8 @@ class SubmissionRun:
         how = f"signal {-code}" if code is not None and code < 0 else f"exit code {code}"
         if self.current is None:
             if not self.error:
-                self.error = f"the worker died while reading the submission ({how})"
+                self.error = (f"the worker died while reading the submission ({how}; its "
+                              f"memory cap is {self.limits.memory_bytes >> 20} MiB)")
             self._finish()
             return
         self.rows[self.current] = limit_row(
@@ -213,6 +214,10 @@ def work(sender: multiprocessing.connection.Connection, files: tuple[Path, ...],
     except MemoryError:
         sender.send(("failed", f"reading the submission needed more than the memory cap of "
                                f"{memory_bytes >> 20} MiB"))
+    except Exception as exc:  # e.g. a library that cannot load under too small a memory cap
+        sender.send(("failed", f"the grader failed while reading the submission (memory cap "
+                               f"{memory_bytes >> 20} MiB): {type(exc).__name__}: "
+                               f"{str(exc)[:300]}"))
     finally:
         sender.close()
 

@@ -37,6 +37,18 @@ def test_limits_stop_one_puzzle_and_the_others_are_still_graded(tmp_path):
     assert 0 < result.peak_memory_bytes < 3 << 30
 
 
+def test_a_memory_cap_too_small_to_read_the_submission_is_an_error_naming_the_cap(tmp_path):
+    nb = learner("01_threads.ipynb")
+    solve(nb, 1, MAP)
+    nbformat.write(nb, tmp_path / "s.ipynb")
+    result = grade_all(find_submissions(tmp_path / "s.ipynb"),
+                       Assignment(points={1: 1}, limits=Limits(5.0, 64 << 20), seed=3),
+                       progress=lambda _line: None)
+    outcome, = result.outcomes
+    assert outcome.rows == []
+    assert "64 MiB" in outcome.error, outcome.error
+
+
 def test_submissions_are_notebooks_or_folders_with_ids_from_their_names(tmp_path):
     (tmp_path / "ann.ipynb").write_text("{}")
     (tmp_path / "bob").mkdir()
