@@ -140,8 +140,12 @@ def test_convolution_without_halo_passes_the_simple_case_but_not_the_full_one():
     assert by_label["1D Conv (Full)"].mismatches
 
 
-# Puzzle 8 as it used to be shipped: the barrier inside `if (i < a_shape[0])`.
-SHARED_BARRIER_IN_IF = PROLOGUE + """
+# Puzzle 8 as Metal-Puzzles' notebook gives it: the barrier inside `if (i < a_shape[0])` and the
+# index from `threads_per_threadgroup`; the learner writes only the guarded store.
+SHARED_METAL_PUZZLES = """
+threadgroup float shared[THREADGROUP_MEM_SIZE];
+uint i = threadgroup_position_in_grid.x * threads_per_threadgroup.x + thread_position_in_threadgroup.x;
+uint local_i = thread_position_in_threadgroup.x;
 if (i < a_shape[0]) {
     shared[local_i] = a[i];
     threadgroup_barrier(mem_flags::mem_threadgroup);
@@ -149,23 +153,46 @@ if (i < a_shape[0]) {
 if (i < a_shape[0]) out[i] = shared[local_i] + 10;
 """
 
-SHARED_WARNED_FORMULA = find(8).solution().replace("dispatch_threads_per_threadgroup",
-                                                   "threads_per_threadgroup")
+SHARED_UNGUARDED_STORE = PROLOGUE + """
+if (i < a_shape[0]) shared[local_i] = a[i];
+threadgroup_barrier(mem_flags::mem_threadgroup);
+out[i] = shared[local_i] + 10;
+"""
+
+# Pooling with its barrier inside the guard: the learner's own barrier, wrong when the grid runs
+# past the end of `a` inside a threadgroup.
+POOLING_BARRIER_IN_IF = PROLOGUE + """
+if (i < a_shape[0]) {
+    shared[local_i] = a[i];
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    float total = shared[local_i];
+    if (local_i > 0) total += shared[local_i - 1];
+    if (local_i > 1) total += shared[local_i - 2];
+    out[i] = total;
+}
+"""
 
 
-def test_puzzle_8_with_the_barrier_inside_the_if_fails_on_a_short_last_threadgroup():
-    result = check_kernel(find(8), SHARED_BARRIER_IN_IF)
+def test_puzzle_8_passes_with_the_lines_metal_puzzles_gives():
+    result = check_kernel(find(8), SHARED_METAL_PUZZLES)
+    assert result.passed, result.text
+    partial = [c for c in result.cases if c.case.grid[0] < c.case.threadgroup[0]]
+    past_the_end = [c for c in result.cases if c.case.grid[0] > c.case.inputs[0].shape[0]]
+    assert partial and past_the_end  # launches that test the learner's guard still run
+
+
+def test_puzzle_8_without_the_guard_on_the_store_fails_on_the_grid_past_the_end():
+    result = check_kernel(find(8), SHARED_UNGUARDED_STORE)
+    assert result.status == "error", result.text
+    assert "out-of-bounds" in {d.kind for d in result.diagnostics}
+    assert result.cases[0].correct  # the visible case alone would not show it
+
+
+def test_pooling_with_its_barrier_inside_the_guard_fails_on_a_short_last_threadgroup():
+    result = check_kernel(find(9), POOLING_BARRIER_IN_IF)
     assert result.status == "error", result.text
     assert "divergent-barrier" in {d.kind for d in result.diagnostics}
-    assert not result.cases[0].mismatches  # the visible case alone would not show it
-
-
-def test_puzzle_8_with_the_warned_index_formula_fails_in_a_partial_threadgroup():
-    assert find(8).solution() != SHARED_WARNED_FORMULA
-    result = check_kernel(find(8), SHARED_WARNED_FORMULA)
-    assert result.status in ("fail", "error"), result.text
-    partial = [c for c in result.cases if c.case.grid[0] % c.case.threadgroup[0]]
-    assert partial and (partial[0].mismatches or result.diagnostics)
+    assert result.cases[0].correct
 
 
 def test_conv_simple_is_a_stepping_stone_checked_on_one_threadgroup_only(capsys):
