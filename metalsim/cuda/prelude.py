@@ -75,6 +75,25 @@ __device__ inline unsigned short float_to_bfloat_bits(float f) {
   x += 0x7fffu + ((x >> 16) & 1u);
   return (unsigned short)(x >> 16);
 }
+// Integers to bfloat in one round to nearest even, as Metal's conversion does (MSL §2.21):
+// `(float)v` would round twice (2^24 + 2^16 + 1 would end at 2^24, not 2^24 + 2^17). The
+// integer is cut to float's 24 bits with any lost bit kept as a sticky low bit (round to odd),
+// which the bfloat rounding then sees; 24 >= 2 * 8 + 2 bits makes that one exact rounding.
+__device__ inline float magnitude_to_float_round_to_odd(unsigned long long m) {
+  int shift = 0;
+  while ((m >> shift) >= (1ull << 24)) ++shift;
+  unsigned long long kept = m >> shift;
+  if (shift != 0 && (m & ((1ull << shift) - 1ull)) != 0) kept |= 1ull;
+  return ldexpf((float)kept, shift);
+}
+__device__ inline unsigned short int_to_bfloat_bits(long long v) {
+  unsigned long long m = v < 0 ? 0ull - (unsigned long long)v : (unsigned long long)v;
+  float f = magnitude_to_float_round_to_odd(m);
+  return float_to_bfloat_bits(v < 0 ? -f : f);
+}
+__device__ inline unsigned short uint_to_bfloat_bits(unsigned long long v) {
+  return float_to_bfloat_bits(magnitude_to_float_round_to_odd(v));
+}
 __device__ inline float bfloat_bits_to_float(unsigned short b) {
   return __uint_as_float(((unsigned int)b) << 16);
 }
@@ -105,17 +124,17 @@ struct bfloat {
   bfloat() = default;
   __device__ bfloat(float f) : bits(float_to_bfloat_bits(f)) {}
   __device__ bfloat(double f) : bits(float_to_bfloat_bits((float)f)) {}
-  __device__ bfloat(int v) : bits(float_to_bfloat_bits((float)v)) {}
-  __device__ bfloat(unsigned int v) : bits(float_to_bfloat_bits((float)v)) {}
-  __device__ bfloat(long v) : bits(float_to_bfloat_bits((float)v)) {}
-  __device__ bfloat(unsigned long v) : bits(float_to_bfloat_bits((float)v)) {}
-  __device__ bfloat(long long v) : bits(float_to_bfloat_bits((float)v)) {}
-  __device__ bfloat(unsigned long long v) : bits(float_to_bfloat_bits((float)v)) {}
-  __device__ bfloat(short v) : bits(float_to_bfloat_bits((float)v)) {}
-  __device__ bfloat(unsigned short v) : bits(float_to_bfloat_bits((float)v)) {}
-  __device__ bfloat(signed char v) : bits(float_to_bfloat_bits((float)v)) {}
-  __device__ bfloat(unsigned char v) : bits(float_to_bfloat_bits((float)v)) {}
-  __device__ bfloat(char v) : bits(float_to_bfloat_bits((float)v)) {}
+  __device__ bfloat(int v) : bits(int_to_bfloat_bits(v)) {}
+  __device__ bfloat(unsigned int v) : bits(uint_to_bfloat_bits(v)) {}
+  __device__ bfloat(long v) : bits(int_to_bfloat_bits(v)) {}
+  __device__ bfloat(unsigned long v) : bits(uint_to_bfloat_bits(v)) {}
+  __device__ bfloat(long long v) : bits(int_to_bfloat_bits(v)) {}
+  __device__ bfloat(unsigned long long v) : bits(uint_to_bfloat_bits(v)) {}
+  __device__ bfloat(short v) : bits(int_to_bfloat_bits(v)) {}
+  __device__ bfloat(unsigned short v) : bits(uint_to_bfloat_bits(v)) {}
+  __device__ bfloat(signed char v) : bits(int_to_bfloat_bits(v)) {}
+  __device__ bfloat(unsigned char v) : bits(uint_to_bfloat_bits(v)) {}
+  __device__ bfloat(char v) : bits(int_to_bfloat_bits(v)) {}
   __device__ bfloat(bool v) : bits(float_to_bfloat_bits(v ? 1.0f : 0.0f)) {}
   __device__ bfloat(half h) : bits(float_to_bfloat_bits((float)h)) {}
   __device__ operator float() const { return bfloat_bits_to_float(bits); }

@@ -144,7 +144,8 @@ def test_convolution_without_halo_passes_the_simple_case_but_not_the_full_one():
 # index from `threads_per_threadgroup`; the learner writes only the guarded store.
 SHARED_METAL_PUZZLES = """
 threadgroup float shared[THREADGROUP_MEM_SIZE];
-uint i = threadgroup_position_in_grid.x * threads_per_threadgroup.x + thread_position_in_threadgroup.x;
+uint i = threadgroup_position_in_grid.x * threads_per_threadgroup.x
+    + thread_position_in_threadgroup.x;
 uint local_i = thread_position_in_threadgroup.x;
 if (i < a_shape[0]) {
     shared[local_i] = a[i];

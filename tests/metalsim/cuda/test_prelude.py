@@ -1,0 +1,101 @@
+"""The CUDA prelude's scalar conversions, compiled with g++ (the prelude's conversion helpers are
+plain C++ once `__device__` and two bit casts are defined) and compared with an exact
+round-to-nearest-even written here and with the simulator."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from fractions import Fraction
+
+import mlx.core as mx
+import numpy as np
+import pytest
+
+import metalsim
+from metalsim.cuda.prelude import PRELUDE
+
+pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++")
+
+SHIMS = """\
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#define __device__
+static unsigned int __float_as_uint(float f) { unsigned int u; std::memcpy(&u, &f, 4); return u; }
+static float __uint_as_float(unsigned int u) { float f; std::memcpy(&f, &u, 4); return f; }
+"""
+
+MAIN = """\
+int main(int argc, char** argv) {
+  char line[64];
+  while (std::fgets(line, sizeof line, stdin)) {
+    if (line[0] == 'u') std::printf("%u\\n", uint_to_bfloat_bits(std::strtoull(line + 1, 0, 10)));
+    else std::printf("%u\\n", int_to_bfloat_bits(std::strtoll(line + 1, 0, 10)));
+  }
+}
+"""
+
+
+def prelude_function(name: str) -> str:
+    """The text of one `__device__ inline` function of the prelude."""
+    match = re.search(r"__device__ inline [\w ]+ " + name + r"\(.*?\n}\n", PRELUDE, re.S)
+    assert match, name
+    return match.group(0)
+
+
+@pytest.fixture(scope="module")
+def prelude_converter(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("prelude")
+    source = SHIMS + "".join(prelude_function(n) for n in (
+        "float_to_bfloat_bits", "magnitude_to_float_round_to_odd", "int_to_bfloat_bits",
+        "uint_to_bfloat_bits")) + MAIN
+    (folder / "convert.cpp").write_text(source)
+    subprocess.run(["g++", "-O1", "-o", str(folder / "convert"), str(folder / "convert.cpp")],
+                   check=True)
+
+    def convert(values: list[int], unsigned: bool) -> list[int]:
+        lines = "".join(f"{'u' if unsigned else 's'}{v}\n" for v in values)
+        out = subprocess.run([str(folder / "convert")], input=lines, capture_output=True,
+                             text=True, check=True).stdout
+        return [int(x) for x in out.split()]
+
+    return convert
+
+
+def exact_bfloat_bits(v: int) -> int:
+    """`v` rounded once to bfloat's 8 significant bits, ties to even, as bfloat16 bits."""
+    m = abs(v)
+    exponent = max(m.bit_length() - 8, 0)
+    rounded = round(Fraction(m, 2 ** exponent)) * 2 ** exponent  # round(): ties to even
+    bits = int(np.array([float(rounded)], np.float32).view(np.uint32)[0]) >> 16
+    return bits | (0x8000 if v < 0 else 0)
+
+
+EDGES = [0, 1, -1, 255, 256, 257, 16777216, 16777217, 16842753, -16842753, 16908287,
+         2 ** 31 - 1, -2 ** 31, 2 ** 24 + 2 ** 16, 2 ** 24 + 3 * 2 ** 16, 2 ** 24 + 2 ** 16 + 1]
+
+
+def test_integers_convert_to_bfloat_in_one_rounding_like_the_exact_reference(prelude_converter):
+    rng = np.random.default_rng(7)
+    signed = EDGES + [int(x) for x in rng.integers(-2 ** 63, 2 ** 63 - 1, 2000, dtype=np.int64)]
+    signed += [int(x) for x in rng.integers(-2 ** 31, 2 ** 31 - 1, 2000, dtype=np.int64)]
+    unsigned = [2 ** 64 - 1, 2 ** 63, 2 ** 32 + 2 ** 24 + 1] + [
+        int(x) for x in rng.integers(0, 2 ** 64 - 1, 2000, dtype=np.uint64)]
+    assert prelude_converter(signed, unsigned=False) == [exact_bfloat_bits(v) for v in signed]
+    assert prelude_converter(unsigned, unsigned=True) == [exact_bfloat_bits(v) for v in unsigned]
+
+
+def test_the_prelude_and_the_simulator_convert_int_to_bfloat_alike(prelude_converter):
+    values = EDGES[:-1] + [int(x) for x in np.random.default_rng(3).integers(
+        -2 ** 31, 2 ** 31 - 1, 500, dtype=np.int64)]
+    kernel = metalsim.metal_kernel(
+        name="to_bfloat", input_names=["a"], output_names=["out"],
+        source="uint i = thread_position_in_grid.x;\n"
+               "out[i] = as_type<ushort>(bfloat(a[i]));\n")
+    [out] = kernel(inputs=[mx.array(values, dtype=mx.int32)], grid=(len(values), 1, 1),
+                   threadgroup=(64, 1, 1), output_shapes=[(len(values),)],
+                   output_dtypes=[mx.uint16])
+    assert np.array(out).tolist() == prelude_converter(values, unsigned=False)
