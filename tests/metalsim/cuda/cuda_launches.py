@@ -152,6 +152,8 @@ def real_kernel_workloads(scale: int = 1) -> list[tuple[str, Callable[[], object
                              [seg_x])),
         ("segment max", _vjp(lambda v: segment_reduce.segment_reduce(v, seg_len, "max"),
                              [seg_x])),
+        ("segment mean, odd C", _vjp(lambda v: segment_reduce.segment_reduce(v, seg_len, "mean"),
+                                     [_normal(np.random.default_rng(1), 500 * s, 5)])),
         ("indexed segment max", _vjp(lambda v: segment_reduce.indexed_segment_reduce(
             v, perm, None, seg_len, "max"), [seg_x])),
         ("indexed distance", _vjp(lambda p, q: distances.indexed_distance(
