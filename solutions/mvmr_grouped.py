@@ -1,0 +1,253 @@
+"""The production MVMR of notebook 05: triplets grouped by kernel slot, each run computed as
+small matrix products on `simdgroup_matrix`.
+
+The per-triplet kernel of `solutions/mvmr.py` reads both operands of every multiply-add from
+threadgroup memory, stages the weights of all K slots at once (which caps its output tile at 8
+channels) and synchronises twice per triplet. This kernel reorganises the work as PointCNN++'s
+grouped ("FSG"/"TIG") engines do, on Apple's 8x8 matrix units:
+
+1. **Runs.** The triplets are sorted by slot, so slot k's triplets form the run
+   `[runs[k], runs[k + 1])`; `runs` (K + 1 integers) comes from a tiny kernel that
+   binary-searches the sorted slots. Within a run every triplet multiplies by the *same*
+   weight matrix `a[k]`: `BL` consecutive triplets of a run are one dense product
+   `(BL x C) @ (C x M)` of the gathered feature rows by the slot's weights.
+2. **Chunks.** A threadgroup owns one chunk of `BL` triplets of one run and one tile of `BM`
+   output channels. The chunks are numbered run after run; the grid is the upper bound
+   `ceil(T / BL) + K` chunks (no read-back of the run lengths) and the threadgroups past the
+   last chunk return at once.
+3. **Slices.** The C reduction stays in the threadgroup: it walks C in slices of `BC` channels,
+   staging the chunk's gathered features (`BC x BL`) and the slot's weights (`BM x BC`) in
+   threadgroup memory, two barriers per slice instead of two per triplet.
+4. **Register tiling on simdgroup_matrix.** Four SIMD-groups split the `BL x BM` tile 2 x 2;
+   each holds `(BL / 16) x (BM / 16)` 8x8 float accumulators. Per 8 channels it loads its
+   `BL / 16` feature pieces and `BM / 16` weight pieces once and does every product between
+   them: each piece loaded from threadgroup memory feeds `BM / 16` (or `BL / 16`) 8x8x8
+   multiply-adds.
+5. **No bank conflicts.** Both tiles are stored transposed (channel-major features,
+   output-major weights) with rows of `BL + 4` and `BC + 4` floats, and read with
+   `simdgroup_load(..., transpose = true)`: the 32 words of each of a load's two accesses then
+   fall in 32 different banks (rows 4 banks apart, 8 consecutive words per row). The staging
+   stores of the weights are conflict-free too (8 outputs x 4 channels per SIMD-group access).
+6. **One atomic per output element and chunk.** Each lane adds its two accumulator elements
+   straight from registers (`thread_elements()`) to `out[o_idx[t]]` with
+   `atomic_fetch_add_explicit`: two triplets of one chunk never share a slot, so they can share
+   an output row only when the list repeats a triplet, which the atomics handle.
+
+The output is float32 (accumulated in float32 whatever the input type), `(n_o, G, M)`.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+
+import mlx.core as mx
+
+THREADS = 128          # four SIMD-groups, 2 x 2 over the (triplets x outputs) tile
+PAD = 4                # floats added to each row of the transposed tiles (see 5. above)
+
+HEADER = f"constant uint THREADS = {THREADS};\n"
+
+RUNS_SOURCE = """
+    // Run k starts at the first triplet whose slot is >= k (slots sorted ascending).
+    uint k = thread_position_in_grid.x;
+    int lo = 0;
+    int hi = int(a_idx_shape[0]);
+    while (lo < hi) {
+        int mid = (lo + hi) / 2;
+        if (a_idx[mid] < int(k)) {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    runs[k] = lo;
+"""
+
+# Inputs a (K, G, C, M), b (N_b, G, C), b_idx (T), o_idx (T), runs (K + 1), the triplets sorted
+# by slot; output out (n_o, G, M) float32, atomic. Template: BL triplets x BM outputs per
+# threadgroup, BC channels per slice.
+SOURCE = """
+    const uint LDF = BL + 4;            // row of the transposed feature slice
+    const uint LDW = BC + 4;            // row of the transposed weight slice
+    const uint TM = BL / 16;            // 8x8 accumulators per SIMD-group: TM x TN
+    const uint TN = BM / 16;
+    threadgroup float feat_t[BC * LDF];         // feat_t[c][i] = b[b_idx[t0 + i], g, c0 + c]
+    threadgroup float w_t[BM * LDW];            // w_t[m][c] = a[k, g, c0 + c, m0 + m]
+    threadgroup int rows_b[BL];
+    threadgroup int rows_o[BL];                 // -1 past the chunk's last triplet
+    uint tid = thread_position_in_threadgroup.x;
+    uint lane = thread_index_in_simdgroup;
+    uint sg = simdgroup_index_in_threadgroup;
+    uint K = a_shape[0];
+    uint G = a_shape[1];
+    uint C = a_shape[2];
+    uint M = a_shape[3];
+    uint g = threadgroup_position_in_grid.z;
+    uint m0 = threadgroup_position_in_grid.y * BM;
+
+    // 1. Chunk q of the list of chunks, run after run: its slot and first triplet.
+    uint q = threadgroup_position_in_grid.x;
+    int slot = -1;
+    int t0 = 0;
+    int rows = 0;
+    for (uint k = 0; k < K && slot < 0; ++k) {
+        int lo = runs[k];
+        int hi = runs[k + 1];
+        uint chunks = uint(hi - lo + BL - 1) / BL;
+        if (q < chunks) {
+            slot = int(k);
+            t0 = lo + int(q * BL);
+            rows = min(int(BL), hi - t0);
+        } else {
+            q -= chunks;
+        }
+    }
+    if (slot < 0) {
+        return;                         // past the last chunk: the grid is an upper bound
+    }
+    if (tid < BL) {
+        bool inside = int(tid) < rows;
+        rows_b[tid] = inside ? b_idx[t0 + tid] : 0;
+        rows_o[tid] = inside ? o_idx[t0 + tid] : -1;
+    }
+
+    simdgroup_float8x8 acc[TM][TN];
+    for (uint i = 0; i < TM; ++i) {
+        for (uint j = 0; j < TN; ++j) {
+            acc[i][j] = simdgroup_float8x8(0.0f);
+        }
+    }
+    uint r0 = (sg / 2) * (BL / 2);      // this SIMD-group's rows (triplets) ...
+    uint n0 = (sg % 2) * (BM / 2);      // ... and columns (outputs) of the tile
+
+    for (uint c0 = 0; c0 < C; c0 += BC) {
+        threadgroup_barrier(mem_flags::mem_threadgroup);
+        // 2. Stage the slice: 16 channels of 2 triplets per SIMD-group access (64-byte
+        //    pieces of the gathered rows), and 8 outputs of 4 channels of the weights.
+        for (uint e = tid; e < BL * BC; e += THREADS) {
+            uint c = e % 16 + 16 * (e / (16 * BL));
+            uint i = (e / 16) % BL;
+            bool inside = rows_o[i] >= 0 && c0 + c < C;
+            feat_t[c * LDF + i] =
+                inside ? float(b[(size_t(rows_b[i]) * G + g) * C + c0 + c]) : 0.0f;
+        }
+        for (uint e = tid; e < BM * BC; e += THREADS) {
+            uint m = e % 8 + 8 * (e / (8 * BC));
+            uint c = (e / 8) % BC;
+            bool inside = c0 + c < C && m0 + m < M;
+            w_t[m * LDW + c] =
+                inside ? float(a[((size_t(slot) * G + g) * C + c0 + c) * M + m0 + m]) : 0.0f;
+        }
+        threadgroup_barrier(mem_flags::mem_threadgroup);
+        // 3. The products: per 8 channels, TM feature pieces and TN weight pieces, each
+        //    loaded once, feed TM x TN multiply-accumulates.
+        for (uint kk = 0; kk < BC; kk += 8) {
+            simdgroup_float8x8 fa[TM];
+            simdgroup_float8x8 wb[TN];
+            for (uint i = 0; i < TM; ++i) {
+                simdgroup_load(fa[i], feat_t, LDF, ulong2(r0 + 8 * i, kk), true);
+            }
+            for (uint j = 0; j < TN; ++j) {
+                simdgroup_load(wb[j], w_t, LDW, ulong2(kk, n0 + 8 * j), true);
+            }
+            for (uint i = 0; i < TM; ++i) {
+                for (uint j = 0; j < TN; ++j) {
+                    simdgroup_multiply_accumulate(acc[i][j], fa[i], wb[j], acc[i][j]);
+                }
+            }
+        }
+    }
+
+    // 4. Lane `lane` holds elements (r, c) and (r, c + 1) of each accumulator: add them to
+    //    the output rows of their triplets.
+    uint quad = lane / 4;
+    uint r = (quad & 4) + (lane / 2) % 4;
+    uint c = (quad & 2) * 2 + (lane % 2) * 2;
+    for (uint i = 0; i < TM; ++i) {
+        int o = rows_o[r0 + 8 * i + r];
+        if (o < 0) {
+            continue;
+        }
+        for (uint j = 0; j < TN; ++j) {
+            uint m = m0 + n0 + 8 * j + c;
+            vec<float, 2> v = acc[i][j].thread_elements();
+            size_t at = (size_t(o) * G + g) * M + m;
+            if (m < M) {
+                atomic_fetch_add_explicit(&out[at], v.x, memory_order_relaxed);
+            }
+            if (m + 1 < M) {
+                atomic_fetch_add_explicit(&out[at + 1], v.y, memory_order_relaxed);
+            }
+        }
+    }
+"""
+
+
+@functools.cache
+def _kernels(factory: Callable) -> dict[str, Callable]:
+    """The two kernels, built once per kernel factory (MLX's, or metalsim's under a patch)."""
+    return {
+        "runs": factory(name="mvmr_runs", input_names=["a_idx"], output_names=["runs"],
+                        source=RUNS_SOURCE),
+        "mvmr": factory(name="mvmr_grouped",
+                        input_names=["a", "b", "b_idx", "o_idx", "runs"],
+                        output_names=["out"], source=SOURCE, header=HEADER,
+                        atomic_outputs=True),
+    }
+
+
+def tiles(t: int, k: int, c: int, m: int) -> tuple[int, int, int]:
+    """(BL, BM, BC): 32 triplets per chunk (64 when the runs average 64 or more, halving
+    the weight slices staged per triplet), 64 output channels (32, or 16, when M is that
+    small), slices of 32 channels (16 when C is that small)."""
+    bl = 64 if t >= 64 * k else 32
+    bm = 64 if m > 32 else (32 if m > 16 else 16)
+    bc = min(32, -(-c // 16) * 16)
+    return bl, bm, bc
+
+
+def runs_launch(a_idx: mx.array, k: int, factory: Callable | None = None
+                ) -> tuple[Callable, dict]:
+    """The kernel computing the K + 1 run boundaries of slot-sorted triplets."""
+    args = {"inputs": [a_idx], "output_shapes": [(k + 1,)], "output_dtypes": [mx.int32],
+            "grid": (k + 1, 1, 1), "threadgroup": (min(k + 1, 256), 1, 1)}
+    return _kernels(factory or mx.fast.metal_kernel)["runs"], args
+
+
+def launch(a: mx.array, b: mx.array, b_idx: mx.array, o_idx: mx.array, runs: mx.array,
+           n_o: int, factory: Callable | None = None) -> tuple[Callable, dict]:
+    """The grouped MVMR kernel and its call's arguments, for triplets sorted by slot with
+    their `runs`; its float32 output has shape (n_o, G, M)."""
+    k, g, c, m = a.shape
+    t = o_idx.shape[0]
+    bl, bm, bc = tiles(t, k, c, m)
+    chunks = -(-t // bl) + k
+    args = {"inputs": [a, b, b_idx, o_idx, runs], "output_shapes": [(n_o, g, m)],
+            "output_dtypes": [mx.float32],
+            "template": [("BL", bl), ("BM", bm), ("BC", bc)],
+            "grid": (chunks * THREADS, -(-m // bm), g), "threadgroup": (THREADS, 1, 1),
+            "init_value": 0}
+    return _kernels(factory or mx.fast.metal_kernel)["mvmr"], args
+
+
+def mvmr_sorted(a: mx.array, a_idx: mx.array, b: mx.array, b_idx: mx.array, o_idx: mx.array,
+                n_o: int) -> mx.array:
+    """MVMR of triplets sorted by slot (`a_idx` ascending), float32 `(n_o, G, M)`: the runs
+    kernel, then the grouped kernel."""
+    kernel, args = runs_launch(a_idx, a.shape[0])
+    runs = kernel(**args)[0]
+    kernel, args = launch(a, b, b_idx, o_idx, runs, n_o)
+    return kernel(**args)[0]
+
+
+def simulate(a: mx.array, a_idx: mx.array, b: mx.array, b_idx: mx.array, o_idx: mx.array,
+             n_o: int):
+    """Both launches in the simulator, for slot-sorted triplets: the grouped kernel's
+    `metalsim.Run` (output and report)."""
+    import metalsim
+
+    kernel, args = runs_launch(a_idx, a.shape[0], metalsim.metal_kernel)
+    runs = metalsim.simulate(kernel, **args).outputs[0]
+    kernel, args = launch(a, b, b_idx, o_idx, mx.array(runs), n_o, metalsim.metal_kernel)
+    return metalsim.simulate(kernel, **args, profile=True)
