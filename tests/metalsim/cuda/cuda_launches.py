@@ -113,6 +113,11 @@ def _vjp(f: Callable, primals: list[mx.array], seed: int = 7) -> Callable[[], ob
     return run
 
 
+def _call(kernel: Callable, args: dict) -> list[mx.array]:
+    """Call a kernel with the arguments of a `launch` function."""
+    return kernel(**args)
+
+
 def real_kernel_workloads(scale: int = 1) -> list[tuple[str, Callable[[], object]]]:
     """(label, thunk) pairs calling every real kernel's MLX function (and its VJP) at a small
     size (`scale=1`, for the simulator) or larger ones."""
@@ -147,6 +152,7 @@ def real_kernel_workloads(scale: int = 1) -> list[tuple[str, Callable[[], object
         ("gemm float32", _vjp(gemm.gemm, [a, b])),
         ("gemm float16", lambda: gemm.gemm(a16, b16)),
         ("mvmr", _vjp(lambda wa, wb: mvmr.mvmr(wa, a_idx, wb, b_idx, o_idx, n_o), [wa, wb])),
+        ("mvmr per-triplet", lambda: _call(*mvmr.mvmr_launch(wa, a_idx, wb, b_idx, o_idx, n_o))),
         ("vvor", lambda: mvmr.vvor(wb, b_idx, vb, b_idx, o_idx, n_o)),
         ("segment sum", _vjp(lambda v: segment_reduce.segment_reduce(v, seg_len, "sum"),
                              [seg_x])),
