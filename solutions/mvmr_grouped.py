@@ -198,12 +198,11 @@ def _kernels(factory: Callable) -> dict[str, Callable]:
 
 
 def tiles(t: int, k: int, c: int, m: int) -> tuple[int, int, int]:
-    """(BL, BM, BC): 32 triplets per chunk (64 when the runs average 64 or more and C is at
-    most 64: it halves the weight slices staged per triplet, which matters when the products
-    are short; wider C has work enough per chunk, and smaller chunks spread it more evenly
-    over the GPU), 64 output channels (32, or 16, when M is that small), slices of 32
-    channels (16 when C is that small)."""
-    bl = 64 if t >= 64 * k and c <= 64 else 32
+    """(BL, BM, BC): 32 triplets per chunk (64 when the runs average 64 or more: it halves
+    the weight slices staged per triplet; measured on the CUDA translation, 64 was faster at
+    C = 128 and no slower at 256), 64 output channels (32, or 16, when M is that small),
+    slices of 32 channels (16 when C is that small)."""
+    bl = 64 if t >= 64 * k else 32
     bm = 64 if m > 32 else (32 if m > 16 else 16)
     bc = min(32, -(-c // 16) * 16)
     return bl, bm, bc
