@@ -6,7 +6,10 @@ through kernel slot `k`. With `a_idx = k`, `b_idx = j`, `o_idx = i`:
     mvmr:  o[o_idx[t], g, :]    += b[b_idx[t], g, :] @ a[a_idx[t], g, :, :]   (a: K, G, C, M)
     vvor:  o[o_idx[t], g, :, :] += outer(a[a_idx[t], g, :], b[b_idx[t], g, :])
 
-Both follow the per-triplet ("PT") strategy of PointCNN++'s Triton kernels: a threadgroup owns
+`mvmr` itself runs the grouped kernel of `solutions/mvmr_grouped.py` (triplets sorted by slot,
+each run as `simdgroup_matrix` products); the per-triplet MVMR kernel below is the stepping
+stone the notebook starts from, kept with its launch and simulation. Both kernels here follow
+the per-triplet ("PT") strategy of PointCNN++'s Triton kernels: a threadgroup owns
 a run of consecutive triplets and one tile of the output channels, keeps a running float32 sum
 per output element while `o_idx` stays the same, and adds it to the output with one atomic
 when `o_idx` changes and at the end. Triplets sorted by `o_idx` therefore cost one atomic per
@@ -422,14 +425,15 @@ def vvor(a: mx.array, a_idx: mx.array, b: mx.array, b_idx: mx.array, o_idx: mx.a
 
 
 def simulate_mvmr(a: mx.array, a_idx: mx.array, b: mx.array, b_idx: mx.array,
-                  o_idx: mx.array, n_o: int):
-    """The forward MVMR launch in the simulator: a `metalsim.Run` with the traffic report."""
+                  o_idx: mx.array, n_o: int, profile: bool = False):
+    """The per-triplet MVMR launch in the simulator: a `metalsim.Run` with the traffic report
+    (and, with `profile`, coalescing and bank conflicts in `report.memory`)."""
     import metalsim
 
     operands = _operands(a, b, a_idx, b_idx, o_idx, n_o, False)
     kernel, args = mvmr_launch(operands[0], operands[2], operands[1], operands[3],
                                operands[4], n_o, metalsim.metal_kernel)
-    return metalsim.simulate(kernel, **args)
+    return metalsim.simulate(kernel, **args, profile=profile)
 
 
 def simulate_vvor(a: mx.array, a_idx: mx.array, b: mx.array, b_idx: mx.array,

@@ -86,23 +86,29 @@ SOURCE = """
     uint g = threadgroup_position_in_grid.z;
     uint m0 = threadgroup_position_in_grid.y * BM;
 
-    // 1. Chunk q of the list of chunks, run after run: its slot and first triplet.
-    uint q = threadgroup_position_in_grid.x;
+    // 1. Chunk q of the list of chunks, run after run: its slot and first triplet. The
+    //    first lane of each SIMD-group walks the runs and hands the result to the others.
     int slot = -1;
     int t0 = 0;
     int rows = 0;
-    for (uint k = 0; k < K && slot < 0; ++k) {
-        int lo = runs[k];
-        int hi = runs[k + 1];
-        uint chunks = uint(hi - lo + BL - 1) / BL;
-        if (q < chunks) {
-            slot = int(k);
-            t0 = lo + int(q * BL);
-            rows = min(int(BL), hi - t0);
-        } else {
-            q -= chunks;
+    if (lane == 0) {
+        uint q = threadgroup_position_in_grid.x;
+        for (uint k = 0; k < K && slot < 0; ++k) {
+            int lo = runs[k];
+            int hi = runs[k + 1];
+            uint chunks = uint(hi - lo + BL - 1) / BL;
+            if (q < chunks) {
+                slot = int(k);
+                t0 = lo + int(q * BL);
+                rows = min(int(BL), hi - t0);
+            } else {
+                q -= chunks;
+            }
         }
     }
+    slot = simd_broadcast(slot, 0);
+    t0 = simd_broadcast(t0, 0);
+    rows = simd_broadcast(rows, 0);
     if (slot < 0) {
         return;                         // past the last chunk: the grid is an upper bound
     }
@@ -252,3 +258,21 @@ def simulate(a: mx.array, a_idx: mx.array, b: mx.array, b_idx: mx.array, o_idx: 
     runs = metalsim.simulate(kernel, **args).outputs[0]
     kernel, args = launch(a, b, b_idx, o_idx, mx.array(runs), n_o, metalsim.metal_kernel)
     return metalsim.simulate(kernel, **args, profile=True)
+
+
+def inner_loop_lines() -> list[int]:
+    """The source lines of the inner loop's threadgroup reads (its `simdgroup_load`s), as
+    the simulator numbers them (`report.memory.by_line[("threadgroup", line)]`)."""
+    return [n for n, text in enumerate(SOURCE.splitlines(), start=1) if "simdgroup_load(" in text]
+
+
+def simulate_redesign(a: mx.array, a_idx: mx.array, b: mx.array, b_idx: mx.array,
+                      o_idx: mx.array, n_o: int) -> dict[str, object]:
+    """The per-triplet kernel on the triplets as given and the grouped kernel on them sorted
+    by slot, both simulated with `profile=True`: `{"per-triplet": run, "grouped": run}`, for
+    `metalsim.efficiency.comparison`."""
+    from solutions import mvmr
+
+    order = mx.argsort(a_idx)
+    return {"per-triplet": mvmr.simulate_mvmr(a, a_idx, b, b_idx, o_idx, n_o, profile=True),
+            "grouped": simulate(a, a_idx[order], b, b_idx[order], o_idx[order], n_o)}

@@ -259,3 +259,49 @@ def test_mvmr_on_sorted_triplets_moves_4x_fewer_bytes_and_8x_fewer_atomics_than_
     o = np.array(o_idx)
     runs = sum(np.unique(o[s:s + ops.MVMR_LC]).size for s in range(0, t, ops.MVMR_LC))
     assert atomics == m * runs
+
+
+# --- the grouped kernel (solutions/mvmr_grouped.py) in the simulator's models ----------------
+
+
+def notebook_triplets() -> tuple[mx.array, ...]:
+    """The data of notebook 05's real-kernel cell: 2,000 triplets sorted by output point."""
+    from puzzles import ch05_sparse_mvmr
+
+    scope: dict = {}
+    setup = ch05_sparse_mvmr.REAL_KERNEL_CODE.split("\n\ndef ")[0]
+    exec(setup.replace("import metalsim\n", ""), {"mx": mx, "np": np}, scope)  # noqa: S102
+    return tuple(scope[n] for n in ("a", "a_idx", "b", "b_idx", "o_idx", "N"))
+
+
+def test_grouped_mvmr_inner_loop_has_no_bank_conflicts_and_the_notebook_quotes_the_model():
+    from puzzles import ch05_sparse_mvmr
+    from solutions import mvmr_grouped
+
+    a, a_idx, b, b_idx, o_idx, n = notebook_triplets()
+    runs = mvmr_grouped.simulate_redesign(a, a_idx, b, b_idx, o_idx, n)
+    want = mvmr_oracle(a, a_idx, b, b_idx, o_idx, n)
+    for run in runs.values():
+        assert run.report.diagnostics == [], run.report.summary()
+        assert relative_error(mx.array(run.outputs[0]), want) <= 1e-5
+    grouped, per_triplet = runs["grouped"].report, runs["per-triplet"].report
+    lines = mvmr_grouped.inner_loop_lines()
+    assert len(lines) == 2
+    for line in lines:   # every simdgroup_load takes one cycle per 32 words: no conflict
+        loads = grouped.memory.by_line[("threadgroup", line)]
+        assert loads.accesses > 0 and loads.cost == loads.ideal and loads.worst == 1
+    # The figures the notebook's text quotes are the simulator's.
+    text = ch05_sparse_mvmr.REAL_KERNEL_REPORT
+    figures = {
+        "per-triplet threadgroup accesses": per_triplet.memory.threadgroup.accesses,
+        "grouped threadgroup accesses": grouped.memory.threadgroup.accesses,
+        "per-triplet barriers": per_triplet.totals()["barriers"],
+        "grouped barriers": grouped.totals()["barriers"],
+        "grouped atomics": grouped.totals()["atomics"],
+        "grouped bytes": grouped.bytes_moved,
+    }
+    for name, value in figures.items():
+        assert f"{value:,}" in text, (name, value)
+    assert f"{per_triplet.memory.threadgroup.efficiency:.0%}" in text
+    assert f"{grouped.memory.threadgroup.efficiency:.0%}" in text
+    assert f"{grouped.simd_efficiency:.0%}" in text
