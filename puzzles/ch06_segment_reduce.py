@@ -134,8 +134,9 @@ adding up) or `indices` (in range) means reading them back to the CPU, a synchro
 can cost more than the kernel, so it happens only when asked: `check_lengths=True`,
 `check_indices=True`. Unchecked, the contiguous kernels clamp every segment to the rows of `x`,
 so wrong lengths give wrong sums but never an access outside it. The cell below compares
-them, and their gradients, with MLX scatter ops (`mx.zeros(...).at[seg].add(...)`, `.at[seg].maximum(...)`)
-differentiated by MLX itself, then prints the simulator's traffic report.
+them, and their gradients, with MLX scatter ops (`mx.zeros(...).at[seg].add(...)`,
+`.at[seg].maximum(...)`) differentiated by MLX itself, then prints the simulator's traffic
+report.
 """
 
 REAL_KERNEL_SOURCES = (("solutions.segment_reduce", "FORWARD_SOURCE"),
