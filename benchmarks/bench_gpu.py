@@ -187,6 +187,32 @@ def _mvmr_torch(a, a_idx, b, b_idx, o_idx):
     return out
 
 
+def _vvor_setup(k: int, t: int, c: int, m: int) -> Callable:
+    """MVMR's weight gradient: features (N, 1, C), gradients (N, 1, M), triplets by slot."""
+    def setup(rng: np.random.Generator) -> list[np.ndarray]:
+        n = max(1, t // 8)
+        a_idx, b_idx, o_idx = _triplets(rng, k, t, n)
+        return [_normal(rng, n, 1, c), b_idx, _normal(rng, n, 1, m), o_idx, a_idx]
+    return setup
+
+
+def _vvor_ours(x, x_idx, y, y_idx, slot):
+    from solutions import mvmr
+    return mvmr.vvor(x, x_idx, y, y_idx, slot, 27, slot_sorted=True)
+
+
+def _vvor_torch(x, x_idx, y, y_idx, slot):
+    import torch
+    out = torch.zeros((27, 1, x.shape[2], y.shape[2]), device=x.device)
+    return out.index_add_(0, slot, x[x_idx][..., :, None] * y[y_idx][..., None, :])
+
+
+def _vvor_triton(x, x_idx, y, y_idx, slot):
+    from sparse_engines.vvor_triton import sparse_vector_vector_outer_product_reduction
+    return sparse_vector_vector_outer_product_reduction(
+        x, x_idx.int(), y, y_idx.int(), slot.int(), 27)
+
+
 def _segment_setup(n: int, c: int, k: int, equal: bool = True) -> Callable:
     """x (n, c) and the lengths of k segments: equal (PointCNN++'s benchmark: K segments,
     the batch size, of N / K rows), or cut at random."""
@@ -228,6 +254,7 @@ def _indexed_torch(a, a_idx, b, b_idx):
 
 
 MVMR_TRITON = "sparse_matrix_vector_multiplication_reduction"   # PT and grouped kernels
+VVOR_TRITON = "sparse_vector_vector_outer_product_reduction"
 SEGMENT_TRITON = "large_segment_reduce_kernel"
 
 
@@ -261,6 +288,12 @@ def benches() -> list[Bench]:
               _mvmr_torch, 0.123, None, _mvmr_triton, MVMR_TRITON),
         Bench("MVMR K=27, T=500k, C=M=32", _mvmr_setup(27, 500000, 32, 32), _mvmr_ours,
               _mvmr_torch, 0.373, None, _mvmr_triton, MVMR_TRITON),
+        Bench("VVOR (weight grad) K=27, T=6.5k, C=M=256", _vvor_setup(27, 6500, 256, 256),
+              _vvor_ours, _vvor_torch, None, None, _vvor_triton, VVOR_TRITON),
+        Bench("VVOR (weight grad) K=27, T=25k, C=M=128", _vvor_setup(27, 25000, 128, 128),
+              _vvor_ours, _vvor_torch, None, None, _vvor_triton, VVOR_TRITON),
+        Bench("VVOR (weight grad) K=27, T=500k, C=M=32", _vvor_setup(27, 500000, 32, 32),
+              _vvor_ours, _vvor_torch, None, None, _vvor_triton, VVOR_TRITON),
         Bench("segment sum N=1M, C=32, K=16", _segment_setup(1 << 20, 32, 16),
               _segment_ours("sum"), _segment_torch("sum"), 0.336, 1.59,
               _segment_triton("sum"), SEGMENT_TRITON),
@@ -334,6 +367,7 @@ def _load_triton(directory: str) -> bool:
     try:
         import sparse_engines.large_segment_reduce_triton  # noqa: F401
         import sparse_engines.mvmr_triton  # noqa: F401
+        import sparse_engines.vvor_triton  # noqa: F401
     except Exception as error:  # noqa: BLE001 - run without the Triton column
         print(f"pointelligence's sparse_engines did not load from {directory}: {error}")
         return False

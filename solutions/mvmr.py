@@ -331,22 +331,29 @@ def _mvmr_op(n_o: int) -> Callable:
     return op
 
 
+def _grouped_vvor_launch(a: mx.array, a_idx: mx.array, b: mx.array, b_idx: mx.array,
+                         o_idx: mx.array, n_o: int) -> tuple[Callable, dict]:
+    """`_run`'s view of the grouped VVOR: the runs of `o_idx` first."""
+    kernel, args = mvmr_grouped.runs_launch(o_idx, n_o)
+    runs = kernel(**args)[0]
+    return mvmr_grouped.vvor_launch(a, a_idx, b, b_idx, runs, n_o)
+
+
 @functools.cache
 def _vvor_op(n_o: int) -> Callable:
-    """VVOR into `n_o` matrices as an MLX function with its VJP."""
+    """VVOR into `n_o` matrices as an MLX function with its VJP. The triplets come sorted by
+    output index, which is the slot of both gradients (two MVMRs): no sort there either."""
 
     @mx.custom_function
     def op(a, b, a_idx, b_idx, o_idx):
         shape = (n_o, a.shape[1], a.shape[2], b.shape[2])
-        return _run(vvor_launch, shape, a.dtype, a, a_idx, b, b_idx, o_idx, n_o)
+        return _run(_grouped_vvor_launch, shape, a.dtype, a, a_idx, b, b_idx, o_idx, n_o)
 
     @op.vjp
     def op_vjp(primals, cotangent, output):
         a, b, a_idx, b_idx, o_idx = primals
-        # Both gradients are MVMRs whose slot is this VVOR's output index.
-        ia, ib, io = _sorted_by(o_idx, a_idx, b_idx, o_idx)
-        grad_a = _mvmr_op(a.shape[0])(cotangent.swapaxes(2, 3), b, io, ib, ia)
-        grad_b = _mvmr_op(b.shape[0])(cotangent, a, io, ia, ib)
+        grad_a = _mvmr_op(a.shape[0])(cotangent.swapaxes(2, 3), b, o_idx, b_idx, a_idx)
+        grad_b = _mvmr_op(b.shape[0])(cotangent, a, o_idx, a_idx, b_idx)
         return (grad_a, grad_b, *(mx.zeros_like(i) for i in (a_idx, b_idx, o_idx)))
 
     return op
@@ -412,15 +419,19 @@ def mvmr(a: mx.array, a_idx: mx.array, b: mx.array, b_idx: mx.array, o_idx: mx.a
 
 
 def vvor(a: mx.array, a_idx: mx.array, b: mx.array, b_idx: mx.array, o_idx: mx.array,
-         n_o: int, *, check_indices: bool = False) -> mx.array:
+         n_o: int, *, check_indices: bool = False, slot_sorted: bool = False) -> mx.array:
     """`o[o_idx[t], g] += outer(a[a_idx[t], g], b[b_idx[t], g])`: a (N_a, G, C),
     b (N_b, G, M), o (n_o, G, C, M) in the promoted type (the letters of `mvmr`: as its
-    weight gradient, `a` has the input channels and `b` the output channels). Fastest with
-    triplets sorted by `o_idx`. `check_indices` as for `mvmr`."""
+    weight gradient, `a` has the input channels and `b` the output channels), by the grouped
+    kernel of `solutions/mvmr_grouped.py`, which needs the triplets sorted by `o_idx` (the
+    slot, in the weight gradient): `slot_sorted=True` asserts they are, otherwise they are
+    sorted first. `check_indices` as for `mvmr`."""
     if a.ndim != 3 or b.ndim != 3 or a.shape[1] != b.shape[1]:
         raise ValueError(f"vvor takes a (N_a, G, C) and b (N_b, G, M) with the same G, got "
                          f"{a.shape} and {b.shape}")
     a, b, a_idx, b_idx, o_idx = _operands(a, b, a_idx, b_idx, o_idx, n_o, check_indices)
+    if not slot_sorted:
+        a_idx, b_idx, o_idx = _sorted_by(o_idx, a_idx, b_idx, o_idx)
     return _vvor_op(n_o)(a, b, a_idx, b_idx, o_idx)
 
 

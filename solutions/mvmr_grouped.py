@@ -44,7 +44,8 @@ from collections.abc import Callable
 import mlx.core as mx
 
 THREADS = 128          # four SIMD-groups, 2 x 2 over the (triplets x outputs) tile
-PAD = 4                # floats added to each row of the transposed tiles (see 5. above)
+VVOR_STEP = 32         # VVOR: triplets staged at a time
+VVOR_PART = 512        # VVOR: triplets per part of a run (when the runs are even)
 
 HEADER = f"constant uint THREADS = {THREADS};\n"
 
@@ -190,6 +191,120 @@ SOURCE = """
 """
 
 
+# Inputs a (N_a, G, M), b (N_b, G, C), a_idx (T), b_idx (T), runs (n_o + 1), the triplets sorted
+# by output index (run r = the triplets of output matrix r); output out (n_o, G, M, C) float32,
+# atomic. Threadgroup (r, p) in x adds part p of P of run r; y is the (BM x BN) tile of the
+# (M x C) matrix; z the group. Template: BL triplets per step, BM x BN tile.
+VVOR_SOURCE = """
+    const uint LDA = BM + 4;            // row of the staged a rows (triplet-major)
+    const uint LDB = BL + 4;            // row of the transposed b rows (channel-major)
+    const uint TM = BM / 16;            // 8x8 accumulators per SIMD-group: TM x TN
+    const uint TN = BN / 16;
+    threadgroup float a_s[BL * LDA];            // a_s[l][m] = a[a_idx[t], g, m0 + m]
+    threadgroup float b_t[BN * LDB];            // b_t[c][l] = b[b_idx[t], g, c0 + c]
+    threadgroup int rows_a[BL];
+    threadgroup int rows_b[BL];                 // -1 past the run's part
+    uint tid = thread_position_in_threadgroup.x;
+    uint lane = thread_index_in_simdgroup;
+    uint sg = simdgroup_index_in_threadgroup;
+    uint G = a_shape[1];
+    uint M = a_shape[2];
+    uint C = b_shape[2];
+    uint parts = threadgroups_per_grid.x / (runs_shape[0] - 1);
+    uint r = threadgroup_position_in_grid.x / parts;
+    uint part = threadgroup_position_in_grid.x % parts;
+    uint ctiles = (C + BN - 1) / BN;
+    uint m0 = (threadgroup_position_in_grid.y / ctiles) * BM;
+    uint c0 = (threadgroup_position_in_grid.y % ctiles) * BN;
+    uint g = threadgroup_position_in_grid.z;
+
+    // 1. This part of run r: whole steps of BL triplets, split as evenly as possible.
+    int lo = runs[r];
+    int hi = runs[r + 1];
+    int steps = (hi - lo + int(BL) - 1) / int(BL);
+    int per = (steps + int(parts) - 1) / int(parts);
+    int first = lo + int(part) * per * int(BL);
+    int last = min(hi, first + per * int(BL));
+    if (first >= last) {
+        return;                         // an empty run, or a part past its end
+    }
+
+    simdgroup_float8x8 acc[TM][TN];
+    for (uint i = 0; i < TM; ++i) {
+        for (uint j = 0; j < TN; ++j) {
+            acc[i][j] = simdgroup_float8x8(0.0f);
+        }
+    }
+    uint mr0 = (sg / 2) * (BM / 2);     // this SIMD-group's rows (a's channels) ...
+    uint cn0 = (sg % 2) * (BN / 2);     // ... and columns (b's channels) of the tile
+
+    for (int t0 = first; t0 < last; t0 += int(BL)) {
+        threadgroup_barrier(mem_flags::mem_threadgroup);
+        if (tid < BL) {
+            bool inside = t0 + int(tid) < last;
+            rows_a[tid] = inside ? a_idx[t0 + tid] : -1;
+            rows_b[tid] = inside ? b_idx[t0 + tid] : 0;
+        }
+        threadgroup_barrier(mem_flags::mem_threadgroup);
+        // 2. Stage the step: the a rows as they lie (32 channels of a row per SIMD-group
+        //    access), the b rows transposed (16 channels of 2 triplets per access).
+        for (uint e = tid; e < BL * BM; e += THREADS) {
+            uint l = e / BM;
+            uint m = e % BM;
+            bool inside = rows_a[l] >= 0 && m0 + m < M;
+            a_s[l * LDA + m] = inside ? float(a[(size_t(rows_a[l]) * G + g) * M + m0 + m]) : 0.0f;
+        }
+        for (uint e = tid; e < BL * BN; e += THREADS) {
+            uint c = e % 16 + 16 * (e / (16 * BL));
+            uint l = (e / 16) % BL;
+            bool inside = rows_a[l] >= 0 && c0 + c < C;
+            b_t[c * LDB + l] = inside ? float(b[(size_t(rows_b[l]) * G + g) * C + c0 + c]) : 0.0f;
+        }
+        threadgroup_barrier(mem_flags::mem_threadgroup);
+        // 3. out_tile += A^T B over the step's triplets, 8 triplets at a time; both pieces
+        //    are read transposed from their padded tiles (no bank conflicts).
+        for (uint kk = 0; kk < BL; kk += 8) {
+            simdgroup_float8x8 xa[TM];
+            simdgroup_float8x8 yb[TN];
+            for (uint i = 0; i < TM; ++i) {
+                simdgroup_load(xa[i], a_s, LDA, ulong2(mr0 + 8 * i, kk), true);
+            }
+            for (uint j = 0; j < TN; ++j) {
+                simdgroup_load(yb[j], b_t, LDB, ulong2(kk, cn0 + 8 * j), true);
+            }
+            for (uint i = 0; i < TM; ++i) {
+                for (uint j = 0; j < TN; ++j) {
+                    simdgroup_multiply_accumulate(acc[i][j], xa[i], yb[j], acc[i][j]);
+                }
+            }
+        }
+    }
+
+    // 4. One atomic per element of the tile and part (a plain store would do with one part,
+    //    but the output is shared by the parts of a run).
+    uint quad = lane / 4;
+    uint er = (quad & 4) + (lane / 2) % 4;
+    uint ec = (quad & 2) * 2 + (lane % 2) * 2;
+    for (uint i = 0; i < TM; ++i) {
+        uint m = m0 + mr0 + 8 * i + er;
+        if (m >= M) {
+            continue;
+        }
+        for (uint j = 0; j < TN; ++j) {
+            uint c = c0 + cn0 + 8 * j + ec;
+            vec<float, 2> v = acc[i][j].thread_elements();
+            size_t at = ((size_t(r) * G + g) * M + m) * C + c;
+            if (c < C) {
+                atomic_fetch_add_explicit(&out[at], v.x, memory_order_relaxed);
+            }
+            if (c + 1 < C) {
+                atomic_fetch_add_explicit(&out[at + 1], v.y, memory_order_relaxed);
+            }
+        }
+    }
+"""
+
+
 @functools.cache
 def _kernels(factory: Callable) -> dict[str, Callable]:
     """The two kernels, built once per kernel factory (MLX's, or metalsim's under a patch)."""
@@ -199,6 +314,10 @@ def _kernels(factory: Callable) -> dict[str, Callable]:
         "mvmr": factory(name="mvmr_grouped",
                         input_names=["a", "b", "b_idx", "o_idx", "runs"],
                         output_names=["out"], source=SOURCE, header=HEADER,
+                        atomic_outputs=True),
+        "vvor": factory(name="vvor_grouped",
+                        input_names=["a", "a_idx", "b", "b_idx", "runs"],
+                        output_names=["out"], source=VVOR_SOURCE, header=HEADER,
                         atomic_outputs=True),
     }
 
@@ -238,6 +357,27 @@ def launch(a: mx.array, b: mx.array, b_idx: mx.array, o_idx: mx.array, runs: mx.
     return _kernels(factory or mx.fast.metal_kernel)["mvmr"], args
 
 
+def vvor_launch(a: mx.array, a_idx: mx.array, b: mx.array, b_idx: mx.array, runs: mx.array,
+                n_o: int, factory: Callable | None = None) -> tuple[Callable, dict]:
+    """The grouped VVOR kernel and its call's arguments, for triplets sorted by output index
+    with their `runs` (n_o + 1); its float32 output has shape (n_o, G, M, C), M = a's
+    channels and C = b's. Each run is split into P parts (P from the sizes alone: about
+    VVOR_PART triplets each when the runs are even), one threadgroup per part and tile."""
+    g, m = a.shape[1:]
+    c = b.shape[2]
+    t = a_idx.shape[0]
+    bm = 64 if m > 32 else (32 if m > 16 else 16)
+    bn = 64 if c > 32 else (32 if c > 16 else 16)
+    parts = max(1, -(-t // (n_o * VVOR_PART)))
+    tiles = -(-m // bm) * -(-c // bn)
+    args = {"inputs": [a, a_idx, b, b_idx, runs], "output_shapes": [(n_o, g, m, c)],
+            "output_dtypes": [mx.float32],
+            "template": [("BL", VVOR_STEP), ("BM", bm), ("BN", bn)],
+            "grid": (n_o * parts * THREADS, tiles, g), "threadgroup": (THREADS, 1, 1),
+            "init_value": 0}
+    return _kernels(factory or mx.fast.metal_kernel)["vvor"], args
+
+
 def mvmr_sorted(a: mx.array, a_idx: mx.array, b: mx.array, b_idx: mx.array, o_idx: mx.array,
                 n_o: int) -> mx.array:
     """MVMR of triplets sorted by slot (`a_idx` ascending), float32 `(n_o, G, M)`: the runs
@@ -260,10 +400,22 @@ def simulate(a: mx.array, a_idx: mx.array, b: mx.array, b_idx: mx.array, o_idx: 
     return metalsim.simulate(kernel, **args, profile=True)
 
 
-def inner_loop_lines() -> list[int]:
-    """The source lines of the inner loop's threadgroup reads (its `simdgroup_load`s), as
-    the simulator numbers them (`report.memory.by_line[("threadgroup", line)]`)."""
-    return [n for n, text in enumerate(SOURCE.splitlines(), start=1) if "simdgroup_load(" in text]
+def inner_loop_lines(source: str = SOURCE) -> list[int]:
+    """The source lines of a kernel's inner-loop threadgroup reads (its `simdgroup_load`s),
+    as the simulator numbers them (`report.memory.by_line[("threadgroup", line)]`)."""
+    return [n for n, text in enumerate(source.splitlines(), start=1) if "simdgroup_load(" in text]
+
+
+def simulate_vvor(a: mx.array, a_idx: mx.array, b: mx.array, b_idx: mx.array,
+                  o_idx: mx.array, n_o: int):
+    """Both VVOR launches in the simulator, for triplets sorted by `o_idx`: the grouped
+    kernel's `metalsim.Run`, profiled."""
+    import metalsim
+
+    kernel, args = runs_launch(o_idx, n_o, metalsim.metal_kernel)
+    runs = metalsim.simulate(kernel, **args).outputs[0]
+    kernel, args = vvor_launch(a, a_idx, b, b_idx, mx.array(runs), n_o, metalsim.metal_kernel)
+    return metalsim.simulate(kernel, **args, profile=True)
 
 
 def simulate_redesign(a: mx.array, a_idx: mx.array, b: mx.array, b_idx: mx.array,

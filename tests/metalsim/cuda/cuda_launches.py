@@ -154,6 +154,7 @@ def real_kernel_workloads(scale: int = 1) -> list[tuple[str, Callable[[], object
         ("mvmr", _vjp(lambda wa, wb: mvmr.mvmr(wa, a_idx, wb, b_idx, o_idx, n_o), [wa, wb])),
         ("mvmr per-triplet", lambda: _call(*mvmr.mvmr_launch(wa, a_idx, wb, b_idx, o_idx, n_o))),
         ("vvor", lambda: mvmr.vvor(wb, b_idx, vb, b_idx, o_idx, n_o)),
+        ("vvor per-triplet", lambda: _call(*mvmr.vvor_launch(wb, b_idx, vb, b_idx, o_idx, n_o))),
         ("segment sum", _vjp(lambda v: segment_reduce.segment_reduce(v, seg_len, "sum"),
                              [seg_x])),
         ("segment max", _vjp(lambda v: segment_reduce.segment_reduce(v, seg_len, "max"),
