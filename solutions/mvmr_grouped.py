@@ -45,7 +45,8 @@ import mlx.core as mx
 
 THREADS = 128          # four SIMD-groups, 2 x 2 over the (triplets x outputs) tile
 VVOR_STEP = 32         # VVOR: triplets staged at a time
-VVOR_PART = 512        # VVOR: triplets per part of a run (when the runs are even)
+VVOR_THREADGROUPS = 1024   # VVOR: split the runs until about this many threadgroups ...
+VVOR_MIN_PART = 64         # ... but keep at least this many triplets per part (even runs)
 
 HEADER = f"constant uint THREADS = {THREADS};\n"
 
@@ -361,15 +362,17 @@ def vvor_launch(a: mx.array, a_idx: mx.array, b: mx.array, b_idx: mx.array, runs
                 n_o: int, factory: Callable | None = None) -> tuple[Callable, dict]:
     """The grouped VVOR kernel and its call's arguments, for triplets sorted by output index
     with their `runs` (n_o + 1); its float32 output has shape (n_o, G, M, C), M = a's
-    channels and C = b's. Each run is split into P parts (P from the sizes alone: about
-    VVOR_PART triplets each when the runs are even), one threadgroup per part and tile."""
+    channels and C = b's. Each run is split into P parts, one threadgroup per part and tile,
+    P from the sizes alone: enough threadgroups to fill the GPU (VVOR_THREADGROUPS), as long
+    as even runs leave VVOR_MIN_PART triplets per part (each part costs one atomic per
+    element of its tile)."""
     g, m = a.shape[1:]
     c = b.shape[2]
     t = a_idx.shape[0]
     bm = 64 if m > 32 else (32 if m > 16 else 16)
     bn = 64 if c > 32 else (32 if c > 16 else 16)
-    parts = max(1, -(-t // (n_o * VVOR_PART)))
     tiles = -(-m // bm) * -(-c // bn)
+    parts = max(1, min(-(-VVOR_THREADGROUPS // (n_o * tiles * g)), t // (n_o * VVOR_MIN_PART)))
     args = {"inputs": [a, a_idx, b, b_idx, runs], "output_shapes": [(n_o, g, m, c)],
             "output_dtypes": [mx.float32],
             "template": [("BL", VVOR_STEP), ("BM", bm), ("BN", bn)],
