@@ -126,16 +126,17 @@ it synchronises twice per triplet. `mvmr` therefore runs a redesign,
 1. **Group by slot.** Sort the triplets by `a_idx` (production triplet lists already are;
    `slot_sorted=True` skips the sort). Slot `k`'s triplets form one run, and a tiny kernel
    finds the run boundaries by binary search. Every triplet of a run multiplies by the same
-   weight matrix `a[k]`, so 32 or 64 of them are one dense product `(BL x C) @ (C x M)`.
+   weight matrix `a[k]`, so 32 of them are one dense product `(32 x C) @ (C x M)`.
 2. **One chunk per threadgroup.** A threadgroup of 4 SIMD-groups owns one chunk of a run and
-   64 output channels. The grid is an upper bound on the chunks (`T / BL + K`), computed
+   32 output channels. The grid is an upper bound on the chunks (`T / BL + K`), computed
    without reading the runs back; spare threadgroups return at once.
 3. **Stream the weights.** C is walked in slices of 32 channels: stage the chunk's gathered
    features and the slot's weight slice, two barriers per slice, not per triplet.
-4. **Register tiling on `simdgroup_matrix`.** Each SIMD-group holds up to 4 x 4 8x8 float
-   accumulators. Per 8 channels it loads its feature and weight pieces once and multiplies
-   every pair, so each piece read from threadgroup memory feeds up to 4 products of 512
-   multiply-adds.
+4. **Register tiling on `simdgroup_matrix`.** Each SIMD-group holds 2 x 2 8x8 float
+   accumulators. Per 8 channels it loads its 2 feature and 2 weight pieces once and multiplies
+   every pair, so each piece read from threadgroup memory feeds 2 products of 512
+   multiply-adds (larger tiles reuse more, but on the GPU measured, fewer threadgroups cost
+   more than the reuse saved).
 5. **Pad against bank conflicts.** Both tiles are stored transposed with rows of `BL + 4` and
    `BC + 4` floats and read with `simdgroup_load(..., transpose = true)`: each of a load's two
    32-word accesses then hits 32 different banks.
@@ -178,18 +179,18 @@ by output point, `C = M = 32`, one group.
 The comparison table runs the same triplets through both kernels (the grouped one after
 sorting them by slot), with the memory model of `metalsim.efficiency`:
 
-- **threadgroup SIMD-group accesses 140,128 -> 20,988**, bank efficiency **26% -> 87%**: the
+- **threadgroup SIMD-group accesses 140,128 -> 20,502**, bank efficiency **26% -> 89%**: the
   per-triplet kernel reads two words per multiply-add, with 4-way conflicts; the grouped one
   reads 8x8 pieces that each feed several products. Its `simdgroup_load`s cost one cycle per
-  32 words (no conflict); the 87% comes from the staging stores of the features, 2-way (16
+  32 words (no conflict); the 89% comes from the staging stores of the features, 2-way (16
   channels of 2 triplets per access, chosen so that the gathered rows are read in whole
   64-byte segments).
-- **barriers 131,072 -> 13,056**: two per slice of 32 channels instead of two per triplet.
-- **device traffic 1,023,360 bytes**: each feature row is gathered once per chunk (not once
+- **barriers 131,072 -> 20,224**: two per slice of 32 channels instead of two per triplet.
+- **device traffic 1,153,248 bytes**: each feature row is gathered once per chunk (not once
   per 8 output channels), the weights once per chunk; but **64,000 atomics**, one per triplet
   and output channel, where the per-triplet kernel needed 5,568.
-- **SIMD-group efficiency 80%**: one lane per SIMD-group walks the 27 runs to find its chunk
-  while the others wait.
+- **SIMD-group efficiency 73%**: one lane per SIMD-group walks the 27 runs to find its chunk
+  while the others wait, and the last chunk of a run is partly empty.
 
 On an NVIDIA H100, through the CUDA translation, `benchmarks/bench_gpu.py` measures this
 kernel beside PointCNN++'s Triton kernels: faster at C = M = 32, about 2.5x slower at 128 and
