@@ -5,8 +5,9 @@ Run (needs CuPy, PyTorch with CUDA, and a GPU):
 
 Each benchmark calls a real kernel's MLX function once under a recording CUDA back end, which
 keeps every kernel launch the function makes (several for ops with a finishing pass); those
-launches are then timed with their buffers resident on the GPU, with CUDA events: a few
-warm-up runs, then the median of `REPS` timed runs. PyTorch's equivalent is timed the same way.
+launches are then timed with their buffers resident on the GPU: a few warm-up runs, then the
+median over `REPS` runs of their summed kernel time (PyTorch's profiler; the output fill of
+`init_value` is not re-run). PyTorch's equivalent is timed with CUDA events.
 Achieved bandwidth is the ideal traffic (each input read once, each output written once)
 divided by the median time, against the device-to-device copy bandwidth measured here.
 For the point-cloud operators, `--pointelligence DIR` names a checkout of

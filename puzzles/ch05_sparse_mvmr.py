@@ -193,7 +193,7 @@ sorting them by slot), with the memory model of `metalsim.efficiency`:
   while the others wait, and the last chunk of a run is partly empty.
 
 On an NVIDIA H100, through the CUDA translation, `benchmarks/bench_gpu.py` measures this
-kernel beside PointCNN++'s Triton kernels: faster at C = M = 32, about 2.5x slower at 128 and
+kernel beside PointCNN++'s Triton kernels: faster at C = M = 32, about 2.2x slower at 128 and
 256, where the 8x8 products are emulated with shuffles (no tensor cores)."""
 
 

@@ -15,12 +15,15 @@ notebook 06 (§11):
   split), once per occurrence, as MLX's autodiff of `.at[].maximum` does.
 
 Contiguous forward: each segment is split into `P` equal parts, `P` from the array sizes alone
-(no read-back of `lengths`). A threadgroup of 256 threads owns one (segment, part, tile of up to
-32 columns) and writes one float32 partial row: threads stride over the part's rows, combine
-within a SIMD-group with `simd_shuffle_down` and across SIMD-groups in threadgroup memory. MLX
-then reduces the `(K, P, C)` partials (a small array) and divides for the mean. No atomics:
-deterministic. The backward runs on the same grid; each thread knows its segment, so it stores
-`dx[r] = gy[s]` (÷ length; masked by `x == y` for max/min) with no atomics either.
+(no read-back of `lengths`). A threadgroup of 256 threads owns one (segment, part, tile of up
+to 32 column-threads) and writes one float32 partial row: each thread reads `V` = 4 columns
+at once (one 16-byte load, when C is a multiple of 4) and `UNROLL` = 4 rows before combining
+them, into 4 independent accumulators; then threads combine within a SIMD-group with
+`simd_shuffle_down` and across SIMD-groups in threadgroup memory. The same kernel, launched
+again over the `(K * P, C)` partials, reduces each segment's P rows into the result (dividing
+for the mean, clamping float16). No atomics: deterministic. The backward runs on the same grid;
+each thread knows its segment, so it stores `dx[r] = gy[s]` (÷ length; masked by `x == y` for
+max/min) with no atomics either.
 
 Indexed forward: one thread per (segment, column), threadgroups of 256 = (up to 32 columns) x
 (segments). The lanes of a SIMD-group that share a segment load its indices cooperatively, one
@@ -30,10 +33,13 @@ scatter-adds into a float32 `dx` with `atomic_fetch_add_explicit`, since a row m
 several segments.
 
 Validation: `x` must be 2-D floating point, index arrays 1-D integers (cast to int32), `offsets`
-and `lengths` of one shape, `lengths` non-negative with `sum(lengths)` equal to the rows of `x`
-(contiguous) or the positions of `indices` (indexed). Checking the sum reads one scalar back to
-the CPU. `check_indices=True` also checks `0 <= indices < len(x)` and that every segment lies
-inside `indices`; without it, bad indices are undefined behaviour, as in PointCNN++.
+and `lengths` of one shape, at least one segment. Checking values reads them back to the CPU (a
+synchronisation that can cost more than the kernel), so it happens only when asked:
+`check_lengths=True` (contiguous) checks `lengths >= 0` and `sum(lengths)` equal to the rows of
+`x`; `check_indices=True` (indexed) checks the same against the positions of `indices`, and
+`0 <= indices < len(x)` and that every segment lies inside `indices`. Unchecked, the contiguous
+kernels clamp every segment to the rows of `x` (wrong lengths give wrong values, no access
+outside it); bad indices are undefined behaviour, as in PointCNN++.
 """
 
 from __future__ import annotations
