@@ -124,10 +124,11 @@ REAL_KERNEL_MARKDOWN = """\
   grid: each thread knows its segment, so `dx[r] = gy[s]` (÷ length, or masked by `x == y`
   for max/min) is a plain store.
 - **`indexed_segment_reduce(x, indices, offsets, lengths, op)`**. Each thread owns one
-  (segment, column) and loops over the segment's positions. The lanes that share a segment load
-  32 (or `C`) of its indices at once, one each, and pass them around with `simd_shuffle`, so
-  each index is read once, not once per column. One plain store per output element; the
-  backward is the scatter-add of puzzle 29 generalised to the four reductions.
+  segment and 4 columns (one 16-byte load per row, when `C` is a multiple of 4) and loops over
+  the segment's positions, two rows at a time into two accumulators. The lanes that share a
+  segment load up to 32 of its indices at once, one each, and pass them around with
+  `simd_shuffle`, so each index is read once, not once per column. One plain store per output
+  element; the backward is the scatter-add of puzzle 29 generalised to the four reductions.
 
 Both check their inputs' types and shapes. Checking the *values* of `lengths` (non-negative,
 adding up) or `indices` (in range) means reading them back to the CPU, a synchronisation that

@@ -25,10 +25,12 @@ for the mean, clamping float16). No atomics: deterministic. The backward runs on
 each thread knows its segment, so it stores `dx[r] = gy[s]` (÷ length; masked by `x == y` for
 max/min) with no atomics either.
 
-Indexed forward: one thread per (segment, column), threadgroups of 256 = (up to 32 columns) x
-(segments). The lanes of a SIMD-group that share a segment load its indices cooperatively, one
-each, and pass them on with `simd_shuffle`, so each index is read once per SIMD-group instead
-of once per column. One plain store per output element. The backward walks the same way and
+Indexed forward: one thread per (segment, 4 columns when C is a multiple of 4, else 1),
+threadgroups of 256 = (up to 32 column-threads) x (segments). The lanes of a SIMD-group that
+share a segment load its indices cooperatively, one each, and pass them on with
+`simd_shuffle`, so each index is read once per SIMD-group instead of once per column; each
+thread reads its columns of two gathered rows at a time (16-byte loads, two accumulators).
+One plain store per output element. The backward walks the same way and
 scatter-adds into a float32 `dx` with `atomic_fetch_add_explicit`, since a row may belong to
 several segments.
 
@@ -221,20 +223,42 @@ INDEXED_WALK = """
     int longest = simd_max(len);
 """
 
-INDEXED_FORWARD_SOURCE = INDEXED_WALK + """
-    float acc = identity<OP>();
+# The indexed forward walks like INDEXED_WALK, but each column-thread owns V columns (one
+# 16-byte load per row when V = 4) and keeps two accumulators, for rows j and j + 1 of the
+# segment, so two loads are in flight.
+INDEXED_FORWARD_SOURCE = INDEXED_WALK.replace(
+    "uint c = threadgroup_position_in_grid.x * TC + tc;",
+    "uint c = (threadgroup_position_in_grid.x * TC + tc) * V;") + """
+    acc_t acc[2] = {acc_t(identity<OP>()), acc_t(identity<OP>())};
     for (int base = 0; base < longest; base += TC) {
         int mine = base + int(tc) < len ? indices[start + base + tc] : 0;
         int n = min(int(TC), longest - base);
-        for (int j = 0; j < n; ++j) {
+        int j = 0;
+        for (; j + 1 < n; j += 2) {
+            int row0 = simd_shuffle(mine, first + j);
+            int row1 = simd_shuffle(mine, first + j + 1);
+            if (active && base + j < len) {
+                acc[0] = combine<OP>(acc[0], load_v(x + size_t(row0) * C + c));
+            }
+            if (active && base + j + 1 < len) {
+                acc[1] = combine<OP>(acc[1], load_v(x + size_t(row1) * C + c));
+            }
+        }
+        if (j < n) {
             int row = simd_shuffle(mine, first + j);
             if (active && base + j < len) {
-                acc = combine<OP>(acc, float(x[size_t(row) * C + c]));
+                acc[0] = combine<OP>(acc[0], load_v(x + size_t(row) * C + c));
             }
         }
     }
+    acc_t total = combine<OP>(acc[0], acc[1]);
     if (active) {
-        out[s * C + c] = static_cast<T>(OP == 1 ? acc / float(max(len, 1)) : acc);
+        if (OP == 1) {
+            total /= float(max(len, 1));
+        }
+        for (uint k = 0; k < V; ++k) {
+            out[s * C + c + k] = static_cast<T>(element(total, k));
+        }
     }
 """
 
@@ -282,10 +306,14 @@ def _kernels(factory: Callable) -> dict[str, Callable]:
                             header=sizes + COMMON_HEADER + VECTOR_HEADER[1]),
         "backward": factory(name="segment_reduce_vjp", input_names=["x", "starts", "y", "gy"],
                             output_names=["dx"], source=BACKWARD_SOURCE, header=COMMON_HEADER),
-        "indexed": factory(name="indexed_segment_reduce",
-                           input_names=["x", "indices", "offsets", "lengths"],
-                           output_names=["out"], source=INDEXED_FORWARD_SOURCE,
-                           header=COMMON_HEADER),
+        "indexed4": factory(name="indexed_segment_reduce_v4",
+                            input_names=["x", "indices", "offsets", "lengths"],
+                            output_names=["out"], source=INDEXED_FORWARD_SOURCE,
+                            header=COMMON_HEADER + VECTOR_HEADER[4]),
+        "indexed1": factory(name="indexed_segment_reduce_v1",
+                            input_names=["x", "indices", "offsets", "lengths"],
+                            output_names=["out"], source=INDEXED_FORWARD_SOURCE,
+                            header=COMMON_HEADER + VECTOR_HEADER[1]),
         "indexed_backward": factory(
             name="indexed_segment_reduce_vjp",
             input_names=["x", "indices", "offsets", "lengths", "y", "gy"],
@@ -470,10 +498,12 @@ def segment_reduce(x: mx.array, lengths: mx.array, op: str = "sum", *,
 # --- indexed segments -----------------------------------------------------------------------
 
 
-def _indexed_geometry(x: mx.array, segments: int) -> dict:
-    tc = _column_tile(x.shape[1])
+def _indexed_geometry(x: mx.array, segments: int, vector: int = 1) -> dict:
+    """(column-threads of `vector` columns) x (segments) per threadgroup of 256."""
+    column_threads = -(-x.shape[1] // vector)
+    tc = _column_tile(column_threads)
     per_group = THREADS // tc
-    return {"grid": (-(-x.shape[1] // tc) * tc, -(-segments // per_group) * per_group, 1),
+    return {"grid": (-(-column_threads // tc) * tc, -(-segments // per_group) * per_group, 1),
             "threadgroup": (tc, per_group, 1), "tc": tc}
 
 
@@ -498,12 +528,13 @@ def launch_indexed(x: mx.array, indices: mx.array, offsets: mx.array | None,
     result in `x.dtype`."""
     code = _check_op(op)
     indices, offsets, lengths = _indexed_arrays(x, indices, offsets, lengths)
-    geometry = _indexed_geometry(x, lengths.size)
+    vector = _vector_width(x.shape[1])
+    geometry = _indexed_geometry(x, lengths.size, vector)
     args = {"inputs": [x, indices, offsets, lengths],
             "output_shapes": [(lengths.size, x.shape[1])], "output_dtypes": [x.dtype],
-            "template": [("T", x.dtype), ("OP", code), ("TC", geometry["tc"])],
+            "template": [("T", x.dtype), ("OP", code), ("TC", geometry["tc"]), ("V", vector)],
             "grid": geometry["grid"], "threadgroup": geometry["threadgroup"]}
-    return _kernels(factory or mx.fast.metal_kernel)["indexed"], args
+    return _kernels(factory or mx.fast.metal_kernel)[f"indexed{vector}"], args
 
 
 def launch_indexed_backward(x: mx.array, indices: mx.array, offsets: mx.array | None,

@@ -163,6 +163,8 @@ def real_kernel_workloads(scale: int = 1) -> list[tuple[str, Callable[[], object
                                      [_normal(np.random.default_rng(1), 500 * s, 5)])),
         ("indexed segment max", _vjp(lambda v: segment_reduce.indexed_segment_reduce(
             v, perm, None, seg_len, "max"), [seg_x])),
+        ("indexed segment mean, odd C", lambda: segment_reduce.indexed_segment_reduce(
+            _normal(np.random.default_rng(2), 500 * s, 5), perm, None, seg_len, "mean")),
         ("indexed distance", _vjp(lambda p, q: distances.indexed_distance(
             p, pa_idx, q, pb_idx), [pa, pb])),
         ("indexed distance cube", lambda: distances.indexed_distance(
