@@ -1,15 +1,24 @@
 """The real kernels on an NVIDIA GPU (metalsim.cuda) against PyTorch on the same GPU.
 
-Run (needs CuPy, PyTorch with CUDA, and a GPU):  python benchmarks/bench_gpu.py [--only NAME]
+Run (needs CuPy, PyTorch with CUDA, and a GPU):
+    python benchmarks/bench_gpu.py [--only NAME] [--pointelligence DIR]
 
 Each benchmark calls a real kernel's MLX function once under a recording CUDA back end, which
 keeps every kernel launch the function makes (several for ops with a finishing pass); those
-launches are then timed with their buffers resident on the GPU, with CUDA events: a few
-warm-up runs, then the median of `REPS` timed runs. PyTorch's equivalent is timed the same way.
+launches are then timed with their buffers resident on the GPU: a few warm-up runs, then the
+median over `REPS` runs of their summed kernel time (PyTorch's profiler; the output fill of
+`init_value` is not re-run). PyTorch's equivalent is timed with CUDA events.
 Achieved bandwidth is the ideal traffic (each input read once, each output written once)
 divided by the median time, against the device-to-device copy bandwidth measured here.
-For the point-cloud operators the Triton figures quoted in issue 13 (H100, medians of 20) are
-printed beside ours. The output is checked against PyTorch's (max error relative to the
+For the point-cloud operators, `--pointelligence DIR` names a checkout of
+ant-research/pointelligence (its `sparse_engines` package, not part of this project): its
+Triton kernels then run in this process on the same operands, and both sides are timed as
+kernel time only with PyTorch's profiler (the median over `REPS` calls of the summed
+durations of the GPU kernels a call launches: all of ours; for Triton the op's own Triton
+kernel, not the output fill or the segment-id pass of its wrapper). Without it the Triton
+figures quoted in issue 13 are printed instead. The MVMR triplets come sorted by slot, as
+production triplet lists are (Triton's grouped kernel needs it; ours is told so with
+`slot_sorted=True`). Every output is checked against PyTorch's (max error relative to the
 largest magnitude) so a fast wrong kernel cannot pass unnoticed.
 
 To add a benchmark, append a `Bench` to `benches()`: a name, a `setup(rng)` returning the
@@ -35,7 +44,7 @@ import metalsim  # noqa: E402
 import metalsim.cuda  # noqa: E402
 from metalsim.cuda.api import CudaKernel  # noqa: E402
 
-WARMUP, REPS = 5, 25
+WARMUP, REPS = 5, 20
 
 
 @dataclass
@@ -46,6 +55,8 @@ class Bench:
     torch: Callable[..., object]
     triton_ms: float | None = None
     torch_quoted_ms: float | None = None   # the PyTorch figure quoted with the Triton one
+    triton: Callable[..., object] | None = None   # pointelligence's op, on torch tensors
+    triton_kernel: str = ""                # what its Triton kernels' names contain
 
 
 # --- timing -------------------------------------------------------------------------------------
@@ -68,14 +79,40 @@ def time_gpu(enqueue: Callable[[], object]) -> float:
     return statistics.median(times)
 
 
-def copy_bandwidth() -> float:
-    """Device-to-device copy bandwidth in GB/s (bytes read + bytes written, 1 GiB buffers)."""
+def kernel_ms(call: Callable[[], object], name_part: str = "") -> float:
+    """Median milliseconds of GPU kernel time per `call()` over REPS calls after WARMUP, from
+    PyTorch's profiler: the summed durations of the kernels one call launches (only those
+    whose name contains `name_part`, when given)."""
+    import torch
+    from torch.autograd import DeviceType
+    from torch.profiler import ProfilerActivity, profile
+
+    for _ in range(WARMUP):
+        call()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(REPS):
+            call()
+        torch.cuda.synchronize()
+    kernels = sorted((e for e in prof.events() if e.device_type == DeviceType.CUDA
+                      and name_part in e.name), key=lambda e: e.time_range.start)
+    if not kernels or len(kernels) % REPS:
+        raise RuntimeError(f"the profiler saw {len(kernels)} kernels for {REPS} calls")
+    per_call = len(kernels) // REPS
+    return statistics.median(
+        sum(e.time_range.elapsed_us() for e in kernels[i:i + per_call]) / 1e3
+        for i in range(0, len(kernels), per_call))
+
+
+def copy_bandwidth() -> tuple[float, float]:
+    """Device-to-device copy of 1 GiB of float32: (milliseconds, GB/s counting the bytes read
+    and the bytes written)."""
     import cupy
 
     src = cupy.ones(1 << 28, dtype=cupy.float32)
     dst = cupy.empty_like(src)
     ms = time_gpu(lambda: dst.__setitem__(slice(None), src))
-    return 2 * src.nbytes / (ms * 1e-3) / 1e9
+    return ms, 2 * src.nbytes / (ms * 1e-3) / 1e9
 
 
 class _Recording(CudaKernel):
@@ -108,10 +145,11 @@ def _normal(rng: np.random.Generator, *shape: int) -> np.ndarray:
 
 
 def _triplets(rng: np.random.Generator, k: int, t: int, n: int) -> list[np.ndarray]:
-    """Sorted-by-output (a_idx, b_idx, o_idx) of a sparse convolution with n points."""
-    o_idx = np.sort(rng.integers(0, n, t)).astype(np.int32)
-    return [rng.integers(0, k, t).astype(np.int32), rng.integers(0, n, t).astype(np.int32),
-            o_idx]
+    """(a_idx, b_idx, o_idx) of a sparse convolution with n points, sorted by slot and then
+    by output point, as production triplet lists are."""
+    a_idx, b_idx, o_idx = (rng.integers(0, bound, t).astype(np.int32) for bound in (k, n, n))
+    order = np.lexsort((o_idx, a_idx))
+    return [a_idx[order], b_idx[order], o_idx[order]]
 
 
 def _mvmr_setup(k: int, t: int, c: int, m: int) -> Callable:
@@ -124,7 +162,20 @@ def _mvmr_setup(k: int, t: int, c: int, m: int) -> Callable:
 
 def _mvmr_ours(a, a_idx, b, b_idx, o_idx):
     from solutions import mvmr
-    return mvmr.mvmr(a, a_idx, b, b_idx, o_idx, b.shape[0])
+    return mvmr.mvmr(a, a_idx, b, b_idx, o_idx, b.shape[0], slot_sorted=True)
+
+
+def _mvmr_triton(a, a_idx, b, b_idx, o_idx):
+    from sparse_engines.mvmr_triton import sparse_matrix_vector_multiplication_reduction
+    return sparse_matrix_vector_multiplication_reduction(
+        a, a_idx.int(), b, b_idx.int(), o_idx.int(), b.shape[0])
+
+
+def _segment_triton(op: str) -> Callable:
+    def run(x, lengths):
+        from sparse_engines.large_segment_reduce_triton import large_segment_reduce
+        return large_segment_reduce(x, op, lengths=lengths)
+    return run
 
 
 def _mvmr_torch(a, a_idx, b, b_idx, o_idx):
@@ -137,10 +188,38 @@ def _mvmr_torch(a, a_idx, b, b_idx, o_idx):
     return out
 
 
-def _segment_setup(n: int, c: int, k: int) -> Callable:
+def _vvor_setup(k: int, t: int, c: int, m: int) -> Callable:
+    """MVMR's weight gradient: features (N, 1, C), gradients (N, 1, M), triplets by slot."""
     def setup(rng: np.random.Generator) -> list[np.ndarray]:
-        segments = n // k
-        cuts = np.sort(rng.integers(0, n + 1, segments - 1))
+        n = max(1, t // 8)
+        a_idx, b_idx, o_idx = _triplets(rng, k, t, n)
+        return [_normal(rng, n, 1, c), b_idx, _normal(rng, n, 1, m), o_idx, a_idx]
+    return setup
+
+
+def _vvor_ours(x, x_idx, y, y_idx, slot):
+    from solutions import mvmr
+    return mvmr.vvor(x, x_idx, y, y_idx, slot, 27, slot_sorted=True)
+
+
+def _vvor_torch(x, x_idx, y, y_idx, slot):
+    import torch
+    out = torch.zeros((27, 1, x.shape[2], y.shape[2]), device=x.device)
+    return out.index_add_(0, slot, x[x_idx][..., :, None] * y[y_idx][..., None, :])
+
+
+def _vvor_triton(x, x_idx, y, y_idx, slot):
+    from sparse_engines.vvor_triton import sparse_vector_vector_outer_product_reduction
+    return sparse_vector_vector_outer_product_reduction(
+        x, x_idx.int(), y, y_idx.int(), slot.int(), 27)
+
+
+def _segment_setup(n: int, c: int, k: int, equal: bool = True) -> Callable:
+    """x (n, c) and the lengths of k segments: equal (PointCNN++'s benchmark: K segments,
+    the batch size, of N / K rows), or cut at random."""
+    def setup(rng: np.random.Generator) -> list[np.ndarray]:
+        cuts = (np.arange(1, k) * (n // k) if equal
+                else np.sort(rng.integers(0, n + 1, k - 1)))
         return [_normal(rng, n, c), np.diff(np.r_[0, cuts, n]).astype(np.int32)]
     return setup
 
@@ -175,6 +254,11 @@ def _indexed_torch(a, a_idx, b, b_idx):
     return (a[a_idx] - b[b_idx]).norm(dim=1)
 
 
+MVMR_TRITON = "sparse_matrix_vector_multiplication_reduction"   # PT and grouped kernels
+VVOR_TRITON = "sparse_vector_vector_outer_product_reduction"
+SEGMENT_TRITON = "large_segment_reduce_kernel"
+
+
 def benches() -> list[Bench]:
     from solutions import axpby, conv1d, distances, gemm, row_reduce
 
@@ -200,19 +284,32 @@ def benches() -> list[Bench]:
               lambda r: [_normal(r, 1 << 16, 64), _normal(r, 64, 64)], gemm.gemm,
               lambda a, b: a @ b),
         Bench("MVMR K=27, T=6.5k, C=M=256", _mvmr_setup(27, 6500, 256, 256), _mvmr_ours,
-              _mvmr_torch, 0.199, 1.31),
+              _mvmr_torch, 0.199, 1.31, _mvmr_triton, MVMR_TRITON),
         Bench("MVMR K=27, T=25k, C=M=128", _mvmr_setup(27, 25000, 128, 128), _mvmr_ours,
-              _mvmr_torch, 0.123),
+              _mvmr_torch, 0.123, None, _mvmr_triton, MVMR_TRITON),
         Bench("MVMR K=27, T=500k, C=M=32", _mvmr_setup(27, 500000, 32, 32), _mvmr_ours,
-              _mvmr_torch, 0.373),
+              _mvmr_torch, 0.373, None, _mvmr_triton, MVMR_TRITON),
+        Bench("VVOR (weight grad) K=27, T=6.5k, C=M=256", _vvor_setup(27, 6500, 256, 256),
+              _vvor_ours, _vvor_torch, None, None, _vvor_triton, VVOR_TRITON),
+        Bench("VVOR (weight grad) K=27, T=25k, C=M=128", _vvor_setup(27, 25000, 128, 128),
+              _vvor_ours, _vvor_torch, None, None, _vvor_triton, VVOR_TRITON),
+        Bench("VVOR (weight grad) K=27, T=500k, C=M=32", _vvor_setup(27, 500000, 32, 32),
+              _vvor_ours, _vvor_torch, None, None, _vvor_triton, VVOR_TRITON),
         Bench("segment sum N=1M, C=32, K=16", _segment_setup(1 << 20, 32, 16),
-              _segment_ours("sum"), _segment_torch("sum"), 0.336, 1.59),
+              _segment_ours("sum"), _segment_torch("sum"), 0.336, 1.59,
+              _segment_triton("sum"), SEGMENT_TRITON),
         Bench("segment max N=1M, C=32, K=16", _segment_setup(1 << 20, 32, 16),
-              _segment_ours("max"), _segment_torch("max"), 0.327, 5.35),
+              _segment_ours("max"), _segment_torch("max"), 0.327, 5.35,
+              _segment_triton("max"), SEGMENT_TRITON),
         Bench("segment sum N=1M, C=256, K=32", _segment_setup(1 << 20, 256, 32),
-              _segment_ours("sum"), _segment_torch("sum"), 0.569),
+              _segment_ours("sum"), _segment_torch("sum"), 0.569, None,
+              _segment_triton("sum"), SEGMENT_TRITON),
         Bench("segment max N=1M, C=256, K=32", _segment_setup(1 << 20, 256, 32),
-              _segment_ours("max"), _segment_torch("max"), 0.551),
+              _segment_ours("max"), _segment_torch("max"), 0.551, None,
+              _segment_triton("max"), SEGMENT_TRITON),
+        Bench("segment sum N=1M, C=32, 64k random segments", _segment_setup(1 << 20, 32, 1 << 16,
+              equal=False), _segment_ours("sum"), _segment_torch("sum"), None, None,
+              _segment_triton("sum"), SEGMENT_TRITON),
         Bench("indexed distance, 16.8M pairs", _indexed_setup(1 << 24, 1 << 20), _indexed_ours,
               _indexed_torch, 0.387, 1.11),
         Bench("pairwise distance, 4096 x 4096 points",
@@ -221,53 +318,83 @@ def benches() -> list[Bench]:
     ]
 
 
-def run(bench: Bench, copy_gbs: float) -> str:
+def _relative_error(got: np.ndarray, want: np.ndarray) -> float:
+    """Max error relative to the largest finite magnitude; infinities and NaNs must match."""
+    got = got.reshape(want.shape)
+    finite = np.isfinite(want)
+    if not np.array_equal(got[~finite], want[~finite]):
+        raise AssertionError("infinities/NaNs differ from PyTorch's")
+    return float(np.abs(got - want)[finite].max(initial=0.0)
+                 / max(np.abs(want[finite]).max(initial=0.0), 1e-30))
+
+
+def run(bench: Bench, copy_gbs: float, triton_ready: bool) -> str:
     import torch
 
     rng = np.random.default_rng(0)
     operands = bench.setup(rng)
     result, launches = record(lambda: bench.ours(*[mx.array(o) for o in operands]))
     prepared = [metalsim.cuda.prepare(kernel, **kwargs)[0] for kernel, kwargs in launches]
-    ours_ms = time_gpu(lambda: [launch.enqueue() for launch in prepared])
+    ours_ms = kernel_ms(lambda: [launch.enqueue() for launch in prepared])
     tensors = [torch.from_numpy(o.astype(np.int64) if o.dtype == np.int32 else o).cuda()
                for o in operands]
     torch_out = bench.torch(*tensors)
     torch_ms = time_gpu(lambda: bench.torch(*tensors))
     want = torch_out.float().cpu().numpy()
-    got = np.array(result.astype(mx.float32))
-    got = got.reshape(want.shape)
-    finite = np.isfinite(want)
-    if not np.array_equal(got[~finite], want[~finite]):
-        raise AssertionError("the kernel's infinities/NaNs differ from PyTorch's")
-    err = float(np.abs(got - want)[finite].max(initial=0.0)
-                / max(np.abs(want[finite]).max(initial=0.0), 1e-30))
-    ideal = sum(o.nbytes for o in operands) + got.size * result.dtype.size
+    err = _relative_error(np.array(result.astype(mx.float32)), want)
+    ideal = sum(o.nbytes for o in operands) + want.size * result.dtype.size
     gbs = ideal / (ours_ms * 1e-3) / 1e9
     line = (f"{bench.name:44s} ours {ours_ms:8.3f} ms ({len(prepared)} launch"
             f"{'es' if len(prepared) != 1 else ''}) | PyTorch {torch_ms:8.3f} ms | "
             f"{torch_ms / ours_ms:5.2f}x | {gbs:7.1f} GB/s = {100 * gbs / copy_gbs:5.1f}% of copy"
             f" | max rel err {err:.1e}")
-    if bench.triton_ms is not None:
+    if bench.triton is not None and triton_ready:
+        triton_out = bench.triton(*tensors)
+        triton_err = _relative_error(triton_out.float().cpu().numpy(), want)
+        triton_ms = kernel_ms(lambda: bench.triton(*tensors), bench.triton_kernel)
+        line += (f"\n{'':44s} Triton (same process) {triton_ms:8.3f} ms | ours / Triton "
+                 f"{ours_ms / triton_ms:5.2f}x | Triton max rel err {triton_err:.1e}")
+    elif bench.triton_ms is not None:
         quoted = f", PyTorch quoted {bench.torch_quoted_ms} ms" if bench.torch_quoted_ms else ""
         line += f"\n{'':44s} Triton (issue 13, H100): {bench.triton_ms} ms{quoted}"
     return line
 
 
+def _load_triton(directory: str) -> bool:
+    """Put pointelligence's `sparse_engines` on the path; False (with a note) if it fails."""
+    if not directory:
+        return False
+    sys.path.insert(0, directory)
+    try:
+        import sparse_engines.large_segment_reduce_triton  # noqa: F401
+        import sparse_engines.mvmr_triton  # noqa: F401
+        import sparse_engines.vvor_triton  # noqa: F401
+    except Exception as error:  # noqa: BLE001 - run without the Triton column
+        print(f"pointelligence's sparse_engines did not load from {directory}: {error}")
+        return False
+    return True
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--only", default="")
+    parser.add_argument("--pointelligence", default="",
+                        help="a checkout of ant-research/pointelligence: time its Triton kernels")
     opts = parser.parse_args()
     if not metalsim.cuda.gpu_available():
         print("bench_gpu.py needs CuPy and an NVIDIA GPU")
         return 1
-    copy_gbs = copy_bandwidth()
-    print(f"GPU: {metalsim.cuda.gpu_name()}; device copy bandwidth {copy_gbs:.0f} GB/s; "
-          f"medians of {REPS} after {WARMUP} warm-up runs, CUDA events")
+    triton_ready = _load_triton(opts.pointelligence)
+    copy_ms, copy_gbs = copy_bandwidth()
+    print(f"GPU: {metalsim.cuda.gpu_name()}; medians of {REPS} after {WARMUP} warm-up runs; "
+          f"ours and Triton: kernel time (profiler), PyTorch: CUDA events")
+    print(f"{'device copy, 1 GiB float32 (CuPy)':44s} {copy_ms:8.3f} ms | {copy_gbs:7.1f} GB/s "
+          f"(bytes read + written): the 100% of the 'of copy' column")
     for bench in benches():
         if opts.only and opts.only.lower() not in bench.name.lower():
             continue
         try:
-            print(run(bench, copy_gbs), flush=True)
+            print(run(bench, copy_gbs, triton_ready), flush=True)
         except Exception as error:  # noqa: BLE001 - report and go on to the next benchmark
             print(f"{bench.name:44s} FAILED: {type(error).__name__}: {str(error)[:600]}",
                   flush=True)

@@ -64,7 +64,7 @@ follow, disagree with each other in corners; here is one rule for each:
    appears twice in one segment receives it twice.
 3. **Lengths must add up.** `lengths[0] + ... + lengths[K-1]` must equal the number of rows
    (contiguous) or of positions (indexed). PointCNN++'s kernels read out of bounds otherwise; the
-   real kernels here check it and raise a clear error.
+   real kernels here check it and raise a clear error when asked to (`check_lengths=True`).
 
 ## Why no atomics in the forward pass
 
@@ -113,23 +113,31 @@ REAL_KERNEL_MARKDOWN = """\
 - **`segment_reduce(x, lengths, op)`** (contiguous). Few segments of up to a million rows would
   leave most of the GPU idle with one threadgroup per segment, so each segment is split into
   `P` equal parts (`P` from the sizes alone: no reading `lengths` back to the CPU). A
-  threadgroup of 256 threads owns one (segment, part, tile of up to 32 columns): its threads
-  walk the part's rows with a stride, accumulate in float32 registers, combine rows within a
-  SIMD-group with `simd_shuffle_down` and across SIMD-groups through threadgroup memory, and
-  write one partial row. A small MLX reduction over the `P` partials finishes the job (and
-  divides for the mean). No atomics, so the result is deterministic. Its backward uses the same
+  threadgroup of 256 threads owns one (segment, part, tile of up to 32 column-threads): its
+  threads walk the part's rows with a stride, each reading 4 columns at once (one 16-byte
+  `vec<T, 4>` load when `C` is a multiple of 4) and 4 rows before combining any of them, into
+  4 independent float32 accumulators, so that 4 loads are in flight per thread. Rows are then
+  combined within a SIMD-group with `simd_shuffle_down` and across SIMD-groups through
+  threadgroup memory, into one partial row. The same kernel, launched a second time over the
+  `P` partials of each segment, finishes the job (divides for the mean, clamps float16).
+  No atomics, so the result is deterministic. Its backward uses the same
   grid: each thread knows its segment, so `dx[r] = gy[s]` (÷ length, or masked by `x == y`
   for max/min) is a plain store.
 - **`indexed_segment_reduce(x, indices, offsets, lengths, op)`**. Each thread owns one
-  (segment, column) and loops over the segment's positions. The lanes that share a segment load
-  32 (or `C`) of its indices at once, one each, and pass them around with `simd_shuffle`, so
-  each index is read once, not once per column. One plain store per output element; the
-  backward is the scatter-add of puzzle 29 generalised to the four reductions.
+  segment and 4 columns (one 16-byte load per row, when `C` is a multiple of 4) and loops over
+  the segment's positions, two rows at a time into two accumulators. The lanes that share a
+  segment load up to 32 of its indices at once, one each, and pass them around with
+  `simd_shuffle`, so each index is read once, not once per column. One plain store per output
+  element; the backward is the scatter-add of puzzle 29 generalised to the four reductions.
 
-Both check their inputs (integer index arrays, shapes, `sum(lengths)`, and with
-`check_indices=True` the range of `indices`). The cell below compares them, and their
-gradients, with MLX scatter ops (`mx.zeros(...).at[seg].add(...)`, `.at[seg].maximum(...)`)
-differentiated by MLX itself, then prints the simulator's traffic report.
+Both check their inputs' types and shapes. Checking the *values* of `lengths` (non-negative,
+adding up) or `indices` (in range) means reading them back to the CPU, a synchronisation that
+can cost more than the kernel, so it happens only when asked: `check_lengths=True`,
+`check_indices=True`. Unchecked, the contiguous kernels clamp every segment to the rows of `x`,
+so wrong lengths give wrong sums but never an access outside it. The cell below compares
+them, and their gradients, with MLX scatter ops (`mx.zeros(...).at[seg].add(...)`,
+`.at[seg].maximum(...)`) differentiated by MLX itself, then prints the simulator's traffic
+report.
 """
 
 REAL_KERNEL_SOURCES = (("solutions.segment_reduce", "FORWARD_SOURCE"),
@@ -141,20 +149,24 @@ REAL_KERNEL_REPORT = """\
 The report is the contiguous forward launch (the sum) over `x` of 300 rows of 8 channels, in 4
 segments (one of them empty).
 
-- **grid (8, 128, 1), threadgroup (8, 32, 1)**: one threadgroup per segment (4 of them; a
-  long segment would be split into parts, each with its own threadgroup): its threads are the 8
-  channels (along `x`) times 32 rows (along `y`), so a SIMD-group covers 4 rows of 8 channels.
-- **global reads, max 6**: lane 0 of each SIMD-group reads where its segment starts and ends
+- **grid (2, 512, 1), threadgroup (2, 128, 1)**: one threadgroup per segment (4 of them; a
+  long segment would be split into parts, each with its own threadgroup): its threads are 2
+  column-threads of 4 channels each (along `x`: 8 is a multiple of 4, so each reads its 4
+  channels with one 16-byte load) times 128 rows (along `y`); a SIMD-group covers 16 rows.
+- **global reads, max 3**: lane 0 of each SIMD-group reads where its segment starts and ends
   (`starts`, the offsets computed from `lengths`, then shared with `simd_broadcast`); every
-  thread reads the elements of its channel in every 32nd row of the segment.
-- **global writes 1**: one result per segment and channel, written by the first row of threads.
+  thread reads its 4 channels in every 128th row of the segment (here at most one row: the
+  segments are short; on long ones each thread has 4 rows in flight at a time).
+- **global writes, max 4**: one partial row per segment part, 4 channels per thread, written
+  by the first row of threads (the second launch, not shown, turns the partials into `out`).
 - **threadgroup reads 7, writes 1, barriers 1**: after shuffles inside each SIMD-group, each
-  SIMD-group's 8 column sums go to threadgroup memory, and after one barrier the first row of
+  SIMD-group's column sums go to threadgroup memory, and after one barrier the first row of
   threads combines the other 7 SIMD-groups' values.
-- **SIMD-group efficiency 90%**: threads whose share of rows is shorter (segment 1 has none at
+- **SIMD-group efficiency 91%**: threads whose share of rows is shorter (segment 1 has none at
   all) idle while the others still loop.
 - **traffic**: `x` is read once; `starts` (5 offsets, 20 bytes) is read twice by every
-  SIMD-group (256 bytes); `out` holds one value per segment and channel. In total 1.02x the
+  SIMD-group (256 bytes); `counts` (the true lengths, used by the mean of the second launch)
+  is not read here; `out` holds one value per segment and channel. In total 1.02x the
   ideal."""
 
 

@@ -6,7 +6,10 @@ through kernel slot `k`. With `a_idx = k`, `b_idx = j`, `o_idx = i`:
     mvmr:  o[o_idx[t], g, :]    += b[b_idx[t], g, :] @ a[a_idx[t], g, :, :]   (a: K, G, C, M)
     vvor:  o[o_idx[t], g, :, :] += outer(a[a_idx[t], g, :], b[b_idx[t], g, :])
 
-Both follow the per-triplet ("PT") strategy of PointCNN++'s Triton kernels: a threadgroup owns
+`mvmr` itself runs the grouped kernel of `solutions/mvmr_grouped.py` (triplets sorted by slot,
+each run as `simdgroup_matrix` products); the per-triplet MVMR kernel below is the stepping
+stone the notebook starts from, kept with its launch and simulation. Both kernels here follow
+the per-triplet ("PT") strategy of PointCNN++'s Triton kernels: a threadgroup owns
 a run of consecutive triplets and one tile of the output channels, keeps a running float32 sum
 per output element while `o_idx` stays the same, and adds it to the output with one atomic
 when `o_idx` changes and at the end. Triplets sorted by `o_idx` therefore cost one atomic per
@@ -49,6 +52,8 @@ import functools
 from collections.abc import Callable
 
 import mlx.core as mx
+
+from solutions import mvmr_grouped
 
 THREADGROUP_FLOATS = 32 * 1024 // 4  # Apple GPUs' threadgroup memory, in floats
 MVMR_THREADS = 256
@@ -292,48 +297,63 @@ def _run(launch: Callable, shape: tuple[int, ...], dtype: mx.Dtype, *operands) -
 
 
 def _sorted_by(key: mx.array, *indices: mx.array) -> list[mx.array]:
-    """The triplet index arrays reordered by `key`, so that the call adds once per run."""
+    """The triplet index arrays reordered by `key` (an argsort of T integers)."""
     order = mx.argsort(key)
     return [i[order] for i in indices]
 
 
+def _grouped_launch(a: mx.array, a_idx: mx.array, b: mx.array, b_idx: mx.array,
+                    o_idx: mx.array, n_o: int) -> tuple[Callable, dict]:
+    """`_run`'s view of the grouped MVMR: its runs kernel runs first (it is tiny)."""
+    kernel, args = mvmr_grouped.runs_launch(a_idx, a.shape[0])
+    runs = kernel(**args)[0]
+    return mvmr_grouped.launch(a, b, b_idx, o_idx, runs, n_o)
+
+
 @functools.cache
 def _mvmr_op(n_o: int) -> Callable:
-    """MVMR into `n_o` rows as an MLX function with its VJP (one per `n_o`: it is static)."""
+    """MVMR into `n_o` rows as an MLX function with its VJP (one per `n_o`: it is static).
+    The triplets come sorted by slot (`a_idx`): the grouped kernel needs it, and both
+    gradients keep that order (their slot is `a_idx` again), so they need no sort."""
 
     @mx.custom_function
     def op(a, b, a_idx, b_idx, o_idx):
         shape = (n_o, a.shape[1], a.shape[3])
-        return _run(mvmr_launch, shape, a.dtype, a, a_idx, b, b_idx, o_idx, n_o)
+        return _run(_grouped_launch, shape, a.dtype, a, a_idx, b, b_idx, o_idx, n_o)
 
     @op.vjp
     def op_vjp(primals, cotangent, output):
         a, b, a_idx, b_idx, o_idx = primals
-        ka, kb, ko = _sorted_by(a_idx, a_idx, b_idx, o_idx)
-        grad_a = _vvor_op(a.shape[0])(b, cotangent, kb, ko, ka)
-        ja, jb, jo = _sorted_by(b_idx, a_idx, b_idx, o_idx)
-        grad_b = _mvmr_op(b.shape[0])(a.swapaxes(2, 3), cotangent, ja, jo, jb)
+        grad_a = _vvor_op(a.shape[0])(b, cotangent, b_idx, o_idx, a_idx)
+        grad_b = _mvmr_op(b.shape[0])(a.swapaxes(2, 3), cotangent, a_idx, o_idx, b_idx)
         return (grad_a, grad_b, *(mx.zeros_like(i) for i in (a_idx, b_idx, o_idx)))
 
     return op
 
 
+def _grouped_vvor_launch(a: mx.array, a_idx: mx.array, b: mx.array, b_idx: mx.array,
+                         o_idx: mx.array, n_o: int) -> tuple[Callable, dict]:
+    """`_run`'s view of the grouped VVOR: the runs of `o_idx` first."""
+    kernel, args = mvmr_grouped.runs_launch(o_idx, n_o)
+    runs = kernel(**args)[0]
+    return mvmr_grouped.vvor_launch(a, a_idx, b, b_idx, runs, n_o)
+
+
 @functools.cache
 def _vvor_op(n_o: int) -> Callable:
-    """VVOR into `n_o` matrices as an MLX function with its VJP."""
+    """VVOR into `n_o` matrices as an MLX function with its VJP. The triplets come sorted by
+    output index, which is the slot of both gradients (two MVMRs): no sort there either."""
 
     @mx.custom_function
     def op(a, b, a_idx, b_idx, o_idx):
         shape = (n_o, a.shape[1], a.shape[2], b.shape[2])
-        return _run(vvor_launch, shape, a.dtype, a, a_idx, b, b_idx, o_idx, n_o)
+        return _run(_grouped_vvor_launch, shape, a.dtype, a, a_idx, b, b_idx, o_idx, n_o)
 
     @op.vjp
     def op_vjp(primals, cotangent, output):
         a, b, a_idx, b_idx, o_idx = primals
-        ia, ib, io = _sorted_by(a_idx, a_idx, b_idx, o_idx)
-        grad_a = _mvmr_op(a.shape[0])(cotangent.swapaxes(2, 3), b, io, ib, ia)
-        ja, jb, jo = _sorted_by(b_idx, a_idx, b_idx, o_idx)
-        grad_b = _mvmr_op(b.shape[0])(cotangent, a, jo, ja, jb)
+        grad_a = _mvmr_op(a.shape[0])(cotangent.swapaxes(2, 3), b, o_idx, b_idx, a_idx)
+        grad_b = _mvmr_op(b.shape[0])(cotangent, a, o_idx, a_idx, b_idx)
         return (grad_a, grad_b, *(mx.zeros_like(i) for i in (a_idx, b_idx, o_idx)))
 
     return op
@@ -377,9 +397,12 @@ def _operands(a: mx.array, b: mx.array, a_idx: mx.array, b_idx: mx.array, o_idx:
 
 
 def mvmr(a: mx.array, a_idx: mx.array, b: mx.array, b_idx: mx.array, o_idx: mx.array,
-         n_o: int, *, check_indices: bool = False) -> mx.array:
+         n_o: int, *, check_indices: bool = False, slot_sorted: bool = False) -> mx.array:
     """`o[o_idx[t], g] += b[b_idx[t], g] @ a[a_idx[t], g]`: a (K, G, C, M), b (N_b, G, C),
-    o (n_o, G, M) in the promoted type. Fastest with triplets sorted by `o_idx`.
+    o (n_o, G, M) in the promoted type, by the grouped kernel (`solutions/mvmr_grouped.py`).
+    It needs the triplets sorted by slot: with `slot_sorted=True` the caller asserts that
+    `a_idx` is ascending (production triplet lists are; nothing checks it), otherwise the
+    triplets are sorted first (an argsort of T integers and three gathers).
     `check_indices=True` raises IndexError for an index out of range (it reads the indices
     back, a synchronisation); otherwise such an index is undefined behaviour, as in the
     original."""
@@ -390,31 +413,38 @@ def mvmr(a: mx.array, a_idx: mx.array, b: mx.array, b_idx: mx.array, o_idx: mx.a
         raise ValueError(f"groups and input channels differ: a {a.shape} is (K, G, C, M), "
                          f"b {b.shape} is (N_b, G, C)")
     a, b, a_idx, b_idx, o_idx = _operands(a, b, a_idx, b_idx, o_idx, n_o, check_indices)
+    if not slot_sorted:
+        a_idx, b_idx, o_idx = _sorted_by(a_idx, a_idx, b_idx, o_idx)
     return _mvmr_op(n_o)(a, b, a_idx, b_idx, o_idx)
 
 
 def vvor(a: mx.array, a_idx: mx.array, b: mx.array, b_idx: mx.array, o_idx: mx.array,
-         n_o: int, *, check_indices: bool = False) -> mx.array:
+         n_o: int, *, check_indices: bool = False, slot_sorted: bool = False) -> mx.array:
     """`o[o_idx[t], g] += outer(a[a_idx[t], g], b[b_idx[t], g])`: a (N_a, G, C),
     b (N_b, G, M), o (n_o, G, C, M) in the promoted type (the letters of `mvmr`: as its
-    weight gradient, `a` has the input channels and `b` the output channels). Fastest with
-    triplets sorted by `o_idx`. `check_indices` as for `mvmr`."""
+    weight gradient, `a` has the input channels and `b` the output channels), by the grouped
+    kernel of `solutions/mvmr_grouped.py`, which needs the triplets sorted by `o_idx` (the
+    slot, in the weight gradient): `slot_sorted=True` asserts they are, otherwise they are
+    sorted first. `check_indices` as for `mvmr`."""
     if a.ndim != 3 or b.ndim != 3 or a.shape[1] != b.shape[1]:
         raise ValueError(f"vvor takes a (N_a, G, C) and b (N_b, G, M) with the same G, got "
                          f"{a.shape} and {b.shape}")
     a, b, a_idx, b_idx, o_idx = _operands(a, b, a_idx, b_idx, o_idx, n_o, check_indices)
+    if not slot_sorted:
+        a_idx, b_idx, o_idx = _sorted_by(o_idx, a_idx, b_idx, o_idx)
     return _vvor_op(n_o)(a, b, a_idx, b_idx, o_idx)
 
 
 def simulate_mvmr(a: mx.array, a_idx: mx.array, b: mx.array, b_idx: mx.array,
-                  o_idx: mx.array, n_o: int):
-    """The forward MVMR launch in the simulator: a `metalsim.Run` with the traffic report."""
+                  o_idx: mx.array, n_o: int, profile: bool = False):
+    """The per-triplet MVMR launch in the simulator: a `metalsim.Run` with the traffic report
+    (and, with `profile`, coalescing and bank conflicts in `report.memory`)."""
     import metalsim
 
     operands = _operands(a, b, a_idx, b_idx, o_idx, n_o, False)
     kernel, args = mvmr_launch(operands[0], operands[2], operands[1], operands[3],
                                operands[4], n_o, metalsim.metal_kernel)
-    return metalsim.simulate(kernel, **args)
+    return metalsim.simulate(kernel, **args, profile=profile)
 
 
 def simulate_vvor(a: mx.array, a_idx: mx.array, b: mx.array, b_idx: mx.array,

@@ -15,25 +15,33 @@ notebook 06 (§11):
   split), once per occurrence, as MLX's autodiff of `.at[].maximum` does.
 
 Contiguous forward: each segment is split into `P` equal parts, `P` from the array sizes alone
-(no read-back of `lengths`). A threadgroup of 256 threads owns one (segment, part, tile of up to
-32 columns) and writes one float32 partial row: threads stride over the part's rows, combine
-within a SIMD-group with `simd_shuffle_down` and across SIMD-groups in threadgroup memory. MLX
-then reduces the `(K, P, C)` partials (a small array) and divides for the mean. No atomics:
-deterministic. The backward runs on the same grid; each thread knows its segment, so it stores
-`dx[r] = gy[s]` (÷ length; masked by `x == y` for max/min) with no atomics either.
+(no read-back of `lengths`). A threadgroup of 256 threads owns one (segment, part, tile of up
+to 32 column-threads) and writes one float32 partial row: each thread reads `V` = 4 columns
+at once (one 16-byte load, when C is a multiple of 4) and `UNROLL` = 4 rows before combining
+them, into 4 independent accumulators; then threads combine within a SIMD-group with
+`simd_shuffle_down` and across SIMD-groups in threadgroup memory. The same kernel, launched
+again over the `(K * P, C)` partials, reduces each segment's P rows into the result (dividing
+for the mean, clamping float16). No atomics: deterministic. The backward runs on the same grid;
+each thread knows its segment, so it stores `dx[r] = gy[s]` (÷ length; masked by `x == y` for
+max/min) with no atomics either.
 
-Indexed forward: one thread per (segment, column), threadgroups of 256 = (up to 32 columns) x
-(segments). The lanes of a SIMD-group that share a segment load its indices cooperatively, one
-each, and pass them on with `simd_shuffle`, so each index is read once per SIMD-group instead
-of once per column. One plain store per output element. The backward walks the same way and
+Indexed forward: one thread per (segment, 4 columns when C is a multiple of 4, else 1),
+threadgroups of 256 = (up to 32 column-threads) x (segments). The lanes of a SIMD-group that
+share a segment load its indices cooperatively, one each, and pass them on with
+`simd_shuffle`, so each index is read once per SIMD-group instead of once per column; each
+thread reads its columns of two gathered rows at a time (16-byte loads, two accumulators).
+One plain store per output element. The backward walks the same way and
 scatter-adds into a float32 `dx` with `atomic_fetch_add_explicit`, since a row may belong to
 several segments.
 
 Validation: `x` must be 2-D floating point, index arrays 1-D integers (cast to int32), `offsets`
-and `lengths` of one shape, `lengths` non-negative with `sum(lengths)` equal to the rows of `x`
-(contiguous) or the positions of `indices` (indexed). Checking the sum reads one scalar back to
-the CPU. `check_indices=True` also checks `0 <= indices < len(x)` and that every segment lies
-inside `indices`; without it, bad indices are undefined behaviour, as in PointCNN++.
+and `lengths` of one shape, at least one segment. Checking values reads them back to the CPU (a
+synchronisation that can cost more than the kernel), so it happens only when asked:
+`check_lengths=True` (contiguous) checks `lengths >= 0` and `sum(lengths)` equal to the rows of
+`x`; `check_indices=True` (indexed) checks the same against the positions of `indices`, and
+`0 <= indices < len(x)` and that every segment lies inside `indices`. Unchecked, the contiguous
+kernels clamp every segment to the rows of `x` (wrong lengths give wrong values, no access
+outside it); bad indices are undefined behaviour, as in PointCNN++.
 """
 
 from __future__ import annotations
@@ -46,8 +54,8 @@ import mlx.core as mx
 REDUCES = ("sum", "mean", "max", "min")
 THREADS = 256          # per threadgroup
 SIMD_WIDTH = 32
-ROWS_PER_THREAD = 32   # contiguous form: a part has about 32 rows per row-thread
-FP16_MAX = 65504.0
+ROWS_PER_THREAD = 16   # contiguous form: a part has about 16 rows per row-thread
+UNROLL = 4             # contiguous form: rows loaded at once, one accumulator each
 
 HEADER = """
 // OP: 0 sum, 1 mean, 2 max, 3 min.
@@ -56,69 +64,126 @@ inline float identity() {
     return OP == 2 ? -INFINITY : (OP == 3 ? INFINITY : 0.0f);
 }
 
-template <int OP>
-inline float combine(float a, float b) {
+template <int OP, typename A>
+inline A combine(A a, A b) {
     return OP == 2 ? max(a, b) : (OP == 3 ? min(a, b) : a + b);
 }
 """
 
 # Threadgroup row `tgy` of the contiguous kernels owns part `tgy % parts` of segment
-# `tgy / parts`: rows [lo, hi) of x, empty when the segment is shorter than `parts`.
+# `tgy / parts`: rows [lo, hi) of x, empty when the segment is shorter than `parts`. The bounds
+# are clamped to [0, N], so lengths that do not add up (unchecked without `check_lengths`)
+# cannot make a kernel read or write outside x.
 PART_ROWS = """
     uint tc = thread_position_in_threadgroup.x;
     uint tr = thread_position_in_threadgroup.y;
     uint row_threads = threads_per_threadgroup.y;
+    int N = int(x_shape[0]);
     uint C = x_shape[1];
-    uint c = threadgroup_position_in_grid.x * TC + tc;
     uint tgy = threadgroup_position_in_grid.y;
     uint parts = threadgroups_per_grid.y / (starts_shape[0] - 1);
     uint s = tgy / parts;
     // One lane reads the segment's bounds and hands them to the others.
-    uint seg_start = 0;
-    uint seg_end = 0;
+    int first_row = 0;
+    int end_row = 0;
     if (thread_index_in_simdgroup == 0) {
-        seg_start = starts[s];
-        seg_end = starts[s + 1];
+        first_row = starts[s];
+        end_row = starts[s + 1];
     }
-    seg_start = simd_broadcast(seg_start, 0);
-    seg_end = simd_broadcast(seg_end, 0);
+    uint seg_start = uint(clamp(simd_broadcast(first_row, 0), 0, N));
+    uint seg_end = uint(clamp(simd_broadcast(end_row, 0), int(seg_start), N));
     uint per = (seg_end - seg_start + parts - 1) / parts;
     uint lo = min(seg_start + (tgy % parts) * per, seg_end);
     uint hi = min(lo + per, seg_end);
 """
 
-# Inputs x (N, C), starts (K + 1); output partials (K * P, C) in float32.
+# The forward's loads: V consecutive columns of one row at a time, as one 16-byte `vec<T, 4>`
+# load when V = 4 (C a multiple of 4, so every row starts 16-byte aligned), else one scalar.
+# `acc_t` is the float32 accumulator of V columns. Inputs of fewer than 8 elements come in the
+# `constant` address space, so each load is overloaded on it.
+VECTOR_HEADER = {
+    4: """
+typedef vec<float, 4> acc_t;
+template <typename T>
+inline acc_t load_v(const device T* p) { return acc_t(*(const device vec<T, 4>*)p); }
+template <typename T>
+inline acc_t load_v(const constant T* p) { return acc_t(*(const constant vec<T, 4>*)p); }
+inline float element(acc_t v, uint k) { return v[k]; }
+""",
+    1: """
+typedef float acc_t;
+template <typename T>
+inline acc_t load_v(const device T* p) { return float(*p); }
+template <typename T>
+inline acc_t load_v(const constant T* p) { return float(*p); }
+inline float element(acc_t v, uint) { return v; }
+""",
+}
+
+# Inputs x (N, C), starts (K + 1), counts (K + 1); output (K * P, C). Two passes use it:
+# pass 1 reduces each part of the rows of x into a float32 partial row (FINAL false); pass 2
+# reduces each segment's P partials (starts = multiples of P) into the result (FINAL true):
+# the mean divides by the true length `counts[s + 1] - counts[s]`, CLAMP saturates float16,
+# and the store casts to OT.
 FORWARD_SOURCE = PART_ROWS + """
-    threadgroup float partial[SIMDGROUPS][TC];
+    threadgroup acc_t partial[SIMDGROUPS][TC];
     uint lane = thread_index_in_simdgroup;
     uint sg = simdgroup_index_in_threadgroup;
+    uint c = (threadgroup_position_in_grid.x * TC + tc) * V;
 
-    // 1. Each thread strides over the part's rows in its column.
-    float acc = identity<OP>();
+    // 1. Each thread strides over the part's rows in its V columns, UNROLL rows at a time
+    //    into independent accumulators: UNROLL loads in flight, no chain between them.
+    acc_t acc[UNROLL];
+    for (uint u = 0; u < UNROLL; ++u) {
+        acc[u] = acc_t(identity<OP>());
+    }
     if (c < C) {
-        for (uint r = lo + tr; r < hi; r += row_threads) {
-            acc = combine<OP>(acc, float(x[size_t(r) * C + c]));
+        uint r = lo + tr;
+        for (; r + (UNROLL - 1) * row_threads < hi; r += UNROLL * row_threads) {
+            acc_t v[UNROLL];
+            for (uint u = 0; u < UNROLL; ++u) {
+                v[u] = load_v(x + size_t(r + u * row_threads) * C + c);
+            }
+            for (uint u = 0; u < UNROLL; ++u) {
+                acc[u] = combine<OP>(acc[u], v[u]);
+            }
+        }
+        for (; r < hi; r += row_threads) {
+            acc[0] = combine<OP>(acc[0], load_v(x + size_t(r) * C + c));
         }
     }
-    // 2. A SIMD-group holds 32 / TC rows of TC columns: lanes l and l + TC share a column.
+    for (uint u = 1; u < UNROLL; ++u) {
+        acc[0] = combine<OP>(acc[0], acc[u]);
+    }
+    // 2. A SIMD-group holds 32 / TC rows of TC column-threads: lanes l and l + TC share columns.
+    acc_t total = acc[0];
     for (uint d = SIMD_WIDTH / 2; d >= TC; d /= 2) {
-        acc = combine<OP>(acc, simd_shuffle_down(acc, d));
+        total = combine<OP>(total, simd_shuffle_down(total, d));
     }
     // 3. Lanes 0 .. TC-1 of every SIMD-group hold its partial; the first row combines them.
     if (lane < TC) {
-        partial[sg][lane] = acc;
+        partial[sg][lane] = total;
     }
     threadgroup_barrier(mem_flags::mem_threadgroup);
     if (tr == 0 && c < C) {
         for (uint g = 1; g < SIMDGROUPS; ++g) {
-            acc = combine<OP>(acc, partial[g][tc]);
+            total = combine<OP>(total, partial[g][tc]);
         }
-        out[size_t(tgy) * C + c] = acc;
+        if (FINAL && OP == 1) {
+            total /= float(max(counts[s + 1] - counts[s], 1));
+        }
+        if (CLAMP) {
+            total = clamp(total, acc_t(-65504.0f), acc_t(65504.0f));
+        }
+        for (uint k = 0; k < V; ++k) {
+            out[size_t(tgy) * C + c + k] = static_cast<OT>(element(total, k));
+        }
     }
 """
 
 # Inputs x (N, C), starts (K + 1), y (K, C), gy (K, C); output dx (N, C). Same grid as forward.
 BACKWARD_SOURCE = PART_ROWS + """
+    uint c = threadgroup_position_in_grid.x * TC + tc;
     if (c >= C) {
         return;
     }
@@ -158,20 +223,42 @@ INDEXED_WALK = """
     int longest = simd_max(len);
 """
 
-INDEXED_FORWARD_SOURCE = INDEXED_WALK + """
-    float acc = identity<OP>();
+# The indexed forward walks like INDEXED_WALK, but each column-thread owns V columns (one
+# 16-byte load per row when V = 4) and keeps two accumulators, for rows j and j + 1 of the
+# segment, so two loads are in flight.
+INDEXED_FORWARD_SOURCE = INDEXED_WALK.replace(
+    "uint c = threadgroup_position_in_grid.x * TC + tc;",
+    "uint c = (threadgroup_position_in_grid.x * TC + tc) * V;") + """
+    acc_t acc[2] = {acc_t(identity<OP>()), acc_t(identity<OP>())};
     for (int base = 0; base < longest; base += TC) {
         int mine = base + int(tc) < len ? indices[start + base + tc] : 0;
         int n = min(int(TC), longest - base);
-        for (int j = 0; j < n; ++j) {
+        int j = 0;
+        for (; j + 1 < n; j += 2) {
+            int row0 = simd_shuffle(mine, first + j);
+            int row1 = simd_shuffle(mine, first + j + 1);
+            if (active && base + j < len) {
+                acc[0] = combine<OP>(acc[0], load_v(x + size_t(row0) * C + c));
+            }
+            if (active && base + j + 1 < len) {
+                acc[1] = combine<OP>(acc[1], load_v(x + size_t(row1) * C + c));
+            }
+        }
+        if (j < n) {
             int row = simd_shuffle(mine, first + j);
             if (active && base + j < len) {
-                acc = combine<OP>(acc, float(x[size_t(row) * C + c]));
+                acc[0] = combine<OP>(acc[0], load_v(x + size_t(row) * C + c));
             }
         }
     }
+    acc_t total = combine<OP>(acc[0], acc[1]);
     if (active) {
-        out[s * C + c] = static_cast<T>(OP == 1 ? acc / float(max(len, 1)) : acc);
+        if (OP == 1) {
+            total /= float(max(len, 1));
+        }
+        for (uint k = 0; k < V; ++k) {
+            out[s * C + c + k] = static_cast<T>(element(total, k));
+        }
     }
 """
 
@@ -211,15 +298,22 @@ def _kernels(factory: Callable) -> dict[str, Callable]:
     """The four kernels, built once per kernel factory (MLX's, or metalsim's under a patch)."""
     sizes = f"constant uint SIMDGROUPS = {THREADS // SIMD_WIDTH};\n"
     return {
-        "forward": factory(name="segment_reduce", input_names=["x", "starts"],
-                           output_names=["out"], source=FORWARD_SOURCE,
-                           header=sizes + COMMON_HEADER),
+        "forward4": factory(name="segment_reduce_v4", input_names=["x", "starts", "counts"],
+                            output_names=["out"], source=FORWARD_SOURCE,
+                            header=sizes + COMMON_HEADER + VECTOR_HEADER[4]),
+        "forward1": factory(name="segment_reduce_v1", input_names=["x", "starts", "counts"],
+                            output_names=["out"], source=FORWARD_SOURCE,
+                            header=sizes + COMMON_HEADER + VECTOR_HEADER[1]),
         "backward": factory(name="segment_reduce_vjp", input_names=["x", "starts", "y", "gy"],
                             output_names=["dx"], source=BACKWARD_SOURCE, header=COMMON_HEADER),
-        "indexed": factory(name="indexed_segment_reduce",
-                           input_names=["x", "indices", "offsets", "lengths"],
-                           output_names=["out"], source=INDEXED_FORWARD_SOURCE,
-                           header=COMMON_HEADER),
+        "indexed4": factory(name="indexed_segment_reduce_v4",
+                            input_names=["x", "indices", "offsets", "lengths"],
+                            output_names=["out"], source=INDEXED_FORWARD_SOURCE,
+                            header=COMMON_HEADER + VECTOR_HEADER[4]),
+        "indexed1": factory(name="indexed_segment_reduce_v1",
+                            input_names=["x", "indices", "offsets", "lengths"],
+                            output_names=["out"], source=INDEXED_FORWARD_SOURCE,
+                            header=COMMON_HEADER + VECTOR_HEADER[1]),
         "indexed_backward": factory(
             name="indexed_segment_reduce_vjp",
             input_names=["x", "indices", "offsets", "lengths", "y", "gy"],
@@ -256,14 +350,18 @@ def _index_array(name: str, a: mx.array) -> mx.array:
 
 
 def _check_lengths(lengths: mx.array, rows: int, what: str) -> None:
-    """lengths >= 0 and sum(lengths) == rows (one small read-back)."""
-    if lengths.size == 0:
-        raise ValueError("lengths is empty: at least one segment is needed")
+    """lengths >= 0 and sum(lengths) == rows. Reads two scalars back to the CPU (a
+    synchronisation), so the ops call it only when asked to (`check_lengths=True`)."""
     total, smallest = mx.sum(lengths).item(), mx.min(lengths).item()
     if smallest < 0:
         raise ValueError(f"lengths must be non-negative, got {smallest}")
     if total != rows:
         raise ValueError(f"sum(lengths) = {total} but {what} has {rows} rows")
+
+
+def _check_some(lengths: mx.array) -> None:
+    if lengths.size == 0:
+        raise ValueError("lengths is empty: at least one segment is needed")
 
 
 def _check_index_ranges(indices: mx.array, offsets: mx.array, lengths: mx.array,
@@ -281,12 +379,17 @@ def _check_index_ranges(indices: mx.array, offsets: mx.array, lengths: mx.array,
 # --- contiguous segments --------------------------------------------------------------------
 
 
-def _column_tile(columns: int) -> int:
-    """Columns per threadgroup: the next power of two of C, at most a SIMD-group."""
+def _column_tile(column_threads: int) -> int:
+    """Column-threads per threadgroup: the next power of two, at most a SIMD-group."""
     tile = 1
-    while tile < min(columns, SIMD_WIDTH):
+    while tile < min(column_threads, SIMD_WIDTH):
         tile *= 2
     return tile
+
+
+def _vector_width(columns: int) -> int:
+    """Columns per load: 4 (one 16-byte load of float32) when every row starts aligned."""
+    return 4 if columns % 4 == 0 else 1
 
 
 def _parts(rows: int, segments: int, row_threads: int) -> int:
@@ -296,43 +399,62 @@ def _parts(rows: int, segments: int, row_threads: int) -> int:
     return max(1, -(-rows // (segments * per_part)))
 
 
-def _contiguous_geometry(x: mx.array, segments: int) -> dict:
-    """Grid, threadgroup, column tile and parts of the contiguous kernels (both passes): a
-    threadgroup of (TC columns) x (256 / TC row-threads) per (column tile, segment, part)."""
-    tc = _column_tile(x.shape[1])
+def _contiguous_geometry(x: mx.array, segments: int, parts: int | None = None,
+                         vector: int = 1) -> dict:
+    """Grid, threadgroup, column tile and parts of the contiguous kernels: a threadgroup of
+    (TC column-threads of `vector` columns each) x (256 / TC row-threads) per (column tile,
+    segment, part)."""
+    column_threads = -(-x.shape[1] // vector)
+    tc = _column_tile(column_threads)
     row_threads = THREADS // tc
-    parts = _parts(x.shape[0], segments, row_threads)
-    return {"grid": (-(-x.shape[1] // tc) * tc, segments * parts * row_threads, 1),
+    if parts is None:
+        parts = _parts(x.shape[0], segments, row_threads)
+    return {"grid": (-(-column_threads // tc) * tc, segments * parts * row_threads, 1),
             "threadgroup": (tc, row_threads, 1), "tc": tc, "parts": parts}
+
+
+def _starts(lengths: mx.array) -> mx.array:
+    return mx.concatenate([mx.zeros(1, mx.int32), mx.cumsum(lengths)])
+
+
+def _forward_args(x: mx.array, starts: mx.array, counts: mx.array, op: int, parts: int | None,
+                  final: bool, dtype: mx.Dtype) -> tuple[str, dict]:
+    segments = starts.size - 1
+    vector = _vector_width(x.shape[1])
+    geometry = _contiguous_geometry(x, segments, parts, vector)
+    rows = segments * (1 if final else geometry["parts"])
+    return f"forward{vector}", {
+        "inputs": [x, starts, counts], "output_shapes": [(rows, x.shape[1])],
+        "output_dtypes": [dtype],
+        "template": [("OT", dtype), ("OP", op), ("TC", geometry["tc"]), ("V", vector),
+                     ("UNROLL", UNROLL), ("FINAL", final),
+                     ("CLAMP", final and dtype == mx.float16)],
+        "grid": geometry["grid"], "threadgroup": geometry["threadgroup"]}
 
 
 def launch(x: mx.array, lengths: mx.array, op: str = "sum",
            factory: Callable | None = None) -> tuple[Callable, dict]:
-    """The forward kernel (built by `factory`, MLX's by default) and its call's arguments. Its
-    output is `(K * P, C)` float32 partials: row `s * P + p` is part `p` of segment `s`."""
+    """The first forward pass (built by `factory`, MLX's by default) and its call's arguments.
+    Its output is `(K * P, C)` float32 partials: row `s * P + p` is part `p` of segment `s`."""
     code = _check_op(op)
     _check_x(x)
     lengths = _index_array("lengths", lengths)
-    starts = mx.concatenate([mx.zeros(1, mx.int32), mx.cumsum(lengths)])
-    geometry = _contiguous_geometry(x, lengths.size)
-    args = {"inputs": [x, starts],
-            "output_shapes": [(lengths.size * geometry["parts"], x.shape[1])],
-            "output_dtypes": [mx.float32],
-            "template": [("OP", 0 if code == 1 else code), ("TC", geometry["tc"])],
-            "grid": geometry["grid"], "threadgroup": geometry["threadgroup"]}
-    return _kernels(factory or mx.fast.metal_kernel)["forward"], args
+    _check_some(lengths)
+    starts = _starts(lengths)
+    name, args = _forward_args(x, starts, starts, code, None, False, mx.float32)
+    return _kernels(factory or mx.fast.metal_kernel)[name], args
 
 
-def _finish(partials: mx.array, lengths: mx.array, op: str, dtype: mx.Dtype) -> mx.array:
-    """Combine the P partials of every segment; mean divides; float16 is clamped."""
-    segments, columns = lengths.size, partials.shape[1]
-    parts = partials.reshape(segments, -1, columns)
-    out = {"sum": mx.sum, "mean": mx.sum, "max": mx.max, "min": mx.min}[op](parts, axis=1)
-    if op == "mean":
-        out = out / mx.maximum(lengths, 1).astype(mx.float32)[:, None]
-    if dtype == mx.float16:
-        out = mx.clip(out, -FP16_MAX, FP16_MAX)
-    return out.astype(dtype)
+def launch_final(partials: mx.array, lengths: mx.array, op: str, dtype: mx.Dtype,
+                 factory: Callable | None = None) -> tuple[Callable, dict]:
+    """The second forward pass: the same kernel reduces each segment's P partial rows into
+    the `(K, C)` result in `dtype` (divided by the length for the mean, float16 clamped)."""
+    code = _check_op(op)
+    lengths = _index_array("lengths", lengths)
+    parts = partials.shape[0] // lengths.size
+    segment_starts = mx.arange(0, partials.shape[0] + 1, parts, dtype=mx.int32)
+    name, args = _forward_args(partials, segment_starts, _starts(lengths), code, 1, True, dtype)
+    return _kernels(factory or mx.fast.metal_kernel)[name], args
 
 
 def _segment_backward(x: mx.array, starts: mx.array, y: mx.array, gy: mx.array, code: int
@@ -345,19 +467,26 @@ def _segment_backward(x: mx.array, starts: mx.array, y: mx.array, gy: mx.array, 
                   grid=geometry["grid"], threadgroup=geometry["threadgroup"])[0]
 
 
-def segment_reduce(x: mx.array, lengths: mx.array, op: str = "sum") -> mx.array:
+def segment_reduce(x: mx.array, lengths: mx.array, op: str = "sum", *,
+                   check_lengths: bool = False) -> mx.array:
     """Reduce the contiguous row segments of `x` (N, C): segment `s` is the next `lengths[s]`
-    rows. Returns `(K, C)` in `x.dtype`; differentiable with respect to `x`."""
+    rows. Returns `(K, C)` in `x.dtype`; differentiable with respect to `x`. `lengths` must be
+    non-negative and add up to N; `check_lengths=True` checks that (reading two scalars back
+    to the CPU). Unchecked, wrong lengths give wrong sums but no access outside `x`."""
     code = _check_op(op)
     _check_x(x)
     lengths = _index_array("lengths", lengths)
-    _check_lengths(lengths, x.shape[0], "x")
-    starts = mx.concatenate([mx.zeros(1, mx.int32), mx.cumsum(lengths)])
+    _check_some(lengths)
+    if check_lengths:
+        _check_lengths(lengths, x.shape[0], "x")
+    starts = _starts(lengths)
 
     @mx.custom_function
     def reduce(x: mx.array) -> mx.array:
         kernel, args = launch(x, lengths, op)
-        return _finish(kernel(**args)[0], lengths, op, x.dtype)
+        partials = kernel(**args)[0]
+        kernel, args = launch_final(partials, lengths, op, x.dtype)
+        return kernel(**args)[0]
 
     @reduce.vjp
     def reduce_vjp(x: mx.array, gy: mx.array, y: mx.array) -> mx.array:
@@ -369,10 +498,12 @@ def segment_reduce(x: mx.array, lengths: mx.array, op: str = "sum") -> mx.array:
 # --- indexed segments -----------------------------------------------------------------------
 
 
-def _indexed_geometry(x: mx.array, segments: int) -> dict:
-    tc = _column_tile(x.shape[1])
+def _indexed_geometry(x: mx.array, segments: int, vector: int = 1) -> dict:
+    """(column-threads of `vector` columns) x (segments) per threadgroup of 256."""
+    column_threads = -(-x.shape[1] // vector)
+    tc = _column_tile(column_threads)
     per_group = THREADS // tc
-    return {"grid": (-(-x.shape[1] // tc) * tc, -(-segments // per_group) * per_group, 1),
+    return {"grid": (-(-column_threads // tc) * tc, -(-segments // per_group) * per_group, 1),
             "threadgroup": (tc, per_group, 1), "tc": tc}
 
 
@@ -397,12 +528,13 @@ def launch_indexed(x: mx.array, indices: mx.array, offsets: mx.array | None,
     result in `x.dtype`."""
     code = _check_op(op)
     indices, offsets, lengths = _indexed_arrays(x, indices, offsets, lengths)
-    geometry = _indexed_geometry(x, lengths.size)
+    vector = _vector_width(x.shape[1])
+    geometry = _indexed_geometry(x, lengths.size, vector)
     args = {"inputs": [x, indices, offsets, lengths],
             "output_shapes": [(lengths.size, x.shape[1])], "output_dtypes": [x.dtype],
-            "template": [("T", x.dtype), ("OP", code), ("TC", geometry["tc"])],
+            "template": [("T", x.dtype), ("OP", code), ("TC", geometry["tc"]), ("V", vector)],
             "grid": geometry["grid"], "threadgroup": geometry["threadgroup"]}
-    return _kernels(factory or mx.fast.metal_kernel)["indexed"], args
+    return _kernels(factory or mx.fast.metal_kernel)[f"indexed{vector}"], args
 
 
 def launch_indexed_backward(x: mx.array, indices: mx.array, offsets: mx.array | None,
@@ -428,8 +560,9 @@ def indexed_segment_reduce(x: mx.array, indices: mx.array, offsets: mx.array | N
     in `x.dtype`; differentiable with respect to `x`."""
     _check_op(op)
     indices, offsets, lengths = _indexed_arrays(x, indices, offsets, lengths)
-    _check_lengths(lengths, indices.size, "indices")
+    _check_some(lengths)
     if check_indices:
+        _check_lengths(lengths, indices.size, "indices")
         _check_index_ranges(indices, offsets, lengths, x.shape[0])
 
     @mx.custom_function

@@ -259,3 +259,69 @@ def test_mvmr_on_sorted_triplets_moves_4x_fewer_bytes_and_8x_fewer_atomics_than_
     o = np.array(o_idx)
     runs = sum(np.unique(o[s:s + ops.MVMR_LC]).size for s in range(0, t, ops.MVMR_LC))
     assert atomics == m * runs
+
+
+# --- the grouped kernel (solutions/mvmr_grouped.py) in the simulator's models ----------------
+
+
+def notebook_triplets() -> tuple[mx.array, ...]:
+    """The data of notebook 05's real-kernel cell: 2,000 triplets sorted by output point."""
+    from puzzles import ch05_sparse_mvmr
+
+    scope: dict = {}
+    setup = ch05_sparse_mvmr.REAL_KERNEL_CODE.split("\n\ndef ")[0]
+    exec(setup.replace("import metalsim\n", ""), {"mx": mx, "np": np}, scope)  # noqa: S102
+    return tuple(scope[n] for n in ("a", "a_idx", "b", "b_idx", "o_idx", "N"))
+
+
+def test_grouped_mvmr_inner_loop_has_no_bank_conflicts_and_the_notebook_quotes_the_model():
+    from puzzles import ch05_sparse_mvmr
+    from solutions import mvmr_grouped
+
+    a, a_idx, b, b_idx, o_idx, n = notebook_triplets()
+    runs = mvmr_grouped.simulate_redesign(a, a_idx, b, b_idx, o_idx, n)
+    want = mvmr_oracle(a, a_idx, b, b_idx, o_idx, n)
+    for run in runs.values():
+        assert run.report.diagnostics == [], run.report.summary()
+        assert relative_error(mx.array(run.outputs[0]), want) <= 1e-5
+    grouped, per_triplet = runs["grouped"].report, runs["per-triplet"].report
+    lines = mvmr_grouped.inner_loop_lines()
+    assert len(lines) == 2
+    for line in lines:   # every simdgroup_load takes one cycle per 32 words: no conflict
+        loads = grouped.memory.by_line[("threadgroup", line)]
+        assert loads.accesses > 0 and loads.cost == loads.ideal and loads.worst == 1
+    # The figures the notebook's text quotes are the simulator's.
+    text = ch05_sparse_mvmr.REAL_KERNEL_REPORT
+    figures = {
+        "per-triplet threadgroup accesses": per_triplet.memory.threadgroup.accesses,
+        "grouped threadgroup accesses": grouped.memory.threadgroup.accesses,
+        "per-triplet barriers": per_triplet.totals()["barriers"],
+        "grouped barriers": grouped.totals()["barriers"],
+        "grouped atomics": grouped.totals()["atomics"],
+        "grouped bytes": grouped.bytes_moved,
+    }
+    for name, value in figures.items():
+        assert f"{value:,}" in text, (name, value)
+    assert f"{per_triplet.memory.threadgroup.efficiency:.0%}" in text
+    assert f"{grouped.memory.threadgroup.efficiency:.0%}" in text
+    assert f"{grouped.simd_efficiency:.0%}" in text
+
+
+def test_grouped_vvor_inner_loop_has_no_bank_conflicts_and_parts_add_up():
+    """MVMR's weight gradient at K = 27 with partial tiles (M = 40, C = 24) and runs long
+    enough to be split into parts (each part adds its tile atomically)."""
+    from solutions import mvmr_grouped
+
+    rng = np.random.default_rng(7)
+    n, t, m, c, k = 300, 30000, 40, 24, 27
+    a, b = normal(rng, n, 1, m), normal(rng, n, 1, c)
+    o_idx = indices(np.sort(rng.integers(0, k, t)))
+    a_idx, b_idx = indices(rng.integers(0, n, t)), indices(rng.integers(0, n, t))
+    run = mvmr_grouped.simulate_vvor(a, a_idx, b, b_idx, o_idx, k)
+    assert run.report.diagnostics == [], run.report.summary()
+    assert run.report.grid[0] // mvmr_grouped.THREADS > k          # several parts per run
+    got = mx.array(run.outputs[0])
+    assert relative_error(got, vvor_oracle(a, a_idx, b, b_idx, o_idx, k)) <= 1e-5
+    for line in mvmr_grouped.inner_loop_lines(mvmr_grouped.VVOR_SOURCE):
+        loads = run.report.memory.by_line[("threadgroup", line)]
+        assert loads.accesses > 0 and loads.cost == loads.ideal and loads.worst == 1

@@ -246,13 +246,13 @@ def test_indexed_backward_issues_one_atomic_per_maximal_element_and_no_race():
 def test_segment_reduce_rejects_bad_inputs_with_clear_errors():
     x = normal(10, 2, 14)
     with pytest.raises(ValueError, match=r"sum\(lengths\) = 9 but x has 10 rows"):
-        sr.segment_reduce(x, mx.array([4, 5]), "sum")
+        sr.segment_reduce(x, mx.array([4, 5]), "sum", check_lengths=True)
     with pytest.raises(TypeError, match="lengths must be an integer"):
         sr.segment_reduce(x, mx.array([4.0, 6.0]), "sum")
     with pytest.raises(ValueError, match="lengths must be 1-D"):
         sr.segment_reduce(x, mx.array([[4, 6]]), "sum")
     with pytest.raises(ValueError, match="non-negative"):
-        sr.segment_reduce(x, mx.array([12, -2]), "sum")
+        sr.segment_reduce(x, mx.array([12, -2]), "sum", check_lengths=True)
     with pytest.raises(ValueError, match="x must be 2-D"):
         sr.segment_reduce(x.reshape(-1), mx.array([20]), "sum")
     with pytest.raises(TypeError, match="floating point"):
@@ -263,10 +263,24 @@ def test_segment_reduce_rejects_bad_inputs_with_clear_errors():
         sr.segment_reduce(x, mx.array([], dtype=mx.int32), "sum")
 
 
+@pytest.mark.parametrize("lengths", [[4, 9], [12, -2], [3, 2]], ids=["long", "negative", "short"])
+def test_unchecked_wrong_lengths_stay_inside_x(lengths):
+    """Without `check_lengths` nothing is read back to the CPU; lengths that do not add up
+    give wrong values but both passes stay inside their buffers (the simulator's
+    out-of-bounds check finds nothing)."""
+    x = normal(10, 8, 17)
+    partials = sr.simulate(x, mx.array(lengths), "max")
+    assert partials.report.diagnostics == [], partials.report.summary()
+    kernel, args = sr.launch_final(partials.outputs[0], mx.array(lengths), "max", x.dtype,
+                                   metalsim.metal_kernel)
+    final = metalsim.simulate(kernel, **args)
+    assert final.report.diagnostics == [], final.report.summary()
+
+
 def test_indexed_segment_reduce_rejects_bad_inputs_with_clear_errors():
     x, indices = normal(10, 2, 15), mx.array([0, 9, 3, 3])
     with pytest.raises(ValueError, match=r"sum\(lengths\) = 3 but indices has 4 rows"):
-        sr.indexed_segment_reduce(x, indices, None, mx.array([1, 2]), "max")
+        sr.indexed_segment_reduce(x, indices, None, mx.array([1, 2]), "max", check_indices=True)
     with pytest.raises(TypeError, match="indices must be an integer"):
         sr.indexed_segment_reduce(x, indices.astype(mx.float32), None, mx.array([4]), "max")
     with pytest.raises(ValueError, match="offsets and lengths must have one shape"):

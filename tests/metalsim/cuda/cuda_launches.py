@@ -113,6 +113,11 @@ def _vjp(f: Callable, primals: list[mx.array], seed: int = 7) -> Callable[[], ob
     return run
 
 
+def _call(kernel: Callable, args: dict) -> list[mx.array]:
+    """Call a kernel with the arguments of a `launch` function."""
+    return kernel(**args)
+
+
 def real_kernel_workloads(scale: int = 1) -> list[tuple[str, Callable[[], object]]]:
     """(label, thunk) pairs calling every real kernel's MLX function (and its VJP) at a small
     size (`scale=1`, for the simulator) or larger ones."""
@@ -147,13 +152,19 @@ def real_kernel_workloads(scale: int = 1) -> list[tuple[str, Callable[[], object
         ("gemm float32", _vjp(gemm.gemm, [a, b])),
         ("gemm float16", lambda: gemm.gemm(a16, b16)),
         ("mvmr", _vjp(lambda wa, wb: mvmr.mvmr(wa, a_idx, wb, b_idx, o_idx, n_o), [wa, wb])),
+        ("mvmr per-triplet", lambda: _call(*mvmr.mvmr_launch(wa, a_idx, wb, b_idx, o_idx, n_o))),
         ("vvor", lambda: mvmr.vvor(wb, b_idx, vb, b_idx, o_idx, n_o)),
+        ("vvor per-triplet", lambda: _call(*mvmr.vvor_launch(wb, b_idx, vb, b_idx, o_idx, n_o))),
         ("segment sum", _vjp(lambda v: segment_reduce.segment_reduce(v, seg_len, "sum"),
                              [seg_x])),
         ("segment max", _vjp(lambda v: segment_reduce.segment_reduce(v, seg_len, "max"),
                              [seg_x])),
+        ("segment mean, odd C", _vjp(lambda v: segment_reduce.segment_reduce(v, seg_len, "mean"),
+                                     [_normal(np.random.default_rng(1), 500 * s, 5)])),
         ("indexed segment max", _vjp(lambda v: segment_reduce.indexed_segment_reduce(
             v, perm, None, seg_len, "max"), [seg_x])),
+        ("indexed segment mean, odd C", lambda: segment_reduce.indexed_segment_reduce(
+            _normal(np.random.default_rng(2), 500 * s, 5), perm, None, seg_len, "mean")),
         ("indexed distance", _vjp(lambda p, q: distances.indexed_distance(
             p, pa_idx, q, pb_idx), [pa, pb])),
         ("indexed distance cube", lambda: distances.indexed_distance(

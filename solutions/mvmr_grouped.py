@@ -1,0 +1,436 @@
+"""The production MVMR of notebook 05: triplets grouped by kernel slot, each run computed as
+small matrix products on `simdgroup_matrix`.
+
+The per-triplet kernel of `solutions/mvmr.py` reads both operands of every multiply-add from
+threadgroup memory, stages the weights of all K slots at once (which caps its output tile at 8
+channels) and synchronises twice per triplet. This kernel reorganises the work as PointCNN++'s
+grouped ("FSG"/"TIG") engines do, on Apple's 8x8 matrix units:
+
+1. **Runs.** The triplets are sorted by slot, so slot k's triplets form the run
+   `[runs[k], runs[k + 1])`; `runs` (K + 1 integers) comes from a tiny kernel that
+   binary-searches the sorted slots. Within a run every triplet multiplies by the *same*
+   weight matrix `a[k]`: `BL` consecutive triplets of a run are one dense product
+   `(BL x C) @ (C x M)` of the gathered feature rows by the slot's weights.
+2. **Chunks.** A threadgroup owns one chunk of `BL` (32) triplets of one run and one tile of
+   `BM` (32) output channels. The chunks are numbered run after run; the grid is the upper bound
+   `ceil(T / BL) + K` chunks (no read-back of the run lengths) and the threadgroups past the
+   last chunk return at once.
+3. **Slices.** The C reduction stays in the threadgroup: it walks C in slices of `BC` channels,
+   staging the chunk's gathered features (`BC x BL`) and the slot's weights (`BM x BC`) in
+   threadgroup memory, two barriers per slice instead of two per triplet.
+4. **Register tiling on simdgroup_matrix.** Four SIMD-groups split the `BL x BM` tile 2 x 2;
+   each holds `(BL / 16) x (BM / 16)` (2 x 2) 8x8 float accumulators. Per 8 channels it loads
+   its `BL / 16` feature pieces and `BM / 16` weight pieces once and does every product
+   between them: each piece loaded from threadgroup memory feeds `BM / 16` (or `BL / 16`)
+   8x8x8 multiply-adds. (The kernel takes larger tiles as template arguments; `tiles` says
+   why these.)
+5. **No bank conflicts.** Both tiles are stored transposed (channel-major features,
+   output-major weights) with rows of `BL + 4` and `BC + 4` floats, and read with
+   `simdgroup_load(..., transpose = true)`: the 32 words of each of a load's two accesses then
+   fall in 32 different banks (rows 4 banks apart, 8 consecutive words per row). The staging
+   stores of the weights are conflict-free too (8 outputs x 4 channels per SIMD-group access).
+6. **One atomic per output element and chunk.** Each lane adds its two accumulator elements
+   straight from registers (`thread_elements()`) to `out[o_idx[t]]` with
+   `atomic_fetch_add_explicit`: two triplets of one chunk never share a slot, so they can share
+   an output row only when the list repeats a triplet, which the atomics handle.
+
+The output is float32 (accumulated in float32 whatever the input type), `(n_o, G, M)`.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+
+import mlx.core as mx
+
+THREADS = 128          # four SIMD-groups, 2 x 2 over the (triplets x outputs) tile
+VVOR_STEP = 32         # VVOR: triplets staged at a time
+VVOR_THREADGROUPS = 1024   # VVOR: split the runs until about this many threadgroups ...
+VVOR_MIN_PART = 64         # ... but keep at least this many triplets per part (even runs)
+
+HEADER = f"constant uint THREADS = {THREADS};\n"
+
+RUNS_SOURCE = """
+    // Run k starts at the first triplet whose slot is >= k (slots sorted ascending).
+    uint k = thread_position_in_grid.x;
+    int lo = 0;
+    int hi = int(a_idx_shape[0]);
+    while (lo < hi) {
+        int mid = (lo + hi) / 2;
+        if (a_idx[mid] < int(k)) {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    runs[k] = lo;
+"""
+
+# Inputs a (K, G, C, M), b (N_b, G, C), b_idx (T), o_idx (T), runs (K + 1), the triplets sorted
+# by slot; output out (n_o, G, M) float32, atomic. Template: BL triplets x BM outputs per
+# threadgroup, BC channels per slice.
+SOURCE = """
+    const uint LDF = BL + 4;            // row of the transposed feature slice
+    const uint LDW = BC + 4;            // row of the transposed weight slice
+    const uint TM = BL / 16;            // 8x8 accumulators per SIMD-group: TM x TN
+    const uint TN = BM / 16;
+    threadgroup float feat_t[BC * LDF];         // feat_t[c][i] = b[b_idx[t0 + i], g, c0 + c]
+    threadgroup float w_t[BM * LDW];            // w_t[m][c] = a[k, g, c0 + c, m0 + m]
+    threadgroup int rows_b[BL];
+    threadgroup int rows_o[BL];                 // -1 past the chunk's last triplet
+    uint tid = thread_position_in_threadgroup.x;
+    uint lane = thread_index_in_simdgroup;
+    uint sg = simdgroup_index_in_threadgroup;
+    uint K = a_shape[0];
+    uint G = a_shape[1];
+    uint C = a_shape[2];
+    uint M = a_shape[3];
+    uint g = threadgroup_position_in_grid.z;
+    uint m0 = threadgroup_position_in_grid.y * BM;
+
+    // 1. Chunk q of the list of chunks, run after run: its slot and first triplet. The
+    //    first lane of each SIMD-group walks the runs and hands the result to the others.
+    int slot = -1;
+    int t0 = 0;
+    int rows = 0;
+    if (lane == 0) {
+        uint q = threadgroup_position_in_grid.x;
+        for (uint k = 0; k < K && slot < 0; ++k) {
+            int lo = runs[k];
+            int hi = runs[k + 1];
+            uint chunks = uint(hi - lo + BL - 1) / BL;
+            if (q < chunks) {
+                slot = int(k);
+                t0 = lo + int(q * BL);
+                rows = min(int(BL), hi - t0);
+            } else {
+                q -= chunks;
+            }
+        }
+    }
+    slot = simd_broadcast(slot, 0);
+    t0 = simd_broadcast(t0, 0);
+    rows = simd_broadcast(rows, 0);
+    if (slot < 0) {
+        return;                         // past the last chunk: the grid is an upper bound
+    }
+    if (tid < BL) {
+        bool inside = int(tid) < rows;
+        rows_b[tid] = inside ? b_idx[t0 + tid] : 0;
+        rows_o[tid] = inside ? o_idx[t0 + tid] : -1;
+    }
+
+    simdgroup_float8x8 acc[TM][TN];
+    for (uint i = 0; i < TM; ++i) {
+        for (uint j = 0; j < TN; ++j) {
+            acc[i][j] = simdgroup_float8x8(0.0f);
+        }
+    }
+    uint r0 = (sg / 2) * (BL / 2);      // this SIMD-group's rows (triplets) ...
+    uint n0 = (sg % 2) * (BM / 2);      // ... and columns (outputs) of the tile
+
+    for (uint c0 = 0; c0 < C; c0 += BC) {
+        threadgroup_barrier(mem_flags::mem_threadgroup);
+        // 2. Stage the slice: 16 channels of 2 triplets per SIMD-group access (64-byte
+        //    pieces of the gathered rows), and 8 outputs of 4 channels of the weights.
+        for (uint e = tid; e < BL * BC; e += THREADS) {
+            uint c = e % 16 + 16 * (e / (16 * BL));
+            uint i = (e / 16) % BL;
+            bool inside = rows_o[i] >= 0 && c0 + c < C;
+            feat_t[c * LDF + i] =
+                inside ? float(b[(size_t(rows_b[i]) * G + g) * C + c0 + c]) : 0.0f;
+        }
+        for (uint e = tid; e < BM * BC; e += THREADS) {
+            uint m = e % 8 + 8 * (e / (8 * BC));
+            uint c = (e / 8) % BC;
+            bool inside = c0 + c < C && m0 + m < M;
+            w_t[m * LDW + c] =
+                inside ? float(a[((size_t(slot) * G + g) * C + c0 + c) * M + m0 + m]) : 0.0f;
+        }
+        threadgroup_barrier(mem_flags::mem_threadgroup);
+        // 3. The products: per 8 channels, TM feature pieces and TN weight pieces, each
+        //    loaded once, feed TM x TN multiply-accumulates.
+        for (uint kk = 0; kk < BC; kk += 8) {
+            simdgroup_float8x8 fa[TM];
+            simdgroup_float8x8 wb[TN];
+            for (uint i = 0; i < TM; ++i) {
+                simdgroup_load(fa[i], feat_t, LDF, ulong2(r0 + 8 * i, kk), true);
+            }
+            for (uint j = 0; j < TN; ++j) {
+                simdgroup_load(wb[j], w_t, LDW, ulong2(kk, n0 + 8 * j), true);
+            }
+            for (uint i = 0; i < TM; ++i) {
+                for (uint j = 0; j < TN; ++j) {
+                    simdgroup_multiply_accumulate(acc[i][j], fa[i], wb[j], acc[i][j]);
+                }
+            }
+        }
+    }
+
+    // 4. Lane `lane` holds elements (r, c) and (r, c + 1) of each accumulator: add them to
+    //    the output rows of their triplets.
+    uint quad = lane / 4;
+    uint r = (quad & 4) + (lane / 2) % 4;
+    uint c = (quad & 2) * 2 + (lane % 2) * 2;
+    for (uint i = 0; i < TM; ++i) {
+        int o = rows_o[r0 + 8 * i + r];
+        if (o < 0) {
+            continue;
+        }
+        for (uint j = 0; j < TN; ++j) {
+            uint m = m0 + n0 + 8 * j + c;
+            vec<float, 2> v = acc[i][j].thread_elements();
+            size_t at = (size_t(o) * G + g) * M + m;
+            if (m < M) {
+                atomic_fetch_add_explicit(&out[at], v.x, memory_order_relaxed);
+            }
+            if (m + 1 < M) {
+                atomic_fetch_add_explicit(&out[at + 1], v.y, memory_order_relaxed);
+            }
+        }
+    }
+"""
+
+
+# Inputs a (N_a, G, M), b (N_b, G, C), a_idx (T), b_idx (T), runs (n_o + 1), the triplets sorted
+# by output index (run r = the triplets of output matrix r); output out (n_o, G, M, C) float32,
+# atomic. Threadgroup (r, p) in x adds part p of P of run r; y is the (BM x BN) tile of the
+# (M x C) matrix; z the group. Template: BL triplets per step, BM x BN tile.
+VVOR_SOURCE = """
+    const uint LDA = BM + 4;            // row of the staged a rows (triplet-major)
+    const uint LDB = BL + 4;            // row of the transposed b rows (channel-major)
+    const uint TM = BM / 16;            // 8x8 accumulators per SIMD-group: TM x TN
+    const uint TN = BN / 16;
+    threadgroup float a_s[BL * LDA];            // a_s[l][m] = a[a_idx[t], g, m0 + m]
+    threadgroup float b_t[BN * LDB];            // b_t[c][l] = b[b_idx[t], g, c0 + c]
+    threadgroup int rows_a[BL];
+    threadgroup int rows_b[BL];                 // -1 past the run's part
+    uint tid = thread_position_in_threadgroup.x;
+    uint lane = thread_index_in_simdgroup;
+    uint sg = simdgroup_index_in_threadgroup;
+    uint G = a_shape[1];
+    uint M = a_shape[2];
+    uint C = b_shape[2];
+    uint parts = threadgroups_per_grid.x / (runs_shape[0] - 1);
+    uint r = threadgroup_position_in_grid.x / parts;
+    uint part = threadgroup_position_in_grid.x % parts;
+    uint ctiles = (C + BN - 1) / BN;
+    uint m0 = (threadgroup_position_in_grid.y / ctiles) * BM;
+    uint c0 = (threadgroup_position_in_grid.y % ctiles) * BN;
+    uint g = threadgroup_position_in_grid.z;
+
+    // 1. This part of run r: whole steps of BL triplets, split as evenly as possible.
+    int lo = runs[r];
+    int hi = runs[r + 1];
+    int steps = (hi - lo + int(BL) - 1) / int(BL);
+    int per = (steps + int(parts) - 1) / int(parts);
+    int first = lo + int(part) * per * int(BL);
+    int last = min(hi, first + per * int(BL));
+    if (first >= last) {
+        return;                         // an empty run, or a part past its end
+    }
+
+    simdgroup_float8x8 acc[TM][TN];
+    for (uint i = 0; i < TM; ++i) {
+        for (uint j = 0; j < TN; ++j) {
+            acc[i][j] = simdgroup_float8x8(0.0f);
+        }
+    }
+    uint mr0 = (sg / 2) * (BM / 2);     // this SIMD-group's rows (a's channels) ...
+    uint cn0 = (sg % 2) * (BN / 2);     // ... and columns (b's channels) of the tile
+
+    for (int t0 = first; t0 < last; t0 += int(BL)) {
+        threadgroup_barrier(mem_flags::mem_threadgroup);
+        if (tid < BL) {
+            bool inside = t0 + int(tid) < last;
+            rows_a[tid] = inside ? a_idx[t0 + tid] : -1;
+            rows_b[tid] = inside ? b_idx[t0 + tid] : 0;
+        }
+        threadgroup_barrier(mem_flags::mem_threadgroup);
+        // 2. Stage the step: the a rows as they lie (32 channels of a row per SIMD-group
+        //    access), the b rows transposed (16 channels of 2 triplets per access).
+        for (uint e = tid; e < BL * BM; e += THREADS) {
+            uint l = e / BM;
+            uint m = e % BM;
+            bool inside = rows_a[l] >= 0 && m0 + m < M;
+            a_s[l * LDA + m] = inside ? float(a[(size_t(rows_a[l]) * G + g) * M + m0 + m]) : 0.0f;
+        }
+        for (uint e = tid; e < BL * BN; e += THREADS) {
+            uint c = e % 16 + 16 * (e / (16 * BL));
+            uint l = (e / 16) % BL;
+            bool inside = rows_a[l] >= 0 && c0 + c < C;
+            b_t[c * LDB + l] = inside ? float(b[(size_t(rows_b[l]) * G + g) * C + c0 + c]) : 0.0f;
+        }
+        threadgroup_barrier(mem_flags::mem_threadgroup);
+        // 3. out_tile += A^T B over the step's triplets, 8 triplets at a time; both pieces
+        //    are read transposed from their padded tiles (no bank conflicts).
+        for (uint kk = 0; kk < BL; kk += 8) {
+            simdgroup_float8x8 xa[TM];
+            simdgroup_float8x8 yb[TN];
+            for (uint i = 0; i < TM; ++i) {
+                simdgroup_load(xa[i], a_s, LDA, ulong2(mr0 + 8 * i, kk), true);
+            }
+            for (uint j = 0; j < TN; ++j) {
+                simdgroup_load(yb[j], b_t, LDB, ulong2(kk, cn0 + 8 * j), true);
+            }
+            for (uint i = 0; i < TM; ++i) {
+                for (uint j = 0; j < TN; ++j) {
+                    simdgroup_multiply_accumulate(acc[i][j], xa[i], yb[j], acc[i][j]);
+                }
+            }
+        }
+    }
+
+    // 4. One atomic per element of the tile and part (a plain store would do with one part,
+    //    but the output is shared by the parts of a run).
+    uint quad = lane / 4;
+    uint er = (quad & 4) + (lane / 2) % 4;
+    uint ec = (quad & 2) * 2 + (lane % 2) * 2;
+    for (uint i = 0; i < TM; ++i) {
+        uint m = m0 + mr0 + 8 * i + er;
+        if (m >= M) {
+            continue;
+        }
+        for (uint j = 0; j < TN; ++j) {
+            uint c = c0 + cn0 + 8 * j + ec;
+            vec<float, 2> v = acc[i][j].thread_elements();
+            size_t at = ((size_t(r) * G + g) * M + m) * C + c;
+            if (c < C) {
+                atomic_fetch_add_explicit(&out[at], v.x, memory_order_relaxed);
+            }
+            if (c + 1 < C) {
+                atomic_fetch_add_explicit(&out[at + 1], v.y, memory_order_relaxed);
+            }
+        }
+    }
+"""
+
+
+@functools.cache
+def _kernels(factory: Callable) -> dict[str, Callable]:
+    """The two kernels, built once per kernel factory (MLX's, or metalsim's under a patch)."""
+    return {
+        "runs": factory(name="mvmr_runs", input_names=["a_idx"], output_names=["runs"],
+                        source=RUNS_SOURCE),
+        "mvmr": factory(name="mvmr_grouped",
+                        input_names=["a", "b", "b_idx", "o_idx", "runs"],
+                        output_names=["out"], source=SOURCE, header=HEADER,
+                        atomic_outputs=True),
+        "vvor": factory(name="vvor_grouped",
+                        input_names=["a", "a_idx", "b", "b_idx", "runs"],
+                        output_names=["out"], source=VVOR_SOURCE, header=HEADER,
+                        atomic_outputs=True),
+    }
+
+
+def tiles(t: int, k: int, c: int, m: int) -> tuple[int, int, int]:
+    """(BL, BM, BC): 32 triplets x 32 output channels per threadgroup (16 channels when M is
+    that small), slices of 32 channels (16 when C is that small). Each SIMD-group then holds
+    2 x 2 accumulators, each piece it loads feeding 2 products. Measured on the CUDA
+    translation (H100, the three benchmark shapes), 64-triplet or 64-channel tiles were no
+    faster at C = 32 and up to 17% slower at 128 and 256: smaller tiles make more
+    threadgroups and spread the work more evenly."""
+    del t, k                       # the tile does not depend on the triplet count
+    bm = 32 if m > 16 else 16
+    bc = min(32, -(-c // 16) * 16)
+    return 32, bm, bc
+
+
+def runs_launch(a_idx: mx.array, k: int, factory: Callable | None = None
+                ) -> tuple[Callable, dict]:
+    """The kernel computing the K + 1 run boundaries of slot-sorted triplets."""
+    args = {"inputs": [a_idx], "output_shapes": [(k + 1,)], "output_dtypes": [mx.int32],
+            "grid": (k + 1, 1, 1), "threadgroup": (min(k + 1, 256), 1, 1)}
+    return _kernels(factory or mx.fast.metal_kernel)["runs"], args
+
+
+def launch(a: mx.array, b: mx.array, b_idx: mx.array, o_idx: mx.array, runs: mx.array,
+           n_o: int, factory: Callable | None = None) -> tuple[Callable, dict]:
+    """The grouped MVMR kernel and its call's arguments, for triplets sorted by slot with
+    their `runs`; its float32 output has shape (n_o, G, M)."""
+    k, g, c, m = a.shape
+    t = o_idx.shape[0]
+    bl, bm, bc = tiles(t, k, c, m)
+    chunks = -(-t // bl) + k
+    args = {"inputs": [a, b, b_idx, o_idx, runs], "output_shapes": [(n_o, g, m)],
+            "output_dtypes": [mx.float32],
+            "template": [("BL", bl), ("BM", bm), ("BC", bc)],
+            "grid": (chunks * THREADS, -(-m // bm), g), "threadgroup": (THREADS, 1, 1),
+            "init_value": 0}
+    return _kernels(factory or mx.fast.metal_kernel)["mvmr"], args
+
+
+def vvor_launch(a: mx.array, a_idx: mx.array, b: mx.array, b_idx: mx.array, runs: mx.array,
+                n_o: int, factory: Callable | None = None) -> tuple[Callable, dict]:
+    """The grouped VVOR kernel and its call's arguments, for triplets sorted by output index
+    with their `runs` (n_o + 1); its float32 output has shape (n_o, G, M, C), M = a's
+    channels and C = b's. Each run is split into P parts, one threadgroup per part and tile,
+    P from the sizes alone: enough threadgroups to fill the GPU (VVOR_THREADGROUPS), as long
+    as even runs leave VVOR_MIN_PART triplets per part (each part costs one atomic per
+    element of its tile)."""
+    g, m = a.shape[1:]
+    c = b.shape[2]
+    t = a_idx.shape[0]
+    bm = 64 if m > 32 else (32 if m > 16 else 16)
+    bn = 64 if c > 32 else (32 if c > 16 else 16)
+    tiles = -(-m // bm) * -(-c // bn)
+    parts = max(1, min(-(-VVOR_THREADGROUPS // (n_o * tiles * g)), t // (n_o * VVOR_MIN_PART)))
+    args = {"inputs": [a, a_idx, b, b_idx, runs], "output_shapes": [(n_o, g, m, c)],
+            "output_dtypes": [mx.float32],
+            "template": [("BL", VVOR_STEP), ("BM", bm), ("BN", bn)],
+            "grid": (n_o * parts * THREADS, tiles, g), "threadgroup": (THREADS, 1, 1),
+            "init_value": 0}
+    return _kernels(factory or mx.fast.metal_kernel)["vvor"], args
+
+
+def mvmr_sorted(a: mx.array, a_idx: mx.array, b: mx.array, b_idx: mx.array, o_idx: mx.array,
+                n_o: int) -> mx.array:
+    """MVMR of triplets sorted by slot (`a_idx` ascending), float32 `(n_o, G, M)`: the runs
+    kernel, then the grouped kernel."""
+    kernel, args = runs_launch(a_idx, a.shape[0])
+    runs = kernel(**args)[0]
+    kernel, args = launch(a, b, b_idx, o_idx, runs, n_o)
+    return kernel(**args)[0]
+
+
+def simulate(a: mx.array, a_idx: mx.array, b: mx.array, b_idx: mx.array, o_idx: mx.array,
+             n_o: int):
+    """Both launches in the simulator, for slot-sorted triplets: the grouped kernel's
+    `metalsim.Run` (output and report)."""
+    import metalsim
+
+    kernel, args = runs_launch(a_idx, a.shape[0], metalsim.metal_kernel)
+    runs = metalsim.simulate(kernel, **args).outputs[0]
+    kernel, args = launch(a, b, b_idx, o_idx, mx.array(runs), n_o, metalsim.metal_kernel)
+    return metalsim.simulate(kernel, **args, profile=True)
+
+
+def inner_loop_lines(source: str = SOURCE) -> list[int]:
+    """The source lines of a kernel's inner-loop threadgroup reads (its `simdgroup_load`s),
+    as the simulator numbers them (`report.memory.by_line[("threadgroup", line)]`)."""
+    return [n for n, text in enumerate(source.splitlines(), start=1) if "simdgroup_load(" in text]
+
+
+def simulate_vvor(a: mx.array, a_idx: mx.array, b: mx.array, b_idx: mx.array,
+                  o_idx: mx.array, n_o: int):
+    """Both VVOR launches in the simulator, for triplets sorted by `o_idx`: the grouped
+    kernel's `metalsim.Run`, profiled."""
+    import metalsim
+
+    kernel, args = runs_launch(o_idx, n_o, metalsim.metal_kernel)
+    runs = metalsim.simulate(kernel, **args).outputs[0]
+    kernel, args = vvor_launch(a, a_idx, b, b_idx, mx.array(runs), n_o, metalsim.metal_kernel)
+    return metalsim.simulate(kernel, **args, profile=True)
+
+
+def simulate_redesign(a: mx.array, a_idx: mx.array, b: mx.array, b_idx: mx.array,
+                      o_idx: mx.array, n_o: int) -> dict[str, object]:
+    """The per-triplet kernel on the triplets as given and the grouped kernel on them sorted
+    by slot, both simulated with `profile=True`: `{"per-triplet": run, "grouped": run}`, for
+    `metalsim.efficiency.comparison`."""
+    from solutions import mvmr
+
+    order = mx.argsort(a_idx)
+    return {"per-triplet": mvmr.simulate_mvmr(a, a_idx, b, b_idx, o_idx, n_o, profile=True),
+            "grouped": simulate(a, a_idx[order], b, b_idx[order], o_idx[order], n_o)}
