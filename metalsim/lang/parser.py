@@ -155,7 +155,10 @@ class _Parser:
     # --- Tokens and errors ---------------------------------------------------------------------
 
     def peek(self, k: int = 0) -> Token:
-        return self.tokens[min(self.pos + k, len(self.tokens) - 1)]
+        try:   # the parser's hottest path: no bounds check until past the end
+            return self.tokens[self.pos + k]
+        except IndexError:
+            return self.tokens[-1]
 
     def at(self, text: str, k: int = 0) -> bool:
         tok = self.peek(k)
