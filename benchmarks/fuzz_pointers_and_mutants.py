@@ -18,7 +18,7 @@ import cgen  # noqa: E402
 import cgen_pointers  # noqa: E402
 import mutate  # noqa: E402
 
-PER_GCC_RUN = 50
+PER_GCC_RUN = 200
 
 
 def pointer_programs(count: int, seed: int) -> None:
