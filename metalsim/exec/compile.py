@@ -243,6 +243,9 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
             return self.resolve_decl_type(node.referee, scope)
         if isinstance(node, ast.ArrayType):
             elem, const, space = self.resolve_decl_type(node.element, scope)
+            if elem is None:
+                self.error("an array's element type cannot be 'auto'", node,
+                           hint="write the element type")
             if node.size is None:
                 return ArrayType(elem, -1), const, space
             n = self.const_int(node.size, scope, "array size")

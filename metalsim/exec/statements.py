@@ -183,6 +183,13 @@ class StatementCompiler:
             if init is None:
                 self.error("declaration with 'auto' needs an initializer", d)
             t = self.rvalue(init).type
+        if isinstance(t, PointerType) and t.pointee is None:  # `const device auto* p = a;`
+            source = self.rvalue(init).type if init is not None else None
+            if not isinstance(source, PointerType):
+                self.error(f"cannot deduce 'auto*' from '{source}'" if source else
+                           "'auto*' needs an initializer",
+                           d, hint="initialize it with a pointer, or write the pointee type")
+            t = PointerType(source.pointee, t.space, t.const)
         if isinstance(t, ArrayType) and t.length < 0:
             if not isinstance(d.init, ast.InitList):
                 self.error("an array without a size needs an initializer list", d)

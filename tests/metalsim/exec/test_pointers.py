@@ -116,3 +116,21 @@ def test_elem_to_loc_2_accepts_the_strides_array():
                                threadgroup=(4, 4, 1))
     assert result.report.diagnostics == []
     np.testing.assert_array_equal(np.array(result.outputs[0]), x.T)
+
+
+def test_auto_pointer_deduces_its_pointee_from_the_initializer():
+    out = clean("uint i = thread_position_in_grid.x; float t[2] = {a[i], 7};\n"
+                "const device auto* p = b + i; thread auto* q = t; out[i] = *p + q[1];")
+    np.testing.assert_array_equal(out, B + 7)
+    # the deduced pointee keeps const: a `device auto*` cannot point into a const input
+    with pytest.raises(metalsim.CompileError, match="drops 'const'"):
+        run("device auto* p = a; out[0] = p[0];")
+    with pytest.raises(metalsim.CompileError, match="cannot deduce 'auto\\*' from 'int'"):
+        run("thread auto* p = 0; out[0] = 1;")
+
+
+@pytest.mark.parametrize("declaration", ["auto idx[1] = {1u};", "auto x[] = {1.0f};"])
+def test_an_array_of_auto_is_a_compile_error(declaration):
+    """Found by the mutation fuzz (an AttributeError): C++ has no arrays of `auto`."""
+    with pytest.raises(metalsim.CompileError, match="element type cannot be 'auto'"):
+        run(declaration + " out[0] = 1;")
