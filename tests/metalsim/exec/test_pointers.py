@@ -2,6 +2,8 @@
 divergent code too; postfix ++/-- yield the old pointer; ?: between pointers; arrays of
 pointers; array parameters adjusted to pointers. Expected values are computed with numpy."""
 
+import warnings
+
 import mlx.core as mx
 import numpy as np
 import pytest
@@ -134,3 +136,14 @@ def test_an_array_of_auto_is_a_compile_error(declaration):
     """Found by the mutation fuzz (an AttributeError): C++ has no arrays of `auto`."""
     with pytest.raises(metalsim.CompileError, match="element type cannot be 'auto'"):
         run(declaration + " out[0] = 1;")
+
+
+@pytest.mark.parametrize("source", ["const device float* p = a + 4611686018427387904;",
+                                    "float x = a[4611686018427387904];",
+                                    "float x = *(a - 4611686018427387904);"])
+def test_a_huge_constant_offset_raises_no_numpy_warning(source):
+    """Found by the mutation fuzz: a constant offset times the element size wrapped in a numpy
+    scalar, whose RuntimeWarning is an exception where warnings are errors."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        run(source + " out[0] = 1;")
