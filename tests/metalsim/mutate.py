@@ -12,8 +12,13 @@ limits, so that the loops a mutation makes endless end quickly.
 from __future__ import annotations
 
 import functools
+import os
+import pickle
 import random
 import re
+import subprocess
+import sys
+import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -79,10 +84,33 @@ def _launch_recorded(spec: KernelSpec, call: dict, source: str, header: str) -> 
                              **{**call, "inputs": [mx.array(x) for x in call["inputs"]]})
 
 
-def corpus_seeds() -> list[Seed]:
-    """Every distinct kernel the corpus tests launch, with the launch (its first one): the
-    corpus tests run once here, in-process, while metalsim records their launches."""
-    recorded: dict[tuple, Seed] = {}
+@dataclass(frozen=True)
+class _Dtype:
+    """An mx.Dtype by name (mx.Dtype cannot be pickled)."""
+
+    name: str
+
+
+def _portable(x: object) -> object:
+    if isinstance(x, mx.Dtype):
+        return _Dtype(str(x).rsplit(".", 1)[-1])
+    if isinstance(x, list | tuple):
+        return type(x)(_portable(v) for v in x)
+    return x
+
+
+def _restored(x: object) -> object:
+    if isinstance(x, _Dtype):
+        return getattr(mx, x.name)
+    if isinstance(x, list | tuple):
+        return type(x)(_restored(v) for v in x)
+    return x
+
+
+def corpus_launches() -> list[tuple[KernelSpec, dict]]:
+    """Every distinct kernel the corpus tests launch, with its first launch's arguments (in
+    picklable form): the corpus tests run here, in-process, while metalsim records them."""
+    recorded: dict[tuple, tuple[KernelSpec, dict]] = {}
     original = metalsim_api.Kernel._run
 
     def recording(kernel, args, kwargs, *rest, **options):
@@ -90,13 +118,13 @@ def corpus_seeds() -> list[Seed]:
         key = (spec.name, spec.source, spec.header)
         if key not in recorded and not args and "inputs" in kwargs:
             try:  # arrays being traced by a transformation cannot be kept
-                call = {**kwargs, "inputs": [np.array(x) for x in kwargs["inputs"]],
-                        "stream": None, "verbose": False}
+                inputs = [np.array(x) for x in kwargs["inputs"]]
             except (ValueError, RuntimeError):
-                call = None
-            if call is not None:
-                recorded[key] = Seed(f"corpus:{spec.name}", spec.source, spec.header,
-                                     functools.partial(_launch_recorded, spec, call))
+                inputs = None
+            if inputs is not None:
+                call = {k: _portable(v) for k, v in kwargs.items()
+                        if k not in ("inputs", "stream", "verbose")}
+                recorded[key] = (spec, {**call, "inputs": inputs})
         return original(kernel, args, kwargs, *rest, **options)
 
     metalsim_api.Kernel._run = recording
@@ -107,6 +135,31 @@ def corpus_seeds() -> list[Seed]:
     if status != 0:
         raise RuntimeError(f"the corpus tests failed (pytest status {status})")
     return list(recorded.values())
+
+
+def save_corpus_launches(path: str) -> None:
+    """`corpus_launches()`, pickled to `path` (for `corpus_seeds(subprocess=True)`)."""
+    Path(path).write_bytes(pickle.dumps(corpus_launches()))
+
+
+def corpus_seeds(in_subprocess: bool = False) -> list[Seed]:
+    """The corpus's kernels with their recorded launches. `in_subprocess` runs the corpus
+    tests in a fresh Python, for callers that are themselves inside a pytest session."""
+    if in_subprocess:
+        with tempfile.TemporaryDirectory() as tmp:
+            out = Path(tmp) / "launches.pickle"
+            env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+            subprocess.run([sys.executable, "-c",
+                            f"import mutate; mutate.save_corpus_launches({str(out)!r})"],
+                           cwd=CORPUS_TESTS.parents[2], env=env, check=True,
+                           capture_output=True, timeout=600)
+            launches = pickle.loads(out.read_bytes())  # noqa: S301 - written just above
+    else:
+        launches = corpus_launches()
+    return [Seed(f"corpus:{spec.name}", spec.source, spec.header,
+                 functools.partial(_launch_recorded, spec,
+                                   {k: _restored(v) for k, v in call.items()}))
+            for spec, call in launches]
 
 
 def mutate(text: str, rng: random.Random, edits: int) -> str:
