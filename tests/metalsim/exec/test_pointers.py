@@ -147,3 +147,11 @@ def test_a_huge_constant_offset_raises_no_numpy_warning(source):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         run(source + " out[0] = 1;")
+
+
+@pytest.mark.parametrize("declaration", ["threadgroup float c[4][];", "float t[2][] = {{1}};"])
+def test_an_inner_array_dimension_left_empty_is_a_compile_error(declaration):
+    """Found by the mutation fuzz (a ValueError from numpy): only the first dimension of an
+    array may be left out (C++ [dcl.array]/3)."""
+    with pytest.raises(metalsim.CompileError, match="incomplete element type"):
+        run(declaration + " out[0] = 1;")
