@@ -1,6 +1,7 @@
 """The two fuzzers of the test suite at a larger size: random pointer programs against gcc,
-and mutated reference kernels that must give a CompileError or a diagnosed run, never an
-internal exception.
+and mutated kernels that must give a CompileError or a diagnosed run, never an internal
+exception: the puzzles' solutions, and the corpus's real kernels (the corpus tests run first,
+recording their launches, which the mutants replay).
 
 Run: python benchmarks/fuzz_pointers_and_mutants.py [pointer programs] [mutants] [seed]
 (defaults 2,000, 10,000 and 0; needs gcc on PATH for the first part)
@@ -18,7 +19,7 @@ import cgen  # noqa: E402
 import cgen_pointers  # noqa: E402
 import mutate  # noqa: E402
 
-PER_GCC_RUN = 50
+PER_GCC_RUN = 200
 
 
 def pointer_programs(count: int, seed: int) -> None:
@@ -35,10 +36,12 @@ def pointer_programs(count: int, seed: int) -> None:
 
 
 def mutants(count: int, seed: int) -> None:
+    solutions, corpus = mutate.seeds(), mutate.corpus_seeds()
     started = time.monotonic()
-    tally = mutate.fuzz(count, seed)
+    tally = mutate.fuzz(count, seed, solutions + corpus)
     shown = ", ".join(f"{k} {v:,}" for k, v in sorted(tally.items()))
-    print(f"mutated kernels without an internal exception: {count:,} ({shown}; "
+    print(f"mutated kernels without an internal exception: {count:,} of {len(solutions)} "
+          f"solutions and {len(corpus)} corpus kernels ({shown}; "
           f"{time.monotonic() - started:.0f} s)")
 
 

@@ -8,6 +8,7 @@ back to a line and column of the section the user wrote, so every message points
 from __future__ import annotations
 
 import bisect
+import re
 from dataclasses import dataclass, field
 
 
@@ -33,7 +34,7 @@ class SourceMap:
     def __init__(self, text: str, sections: list[tuple[str, int, int]] = ()) -> None:
         self.text = text
         self.sections = sorted(sections, key=lambda s: s[1])
-        self._line_starts = [0] + [i + 1 for i, ch in enumerate(text) if ch == "\n"]
+        self._line_starts = [0, *(m.end() for m in re.finditer("\n", text))]
 
     def _section_of(self, offset: int) -> tuple[str, int]:
         for name, start, end in self.sections:

@@ -243,6 +243,12 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
             return self.resolve_decl_type(node.referee, scope)
         if isinstance(node, ast.ArrayType):
             elem, const, space = self.resolve_decl_type(node.element, scope)
+            if elem is None:
+                self.error("an array's element type cannot be 'auto'", node,
+                           hint="write the element type")
+            if isinstance(elem, ArrayType) and elem.length < 0:
+                self.error("array has incomplete element type (an array of unknown size)", node,
+                           hint="only the first dimension of an array may be left empty")
             if node.size is None:
                 return ArrayType(elem, -1), const, space
             n = self.const_int(node.size, scope, "array size")

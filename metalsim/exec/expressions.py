@@ -356,7 +356,8 @@ class ExpressionCompiler:
         def ev(f, lanes):
             p = pev(f, lanes)
             k = arith.convert(np.asarray(nev(f, lanes)), src, LONG)
-            return Ptr(p.region, p.off + sign * k * size)
+            # a ufunc: a constant offset is a 0-d array, and numpy warns when scalars wrap
+            return Ptr(p.region, p.off + np.multiply(k, sign * size))
         return E(ptr.type, ev, coord)
 
     def logical(self, node: ast.Binary, scope: Scope) -> E:
@@ -660,7 +661,7 @@ class ExpressionCompiler:
                                  f"({inner} elements)", coord,
                                  hint="an index past the end of a row reaches the next row, "
                                       "which C++ leaves undefined: index within each dimension")
-            return MemLoc(p.region, p.off + k * size)
+            return MemLoc(p.region, p.off + np.multiply(k, size))  # see offset_pointer
         return self.with_load(E(t.pointee, None, node.coord, loc=loc, readonly=t.const,
                                 space=t.space))
 

@@ -36,8 +36,10 @@ from metalsim.exec.machine import (
 from metalsim.exec.prelude import PRELUDE
 from metalsim.exec.values import Frame, PtrSlot, RefSlot
 from metalsim.lang import types as ty
-from metalsim.lang.parser import parse
-from metalsim.lang.preprocess import preprocess
+from metalsim.lang.parser import Prefix as ParsedPrefix
+from metalsim.lang.parser import parse, parse_prefix
+from metalsim.lang.preprocess import Prefix as PreprocessedPrefix
+from metalsim.lang.preprocess import preprocess, preprocess_prefix
 from metalsim.report import COUNT_NAMES, BufferTraffic, Report
 
 LANE_BUDGET = 1 << 20
@@ -85,6 +87,14 @@ def deep_recursion():
         sys.setrecursionlimit(saved)
 
 
+@functools.lru_cache(maxsize=4)
+def parsed_prelude(prelude: str, fast_math: bool) -> tuple[PreprocessedPrefix, ParsedPrefix]:
+    """`prelude` preprocessed and parsed once per process, for every kernel to go on from."""
+    source_map = SourceMap(prelude, [("prelude", 0, len(prelude))])
+    prefix = preprocess_prefix(prelude, source_map, {"__FAST_MATH__": "1"} if fast_math else None)
+    return prefix, parse_prefix(list(prefix.tokens), source_map)
+
+
 @functools.lru_cache(maxsize=256)
 def compile_program(text: str, sections: tuple, math_mode: str, tracing: bool = False) -> Program:
     """Preprocess, parse and compile MLX's generated kernel text (with MLX's prelude helpers)."""
@@ -92,9 +102,9 @@ def compile_program(text: str, sections: tuple, math_mode: str, tracing: bool = 
     shift = len(PRELUDE)
     all_sections = [("prelude", 0, shift)] + [(n, s + shift, e + shift) for n, s, e in sections]
     source_map = SourceMap(full, all_sections)
-    predefined = {"__FAST_MATH__": "1"} if math_mode == "fast" else None
-    tokens = preprocess(full, source_map, predefined)
-    unit = parse(tokens, source_map)
+    preprocessed, parsed = parsed_prelude(PRELUDE, math_mode == "fast")
+    tokens = preprocess(full, source_map, after=preprocessed)
+    unit = parse(tokens, source_map, after=parsed)
     variant = "fast" if math_mode == "fast" else "precise"
     code, params = Compiler(unit, source_map, BUILTINS, variant, tracing).compile_kernel()
     return Program(code, params, source_map)

@@ -54,6 +54,7 @@ def work(node: ast.Node) -> int:
     """The expression nodes one execution of the statement `node` evaluates (at least 1)."""
     if isinstance(node, ast.Compound):
         return 1  # its statements count themselves
+    once = node.init if isinstance(node, ast.For) else None  # before the first iteration
     count = 0
     stack = [node]
     while stack:
@@ -63,12 +64,13 @@ def work(node: ast.Node) -> int:
             count += MEMORY_ACCESS_WORK
         else:
             count += isinstance(n, EXPRESSION_NODES)
-        for name, value in vars(n).items():
-            if n is node and isinstance(n, ast.For) and name == "init":
-                continue  # runs once, before the first iteration
-            for child in value if isinstance(value, list) else [value]:
-                if isinstance(child, ast.Node) and not isinstance(child, STEPPING_STATEMENTS):
-                    stack.append(child)
+        for value in vars(n).values():
+            if isinstance(value, ast.Node):
+                if value is not once and not isinstance(value, STEPPING_STATEMENTS):
+                    stack.append(value)
+            elif isinstance(value, list):
+                stack.extend(child for child in value if isinstance(child, ast.Node)
+                             and not isinstance(child, STEPPING_STATEMENTS))
     return max(count, 1)
 
 
@@ -181,6 +183,13 @@ class StatementCompiler:
             if init is None:
                 self.error("declaration with 'auto' needs an initializer", d)
             t = self.rvalue(init).type
+        if isinstance(t, PointerType) and t.pointee is None:  # `const device auto* p = a;`
+            source = self.rvalue(init).type if init is not None else None
+            if not isinstance(source, PointerType):
+                self.error(f"cannot deduce 'auto*' from '{source}'" if source else
+                           "'auto*' needs an initializer",
+                           d, hint="initialize it with a pointer, or write the pointee type")
+            t = PointerType(source.pointee, t.space, t.const)
         if isinstance(t, ArrayType) and t.length < 0:
             if not isinstance(d.init, ast.InitList):
                 self.error("an array without a size needs an initializer list", d)

@@ -205,21 +205,21 @@ def _splice(text: str) -> tuple[str, list[int], list[int]]:
     return "".join(parts), starts, shifts
 
 
-def scan(text: str, source_map: SourceMap) -> list[Token]:
+def scan(text: str, source_map: SourceMap, start: int = 0) -> list[Token]:
     """Tokens of `text` ending with "eof"; malformed ones come back as kind "invalid".
 
     Only an unterminated block comment raises here, as C compilers reject it even in skipped
-    `#if` groups.
+    `#if` groups. `start` > 0 scans only `text[start:]`, which must begin a line (offsets stay
+    those of `text`): the part after a prefix whose tokens are known.
     """
     starts: list[int] = []
     shifts: list[int] = []
-    if "\\" in text:
-        text_to_scan, starts, shifts = _splice(text)
-    else:
-        text_to_scan = text
+    text_to_scan = text[start:]
+    if "\\" in text_to_scan:
+        text_to_scan, starts, shifts = _splice(text_to_scan)
     tokens: list[Token] = []
     append = tokens.append
-    space = False
+    space = start > 0   # the newline ending the prefix
     line_start = True
     for m in _TOKEN_RE.finditer(text_to_scan):
         kind = m.lastgroup
@@ -233,6 +233,7 @@ def scan(text: str, source_map: SourceMap) -> list[Token]:
         if starts:
             index = bisect.bisect_right(starts, offset) - 1
             offset += shifts[index] if index >= 0 else 0
+        offset += start
         spelling = m.group()
         if kind == "ident" or kind == "punct":
             append(Token(kind, spelling, offset, None, "", space, line_start))

@@ -155,7 +155,10 @@ class _Parser:
     # --- Tokens and errors ---------------------------------------------------------------------
 
     def peek(self, k: int = 0) -> Token:
-        return self.tokens[min(self.pos + k, len(self.tokens) - 1)]
+        try:   # the parser's hottest path: no bounds check until past the end
+            return self.tokens[self.pos + k]
+        except IndexError:
+            return self.tokens[-1]
 
     def at(self, text: str, k: int = 0) -> bool:
         tok = self.peek(k)
@@ -1688,14 +1691,46 @@ def _unbalanced_brackets(tokens: list[Token], source_map: SourceMap) -> CompileE
     return None
 
 
-def parse(tokens: list[Token], source_map: SourceMap) -> ast.TranslationUnit:
+@dataclass(frozen=True)
+class Prefix:
+    """A parsed first part of translation units, to go on from (see `parse`): how many tokens
+    it has, what it declares, and the parser's record of names at its end."""
+
+    length: int
+    unit: ast.TranslationUnit
+    names: dict
+
+
+# Parser attributes that belong to one pass over the tokens; all others record names.
+_PER_PASS = frozenset({"tokens", "pos", "sm", "failed"})
+
+
+def parse_prefix(tokens: list[Token], source_map: SourceMap) -> Prefix:
+    """Parses `tokens` (without "eof"), whole declarations that begin translation units."""
+    parser = _Parser(tokens, source_map)
+    unit = parser.translation_unit()
+    names = {k: v for k, v in vars(parser).items() if k not in _PER_PASS}
+    return Prefix(len(tokens), unit, copy.deepcopy(names))
+
+
+def parse(tokens: list[Token], source_map: SourceMap,
+          after: Prefix | None = None) -> ast.TranslationUnit:
     """Parses preprocessed `tokens` (ending with "eof") into a TranslationUnit.
 
-    Raises CompileError, and nothing else, for any input that is not valid Metal.
+    `after`, a `parse_prefix` of the first tokens, stands for parsing them again: the unit
+    shares the prefix's declarations (which nothing modifies), and the names it declares are
+    this unit's own copy. Raises CompileError, and nothing else, for any input that is not
+    valid Metal.
     """
     parser = _Parser(tokens, source_map)
+    if after is not None:
+        vars(parser).update(copy.deepcopy(after.names))
+        parser.pos = after.length
     try:
-        return parser.translation_unit()
+        unit = parser.translation_unit()
+        if after is None:
+            return unit
+        return replace(after.unit, items=[*after.unit.items, *unit.items])
     except RecursionError:
         raise parser.error("expression too deeply nested",
                            hint="split the expression into several statements") from None

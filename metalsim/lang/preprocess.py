@@ -9,6 +9,7 @@ even between a function-like macro's name and its arguments.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -224,20 +225,37 @@ class _IfExpression:
         raise self._error("invalid token at start of a preprocessor expression", token)
 
 
+@dataclass(frozen=True)
+class Prefix:
+    """A preprocessed first part of translation units, to go on from (see `preprocess`):
+    its text, its tokens (without "eof"), and the macros defined at its end."""
+
+    text: str
+    tokens: tuple[Token, ...]
+    macros: dict[str, _Macro]
+    expanded: int
+
+
+@functools.lru_cache(maxsize=64)
+def _object_macro(name: str, value: str) -> _Macro:
+    return _Macro(name, None, tuple(scan(value, SourceMap(value))[:-1]))
+
+
 class _Preprocessor:
-    def __init__(self, text: str, source_map: SourceMap, predefined: dict[str, str]) -> None:
+    def __init__(self, text: str, source_map: SourceMap, predefined: dict[str, str],
+                 after: Prefix | None = None) -> None:
         self.text = text
         self.source_map = source_map
-        self.tokens = scan(text, source_map)
+        self.tokens = scan(text, source_map, len(after.text) if after else 0)
         self.pos = 0
         self.conditionals: list[_Conditional] = []
         self.active = True
         self.in_if = False  # expanding an #if line, where `defined` is an operator
-        self.expanded = 0  # tokens produced by macro substitution so far
-        self.macros: dict[str, _Macro] = {}
-        for name, value in {**_PREDEFINED, **predefined}.items():
-            body = scan(value, SourceMap(value))[:-1]
-            self.macros[name] = _Macro(name, None, tuple(body))
+        # tokens produced by macro substitution so far
+        self.expanded = after.expanded if after else 0
+        self.macros: dict[str, _Macro] = dict(after.macros) if after else {}
+        for name, value in {**({} if after else _PREDEFINED), **predefined}.items():
+            self.macros[name] = _object_macro(name, value)
 
     def error(self, token: Token, message: str, hint: str = "") -> CompileError:
         return error_at(token, message, self.source_map, hint)
@@ -609,12 +627,30 @@ class _Preprocessor:
                      space_before)
 
 
-def preprocess(text: str, source_map: SourceMap,
-               predefined: dict[str, str] | None = None) -> list[Token]:
+def preprocess(text: str, source_map: SourceMap, predefined: dict[str, str] | None = None,
+               after: Prefix | None = None) -> list[Token]:
     """Lexes and preprocesses `text`, returning the tokens the parser sees, ending with "eof".
 
     Directives are executed, macros expanded and `#pragma` / `_Pragma` dropped. Tokens keep
     their offsets in `text`; tokens a macro produced carry the offset of the macro's name at the
     use site. `predefined` adds object-like macros (name -> replacement text) to Metal's own.
+    `after`, a `preprocess_prefix` of the start of `text`, stands for preprocessing that start
+    again (its macros included; `predefined` then adds to them).
     """
-    return _Preprocessor(text, source_map, predefined or {}).run()
+    if after is None:
+        return _Preprocessor(text, source_map, predefined or {}).run()
+    if not text.startswith(after.text):
+        raise ValueError("the text does not begin with the preprocessed prefix")
+    return [*after.tokens, *_Preprocessor(text, source_map, predefined or {}, after).run()]
+
+
+def preprocess_prefix(text: str, source_map: SourceMap,
+                      predefined: dict[str, str] | None = None) -> Prefix:
+    """Preprocesses `text`, a first part of translation units, for `preprocess(after=)`.
+
+    `text` must end a line, outside any #if group and any macro invocation."""
+    if text and not text.endswith("\n"):
+        raise ValueError("a preprocessed prefix must end with a newline")
+    pp = _Preprocessor(text, source_map, predefined or {})
+    tokens = pp.run()[:-1]
+    return Prefix(text, tuple(tokens), dict(pp.macros), pp.expanded)

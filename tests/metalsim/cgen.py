@@ -86,8 +86,10 @@ typedef uint16_t ushort;
 typedef uint32_t uint;
 typedef uint64_t ulong;
 """
+# -frounding-math: even at -O0, gcc 12 folds `0.0f - (float)int_var` into `-(float)int_var`,
+# which is -0.0 where IEEE (and Metal) give +0.0 for an int of 0; this keeps the subtraction.
 GCC_FLAGS = ["-O0", "-fwrapv", "-ffp-contract=off", "-fexcess-precision=standard", "-msse2",
-             "-mfpmath=sse", "-w", "-pipe"]
+             "-mfpmath=sse", "-frounding-math", "-w", "-pipe"]
 
 
 def promote(t: CType) -> CType:

@@ -1,10 +1,12 @@
-"""Launch planning: batches sized by a memory budget, and launches that cannot fit it."""
+"""Launch planning: batches sized by a memory budget, and launches that cannot fit it; MLX's
+prelude, preprocessed and parsed once, shared by kernels that never see each other's names."""
 
 import tracemalloc
 from dataclasses import replace
 
 import mlx.core as mx
 import numpy as np
+import pytest
 
 import metalsim
 from metalsim.exec import launch
@@ -108,3 +110,48 @@ def test_batches_sized_by_the_budget_keep_every_result_and_check(monkeypatch):
         for name, counts in whole.report.counts.items():
             np.testing.assert_array_equal(split.report.counts[name], counts)
     assert {d.kind for d in whole.report.errors} == {"race"}   # the kernel missing a barrier
+
+
+# --- The prelude, parsed once per process and shared by every kernel ----------------------------
+
+def run_on_eight(source: str, header: str = "") -> np.ndarray:
+    kernel = metalsim.metal_kernel("k", ["a"], ["out"], source, header=header)
+    run = metalsim.simulate(kernel, inputs=[mx.arange(8, dtype=mx.float32) / 8],
+                            output_shapes=[(8,)], output_dtypes=[mx.float32], grid=(8, 1, 1),
+                            threadgroup=(8, 1, 1))
+    assert not run.report.errors, run.report.errors
+    return np.array(run.outputs[0])
+
+
+def test_a_kernel_sees_none_of_the_names_of_the_kernels_compiled_before_it():
+    header = ("typedef float Foo;\nstruct S { float v; };\n"
+              "inline float helper(float x) { return x * 2; }\n"
+              "template <typename T> T twice(T x) { return x + x; }\n")
+    uses = "uint i = thread_position_in_grid.x; S s{a[i]}; out[i] = helper(twice<Foo>(s.v));"
+    np.testing.assert_array_equal(run_on_eight(uses, header), np.arange(8) / 2)
+    for source, message in [("Foo x = 1; out[0] = x;", "unknown type name 'Foo'"),
+                            ("out[0] = helper(1.0f);", "undeclared identifier 'helper'"),
+                            ("out[0] = twice<float>(1.0f);", "'float' is a type"),
+                            ("S s{1.0f}; out[0] = s.v;", "unknown type name 'S'")]:
+        with pytest.raises(metalsim.CompileError, match=message):
+            run_on_eight(source)
+    # Its own S and helper, with other members and another signature, are the only ones.
+    own = ("struct S { int w; int z; };\ninline int helper(int x) { return x + 7; }\n")
+    mine = "uint i = thread_position_in_grid.x; S s{int(i), 1}; out[i] = helper(s.w + s.z);"
+    np.testing.assert_array_equal(run_on_eight(mine, own), np.arange(8) + 8)
+
+
+def test_compiling_kernels_leaves_the_shared_prelude_as_it_was():
+    before = repr(launch.parsed_prelude(launch.PRELUDE, False))
+    source = """
+    uint i = thread_position_in_grid.x;
+    float whole, c;
+    int e;
+    float f = modf(a[i] * 3.5f, whole) + sincos(a[i], c) + c + frexp(a[i] + 1.0f, e) + e;
+    int64_t loc = elem_to_loc(i, a_shape, a_strides, a_ndim);
+    uint loc32 = elem_to_loc<uint>(i, a_shape, a_strides, a_ndim);
+    int one = elem_to_loc_1<int>(i, a_strides[0]);
+    out[i] = f + log1p(a[i]) + float(loc + loc32 + ceildiv(i, 3u) + one);
+    """
+    run_on_eight(source)
+    assert repr(launch.parsed_prelude(launch.PRELUDE, False)) == before

@@ -2,6 +2,8 @@
 divergent code too; postfix ++/-- yield the old pointer; ?: between pointers; arrays of
 pointers; array parameters adjusted to pointers. Expected values are computed with numpy."""
 
+import warnings
+
 import mlx.core as mx
 import numpy as np
 import pytest
@@ -116,3 +118,40 @@ def test_elem_to_loc_2_accepts_the_strides_array():
                                threadgroup=(4, 4, 1))
     assert result.report.diagnostics == []
     np.testing.assert_array_equal(np.array(result.outputs[0]), x.T)
+
+
+def test_auto_pointer_deduces_its_pointee_from_the_initializer():
+    out = clean("uint i = thread_position_in_grid.x; float t[2] = {a[i], 7};\n"
+                "const device auto* p = b + i; thread auto* q = t; out[i] = *p + q[1];")
+    np.testing.assert_array_equal(out, B + 7)
+    # the deduced pointee keeps const: a `device auto*` cannot point into a const input
+    with pytest.raises(metalsim.CompileError, match="drops 'const'"):
+        run("device auto* p = a; out[0] = p[0];")
+    with pytest.raises(metalsim.CompileError, match="cannot deduce 'auto\\*' from 'int'"):
+        run("thread auto* p = 0; out[0] = 1;")
+
+
+@pytest.mark.parametrize("declaration", ["auto idx[1] = {1u};", "auto x[] = {1.0f};"])
+def test_an_array_of_auto_is_a_compile_error(declaration):
+    """Found by the mutation fuzz (an AttributeError): C++ has no arrays of `auto`."""
+    with pytest.raises(metalsim.CompileError, match="element type cannot be 'auto'"):
+        run(declaration + " out[0] = 1;")
+
+
+@pytest.mark.parametrize("source", ["const device float* p = a + 4611686018427387904;",
+                                    "float x = a[4611686018427387904];",
+                                    "float x = *(a - 4611686018427387904);"])
+def test_a_huge_constant_offset_raises_no_numpy_warning(source):
+    """Found by the mutation fuzz: a constant offset times the element size wrapped in a numpy
+    scalar, whose RuntimeWarning is an exception where warnings are errors."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        run(source + " out[0] = 1;")
+
+
+@pytest.mark.parametrize("declaration", ["threadgroup float c[4][];", "float t[2][] = {{1}};"])
+def test_an_inner_array_dimension_left_empty_is_a_compile_error(declaration):
+    """Found by the mutation fuzz (a ValueError from numpy): only the first dimension of an
+    array may be left out (C++ [dcl.array]/3)."""
+    with pytest.raises(metalsim.CompileError, match="incomplete element type"):
+        run(declaration + " out[0] = 1;")

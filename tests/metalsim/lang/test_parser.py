@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 
 from metalsim.diagnostics import CompileError, Coord, SourceMap
 from metalsim.lang import ast
-from metalsim.lang.parser import parse, parse_source
-from metalsim.lang.preprocess import preprocess
+from metalsim.lang.parser import parse, parse_prefix, parse_source
+from metalsim.lang.preprocess import preprocess, preprocess_prefix
 
 # --- Helpers -----------------------------------------------------------------------------------
 
@@ -961,3 +961,42 @@ def test_parsing_a_kernel_is_fast():
     for _ in range(10):
         parse_source(KERNEL)
     assert (time.perf_counter() - start) / 10 < 0.02
+
+
+# --- Going on from a parsed prefix (MLX's prelude, parsed once per process) --------------------
+
+NAMES_PREFIX = ("typedef float real;\ntemplate <typename T> T twice(T x) { return x + x; }\n"
+                "template <typename T> struct Box { T v; };\n"
+                "namespace ns { struct P { real a; }; }\n")
+PRELUDE_SECTION = [("prelude", 0, len(NAMES_PREFIX))]
+PREPROCESSED = preprocess_prefix(NAMES_PREFIX, SourceMap(NAMES_PREFIX, PRELUDE_SECTION))
+PARSED = parse_prefix(list(PREPROCESSED.tokens), SourceMap(NAMES_PREFIX, PRELUDE_SECTION))
+
+
+def after_prefix(suffix: str) -> tuple[list, SourceMap]:
+    """The preprocessed tokens of `NAMES_PREFIX + suffix`, and its source map."""
+    text = NAMES_PREFIX + suffix
+    source_map = SourceMap(text, [*PRELUDE_SECTION, ("source", len(NAMES_PREFIX), len(text))])
+    return preprocess(text, source_map, after=PREPROCESSED), source_map
+
+
+def test_parsing_after_a_prefix_gives_the_unit_of_the_whole_text():
+    tokens, source_map = after_prefix(
+        "kernel void k(device real* o) { ns::P p; Box<real> b; real * q = o;\n"
+        "  p.a = twice<real>(1.0f); *q = p.a + b.v; }\n")
+    whole, after = parse(tokens, source_map), parse(tokens, source_map, after=PARSED)
+    assert repr(after) == repr(whole)
+    assert show(after.items[-1].body.items[2].decls[0].type) == "real*"  # a declaration
+
+
+def test_names_declared_after_a_prefix_do_not_leak_into_the_next_unit():
+    before = repr(PARSED)
+    first = parse(*after_prefix("typedef int Foo;\ntemplate <typename T> struct Pair { T a; };\n"
+                                  "namespace ns { typedef int Q; }\n"), after=PARSED)
+    assert len(first.items) == len(PARSED.unit.items) + 3
+    for suffix, message in [("void f() { Foo x = 1; }\n", "unknown type name 'Foo'"),
+                            ("void f() { Pair<int> p; }\n", "expected '\\('"),
+                            ("void f() { ns::Q q; }\n", "no member named 'Q' in namespace")]:
+        with pytest.raises(CompileError, match=message):
+            parse(*after_prefix(suffix), after=PARSED)
+    assert repr(PARSED) == before

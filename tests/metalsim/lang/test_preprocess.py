@@ -8,7 +8,12 @@ from hypothesis import strategies as st
 
 from metalsim.diagnostics import CompileError, SourceMap
 from metalsim.lang.lexer import Token, scan
-from metalsim.lang.preprocess import MAX_EXPANDED_TOKENS, METAL_VERSION, preprocess
+from metalsim.lang.preprocess import (
+    MAX_EXPANDED_TOKENS,
+    METAL_VERSION,
+    preprocess,
+    preprocess_prefix,
+)
 
 needs_gcc = pytest.mark.skipif(shutil.which("gcc") is None, reason="needs gcc's preprocessor")
 
@@ -733,3 +738,59 @@ def test_define_bomb_stops_with_a_compile_error_quickly():
 def test_expansion_just_under_the_limit_is_complete():
     text = "#define T x x x x x x x x x x\n#define H T T T T T T T T T T\nH H H H H\n"
     assert texts(text) == ["x"] * 500
+
+
+# --- Going on from a preprocessed prefix (MLX's prelude, preprocessed once per process) --------
+
+PREFIX = "#define TWICE(x) ((x) + (x))\n#define N 4\ninline int f(int a) { return TWICE(a); }\n"
+
+
+def prefix_and_map(suffix: str):
+    text = PREFIX + suffix
+    sections = [("prelude", 0, len(PREFIX)), ("source", len(PREFIX), len(text))]
+    prefix = preprocess_prefix(PREFIX, SourceMap(PREFIX, sections[:1]))
+    return text, SourceMap(text, sections), prefix
+
+
+@pytest.mark.parametrize("suffix", [
+    "int g() { return TWICE(N) + f(N); }\n",
+    "#undef N\n#define N 5\nint h = N;\n",
+    "#ifdef TWICE\nint yes;\n#else\nint no;\n#endif\n",
+    "int s = \\\n  N;  /* a comment */ x N y\n",
+    "#define M(a) #a N\nM( 1 +  2 )\n",
+    "",
+])
+def test_preprocessing_after_a_prefix_gives_the_tokens_of_the_whole_text(suffix):
+    text, source_map, prefix = prefix_and_map(suffix)
+    assert preprocess(text, source_map, after=prefix) == preprocess(text, source_map)
+
+
+def test_an_error_after_a_prefix_points_where_it_does_in_the_whole_text():
+    text, source_map, prefix = prefix_and_map("int a;\n#if N >\n#endif\n")
+    with pytest.raises(CompileError) as whole:
+        preprocess(text, source_map)
+    with pytest.raises(CompileError) as after:
+        preprocess(text, source_map, after=prefix)
+    assert str(after.value) == str(whole.value) and "source:2:" in str(after.value)
+
+
+def test_macros_defined_after_a_prefix_stay_with_their_text():
+    text, source_map, prefix = prefix_and_map("#define LEAK 1\n#undef N\nLEAK N\n")
+    assert [t.text for t in preprocess(text, source_map, after=prefix)][-3:] == ["1", "N", ""]
+    text, source_map, _ = prefix_and_map("LEAK N\n")
+    assert [t.text for t in preprocess(text, source_map, after=prefix)][-3:] == ["LEAK", "4", ""]
+
+
+def test_a_prefix_keeps_the_predefined_macros_it_was_preprocessed_with():
+    prefix = preprocess_prefix("int a;\n", SourceMap("int a;\n"), {"__FAST_MATH__": "1"})
+    text = "int a;\n__FAST_MATH__ __METAL_VERSION__\n"
+    assert [t.text for t in preprocess(text, SourceMap(text), after=prefix)] == [
+        "int", "a", ";", "1", str(METAL_VERSION), ""]
+
+
+def test_a_prefix_must_be_the_start_of_the_text_and_end_a_line():
+    prefix = preprocess_prefix("int a;\n", SourceMap("int a;\n"))
+    with pytest.raises(ValueError, match="does not begin"):
+        preprocess("int b;\n", SourceMap("int b;\n"), after=prefix)
+    with pytest.raises(ValueError, match="newline"):
+        preprocess_prefix("int a;", SourceMap("int a;"))
