@@ -66,6 +66,7 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
         self.open_instances: list[FunctionCode] = []  # functions being compiled, outermost first
         self.struct_methods: dict[StructType, StructMethods] = {}
         self.struct_statics: dict[StructType, dict[str, Var]] = {}   # `static constexpr` members
+        self.struct_types: dict[StructType, dict[str, Type]] = {}    # member types
         # Each struct template instance: its template and template arguments.
         self.instance_of: dict[StructType, tuple[StructTemplate, dict]] = {}
         self.fn: FunctionCode | None = None
@@ -260,6 +261,8 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
         return self.named_type(node, scope), node.const, node.space
 
     def named_type(self, node: ast.NamedType, scope: Scope) -> Type:
+        if node.member_of is not None:
+            return self.member_type(node, scope)
         name = node.name
         if name in ("vec", "packed_vec"):
             args = node.template_args or []

@@ -154,11 +154,15 @@ class StructCompiler:
         template's arguments and gets the injected class name."""
         if instance is None and isinstance(scope.names.get(node.name), StructType):
             self.error(f"redefinition of '{node.name}'", node)
+        statics, types = self.static_members(node, scope)
+        body = Scope(statics | types, scope)  # what the data members' declarations see
         fields: list[tuple[str, Type, bool]] = []
         for d in node.members:
             if isinstance(d.type, ast.ReferenceType):
                 self.error("reference members are not supported by metalsim", d)
-            t, const, space = self.resolve_decl_type(d.type, scope)
+            if d.name in statics or d.name in types:
+                self.error(f"duplicate member '{d.name}'", d, width=len(d.name))
+            t, const, space = self.resolve_decl_type(d.type, body)
             if space is not None:
                 self.error("field may not be qualified with an address space", d)
             inner = ty.array_shape(t)[1]
@@ -174,7 +178,8 @@ class StructCompiler:
             fields.append((d.name, t, const))
         st = ty.struct_type(instance or node.name, fields)
         scope.names[node.name] = st
-        statics = self.static_members(node, st, scope)
+        self.struct_statics[st] = statics
+        self.struct_types[st] = types
         overloads: dict[str, list[ast.MemberFunction]] = {}
         for fn in node.methods:
             if fn.template_params and instance is None and scope is not self.globals:
@@ -186,13 +191,13 @@ class StructCompiler:
         if overloads or node.constructors:
             names: dict = {m.name: Var("member", m.type, name=m.name) for m in st.members}
             names |= {name: Var("method", ty.VOID, name=name) for name in overloads}
-            names |= statics
+            names |= statics | types
             outer = self.definition_scope(scope)
             static_fns = {name: Var("method", ty.VOID, name=name) for name, fns in
                           overloads.items() if all(fn.static for fn in fns)}
             self.struct_methods[st] = StructMethods(
                 overloads, Scope(names, outer), node.constructors,
-                Scope(dict(statics) | static_fns, outer))
+                Scope(dict(statics) | types | static_fns, outer))
             if instance is not None:
                 return st  # compiled where first used, as C++ instantiates them
             # Compiled now, called or not, as C++ compiles every member function it defines
@@ -205,25 +210,43 @@ class StructCompiler:
                 self.constructor_code(st, ctor)
         return st
 
-    def static_members(self, node: ast.StructDef, st: StructType, scope: Scope
-                       ) -> dict[str, Var]:
-        """The struct's `static constexpr` data members, evaluated in declaration order (each
-        sees those before it): constants of the struct, named `S::k` or `k` in its members."""
+    def static_members(self, node: ast.StructDef, scope: Scope
+                       ) -> tuple[dict[str, Var], dict[str, Type]]:
+        """The struct's `static constexpr` data members and its member types, in declaration
+        order (each sees those before it): named `S::k`, `S::type` or, in its members, `k`,
+        `type`."""
         statics: dict[str, Var] = {}
+        types: dict[str, Type] = {}
         for d in node.statics:
-            t, _, _ = self.resolve_decl_type(d.type, scope)
+            if d.name in statics or d.name in types:
+                self.error(f"duplicate member '{d.name}'", d, width=len(d.name))
+            seen = Scope(statics | types, scope)
+            if isinstance(d, ast.TypeAlias):
+                if d.template_params is not None:
+                    self.error("member alias templates are not supported by metalsim", d)
+                types[d.name] = self.resolve_type(d.type, seen)
+                continue
+            t, _, _ = self.resolve_decl_type(d.type, seen)
             if not isinstance(t, ScalarType | VectorType):
                 self.error(f"a static data member of type '{t}' is not supported by metalsim",
                            d, hint="static constexpr members may be scalars or vectors")
-            if d.name in statics or st.member(d.name) is not None:
-                self.error(f"duplicate member '{d.name}'", d, width=len(d.name))
-            e = self.convert(self.expr(d.init, Scope(dict(statics), scope)), t, d.init)
+            e = self.convert(self.expr(d.init, seen), t, d.init)
             if e.const is None:
                 self.error(f"constexpr variable '{d.name}' must be initialized by a constant "
                            "expression", d.init)
             statics[d.name] = Var("const", t, readonly=True, const=e.const)
-        self.struct_statics[st] = statics
-        return statics
+        return statics, types
+
+    def member_type(self, node: ast.NamedType, scope: Scope) -> Type:
+        """`S::type`, `typename S<T>::type`: the member type `node.name` of the struct
+        `node.member_of`."""
+        owner = self.resolve_type(node.member_of, scope)
+        found = self.struct_types.get(owner, {}).get(node.name) if isinstance(
+            owner, StructType) else None
+        if found is None:
+            self.error(f"no type named '{node.name}' in '{owner}'", node,
+                       width=len(node.name))
+        return found
 
     def static_member(self, node: ast.Name, scope: Scope) -> E | None:
         """`S::k` or `S<4>::k` for a static data member `k`, or None if the qualifier does not

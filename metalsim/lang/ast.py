@@ -29,12 +29,14 @@ class NamedType(Node):
 
     `name` keeps namespace qualifiers stripped of `metal::` (`metal::float4` -> "float4");
     `template_args` holds TypeNodes and Exprs (for `vec<float, 4>`, `atomic<int>`).
+    A member type (`typename S<T>::type`) is named `name` in the struct `member_of`.
     """
 
     name: str
     template_args: list[Node] | None = None
     const: bool = False
     space: str | None = None  # "device", "constant", "threadgroup", "thread" or None
+    member_of: NamedType | None = None
 
 
 @dataclass(eq=False)
@@ -316,7 +318,9 @@ class StructDef(Node):
     methods: list[MemberFunction] = field(default_factory=list)
     constructors: list[Constructor] = field(default_factory=list)
     template_params: list[TemplateParam] | None = None
-    statics: list[VarDecl] = field(default_factory=list)   # `static constexpr T k = ...;`
+    # `static constexpr T k = ...;` and member types (`typedef T type;`, `using type = T;`),
+    # in declaration order: each sees those before it.
+    statics: list[VarDecl | TypeAlias] = field(default_factory=list)
 
 
 Stmt = (DeclStmt | ExprStmt | Compound | If | For | While | DoWhile | Switch | CaseLabel | Break

@@ -149,6 +149,9 @@ class _Parser:
         self.namespace: list[str] = []               # the namespace being defined
         # Struct templates being defined: their bare name is the injected class name.
         self.injected: list[str] = []
+        # Names of member types (`typedef T type;` in a struct): `S::type` names a type where
+        # one of these follows `::`, as C++ knows from S's definition; after `typename`, any.
+        self.member_types: set[str] = set()
         self.switch_depth = 0
         self.failed: dict[tuple[str, int], Token] = {}  # speculations known to fail
 
@@ -260,7 +263,8 @@ class _Parser:
     def type_name_at(self, k: int = 0) -> bool:
         """Whether a type-name (a type possibly after qualifiers) begins `k` tokens ahead."""
         tok = self.peek(k)
-        return (tok.kind == "ident" and tok.text in _QUALIFIERS) or self.type_at(k)
+        return (tok.kind == "ident" and tok.text in (*_QUALIFIERS, "typename")
+                ) or self.type_at(k)
 
     def is_template(self, name: str) -> bool:
         kind = self.lookup(name)
@@ -694,6 +698,7 @@ class _Parser:
         attributes: list[ast.Attribute] = []
         base: ast.NamedType | None = None
         words: list[Token] = []  # integer type words: `unsigned long`
+        typename = False
         while True:
             tok = self.peek()
             text = tok.text
@@ -709,7 +714,9 @@ class _Parser:
                 constexpr = True
             elif text == "static":
                 static = True
-            elif text in ("volatile", "inline", "extern", "typename"):
+            elif text == "typename":
+                typename = True
+            elif text in ("volatile", "inline", "extern"):
                 pass  # no effect on what the simulator computes
             elif text in _ADDRESS_SPACES:
                 if space is not None and space != text:
@@ -732,7 +739,7 @@ class _Parser:
             elif text in _INT_WORDS and base is None:
                 words.append(tok)
             elif base is None and not words and self.type_at():
-                base = self.type_specifier()
+                base = self.type_specifier(typename)
                 continue
             elif base is not None or words:
                 if text in _BUILTIN_TYPE_WORDS:
@@ -764,8 +771,11 @@ class _Parser:
         base.coord = self.coord(first or self.peek())
         return _Specifiers(base, constexpr, static, attributes)
 
-    def type_specifier(self) -> ast.NamedType:
-        """type-specifier: ['::'] ['metal' '::']* name ['<' template-args '>']"""
+    def type_specifier(self, typename: bool = False) -> ast.NamedType:
+        """type-specifier: ['::'] ['metal' '::']* name ['<' template-args '>'] ('::' name)*
+
+        `::name` after the type names a member type: one the parser saw declared in a struct,
+        or any name after `typename` (a member of a template parameter, `typename T::type`)."""
         start = self.peek()
         self.accept("::")
         skip, namespace = self.namespace_prefix()
@@ -792,7 +802,13 @@ class _Parser:
                                  hint=f"e.g. '{name}<float, 4>'" if name == "vec" else "",
                                  width=len(name))
             args = self.template_arguments()
-        return ast.NamedType(self.coord(start), name, args)
+        named = ast.NamedType(self.coord(start), name, args)
+        while self.at("::") and self.peek(1).kind == "ident" and (
+                typename or self.peek(1).text in self.member_types):
+            self.advance()
+            member = self.advance()
+            named = ast.NamedType(self.coord(start), member.text, None, member_of=named)
+        return named
 
     def type_name(self) -> ast.TypeNode:
         """type-name: specifiers abstract-declarator, as in casts and template arguments"""
@@ -981,23 +997,31 @@ class _Parser:
         members: list[ast.VarDecl] = []
         methods: list[ast.MemberFunction] = []
         constructors: list[ast.Constructor] = []
-        statics: list[ast.VarDecl] = []
-        while not self.accept("}"):
-            if self.peek().kind == "eof":
-                raise self.error("expected '}' to match this '{'", open_)
-            for item in self.member_declaration(name):
-                if isinstance(item, ast.Constructor):
-                    constructors.append(item)
-                elif isinstance(item, ast.VarDecl) and item.static:
-                    statics.append(item)
-                else:
-                    (methods if isinstance(item, ast.MemberFunction) else members).append(item)
+        statics: list[ast.VarDecl | ast.TypeAlias] = []
+        self.scopes.append({})  # the member types
+        try:
+            while not self.accept("}"):
+                if self.peek().kind == "eof":
+                    raise self.error("expected '}' to match this '{'", open_)
+                for item in self.member_declaration(name):
+                    if isinstance(item, ast.Constructor):
+                        constructors.append(item)
+                    elif isinstance(item, ast.VarDecl) and item.static or isinstance(
+                            item, ast.TypeAlias):
+                        statics.append(item)
+                    elif isinstance(item, ast.MemberFunction):
+                        methods.append(item)
+                    else:
+                        members.append(item)
+        finally:
+            self.scopes.pop()
         return ast.StructDef(self.coord(start), name, members, methods, constructors,
                              statics=statics)
 
-    def member_declaration(self, struct: str) -> list[ast.VarDecl | ast.MemberFunction]:
+    def member_declaration(self, struct: str
+                           ) -> list[ast.VarDecl | ast.MemberFunction | ast.TypeAlias]:
         """member-declaration: specifiers declarator (',' declarator)* ';' | member-function
-        | access-label ':'
+        | member-type | access-label ':'
 
         Data members and non-static member functions defined in the body; what else C++ allows
         in a class is refused here, with what to write instead.
@@ -1011,6 +1035,16 @@ class _Parser:
             return []
         if tok.text == "template":
             return [self.member_template(struct)]
+        if tok.text in ("typedef", "using"):
+            alias = self.alias_declaration()
+            if isinstance(alias, ast.UsingNamespace):
+                raise self.error("a using-directive is not allowed in a struct", tok,
+                                 width=len(tok.text), hint="put it at namespace scope")
+            if isinstance(alias.type, ast.StructDef):
+                raise self.error("a struct defined in a struct is not supported by metalsim",
+                                 tok, width=len(tok.text), hint="define it before the struct")
+            self.member_types.add(alias.name)
+            return [alias]
         only_data = "a struct may hold data members, member functions and constructors"
         explicit = tok.text == "explicit" and self.peek(1).text == struct and self.at("(", 2)
         if explicit:
