@@ -67,6 +67,7 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
         self.struct_methods: dict[StructType, StructMethods] = {}
         self.struct_statics: dict[StructType, dict[str, Var]] = {}   # `static constexpr` members
         self.struct_types: dict[StructType, dict[str, Type]] = {}    # member types
+        self.struct_bases: dict[StructType, list[StructType]] = {}   # direct base classes
         # Each struct template instance: its template and template arguments.
         self.instance_of: dict[StructType, tuple[StructTemplate, dict]] = {}
         self.fn: FunctionCode | None = None
@@ -349,10 +350,14 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
             arg = args[i] if i < len(args) else p.default
             if arg is None:
                 self.error(f"missing template argument for '{p.name}'", where)
-            names[p.name] = self.template_value(p, arg, scope)
+            names[p.name] = self.template_value(p, arg, scope, Scope(dict(names), scope))
         return names
 
-    def template_value(self, p: ast.TemplateParam, arg, scope: Scope):
+    def template_value(self, p: ast.TemplateParam, arg, scope: Scope,
+                       params_scope: Scope | None = None):
+        """The value of template parameter `p` for `arg` (resolved in `scope`); the type of a
+        non-type parameter may name the parameters before it (`template <typename T, T v>`),
+        bound in `params_scope`."""
         if isinstance(arg, (Type, Var)):  # already resolved (deduced or instantiated)
             return arg
         type_node = isinstance(arg, ast.NamedType | ast.PointerType | ast.ArrayType)
@@ -361,7 +366,7 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
                 self.error(f"template argument for template type parameter '{p.name}' must "
                            f"be a type", arg)
             return self.resolve_type(arg, scope)
-        t = self.resolve_type(p.kind, scope)
+        t = self.resolve_type(p.kind, params_scope or scope)
         if isinstance(arg, ast.NamedType) and not arg.template_args and not isinstance(
                 scope.lookup(arg.name) or ty.TYPE_NAMES.get(arg.name), Type):
             arg = ast.Name(arg.coord, arg.name)  # a bare name parsed as a type: `Buf<T, N>`
@@ -569,7 +574,7 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
             return None
         bindings: dict = {}
         for p, a in zip(params, explicit):
-            bindings[p.name] = self.template_value(p, a, scope)
+            bindings[p.name] = self.template_value(p, a, scope, Scope(dict(bindings), scope))
         # Explicitly specified parameters take no part in deduction (C++ [temp.arg.explicit]).
         names = {p.name for p in params[len(explicit):]}
         required = sum(1 for p in fdef.params if p.default is None)

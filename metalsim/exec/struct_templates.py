@@ -64,7 +64,8 @@ class StructTemplateCompiler:
         bound: dict = {}
         for i, p in enumerate(params):
             if i < len(args):
-                bound[p.name] = self.template_value(p, args[i], scope)
+                bound[p.name] = self.template_value(p, args[i], scope,
+                                                    Scope(dict(bound), tmpl.scope))
             elif p.default is not None:  # a default sees the parameters before it
                 bound[p.name] = self.template_value(p, p.default, Scope(dict(bound), tmpl.scope))
             else:

@@ -154,9 +154,20 @@ class StructCompiler:
         template's arguments and gets the injected class name."""
         if instance is None and isinstance(scope.names.get(node.name), StructType):
             self.error(f"redefinition of '{node.name}'", node)
-        statics, types = self.static_members(node, scope)
+        bases = self.base_classes(node, scope)
+        inherited_statics: dict[str, Var] = {}
+        inherited_types: dict[str, Type] = {}
+        for base in bases:
+            inherited_statics |= self.struct_statics.get(base, {})
+            inherited_types |= self.struct_types.get(base, {})
+        statics, types = self.static_members(node, Scope(inherited_statics | inherited_types,
+                                                         scope))
+        statics, types = inherited_statics | statics, inherited_types | types
         body = Scope(statics | types, scope)  # what the data members' declarations see
-        fields: list[tuple[str, Type, bool]] = []
+        # Base class subobjects come first; an empty base takes no room (the empty base
+        # optimisation every C++ ABI applies).
+        fields: list[tuple[str, Type, bool]] = [
+            (ty.BASE_PREFIX + base.name, base, False) for base in bases if base.members]
         for d in node.members:
             if isinstance(d.type, ast.ReferenceType):
                 self.error("reference members are not supported by metalsim", d)
@@ -180,6 +191,7 @@ class StructCompiler:
         scope.names[node.name] = st
         self.struct_statics[st] = statics
         self.struct_types[st] = types
+        self.struct_bases[st] = bases
         overloads: dict[str, list[ast.MemberFunction]] = {}
         for fn in node.methods:
             if fn.template_params and instance is None and scope is not self.globals:
@@ -189,7 +201,9 @@ class StructCompiler:
                 self.error(f"duplicate member '{fn.name}'", fn)
             overloads.setdefault(fn.name, []).append(fn)
         if overloads or node.constructors:
-            names: dict = {m.name: Var("member", m.type, name=m.name) for m in st.members}
+            names: dict = {name: Var("method", ty.VOID, name=name)
+                           for name in self.inherited_methods(st)}
+            names |= {m.name: Var("member", m.type, name=m.name) for m in self.data_members(st)}
             names |= {name: Var("method", ty.VOID, name=name) for name in overloads}
             names |= statics | types
             outer = self.definition_scope(scope)
@@ -209,6 +223,56 @@ class StructCompiler:
             for ctor in node.constructors:
                 self.constructor_code(st, ctor)
         return st
+
+    def base_classes(self, node: ast.StructDef, scope: Scope) -> list[StructType]:
+        """The struct types `node` derives from, in order."""
+        bases: list[StructType] = []
+        for b in node.bases:
+            t = self.resolve_type(b, scope)
+            if not isinstance(t, StructType):
+                self.error(f"base specifier must name a class, not '{t}'", b)
+            if t in bases:
+                self.error(f"base class '{t}' specified more than once as a direct base class",
+                           b)
+            bases.append(t)
+        return bases
+
+    def data_members(self, st: StructType) -> list[ty.Member]:
+        """The data members `st` can name: its own, then those of its bases not hidden."""
+        found = [m for m in st.members if not m.name.startswith(ty.BASE_PREFIX)]
+        for base in self.struct_bases.get(st, []):
+            found += [m for m in self.data_members(base) if all(f.name != m.name for f in found)]
+        return found
+
+    def inherited_methods(self, st: StructType) -> set[str]:
+        """Names of the member functions `st` inherits from its bases."""
+        names: set[str] = set()
+        for base in self.struct_bases.get(st, []):
+            names |= set(self.methods_of(base)) | self.inherited_methods(base)
+        return names
+
+    def base_with_method(self, st: StructType, name: str, obj: E, coord) -> E | None:
+        """The base class subobject of `obj` (a `st`) whose class declares or inherits the
+        member function `name`, as an object of the base type; None if no base has it."""
+        for base in self.struct_bases.get(st, []):
+            if name in self.methods_of(base) or name in self.inherited_methods(base):
+                member = next((m for m in st.members if m.type is base
+                               and m.name.startswith(ty.BASE_PREFIX)), None)
+                return self.subobject(obj, base, member.offset if member else 0, coord)
+        return None
+
+    def subobject(self, obj: E, t: StructType, offset: int, coord) -> E:
+        """The object of type `t` at byte `offset` inside the object `obj`."""
+        if obj.loc is not None:
+            bloc = obj.loc
+
+            def loc(f, lanes):
+                where = bloc(f, lanes)
+                return MemLoc(where.region, where.off + offset)
+            return self.with_load(E(t, None, coord, loc=loc, readonly=obj.readonly,
+                                    space=obj.space))
+        bev = obj.ev
+        return E(t, lambda f, lanes: get(bev(f, lanes), offset, t), coord)
 
     def static_members(self, node: ast.StructDef, scope: Scope
                        ) -> tuple[dict[str, Var], dict[str, Type]]:
@@ -318,7 +382,7 @@ class StructCompiler:
 
     def no_member(self, st: StructType, node: ast.Member | ast.MethodCall) -> None:
         """Report `node` naming no member of `st`, suggesting a close name."""
-        names = [m.name for m in st.members] + list(self.methods_of(st))
+        names = [m.name for m in self.data_members(st)] + list(self.methods_of(st))
         self.error(f"no member named '{node.name}' in 'struct {st}'", node,
                    hint=self.suggest(node.name, names))
 
@@ -328,6 +392,10 @@ class StructCompiler:
         temporary struct is first placed in thread memory, as C++ materializes it)."""
         st: StructType = obj.type
         overloads = self.methods_of(st).get(node.name)
+        if not overloads:
+            base = self.base_with_method(st, node.name, obj, node.coord)
+            if base is not None:  # a member function of a base class, on that subobject
+                return self.call_member(base, node, scope)
         if not overloads and node.name == "operator()":
             self.error(f"type '{st}' does not provide a call operator", node,
                        hint="define 'R operator()(...) const { ... }' in the struct")
@@ -371,6 +439,9 @@ class StructCompiler:
             return None
         st = self.resolve_type(ast.NamedType(name.coord, name.qualifier, name.template_args),
                                scope)
+        while name.name not in self.methods_of(st) and name.name in self.inherited_methods(st):
+            st = next(b for b in self.struct_bases[st]   # a static function of a base class
+                      if name.name in self.methods_of(b) or name.name in self.inherited_methods(b))
         overloads = self.methods_of(st).get(name.name, [])
         if not overloads:
             self.error(f"no static member function named '{name.name}' in '{st}'", name,

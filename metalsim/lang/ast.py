@@ -321,6 +321,7 @@ class StructDef(Node):
     # `static constexpr T k = ...;` and member types (`typedef T type;`, `using type = T;`),
     # in declaration order: each sees those before it.
     statics: list[VarDecl | TypeAlias] = field(default_factory=list)
+    bases: list[NamedType] = field(default_factory=list)  # `struct D : B, C<T> {...}`
 
 
 Stmt = (DeclStmt | ExprStmt | Compound | If | For | While | DoWhile | Switch | CaseLabel | Break

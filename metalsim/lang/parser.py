@@ -991,8 +991,19 @@ class _Parser:
         elif not typedef:
             raise self.error("anonymous structs are not supported by metalsim", start,
                              hint="give the struct a name: 'struct Name { ... };'", width=6)
-        if self.at(":"):
-            raise self.error("struct inheritance is not supported by metalsim")
+        bases: list[ast.NamedType] = []
+        if self.accept(":"):  # base-clause: [access] type (',' [access] type)*
+            while True:
+                if self.peek().text == "virtual":
+                    raise self.error("virtual base classes are not supported by metalsim",
+                                     width=7)
+                if self.peek().text in ("public", "private", "protected"):
+                    self.advance()
+                if not self.type_at():
+                    raise self.error("expected class name", width=max(1, len(self.peek().text)))
+                bases.append(self.type_specifier(typename=True))
+                if not self.accept(","):
+                    break
         open_ = self.expect("{")
         members: list[ast.VarDecl] = []
         methods: list[ast.MemberFunction] = []
@@ -1016,7 +1027,7 @@ class _Parser:
         finally:
             self.scopes.pop()
         return ast.StructDef(self.coord(start), name, members, methods, constructors,
-                             statics=statics)
+                             statics=statics, bases=bases)
 
     def member_declaration(self, struct: str
                            ) -> list[ast.VarDecl | ast.MemberFunction | ast.TypeAlias]:

@@ -145,7 +145,7 @@ def test_call_operator_is_a_member_function_and_calls_parse_on_any_callee():
     ("struct P { int n = 3; };", "default member initializers", "", 18),
     ("struct P { static int n; };", "static data members", "constant", 12),
     ("struct P { int n : 3; };", "bit-fields", "", 18),
-    ("struct Q { int a; }; struct P : Q { int n; };", "inheritance", "", 31),
+    ("struct Q { int a; }; struct P : virtual Q { int n; };", "virtual base classes", "", 33),
     ("struct { int a; };", "anonymous structs", "give the struct a name", 1),
     ("struct P { int n; } p;", "declaring a variable in a struct definition", "P p;", 21),
     ("struct P { template <typename T> void f(); };",
