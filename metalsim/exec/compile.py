@@ -88,6 +88,8 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
         for item in self.unit.items:
             if isinstance(item, ast.FunctionDef):
                 self.functions.setdefault(item.name, []).append(item)
+            elif isinstance(item, ast.StructDef) and item.specialization is not None:
+                self.declare_specialization(item, self.globals)
             elif isinstance(item, ast.StructDef) and item.template_params:
                 self.declare_struct_template(item, self.globals)
             elif isinstance(item, ast.StructDef):

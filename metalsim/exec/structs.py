@@ -282,6 +282,9 @@ class StructCompiler:
         statics: dict[str, Var] = {}
         types: dict[str, Type] = {}
         for d in node.statics:
+            if isinstance(d, ast.StaticAssert):  # checked where the struct is defined
+                self.static_assert(d, Scope(statics | types, scope))
+                continue
             if d.name in statics or d.name in types:
                 self.error(f"duplicate member '{d.name}'", d, width=len(d.name))
             seen = Scope(statics | types, scope)

@@ -504,7 +504,9 @@ class _Parser:
                 raise self.error("declaring a struct template without defining it is not "
                                  "supported by metalsim", width=6,
                                  hint="define it here: 'template <...> struct S { ... };'")
-            if self.struct_definition_at():
+            if self.struct_definition_at() or (
+                    self.at("struct") and self.peek(1).text in self.struct_templates
+                    and self.at("<", 2)):
                 node = self.struct_template(params)
             else:
                 node = self.declaration(params)
@@ -514,12 +516,29 @@ class _Parser:
         return node
 
     def struct_template(self, params: list[ast.TemplateParam]) -> ast.StructDef:
-        """class-template: 'template' '<' params '>' struct-declaration. Inside its body the
-        bare name is the injected class name, the instance being defined (C++ [temp.local])."""
+        """class-template: 'template' '<' params '>' struct-declaration, where a (partial)
+        specialisation names its arguments after the name (`struct S<T*>`). Inside its body
+        the bare name is the injected class name, the instance being defined (C++
+        [temp.local])."""
         name = self.peek(1)
+        if self.at("<", 2):
+            if name.text not in self.struct_templates:
+                raise self.error(f"explicit specialization of non-template struct "
+                                 f"'{name.text}'", name, width=len(name.text))
+            return self.struct_specialization(params)
         self.declare(name.text, _TYPE_TEMPLATE, file_scope=True)
         self.struct_templates.add(name.text)
         self.injected.append(name.text)
+        try:
+            struct = self.struct_declaration()
+        finally:
+            self.injected.pop()
+        struct.template_params = params
+        return struct
+
+    def struct_specialization(self, params: list[ast.TemplateParam]) -> ast.StructDef:
+        """`struct Name<args> [: bases] { ... };` after `template <params>`."""
+        self.injected.append(self.peek(1).text)
         try:
             struct = self.struct_declaration()
         finally:
@@ -983,9 +1002,13 @@ class _Parser:
         """struct-definition: 'struct' [name] '{' member-declaration* '}'"""
         start = self.advance()
         name = ""
+        specialization: list[ast.Node] | None = None
         if not self.at("{"):
             tok = self.identifier("expected a struct name")
             name = tok.text
+            if self.at("<") and name in self.struct_templates:  # a specialisation's arguments
+                self.advance()
+                specialization = self.template_arguments()
             # The name is declared from here on, as in C++ (`S* next;` inside S parses).
             self.declare(name, _TYPE)
         elif not typedef:
@@ -1018,7 +1041,7 @@ class _Parser:
                     if isinstance(item, ast.Constructor):
                         constructors.append(item)
                     elif isinstance(item, ast.VarDecl) and item.static or isinstance(
-                            item, ast.TypeAlias):
+                            item, ast.TypeAlias | ast.StaticAssert):
                         statics.append(item)
                     elif isinstance(item, ast.MemberFunction):
                         methods.append(item)
@@ -1027,7 +1050,7 @@ class _Parser:
         finally:
             self.scopes.pop()
         return ast.StructDef(self.coord(start), name, members, methods, constructors,
-                             statics=statics, bases=bases)
+                             statics=statics, bases=bases, specialization=specialization)
 
     def member_declaration(self, struct: str
                            ) -> list[ast.VarDecl | ast.MemberFunction | ast.TypeAlias]:
@@ -1046,6 +1069,8 @@ class _Parser:
             return []
         if tok.text == "template":
             return [self.member_template(struct)]
+        if tok.text == "static_assert":
+            return [self.static_assert()]
         if tok.text in ("typedef", "using"):
             alias = self.alias_declaration()
             if isinstance(alias, ast.UsingNamespace):
