@@ -649,6 +649,10 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
                 if not self.converts_implicitly(a, pt):
                     return None
                 cost += 10  # a user-defined conversion ranks below every standard one
+            elif isinstance(at, StructType) and not isinstance(pt, StructType):
+                if self.conversion_function(at, pt, False) is None:
+                    return None
+                cost += 10
             elif isinstance(pt, PointerType) or isinstance(at, PointerType):
                 if not (isinstance(pt, PointerType) and isinstance(at, PointerType)
                         and pt.space == at.space and pt.pointee == at.pointee

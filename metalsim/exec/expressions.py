@@ -65,11 +65,16 @@ class ExpressionCompiler:
 
     def convert(self, e: E, t: Type, where: ast.Node | Coord, explicit: bool = False) -> E:
         """Convert `e` to type `t` as C++ does (implicitly unless `explicit`)."""
-        e = self.rvalue(e)
+        obj, e = e, self.rvalue(e)
         src = e.type
         if src == t:
             return e
         coord = where if isinstance(where, Coord) else where.coord
+        if isinstance(src, StructType) and not isinstance(t, StructType):
+            found = self.conversion_function(src, t, explicit)
+            if found is not None:  # a user-defined conversion, then a standard one
+                return self.convert(self.call_conversion(obj, *found, coord), t, coord,
+                                    explicit)
         if isinstance(t, StructType) and self.constructors_of(t):
             return self.converting_constructor(e, t, coord, explicit)
         if isinstance(t, PointerType) or isinstance(src, PointerType):

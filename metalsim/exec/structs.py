@@ -274,6 +274,38 @@ class StructCompiler:
         bev = obj.ev
         return E(t, lambda f, lanes: get(bev(f, lanes), offset, t), coord)
 
+    def conversion_function(self, st: StructType, t: Type, explicit: bool
+                            ) -> tuple[StructType, ast.ConversionFunction] | None:
+        """The conversion function (`operator T()`) of `st` or a base that converts a `st`
+        to `t`: one returning `t` exactly, else the only one whose result converts to `t` by a
+        standard conversion; None if there is none. `explicit` ones count only in casts."""
+        owners = [st]
+        candidates = []
+        while owners:
+            owner = owners.pop(0)
+            for fn in self.methods_of(owner).get(ast.CONVERSION, []):
+                if explicit or not fn.explicit:
+                    rt = self.resolve_type(fn.return_type, self.struct_methods[owner].scope)
+                    candidates.append((owner, fn, rt))
+            owners += self.struct_bases.get(owner, [])
+        exact = [(owner, fn) for owner, fn, rt in candidates if rt == t]
+        if exact:
+            return exact[0]
+        standard = [(owner, fn) for owner, fn, rt in candidates
+                    if ty.is_arithmetic(rt) and ty.is_arithmetic(t)]
+        return standard[0] if len(standard) == 1 else None
+
+    def call_conversion(self, obj: E, owner: StructType, fn: ast.ConversionFunction,
+                        coord) -> E:
+        """`obj.operator T()`: the conversion function `fn` of `owner` (obj's class or a base)
+        called on `obj`."""
+        if owner is not obj.type:
+            member = next((m for m in obj.type.members if m.type is owner
+                           and m.name.startswith(ty.BASE_PREFIX)), None)
+            obj = self.subobject(obj, owner, member.offset if member else 0, coord)
+        code = self.member_code(owner, fn, {})
+        return self.call_code(code, [("ptr", this_pointer(obj, coord))], coord)
+
     def static_members(self, node: ast.StructDef, scope: Scope
                        ) -> tuple[dict[str, Var], dict[str, Type]]:
         """The struct's `static constexpr` data members and its member types, in declaration

@@ -391,6 +391,17 @@ class MemberInit(Node):
 
 
 @dataclass(eq=False)
+class ConversionFunction(MemberFunction):
+    """`operator T() const`: converts the object to its return type `T` wherever C++ converts
+    implicitly (`explicit` ones only in casts). Its name is `CONVERSION`."""
+
+    explicit: bool = False
+
+
+CONVERSION = "operator <conversion>"
+
+
+@dataclass(eq=False)
 class Constructor(MemberFunction):
     """A constructor defined in a struct body (its return type is `void`): the members are
     initialised, in the order the struct declares them, before its body runs. `explicit` ones

@@ -892,9 +892,9 @@ class _Parser:
                              width=len(text), hint=_NOT_OVERLOADABLE.get(
                                  text, "write a named function instead"))
         else:
-            raise self.error("conversion operators are not supported by metalsim", start,
+            raise self.error("conversion function must be a non-static member function", start,
                              width=len(start.text),
-                             hint="write a named member function: 'float value() const'")
+                             hint="declare 'operator T() const { ... }' in the struct")
         return replace(start, text="operator" + text)
 
     def check_operator(self, name: Token, arity: int, member: bool) -> None:
@@ -1052,8 +1052,7 @@ class _Parser:
         return ast.StructDef(self.coord(start), name, members, methods, constructors,
                              statics=statics, bases=bases, specialization=specialization)
 
-    def member_declaration(self, struct: str
-                           ) -> list[ast.VarDecl | ast.MemberFunction | ast.TypeAlias]:
+    def member_declaration(self, struct: str) -> list[ast.Node]:
         """member-declaration: specifiers declarator (',' declarator)* ';' | member-function
         | member-type | access-label ':'
 
@@ -1090,8 +1089,11 @@ class _Parser:
         if self.at("~"):
             self.destructor(struct)
             return []
-        if tok.text == "operator" and self.peek(1).kind == "ident":
-            self.operator_name()  # raises: a conversion operator (`operator float()`)
+        k = 0
+        while self.peek(k).text in ("inline", "constexpr", "explicit"):
+            k += 1
+        if self.at("operator", k) and self.peek(k + 1).kind == "ident":
+            return [self.conversion_function(k)]
         elaborated = tok.text == "struct" and not self.struct_definition_at()
         if tok.kind == "ident" and tok.text in _KEYWORDS - _DECL_WORDS and not elaborated:
             raise self.error(f"'{tok.text}' inside a struct is not supported by metalsim", tok,
@@ -1150,6 +1152,40 @@ class _Parser:
         fn.template_params, fn.coord = params, self.coord(start)
         return fn
 
+    def conversion_function(self, specifiers: int) -> ast.ConversionFunction:
+        """conversion-function: ('inline' | 'constexpr' | 'explicit')* 'operator' type-name
+        '(' ')' qualifiers compound"""
+        start = self.peek()
+        explicit = any(self.advance().text == "explicit" for _ in range(specifiers))
+        self.advance()  # operator
+        target = self.type_name()
+        self.scopes.append({})
+        try:
+            self.expect("(", "expected '(' after the conversion's type")
+            self.expect(")", "a conversion function takes no parameters")
+            const, space = self.member_qualifiers()
+            if not self.at("{"):
+                raise self.error("expected function body after function declarator")
+            body = self.compound()
+        finally:
+            self.scopes.pop()
+        return ast.ConversionFunction(self.coord(start), ast.CONVERSION, target, [], body,
+                                      None, [], const, space, False, explicit=explicit)
+
+    def member_qualifiers(self) -> tuple[bool, str | None]:
+        """A member function's `const`, address space and `noexcept`, in any order."""
+        const, space = False, None
+        while self.peek().text in _QUALIFIERS or self.at("noexcept"):
+            tok = self.advance()
+            if tok.text == "const":
+                const = True
+            elif tok.text in _ADDRESS_SPACES:
+                if space is not None and space != tok.text:
+                    raise self.error(f"conflicting address spaces '{space}' and "
+                                     f"'{tok.text}'", tok, width=len(tok.text))
+                space = tok.text
+        return const, space
+
     def member_function(self, start: Token, specs: _Specifiers, name: Token,
                         return_type: ast.TypeNode) -> ast.MemberFunction:
         """member-function: specifiers declarator '(' params ')' ('const' | address-space)*
@@ -1158,16 +1194,7 @@ class _Parser:
         try:
             params = self.parameters()
             self.check_operator(name, len(params) + 1, member=True)
-            const, space = False, None
-            while self.peek().text in _QUALIFIERS:
-                tok = self.advance()
-                if tok.text == "const":
-                    const = True
-                elif tok.text in _ADDRESS_SPACES:
-                    if space is not None and space != tok.text:
-                        raise self.error(f"conflicting address spaces '{space}' and "
-                                         f"'{tok.text}'", tok, width=len(tok.text))
-                    space = tok.text
+            const, space = self.member_qualifiers()
             if specs.static and (const or space):
                 qualifier = "const" if const else space
                 raise self.error(f"static member function cannot have '{qualifier}' qualifier",

@@ -233,8 +233,8 @@ def test_free_and_template_operator_functions_and_a_reference_return_type_parse(
     ("struct S { S operator++() { return *this; } };", r"overloading 'operator\+\+' is not "
      "supported by metalsim", "operator+=", 22),
     ("struct S { bool operator&&(S o) { return true; } };", "overloading 'operator&&'", "", 25),
-    ("struct S { operator float() const { return 1; } };", "conversion operators are not "
-     "supported by metalsim", "float value() const", 12),
+    ("struct S { operator float(int x) const { return 1; } };", "a conversion function takes "
+     "no parameters", "", 27),
     ("struct S { S* operator&() { return this; } };", "overloading unary 'operator&' is not "
      "supported", "takes the address", 15),
     ("struct S { S operator+(S a, S b) { return a; } };", r"overloaded 'operator\+' must be a "
