@@ -27,7 +27,12 @@ from metalsim.exec.operators import OperatorCompiler
 from metalsim.exec.references import ReferenceCompiler, returned_location
 from metalsim.exec.runtime import bind_argument
 from metalsim.exec.statements import ATTRIBUTE_NAMES, StatementCompiler
-from metalsim.exec.struct_templates import StructTemplate, StructTemplateCompiler
+from metalsim.exec.struct_templates import (
+    StructTemplate,
+    StructTemplateCompiler,
+    argument_key,
+    argument_text,
+)
 from metalsim.exec.structs import StructCompiler, StructMethods, thread_object
 from metalsim.exec.values import Frame, MemLoc, PtrSlot, VarLoc
 from metalsim.lang import ast
@@ -68,6 +73,7 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
         self.struct_statics: dict[StructType, dict[str, Var]] = {}   # `static constexpr` members
         self.struct_types: dict[StructType, dict[str, Type]] = {}    # member types
         self.struct_bases: dict[StructType, list[StructType]] = {}   # direct base classes
+        self.variable_instances: dict[tuple, Var] = {}   # values of variable templates
         # Each struct template instance: its template and template arguments.
         self.instance_of: dict[StructType, tuple[StructTemplate, dict]] = {}
         self.fn: FunctionCode | None = None
@@ -88,6 +94,8 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
         for item in self.unit.items:
             if isinstance(item, ast.FunctionDef):
                 self.functions.setdefault(item.name, []).append(item)
+            elif isinstance(item, ast.VariableTemplate):
+                self.globals.names[item.name] = ("variable_template", item)  # type: ignore
             elif isinstance(item, ast.StructDef) and item.specialization is not None:
                 self.declare_specialization(item, self.globals)
             elif isinstance(item, ast.StructDef) and item.template_params:
@@ -379,6 +387,30 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
         if e.const is None:
             self.error(f"template argument for '{p.name}' must be a constant", arg)
         return Var("const", t, readonly=True, const=self.convert(e, t, arg).const)
+
+    def variable_template(self, vt: ast.VariableTemplate, node: ast.Name, scope: Scope) -> Var:
+        """The value of the variable template `vt` for the template arguments of `node`
+        (`is_integral_v<T>`), evaluated once per argument list."""
+        if node.template_args is None:
+            self.error(f"use of variable template '{vt.name}' requires template arguments",
+                       node, width=len(vt.name))
+        bound = self.bind_template(vt.template_params, node.template_args, scope, node)
+        key = (id(vt), tuple(argument_key(v) for v in bound.values()))
+        value = self.variable_instances.get(key)
+        if value is None:
+            d, inner = vt.decl, Scope(bound, self.globals)
+            shown = f"{vt.name}<{', '.join(argument_text(v) for v in bound.values())}>"
+            with self.instantiating(f"'{shown}'"):
+                if not d.constexpr or d.init is None:
+                    self.error("metalsim supports constexpr variable templates only", d,
+                               hint=f"declare it 'constexpr constant ... {vt.name} = ...;'")
+                t, _, _ = self.resolve_decl_type(d.type, inner)
+                e = self.convert(self.expr(d.init, inner), t, d)
+                if e.const is None:
+                    self.error(f"constexpr variable '{vt.name}' must be initialized by a "
+                               "constant expression", d.init)
+            value = self.variable_instances[key] = Var("const", t, readonly=True, const=e.const)
+        return value
 
     def const_int(self, node: ast.Node, scope: Scope, what: str) -> int:
         if isinstance(node, ast.NamedType):  # a bare name parsed as a type in a template list

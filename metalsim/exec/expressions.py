@@ -176,6 +176,8 @@ class ExpressionCompiler:
                            hint="a member function of a local struct cannot use the "
                                 "function's variables: pass the value as an argument")
             return self.var_expr(v, node)
+        if isinstance(v, tuple) and v[0] == "variable_template":
+            return self.var_expr(self.variable_template(v[1], node, scope), node)
         if node.qualifier:
             static = self.static_member(node, scope)
             if static is not None:

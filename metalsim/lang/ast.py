@@ -421,6 +421,15 @@ class TypeAlias(Node):
 
 
 @dataclass(eq=False)
+class VariableTemplate(Node):
+    """`template <typename T> constexpr constant bool is_x_v = is_x<T>::value;`"""
+
+    name: str
+    decl: VarDecl
+    template_params: list[TemplateParam]
+
+
+@dataclass(eq=False)
 class UsingNamespace(Node):
     name: str
 

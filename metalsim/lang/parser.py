@@ -430,10 +430,13 @@ class _Parser:
         assert name is not None
         if self.at("("):
             return self.function(start, specs, name, type_, template_params)
-        if template_params is not None:
-            raise self.error("variable templates are not supported by metalsim", name)
         decls = self.init_declarators(specs, name, type_, file_scope=True)
         self.expect(";", "expected ';' after top level declarator")
+        if template_params is not None:
+            if len(decls) != 1:
+                raise self.error("a variable template declares one variable", start)
+            self.declare(name.text, _TEMPLATE, file_scope=True)
+            return ast.VariableTemplate(self.coord(start), name.text, decls[0], template_params)
         return ast.DeclStmt(self.coord(start), decls)
 
     def function(self, start: Token, specs: _Specifiers, name: Token, return_type: ast.TypeNode,
