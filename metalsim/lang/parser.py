@@ -80,6 +80,11 @@ _TEXTURE_TYPES = frozenset(
      ("1d", "1d_array", "2d", "2d_array", "2d_ms", "2d_ms_array", "3d", "cube", "cube_array")}
     | {"texture_buffer", "sampler"})
 
+# Class templates of Metal's <metal_type_traits> that metalsim does not model (its type traits
+# are built in, as `is_same<T, U>::value` and `is_same_v<T, U>`).
+_UNMODELLED_TRAIT_CLASSES = frozenset({"integral_constant", "bool_constant", "true_type",
+                                       "false_type"})
+
 _ADDRESS_SPACES = frozenset({"device", "constant", "threadgroup", "thread"})
 _QUALIFIERS = _ADDRESS_SPACES | {"const", "volatile"}  # may precede the type in a type-name
 # Words that can only begin a declaration (besides type names).
@@ -274,6 +279,12 @@ class _Parser:
 
     def unknown_type(self, tok: Token) -> CompileError:
         """"unknown type name 'flaot'", suggesting the closest known type name."""
+        if tok.text in _UNMODELLED_TRAIT_CLASSES:
+            return self.error(f"'metal::{tok.text}' (Metal's <metal_type_traits>) is not "
+                              "supported by metalsim", tok, width=len(tok.text),
+                              hint="metalsim's type traits are built in: use "
+                                   "'is_same<T, U>::value' or 'is_same_v<T, U>'; to write your "
+                                   "own, declare 'static constexpr constant bool value = ...;'")
         if tok.text in _TEXTURE_TYPES:
             return self.error(f"'{tok.text}' is a Metal texture type, which metalsim does not "
                               "support", tok, width=len(tok.text),
@@ -1026,6 +1037,9 @@ class _Parser:
                 if self.peek().text in ("public", "private", "protected"):
                     self.advance()
                 if not self.type_at():
+                    k = self.namespace_prefix()[0]
+                    if self.peek(k).kind == "ident" and self.peek(k).text not in _RESERVED:
+                        raise self.unknown_type(self.peek(k))
                     raise self.error("expected class name", width=max(1, len(self.peek().text)))
                 bases.append(self.type_specifier(typename=True))
                 if not self.accept(","):
@@ -1097,6 +1111,10 @@ class _Parser:
             k += 1
         if self.at("operator", k) and self.peek(k + 1).kind == "ident":
             return [self.conversion_function(k)]
+        if tok.text == "struct" and (self.struct_definition_at() or self.at("alignas", 1)):
+            raise self.error("a struct defined inside a struct is not supported by metalsim",
+                             tok, width=len(tok.text),
+                             hint="define it before the enclosing struct, at namespace scope")
         elaborated = tok.text == "struct" and not self.struct_definition_at()
         if tok.kind == "ident" and tok.text in _KEYWORDS - _DECL_WORDS and not elaborated:
             raise self.error(f"'{tok.text}' inside a struct is not supported by metalsim", tok,
