@@ -275,6 +275,8 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
         if node.member_of is not None:
             return self.member_type(node, scope)
         name = node.name
+        if name == "decltype":  # the type of an expression, which is compiled, never run
+            return self.expr(node.template_args[0], scope).type
         if name in ("vec", "packed_vec"):
             args = node.template_args or []
             if len(args) != 2:
@@ -723,11 +725,13 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
         if fdef.body is None:
             self.error(f"function '{fdef.name}' is declared but never defined", fdef)
         scope = Scope(dict(bindings), outer or self.globals)
+        # `auto` (None) is deduced from the first return statement.
         rt = self.resolve_type(fdef.return_type, scope) if not (
             isinstance(fdef.return_type, ast.NamedType) and fdef.return_type.name == "void"
         ) else ty.VOID
         code = FunctionCode(fdef.name, rt, this_const=this is not None and this.const,
-                            returns_ref=self.reference_return(fdef, scope, this))
+                            returns_ref=self.reference_return(fdef, scope, this),
+                            auto_return=rt is None)
         self.instances[key] = code
         # A body is compiled where it is first called, perhaps in a loop: its own `break`s
         # are checked against its own loops.
@@ -751,6 +755,8 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
                      else None)
             body = self.block(fdef.body, scope, new_scope=False)
             code.body = body if inits is None else sequence(inits, body)
+            if code.return_type is None:  # `auto` with no return statement
+                code.return_type = ty.VOID
         finally:
             self.fn, self.address_taken, self.loop_depth, self.switch_depth = saved
             self.open_instances.pop()

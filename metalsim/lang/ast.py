@@ -29,7 +29,8 @@ class NamedType(Node):
 
     `name` keeps namespace qualifiers stripped of `metal::` (`metal::float4` -> "float4");
     `template_args` holds TypeNodes and Exprs (for `vec<float, 4>`, `atomic<int>`).
-    A member type (`typename S<T>::type`) is named `name` in the struct `member_of`.
+    A member type (`typename S<T>::type`) is named `name` in the struct `member_of`;
+    `decltype(e)` is named "decltype" with `e` as its one template argument.
     """
 
     name: str
@@ -97,6 +98,7 @@ class Name(Node):
     name: str
     qualifier: str = ""
     template_args: list[Node] | None = None
+    owner: NamedType | None = None  # the type of a static member named `decltype(x)::k`
 
 
 @dataclass(eq=False)

@@ -263,7 +263,8 @@ class _Parser:
         tok = self.peek(k)
         if tok.kind != "ident":
             return False
-        return tok.text in _BUILTIN_TYPE_WORDS or self.lookup(tok.text) in (_TYPE, _TYPE_TEMPLATE)
+        return tok.text in _BUILTIN_TYPE_WORDS or tok.text == "decltype" or self.lookup(
+            tok.text) in (_TYPE, _TYPE_TEMPLATE)
 
     def type_name_at(self, k: int = 0) -> bool:
         """Whether a type-name (a type possibly after qualifiers) begins `k` tokens ahead."""
@@ -810,6 +811,12 @@ class _Parser:
         `::name` after the type names a member type: one the parser saw declared in a struct,
         or any name after `typename` (a member of a template parameter, `typename T::type`)."""
         start = self.peek()
+        if self.accept("decltype"):
+            self.expect("(", "expected '(' after 'decltype'")
+            operand = self.nested(self.expression)
+            self.expect(")")
+            return self.member_types_of(ast.NamedType(self.coord(start), "decltype", [operand]),
+                                        typename, start)
         self.accept("::")
         skip, namespace = self.namespace_prefix()
         for _ in range(skip):
@@ -835,7 +842,12 @@ class _Parser:
                                  hint=f"e.g. '{name}<float, 4>'" if name == "vec" else "",
                                  width=len(name))
             args = self.template_arguments()
-        named = ast.NamedType(self.coord(start), name, args)
+        return self.member_types_of(ast.NamedType(self.coord(start), name, args), typename,
+                                    start)
+
+    def member_types_of(self, named: ast.NamedType, typename: bool, start: Token
+                        ) -> ast.NamedType:
+        """`named` followed by `::type` ...: the member types it names."""
         while self.at("::") and self.peek(1).kind == "ident" and (
                 typename or self.peek(1).text in self.member_types):
             self.advance()
@@ -1659,6 +1671,13 @@ class _Parser:
                 return ast.This(self.coord(self.advance()))
             if text in _TEXTURE_TYPES:
                 raise self.unknown_type(tok)
+            if text == "decltype":   # `decltype(x)::k`, or a functional cast `decltype(x)(1)`
+                owner = self.type_specifier()
+                if self.at("::") and self.peek(1).kind == "ident":
+                    self.advance()
+                    member = self.advance()
+                    return ast.Name(self.coord(tok), member.text, owner=owner)
+                return self.construct_of(tok, owner)  # type: ignore[arg-type]
             if self.type_at() and self.names_type_member():
                 return self.qualified_name()   # `S::k`, `Tile<T, 4>::kRows`
             if self.type_at():
@@ -1703,7 +1722,11 @@ class _Parser:
 
     def construct(self) -> ast.Construct:
         """functional-cast: type-specifier ('(' args ')' | '{' items '}')"""
-        type_ = self.type_specifier()
+        start = self.peek()
+        return self.construct_of(start, self.type_specifier())
+
+    def construct_of(self, start: Token, type_: ast.NamedType) -> ast.Construct:
+        """The arguments of a functional cast of the type `type_` just parsed."""
         braces = self.at("{")
         if self.at("("):
             args = self.call_arguments()
