@@ -161,7 +161,7 @@ class StructCompiler:
             inherited_statics |= self.struct_statics.get(base, {})
             inherited_types |= self.struct_types.get(base, {})
         statics, types = self.static_members(node, Scope(inherited_statics | inherited_types,
-                                                         scope))
+                                                         scope), instance or node.name)
         statics, types = inherited_statics | statics, inherited_types | types
         body = Scope(statics | types, scope)  # what the data members' declarations see
         # Base class subobjects come first; an empty base takes no room (the empty base
@@ -187,7 +187,7 @@ class StructCompiler:
             if any(name == d.name for name, _, _ in fields):
                 self.error(f"duplicate member '{d.name}'", d, width=len(d.name))
             fields.append((d.name, t, const))
-        st = ty.struct_type(instance or node.name, fields)
+        st = ty.struct_type(instance or node.name, fields, self.struct_alignment(node, body))
         scope.names[node.name] = st
         self.struct_statics[st] = statics
         self.struct_types[st] = types
@@ -306,7 +306,16 @@ class StructCompiler:
         code = self.member_code(owner, fn, {})
         return self.call_code(code, [("ptr", this_pointer(obj, coord))], coord)
 
-    def static_members(self, node: ast.StructDef, scope: Scope
+    def struct_alignment(self, node: ast.StructDef, scope: Scope) -> int:
+        """The alignment `alignas(n)` asks of the struct (1 if none)."""
+        if node.align is None:
+            return 1
+        n = self.const_int(node.align, scope, "alignment")
+        if n <= 0 or n & (n - 1):
+            self.error(f"requested alignment is not a positive power of 2 ({n})", node.align)
+        return n
+
+    def static_members(self, node: ast.StructDef, scope: Scope, shown: str
                        ) -> tuple[dict[str, Var], dict[str, Type]]:
         """The struct's `static constexpr` data members and its member types, in declaration
         order (each sees those before it): named `S::k`, `S::type` or, in its members, `k`,
@@ -320,6 +329,9 @@ class StructCompiler:
             if d.name in statics or d.name in types:
                 self.error(f"duplicate member '{d.name}'", d, width=len(d.name))
             seen = Scope(statics | types, scope)
+            if isinstance(d, ast.StructDef):  # a nested struct, named `S::Inner` outside
+                types[d.name] = self.define_struct(d, Scope({}, seen), f"{shown}::{d.name}")
+                continue
             if isinstance(d, ast.TypeAlias):
                 if d.template_params is not None:
                     self.error("member alias templates are not supported by metalsim", d)

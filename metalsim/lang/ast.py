@@ -320,12 +320,13 @@ class StructDef(Node):
     methods: list[MemberFunction] = field(default_factory=list)
     constructors: list[Constructor] = field(default_factory=list)
     template_params: list[TemplateParam] | None = None
-    # `static constexpr T k = ...;`, member types (`typedef T type;`, `using type = T;`) and
-    # static_asserts, in declaration order: each sees those before it.
-    statics: list[VarDecl | TypeAlias | StaticAssert] = field(default_factory=list)
+    # `static constexpr T k = ...;`, member types (`typedef T type;`, `using type = T;`,
+    # nested structs) and static_asserts, in declaration order: each sees those before it.
+    statics: list[VarDecl | TypeAlias | StaticAssert | StructDef] = field(default_factory=list)
     bases: list[NamedType] = field(default_factory=list)  # `struct D : B, C<T> {...}`
     # A (partial) specialisation's arguments: `template <typename T> struct S<T*> {...}`
     specialization: list[Node] | None = None
+    align: Expr | None = None  # `struct alignas(n) S`
 
 
 Stmt = (DeclStmt | ExprStmt | Compound | If | For | While | DoWhile | Switch | CaseLabel | Break

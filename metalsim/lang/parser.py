@@ -1009,8 +1009,9 @@ class _Parser:
     # --- Structs -------------------------------------------------------------------------------
 
     def struct_definition_at(self) -> bool:
-        """Whether `struct [name] {` (a definition, not an elaborated type) begins here."""
-        return self.at("struct") and (self.at("{", 1) or (
+        """Whether `struct [alignas(n)] [name] {` (a definition, not an elaborated type) begins
+        here."""
+        return self.at("struct") and (self.at("{", 1) or self.at("alignas", 1) or (
             self.peek(1).kind == "ident" and self.peek(1).text not in _RESERVED
             and self.peek(2).text in ("{", ":")))
 
@@ -1029,6 +1030,11 @@ class _Parser:
         start = self.advance()
         name = ""
         specialization: list[ast.Node] | None = None
+        align: ast.Expr | None = None
+        if self.accept("alignas"):
+            self.expect("(", "expected '(' after 'alignas'")
+            align = self.nested(self.conditional)
+            self.expect(")")
         if not self.at("{"):
             tok = self.identifier("expected a struct name")
             name = tok.text
@@ -1070,7 +1076,7 @@ class _Parser:
                     if isinstance(item, ast.Constructor):
                         constructors.append(item)
                     elif isinstance(item, ast.VarDecl) and item.static or isinstance(
-                            item, ast.TypeAlias | ast.StaticAssert):
+                            item, ast.TypeAlias | ast.StaticAssert | ast.StructDef):
                         statics.append(item)
                     elif isinstance(item, ast.MemberFunction):
                         methods.append(item)
@@ -1079,7 +1085,8 @@ class _Parser:
         finally:
             self.scopes.pop()
         return ast.StructDef(self.coord(start), name, members, methods, constructors,
-                             statics=statics, bases=bases, specialization=specialization)
+                             statics=statics, bases=bases, specialization=specialization,
+                             align=align)
 
     def member_declaration(self, struct: str) -> list[ast.Node]:
         """member-declaration: specifiers declarator (',' declarator)* ';' | member-function
@@ -1110,10 +1117,11 @@ class _Parser:
             self.member_types.add(alias.name)
             return [alias]
         only_data = "a struct may hold data members, member functions and constructors"
-        explicit = tok.text == "explicit" and self.peek(1).text == struct and self.at("(", 2)
-        if explicit:
-            self.advance()
-        if struct and self.peek().text == struct and self.at("(", 1):
+        k = 0  # `inline` (MLX's METAL_FUNC), `constexpr`, `explicit` before a constructor
+        while self.peek(k).text in ("inline", "constexpr", "explicit"):
+            k += 1
+        if struct and self.peek(k).text == struct and self.at("(", k + 1):
+            explicit = any(self.advance().text == "explicit" for _ in range(k))
             return [self.constructor(tok, explicit)]
         if self.at("~"):
             self.destructor(struct)
@@ -1123,10 +1131,12 @@ class _Parser:
             k += 1
         if self.at("operator", k) and self.peek(k + 1).kind == "ident":
             return [self.conversion_function(k)]
-        if tok.text == "struct" and (self.struct_definition_at() or self.at("alignas", 1)):
-            raise self.error("a struct defined inside a struct is not supported by metalsim",
-                             tok, width=len(tok.text),
-                             hint="define it before the enclosing struct, at namespace scope")
+        if tok.text == "struct" and self.struct_definition_at():  # a nested class
+            nested = self.struct_declaration()
+            if not nested.name:
+                raise self.error("anonymous structs are not supported by metalsim", tok)
+            self.member_types.add(nested.name)
+            return [nested]
         elaborated = tok.text == "struct" and not self.struct_definition_at()
         if tok.kind == "ident" and tok.text in _KEYWORDS - _DECL_WORDS and not elaborated:
             raise self.error(f"'{tok.text}' inside a struct is not supported by metalsim", tok,

@@ -182,9 +182,10 @@ class StructType:
         return self.name
 
 
-def struct_type(name: str, fields: list[tuple[str, Type, bool]]) -> StructType:
-    """Lay out (name, type, const) fields as the Metal compiler does (C++ standard layout)."""
-    members, offset, align, narrowest = [], 0, 1, UCHAR
+def struct_type(name: str, fields: list[tuple[str, Type, bool]], align: int = 1) -> StructType:
+    """Lay out (name, type, const) fields as the Metal compiler does (C++ standard layout);
+    `align` is a stricter alignment asked for (`struct alignas(16) S`)."""
+    members, offset, narrowest = [], 0, UCHAR
     for i, (field_name, t, const) in enumerate(fields):
         offset = -(-offset // t.align) * t.align
         members.append(Member(field_name, t, offset, const))

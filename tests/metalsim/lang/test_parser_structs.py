@@ -150,9 +150,9 @@ def test_call_operator_is_a_member_function_and_calls_parse_on_any_callee():
     ("struct P { int n; } p;", "declaring a variable in a struct definition", "P p;", 21),
     ("struct P { template <typename T> void f(); };",
      "needs a member function defined in the struct body", "write its body here", 42),
-    ("struct P { struct Q { int a; } q; };", "a struct defined inside a struct", "before the "
-     "enclosing struct", 12),
-    ("struct P { struct alignas(8) Q { int a; }; };", "a struct defined inside a struct", "", 12),
+    ("struct P { struct Q { int a; } q; };", "declaring a variable in a struct definition",
+     "Q q;", 32),
+    ("struct P { struct { int a; }; };", "anonymous structs", "", 12),
     ("kernel void k() { struct Nope n; }", "unknown type name 'Nope'", "", 26),
     ("struct P { int n; }", "expected ';' after struct definition", "", 20),
     ("class C { int n; };", "'class' declarations are not supported", "", 1),
