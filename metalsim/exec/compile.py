@@ -357,6 +357,7 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
 
     def bind_template(self, params: list[ast.TemplateParam], args: list, scope: Scope,
                       where: ast.Node) -> dict:
+        self.check_not_variadic(params, getattr(where, "name", "template"), where)
         names: dict = {}
         for i, p in enumerate(params):
             arg = args[i] if i < len(args) else p.default
@@ -607,6 +608,11 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
         fails (a conflict is explained in `notes`, as clang's note says it)."""
         params = fdef.template_params or []
         if len(explicit) > len(params):
+            return None
+        if any(p.pack for p in params) or any(p.pack for p in fdef.params):
+            if notes is not None:
+                notes.append("candidate template ignored: variadic templates are not supported "
+                             "by metalsim")
             return None
         bindings: dict = {}
         for p, a in zip(params, explicit):

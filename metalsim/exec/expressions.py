@@ -158,6 +158,9 @@ class ExpressionCompiler:
     def x_BoolLiteral(self, node: ast.BoolLiteral, scope: Scope) -> E:
         return constant(node.value, BOOL, node.coord)
 
+    def x_PackExpansion(self, node: ast.PackExpansion, scope: Scope) -> E:
+        self.error("pack expansions are not supported by metalsim (variadic templates)", node)
+
     def x_Name(self, node: ast.Name, scope: Scope) -> E:
         if node.owner is not None:  # `decltype(x)::k`
             st = self.resolve_type(node.owner, scope)
@@ -258,9 +261,12 @@ class ExpressionCompiler:
     # --- operators --------------------------------------------------------------------------
     def x_Binary(self, node: ast.Binary, scope: Scope) -> E:
         op = node.op
-        if op in ("&&", "||"):
-            return self.logical(node, scope)
         left, right = self.expr(node.left, scope), self.expr(node.right, scope)
+        if op in ("&&", "||") and not (isinstance(left.type, StructType)
+                                       or isinstance(right.type, StructType)):
+            # Built in: the right side only on the lanes that need it (compiled again so that
+            # its code runs under that mask). An overloaded `&&` evaluates both, as in C++.
+            return self.logical(node, scope)
         if op != "," and (isinstance(left.type, StructType) or isinstance(right.type,
                                                                           StructType)):
             return self.struct_operator(op, [left, right], node, scope)

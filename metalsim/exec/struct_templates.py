@@ -50,7 +50,9 @@ class StructTemplateCompiler:
     """Struct template methods of `Compiler` (which supplies `error`, `define_struct`, ...)."""
 
     def declare_struct_template(self, node: ast.StructDef, scope: Scope) -> None:
-        if scope.lookup(node.name) is not None:
+        existing = scope.lookup(node.name)
+        if existing is not None and not (isinstance(existing, StructTemplate)
+                                         and existing.node.coord.section == "prelude"):
             self.error(f"redefinition of '{node.name}'", node)
         scope.names[node.name] = StructTemplate(node, scope)  # type: ignore[assignment]
 
@@ -130,6 +132,7 @@ class StructTemplateCompiler:
         """The instance of `tmpl` for the template arguments of `node`, resolved in `scope`."""
         params, args = tmpl.node.template_params or [], node.template_args or []
         name = tmpl.node.name
+        self.check_not_variadic(params, name, node)
         if len(args) > len(params):
             self.error(f"too many template arguments for class template '{name}'",
                        args[len(params)])
@@ -154,6 +157,15 @@ class StructTemplateCompiler:
             tmpl.instances[key] = st
             self.instance_of[st] = (tmpl, bound)
         return st
+
+    def check_not_variadic(self, params: list[ast.TemplateParam], name: str,
+                           where: ast.Node) -> None:
+        """Refuse to instantiate a variadic template (`template <typename... Ts>`)."""
+        pack = next((p for p in params if p.pack), None)
+        if pack is not None:
+            self.error(f"variadic templates are not supported by metalsim: '{name}' has the "
+                       f"parameter pack '{pack.name}'", where,
+                       hint="write the template for a fixed number of arguments")
 
     def deduce_from_instance(self, pattern: ast.NamedType, actual: StructType,
                              names: set[str], bindings: dict) -> None:

@@ -189,6 +189,7 @@ class StructCompiler:
             fields.append((d.name, t, const))
         st = ty.struct_type(instance or node.name, fields, self.struct_alignment(node, body))
         scope.names[node.name] = st
+        types |= {name: st for name, t in types.items() if t is None}
         self.struct_statics[st] = statics
         self.struct_types[st] = types
         self.struct_bases[st] = bases
@@ -335,6 +336,10 @@ class StructCompiler:
             if isinstance(d, ast.TypeAlias):
                 if d.template_params is not None:
                     self.error("member alias templates are not supported by metalsim", d)
+                if isinstance(d.type, ast.NamedType) and d.type.name == node.name and not (
+                        d.type.template_args or d.type.member_of):
+                    types[d.name] = None  # the injected class name: the struct, once laid out
+                    continue
                 types[d.name] = self.resolve_type(d.type, seen)
                 continue
             t, _, _ = self.resolve_decl_type(d.type, seen)
@@ -360,18 +365,32 @@ class StructCompiler:
         return found
 
     def static_member(self, node: ast.Name, scope: Scope) -> E | None:
-        """`S::k` or `S<4>::k` for a static data member `k`, or None if the qualifier does not
-        name a struct."""
-        found = scope.lookup(node.qualifier)
-        if not isinstance(found, StructType | StructTemplate):
+        """`S::k`, `S<4>::k` or `S<T>::type::k` for a static data member `k`, or None if the
+        qualifier does not name a struct."""
+        st = self.qualifier_struct(node, scope)
+        if st is None:
             return None
-        st = self.resolve_type(ast.NamedType(node.coord, node.qualifier, node.template_args),
-                               scope)
         v = self.struct_statics.get(st, {}).get(node.name)
         if v is None:
             self.error(f"no static member named '{node.name}' in '{st}'", node,
                        width=len(node.name))
         return constant(v.const, v.type, node.coord)
+
+    def qualifier_struct(self, node: ast.Name, scope: Scope) -> StructType | None:
+        """The struct a qualified name's qualifier names: `S`, `S<T>` (a struct or alias
+        template's instance) then member types (`S<T>::Frag_t`); None if it names none."""
+        head, *members = node.qualifier.split("::")
+        found = scope.lookup(head)
+        if not (isinstance(found, StructType | StructTemplate) or (
+                isinstance(found, tuple) and found[0] == "alias_template")):
+            return None
+        st = self.resolve_type(ast.NamedType(node.coord, head, node.template_args), scope)
+        for member in members:
+            inner = self.struct_types.get(st, {}).get(member)
+            if inner is None:
+                self.error(f"no type named '{member}' in '{st}'", node)
+            st = inner
+        return st if isinstance(st, StructType) else None
 
     def definition_scope(self, scope: Scope) -> Scope:
         """What the member functions of a struct defined in `scope` see: its types and
@@ -481,11 +500,9 @@ class StructCompiler:
         """`S::f(args)` for a static member function `f` of struct `S` (or of an instance of a
         struct template, `S<T>::f(args)`); None if the qualifier does not name a struct."""
         name = node.func
-        found = scope.lookup(name.qualifier)
-        if not isinstance(found, StructType | StructTemplate):
+        st = self.qualifier_struct(name, scope)
+        if st is None:
             return None
-        st = self.resolve_type(ast.NamedType(name.coord, name.qualifier, name.template_args),
-                               scope)
         while name.name not in self.methods_of(st) and name.name in self.inherited_methods(st):
             st = next(b for b in self.struct_bases[st]   # a static function of a base class
                       if name.name in self.methods_of(b) or name.name in self.inherited_methods(b))

@@ -164,6 +164,13 @@ class Construct(Node):
 
 
 @dataclass(eq=False)
+class PackExpansion(Node):
+    """`pattern...` in a template or call argument list (`make_void<Ts...>`, `sum(us...)`)."""
+
+    pattern: Node
+
+
+@dataclass(eq=False)
 class Cast(Node):
     """An explicit conversion; `style` is "c", "static_cast", "reinterpret_cast" or "as_type"."""
 
@@ -345,11 +352,13 @@ class Attribute(Node):
 
 @dataclass(eq=False)
 class TemplateParam(Node):
-    """`typename T`, `int N`, `bool B = true`; `kind` is None for `typename`/`class`."""
+    """`typename T`, `int N`, `bool B = true`; `kind` is None for `typename`/`class`; `pack`
+    for a parameter pack (`typename... Ts`)."""
 
     name: str
     kind: NamedType | None = None
     default: Node | None = None
+    pack: bool = False
 
 
 @dataclass(eq=False)
@@ -358,6 +367,7 @@ class Param(Node):
     type: TypeNode
     attributes: list[Attribute] = field(default_factory=list)
     default: Expr | None = None
+    pack: bool = False  # a function parameter pack (`Us... us`)
 
 
 @dataclass(eq=False)

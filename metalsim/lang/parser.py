@@ -107,7 +107,7 @@ _ASSIGN_OPS = frozenset({"=", "+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=", "<
 _PREFIX_OPS = frozenset({"+", "-", "!", "~", "*", "&", "++", "--"})
 _CLOSERS = {"(": ")", "[": "]", "{": "}"}
 # Operators a struct may overload in metalsim (besides `()` and `[]`).
-_OVERLOADABLE = frozenset(_BINARY_PRECEDENCE) - {"&&", "||"} | _ASSIGN_OPS - {"="} | {"!", "~"}
+_OVERLOADABLE = frozenset(_BINARY_PRECEDENCE) | _ASSIGN_OPS - {"="} | {"!", "~"}
 _NOT_OVERLOADABLE = {
     "=": "the implicit copy assignment copies every member",
     "++": "write 'void operator+=(S o)' or a named member function",
@@ -273,6 +273,8 @@ class _Parser:
                 ) or self.type_at(k)
 
     def is_template(self, name: str) -> bool:
+        if name in self.injected:  # a struct template's own name may take arguments
+            return True
         kind = self.lookup(name)
         if kind is not None:
             return kind in (_TEMPLATE, _TYPE_TEMPLATE)
@@ -491,13 +493,14 @@ class _Parser:
         if not (start.kind == "ident" or self.at("[")):
             raise self.error("expected parameter declarator")
         specs = self.specifiers()
+        pack = bool(self.accept("..."))
         name, type_ = self.declarator(specs.type, abstract=None)
         attributes = specs.attributes + self.attributes()
         default = self.assignment() if self.accept("=") else None
         if name is not None:
             self.declare(name.text, _VALUE)
         return ast.Param(self.coord(name or start), name.text if name else None, type_,
-                         attributes, default)
+                         attributes, default, pack)
 
     def template_declaration(self) -> ast.Node:
         """template-declaration: 'template' '<' template-params '>' (function | alias)"""
@@ -567,19 +570,22 @@ class _Parser:
         while not self.at(">"):
             tok = self.peek()
             if self.accept("typename") or self.accept("class"):
+                pack = bool(self.accept("..."))
                 # An unnamed parameter (`typename = enable_if_t<...>`) gets a name no one uses.
                 unnamed = self.at("=") or self.at(",") or self.at(">")
                 name = f"__unnamed{len(params)}" if unnamed else self.identifier(
                     "expected a template parameter name").text
                 default = self.template_default(self.type_name)
                 self.declare(name, _TYPE)
-                params.append(ast.TemplateParam(self.coord(tok), name, None, default))
+                params.append(ast.TemplateParam(self.coord(tok), name, None, default, pack))
             else:
                 kind = self.specifiers().type
+                pack = bool(self.accept("..."))
                 name = self.identifier("expected a template parameter name")
                 default = self.template_default(self.conditional)
                 self.declare(name.text, _VALUE)
-                params.append(ast.TemplateParam(self.coord(tok), name.text, kind, default))
+                params.append(ast.TemplateParam(self.coord(tok), name.text, kind, default,
+                                                pack))
             if not self.accept(","):
                 break
         self.close_angle()
@@ -1642,6 +1648,8 @@ class _Parser:
         if not self.at(")"):
             while True:
                 args.append(self.init_list() if self.at("{") else self.assignment())
+                if self.at("..."):
+                    args[-1] = ast.PackExpansion(self.coord(self.advance()), args[-1])
                 if not self.accept(","):
                     break
         if not self.at(")"):
@@ -1681,6 +1689,12 @@ class _Parser:
                 return ast.This(self.coord(self.advance()))
             if text in _TEXTURE_TYPES:
                 raise self.unknown_type(tok)
+            if text == "__is_empty":  # clang's type-trait intrinsic: takes a type
+                self.advance()
+                self.expect("(", "expected '(' after '__is_empty'")
+                operand = self.type_name()
+                self.expect(")")
+                return ast.Call(self.coord(tok), ast.Name(self.coord(tok), text), [operand])
             if text == "decltype":   # `decltype(x)::k`, or a functional cast `decltype(x)(1)`
                 owner = self.type_specifier()
                 if self.at("::") and self.peek(1).kind == "ident":
@@ -1792,7 +1806,14 @@ class _Parser:
         try:
             args: list[ast.Node] = []
             while not self.peek().text.startswith(">"):
-                args.append(self.type_name() if self.type_name_at() else self.conditional())
+                start = self.pos
+                arg = self.speculate(self.type_name) if self.type_name_at() else None
+                if arg is None or self.at("::"):  # not a type, or `S<T>::value`: a value
+                    self.pos = start
+                    arg = self.conditional()
+                args.append(arg)
+                if self.at("..."):
+                    args[-1] = ast.PackExpansion(self.coord(self.advance()), args[-1])
                 if not self.accept(","):
                     break
             self.close_angle()

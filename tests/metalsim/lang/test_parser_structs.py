@@ -234,7 +234,7 @@ def test_free_and_template_operator_functions_and_a_reference_return_type_parse(
 @pytest.mark.parametrize("text, message, hint, column", [
     ("struct S { S operator++() { return *this; } };", r"overloading 'operator\+\+' is not "
      "supported by metalsim", "operator+=", 22),
-    ("struct S { bool operator&&(S o) { return true; } };", "overloading 'operator&&'", "", 25),
+    ("struct S { S operator,(S o) { return o; } };", "overloading 'operator,'", "", 22),
     ("struct S { operator float(int x) const { return 1; } };", "a conversion function takes "
      "no parameters", "", 27),
     ("struct S { S* operator&() { return this; } };", "overloading unary 'operator&' is not "
