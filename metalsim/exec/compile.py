@@ -73,6 +73,8 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
         self.struct_statics: dict[StructType, dict[str, Var]] = {}   # `static constexpr` members
         self.struct_types: dict[StructType, dict[str, Type]] = {}    # member types
         self.struct_bases: dict[StructType, list[StructType]] = {}   # direct base classes
+        # default member initializers (`T m = e;`) by struct: member -> (initializer, scope)
+        self.member_defaults: dict[StructType, dict[str, tuple[ast.Node, Scope]]] = {}
         self.variable_instances: dict[tuple, Var] = {}   # values of variable templates
         # Each struct template instance: its template and template arguments.
         self.instance_of: dict[StructType, tuple[StructTemplate, dict]] = {}
@@ -160,6 +162,11 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
         if isinstance(t, StructType) and isinstance(init, ast.InitList) and (
                 self.constructors_of(t)):
             yield base, t, init  # not an aggregate: the braces call a constructor (init_value)
+        elif isinstance(t, StructType) and isinstance(init, ast.InitList) and (
+                t in self.member_defaults):
+            self.error(f"metalsim does not support aggregate initialization of '{t}', which has "
+                       "default member initializers", init,
+                       hint="give it a constructor, or assign the members after declaring it")
         elif isinstance(t, ArrayType | StructType) and isinstance(init, ast.InitList):
             leaves, used = self.fill_braced(t, init.items, 0, base, init.coord, scope)
             if used < len(init.items):

@@ -189,6 +189,12 @@ class StructCompiler:
             fields.append((d.name, t, const))
         st = ty.struct_type(instance or node.name, fields, self.struct_alignment(node, body))
         scope.names[node.name] = st
+        defaults = {d.name: d.init for d in node.members if d.init is not None}
+        if defaults:
+            # Evaluated where an object is constructed, in the scope of the struct's members.
+            member_scope = Scope({m.name: Var("member", m.type, name=m.name)
+                                  for m in self.data_members(st)} | statics | types, body)
+            self.member_defaults[st] = {n: (i, member_scope) for n, i in defaults.items()}
         types |= {name: st for name, t in types.items() if t is None}
         self.struct_statics[st] = statics
         self.struct_types[st] = types

@@ -1171,12 +1171,14 @@ class _Parser:
             if self.at("("):
                 raise self.error("declare a member function on its own, not in a list of "
                                  "data members", name, width=len(name.text))
-            if self.at("=") or self.at("{"):
-                raise self.error("default member initializers are not supported by metalsim",
-                                 hint="give the values where each variable is initialised")
+            default = None  # a default member initializer: `T m = e;` or `T m{...};`
+            if self.accept("="):
+                default = self.initializer()
+            elif self.at("{"):
+                default = self.init_list()
             if self.at(":"):
                 raise self.error("bit-fields are not supported by metalsim")
-            members.append(ast.VarDecl(self.coord(name), name.text, type_))
+            members.append(ast.VarDecl(self.coord(name), name.text, type_, default))
             if not self.accept(","):
                 break
         self.expect(";", "expected ';' at end of declaration list")

@@ -142,7 +142,6 @@ def test_call_operator_is_a_member_function_and_calls_parse_on_any_callee():
     ("struct P { P(); };", "constructor defined in the struct body", "P(...) { ... }", 15),
     ("struct P { ~P() { n = 0; } int n; };", "destructors with a body", "drop '~P()'", 12),
     ("struct P { ~Q() {} };", "expected the struct's name 'P' after '~'", "", 13),
-    ("struct P { int n = 3; };", "default member initializers", "", 18),
     ("struct P { static int n; };", "static data members", "constant", 12),
     ("struct P { int n : 3; };", "bit-fields", "", 18),
     ("struct Q { int a; }; struct P : virtual Q { int n; };", "virtual base classes", "", 33),
