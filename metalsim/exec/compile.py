@@ -19,7 +19,7 @@ import numpy as np
 from metalsim.diagnostics import CompileError, Coord, SourceMap
 from metalsim.exec import mathlib
 from metalsim.exec import memory as mem
-from metalsim.exec.compiled import E, FunctionCode, Scope, Var, lane_zeros
+from metalsim.exec.compiled import E, FunctionCode, Scope, Var, constant, lane_zeros
 from metalsim.exec.constructors import ConstructorCompiler
 from metalsim.exec.deduction import DeductionConflict, bind_deduced
 from metalsim.exec.expressions import ExpressionCompiler
@@ -491,11 +491,23 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
         return self.call_code(code, self.bind_arguments(code.params, fdef, args, scope),
                               node.coord)
 
+    def default_argument(self, t: Type, default: ast.Node, scope: Scope) -> E:
+        """The value of a default argument; braces (`S s = {}`) copy-list-initialize."""
+        if not isinstance(default, ast.InitList):
+            return self.expr(default, scope)
+        if isinstance(t, StructType):
+            return (self.init_value(t, default, scope) if self.constructors_of(t)
+                    else self.aggregate(t, default, scope))
+        if not default.items:  # `int x = {}`: value-initialized
+            return constant(0, t, default.coord)
+        return self.convert(self.expr(default.items[0], scope), t, default)
+
     def bind_arguments(self, params: list[tuple[Var, bool]], fdef: ast.FunctionDef,
                        args: list[E], scope: Scope) -> list[tuple[str, Callable]]:
         """How each argument (default arguments included) initialises its parameter: a
         (kind, evaluator) pair per parameter, for `call_code`."""
-        args = args + [self.expr(p.default, scope) for p in fdef.params[len(args):]]
+        args = args + [self.default_argument(var.type, p.default, scope) for (var, _), p in
+                       list(zip(params, fdef.params))[len(args):]]
         arg_evs = []
         for (var, is_ref), a in zip(params, args):
             if is_ref:

@@ -25,6 +25,22 @@ using bool_constant = integral_constant<bool, B>;
 typedef bool_constant<true> true_type;
 typedef bool_constant<false> false_type;
 
+struct complex64_t {
+  float real;
+  float imag;
+  constexpr complex64_t(float real_, float imag_) thread : real(real_), imag(imag_) {}
+  constexpr complex64_t() thread : real(0), imag(0) {}
+};
+inline complex64_t operator+(complex64_t a, complex64_t b) {
+  return complex64_t(a.real + b.real, a.imag + b.imag);
+}
+inline complex64_t operator-(complex64_t a, complex64_t b) {
+  return complex64_t(a.real - b.real, a.imag - b.imag);
+}
+inline complex64_t operator*(complex64_t a, complex64_t b) {
+  return complex64_t(a.real * b.real - a.imag * b.imag, a.real * b.imag + a.imag * b.real);
+}
+
 inline float log1p(float x) {
   float y = 1.0f + x;
   if (y == INFINITY) {

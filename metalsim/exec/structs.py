@@ -477,8 +477,9 @@ class StructCompiler:
                 self.error(f"called object type '{member.type}' is not a function", node)
             self.no_member(st, node)
         args = [self.expr(a, scope) for a in node.args]
+        explicit = [self.explicit_argument(a, scope) for a in node.template_args or []]
         space, const = self.object_space(obj)
-        fn, bindings = self.resolve_member(st, node, overloads, args, space, const)
+        fn, bindings = self.resolve_member(st, node, overloads, args, space, const, explicit)
         code = self.member_code(st, fn, bindings)
         arg_evs = [("ptr", this_pointer(obj, node.coord))] + self.bind_arguments(
             code.params[1:], fn, args, scope)
@@ -523,9 +524,25 @@ class StructCompiler:
         return self.call_member(nowhere, ast.MethodCall(node.coord, name, name.name, node.args),
                                 scope)
 
+    def explicit_argument(self, arg: ast.Node, scope: Scope) -> Type | Var:
+        """An explicit template argument (`x.template f<T, 4>()`) resolved where it is
+        written: a type, or a constant."""
+        named_type = isinstance(arg, ast.NamedType) and bool(
+            arg.template_args or arg.member_of or arg.name == "decltype" or isinstance(
+                scope.lookup(arg.name) or ty.TYPE_NAMES.get(arg.name), Type))
+        if isinstance(arg, ast.PointerType | ast.ArrayType) or named_type:
+            return self.resolve_type(arg, scope)
+        if isinstance(arg, ast.NamedType):  # a bare name parsed as a type
+            arg = ast.Name(arg.coord, arg.name)
+        e = self.expr(arg, scope)
+        if e.const is None:
+            self.error("template argument must be a constant", arg)
+        return Var("const", e.type, readonly=True, const=e.const)
+
     def resolve_member(self, st: StructType, node: ast.MethodCall,
                        overloads: list[ast.MemberFunction], args: list[E], space: str,
-                       const: bool) -> tuple[ast.MemberFunction, dict]:
+                       const: bool, explicit: list | None = None
+                       ) -> tuple[ast.MemberFunction, dict]:
         """The overload for `args` on an object in `space` (const or not), and the deduced
         arguments of a member function template, as C++ and Metal choose them: `this` never
         changes address space, and a const object needs a const member function; a non-const
@@ -537,7 +554,10 @@ class StructCompiler:
             required = sum(1 for p in fn.params if p.default is None)
             if not required <= len(args) <= len(fn.params):
                 continue
-            bindings = self.deduce(fn, [], args, outer, notes) if fn.template_params else {}
+            if explicit and not fn.template_params:
+                continue
+            bindings = self.deduce(fn, explicit or [], args, outer, notes) if (
+                fn.template_params) else {}
             cost = None if bindings is None else self.match_cost(fn, bindings, args, outer)
             if cost is not None:
                 # As for free functions: a non-template, then the more specialized, wins.

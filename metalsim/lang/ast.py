@@ -151,6 +151,7 @@ class MethodCall(Node):
     name: str
     args: list[Expr]
     arrow: bool = False
+    template_args: list[Node] | None = None  # `x.template f<T, 4>(...)`
 
 
 @dataclass(eq=False)

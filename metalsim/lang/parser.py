@@ -157,6 +157,7 @@ class _Parser:
         # Names of member types (`typedef T type;` in a struct): `S::type` names a type where
         # one of these follows `::`, as C++ knows from S's definition; after `typename`, any.
         self.member_types: set[str] = set()
+        self.member_templates: set[str] = set()  # names of member function templates
         self.switch_depth = 0
         self.failed: dict[tuple[str, int], Token] = {}  # speculations known to fail
 
@@ -496,7 +497,9 @@ class _Parser:
         pack = bool(self.accept("..."))
         name, type_ = self.declarator(specs.type, abstract=None)
         attributes = specs.attributes + self.attributes()
-        default = self.assignment() if self.accept("=") else None
+        default = None
+        if self.accept("="):
+            default = self.init_list() if self.at("{") else self.assignment()
         if name is not None:
             self.declare(name.text, _VALUE)
         return ast.Param(self.coord(name or start), name.text if name else None, type_,
@@ -1201,6 +1204,7 @@ class _Parser:
                                   "struct S { ... };'")
         fn = items[0]
         fn.template_params, fn.coord = params, self.coord(start)
+        self.member_templates.add(fn.name)
         return fn
 
     def conversion_function(self, specifiers: int) -> ast.ConversionFunction:
@@ -1629,11 +1633,25 @@ class _Parser:
                                           self.call_arguments())
             elif text in (".", "->"):
                 self.advance()
+                template = self.accept("template")  # `x.template f<T>(...)`
                 name = self.peek()
                 if name.kind != "ident":
                     raise self.error(f"expected a member name after '{text}'")
                 self.advance()
                 expr = ast.Member(expr.coord, expr, name.text, text == "->")
+                if self.at("<") and (template or name.text in self.member_templates):
+                    # Explicit arguments of a member function template; without `template`,
+                    # only where they parse as such and a call follows (else `x.n < 3`).
+                    start = self.pos
+                    self.advance()
+                    args = self.speculate(self.template_arguments)
+                    if args is not None and self.at("("):
+                        expr = ast.MethodCall(expr.coord, expr.base, name.text,
+                                              self.call_arguments(), text == "->", args)
+                    elif template:
+                        raise self.error("expected '(' after a member template's arguments")
+                    else:
+                        self.pos = start
             elif text in ("++", "--"):
                 self.advance()
                 expr = ast.Postfix(expr.coord, text, expr)
