@@ -439,7 +439,7 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
         if not name.qualifier and self.is_member(scope, name.name, "method"):
             # `add(x)` in a member function calls `this->add(x)`.
             return self.x_MethodCall(ast.MethodCall(node.coord, ast.This(node.coord), name.name,
-                                                    node.args, arrow=True), scope)
+                                                    node.args, True, name.template_args), scope)
         v = scope.lookup(name.name) if not name.qualifier else None
         if isinstance(v, Var) and isinstance(v.type, StructType):
             # `op(a, b)` on a function object calls its `operator()`.

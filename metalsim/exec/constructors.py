@@ -18,6 +18,7 @@ import numpy as np
 
 from metalsim.diagnostics import Coord
 from metalsim.exec import memory as mem
+from metalsim.exec import pointers
 from metalsim.exec.compiled import E, FunctionCode, Run, Scope, Var, constant
 from metalsim.exec.machine import Lanes
 from metalsim.exec.structs import load, store, thread_region
@@ -114,7 +115,8 @@ class ConstructorCompiler:
         return step
 
     def store_step(self, off: int, t: Type, e: E, coord: Coord) -> Step:
-        put = store if isinstance(t, StructType) else mem.store
+        put = (store if isinstance(t, StructType) else pointers.store_pointer
+               if isinstance(t, PointerType) else mem.store)
         ev = e.ev
 
         def step(f, lanes, p):

@@ -829,13 +829,30 @@ class ExpressionCompiler:
         self.error("string literals are not supported in Metal kernels", node)
 
     def x_Cast(self, node: ast.Cast, scope: Scope) -> E:
+        if isinstance(node.type, ast.ReferenceType):
+            return self.reference_cast(node, scope)
         t = self.resolve_type(node.type, scope)
         e = self.rvalue(self.expr(node.expr, scope))
+        if t == ty.VOID:  # `(void)x`: evaluated, its value discarded
+            return E(ty.VOID, e.ev, node.coord)
         if node.style == "as_type":
             return self.as_type(e, t, node)
         if node.style == "reinterpret_cast" and not isinstance(t, PointerType):
             self.error("reinterpret_cast is only supported between pointer types", node)
         return replace(self.convert(e, t, node, explicit=True), coord=node.coord)
+
+    def reference_cast(self, node: ast.Cast, scope: Scope) -> E:
+        """`reinterpret_cast<thread T&>(x)` (or `static_cast`) of an lvalue of type T: the same
+        lvalue, as MLX steel views a simdgroup_matrix's `thread_elements()`; a cast that would
+        reinterpret the bytes as another type is refused rather than guessed."""
+        t = self.resolve_type(node.type.referee, scope)
+        e = self.expr(node.expr, scope)
+        if e.loc is None:
+            self.error("a reference cast needs an lvalue", node)
+        if e.type != t:
+            self.error(f"metalsim supports a cast to a reference only to the object's own type "
+                       f"('{e.type}', not '{t}')", node)
+        return replace(e, coord=node.coord)
 
     def as_type(self, e: E, t: Type, node: ast.Node) -> E:
         src = e.type

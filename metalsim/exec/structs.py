@@ -44,6 +44,8 @@ def leaves(t: Type) -> tuple[tuple[int, Leaf], ...]:
     if isinstance(t, ArrayType):
         return tuple((i * t.elem.size + off, leaf) for i in range(t.length)
                      for off, leaf in leaves(t.elem))
+    if isinstance(t, PointerType):  # a pointer in memory is an 8-byte word (`pointers`)
+        return ((0, ty.LONG),)
     return ((0, t),)  # type: ignore[return-value]
 
 
@@ -177,10 +179,7 @@ class StructCompiler:
             if space is not None:
                 self.error("field may not be qualified with an address space", d)
             inner = ty.array_shape(t)[1]
-            if isinstance(inner, PointerType):
-                self.error("pointer members are not supported by metalsim", d,
-                           hint="store an index into the buffer instead")
-            if not isinstance(inner, ScalarType | VectorType | StructType):
+            if not isinstance(inner, ScalarType | VectorType | StructType | PointerType):
                 self.error(f"a member of type '{t}' is not supported by metalsim", d)
             if isinstance(t, ArrayType) and t.length < 0:
                 self.error("flexible array members are not supported by metalsim", d)
@@ -390,7 +389,8 @@ class StructCompiler:
         if not (isinstance(found, StructType | StructTemplate) or (
                 isinstance(found, tuple) and found[0] == "alias_template")):
             return None
-        st = self.resolve_type(ast.NamedType(node.coord, head, node.template_args), scope)
+        st = self.resolve_type(ast.NamedType(
+            node.coord, head, node.template_args if node.args_on_qualifier else None), scope)
         for member in members:
             inner = self.struct_types.get(st, {}).get(member)
             if inner is None:
@@ -521,8 +521,9 @@ class StructCompiler:
             self.error(f"call to non-static member function '{name.name}' without an object "
                        "argument", name, width=len(name.name))
         nowhere = E(st, lambda f, lanes: np.zeros((lanes.n, st.size), np.uint8), node.coord)
-        return self.call_member(nowhere, ast.MethodCall(node.coord, name, name.name, node.args),
-                                scope)
+        explicit = None if name.args_on_qualifier else name.template_args  # `S::f<T>(...)`
+        return self.call_member(nowhere, ast.MethodCall(node.coord, name, name.name, node.args,
+                                                        False, explicit), scope)
 
     def explicit_argument(self, arg: ast.Node, scope: Scope) -> Type | Var:
         """An explicit template argument (`x.template f<T, 4>()`) resolved where it is

@@ -99,6 +99,8 @@ class Name(Node):
     qualifier: str = ""
     template_args: list[Node] | None = None
     owner: NamedType | None = None  # the type of a static member named `decltype(x)::k`
+    # Whether `template_args` belong to the qualifier (`S<T>::k`), not the name (`S::f<T>`).
+    args_on_qualifier: bool = False
 
 
 @dataclass(eq=False)

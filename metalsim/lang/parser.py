@@ -1800,7 +1800,8 @@ class _Parser:
             # A member of a class template instance (`Limits<T>::min`) is not itself a
             # template here: C++ would need the `template` keyword for that.
             member = any(part_args is not None for _, part_args in parts)
-            if self.at("<") and not member and self.is_template(tok.text):
+            if self.at("<") and not member and (self.is_template(tok.text) or (
+                    parts and tok.text in self.member_templates)):
                 self.advance()
                 args = self.template_arguments()
             parts.append((tok.text, args))
@@ -1818,7 +1819,7 @@ class _Parser:
                 raise self.error("nested template qualifiers are not supported by metalsim",
                                  start)
             args = scoped[0]
-        return ast.Name(self.coord(start), name, "::".join(qualifier), args)
+        return ast.Name(self.coord(start), name, "::".join(qualifier), args, None, bool(scoped))
 
     def template_arguments(self) -> list[ast.Node]:
         """template-argument-list (after '<'): [(type-name | conditional) (',' ...)*] '>'"""

@@ -2,9 +2,8 @@
 ml-explore/mlx), included by a kernel's `header` with `#include "mlx/backend/metal/kernels/..."`
 resolved against the fixture as against MLX's installed `include` directory.
 
-The parts of steel that metalsim compiles run and are compared with numpy; all of `gemm.h`
-parses, but instantiating `GEMMKernel` does not compile yet, and the test pins the precise error
-it stops at (see the README's list of what steel GEMM still needs)."""
+Steel's GEMM (BlockLoader, BlockMMA on simdgroup matrices, gemm_loop) runs and is compared
+with numpy matmul at whole and partial tiles; its transforms, swizzle and indexing helpers too."""
 
 import hashlib
 import re
@@ -76,16 +75,65 @@ def test_steel_transforms_swizzle_params_and_broadcast_indexing_run_as_numpy_com
     assert np.array(acc).tolist() == [13.0] * n
 
 
-def test_steel_gemm_does_not_compile_yet_and_the_error_names_the_construct_and_line():
-    header = '#include "mlx/backend/metal/kernels/steel/gemm/gemm.h"\nusing namespace mlx::steel;\n'
-    source = ("using gemm_kernel = GEMMKernel<float, float, 32, 32, 16, 2, 2, false, false, "
-              "true, true>;\nout[0] = gemm_kernel::tgp_mem_size;")
-    with metalsim.patch(force=True, include_dirs=[INCLUDE]), pytest.raises(
-            metalsim.CompileError) as info:
-        mx.fast.metal_kernel("steel_gemm", ["a"], ["out"], source, header=header)(
-            inputs=[mx.zeros(1)], output_shapes=[(1,)], output_dtypes=[mx.float32],
-            grid=(1, 1, 1), threadgroup=(1, 1, 1))
-    assert (info.value.coord.section, info.value.line) == (
-        "mlx/backend/metal/kernels/steel/gemm/loader.h", 39)
-    assert "pointer members are not supported by metalsim" in str(info.value)
-    assert "in instantiation of 'BlockLoader<float, 32, 16, 20, 1, 128" in str(info.value)
+# A GEMM written the way projects use steel from mx.fast.metal_kernel: MLX's GEMMKernel supplies
+# the BlockLoader and BlockMMA types, and the body runs MLX's gemm_loop over the K dimension and
+# stores the tile (store_result for whole tiles, store_result_safe at the edges), as
+# GEMMKernel::run does.
+GEMM_HEADER = ('#include "mlx/backend/metal/kernels/steel/gemm/gemm.h"\n'
+               "using namespace mlx::steel;\n")
+GEMM_SOURCE = """
+  constexpr short BM = 32, BN = 32, BK = 16, WM = 2, WN = 2;
+  using gemm_kernel = GEMMKernel<T, T, BM, BN, BK, WM, WN, false, false, ALIGNED, ALIGNED>;
+  using loader_a_t = typename gemm_kernel::loader_a_t;
+  using loader_b_t = typename gemm_kernel::loader_b_t;
+  using mma_t = typename gemm_kernel::mma_t;
+  threadgroup T As[gemm_kernel::tgp_mem_size_a];
+  threadgroup T Bs[gemm_kernel::tgp_mem_size_b];
+  const int c_row = int(threadgroup_position_in_grid.y) * BM;
+  const int c_col = int(threadgroup_position_in_grid.x) * BN;
+  thread loader_a_t loader_a(a + c_row * K, K, As, simdgroup_index_in_threadgroup,
+                             thread_index_in_simdgroup);
+  thread loader_b_t loader_b(b + c_col, N, Bs, simdgroup_index_in_threadgroup,
+                             thread_index_in_simdgroup);
+  thread mma_t mma_op(simdgroup_index_in_threadgroup, thread_index_in_simdgroup);
+  device T* D = d + c_row * N + c_col;
+  const short tgp_bm = min(int(BM), M - c_row);
+  const short tgp_bn = min(int(BN), N - c_col);
+  const short leftover_bk = K - (K / BK) * BK;
+  if (ALIGNED) {
+    gemm_kernel::gemm_loop<true, true, true>(As, Bs, K / BK, loader_a, loader_b, mma_op,
+                                             tgp_bm, tgp_bn, leftover_bk);
+    mma_op.store_result(D, N);
+  } else {
+    gemm_kernel::gemm_loop<false, false, false>(As, Bs, K / BK, loader_a, loader_b, mma_op,
+                                                tgp_bm, tgp_bn, leftover_bk);
+    mma_op.store_result_safe(D, N, short2(tgp_bn, tgp_bm));
+  }
+"""
+
+
+@pytest.mark.parametrize("m, n, k, dtype", [
+    (64, 64, 32, mx.float32),    # whole tiles: load_unsafe, store_result
+    (40, 48, 24, mx.float32),    # partial tiles in M, N and K: load_safe, store_result_safe
+    (70, 33, 50, mx.float32),
+    (8, 40, 16, mx.float16),
+])
+def test_mlx_steel_gemm_matches_numpy_matmul(m, n, k, dtype):
+    aligned = m % 32 == 0 and n % 32 == 0 and k % 16 == 0
+    rng = np.random.default_rng(m * n + k)
+    a = rng.standard_normal((m, k)).astype(np.float32)
+    b = rng.standard_normal((k, n)).astype(np.float32)
+    with metalsim.patch(force=True, include_dirs=[INCLUDE]):
+        kernel = mx.fast.metal_kernel("steel_gemm", ["a", "b"], ["d"], GEMM_SOURCE,
+                                      header=GEMM_HEADER)
+        (d,) = kernel(inputs=[mx.array(a, dtype=dtype), mx.array(b, dtype=dtype)],
+                      template=[("T", dtype), ("M", m), ("N", n), ("K", k),
+                                ("ALIGNED", aligned)],
+                      output_shapes=[(m, n)], output_dtypes=[dtype],
+                      grid=(128 * -(-n // 32), -(-m // 32), 1), threadgroup=(128, 1, 1))
+    inputs = [np.array(mx.array(x, dtype=dtype).astype(mx.float32)) for x in (a, b)]
+    expected = inputs[0] @ inputs[1]   # float accumulation, as AccumType = float
+    tolerance = 1e-5 if dtype == mx.float32 else 2e-2
+    np.testing.assert_allclose(np.array(d.astype(mx.float32)), expected, rtol=tolerance,
+                               atol=tolerance * 10)
+
