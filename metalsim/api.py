@@ -640,7 +640,9 @@ class Kernel:
             profile=profile,
             step_limit=max_steps,
             time_limit=max_seconds,
-            include_dirs=tuple(str(d) for d in self.include_dirs),
+            # the launch's own default (none) unless the kernel has include directories
+            **({"include_dirs": tuple(str(d) for d in self.include_dirs)}
+               if self.include_dirs else {}),
             # the launch's own default unless a budget is given
             **({} if memory_budget is None else {"memory_budget": memory_budget}),
         )
