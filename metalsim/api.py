@@ -562,6 +562,8 @@ class Kernel:
         self.strict = False   # set by `metalsim.patch(strict=True)`
         self.max_steps: int | None = None     # set by `metalsim.patch(max_steps=...)`
         self.max_seconds: float | None = None  # set by `metalsim.patch(max_seconds=...)`
+        # Where `#include "..."` looks (a compiler's -I); set by `metalsim.patch(include_dirs=...)`
+        self.include_dirs: tuple[str, ...] = ()
 
     def __repr__(self) -> str:
         return f"<metalsim.Kernel {self.spec.name!r}>"
@@ -638,6 +640,9 @@ class Kernel:
             profile=profile,
             step_limit=max_steps,
             time_limit=max_seconds,
+            # the launch's own default (none) unless the kernel has include directories
+            **({"include_dirs": tuple(str(d) for d in self.include_dirs)}
+               if self.include_dirs else {}),
             # the launch's own default unless a budget is given
             **({} if memory_budget is None else {"memory_budget": memory_budget}),
         )

@@ -35,10 +35,22 @@ class SourceMap:
         self.text = text
         self.sections = sorted(sections, key=lambda s: s[1])
         self._line_starts = [0, *(m.end() for m in re.finditer("\n", text))]
+        self._generated_end = len(text)  # the end of the generated text, before included files
+
+    def append(self, name: str, text: str) -> int:
+        """Add `text` (an included file) after the generated text as the section `name`;
+        returns the offset where it starts."""
+        start = len(self.text) + 1
+        self.text += "\n" + text
+        self.sections = sorted([*self.sections, (name, start, len(self.text))],
+                               key=lambda s: s[1])
+        self._line_starts += [start, *(start + m.end() for m in re.finditer("\n", text))]
+        return start
 
     def _section_of(self, offset: int) -> tuple[str, int]:
         for name, start, end in self.sections:
-            if start <= offset < end or (offset == end and end == len(self.text)):
+            if start <= offset < end or (offset == end and end in (len(self.text),
+                                                                  self._generated_end)):
                 return name, start
         return "generated", 0
 

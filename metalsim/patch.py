@@ -34,6 +34,8 @@ operations given `stream=mx.gpu` raise MLX's own "Cannot get gpu stream" ValueEr
 
 `patch(max_steps=..., max_seconds=...)` sets the limits of the kernels it builds: the work of
 one launch in expression nodes evaluated (default 1,000,000) and its wall time (default: none).
+`patch(include_dirs=[...])` gives its kernels the directories `#include "..."` reads from (a
+compiler's `-I`), e.g. MLX's installed `include` directory for its `steel` headers.
 
 With pytest, the `metalsim_patch` fixture (registered by this package's pytest plugin) does
 the same for one test. Code that imported `metal_kernel` by name before patching keeps the
@@ -45,6 +47,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
+from collections.abc import Sequence
 
 import mlx.core as mx
 
@@ -111,7 +114,8 @@ class patch(contextlib.ContextDecorator):  # noqa: N801 - used like a function, 
 
     def __init__(self, force: bool = False, strict: bool = False, backend: str = "sim",
                  metal_available: bool = True, max_steps: int | None = None,
-                 max_seconds: float | None = None) -> None:
+                 max_seconds: float | None = None,
+                 include_dirs: Sequence[str | os.PathLike] = ()) -> None:
         if backend not in ("sim", "cuda"):
             raise ValueError(f"backend must be 'sim' or 'cuda', not {backend!r}")
         self.force = force or backend == "cuda"
@@ -120,6 +124,7 @@ class patch(contextlib.ContextDecorator):  # noqa: N801 - used like a function, 
         self.pretend_metal = metal_available
         self.max_steps = max_steps
         self.max_seconds = max_seconds
+        self.include_dirs = tuple(str(d) for d in include_dirs)
         self._saved: list[tuple[object, bool, dict]] = []
 
     def __enter__(self) -> patch:
@@ -140,7 +145,7 @@ class patch(contextlib.ContextDecorator):  # noqa: N801 - used like a function, 
             from metalsim.cuda import metal_kernel as cuda_metal_kernel
 
             return cuda_metal_kernel
-        if self.strict or self.max_steps or self.max_seconds:
+        if self.strict or self.max_steps or self.max_seconds or self.include_dirs:
             return functools.wraps(metal_kernel)(functools.partial(_configured_metal_kernel, self))
         return metal_kernel
 
@@ -159,4 +164,5 @@ def _configured_metal_kernel(settings: patch, *args: object, **kwargs: object) -
     kernel.strict = settings.strict
     kernel.max_steps = settings.max_steps
     kernel.max_seconds = settings.max_seconds
+    kernel.include_dirs = settings.include_dirs
     return kernel

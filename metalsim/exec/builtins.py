@@ -181,6 +181,13 @@ TYPE_TRAITS = ("is_same", "is_integral", "is_floating_point", "is_signed", "is_u
                "is_arithmetic")
 
 
+def _is_empty(c, node, scope) -> E:
+    """clang's `__is_empty(T)`: whether T is a class with no data members (nor bases with
+    any)."""
+    t = c.resolve_type(node.args[0], scope)
+    return constant(isinstance(t, ty.StructType) and not t.members, ty.BOOL, node.coord)
+
+
 def _named_constant(value, t):
     return lambda c, node, scope: constant(value, t, node.coord)
 
@@ -199,6 +206,7 @@ def build_builtins() -> dict:
         ("qualified_call", "numeric_limits"): _limits_member(True),
         ("qualified_name", "Limits"): _limits_member(False),
         ("call", "atomic_thread_fence"): _fence,
+        ("call", "__is_empty"): _is_empty,
     }
     for trait in TYPE_TRAITS:
         table[("name", "", f"{trait}_v")] = _type_trait_value

@@ -19,7 +19,7 @@ import numpy as np
 from metalsim.diagnostics import CompileError, Coord, SourceMap
 from metalsim.exec import mathlib
 from metalsim.exec import memory as mem
-from metalsim.exec.compiled import E, FunctionCode, Scope, Var, lane_zeros
+from metalsim.exec.compiled import E, FunctionCode, Scope, Var, constant, lane_zeros
 from metalsim.exec.constructors import ConstructorCompiler
 from metalsim.exec.deduction import DeductionConflict, bind_deduced
 from metalsim.exec.expressions import ExpressionCompiler
@@ -27,7 +27,12 @@ from metalsim.exec.operators import OperatorCompiler
 from metalsim.exec.references import ReferenceCompiler, returned_location
 from metalsim.exec.runtime import bind_argument
 from metalsim.exec.statements import ATTRIBUTE_NAMES, StatementCompiler
-from metalsim.exec.struct_templates import StructTemplate, StructTemplateCompiler
+from metalsim.exec.struct_templates import (
+    StructTemplate,
+    StructTemplateCompiler,
+    argument_key,
+    argument_text,
+)
 from metalsim.exec.structs import StructCompiler, StructMethods, thread_object
 from metalsim.exec.values import Frame, MemLoc, PtrSlot, VarLoc
 from metalsim.lang import ast
@@ -66,6 +71,11 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
         self.open_instances: list[FunctionCode] = []  # functions being compiled, outermost first
         self.struct_methods: dict[StructType, StructMethods] = {}
         self.struct_statics: dict[StructType, dict[str, Var]] = {}   # `static constexpr` members
+        self.struct_types: dict[StructType, dict[str, Type]] = {}    # member types
+        self.struct_bases: dict[StructType, list[StructType]] = {}   # direct base classes
+        # default member initializers (`T m = e;`) by struct: member -> (initializer, scope)
+        self.member_defaults: dict[StructType, dict[str, tuple[ast.Node, Scope]]] = {}
+        self.variable_instances: dict[tuple, Var] = {}   # values of variable templates
         # Each struct template instance: its template and template arguments.
         self.instance_of: dict[StructType, tuple[StructTemplate, dict]] = {}
         self.fn: FunctionCode | None = None
@@ -86,6 +96,10 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
         for item in self.unit.items:
             if isinstance(item, ast.FunctionDef):
                 self.functions.setdefault(item.name, []).append(item)
+            elif isinstance(item, ast.VariableTemplate):
+                self.globals.names[item.name] = ("variable_template", item)  # type: ignore
+            elif isinstance(item, ast.StructDef) and item.specialization is not None:
+                self.declare_specialization(item, self.globals)
             elif isinstance(item, ast.StructDef) and item.template_params:
                 self.declare_struct_template(item, self.globals)
             elif isinstance(item, ast.StructDef):
@@ -148,6 +162,11 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
         if isinstance(t, StructType) and isinstance(init, ast.InitList) and (
                 self.constructors_of(t)):
             yield base, t, init  # not an aggregate: the braces call a constructor (init_value)
+        elif isinstance(t, StructType) and isinstance(init, ast.InitList) and (
+                t in self.member_defaults):
+            self.error(f"metalsim does not support aggregate initialization of '{t}', which has "
+                       "default member initializers", init,
+                       hint="give it a constructor, or assign the members after declaring it")
         elif isinstance(t, ArrayType | StructType) and isinstance(init, ast.InitList):
             leaves, used = self.fill_braced(t, init.items, 0, base, init.coord, scope)
             if used < len(init.items):
@@ -266,7 +285,11 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
         return self.named_type(node, scope), node.const, node.space
 
     def named_type(self, node: ast.NamedType, scope: Scope) -> Type:
+        if node.member_of is not None:
+            return self.member_type(node, scope)
         name = node.name
+        if name == "decltype":  # the type of an expression, which is compiled, never run
+            return self.expr(node.template_args[0], scope).type
         if name in ("vec", "packed_vec"):
             args = node.template_args or []
             if len(args) != 2:
@@ -347,15 +370,20 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
 
     def bind_template(self, params: list[ast.TemplateParam], args: list, scope: Scope,
                       where: ast.Node) -> dict:
+        self.check_not_variadic(params, getattr(where, "name", "template"), where)
         names: dict = {}
         for i, p in enumerate(params):
             arg = args[i] if i < len(args) else p.default
             if arg is None:
                 self.error(f"missing template argument for '{p.name}'", where)
-            names[p.name] = self.template_value(p, arg, scope)
+            names[p.name] = self.template_value(p, arg, scope, Scope(dict(names), scope))
         return names
 
-    def template_value(self, p: ast.TemplateParam, arg, scope: Scope):
+    def template_value(self, p: ast.TemplateParam, arg, scope: Scope,
+                       params_scope: Scope | None = None):
+        """The value of template parameter `p` for `arg` (resolved in `scope`); the type of a
+        non-type parameter may name the parameters before it (`template <typename T, T v>`),
+        bound in `params_scope`."""
         if isinstance(arg, (Type, Var)):  # already resolved (deduced or instantiated)
             return arg
         type_node = isinstance(arg, ast.NamedType | ast.PointerType | ast.ArrayType)
@@ -364,7 +392,7 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
                 self.error(f"template argument for template type parameter '{p.name}' must "
                            f"be a type", arg)
             return self.resolve_type(arg, scope)
-        t = self.resolve_type(p.kind, scope)
+        t = self.resolve_type(p.kind, params_scope or scope)
         if isinstance(arg, ast.NamedType) and not arg.template_args and not isinstance(
                 scope.lookup(arg.name) or ty.TYPE_NAMES.get(arg.name), Type):
             arg = ast.Name(arg.coord, arg.name)  # a bare name parsed as a type: `Buf<T, N>`
@@ -375,6 +403,30 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
         if e.const is None:
             self.error(f"template argument for '{p.name}' must be a constant", arg)
         return Var("const", t, readonly=True, const=self.convert(e, t, arg).const)
+
+    def variable_template(self, vt: ast.VariableTemplate, node: ast.Name, scope: Scope) -> Var:
+        """The value of the variable template `vt` for the template arguments of `node`
+        (`is_integral_v<T>`), evaluated once per argument list."""
+        if node.template_args is None:
+            self.error(f"use of variable template '{vt.name}' requires template arguments",
+                       node, width=len(vt.name))
+        bound = self.bind_template(vt.template_params, node.template_args, scope, node)
+        key = (id(vt), tuple(argument_key(v) for v in bound.values()))
+        value = self.variable_instances.get(key)
+        if value is None:
+            d, inner = vt.decl, Scope(bound, self.globals)
+            shown = f"{vt.name}<{', '.join(argument_text(v) for v in bound.values())}>"
+            with self.instantiating(f"'{shown}'"):
+                if not d.constexpr or d.init is None:
+                    self.error("metalsim supports constexpr variable templates only", d,
+                               hint=f"declare it 'constexpr constant ... {vt.name} = ...;'")
+                t, _, _ = self.resolve_decl_type(d.type, inner)
+                e = self.convert(self.expr(d.init, inner), t, d)
+                if e.const is None:
+                    self.error(f"constexpr variable '{vt.name}' must be initialized by a "
+                               "constant expression", d.init)
+            value = self.variable_instances[key] = Var("const", t, readonly=True, const=e.const)
+        return value
 
     def const_int(self, node: ast.Node, scope: Scope, what: str) -> int:
         if isinstance(node, ast.NamedType):  # a bare name parsed as a type in a template list
@@ -393,7 +445,7 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
         if not name.qualifier and self.is_member(scope, name.name, "method"):
             # `add(x)` in a member function calls `this->add(x)`.
             return self.x_MethodCall(ast.MethodCall(node.coord, ast.This(node.coord), name.name,
-                                                    node.args, arrow=True), scope)
+                                                    node.args, True, name.template_args), scope)
         v = scope.lookup(name.name) if not name.qualifier else None
         if isinstance(v, Var) and isinstance(v.type, StructType):
             # `op(a, b)` on a function object calls its `operator()`.
@@ -445,11 +497,23 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
         return self.call_code(code, self.bind_arguments(code.params, fdef, args, scope),
                               node.coord)
 
+    def default_argument(self, t: Type, default: ast.Node, scope: Scope) -> E:
+        """The value of a default argument; braces (`S s = {}`) copy-list-initialize."""
+        if not isinstance(default, ast.InitList):
+            return self.expr(default, scope)
+        if isinstance(t, StructType):
+            return (self.init_value(t, default, scope) if self.constructors_of(t)
+                    else self.aggregate(t, default, scope))
+        if not default.items:  # `int x = {}`: value-initialized
+            return constant(0, t, default.coord)
+        return self.convert(self.expr(default.items[0], scope), t, default)
+
     def bind_arguments(self, params: list[tuple[Var, bool]], fdef: ast.FunctionDef,
                        args: list[E], scope: Scope) -> list[tuple[str, Callable]]:
         """How each argument (default arguments included) initialises its parameter: a
         (kind, evaluator) pair per parameter, for `call_code`."""
-        args = args + [self.expr(p.default, scope) for p in fdef.params[len(args):]]
+        args = args + [self.default_argument(var.type, p.default, scope) for (var, _), p in
+                       list(zip(params, fdef.params))[len(args):]]
         arg_evs = []
         for (var, is_ref), a in zip(params, args):
             if is_ref:
@@ -570,9 +634,14 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
         params = fdef.template_params or []
         if len(explicit) > len(params):
             return None
+        if any(p.pack for p in params) or any(p.pack for p in fdef.params):
+            if notes is not None:
+                notes.append("candidate template ignored: variadic templates are not supported "
+                             "by metalsim")
+            return None
         bindings: dict = {}
         for p, a in zip(params, explicit):
-            bindings[p.name] = self.template_value(p, a, scope)
+            bindings[p.name] = self.template_value(p, a, scope, Scope(dict(bindings), scope))
         # Explicitly specified parameters take no part in deduction (C++ [temp.arg.explicit]).
         names = {p.name for p in params[len(explicit):]}
         required = sum(1 for p in fdef.params if p.default is None)
@@ -645,6 +714,10 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
                 if not self.converts_implicitly(a, pt):
                     return None
                 cost += 10  # a user-defined conversion ranks below every standard one
+            elif isinstance(at, StructType) and not isinstance(pt, StructType):
+                if self.conversion_function(at, pt, False) is None:
+                    return None
+                cost += 10
             elif isinstance(pt, PointerType) or isinstance(at, PointerType):
                 if not (isinstance(pt, PointerType) and isinstance(at, PointerType)
                         and pt.space == at.space and pt.pointee == at.pointee
@@ -683,11 +756,13 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
         if fdef.body is None:
             self.error(f"function '{fdef.name}' is declared but never defined", fdef)
         scope = Scope(dict(bindings), outer or self.globals)
+        # `auto` (None) is deduced from the first return statement.
         rt = self.resolve_type(fdef.return_type, scope) if not (
             isinstance(fdef.return_type, ast.NamedType) and fdef.return_type.name == "void"
         ) else ty.VOID
         code = FunctionCode(fdef.name, rt, this_const=this is not None and this.const,
-                            returns_ref=self.reference_return(fdef, scope, this))
+                            returns_ref=self.reference_return(fdef, scope, this),
+                            auto_return=rt is None)
         self.instances[key] = code
         # A body is compiled where it is first called, perhaps in a loop: its own `break`s
         # are checked against its own loops.
@@ -711,6 +786,8 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
                      else None)
             body = self.block(fdef.body, scope, new_scope=False)
             code.body = body if inits is None else sequence(inits, body)
+            if code.return_type is None:  # `auto` with no return statement
+                code.return_type = ty.VOID
         finally:
             self.fn, self.address_taken, self.loop_depth, self.switch_depth = saved
             self.open_instances.pop()

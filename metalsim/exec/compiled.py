@@ -71,6 +71,7 @@ class FunctionCode:
     threadgroup_granules: int = 0  # race/initialisation shadow entries of those bytes
     this_const: bool = False  # a const member function: `*this` may not be modified
     returns_ref: tuple[str, bool] | None = None  # (space, const) of a returned reference
+    auto_return: bool = False  # declared `auto`: every return statement deduces the same type
 
 
 @dataclass

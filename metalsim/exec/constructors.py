@@ -18,6 +18,7 @@ import numpy as np
 
 from metalsim.diagnostics import Coord
 from metalsim.exec import memory as mem
+from metalsim.exec import pointers
 from metalsim.exec.compiled import E, FunctionCode, Run, Scope, Var, constant
 from metalsim.exec.machine import Lanes
 from metalsim.exec.structs import load, store, thread_region
@@ -37,11 +38,13 @@ class ConstructorCompiler:
         return methods.constructors if methods is not None else []
 
     def has_constructors(self, t: Type) -> bool:
-        """Whether initializing a `t` may call a user-declared constructor."""
+        """Whether initializing a `t` may call a user-declared constructor (or run default
+        member initializers)."""
         if isinstance(t, ArrayType):
             return self.has_constructors(t.elem)
-        return isinstance(t, StructType) and (bool(self.constructors_of(t)) or any(
-            self.has_constructors(m.type) for m in t.members))
+        return isinstance(t, StructType) and (
+            bool(self.constructors_of(t)) or t in self.member_defaults
+            or any(self.has_constructors(m.type) for m in t.members))
 
     def constructor_code(self, st: StructType, fn: ast.Constructor) -> FunctionCode:
         with self.instantiating_member(st, fn):
@@ -112,7 +115,8 @@ class ConstructorCompiler:
         return step
 
     def store_step(self, off: int, t: Type, e: E, coord: Coord) -> Step:
-        put = store if isinstance(t, StructType) else mem.store
+        put = (store if isinstance(t, StructType) else pointers.store_pointer
+               if isinstance(t, PointerType) else mem.store)
         ev = e.ev
 
         def step(f, lanes, p):
@@ -128,6 +132,12 @@ class ConstructorCompiler:
         if isinstance(t, StructType):
             if self.constructors_of(t):
                 return [self.construct_step(t, [], where, off)]
+            defaults = self.member_defaults.get(t, {})
+            if defaults:  # the implicit default constructor runs the default initializers
+                return [s for m in t.members for s in (
+                    self.init_steps(m.type, defaults[m.name][0], defaults[m.name][1], where,
+                                    off + m.offset) if m.name in defaults
+                    else self.default_steps(m.type, off + m.offset, where))]
             return [s for m in t.members for s in self.default_steps(m.type, off + m.offset,
                                                                      where)]
         return []
@@ -220,6 +230,10 @@ class ConstructorCompiler:
                 init = given.get(m.name)
                 if init is not None:
                     steps += self.member_steps(m.type, init, scope, m.offset)
+                    continue
+                default = self.member_defaults.get(st, {}).get(m.name)
+                if default is not None:  # its default member initializer
+                    steps += self.init_steps(m.type, default[0], scope, fn, m.offset)
                     continue
                 if m.const and not (isinstance(m.type, StructType) and self.constructors_of(
                         m.type)):

@@ -65,11 +65,16 @@ class ExpressionCompiler:
 
     def convert(self, e: E, t: Type, where: ast.Node | Coord, explicit: bool = False) -> E:
         """Convert `e` to type `t` as C++ does (implicitly unless `explicit`)."""
-        e = self.rvalue(e)
+        obj, e = e, self.rvalue(e)
         src = e.type
         if src == t:
             return e
         coord = where if isinstance(where, Coord) else where.coord
+        if isinstance(src, StructType) and not isinstance(t, StructType):
+            found = self.conversion_function(src, t, explicit)
+            if found is not None:  # a user-defined conversion, then a standard one
+                return self.convert(self.call_conversion(obj, *found, coord), t, coord,
+                                    explicit)
         if isinstance(t, StructType) and self.constructors_of(t):
             return self.converting_constructor(e, t, coord, explicit)
         if isinstance(t, PointerType) or isinstance(src, PointerType):
@@ -153,7 +158,18 @@ class ExpressionCompiler:
     def x_BoolLiteral(self, node: ast.BoolLiteral, scope: Scope) -> E:
         return constant(node.value, BOOL, node.coord)
 
+    def x_PackExpansion(self, node: ast.PackExpansion, scope: Scope) -> E:
+        self.error("pack expansions are not supported by metalsim (variadic templates)", node)
+
     def x_Name(self, node: ast.Name, scope: Scope) -> E:
+        if node.owner is not None:  # `decltype(x)::k`
+            st = self.resolve_type(node.owner, scope)
+            static = self.struct_statics.get(st, {}).get(node.name) if isinstance(
+                st, StructType) else None
+            if static is None:
+                self.error(f"no static member named '{node.name}' in '{st}'", node,
+                           width=len(node.name))
+            return self.var_expr(static, node)
         qualified = self.builtins.get(("qualified_name", node.qualifier))
         if qualified is not None:
             return qualified(self, node, scope)
@@ -171,6 +187,8 @@ class ExpressionCompiler:
                            hint="a member function of a local struct cannot use the "
                                 "function's variables: pass the value as an argument")
             return self.var_expr(v, node)
+        if isinstance(v, tuple) and v[0] == "variable_template":
+            return self.var_expr(self.variable_template(v[1], node, scope), node)
         if node.qualifier:
             static = self.static_member(node, scope)
             if static is not None:
@@ -243,9 +261,12 @@ class ExpressionCompiler:
     # --- operators --------------------------------------------------------------------------
     def x_Binary(self, node: ast.Binary, scope: Scope) -> E:
         op = node.op
-        if op in ("&&", "||"):
-            return self.logical(node, scope)
         left, right = self.expr(node.left, scope), self.expr(node.right, scope)
+        if op in ("&&", "||") and not (isinstance(left.type, StructType)
+                                       or isinstance(right.type, StructType)):
+            # Built in: the right side only on the lanes that need it (compiled again so that
+            # its code runs under that mask). An overloaded `&&` evaluates both, as in C++.
+            return self.logical(node, scope)
         if op != "," and (isinstance(left.type, StructType) or isinstance(right.type,
                                                                           StructType)):
             return self.struct_operator(op, [left, right], node, scope)
@@ -809,13 +830,30 @@ class ExpressionCompiler:
         self.error("string literals are not supported in Metal kernels", node)
 
     def x_Cast(self, node: ast.Cast, scope: Scope) -> E:
+        if isinstance(node.type, ast.ReferenceType):
+            return self.reference_cast(node, scope)
         t = self.resolve_type(node.type, scope)
         e = self.rvalue(self.expr(node.expr, scope))
+        if t == ty.VOID:  # `(void)x`: evaluated, its value discarded
+            return E(ty.VOID, e.ev, node.coord)
         if node.style == "as_type":
             return self.as_type(e, t, node)
         if node.style == "reinterpret_cast" and not isinstance(t, PointerType):
             self.error("reinterpret_cast is only supported between pointer types", node)
         return replace(self.convert(e, t, node, explicit=True), coord=node.coord)
+
+    def reference_cast(self, node: ast.Cast, scope: Scope) -> E:
+        """`reinterpret_cast<thread T&>(x)` (or `static_cast`) of an lvalue of type T: the same
+        lvalue, as MLX steel views a simdgroup_matrix's `thread_elements()`; a cast that would
+        reinterpret the bytes as another type is refused rather than guessed."""
+        t = self.resolve_type(node.type.referee, scope)
+        e = self.expr(node.expr, scope)
+        if e.loc is None:
+            self.error("a reference cast needs an lvalue", node)
+        if e.type != t:
+            self.error(f"metalsim supports a cast to a reference only to the object's own type "
+                       f"('{e.type}', not '{t}')", node)
+        return replace(e, coord=node.coord)
 
     def as_type(self, e: E, t: Type, node: ast.Node) -> E:
         src = e.type

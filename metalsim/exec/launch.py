@@ -96,14 +96,16 @@ def parsed_prelude(prelude: str, fast_math: bool) -> tuple[PreprocessedPrefix, P
 
 
 @functools.lru_cache(maxsize=256)
-def compile_program(text: str, sections: tuple, math_mode: str, tracing: bool = False) -> Program:
-    """Preprocess, parse and compile MLX's generated kernel text (with MLX's prelude helpers)."""
+def compile_program(text: str, sections: tuple, math_mode: str, tracing: bool = False,
+                    include_dirs: tuple[str, ...] = ()) -> Program:
+    """Preprocess, parse and compile MLX's generated kernel text (with MLX's prelude helpers);
+    `#include "..."` reads from `include_dirs`."""
     full = PRELUDE + text
     shift = len(PRELUDE)
     all_sections = [("prelude", 0, shift)] + [(n, s + shift, e + shift) for n, s, e in sections]
     source_map = SourceMap(full, all_sections)
     preprocessed, parsed = parsed_prelude(PRELUDE, math_mode == "fast")
-    tokens = preprocess(full, source_map, after=preprocessed)
+    tokens = preprocess(full, source_map, after=preprocessed, include_dirs=include_dirs)
     unit = parse(tokens, source_map, after=parsed)
     variant = "fast" if math_mode == "fast" else "precise"
     code, params = Compiler(unit, source_map, BUILTINS, variant, tracing).compile_kernel()
@@ -331,7 +333,7 @@ def bind_kernel_frame(m: Machine, program: Program, regions: dict) -> Frame:
 def launch(gen, inputs, outputs, grid, threadgroup, template=None, math_mode: str = "safe",
            trace: bool | Collection[int] = False, step_limit: int | None = None,
            time_limit: float | None = None, profile: bool = False,
-           memory_budget: int | None = None) -> Report:
+           memory_budget: int | None = None, include_dirs: tuple[str, ...] = ()) -> Report:
     """Run MLX's generated kernel `gen` in the simulator; outputs are written in place.
 
     `trace`: True records every access; a collection of linear threadgroup ids records only
@@ -341,7 +343,8 @@ def launch(gen, inputs, outputs, grid, threadgroup, template=None, math_mode: st
 
     `memory_budget` bounds the bytes of the simulator's own bookkeeping (shadows, per-lane
     state, threadgroup memory); batches are sized to fit it, and a launch that cannot fit is a
-    `resource-limit` error before anything is allocated. Default: `default_memory_budget()`."""
+    `resource-limit` error before anything is allocated. Default: `default_memory_budget()`.
+    `include_dirs` are where `#include "..."` looks for files, in order."""
     grid = tuple(int(g) for g in grid)
     for buffer in (*inputs, *outputs):   # MLX (and Metal) take these; the simulator cannot
         if buffer.dtype == "complex64":
@@ -355,7 +358,8 @@ def launch(gen, inputs, outputs, grid, threadgroup, template=None, math_mode: st
                          f"{grid[0] * grid[1] * grid[2]:,}. Trace a smaller launch.")
     tracing = trace is not False
     with deep_recursion():
-        program = compile_program(gen.text, tuple(gen.sections), math_mode, tracing)
+        program = compile_program(gen.text, tuple(gen.sections), math_mode, tracing,
+                                  include_dirs)
     tg = tuple(max(1, min(int(t), g)) for t, g in zip(threadgroup, grid))
     m = Machine(grid, program.source_map, step_limit or DEFAULT_STEP_LIMIT, tracing, trace_groups,
                 time_limit)
@@ -386,7 +390,8 @@ def launch(gen, inputs, outputs, grid, threadgroup, template=None, math_mode: st
             if m.unfollowed_undefined:
                 efficiency = m.efficiency
                 m, traffic_rows = follow_undefined(m, gen, inputs, outputs, initial, tg,
-                                                   math_mode, traffic_rows, tracing, plan.lanes)
+                                                   math_mode, traffic_rows, tracing, plan.lanes,
+                                                   include_dirs)
                 m.efficiency = efficiency
                 if m.trace is not None:  # the whole launch is traced now
                     trace_groups = None
@@ -427,7 +432,8 @@ def within_resource_limits(m: Machine, code: FunctionCode, buffers: int, threadg
 
 
 def follow_undefined(m: Machine, gen, inputs, outputs, initial: list, tg, math_mode: str,
-                     traffic_rows: list, keep_trace: bool, lanes: int) -> tuple[Machine, list]:
+                     traffic_rows: list, keep_trace: bool, lanes: int,
+                     include_dirs: tuple[str, ...] = ()) -> tuple[Machine, list]:
     """An untraced launch (or the untraced threadgroups of a partly traced one) read
     uninitialised memory, which matters only where the value goes, and only a traced run follows
     values: run again, traced, from the same outputs, and return that run's machine (with its
@@ -440,7 +446,7 @@ def follow_undefined(m: Machine, gen, inputs, outputs, initial: list, tg, math_m
         return m, traffic_rows
     for o, data in zip(outputs, initial):
         o.data[...] = data
-    program = compile_program(gen.text, tuple(gen.sections), math_mode, True)
+    program = compile_program(gen.text, tuple(gen.sections), math_mode, True, include_dirs)
     traced = Machine(m.grid, program.source_map, m.step_limit, True, None, m.time_limit)
     regions, traffic_rows = bind_buffers(traced, gen, program, inputs, outputs)
     run_batches(traced, program, regions, tg, Coord("source", 1, 1), lanes)

@@ -11,6 +11,7 @@ from __future__ import annotations
 from metalsim.exec.compiled import E, Scope
 from metalsim.exec.structs import this_pointer
 from metalsim.lang import ast
+from metalsim.lang import types as ty
 from metalsim.lang.types import StructType
 
 COMPOUND = frozenset({"+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=", "<<=", ">>="})
@@ -39,6 +40,10 @@ class OperatorCompiler:
                 if cost is not None:
                     candidates.append((cost + self.template_cost(fdef), fdef, bindings, False))
         shown = [str(self.rvalue(e).type) for e in operands]
+        if not candidates and len(operands) == 2 and op not in COMPOUND and op != "[]":
+            builtin = self.converted_operands(operands, node)
+            if builtin is not None:  # the built-in operator on what the structs convert to
+                return self.binary(op, *builtin, node)
         if not candidates:
             self.no_viable_operator(op, shown, isinstance(left.type, StructType), node,
                                     notes[0] if notes else "")
@@ -90,6 +95,22 @@ class OperatorCompiler:
             # [over.ics.rank]), so that only members are ranked by it.
             viable = [(cost + (0.5 if fn.const else 0), fn, b, m) for cost, fn, b, m in viable]
         return viable
+
+    def converted_operands(self, operands: list[E], node: ast.Node) -> list[E] | None:
+        """The operands converted to arithmetic types for a built-in operator, each struct
+        by its one conversion function to an arithmetic type; None if a struct has none."""
+        converted = []
+        for e in operands:
+            if isinstance(e.type, StructType):
+                targets = {self.resolve_type(fn.return_type, self.struct_methods[e.type].scope)
+                           for fn in self.methods_of(e.type).get(ast.CONVERSION, [])
+                           if not fn.explicit}
+                arithmetic = [t for t in targets if ty.is_arithmetic(t)]
+                if len(arithmetic) != 1:
+                    return None
+                e = self.convert(e, arithmetic[0], node)
+            converted.append(self.rvalue(e))
+        return converted
 
     def template_cost(self, fdef: ast.FunctionDef) -> float:
         """As for calls: a non-template beats a template, and the more specialized wins."""

@@ -1,5 +1,9 @@
 """MLX's `utils.h` helpers that kernel bodies may call, written in MSL for metalsim to compile.
 
+It starts with Metal's own `integral_constant`, `bool_constant`, `true_type` and `false_type`
+(<metal_type_traits>); as metalsim flattens namespaces, a program that defines its own (MLX's
+`mlx::steel::integral_constant`) replaces them, which is sound as both mean the same.
+
 MLX prepends its `utils.h` to every custom kernel; these are the indexing helpers from it that
 user kernels call (and MLX's `log1p`, which Metal's library lacks), with the same signatures
 and results (`elem_to_loc` deduces its index type
@@ -8,6 +12,35 @@ text in front of the generated source, as its own section, so diagnostics inside
 """
 
 PRELUDE = """\
+template <typename T, T v>
+struct integral_constant {
+  static constexpr constant T value = v;
+  typedef T value_type;
+  typedef integral_constant type;
+  constexpr operator value_type() const thread { return value; }
+};
+
+template <bool B>
+using bool_constant = integral_constant<bool, B>;
+typedef bool_constant<true> true_type;
+typedef bool_constant<false> false_type;
+
+struct complex64_t {
+  float real;
+  float imag;
+  constexpr complex64_t(float real_, float imag_) thread : real(real_), imag(imag_) {}
+  constexpr complex64_t() thread : real(0), imag(0) {}
+};
+inline complex64_t operator+(complex64_t a, complex64_t b) {
+  return complex64_t(a.real + b.real, a.imag + b.imag);
+}
+inline complex64_t operator-(complex64_t a, complex64_t b) {
+  return complex64_t(a.real - b.real, a.imag - b.imag);
+}
+inline complex64_t operator*(complex64_t a, complex64_t b) {
+  return complex64_t(a.real * b.real - a.imag * b.imag, a.real * b.imag + a.imag * b.real);
+}
+
 inline float log1p(float x) {
   float y = 1.0f + x;
   if (y == INFINITY) {

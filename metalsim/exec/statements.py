@@ -488,9 +488,22 @@ class StatementCompiler:
             return EMPTY
         return run
 
+    def deduce_return(self, node: ast.Return, scope: Scope) -> None:
+        """The return type of an `auto` function, from `node` (C++ [dcl.spec.auto])."""
+        if isinstance(node.value, ast.InitList):
+            self.error("cannot deduce return type from initializer list", node.value)
+        t = ty.VOID if node.value is None else self.rvalue(self.expr(node.value, scope)).type
+        if self.fn.return_type is None:
+            self.fn.return_type = t
+        elif self.fn.return_type != t:
+            self.error(f"'auto' in return type deduced as '{t}' here but deduced as "
+                       f"'{self.fn.return_type}' in earlier return statement", node)
+
     def s_Return(self, node: ast.Return, scope: Scope) -> Run:
         if self.fn.returns_ref is not None:
             return self.return_reference(node, scope)
+        if self.fn.auto_return:  # every return statement deduces the same type
+            self.deduce_return(node, scope)
         rt = self.fn.return_type
         if node.value is None:
             if rt != ty.VOID:

@@ -44,6 +44,8 @@ def leaves(t: Type) -> tuple[tuple[int, Leaf], ...]:
     if isinstance(t, ArrayType):
         return tuple((i * t.elem.size + off, leaf) for i in range(t.length)
                      for off, leaf in leaves(t.elem))
+    if isinstance(t, PointerType):  # a pointer in memory is an 8-byte word (`pointers`)
+        return ((0, ty.LONG),)
     return ((0, t),)  # type: ignore[return-value]
 
 
@@ -154,27 +156,48 @@ class StructCompiler:
         template's arguments and gets the injected class name."""
         if instance is None and isinstance(scope.names.get(node.name), StructType):
             self.error(f"redefinition of '{node.name}'", node)
-        fields: list[tuple[str, Type, bool]] = []
+        bases = self.base_classes(node, scope)
+        inherited_statics: dict[str, Var] = {}
+        inherited_types: dict[str, Type] = {}
+        for base in bases:
+            inherited_statics |= self.struct_statics.get(base, {})
+            inherited_types |= self.struct_types.get(base, {})
+        statics, types = self.static_members(node, Scope(inherited_statics | inherited_types,
+                                                         scope), instance or node.name)
+        statics, types = inherited_statics | statics, inherited_types | types
+        body = Scope(statics | types, scope)  # what the data members' declarations see
+        # Base class subobjects come first; an empty base takes no room (the empty base
+        # optimisation every C++ ABI applies).
+        fields: list[tuple[str, Type, bool]] = [
+            (ty.BASE_PREFIX + base.name, base, False) for base in bases if base.members]
         for d in node.members:
             if isinstance(d.type, ast.ReferenceType):
                 self.error("reference members are not supported by metalsim", d)
-            t, const, space = self.resolve_decl_type(d.type, scope)
+            if d.name in statics or d.name in types:
+                self.error(f"duplicate member '{d.name}'", d, width=len(d.name))
+            t, const, space = self.resolve_decl_type(d.type, body)
             if space is not None:
                 self.error("field may not be qualified with an address space", d)
             inner = ty.array_shape(t)[1]
-            if isinstance(inner, PointerType):
-                self.error("pointer members are not supported by metalsim", d,
-                           hint="store an index into the buffer instead")
-            if not isinstance(inner, ScalarType | VectorType | StructType):
+            if not isinstance(inner, ScalarType | VectorType | StructType | PointerType):
                 self.error(f"a member of type '{t}' is not supported by metalsim", d)
             if isinstance(t, ArrayType) and t.length < 0:
                 self.error("flexible array members are not supported by metalsim", d)
             if any(name == d.name for name, _, _ in fields):
                 self.error(f"duplicate member '{d.name}'", d, width=len(d.name))
             fields.append((d.name, t, const))
-        st = ty.struct_type(instance or node.name, fields)
+        st = ty.struct_type(instance or node.name, fields, self.struct_alignment(node, body))
         scope.names[node.name] = st
-        statics = self.static_members(node, st, scope)
+        defaults = {d.name: d.init for d in node.members if d.init is not None}
+        if defaults:
+            # Evaluated where an object is constructed, in the scope of the struct's members.
+            member_scope = Scope({m.name: Var("member", m.type, name=m.name)
+                                  for m in self.data_members(st)} | statics | types, body)
+            self.member_defaults[st] = {n: (i, member_scope) for n, i in defaults.items()}
+        types |= {name: st for name, t in types.items() if t is None}
+        self.struct_statics[st] = statics
+        self.struct_types[st] = types
+        self.struct_bases[st] = bases
         overloads: dict[str, list[ast.MemberFunction]] = {}
         for fn in node.methods:
             if fn.template_params and instance is None and scope is not self.globals:
@@ -184,15 +207,17 @@ class StructCompiler:
                 self.error(f"duplicate member '{fn.name}'", fn)
             overloads.setdefault(fn.name, []).append(fn)
         if overloads or node.constructors:
-            names: dict = {m.name: Var("member", m.type, name=m.name) for m in st.members}
+            names: dict = {name: Var("method", ty.VOID, name=name)
+                           for name in self.inherited_methods(st)}
+            names |= {m.name: Var("member", m.type, name=m.name) for m in self.data_members(st)}
             names |= {name: Var("method", ty.VOID, name=name) for name in overloads}
-            names |= statics
+            names |= statics | types
             outer = self.definition_scope(scope)
             static_fns = {name: Var("method", ty.VOID, name=name) for name, fns in
                           overloads.items() if all(fn.static for fn in fns)}
             self.struct_methods[st] = StructMethods(
                 overloads, Scope(names, outer), node.constructors,
-                Scope(dict(statics) | static_fns, outer))
+                Scope(dict(statics) | types | static_fns, outer))
             if instance is not None:
                 return st  # compiled where first used, as C++ instantiates them
             # Compiled now, called or not, as C++ compiles every member function it defines
@@ -205,39 +230,173 @@ class StructCompiler:
                 self.constructor_code(st, ctor)
         return st
 
-    def static_members(self, node: ast.StructDef, st: StructType, scope: Scope
-                       ) -> dict[str, Var]:
-        """The struct's `static constexpr` data members, evaluated in declaration order (each
-        sees those before it): constants of the struct, named `S::k` or `k` in its members."""
+    def base_classes(self, node: ast.StructDef, scope: Scope) -> list[StructType]:
+        """The struct types `node` derives from, in order."""
+        bases: list[StructType] = []
+        for b in node.bases:
+            t = self.resolve_type(b, scope)
+            if not isinstance(t, StructType):
+                self.error(f"base specifier must name a class, not '{t}'", b)
+            if t in bases:
+                self.error(f"base class '{t}' specified more than once as a direct base class",
+                           b)
+            bases.append(t)
+        return bases
+
+    def data_members(self, st: StructType) -> list[ty.Member]:
+        """The data members `st` can name: its own, then those of its bases not hidden."""
+        found = [m for m in st.members if not m.name.startswith(ty.BASE_PREFIX)]
+        for base in self.struct_bases.get(st, []):
+            found += [m for m in self.data_members(base) if all(f.name != m.name for f in found)]
+        return found
+
+    def inherited_methods(self, st: StructType) -> set[str]:
+        """Names of the member functions `st` inherits from its bases."""
+        names: set[str] = set()
+        for base in self.struct_bases.get(st, []):
+            names |= set(self.methods_of(base)) | self.inherited_methods(base)
+        return names
+
+    def base_with_method(self, st: StructType, name: str, obj: E, coord) -> E | None:
+        """The base class subobject of `obj` (a `st`) whose class declares or inherits the
+        member function `name`, as an object of the base type; None if no base has it."""
+        for base in self.struct_bases.get(st, []):
+            if name in self.methods_of(base) or name in self.inherited_methods(base):
+                member = next((m for m in st.members if m.type is base
+                               and m.name.startswith(ty.BASE_PREFIX)), None)
+                return self.subobject(obj, base, member.offset if member else 0, coord)
+        return None
+
+    def subobject(self, obj: E, t: StructType, offset: int, coord) -> E:
+        """The object of type `t` at byte `offset` inside the object `obj`."""
+        if obj.loc is not None:
+            bloc = obj.loc
+
+            def loc(f, lanes):
+                where = bloc(f, lanes)
+                return MemLoc(where.region, where.off + offset)
+            return self.with_load(E(t, None, coord, loc=loc, readonly=obj.readonly,
+                                    space=obj.space))
+        bev = obj.ev
+        return E(t, lambda f, lanes: get(bev(f, lanes), offset, t), coord)
+
+    def conversion_function(self, st: StructType, t: Type, explicit: bool
+                            ) -> tuple[StructType, ast.ConversionFunction] | None:
+        """The conversion function (`operator T()`) of `st` or a base that converts a `st`
+        to `t`: one returning `t` exactly, else the only one whose result converts to `t` by a
+        standard conversion; None if there is none. `explicit` ones count only in casts."""
+        owners = [st]
+        candidates = []
+        while owners:
+            owner = owners.pop(0)
+            for fn in self.methods_of(owner).get(ast.CONVERSION, []):
+                if explicit or not fn.explicit:
+                    rt = self.resolve_type(fn.return_type, self.struct_methods[owner].scope)
+                    candidates.append((owner, fn, rt))
+            owners += self.struct_bases.get(owner, [])
+        exact = [(owner, fn) for owner, fn, rt in candidates if rt == t]
+        if exact:
+            return exact[0]
+        standard = [(owner, fn) for owner, fn, rt in candidates
+                    if ty.is_arithmetic(rt) and ty.is_arithmetic(t)]
+        return standard[0] if len(standard) == 1 else None
+
+    def call_conversion(self, obj: E, owner: StructType, fn: ast.ConversionFunction,
+                        coord) -> E:
+        """`obj.operator T()`: the conversion function `fn` of `owner` (obj's class or a base)
+        called on `obj`."""
+        if owner is not obj.type:
+            member = next((m for m in obj.type.members if m.type is owner
+                           and m.name.startswith(ty.BASE_PREFIX)), None)
+            obj = self.subobject(obj, owner, member.offset if member else 0, coord)
+        code = self.member_code(owner, fn, {})
+        return self.call_code(code, [("ptr", this_pointer(obj, coord))], coord)
+
+    def struct_alignment(self, node: ast.StructDef, scope: Scope) -> int:
+        """The alignment `alignas(n)` asks of the struct (1 if none)."""
+        if node.align is None:
+            return 1
+        n = self.const_int(node.align, scope, "alignment")
+        if n <= 0 or n & (n - 1):
+            self.error(f"requested alignment is not a positive power of 2 ({n})", node.align)
+        return n
+
+    def static_members(self, node: ast.StructDef, scope: Scope, shown: str
+                       ) -> tuple[dict[str, Var], dict[str, Type]]:
+        """The struct's `static constexpr` data members and its member types, in declaration
+        order (each sees those before it): named `S::k`, `S::type` or, in its members, `k`,
+        `type`."""
         statics: dict[str, Var] = {}
+        types: dict[str, Type] = {}
         for d in node.statics:
-            t, _, _ = self.resolve_decl_type(d.type, scope)
+            if isinstance(d, ast.StaticAssert):  # checked where the struct is defined
+                self.static_assert(d, Scope(statics | types, scope))
+                continue
+            if d.name in statics or d.name in types:
+                self.error(f"duplicate member '{d.name}'", d, width=len(d.name))
+            seen = Scope(statics | types, scope)
+            if isinstance(d, ast.StructDef):  # a nested struct, named `S::Inner` outside
+                types[d.name] = self.define_struct(d, Scope({}, seen), f"{shown}::{d.name}")
+                continue
+            if isinstance(d, ast.TypeAlias):
+                if d.template_params is not None:
+                    self.error("member alias templates are not supported by metalsim", d)
+                if isinstance(d.type, ast.NamedType) and d.type.name == node.name and not (
+                        d.type.template_args or d.type.member_of):
+                    types[d.name] = None  # the injected class name: the struct, once laid out
+                    continue
+                types[d.name] = self.resolve_type(d.type, seen)
+                continue
+            t, _, _ = self.resolve_decl_type(d.type, seen)
             if not isinstance(t, ScalarType | VectorType):
                 self.error(f"a static data member of type '{t}' is not supported by metalsim",
                            d, hint="static constexpr members may be scalars or vectors")
-            if d.name in statics or st.member(d.name) is not None:
-                self.error(f"duplicate member '{d.name}'", d, width=len(d.name))
-            e = self.convert(self.expr(d.init, Scope(dict(statics), scope)), t, d.init)
+            e = self.convert(self.expr(d.init, seen), t, d.init)
             if e.const is None:
                 self.error(f"constexpr variable '{d.name}' must be initialized by a constant "
                            "expression", d.init)
             statics[d.name] = Var("const", t, readonly=True, const=e.const)
-        self.struct_statics[st] = statics
-        return statics
+        return statics, types
+
+    def member_type(self, node: ast.NamedType, scope: Scope) -> Type:
+        """`S::type`, `typename S<T>::type`: the member type `node.name` of the struct
+        `node.member_of`."""
+        owner = self.resolve_type(node.member_of, scope)
+        found = self.struct_types.get(owner, {}).get(node.name) if isinstance(
+            owner, StructType) else None
+        if found is None:
+            self.error(f"no type named '{node.name}' in '{owner}'", node,
+                       width=len(node.name))
+        return found
 
     def static_member(self, node: ast.Name, scope: Scope) -> E | None:
-        """`S::k` or `S<4>::k` for a static data member `k`, or None if the qualifier does not
-        name a struct."""
-        found = scope.lookup(node.qualifier)
-        if not isinstance(found, StructType | StructTemplate):
+        """`S::k`, `S<4>::k` or `S<T>::type::k` for a static data member `k`, or None if the
+        qualifier does not name a struct."""
+        st = self.qualifier_struct(node, scope)
+        if st is None:
             return None
-        st = self.resolve_type(ast.NamedType(node.coord, node.qualifier, node.template_args),
-                               scope)
         v = self.struct_statics.get(st, {}).get(node.name)
         if v is None:
             self.error(f"no static member named '{node.name}' in '{st}'", node,
                        width=len(node.name))
         return constant(v.const, v.type, node.coord)
+
+    def qualifier_struct(self, node: ast.Name, scope: Scope) -> StructType | None:
+        """The struct a qualified name's qualifier names: `S`, `S<T>` (a struct or alias
+        template's instance) then member types (`S<T>::Frag_t`); None if it names none."""
+        head, *members = node.qualifier.split("::")
+        found = scope.lookup(head)
+        if not (isinstance(found, StructType | StructTemplate) or (
+                isinstance(found, tuple) and found[0] == "alias_template")):
+            return None
+        st = self.resolve_type(ast.NamedType(
+            node.coord, head, node.template_args if node.args_on_qualifier else None), scope)
+        for member in members:
+            inner = self.struct_types.get(st, {}).get(member)
+            if inner is None:
+                self.error(f"no type named '{member}' in '{st}'", node)
+            st = inner
+        return st if isinstance(st, StructType) else None
 
     def definition_scope(self, scope: Scope) -> Scope:
         """What the member functions of a struct defined in `scope` see: its types and
@@ -295,7 +454,7 @@ class StructCompiler:
 
     def no_member(self, st: StructType, node: ast.Member | ast.MethodCall) -> None:
         """Report `node` naming no member of `st`, suggesting a close name."""
-        names = [m.name for m in st.members] + list(self.methods_of(st))
+        names = [m.name for m in self.data_members(st)] + list(self.methods_of(st))
         self.error(f"no member named '{node.name}' in 'struct {st}'", node,
                    hint=self.suggest(node.name, names))
 
@@ -305,6 +464,10 @@ class StructCompiler:
         temporary struct is first placed in thread memory, as C++ materializes it)."""
         st: StructType = obj.type
         overloads = self.methods_of(st).get(node.name)
+        if not overloads:
+            base = self.base_with_method(st, node.name, obj, node.coord)
+            if base is not None:  # a member function of a base class, on that subobject
+                return self.call_member(base, node, scope)
         if not overloads and node.name == "operator()":
             self.error(f"type '{st}' does not provide a call operator", node,
                        hint="define 'R operator()(...) const { ... }' in the struct")
@@ -314,8 +477,9 @@ class StructCompiler:
                 self.error(f"called object type '{member.type}' is not a function", node)
             self.no_member(st, node)
         args = [self.expr(a, scope) for a in node.args]
+        explicit = [self.explicit_argument(a, scope) for a in node.template_args or []]
         space, const = self.object_space(obj)
-        fn, bindings = self.resolve_member(st, node, overloads, args, space, const)
+        fn, bindings = self.resolve_member(st, node, overloads, args, space, const, explicit)
         code = self.member_code(st, fn, bindings)
         arg_evs = [("ptr", this_pointer(obj, node.coord))] + self.bind_arguments(
             code.params[1:], fn, args, scope)
@@ -343,11 +507,12 @@ class StructCompiler:
         """`S::f(args)` for a static member function `f` of struct `S` (or of an instance of a
         struct template, `S<T>::f(args)`); None if the qualifier does not name a struct."""
         name = node.func
-        found = scope.lookup(name.qualifier)
-        if not isinstance(found, StructType | StructTemplate):
+        st = self.qualifier_struct(name, scope)
+        if st is None:
             return None
-        st = self.resolve_type(ast.NamedType(name.coord, name.qualifier, name.template_args),
-                               scope)
+        while name.name not in self.methods_of(st) and name.name in self.inherited_methods(st):
+            st = next(b for b in self.struct_bases[st]   # a static function of a base class
+                      if name.name in self.methods_of(b) or name.name in self.inherited_methods(b))
         overloads = self.methods_of(st).get(name.name, [])
         if not overloads:
             self.error(f"no static member function named '{name.name}' in '{st}'", name,
@@ -356,12 +521,29 @@ class StructCompiler:
             self.error(f"call to non-static member function '{name.name}' without an object "
                        "argument", name, width=len(name.name))
         nowhere = E(st, lambda f, lanes: np.zeros((lanes.n, st.size), np.uint8), node.coord)
-        return self.call_member(nowhere, ast.MethodCall(node.coord, name, name.name, node.args),
-                                scope)
+        explicit = None if name.args_on_qualifier else name.template_args  # `S::f<T>(...)`
+        return self.call_member(nowhere, ast.MethodCall(node.coord, name, name.name, node.args,
+                                                        False, explicit), scope)
+
+    def explicit_argument(self, arg: ast.Node, scope: Scope) -> Type | Var:
+        """An explicit template argument (`x.template f<T, 4>()`) resolved where it is
+        written: a type, or a constant."""
+        named_type = isinstance(arg, ast.NamedType) and bool(
+            arg.template_args or arg.member_of or arg.name == "decltype" or isinstance(
+                scope.lookup(arg.name) or ty.TYPE_NAMES.get(arg.name), Type))
+        if isinstance(arg, ast.PointerType | ast.ArrayType) or named_type:
+            return self.resolve_type(arg, scope)
+        if isinstance(arg, ast.NamedType):  # a bare name parsed as a type
+            arg = ast.Name(arg.coord, arg.name)
+        e = self.expr(arg, scope)
+        if e.const is None:
+            self.error("template argument must be a constant", arg)
+        return Var("const", e.type, readonly=True, const=e.const)
 
     def resolve_member(self, st: StructType, node: ast.MethodCall,
                        overloads: list[ast.MemberFunction], args: list[E], space: str,
-                       const: bool) -> tuple[ast.MemberFunction, dict]:
+                       const: bool, explicit: list | None = None
+                       ) -> tuple[ast.MemberFunction, dict]:
         """The overload for `args` on an object in `space` (const or not), and the deduced
         arguments of a member function template, as C++ and Metal choose them: `this` never
         changes address space, and a const object needs a const member function; a non-const
@@ -373,7 +555,10 @@ class StructCompiler:
             required = sum(1 for p in fn.params if p.default is None)
             if not required <= len(args) <= len(fn.params):
                 continue
-            bindings = self.deduce(fn, [], args, outer, notes) if fn.template_params else {}
+            if explicit and not fn.template_params:
+                continue
+            bindings = self.deduce(fn, explicit or [], args, outer, notes) if (
+                fn.template_params) else {}
             cost = None if bindings is None else self.match_cost(fn, bindings, args, outer)
             if cost is not None:
                 # As for free functions: a non-template, then the more specialized, wins.

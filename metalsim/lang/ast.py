@@ -29,12 +29,15 @@ class NamedType(Node):
 
     `name` keeps namespace qualifiers stripped of `metal::` (`metal::float4` -> "float4");
     `template_args` holds TypeNodes and Exprs (for `vec<float, 4>`, `atomic<int>`).
+    A member type (`typename S<T>::type`) is named `name` in the struct `member_of`;
+    `decltype(e)` is named "decltype" with `e` as its one template argument.
     """
 
     name: str
     template_args: list[Node] | None = None
     const: bool = False
     space: str | None = None  # "device", "constant", "threadgroup", "thread" or None
+    member_of: NamedType | None = None
 
 
 @dataclass(eq=False)
@@ -95,6 +98,9 @@ class Name(Node):
     name: str
     qualifier: str = ""
     template_args: list[Node] | None = None
+    owner: NamedType | None = None  # the type of a static member named `decltype(x)::k`
+    # Whether `template_args` belong to the qualifier (`S<T>::k`), not the name (`S::f<T>`).
+    args_on_qualifier: bool = False
 
 
 @dataclass(eq=False)
@@ -147,6 +153,7 @@ class MethodCall(Node):
     name: str
     args: list[Expr]
     arrow: bool = False
+    template_args: list[Node] | None = None  # `x.template f<T, 4>(...)`
 
 
 @dataclass(eq=False)
@@ -157,6 +164,13 @@ class Construct(Node):
     type: TypeNode
     args: list[Expr]
     braces: bool = False
+
+
+@dataclass(eq=False)
+class PackExpansion(Node):
+    """`pattern...` in a template or call argument list (`make_void<Ts...>`, `sum(us...)`)."""
+
+    pattern: Node
 
 
 @dataclass(eq=False)
@@ -316,7 +330,13 @@ class StructDef(Node):
     methods: list[MemberFunction] = field(default_factory=list)
     constructors: list[Constructor] = field(default_factory=list)
     template_params: list[TemplateParam] | None = None
-    statics: list[VarDecl] = field(default_factory=list)   # `static constexpr T k = ...;`
+    # `static constexpr T k = ...;`, member types (`typedef T type;`, `using type = T;`,
+    # nested structs) and static_asserts, in declaration order: each sees those before it.
+    statics: list[VarDecl | TypeAlias | StaticAssert | StructDef] = field(default_factory=list)
+    bases: list[NamedType] = field(default_factory=list)  # `struct D : B, C<T> {...}`
+    # A (partial) specialisation's arguments: `template <typename T> struct S<T*> {...}`
+    specialization: list[Node] | None = None
+    align: Expr | None = None  # `struct alignas(n) S`
 
 
 Stmt = (DeclStmt | ExprStmt | Compound | If | For | While | DoWhile | Switch | CaseLabel | Break
@@ -335,11 +355,13 @@ class Attribute(Node):
 
 @dataclass(eq=False)
 class TemplateParam(Node):
-    """`typename T`, `int N`, `bool B = true`; `kind` is None for `typename`/`class`."""
+    """`typename T`, `int N`, `bool B = true`; `kind` is None for `typename`/`class`; `pack`
+    for a parameter pack (`typename... Ts`)."""
 
     name: str
     kind: NamedType | None = None
     default: Node | None = None
+    pack: bool = False
 
 
 @dataclass(eq=False)
@@ -348,6 +370,7 @@ class Param(Node):
     type: TypeNode
     attributes: list[Attribute] = field(default_factory=list)
     default: Expr | None = None
+    pack: bool = False  # a function parameter pack (`Us... us`)
 
 
 @dataclass(eq=False)
@@ -384,6 +407,17 @@ class MemberInit(Node):
 
 
 @dataclass(eq=False)
+class ConversionFunction(MemberFunction):
+    """`operator T() const`: converts the object to its return type `T` wherever C++ converts
+    implicitly (`explicit` ones only in casts). Its name is `CONVERSION`."""
+
+    explicit: bool = False
+
+
+CONVERSION = "operator <conversion>"
+
+
+@dataclass(eq=False)
 class Constructor(MemberFunction):
     """A constructor defined in a struct body (its return type is `void`): the members are
     initialised, in the order the struct declares them, before its body runs. `explicit` ones
@@ -400,6 +434,15 @@ class TypeAlias(Node):
     name: str
     type: TypeNode | StructDef
     template_params: list[TemplateParam] | None = None
+
+
+@dataclass(eq=False)
+class VariableTemplate(Node):
+    """`template <typename T> constexpr constant bool is_x_v = is_x<T>::value;`"""
+
+    name: str
+    decl: VarDecl
+    template_params: list[TemplateParam]
 
 
 @dataclass(eq=False)

@@ -80,6 +80,11 @@ _TEXTURE_TYPES = frozenset(
      ("1d", "1d_array", "2d", "2d_array", "2d_ms", "2d_ms_array", "3d", "cube", "cube_array")}
     | {"texture_buffer", "sampler"})
 
+# Class templates of Metal's <metal_type_traits> that metalsim does not model (its type traits
+# are built in, as `is_same<T, U>::value` and `is_same_v<T, U>`).
+_UNMODELLED_TRAIT_CLASSES = frozenset({"integral_constant", "bool_constant", "true_type",
+                                       "false_type"})
+
 _ADDRESS_SPACES = frozenset({"device", "constant", "threadgroup", "thread"})
 _QUALIFIERS = _ADDRESS_SPACES | {"const", "volatile"}  # may precede the type in a type-name
 # Words that can only begin a declaration (besides type names).
@@ -102,7 +107,7 @@ _ASSIGN_OPS = frozenset({"=", "+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=", "<
 _PREFIX_OPS = frozenset({"+", "-", "!", "~", "*", "&", "++", "--"})
 _CLOSERS = {"(": ")", "[": "]", "{": "}"}
 # Operators a struct may overload in metalsim (besides `()` and `[]`).
-_OVERLOADABLE = frozenset(_BINARY_PRECEDENCE) - {"&&", "||"} | _ASSIGN_OPS - {"="} | {"!", "~"}
+_OVERLOADABLE = frozenset(_BINARY_PRECEDENCE) | _ASSIGN_OPS - {"="} | {"!", "~"}
 _NOT_OVERLOADABLE = {
     "=": "the implicit copy assignment copies every member",
     "++": "write 'void operator+=(S o)' or a named member function",
@@ -149,6 +154,10 @@ class _Parser:
         self.namespace: list[str] = []               # the namespace being defined
         # Struct templates being defined: their bare name is the injected class name.
         self.injected: list[str] = []
+        # Names of member types (`typedef T type;` in a struct): `S::type` names a type where
+        # one of these follows `::`, as C++ knows from S's definition; after `typename`, any.
+        self.member_types: set[str] = set()
+        self.member_templates: set[str] = set()  # names of member function templates
         self.switch_depth = 0
         self.failed: dict[tuple[str, int], Token] = {}  # speculations known to fail
 
@@ -258,14 +267,18 @@ class _Parser:
         tok = self.peek(k)
         if tok.kind != "ident":
             return False
-        return tok.text in _BUILTIN_TYPE_WORDS or self.lookup(tok.text) in (_TYPE, _TYPE_TEMPLATE)
+        return tok.text in _BUILTIN_TYPE_WORDS or tok.text == "decltype" or self.lookup(
+            tok.text) in (_TYPE, _TYPE_TEMPLATE)
 
     def type_name_at(self, k: int = 0) -> bool:
         """Whether a type-name (a type possibly after qualifiers) begins `k` tokens ahead."""
         tok = self.peek(k)
-        return (tok.kind == "ident" and tok.text in _QUALIFIERS) or self.type_at(k)
+        return (tok.kind == "ident" and tok.text in (*_QUALIFIERS, "typename")
+                ) or self.type_at(k)
 
     def is_template(self, name: str) -> bool:
+        if name in self.injected:  # a struct template's own name may take arguments
+            return True
         kind = self.lookup(name)
         if kind is not None:
             return kind in (_TEMPLATE, _TYPE_TEMPLATE)
@@ -273,6 +286,12 @@ class _Parser:
 
     def unknown_type(self, tok: Token) -> CompileError:
         """"unknown type name 'flaot'", suggesting the closest known type name."""
+        if tok.text in _UNMODELLED_TRAIT_CLASSES:
+            return self.error(f"'metal::{tok.text}' (Metal's <metal_type_traits>) is not "
+                              "supported by metalsim", tok, width=len(tok.text),
+                              hint="metalsim's type traits are built in: use "
+                                   "'is_same<T, U>::value' or 'is_same_v<T, U>'; to write your "
+                                   "own, declare 'static constexpr constant bool value = ...;'")
         if tok.text in _TEXTURE_TYPES:
             return self.error(f"'{tok.text}' is a Metal texture type, which metalsim does not "
                               "support", tok, width=len(tok.text),
@@ -429,10 +448,13 @@ class _Parser:
         assert name is not None
         if self.at("("):
             return self.function(start, specs, name, type_, template_params)
-        if template_params is not None:
-            raise self.error("variable templates are not supported by metalsim", name)
         decls = self.init_declarators(specs, name, type_, file_scope=True)
         self.expect(";", "expected ';' after top level declarator")
+        if template_params is not None:
+            if len(decls) != 1:
+                raise self.error("a variable template declares one variable", start)
+            self.declare(name.text, _TEMPLATE, file_scope=True)
+            return ast.VariableTemplate(self.coord(start), name.text, decls[0], template_params)
         return ast.DeclStmt(self.coord(start), decls)
 
     def function(self, start: Token, specs: _Specifiers, name: Token, return_type: ast.TypeNode,
@@ -475,13 +497,16 @@ class _Parser:
         if not (start.kind == "ident" or self.at("[")):
             raise self.error("expected parameter declarator")
         specs = self.specifiers()
+        pack = bool(self.accept("..."))
         name, type_ = self.declarator(specs.type, abstract=None)
         attributes = specs.attributes + self.attributes()
-        default = self.assignment() if self.accept("=") else None
+        default = None
+        if self.accept("="):
+            default = self.init_list() if self.at("{") else self.assignment()
         if name is not None:
             self.declare(name.text, _VALUE)
         return ast.Param(self.coord(name or start), name.text if name else None, type_,
-                         attributes, default)
+                         attributes, default, pack)
 
     def template_declaration(self) -> ast.Node:
         """template-declaration: 'template' '<' template-params '>' (function | alias)"""
@@ -503,7 +528,9 @@ class _Parser:
                 raise self.error("declaring a struct template without defining it is not "
                                  "supported by metalsim", width=6,
                                  hint="define it here: 'template <...> struct S { ... };'")
-            if self.struct_definition_at():
+            if self.struct_definition_at() or (
+                    self.at("struct") and self.peek(1).text in self.struct_templates
+                    and self.at("<", 2)):
                 node = self.struct_template(params)
             else:
                 node = self.declaration(params)
@@ -513,12 +540,29 @@ class _Parser:
         return node
 
     def struct_template(self, params: list[ast.TemplateParam]) -> ast.StructDef:
-        """class-template: 'template' '<' params '>' struct-declaration. Inside its body the
-        bare name is the injected class name, the instance being defined (C++ [temp.local])."""
+        """class-template: 'template' '<' params '>' struct-declaration, where a (partial)
+        specialisation names its arguments after the name (`struct S<T*>`). Inside its body
+        the bare name is the injected class name, the instance being defined (C++
+        [temp.local])."""
         name = self.peek(1)
+        if self.at("<", 2):
+            if name.text not in self.struct_templates:
+                raise self.error(f"explicit specialization of non-template struct "
+                                 f"'{name.text}'", name, width=len(name.text))
+            return self.struct_specialization(params)
         self.declare(name.text, _TYPE_TEMPLATE, file_scope=True)
         self.struct_templates.add(name.text)
         self.injected.append(name.text)
+        try:
+            struct = self.struct_declaration()
+        finally:
+            self.injected.pop()
+        struct.template_params = params
+        return struct
+
+    def struct_specialization(self, params: list[ast.TemplateParam]) -> ast.StructDef:
+        """`struct Name<args> [: bases] { ... };` after `template <params>`."""
+        self.injected.append(self.peek(1).text)
         try:
             struct = self.struct_declaration()
         finally:
@@ -532,19 +576,22 @@ class _Parser:
         while not self.at(">"):
             tok = self.peek()
             if self.accept("typename") or self.accept("class"):
+                pack = bool(self.accept("..."))
                 # An unnamed parameter (`typename = enable_if_t<...>`) gets a name no one uses.
                 unnamed = self.at("=") or self.at(",") or self.at(">")
                 name = f"__unnamed{len(params)}" if unnamed else self.identifier(
                     "expected a template parameter name").text
                 default = self.template_default(self.type_name)
                 self.declare(name, _TYPE)
-                params.append(ast.TemplateParam(self.coord(tok), name, None, default))
+                params.append(ast.TemplateParam(self.coord(tok), name, None, default, pack))
             else:
                 kind = self.specifiers().type
+                pack = bool(self.accept("..."))
                 name = self.identifier("expected a template parameter name")
                 default = self.template_default(self.conditional)
                 self.declare(name.text, _VALUE)
-                params.append(ast.TemplateParam(self.coord(tok), name.text, kind, default))
+                params.append(ast.TemplateParam(self.coord(tok), name.text, kind, default,
+                                                pack))
             if not self.accept(","):
                 break
         self.close_angle()
@@ -697,6 +744,7 @@ class _Parser:
         attributes: list[ast.Attribute] = []
         base: ast.NamedType | None = None
         words: list[Token] = []  # integer type words: `unsigned long`
+        typename = False
         while True:
             tok = self.peek()
             text = tok.text
@@ -712,7 +760,9 @@ class _Parser:
                 constexpr = True
             elif text == "static":
                 static = True
-            elif text in ("volatile", "inline", "extern", "typename"):
+            elif text == "typename":
+                typename = True
+            elif text in ("volatile", "inline", "extern"):
                 pass  # no effect on what the simulator computes
             elif text in _ADDRESS_SPACES:
                 if space is not None and space != text:
@@ -735,7 +785,7 @@ class _Parser:
             elif text in _INT_WORDS and base is None:
                 words.append(tok)
             elif base is None and not words and self.type_at():
-                base = self.type_specifier()
+                base = self.type_specifier(typename)
                 continue
             elif base is not None or words:
                 if text in _BUILTIN_TYPE_WORDS:
@@ -767,9 +817,18 @@ class _Parser:
         base.coord = self.coord(first or self.peek())
         return _Specifiers(base, constexpr, static, attributes)
 
-    def type_specifier(self) -> ast.NamedType:
-        """type-specifier: ['::'] ['metal' '::']* name ['<' template-args '>']"""
+    def type_specifier(self, typename: bool = False) -> ast.NamedType:
+        """type-specifier: ['::'] ['metal' '::']* name ['<' template-args '>'] ('::' name)*
+
+        `::name` after the type names a member type: one the parser saw declared in a struct,
+        or any name after `typename` (a member of a template parameter, `typename T::type`)."""
         start = self.peek()
+        if self.accept("decltype"):
+            self.expect("(", "expected '(' after 'decltype'")
+            operand = self.nested(self.expression)
+            self.expect(")")
+            return self.member_types_of(ast.NamedType(self.coord(start), "decltype", [operand]),
+                                        typename, start)
         self.accept("::")
         skip, namespace = self.namespace_prefix()
         for _ in range(skip):
@@ -795,7 +854,18 @@ class _Parser:
                                  hint=f"e.g. '{name}<float, 4>'" if name == "vec" else "",
                                  width=len(name))
             args = self.template_arguments()
-        return ast.NamedType(self.coord(start), name, args)
+        return self.member_types_of(ast.NamedType(self.coord(start), name, args), typename,
+                                    start)
+
+    def member_types_of(self, named: ast.NamedType, typename: bool, start: Token
+                        ) -> ast.NamedType:
+        """`named` followed by `::type` ...: the member types it names."""
+        while self.at("::") and self.peek(1).kind == "ident" and (
+                typename or self.peek(1).text in self.member_types):
+            self.advance()
+            member = self.advance()
+            named = ast.NamedType(self.coord(start), member.text, None, member_of=named)
+        return named
 
     def type_name(self) -> ast.TypeNode:
         """type-name: specifiers abstract-declarator, as in casts and template arguments"""
@@ -860,9 +930,9 @@ class _Parser:
                              width=len(text), hint=_NOT_OVERLOADABLE.get(
                                  text, "write a named function instead"))
         else:
-            raise self.error("conversion operators are not supported by metalsim", start,
+            raise self.error("conversion function must be a non-static member function", start,
                              width=len(start.text),
-                             hint="write a named member function: 'float value() const'")
+                             hint="declare 'operator T() const { ... }' in the struct")
         return replace(start, text="operator" + text)
 
     def check_operator(self, name: Token, arity: int, member: bool) -> None:
@@ -951,8 +1021,9 @@ class _Parser:
     # --- Structs -------------------------------------------------------------------------------
 
     def struct_definition_at(self) -> bool:
-        """Whether `struct [name] {` (a definition, not an elaborated type) begins here."""
-        return self.at("struct") and (self.at("{", 1) or (
+        """Whether `struct [alignas(n)] [name] {` (a definition, not an elaborated type) begins
+        here."""
+        return self.at("struct") and (self.at("{", 1) or self.at("alignas", 1) or (
             self.peek(1).kind == "ident" and self.peek(1).text not in _RESERVED
             and self.peek(2).text in ("{", ":")))
 
@@ -970,37 +1041,68 @@ class _Parser:
         """struct-definition: 'struct' [name] '{' member-declaration* '}'"""
         start = self.advance()
         name = ""
+        specialization: list[ast.Node] | None = None
+        align: ast.Expr | None = None
+        if self.accept("alignas"):
+            self.expect("(", "expected '(' after 'alignas'")
+            align = self.nested(self.conditional)
+            self.expect(")")
         if not self.at("{"):
             tok = self.identifier("expected a struct name")
             name = tok.text
+            if self.at("<") and name in self.struct_templates:  # a specialisation's arguments
+                self.advance()
+                specialization = self.template_arguments()
             # The name is declared from here on, as in C++ (`S* next;` inside S parses).
             self.declare(name, _TYPE)
         elif not typedef:
             raise self.error("anonymous structs are not supported by metalsim", start,
                              hint="give the struct a name: 'struct Name { ... };'", width=6)
-        if self.at(":"):
-            raise self.error("struct inheritance is not supported by metalsim")
+        bases: list[ast.NamedType] = []
+        if self.accept(":"):  # base-clause: [access] type (',' [access] type)*
+            while True:
+                if self.peek().text == "virtual":
+                    raise self.error("virtual base classes are not supported by metalsim",
+                                     width=7)
+                if self.peek().text in ("public", "private", "protected"):
+                    self.advance()
+                if not self.type_at():
+                    k = self.namespace_prefix()[0]
+                    if self.peek(k).kind == "ident" and self.peek(k).text not in _RESERVED:
+                        raise self.unknown_type(self.peek(k))
+                    raise self.error("expected class name", width=max(1, len(self.peek().text)))
+                bases.append(self.type_specifier(typename=True))
+                if not self.accept(","):
+                    break
         open_ = self.expect("{")
         members: list[ast.VarDecl] = []
         methods: list[ast.MemberFunction] = []
         constructors: list[ast.Constructor] = []
-        statics: list[ast.VarDecl] = []
-        while not self.accept("}"):
-            if self.peek().kind == "eof":
-                raise self.error("expected '}' to match this '{'", open_)
-            for item in self.member_declaration(name):
-                if isinstance(item, ast.Constructor):
-                    constructors.append(item)
-                elif isinstance(item, ast.VarDecl) and item.static:
-                    statics.append(item)
-                else:
-                    (methods if isinstance(item, ast.MemberFunction) else members).append(item)
+        statics: list[ast.VarDecl | ast.TypeAlias] = []
+        self.scopes.append({})  # the member types
+        try:
+            while not self.accept("}"):
+                if self.peek().kind == "eof":
+                    raise self.error("expected '}' to match this '{'", open_)
+                for item in self.member_declaration(name):
+                    if isinstance(item, ast.Constructor):
+                        constructors.append(item)
+                    elif isinstance(item, ast.VarDecl) and item.static or isinstance(
+                            item, ast.TypeAlias | ast.StaticAssert | ast.StructDef):
+                        statics.append(item)
+                    elif isinstance(item, ast.MemberFunction):
+                        methods.append(item)
+                    else:
+                        members.append(item)
+        finally:
+            self.scopes.pop()
         return ast.StructDef(self.coord(start), name, members, methods, constructors,
-                             statics=statics)
+                             statics=statics, bases=bases, specialization=specialization,
+                             align=align)
 
-    def member_declaration(self, struct: str) -> list[ast.VarDecl | ast.MemberFunction]:
+    def member_declaration(self, struct: str) -> list[ast.Node]:
         """member-declaration: specifiers declarator (',' declarator)* ';' | member-function
-        | access-label ':'
+        | member-type | access-label ':'
 
         Data members and non-static member functions defined in the body; what else C++ allows
         in a class is refused here, with what to write instead.
@@ -1014,17 +1116,39 @@ class _Parser:
             return []
         if tok.text == "template":
             return [self.member_template(struct)]
+        if tok.text == "static_assert":
+            return [self.static_assert()]
+        if tok.text in ("typedef", "using"):
+            alias = self.alias_declaration()
+            if isinstance(alias, ast.UsingNamespace):
+                raise self.error("a using-directive is not allowed in a struct", tok,
+                                 width=len(tok.text), hint="put it at namespace scope")
+            if isinstance(alias.type, ast.StructDef):
+                raise self.error("a struct defined in a struct is not supported by metalsim",
+                                 tok, width=len(tok.text), hint="define it before the struct")
+            self.member_types.add(alias.name)
+            return [alias]
         only_data = "a struct may hold data members, member functions and constructors"
-        explicit = tok.text == "explicit" and self.peek(1).text == struct and self.at("(", 2)
-        if explicit:
-            self.advance()
-        if struct and self.peek().text == struct and self.at("(", 1):
+        k = 0  # `inline` (MLX's METAL_FUNC), `constexpr`, `explicit` before a constructor
+        while self.peek(k).text in ("inline", "constexpr", "explicit"):
+            k += 1
+        if struct and self.peek(k).text == struct and self.at("(", k + 1):
+            explicit = any(self.advance().text == "explicit" for _ in range(k))
             return [self.constructor(tok, explicit)]
         if self.at("~"):
             self.destructor(struct)
             return []
-        if tok.text == "operator" and self.peek(1).kind == "ident":
-            self.operator_name()  # raises: a conversion operator (`operator float()`)
+        k = 0
+        while self.peek(k).text in ("inline", "constexpr", "explicit"):
+            k += 1
+        if self.at("operator", k) and self.peek(k + 1).kind == "ident":
+            return [self.conversion_function(k)]
+        if tok.text == "struct" and self.struct_definition_at():  # a nested class
+            nested = self.struct_declaration()
+            if not nested.name:
+                raise self.error("anonymous structs are not supported by metalsim", tok)
+            self.member_types.add(nested.name)
+            return [nested]
         elaborated = tok.text == "struct" and not self.struct_definition_at()
         if tok.kind == "ident" and tok.text in _KEYWORDS - _DECL_WORDS and not elaborated:
             raise self.error(f"'{tok.text}' inside a struct is not supported by metalsim", tok,
@@ -1053,12 +1177,14 @@ class _Parser:
             if self.at("("):
                 raise self.error("declare a member function on its own, not in a list of "
                                  "data members", name, width=len(name.text))
-            if self.at("=") or self.at("{"):
-                raise self.error("default member initializers are not supported by metalsim",
-                                 hint="give the values where each variable is initialised")
+            default = None  # a default member initializer: `T m = e;` or `T m{...};`
+            if self.accept("="):
+                default = self.initializer()
+            elif self.at("{"):
+                default = self.init_list()
             if self.at(":"):
                 raise self.error("bit-fields are not supported by metalsim")
-            members.append(ast.VarDecl(self.coord(name), name.text, type_))
+            members.append(ast.VarDecl(self.coord(name), name.text, type_, default))
             if not self.accept(","):
                 break
         self.expect(";", "expected ';' at end of declaration list")
@@ -1081,7 +1207,42 @@ class _Parser:
                                   "struct S { ... };'")
         fn = items[0]
         fn.template_params, fn.coord = params, self.coord(start)
+        self.member_templates.add(fn.name)
         return fn
+
+    def conversion_function(self, specifiers: int) -> ast.ConversionFunction:
+        """conversion-function: ('inline' | 'constexpr' | 'explicit')* 'operator' type-name
+        '(' ')' qualifiers compound"""
+        start = self.peek()
+        explicit = any(self.advance().text == "explicit" for _ in range(specifiers))
+        self.advance()  # operator
+        target = self.type_name()
+        self.scopes.append({})
+        try:
+            self.expect("(", "expected '(' after the conversion's type")
+            self.expect(")", "a conversion function takes no parameters")
+            const, space = self.member_qualifiers()
+            if not self.at("{"):
+                raise self.error("expected function body after function declarator")
+            body = self.compound()
+        finally:
+            self.scopes.pop()
+        return ast.ConversionFunction(self.coord(start), ast.CONVERSION, target, [], body,
+                                      None, [], const, space, False, explicit=explicit)
+
+    def member_qualifiers(self) -> tuple[bool, str | None]:
+        """A member function's `const`, address space and `noexcept`, in any order."""
+        const, space = False, None
+        while self.peek().text in _QUALIFIERS or self.at("noexcept"):
+            tok = self.advance()
+            if tok.text == "const":
+                const = True
+            elif tok.text in _ADDRESS_SPACES:
+                if space is not None and space != tok.text:
+                    raise self.error(f"conflicting address spaces '{space}' and "
+                                     f"'{tok.text}'", tok, width=len(tok.text))
+                space = tok.text
+        return const, space
 
     def member_function(self, start: Token, specs: _Specifiers, name: Token,
                         return_type: ast.TypeNode) -> ast.MemberFunction:
@@ -1091,16 +1252,7 @@ class _Parser:
         try:
             params = self.parameters()
             self.check_operator(name, len(params) + 1, member=True)
-            const, space = False, None
-            while self.peek().text in _QUALIFIERS:
-                tok = self.advance()
-                if tok.text == "const":
-                    const = True
-                elif tok.text in _ADDRESS_SPACES:
-                    if space is not None and space != tok.text:
-                        raise self.error(f"conflicting address spaces '{space}' and "
-                                         f"'{tok.text}'", tok, width=len(tok.text))
-                    space = tok.text
+            const, space = self.member_qualifiers()
             if specs.static and (const or space):
                 qualifier = "const" if const else space
                 raise self.error(f"static member function cannot have '{qualifier}' qualifier",
@@ -1484,11 +1636,25 @@ class _Parser:
                                           self.call_arguments())
             elif text in (".", "->"):
                 self.advance()
+                template = self.accept("template")  # `x.template f<T>(...)`
                 name = self.peek()
                 if name.kind != "ident":
                     raise self.error(f"expected a member name after '{text}'")
                 self.advance()
                 expr = ast.Member(expr.coord, expr, name.text, text == "->")
+                if self.at("<") and (template or name.text in self.member_templates):
+                    # Explicit arguments of a member function template; without `template`,
+                    # only where they parse as such and a call follows (else `x.n < 3`).
+                    start = self.pos
+                    self.advance()
+                    args = self.speculate(self.template_arguments)
+                    if args is not None and self.at("("):
+                        expr = ast.MethodCall(expr.coord, expr.base, name.text,
+                                              self.call_arguments(), text == "->", args)
+                    elif template:
+                        raise self.error("expected '(' after a member template's arguments")
+                    else:
+                        self.pos = start
             elif text in ("++", "--"):
                 self.advance()
                 expr = ast.Postfix(expr.coord, text, expr)
@@ -1505,6 +1671,8 @@ class _Parser:
         if not self.at(")"):
             while True:
                 args.append(self.init_list() if self.at("{") else self.assignment())
+                if self.at("..."):
+                    args[-1] = ast.PackExpansion(self.coord(self.advance()), args[-1])
                 if not self.accept(","):
                     break
         if not self.at(")"):
@@ -1544,6 +1712,19 @@ class _Parser:
                 return ast.This(self.coord(self.advance()))
             if text in _TEXTURE_TYPES:
                 raise self.unknown_type(tok)
+            if text == "__is_empty":  # clang's type-trait intrinsic: takes a type
+                self.advance()
+                self.expect("(", "expected '(' after '__is_empty'")
+                operand = self.type_name()
+                self.expect(")")
+                return ast.Call(self.coord(tok), ast.Name(self.coord(tok), text), [operand])
+            if text == "decltype":   # `decltype(x)::k`, or a functional cast `decltype(x)(1)`
+                owner = self.type_specifier()
+                if self.at("::") and self.peek(1).kind == "ident":
+                    self.advance()
+                    member = self.advance()
+                    return ast.Name(self.coord(tok), member.text, owner=owner)
+                return self.construct_of(tok, owner)  # type: ignore[arg-type]
             if self.type_at() and self.names_type_member():
                 return self.qualified_name()   # `S::k`, `Tile<T, 4>::kRows`
             if self.type_at():
@@ -1588,7 +1769,11 @@ class _Parser:
 
     def construct(self) -> ast.Construct:
         """functional-cast: type-specifier ('(' args ')' | '{' items '}')"""
-        type_ = self.type_specifier()
+        start = self.peek()
+        return self.construct_of(start, self.type_specifier())
+
+    def construct_of(self, start: Token, type_: ast.NamedType) -> ast.Construct:
+        """The arguments of a functional cast of the type `type_` just parsed."""
         braces = self.at("{")
         if self.at("("):
             args = self.call_arguments()
@@ -1618,7 +1803,8 @@ class _Parser:
             # A member of a class template instance (`Limits<T>::min`) is not itself a
             # template here: C++ would need the `template` keyword for that.
             member = any(part_args is not None for _, part_args in parts)
-            if self.at("<") and not member and self.is_template(tok.text):
+            if self.at("<") and not member and (self.is_template(tok.text) or (
+                    parts and tok.text in self.member_templates)):
                 self.advance()
                 args = self.template_arguments()
             parts.append((tok.text, args))
@@ -1636,7 +1822,7 @@ class _Parser:
                 raise self.error("nested template qualifiers are not supported by metalsim",
                                  start)
             args = scoped[0]
-        return ast.Name(self.coord(start), name, "::".join(qualifier), args)
+        return ast.Name(self.coord(start), name, "::".join(qualifier), args, None, bool(scoped))
 
     def template_arguments(self) -> list[ast.Node]:
         """template-argument-list (after '<'): [(type-name | conditional) (',' ...)*] '>'"""
@@ -1644,7 +1830,14 @@ class _Parser:
         try:
             args: list[ast.Node] = []
             while not self.peek().text.startswith(">"):
-                args.append(self.type_name() if self.type_name_at() else self.conditional())
+                start = self.pos
+                arg = self.speculate(self.type_name) if self.type_name_at() else None
+                if arg is None or self.at("::"):  # not a type, or `S<T>::value`: a value
+                    self.pos = start
+                    arg = self.conditional()
+                args.append(arg)
+                if self.at("..."):
+                    args[-1] = ast.PackExpansion(self.coord(self.advance()), args[-1])
                 if not self.accept(","):
                     break
             self.close_angle()

@@ -10,8 +10,9 @@ even between a function-like macro's name and its arguments.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
 
 from metalsim.diagnostics import CompileError, SourceMap
 from metalsim.lang.lexer import Token, error_at, scan
@@ -20,6 +21,7 @@ METAL_VERSION = 310  # __METAL_VERSION__: MSL 3.1, the oldest language version M
 # Tokens macro expansion may produce in one translation unit. A compiler has no such limit but
 # runs out of memory on a "#define bomb"; the simulator stops early with a compile error.
 MAX_EXPANDED_TOKENS = 100_000
+MAX_INCLUDE_DEPTH = 200  # clang's default (-fbracket-depth aside): "#include nested too deeply"
 
 _PREDEFINED = {
     "__METAL_VERSION__": str(METAL_VERSION),
@@ -241,13 +243,26 @@ def _object_macro(name: str, value: str) -> _Macro:
     return _Macro(name, None, tuple(scan(value, SourceMap(value))[:-1]))
 
 
+@dataclass
+class _OpenFile:
+    """An included file being read, and where reading resumes in the file that included it."""
+
+    path: Path
+    resume_tokens: list[Token]
+    resume_pos: int
+    conditionals: int  # the includer's open #if groups: the file must close its own
+
+
 class _Preprocessor:
     def __init__(self, text: str, source_map: SourceMap, predefined: dict[str, str],
-                 after: Prefix | None = None) -> None:
+                 after: Prefix | None = None, include_dirs: Sequence[str | Path] = ()) -> None:
         self.text = text
         self.source_map = source_map
         self.tokens = scan(text, source_map, len(after.text) if after else 0)
         self.pos = 0
+        self.include_dirs = [Path(d) for d in include_dirs]
+        self.open_files: list[_OpenFile] = []
+        self.once: set[Path] = set()  # files that said `#pragma once`
         self.conditionals: list[_Conditional] = []
         self.active = True
         self.in_if = False  # expanding an #if line, where `defined` is an operator
@@ -298,6 +313,10 @@ class _Preprocessor:
         i = self.pos
         while True:
             token = tokens[i]
+            if token.kind == "eof" and self.open_files:
+                self._close_file(token)
+                tokens, i = self.tokens, self.pos
+                continue
             if token.kind == "eof":
                 self.pos = i
                 if self.conditionals:
@@ -311,8 +330,9 @@ class _Preprocessor:
                 return None
             if token.line_start and _is_punct(token, "#"):
                 end = self._line_end(i + 1)
+                self.pos = end  # where reading resumes, unless the directive opens a file
                 self._directive(token, tokens[i + 1 : end])
-                i = end
+                tokens, i = self.tokens, self.pos
             elif not self.active:
                 i = self._line_end(i + 1)
             else:
@@ -347,7 +367,10 @@ class _Preprocessor:
             message = "".join((" " if t.space_before and k else "") + t.text
                               for k, t in enumerate(rest))
             raise self.error(name, message or "#error")
-        elif name.text not in ("pragma", "warning"):
+        elif name.text == "pragma":
+            if len(rest) == 1 and rest[0].text == "once" and self.open_files:
+                self.once.add(self.open_files[-1].path)
+        elif name.text != "warning":
             raise self.error(name, f"unknown preprocessing directive '#{name.text}'")
 
     def _close_branch(self, name: Token, rest: list[Token]) -> None:
@@ -395,12 +418,47 @@ class _Preprocessor:
         return name
 
     def _include(self, directive: Token, rest: list[Token]) -> None:
+        """`#include <...>` names the Metal standard library, always in scope; `#include "..."`
+        is looked up in the include directories (as `-I` gives them to a compiler) and read in
+        place of the directive."""
+        if rest and rest[0].kind == "ident":  # `#include NAME`: the macro's expansion names it
+            out: list[_Item] = []
+            self._expand(_Stream([(t, _NO_HIDE) for t in rest]), out)
+            rest = [t for t, _ in out]
         if rest and _is_punct(rest[0], "<"):
             return  # system headers: the Metal standard library is always in scope
-        if rest and rest[0].kind == "string":
-            raise self.error(rest[0], f"'{rest[0].value}' file not found",
-                             hint="a kernel cannot include files; put shared code in `header`")
-        raise self.error(directive, "expected \"FILENAME\" or <FILENAME>")
+        if not rest or rest[0].kind != "string":
+            raise self.error(directive, "expected \"FILENAME\" or <FILENAME>")
+        name = str(rest[0].value)
+        found = next((d / name for d in self.include_dirs if (d / name).is_file()), None)
+        if found is None:
+            hint = ("searched: " + ", ".join(str(d) for d in self.include_dirs)
+                    if self.include_dirs else
+                    "a kernel cannot include files; put shared code in `header`, or give "
+                    "metalsim the directory that holds it (metalsim.patch(include_dirs=[...]))")
+            raise self.error(rest[0], f"'{name}' file not found", hint=hint)
+        found = found.resolve()
+        if found in self.once:
+            return
+        if len(self.open_files) >= MAX_INCLUDE_DEPTH:
+            raise self.error(rest[0], "#include nested too deeply",
+                             hint="does a header include itself without `#pragma once`?")
+        start = self.source_map.append(name, found.read_text())
+        tokens = scan(self.source_map.text[start:], self.source_map)
+        self.open_files.append(_OpenFile(found, self.tokens, self.pos, len(self.conditionals)))
+        self.tokens = [replace(t, offset=t.offset + start) for t in tokens]
+        self.pos = 0
+
+    def _close_file(self, eof: Token) -> None:
+        """At the end of an included file: check its #if groups are closed, and go back to the
+        file that included it."""
+        closing = self.open_files.pop()
+        if len(self.conditionals) > closing.conditionals:
+            open_group = self.conditionals[-1]
+            raise self.error(open_group.directive, "unterminated conditional directive",
+                             hint=f"this #{open_group.directive.text} has no matching #endif "
+                                  "in its file")
+        self.tokens, self.pos = closing.resume_tokens, closing.resume_pos
 
     def _define(self, directive: Token, rest: list[Token]) -> None:
         name = self._macro_name(directive, rest)
@@ -628,20 +686,24 @@ class _Preprocessor:
 
 
 def preprocess(text: str, source_map: SourceMap, predefined: dict[str, str] | None = None,
+               include_dirs: Sequence[str | Path] = (),
                after: Prefix | None = None) -> list[Token]:
     """Lexes and preprocesses `text`, returning the tokens the parser sees, ending with "eof".
 
     Directives are executed, macros expanded and `#pragma` / `_Pragma` dropped. Tokens keep
     their offsets in `text`; tokens a macro produced carry the offset of the macro's name at the
     use site. `predefined` adds object-like macros (name -> replacement text) to Metal's own.
+    `#include "name"` reads `name` from the first of `include_dirs` that has it; its text is
+    appended to `source_map` as a section named `name`, so diagnostics point into the file.
     `after`, a `preprocess_prefix` of the start of `text`, stands for preprocessing that start
     again (its macros included; `predefined` then adds to them).
     """
     if after is None:
-        return _Preprocessor(text, source_map, predefined or {}).run()
+        return _Preprocessor(text, source_map, predefined or {}, include_dirs=include_dirs).run()
     if not text.startswith(after.text):
         raise ValueError("the text does not begin with the preprocessed prefix")
-    return [*after.tokens, *_Preprocessor(text, source_map, predefined or {}, after).run()]
+    return [*after.tokens, *_Preprocessor(text, source_map, predefined or {}, after,
+                                          include_dirs).run()]
 
 
 def preprocess_prefix(text: str, source_map: SourceMap,

@@ -146,6 +146,10 @@ class Member:
     const: bool = False
 
 
+# A base class subobject is a member named so (not an identifier: no code can name it).
+BASE_PREFIX = "<base>"
+
+
 @dataclass(frozen=True, eq=False)
 class StructType:
     """A POD `struct`, laid out as C++ standard layout: each member at the next multiple of its
@@ -163,15 +167,25 @@ class StructType:
     dtype = np.dtype(np.uint8)
 
     def member(self, name: str) -> Member | None:
-        return next((m for m in self.members if m.name == name), None)
+        """The data member `name`, its own or (at its offset in the object) a base class's."""
+        found = next((m for m in self.members if m.name == name), None)
+        if found is not None:
+            return found
+        for base in self.members:
+            if base.name.startswith(BASE_PREFIX):
+                inner = base.type.member(name)  # type: ignore[union-attr]
+                if inner is not None:
+                    return Member(inner.name, inner.type, base.offset + inner.offset, inner.const)
+        return None
 
     def __str__(self) -> str:
         return self.name
 
 
-def struct_type(name: str, fields: list[tuple[str, Type, bool]]) -> StructType:
-    """Lay out (name, type, const) fields as the Metal compiler does (C++ standard layout)."""
-    members, offset, align, narrowest = [], 0, 1, UCHAR
+def struct_type(name: str, fields: list[tuple[str, Type, bool]], align: int = 1) -> StructType:
+    """Lay out (name, type, const) fields as the Metal compiler does (C++ standard layout);
+    `align` is a stricter alignment asked for (`struct alignas(16) S`)."""
+    members, offset, narrowest = [], 0, UCHAR
     for i, (field_name, t, const) in enumerate(fields):
         offset = -(-offset // t.align) * t.align
         members.append(Member(field_name, t, offset, const))

@@ -276,3 +276,21 @@ def test_grad_with_respect_to_something_the_kernel_does_not_read_is_fine(metalsi
     x = mx.arange(4.0)
     grad = mx.grad(lambda w: (doubling_kernel(x) * w).sum())(mx.ones(4))
     assert grad.tolist() == [0.0, 2.0, 4.0, 6.0]
+
+
+def test_patch_include_dirs_resolve_a_kernel_headers_quoted_include(tmp_path):
+    (tmp_path / "proj").mkdir()
+    (tmp_path / "proj" / "scale.h").write_text("#pragma once\ninline float scale(float x) "
+                                               "{ return 3 * x; }\n")
+    header = '#include "proj/scale.h"\n#include "proj/scale.h"\n'
+    source = "uint i = thread_position_in_grid.x;\nout[i] = scale(a[i]);"
+    with metalsim.patch(force=True, include_dirs=[tmp_path]):
+        kernel = mx.fast.metal_kernel("inc", ["a"], ["out"], source, header=header)
+        out = kernel(inputs=[mx.arange(4, dtype=mx.float32)], output_shapes=[(4,)],
+                     output_dtypes=[mx.float32], grid=(4, 1, 1), threadgroup=(4, 1, 1))[0]
+    assert out.tolist() == [0, 3, 6, 9]
+    with metalsim.patch(force=True), pytest.raises(metalsim.CompileError,
+                                                   match="'proj/scale.h' file not found"):
+        mx.fast.metal_kernel("inc", ["a"], ["out"], source, header=header)(
+            inputs=[mx.arange(4, dtype=mx.float32)], output_shapes=[(4,)],
+            output_dtypes=[mx.float32], grid=(4, 1, 1), threadgroup=(4, 1, 1))

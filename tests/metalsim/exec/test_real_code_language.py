@@ -257,3 +257,16 @@ def test_enable_if_t_false_outside_a_template_is_an_error():
 def test_a_thread_qualified_constructor_as_mlx_headers_write_it():
     header = "struct Add { float b; Add(float b_) thread : b(b_) {} };"
     assert run("Add op(2.5f);\nout[0] = op.b;", [0], header=header, threads=1)[0] == 2.5
+
+
+def test_mlx_complex64_t_has_its_parts_constructors_and_arithmetic():
+    source = """
+    complex64_t x(1.0f, 2.0f), y(3.0f, -4.0f), zero;
+    complex64_t p = x * y + x - y;
+    out[0] = p.real; out[1] = p.imag; out[2] = zero.real + zero.imag;
+    """
+    kernel = metalsim.metal_kernel("cplx", ["a"], ["out"], source)
+    out = kernel(inputs=[mx.zeros(1)], output_shapes=[(3,)], output_dtypes=[mx.float32],
+                 grid=(1, 1, 1), threadgroup=(1, 1, 1))[0]
+    z = (1 + 2j) * (3 - 4j) + (1 + 2j) - (3 - 4j)
+    assert np.array(out).tolist() == [z.real, z.imag, 0.0]

@@ -1,0 +1,55 @@
+"""g++ as the oracle for C++ features Metal shares with C++17: the same header and body run in
+metalsim (one thread) and natively, and the ints the body writes to `out` are compared."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+import mlx.core as mx
+import numpy as np
+import pytest
+
+import metalsim
+
+needs_gxx = pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++")
+
+# What Metal spells and C++ does not: address spaces and MLX's function macro.
+_CXX_PRELUDE = """\
+#include <cstdio>
+#define thread
+#define device
+#define constant
+#define threadgroup
+#define METAL_FUNC inline
+"""
+
+
+def gxx_outputs(header: str, body: str, n: int) -> list[int]:
+    """The `n` ints `body` writes to `int* out` after `header`, compiled by g++ -std=c++17."""
+    program = (f"{_CXX_PRELUDE}{header}\nint main() {{\n  int out[{n}] = {{0}};\n{body}\n"
+               f"  for (int i = 0; i < {n}; ++i) std::printf(\"%d\\n\", out[i]);\n}}\n")
+    with tempfile.TemporaryDirectory() as tmp:
+        src, exe = Path(tmp) / "t.cpp", Path(tmp) / "t"
+        src.write_text(program)
+        subprocess.run(["g++", "-std=c++17", "-w", "-o", str(exe), str(src)], check=True,
+                       capture_output=True, text=True)
+        out = subprocess.run([str(exe)], check=True, capture_output=True, text=True).stdout
+    return [int(v) for v in out.split()]
+
+
+def metalsim_outputs(header: str, body: str, n: int) -> list[int]:
+    """The same in metalsim: `body` is a kernel's source with `device int* out`."""
+    kernel = metalsim.metal_kernel("oracle", ["unused"], ["out"], body, header=header)
+    out = kernel(inputs=[mx.zeros(1)], output_shapes=[(n,)], output_dtypes=[mx.int32],
+                 grid=(1, 1, 1), threadgroup=(1, 1, 1), init_value=0)[0]
+    return np.array(out).tolist()
+
+
+def agree(header: str, body: str, n: int) -> list[int]:
+    """Run both; assert they agree and return the values."""
+    expected = gxx_outputs(header, body, n)
+    assert metalsim_outputs(header, body, n) == expected
+    return expected
