@@ -121,9 +121,12 @@ def make_batches(grid: tuple[int, int, int], tg: tuple[int, int, int], budget: i
         n = int(counts.sum())
         if gy == gz == 1:  # one-dimensional: lanes are consecutive threads
             tid = np.arange(start * tx, start * tx + n, dtype=np.int64)
-            group = tid // tx
-            lin = tid - group * tx
-            local_tg = group - start
+            if tx & (tx - 1):
+                group = tid // tx
+                lin = tid - group * tx
+            else:   # a power of two: shifts and masks, several times faster than division
+                group, lin = tid >> (tx.bit_length() - 1), tid & (tx - 1)
+            local_tg = group - start if start else group
             zeros = np.zeros(n, np.int64)
             pos, local = (tid, zeros, zeros), (lin, zeros, zeros)
         else:
@@ -138,7 +141,8 @@ def make_batches(grid: tuple[int, int, int], tg: tuple[int, int, int], budget: i
             pos, local = (px, py, pz), (lx, ly, lz)
         if gy == gz == 1 and tx % SIMD_WIDTH == 0:
             # every threadgroup but the last is full: SIMD-groups are consecutive lanes
-            tg_global, simd_global = group, (tid - start * tx) // SIMD_WIDTH
+            tg_global = group
+            simd_global = (tid - start * tx if start else tid) >> (SIMD_WIDTH.bit_length() - 1)
         else:
             simds = _ceil_div_arr(counts, SIMD_WIDTH)
             simd_base = np.cumsum(simds) - simds
@@ -165,7 +169,16 @@ class Attributes(dict):
 
     def __missing__(self, name: str) -> np.ndarray:
         value = self[name] = self.makers[name]()
+        value.flags.writeable = False   # shared: `fresh` gives the kernel its own
         return value
+
+    def fresh(self, name: str) -> np.ndarray:
+        """A new, writable array of the attribute's values (a kernel may modify its
+        parameters, `--thread_index_in_simdgroup`), built anew unless it is already here."""
+        if name in self:
+            return np.array(self[name])
+        value = self.makers[name]()
+        return value if value.base is None and value.flags.writeable else np.array(value)
 
 
 def _attributes(grid, tg, ntgs, pos, local, lin, local_tg, group, actual,
@@ -187,7 +200,8 @@ def _attributes(grid, tg, ntgs, pos, local, lin, local_tg, group, actual,
         return np.broadcast_to(np.asarray(values, np.uint32), (n, 3))
 
     def scalar(values) -> np.ndarray:
-        return np.broadcast_to(np.asarray(values, np.uint32), (n,))
+        values = np.asarray(values, np.uint32)
+        return values if values.shape == (n,) else np.broadcast_to(values, (n,))
 
     dispatch_total = tg[0] * tg[1] * tg[2]
     return Attributes({
@@ -314,7 +328,7 @@ def bind_kernel_frame(m: Machine, program: Program, regions: dict) -> Frame:
                 frame.vars[var.slot] = RefSlot(region, np.full(size, base, np.int64), None)
         else:
             # a copy: the kernel may modify its parameters (`--thread_index_in_simdgroup`)
-            frame.vars[var.slot] = np.array(m.batch.attributes[name])
+            frame.vars[var.slot] = m.batch.attributes.fresh(name)
     return frame
 
 

@@ -243,11 +243,16 @@ class Machine:
         self.simd_dev_epoch = np.zeros(simdgroups, np.int64)
         self.tg_regions = {}
         self.lane_counts = {name: np.zeros(batch.size, np.int64) for name in COUNTS}
+        # Accesses made by every lane of the batch, per count: added to `lane_counts` once, at
+        # the end of the batch, instead of one pass over the lanes per access.
+        self.all_lane_counts: dict[str, int] = {}
+        self._bank_bases: dict[tuple[str, int], np.ndarray] = {}
         if self.trace_groups is not None:
             self.lane_traced = np.isin(batch.tg_global, np.fromiter(self.trace_groups, np.int64))
             self.traced_lanes = np.flatnonzero(self.lane_traced)
         self.counted: set[str] = set()   # the counts this batch touched
         self._stamps: dict[bool, np.ndarray] = {}
+        self._stamp_base: np.ndarray | None = None
 
     def finish_batch(self) -> None:
         """Move the batch's per-lane counts into the per-thread counters of the grid."""
@@ -256,6 +261,8 @@ class Machine:
                 tid.size == 1 or bool((np.diff(tid) == 1).all())):
             tid = slice(int(tid[0]), int(tid[0]) + tid.size)  # consecutive threads: no gather
         whole_grid = isinstance(tid, slice) and tid == slice(0, self.total_threads)
+        for name, times in self.all_lane_counts.items():
+            self.lane_counts[name] += times
         for name in self.counted:
             if whole_grid:   # one batch holds every thread: its counts are the grid's
                 setattr(self.counters, name, self.lane_counts[name])
@@ -263,8 +270,22 @@ class Machine:
                 getattr(self.counters, name)[tid] += self.lane_counts[name]
 
     def count(self, name: str, idx: np.ndarray | slice) -> None:
-        self.lane_counts[name][idx] += 1  # lanes of one access are distinct threads
+        if idx.__class__ is slice:   # every lane (`Lanes.idx`)
+            self.all_lane_counts[name] = self.all_lane_counts.get(name, 0) + 1
+        else:
+            self.lane_counts[name][idx] += 1  # lanes of one access are distinct threads
         self.counted.add(name)
+
+    def bank_bases(self, space: str, per_bank: int) -> np.ndarray:
+        """Per lane, where its bank of a `space` ("threadgroup": one per threadgroup,
+        "thread": one per lane) starts in a flat array of `per_bank` entries per bank."""
+        key = (space, per_bank)
+        bases = self._bank_bases.get(key)
+        if bases is None:
+            banks = (self.batch.tg_local if space == "threadgroup"
+                     else np.arange(self.batch.size, dtype=np.int64))
+            bases = self._bank_bases[key] = banks * per_bank
+        return bases
 
     def stamps(self, idx: np.ndarray | slice, device: bool) -> np.ndarray:
         """Per lane, for race checks, one int64: threadgroup id (bits 32-63), threadgroup
@@ -273,12 +294,18 @@ class Machine:
         full = self._stamps.get(device)
         if full is None:
             b = self.batch
+            if self._stamp_base is None:   # the part no barrier changes
+                simd_local = b.attributes["simdgroup_index_in_threadgroup"].astype(np.int64)
+                simd_local <<= 11
+                self._stamp_base = (b.tg_global << 32) | simd_local
+            full = self._stamp_base
             epoch = self.dev_epoch if device else self.tg_epoch
             simd_epoch = self.simd_dev_epoch if device else self.simd_tg_epoch
-            simd_local = b.attributes["simdgroup_index_in_threadgroup"].astype(np.int64)
-            full = self._stamps[device] = (
-                (b.tg_global << 32) | ((epoch[b.tg_local] & 0xFFFF) << 16)
-                | (simd_local << 11) | (simd_epoch[b.simd_global] & 0x7FF))
+            if epoch.any():
+                full = full | ((epoch[b.tg_local] & 0xFFFF) << 16)
+            if simd_epoch.any():
+                full = full | (simd_epoch[b.simd_global] & 0x7FF)
+            self._stamps[device] = full
         return full[idx]
 
     def new_epoch(self, reached: np.ndarray, threadgroup_memory: bool, device_memory: bool,

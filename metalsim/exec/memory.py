@@ -113,6 +113,16 @@ class Region:
             v = self._views[dtype] = self.data[:, :usable].view(dtype)
         return v
 
+    def flat_view(self, dtype: np.dtype) -> np.ndarray:
+        """The region's bytes, bank after bank, as one flat array of `dtype` (whose size
+        divides the bank's): element `bank * (nbytes // itemsize) + i` is `view(dtype)[bank,
+        i]`, and one gather or scatter reaches the elements of every bank."""
+        key = ("flat", dtype)
+        v = self._views.get(key)
+        if v is None:
+            v = self._views[key] = self.data.reshape(-1).view(dtype)
+        return v
+
     def bank(self, m: Machine, idx: np.ndarray | slice) -> np.ndarray | int:
         if self.space == "threadgroup":
             return m.batch.tg_local[idx]
@@ -183,15 +193,38 @@ def _check(m: Machine, region: Region, idx: np.ndarray | slice, off: np.ndarray,
     return ~(bad | misaligned)
 
 
+_SHIFTS = {1: 0, 2: 1, 4: 2, 8: 3}
+
+
+def _divide(off: np.ndarray, size: int) -> np.ndarray:
+    """`off // size` for byte offsets inside a region (never negative): a shift for the
+    power-of-two sizes of scalar types, several times faster than numpy's integer division."""
+    shift = _SHIFTS.get(size)
+    return off >> shift if shift is not None else off // size
+
+
 def _granules(region: Region, off: np.ndarray, t: Type) -> np.ndarray:
     elem, n = _access_layout(t)
     g = region.granule
-    first = off // g
-    last = (off + elem.size * n - 1) // g
+    first = _divide(off, g)
     if n == 1 and elem.size <= g:
         return first
+    last = _divide(off + elem.size * n - 1, g)
     count = int(np.max(last - first)) + 1 if np.size(off) else 1
     return first[..., None] + np.arange(count)
+
+
+def _flat_index(m: Machine, region: Region, idx: np.ndarray | slice, off: np.ndarray,
+                elem: ScalarType, comps: int) -> np.ndarray | None:
+    """For a scalar access of the region's granule type (the common case), each lane's
+    granule in the flat shadow layout (`bank * granules + granule`), which is also the index
+    of its element in `region.flat_view`; None for other accesses. `off` must be in bounds."""
+    if comps != 1 or elem.size != region.granule or region.nbytes % elem.size:
+        return None
+    flat = _divide(off, elem.size)
+    if region.space in ("threadgroup", "thread"):
+        flat += m.bank_bases(region.space, region.granules)[idx]
+    return flat
 
 
 def _lane_indices(m: Machine, idx: np.ndarray | slice) -> np.ndarray:
@@ -207,7 +240,7 @@ def _cells(region: Region, bank, off: np.ndarray, t: Type) -> np.ndarray:
     """The values of type `t` at byte offsets `off` (one row of components per lane for
     vectors), as a copy: what a load reads, and what the trace records after an access."""
     elem, comps = _access_layout(t)
-    view, first = region.view(elem.dtype), off // elem.size
+    view, first = region.view(elem.dtype), _divide(off, elem.size)
     if comps == 1:
         return view[bank, first]
     return view[np.asarray(bank)[..., None] if np.ndim(bank) else bank,
@@ -222,16 +255,21 @@ def load(m: Machine, region: Region, idx: np.ndarray | slice, n: int, off: np.nd
     off = _per_lane(np.asarray(off, np.int64), (n,))
     elem, comps = _access_layout(t)
     ok = _check(m, region, idx, off, t, False, coord)
-    bank = region.bank(m, idx)
-    if ok is None:
-        value = _cells(region, bank, off, t)
-    else:  # out-of-bounds lanes read zeros (the buffer may have no element at all)
+    if ok is not None:
         idx, off = _lane_indices(m, idx)[ok], off[ok]
-        if np.ndim(bank):
-            bank = bank[ok]
+    flat = _flat_index(m, region, idx, off, elem, comps)
+    bank = None
+    if flat is not None:
+        cells = region.flat_view(elem.dtype)[flat]
+    else:
+        bank = region.bank(m, idx)
+        cells = _cells(region, bank, off, t)
+    if ok is None:
+        value = cells
+    else:  # out-of-bounds lanes read zeros (the buffer may have no element at all)
         value = np.zeros((n,) if comps == 1 else (n, comps), elem.dtype)
-        value[ok] = _cells(region, bank, off, t)
-    _after_access(m, region, idx, bank, off, t, False, coord)
+        value[ok] = cells
+    _after_access(m, region, idx, bank, off, t, False, coord, flat=flat)
     return value
 
 
@@ -245,25 +283,30 @@ def store(m: Machine, region: Region, idx: np.ndarray | slice, n: int, off: np.n
     elem, comps = _access_layout(t)
     value = _per_lane(np.asarray(value, elem.dtype), (n,) if comps == 1 else (n, comps))
     ok = _check(m, region, idx, off, t, True, coord)
-    bank = region.bank(m, idx)
     if ok is not None:
         off, value, idx = off[ok], value[ok], _lane_indices(m, idx)[ok]
-        if np.ndim(bank):
-            bank = bank[ok]
     if not region.data.flags.writeable:
         _write_to_input(m, region, idx, coord)
-    view = region.view(elem.dtype)
-    first = off // elem.size
-    if comps == 1:
-        view[bank, first] = value
+    flat = _flat_index(m, region, idx, off, elem, comps)
+    bank = None
+    if flat is not None:
+        region.flat_view(elem.dtype)[flat] = value
     else:
-        view[np.asarray(bank)[..., None] if np.ndim(bank) else bank,
-             first[:, None] + np.arange(comps)] = value
+        bank = region.bank(m, idx)
+        view = region.view(elem.dtype)
+        first = _divide(off, elem.size)
+        if comps == 1:
+            view[bank, first] = value
+        else:
+            view[np.asarray(bank)[..., None] if np.ndim(bank) else bank,
+                 first[:, None] + np.arange(comps)] = value
 
     def identical() -> np.ndarray:  # per lane: its value is what memory holds after the store
+        if flat is not None:
+            return region.flat_view(elem.dtype)[flat] == value
         same = _cells(region, bank, off, t) == value
         return same if comps == 1 else same.all(axis=1)
-    _after_access(m, region, idx, bank, off, t, True, coord, identical)
+    _after_access(m, region, idx, bank, off, t, True, coord, identical, flat)
 
 
 def _write_to_input(m: Machine, region: Region, idx, coord: Coord) -> None:
@@ -284,8 +327,11 @@ _COUNT_NAMES = {("global", False): "global_reads", ("global", True): "global_wri
 
 
 def _after_access(m: Machine, region: Region, idx: np.ndarray | slice, bank, off: np.ndarray,
-                  t: Type, write: bool, coord: Coord, identical=None) -> None:
-    """Counts, initialisation and race shadow for the lanes `idx` whose access was in bounds."""
+                  t: Type, write: bool, coord: Coord, identical=None,
+                  flat: np.ndarray | None = None) -> None:
+    """Counts, initialisation and race shadow for the lanes `idx` whose access was in bounds;
+    `bank` is their bank (None: not computed yet), `flat` their granules (`_flat_index`) where
+    known."""
     n = off.shape[0]
     if n == 0:
         return
@@ -300,16 +346,19 @@ def _after_access(m: Machine, region: Region, idx: np.ndarray | slice, bank, off
             m.efficiency.record(region.counted, m.batch.simd_global[idx], off,
                                 elem.size * comps,
                                 coord.line if coord and coord.section == "source" else None)
+    if bank is None and (m.trace is not None or flat is None):
+        bank = region.bank(m, idx)
     if m.trace is not None:
         _record(m, region, _lane_indices(m, idx), bank, off, t, write, coord)
     if not (region.track_init or region.track_races):
         return
-    g = _granules(region, off, t)
-    if np.ndim(bank):
-        bank = bank[:, None] if g.ndim > 1 else bank
-        flat = bank * region.granules + g
-    else:
-        flat = g if not bank else bank * region.granules + g
+    if flat is None:
+        g = _granules(region, off, t)
+        if np.ndim(bank):
+            bank = bank[:, None] if g.ndim > 1 else bank
+            flat = bank * region.granules + g
+        else:
+            flat = g if not bank else bank * region.granules + g
     if region.track_init:
         if write:
             region.init[flat] = True
