@@ -651,16 +651,21 @@ class ExpressionCompiler:
 
         def loc(f, lanes):
             p = bev(f, lanes)
-            k = arith.convert(np.asarray(iev(f, lanes)), itype, LONG)
-            if inner is not None:
-                outside = (k < 0) | (k >= inner)
-                if np.any(outside):
-                    report_lanes(f, lanes, outside, "out-of-bounds", "error",
-                                 f"index out of bounds of an inner array of '{root}' "
-                                 f"({inner} elements)", coord,
-                                 hint="an index past the end of a row reaches the next row, "
-                                      "which C++ leaves undefined: index within each dimension")
-            return MemLoc(p.region, p.off + k * size)
+            k = arith.convert(np.asarray(iev(f, lanes)), itype, LONG)   # a new array
+            if inner is not None and k.size and (k.min() < 0 or k.max() >= inner):
+                report_lanes(f, lanes, (k < 0) | (k >= inner), "out-of-bounds", "error",
+                             f"index out of bounds of an inner array of '{root}' "
+                             f"({inner} elements)", coord,
+                             hint="an index past the end of a row reaches the next row, "
+                                  "which C++ leaves undefined: index within each dimension")
+            off = p.off
+            if k.ndim < np.ndim(off):
+                return MemLoc(p.region, off + k * size)
+            if size != 1:
+                k *= size
+            if off.__class__ is not np.ndarray or off.ndim or off:   # not a uniform 0
+                k += off
+            return MemLoc(p.region, k)
         return self.with_load(E(t.pointee, None, node.coord, loc=loc, readonly=t.const,
                                 space=t.space))
 
