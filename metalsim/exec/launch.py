@@ -20,6 +20,7 @@ import numpy as np
 from metalsim.diagnostics import Coord, SourceMap
 from metalsim.efficiency import MemoryEfficiency
 from metalsim.exec import memory as mem
+from metalsim.exec.arith import quiet_numpy
 from metalsim.exec.builtins import BUILTINS
 from metalsim.exec.compile import Compiler
 from metalsim.exec.compiled import FunctionCode, Var
@@ -455,6 +456,11 @@ def follow_undefined(m: Machine, gen, inputs, outputs, initial: list, tg, math_m
 
 def run_batches(m: Machine, program: Program, regions: dict, tg, coord: Coord,
                 lanes: int = LANE_BUDGET) -> None:
+    with quiet_numpy():   # once for the launch, not once per operation (see `quiet_numpy`)
+        _run_batches(m, program, regions, tg, lanes)
+
+
+def _run_batches(m: Machine, program: Program, regions: dict, tg, lanes: int) -> None:
     for batch in make_batches(m.grid, tg, lanes):
         m.start_batch(batch)
         frame = bind_kernel_frame(m, program, regions)
