@@ -54,8 +54,13 @@ class Lanes:
         return Lanes(chosen, chosen.size)
 
     def split(self, mask: np.ndarray) -> tuple[Lanes, Lanes]:
+        """The lanes where `mask` is true, and those where it is false."""
         if mask.ndim == 0 or mask.shape[0] != self.n:
             mask = np.broadcast_to(mask, (self.n,))
+        if mask.all():   # uniform control flow, the common case: no index arrays
+            return self, Lanes(np.empty(0, np.int64), 0)
+        if not mask.any():
+            return Lanes(np.empty(0, np.int64), 0), self
         return self.select(mask), self.select(~mask)
 
     def position_in(self, outer: Lanes) -> np.ndarray:

@@ -68,6 +68,9 @@ class Region:
         self.granules = -(-nbytes // self.granule)
         size = banks * self.granules  # shadow state is flat: index = bank * granules + granule
         self.init = np.zeros(size, bool) if track_init else None
+        # Whether every granule was written (None: not known since the latest write): reads of
+        # a fully written region need not gather their granules' flags (`fully_written`).
+        self.all_written: bool | None = False
         # granules some thread wrote (for outputs, which may start initialised); needs races
         self.written = np.zeros(size, bool) if track_writes else None
         self.shadow_size = size if track_races else 0
@@ -105,6 +108,19 @@ class Region:
             (dtype,) if fill == 0 else (fill, dtype)))
         setattr(self, name, array)
         return array
+
+    def fully_written(self) -> bool:
+        """Whether every granule was written (initialisation shadow), looked at again only
+        after a write: once true it stays true, since nothing makes memory uninitialised."""
+        if self.all_written is None:
+            self.all_written = bool(self.init.all())
+        return self.all_written
+
+    def note_init(self, flat: np.ndarray) -> None:
+        """Granules `flat` were written."""
+        self.init[flat] = True
+        if self.all_written is False:
+            self.all_written = None
 
     def view(self, dtype: np.dtype) -> np.ndarray:
         v = self._views.get(dtype)
@@ -361,8 +377,8 @@ def _after_access(m: Machine, region: Region, idx: np.ndarray | slice, bank, off
             flat = g if not bank else bank * region.granules + g
     if region.track_init:
         if write:
-            region.init[flat] = True
-        else:
+            region.note_init(flat)
+        elif not region.fully_written():
             seen = region.init[flat]
             if not seen.all():
                 bad = ~seen if seen.ndim == 1 else ~seen.all(axis=1)
@@ -784,6 +800,8 @@ def atomic_update(m: Machine, region: Region, idx: np.ndarray | slice, n: int, o
 
 
 def _check_atomic_init(m: Machine, region: Region, lanes, bank, off, t, coord) -> None:
+    if region.fully_written():
+        return
     g = _granules(region, off, t)
     flat = np.asarray(bank) * region.granules + g if np.ndim(bank) else g
     seen = region.init[flat]
@@ -823,7 +841,7 @@ def _after_atomic(m: Machine, region: Region, lanes: np.ndarray, bank, off: np.n
     g = _granules(region, off, t)
     flat = np.asarray(bank) * region.granules + g if np.ndim(bank) else g
     if writes and region.track_init:
-        region.init[flat] = True
+        region.note_init(flat)
     if writes and region.written is not None:
         region.written[flat] = True
     if region.track_races:
