@@ -758,6 +758,7 @@ def atomic_update(m: Machine, region: Region, idx: np.ndarray | slice, n: int, o
     old = np.zeros(n, t.dtype)
     if ok is not None:
         lanes, positions, off = lanes[ok], positions[ok], off[ok]
+        idx = lanes
     if lanes.size == 0:
         return old
     bank = region.bank(m, lanes)
@@ -765,10 +766,12 @@ def atomic_update(m: Machine, region: Region, idx: np.ndarray | slice, n: int, o
         _write_to_input(m, region, lanes, coord)
     view = region.view(t.dtype)
     columns = view.shape[1]
-    flat_elem = np.asarray(bank, np.int64) * columns + off // t.size  # one key per location
+    flat_elem = _divide(off, t.size)   # one key per location
+    if np.ndim(bank):
+        flat_elem += np.asarray(bank, np.int64) * columns
     if reads and region.track_init:
         _check_atomic_init(m, region, lanes, bank, off, t, coord)
-    order = np.argsort(flat_elem, kind="stable")
+    order = _stable_order(flat_elem)
     sorted_cells = flat_elem[order]
     starts = np.flatnonzero(np.r_[True, sorted_cells[1:] != sorted_cells[:-1]])
     sizes = np.diff(np.r_[starts, sorted_cells.size])
@@ -795,8 +798,19 @@ def atomic_update(m: Machine, region: Region, idx: np.ndarray | slice, n: int, o
         new, store_mask = update(current, pos)
         if writes:
             view[rows[store_mask], cols[store_mask]] = np.asarray(new, t.dtype)[store_mask]
-    _after_atomic(m, region, lanes, bank, off, t, reads, writes, coord)
+    _after_atomic(m, region, lanes, idx, bank, off, t, reads, writes, coord)
     return old
+
+
+def _stable_order(keys: np.ndarray) -> np.ndarray:
+    """`np.argsort(keys, kind="stable")`; keys spanning fewer than 65,536 values (a
+    histogram's bins) are sorted as 16-bit offsets from the smallest, which numpy's stable sort
+    orders by radix sort, several times faster than its merge sort of 64-bit keys."""
+    if keys.size:
+        low = int(keys.min())
+        if int(keys.max()) - low < 1 << 16:
+            keys = (keys - low).astype(np.uint16)
+    return np.argsort(keys, kind="stable")
 
 
 def _check_atomic_init(m: Machine, region: Region, lanes, bank, off, t, coord) -> None:
@@ -812,15 +826,17 @@ def _check_atomic_init(m: Machine, region: Region, lanes, bank, off, t, coord) -
                  lanes[~seen], key=region.name, hint=_init_hint(region))
 
 
-def _after_atomic(m: Machine, region: Region, lanes: np.ndarray, bank, off: np.ndarray,
-                  t: ScalarType, reads: bool, writes: bool, coord: Coord) -> None:
-    """Counts, trace, initialisation and races of an atomic access."""
+def _after_atomic(m: Machine, region: Region, lanes: np.ndarray, idx: np.ndarray | slice,
+                  bank, off: np.ndarray, t: ScalarType, reads: bool, writes: bool,
+                  coord: Coord) -> None:
+    """Counts, trace, initialisation and races of an atomic access by the batch lanes
+    `lanes`, which `idx` also names (a slice where they are every lane: no gathers)."""
     if region.counted is not None:
         if reads:
-            m.count(_COUNT_NAMES[region.counted, False], lanes)
+            m.count(_COUNT_NAMES[region.counted, False], idx)
         if writes:
-            m.count(_COUNT_NAMES[region.counted, True], lanes)
-        m.count("atomics", lanes)
+            m.count(_COUNT_NAMES[region.counted, True], idx)
+        m.count("atomics", idx)
     size = lanes.size * t.size
     region.bytes_read += size if reads else 0
     region.bytes_written += size if writes else 0
@@ -845,8 +861,8 @@ def _after_atomic(m: Machine, region: Region, lanes: np.ndarray, bank, off: np.n
     if writes and region.written is not None:
         region.written[flat] = True
     if region.track_races:
-        stamp = m.stamps(lanes, region.space == "device")
-        tid = m.batch.tid[lanes]
+        stamp = m.stamps(idx, region.space == "device")
+        tid = m.batch.tid[idx]
         if region.read_log:
             _apply_read_log(m, region)
         w_tid, r_tid = region.w_tid[flat], region.r_tid[flat]
