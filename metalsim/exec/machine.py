@@ -107,6 +107,14 @@ class Counters:
         return cls(*(np.zeros(n, np.int64) for _ in range(6)))
 
 
+def _per_lane(per_group: np.ndarray, group: np.ndarray, mask: int, shift: int):
+    """`(per_group[group] & mask) << shift`: one value where every group has the same (a
+    barrier every group reached), the per-lane gather only where they differ."""
+    if per_group.size == 0 or per_group.min() == per_group.max():
+        return (int(per_group[0]) & mask) << shift if per_group.size else 0
+    return (per_group[group] & mask) << shift
+
+
 class StepLimitExceeded(Exception):
     """Raised inside the executor to abandon a launch that runs too long, or that entered a
     loop which cannot end (`reason` says why, `hint` what to do)."""
@@ -306,10 +314,10 @@ class Machine:
             full = self._stamp_base
             epoch = self.dev_epoch if device else self.tg_epoch
             simd_epoch = self.simd_dev_epoch if device else self.simd_tg_epoch
-            if epoch.any():
-                full = full | ((epoch[b.tg_local] & 0xFFFF) << 16)
-            if simd_epoch.any():
-                full = full | (simd_epoch[b.simd_global] & 0x7FF)
+            for part in (_per_lane(epoch, b.tg_local, 0xFFFF, 16),
+                         _per_lane(simd_epoch, b.simd_global, 0x7FF, 0)):
+                if part.__class__ is not int or part:
+                    full = full | part
             self._stamps[device] = full
         return full[idx]
 

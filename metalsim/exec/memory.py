@@ -506,17 +506,27 @@ def _apply_read_log(m: Machine, region: Region) -> None:
     log, region.read_log, region.read_log_size = region.read_log, [], 0
     if region.read_log_gen != m.tg_generation:
         return  # a barrier reached by every threadgroup ordered them: nothing to record
+    # Reads recorded before this generation are ordered before these: the first of them need
+    # not look at the shadow (see `_record_reads`).
+    alone = region.r_gen != m.tg_generation
     for flat, tid, stamp, site in log:
-        _record_reads(region, flat, tid, stamp, site)
+        _record_reads(region, flat, tid, stamp, site, alone)
+        alone = False
     region.r_gen = m.tg_generation
 
 
-def _record_reads(region: Region, flat: np.ndarray, tid, stamp, site: int) -> None:
+def _record_reads(region: Region, flat: np.ndarray, tid, stamp, site: int,
+                  alone: bool = False) -> None:
     """The reader shadow after a read: the reading thread, or -2 where another thread read the
-    granule in the same threadgroup epoch (several readers)."""
-    r_tid = region.r_tid[flat]
-    shared = ((region.r_stamp[flat] >> 16) == (stamp >> 16)) & (r_tid != -1) & (r_tid != tid)
-    readers = np.where(shared, -2, tid)
+    granule in the same threadgroup epoch (several readers). `alone`: no read recorded in the
+    shadow can be in the same epoch (a barrier every threadgroup reached came after them)."""
+    if alone:
+        readers = np.broadcast_to(tid, flat.shape)
+    else:
+        r_tid = region.r_tid[flat]
+        shared = (((region.r_stamp[flat] >> 16) == (stamp >> 16)) & (r_tid != -1)
+                  & (r_tid != tid))
+        readers = np.where(shared, -2, tid)
     region.r_tid[flat] = readers
     region.r_stamp[flat] = stamp
     region.r_site[flat] = site
