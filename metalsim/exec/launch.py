@@ -152,7 +152,7 @@ def make_batches(grid: tuple[int, int, int], tg: tuple[int, int, int], budget: i
                             (wx, wy, wz), (ax, ay, az), counts)
         yield Batch(size=n, tid=tid, tg_global=tg_global,
                     tg_local=local_tg, tg_count=ids.size, tg_ids=ids, tg_sizes=counts,
-                    simd_global=simd_global, attributes=attrs)
+                    simd_global=simd_global, attributes=attrs, consecutive=gy == gz == 1)
 
 
 def _ceil_div_arr(a: np.ndarray, b: int) -> np.ndarray:
@@ -322,9 +322,7 @@ def bind_kernel_frame(m: Machine, program: Program, regions: dict) -> Frame:
         if name in regions:
             region, base = regions[name]
             if var.kind == "ptr":
-                slot = PtrSlot(region, size)
-                slot.off[:] = base
-                frame.vars[var.slot] = slot
+                frame.vars[var.slot] = PtrSlot(region, size, base)
             else:
                 frame.vars[var.slot] = RefSlot(region, np.full(size, base, np.int64), None)
         else:

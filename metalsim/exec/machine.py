@@ -202,6 +202,7 @@ class Batch:
     tg_sizes: np.ndarray          # live threads per threadgroup of the batch
     simd_global: np.ndarray       # a batch-unique id of the lane's SIMD-group
     attributes: dict[str, np.ndarray]
+    consecutive: bool = False     # whether `tid` counts up by one from lane to lane
 
 
 class Machine:
@@ -255,7 +256,7 @@ class Machine:
         self.simd_tg_epoch = np.zeros(simdgroups, np.int64)
         self.simd_dev_epoch = np.zeros(simdgroups, np.int64)
         self.tg_regions = {}
-        self.lane_counts = {name: np.zeros(batch.size, np.int64) for name in COUNTS}
+        self.lane_counts: dict[str, np.ndarray] = {}   # per lane, where not every lane counts
         # Accesses made by every lane of the batch, per count: added to `lane_counts` once, at
         # the end of the batch, instead of one pass over the lanes per access.
         self.all_lane_counts: dict[str, int] = {}
@@ -271,22 +272,30 @@ class Machine:
         """Move the batch's per-lane counts into the per-thread counters of the grid."""
         tid = self.batch.tid
         if tid.size and int(tid[-1]) - int(tid[0]) == tid.size - 1 and (
-                tid.size == 1 or bool((np.diff(tid) == 1).all())):
+                tid.size == 1 or self.batch.consecutive or bool((np.diff(tid) == 1).all())):
             tid = slice(int(tid[0]), int(tid[0]) + tid.size)  # consecutive threads: no gather
         whole_grid = isinstance(tid, slice) and tid == slice(0, self.total_threads)
-        for name, times in self.all_lane_counts.items():
-            self.lane_counts[name] += times
         for name in self.counted:
+            lane = self.lane_counts.get(name)
+            times = self.all_lane_counts.get(name, 0)
+            if lane is None:   # only accesses of every lane
+                getattr(self.counters, name)[tid] += times
+                continue
+            if times:
+                lane += times
             if whole_grid:   # one batch holds every thread: its counts are the grid's
-                setattr(self.counters, name, self.lane_counts[name])
+                setattr(self.counters, name, lane)
             else:
-                getattr(self.counters, name)[tid] += self.lane_counts[name]
+                getattr(self.counters, name)[tid] += lane
 
     def count(self, name: str, idx: np.ndarray | slice) -> None:
         if idx.__class__ is slice:   # every lane (`Lanes.idx`)
             self.all_lane_counts[name] = self.all_lane_counts.get(name, 0) + 1
         else:
-            self.lane_counts[name][idx] += 1  # lanes of one access are distinct threads
+            lane = self.lane_counts.get(name)
+            if lane is None:
+                lane = self.lane_counts[name] = np.zeros(self.batch.size, np.int64)
+            lane[idx] += 1  # lanes of one access are distinct threads
         self.counted.add(name)
 
     def bank_bases(self, space: str, per_bank: int) -> np.ndarray:

@@ -116,7 +116,7 @@ class Region:
             self.all_written = bool(self.init.all())
         return self.all_written
 
-    def note_init(self, flat: np.ndarray) -> None:
+    def note_init(self, flat: np.ndarray | slice) -> None:
         """Granules `flat` were written."""
         self.init[flat] = True
         if self.all_written is False:
@@ -375,9 +375,12 @@ def _after_access(m: Machine, region: Region, idx: np.ndarray | slice, bank, off
             flat = bank * region.granules + g
         else:
             flat = g if not bank else bank * region.granules + g
+    # Where a write's granules are one consecutive run (each thread its own element, in
+    # order), the shadows are updated through a slice: a copy, not a scatter.
+    at = _run_of(flat) if write else flat
     if region.track_init:
         if write:
-            region.note_init(flat)
+            region.note_init(at)
         elif not region.fully_written():
             seen = region.init[flat]
             if not seen.all():
@@ -391,9 +394,9 @@ def _after_access(m: Machine, region: Region, idx: np.ndarray | slice, bank, off
                     detail=f"element {element} of '{region.name}' was read before any thread "
                            "wrote it")
     if write and region.written is not None:
-        region.written[flat] = True
+        region.written[at] = True
     if region.track_races:
-        _race_check(m, region, idx, flat, write, coord, identical)
+        _race_check(m, region, idx, flat, write, coord, identical, at)
 
 
 def _what(region: Region) -> str:
@@ -535,13 +538,22 @@ def _record_reads(region: Region, flat: np.ndarray, tid, stamp, site: int,
         region.r_tid[flat[repeated]] = -2
 
 
+def _run_of(flat: np.ndarray) -> np.ndarray | slice:
+    """Granules that are one run of consecutive ones, in order, as a slice; others as they
+    are."""
+    if flat.ndim != 1 or not flat.size or int(flat[-1]) - int(flat[0]) != flat.size - 1:
+        return flat
+    return slice(int(flat[0]), int(flat[-1]) + 1) if _increasing(flat) else flat
+
+
 def _increasing(flat: np.ndarray) -> bool:
     """Whether the granules of an access are distinct because they strictly increase."""
     return flat.ndim == 1 and bool((flat[1:] > flat[:-1]).all())
 
 
 def _race_check(m: Machine, region: Region, idx: np.ndarray | slice, flat: np.ndarray,
-                write: bool, coord: Coord, identical=None) -> None:
+                write: bool, coord: Coord, identical=None,
+                at: np.ndarray | slice | None = None) -> None:
     """Two accesses to one granule race unless they come from the same thread, or from one
     threadgroup with a barrier ordering this memory between them; one must be a write.
 
@@ -585,11 +597,12 @@ def _race_check(m: Machine, region: Region, idx: np.ndarray | slice, flat: np.nd
             earlier.append((with_reader, region.r_tid[flat], region.r_stamp[flat],
                             region.r_site[flat], "read"))
     if write:
-        region.w_tid[flat] = tid
-        region.w_stamp[flat] = stamp
-        region.w_site[flat] = site
+        at = flat if at is None else at   # `_run_of(flat)`, for the scatters
+        region.w_tid[at] = tid
+        region.w_stamp[at] = stamp
+        region.w_site[at] = site
         region.w_gen = m.tg_generation
-        if not _increasing(flat):
+        if at.__class__ is not slice and not _increasing(flat):
             same_store = region.w_tid[flat] != tid  # two lanes of this store hit one granule
             if same_store.any() and identical is not None:
                 same_value = identical()
