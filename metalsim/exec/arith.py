@@ -172,7 +172,7 @@ def convert(x: np.ndarray, src: Type, dst: Type) -> np.ndarray:
     anything -> bool is `!= 0`, float -> int truncates (NaN -> 0, saturating out of range), and
     conversions to a float type round to nearest even exactly once.
     """
-    if src == dst:  # the common case: a copy, nothing to round or wrap
+    if src is dst or src == dst:  # the common case: a copy, nothing to round or wrap
         return np.array(x, dtype=_elem(dst).dtype)
     s, d = _elem(src), _elem(dst)
     x = np.asarray(x)

@@ -644,15 +644,17 @@ class ExpressionCompiler:
         t = base.type
         if not isinstance(t, PointerType):
             self.error(f"subscripted value is not an array, pointer, or vector ('{t}')", node)
-        size, bev, iev, itype, coord = t.pointee.size, base.ev, index.ev, index.type, node.coord
+        size, bev, iev, coord = t.pointee.size, base.ev, index.ev, node.coord
         if self.tracing:
             iev = address_only(iev, node.index.coord)
         root = root_name(node)
 
         def loc(f, lanes):
             p = bev(f, lanes)
-            k = arith.convert(np.asarray(iev(f, lanes)), itype, LONG)   # a new array
-            if inner is not None and k.size and (k.min() < 0 or k.max() >= inner):
+            # `arith.convert` to long of an integer (or bool) index: a new array
+            k = np.asarray(iev(f, lanes)).astype(np.int64)
+            if inner is not None and k.size and (np.minimum.reduce(k, None) < 0
+                                                 or np.maximum.reduce(k, None) >= inner):
                 report_lanes(f, lanes, (k < 0) | (k >= inner), "out-of-bounds", "error",
                              f"index out of bounds of an inner array of '{root}' "
                              f"({inner} elements)", coord,

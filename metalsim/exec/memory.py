@@ -179,9 +179,10 @@ def _check(m: Machine, region: Region, idx: np.ndarray | slice, off: np.ndarray,
     align = t.align if isinstance(t, VectorType) else elem.size
     # The common case, all in bounds and aligned, in as few numpy calls as possible (alignments
     # are powers of two).
-    if off.size == 0 or (off.min() >= 0 and off.max() <= region.nbytes - width
-                         and (align == 1 or not (off & (align - 1)).any())):
-        return None
+    if off.size == 0 or (np.minimum.reduce(off, None) >= 0
+                         and np.maximum.reduce(off, None) <= region.nbytes - width
+                         and (align == 1 or not np.bitwise_or.reduce(off, None) & (align - 1))):
+        return None   # (some offset is misaligned exactly where their bitwise or is)
     bad = (off < 0) | (off + width > region.nbytes)
     misaligned = (off % align) != 0
     lanes = np.arange(m.batch.size)[idx]
@@ -569,8 +570,8 @@ def _race_check(m: Machine, region: Region, idx: np.ndarray | slice, flat: np.nd
     lazy = region.space == "threadgroup"
     if write and region.read_log:
         _apply_read_log(m, region)
-    none = np.zeros(flat.shape, bool)
-    with_writer = with_atomic = with_reader = none
+    # no conflict: one 0-d false (broadcast where a mask is needed), not an array per access
+    with_writer = with_atomic = with_reader = conflict = _NO_CONFLICT
     if _can_conflict(m, region, region.w_gen):
         w_tid = region.w_tid[flat]
         with_writer = _unordered_with(region.w_stamp, flat, (w_tid >= 0) & (w_tid != tid),
@@ -583,18 +584,22 @@ def _race_check(m: Machine, region: Region, idx: np.ndarray | slice, flat: np.nd
         r_tid = region.r_tid[flat]
         with_reader = _unordered_with(region.r_stamp, flat, (r_tid != -1) & (r_tid != tid),
                                       stamp)
-    conflict = with_writer | with_atomic | with_reader
+    for mask in (with_writer, with_atomic, with_reader):
+        if mask is not _NO_CONFLICT:
+            conflict = mask if conflict is _NO_CONFLICT else conflict | mask
     # The earlier accesses a lane may conflict with: (mask, thread, stamp, site, what it did);
     # gathered only for a race, and before this access overwrites the shadow.
     earlier = []
     if conflict.any():
+        def every_lane(mask):
+            return np.broadcast_to(mask, flat.shape)
         earlier = [
-            (with_writer, region.w_tid[flat], region.w_stamp[flat], region.w_site[flat],
-             "wrote"),
-            (with_atomic, region.a_tid[flat], region.a_stamp[flat], region.a_site[flat],
-             "updated atomically")]
+            (every_lane(with_writer), region.w_tid[flat], region.w_stamp[flat],
+             region.w_site[flat], "wrote"),
+            (every_lane(with_atomic), region.a_tid[flat], region.a_stamp[flat],
+             region.a_site[flat], "updated atomically")]
         if write:
-            earlier.append((with_reader, region.r_tid[flat], region.r_stamp[flat],
+            earlier.append((every_lane(with_reader), region.r_tid[flat], region.r_stamp[flat],
                             region.r_site[flat], "read"))
     if write:
         at = flat if at is None else at   # `_run_of(flat)`, for the scatters
@@ -637,6 +642,9 @@ def _race_check(m: Machine, region: Region, idx: np.ndarray | slice, flat: np.nd
                                          coord)
         _report_race(m, region, idx, flat, conflict, "write" if write else "read", coord,
                      across, detail, situation)
+
+
+_NO_CONFLICT = np.zeros((), bool)
 
 
 def _report_benign_race(m: Machine, region: Region, idx, flat: np.ndarray, benign: np.ndarray,
