@@ -256,7 +256,7 @@ def plan_memory(program: Program, outputs, grid, tg, budget: int) -> MemoryPlan:
     threads = tg[0] * tg[1] * tg[2]
     code = program.code
     per_group = (threads * (LANE_BYTES + SLOT_BYTES * code.nslots) + code.threadgroup_bytes
-                 + code.threadgroup_granules * mem.SHADOW_BYTES)
+                 + code.threadgroup_granules * (mem.SHADOW_BYTES + mem.WRITE_MARK_BYTES))
     groups = (budget - fixed) // per_group if budget > fixed else 0
     lanes = min(LANE_BUDGET // threads, groups) * threads if groups else 0
     return MemoryPlan(fixed, per_group, max(lanes, threads) if groups else 0)

@@ -260,6 +260,10 @@ class Machine:
         # Accesses made by every lane of the batch, per count: added to `lane_counts` once, at
         # the end of the batch, instead of one pass over the lanes per access.
         self.all_lane_counts: dict[str, int] = {}
+        # The lanes of other accesses, counted by one bincount per count when they add up to a
+        # batch's worth (`_count_pending`), not by a gather and scatter per access.
+        self.pending_counts: dict[str, list[np.ndarray]] = {}
+        self.pending_lanes = 0
         self._bank_bases: dict[tuple[str, int], np.ndarray] = {}
         if self.trace_groups is not None:
             self.lane_traced = np.isin(batch.tg_global, np.fromiter(self.trace_groups, np.int64))
@@ -275,6 +279,7 @@ class Machine:
                 tid.size == 1 or self.batch.consecutive or bool((np.diff(tid) == 1).all())):
             tid = slice(int(tid[0]), int(tid[0]) + tid.size)  # consecutive threads: no gather
         whole_grid = isinstance(tid, slice) and tid == slice(0, self.total_threads)
+        self._count_pending()
         for name in self.counted:
             lane = self.lane_counts.get(name)
             times = self.all_lane_counts.get(name, 0)
@@ -292,11 +297,23 @@ class Machine:
         if idx.__class__ is slice:   # every lane (`Lanes.idx`)
             self.all_lane_counts[name] = self.all_lane_counts.get(name, 0) + 1
         else:
+            self.pending_counts.setdefault(name, []).append(idx)
+            self.pending_lanes += idx.size
+            if self.pending_lanes > self.batch.size:
+                self._count_pending()
+        self.counted.add(name)
+
+    def _count_pending(self) -> None:
+        """Add the lanes of the pending accesses to `lane_counts` (lanes of one access are
+        distinct threads, so a bincount counts each access once per lane)."""
+        size = self.batch.size
+        for name, parts in self.pending_counts.items():
+            lanes = parts[0] if len(parts) == 1 else np.concatenate(parts)
             lane = self.lane_counts.get(name)
             if lane is None:
-                lane = self.lane_counts[name] = np.zeros(self.batch.size, np.int64)
-            lane[idx] += 1  # lanes of one access are distinct threads
-        self.counted.add(name)
+                lane = self.lane_counts[name] = np.zeros(size, np.int64)
+            lane += np.bincount(lanes, minlength=size)
+        self.pending_counts, self.pending_lanes = {}, 0
 
     def bank_bases(self, space: str, per_bank: int) -> np.ndarray:
         """Per lane, where its bank of a `space` ("threadgroup": one per threadgroup,

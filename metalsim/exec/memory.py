@@ -32,6 +32,9 @@ STORE, RMW = 1, 2  # kinds of atomic access in the race shadow (0: a load)
 # flags, the last writer's, reader's and atomic's thread and stamp (int64) and site (int32), and
 # the atomic access's kind (int8).
 SHADOW_BYTES = 2 + 6 * 8 + 3 * 4 + 1
+# Besides, per granule of threadgroup memory: the marks with which a write looks for conflicts
+# among the reads of its generation still in the read log (`_reads_may_conflict`).
+WRITE_MARK_BYTES = 8
 
 
 def leaf_scalar(t: Type) -> ScalarType:
@@ -97,7 +100,8 @@ class Region:
     _SHADOW = {"w_tid": (-1, np.int64), "w_stamp": (0, np.int64), "w_site": (0, np.int32),
                "r_tid": (-1, np.int64), "r_stamp": (0, np.int64), "r_site": (0, np.int32),
                "a_tid": (-1, np.int64), "a_stamp": (0, np.int64), "a_site": (0, np.int32),
-               "a_kind": (0, np.int8)}  # the atomic access was a load, STORE or RMW
+               "a_kind": (0, np.int8),  # the atomic access was a load, STORE or RMW
+               "write_mark": (-1, np.int64)}  # see `_reads_may_conflict`
 
     def __getattr__(self, name: str) -> np.ndarray:
         spec = Region._SHADOW.get(name)
@@ -152,11 +156,21 @@ class Region:
 
 def _access_layout(t: Type) -> tuple[ScalarType, int]:
     """The scalar element type and component count of a load/store of type `t`."""
+    known = _LAYOUTS.get(id(t))
+    if known is not None and known[0] is t:   # (the type itself: an id can be reused)
+        return known[1]
     if isinstance(t, VectorType):
-        return t.elem, t.n
-    if isinstance(t, SimdMatrixType):
-        return t.elem, t.per_lane
-    return t, 1  # type: ignore[return-value]
+        layout = t.elem, t.n
+    elif isinstance(t, SimdMatrixType):
+        layout = t.elem, t.per_lane
+    else:
+        layout = t, 1
+    if len(_LAYOUTS) < 4096:
+        _LAYOUTS[id(t)] = (t, layout)
+    return layout  # type: ignore[return-value]
+
+
+_LAYOUTS: dict[int, tuple[Type, tuple[ScalarType, int]]] = {}
 
 
 def cells_of(m: Machine, region: Region, lanes: np.ndarray, element: np.ndarray) -> list:
@@ -519,6 +533,24 @@ def _apply_read_log(m: Machine, region: Region) -> None:
     region.r_gen = m.tg_generation
 
 
+def _reads_may_conflict(region: Region, flat: np.ndarray, at: np.ndarray | slice,
+                        tid: np.ndarray) -> bool:
+    """Whether a write of the distinct granules `flat` (`at` for scatters) by the threads
+    `tid` may conflict with a read in the read log: whether another thread read one of them.
+    Where none did, the reader shadow would show no conflict either, and the log is kept
+    unapplied (the write is checked against it again by the next write, until a barrier)."""
+    mark = region.write_mark
+    mark[at] = tid
+    try:
+        for read, reader, _, _ in region.read_log:
+            writer = mark[read]
+            if ((writer != -1) & (writer != reader)).any():
+                return True
+        return False
+    finally:
+        mark[at] = -1
+
+
 def _record_reads(region: Region, flat: np.ndarray, tid, stamp, site: int,
                   alone: bool = False) -> None:
     """The reader shadow after a read: the reading thread, or -2 where another thread read the
@@ -568,7 +600,10 @@ def _race_check(m: Machine, region: Region, idx: np.ndarray | slice, flat: np.nd
     if flat.ndim > 1:
         stamp, tid = stamp[:, None], tid[:, None]
     lazy = region.space == "threadgroup"
-    if write and region.read_log:
+    at = flat if at is None else at   # `_run_of(flat)`, for a write's scatters
+    distinct = write and (at.__class__ is slice or _increasing(flat))
+    if write and region.read_log and (region.read_log_gen != m.tg_generation or not distinct
+                                      or _reads_may_conflict(region, flat, at, tid)):
         _apply_read_log(m, region)
     # no conflict: one 0-d false (broadcast where a mask is needed), not an array per access
     with_writer = with_atomic = with_reader = conflict = _NO_CONFLICT
@@ -590,7 +625,7 @@ def _race_check(m: Machine, region: Region, idx: np.ndarray | slice, flat: np.nd
     # The earlier accesses a lane may conflict with: (mask, thread, stamp, site, what it did);
     # gathered only for a race, and before this access overwrites the shadow.
     earlier = []
-    if conflict.any():
+    if conflict is not _NO_CONFLICT and conflict.any():
         def every_lane(mask):
             return np.broadcast_to(mask, flat.shape)
         earlier = [
@@ -602,12 +637,11 @@ def _race_check(m: Machine, region: Region, idx: np.ndarray | slice, flat: np.nd
             earlier.append((every_lane(with_reader), region.r_tid[flat], region.r_stamp[flat],
                             region.r_site[flat], "read"))
     if write:
-        at = flat if at is None else at   # `_run_of(flat)`, for the scatters
         region.w_tid[at] = tid
         region.w_stamp[at] = stamp
         region.w_site[at] = site
         region.w_gen = m.tg_generation
-        if at.__class__ is not slice and not _increasing(flat):
+        if not distinct:
             same_store = region.w_tid[flat] != tid  # two lanes of this store hit one granule
             if same_store.any() and identical is not None:
                 same_value = identical()
@@ -633,7 +667,7 @@ def _race_check(m: Machine, region: Region, idx: np.ndarray | slice, flat: np.nd
     else:
         _record_reads(region, flat, tid, stamp, site)
         region.r_gen = m.tg_generation
-    if conflict.any():
+    if conflict is not _NO_CONFLICT and conflict.any():
         # Whether some conflicting access came from another threadgroup (for the hint).
         across = any(bool(np.any(mask & ((stamps >> 32) != (stamp >> 32))))
                      for mask, _, stamps, _, _ in earlier)
