@@ -501,8 +501,13 @@ class ExpressionCompiler:
             ct = ty.common_type(t, INT) if not isinstance(t, VectorType) else t
             one_c = self.convert(self.expr(one, scope), ct, node).const
 
-            def step(v):
-                return arith.convert(arith.binary(op, arith.convert(v, t, ct), one_c, ct), ct, t)
+            if ct == t:   # (int, uint, long...: no conversions, each a copy)
+                def step(v):
+                    return arith.binary(op, v, one_c, t)
+            else:
+                def step(v):
+                    return arith.convert(arith.binary(op, arith.convert(v, t, ct), one_c, ct),
+                                         ct, t)
 
         def ev(f, lanes):
             where = loc(f, lanes)
