@@ -260,11 +260,8 @@ class Machine:
         # Accesses made by every lane of the batch, per count: added to `lane_counts` once, at
         # the end of the batch, instead of one pass over the lanes per access.
         self.all_lane_counts: dict[str, int] = {}
-        # The lanes of other accesses, counted by one bincount per count when they add up to a
-        # batch's worth (`_count_pending`), not by a gather and scatter per access.
-        self.pending_counts: dict[str, list[np.ndarray]] = {}
-        self.pending_lanes = 0
         self._bank_bases: dict[tuple[str, int], np.ndarray] = {}
+        self._gathered: dict[tuple[int, int], tuple] = {}
         if self.trace_groups is not None:
             self.lane_traced = np.isin(batch.tg_global, np.fromiter(self.trace_groups, np.int64))
             self.traced_lanes = np.flatnonzero(self.lane_traced)
@@ -279,7 +276,6 @@ class Machine:
                 tid.size == 1 or self.batch.consecutive or bool((np.diff(tid) == 1).all())):
             tid = slice(int(tid[0]), int(tid[0]) + tid.size)  # consecutive threads: no gather
         whole_grid = isinstance(tid, slice) and tid == slice(0, self.total_threads)
-        self._count_pending()
         for name in self.counted:
             lane = self.lane_counts.get(name)
             times = self.all_lane_counts.get(name, 0)
@@ -297,23 +293,27 @@ class Machine:
         if idx.__class__ is slice:   # every lane (`Lanes.idx`)
             self.all_lane_counts[name] = self.all_lane_counts.get(name, 0) + 1
         else:
-            self.pending_counts.setdefault(name, []).append(idx)
-            self.pending_lanes += idx.size
-            if self.pending_lanes > self.batch.size:
-                self._count_pending()
-        self.counted.add(name)
-
-    def _count_pending(self) -> None:
-        """Add the lanes of the pending accesses to `lane_counts` (lanes of one access are
-        distinct threads, so a bincount counts each access once per lane)."""
-        size = self.batch.size
-        for name, parts in self.pending_counts.items():
-            lanes = parts[0] if len(parts) == 1 else np.concatenate(parts)
             lane = self.lane_counts.get(name)
             if lane is None:
-                lane = self.lane_counts[name] = np.zeros(size, np.int64)
-            lane += np.bincount(lanes, minlength=size)
-        self.pending_counts, self.pending_lanes = {}, 0
+                lane = self.lane_counts[name] = np.zeros(self.batch.size, np.int64)
+            lane[idx] += 1  # lanes of one access are distinct threads
+        self.counted.add(name)
+
+    def lanes_of(self, full: np.ndarray, idx: np.ndarray | slice) -> np.ndarray:
+        """`full[idx]` for a per-lane array of the batch that does not change (ids, stamps
+        of one epoch), remembered for the latest few: the accesses of one statement share
+        their active set, and gather the same lanes of the same arrays."""
+        if idx.__class__ is slice:
+            return full[idx]
+        key = (id(full), id(idx))
+        known = self._gathered.get(key)
+        if known is not None and known[0] is full and known[1] is idx:
+            return known[2]
+        if len(self._gathered) >= 8:
+            self._gathered.clear()
+        value = full[idx]
+        self._gathered[key] = (full, idx, value)   # (holding both, their ids stay theirs)
+        return value
 
     def bank_bases(self, space: str, per_bank: int) -> np.ndarray:
         """Per lane, where its bank of a `space` ("threadgroup": one per threadgroup,
@@ -345,7 +345,7 @@ class Machine:
                 if part.__class__ is not int or part:
                     full = full | part
             self._stamps[device] = full
-        return full[idx]
+        return self.lanes_of(full, idx)
 
     def new_epoch(self, reached: np.ndarray, threadgroup_memory: bool, device_memory: bool,
                   simdgroups: bool = False) -> None:

@@ -254,7 +254,7 @@ def _flat_index(m: Machine, region: Region, idx: np.ndarray | slice, off: np.nda
         return None
     flat = _divide(off, elem.size)
     if region.space in ("threadgroup", "thread"):
-        flat += m.bank_bases(region.space, region.granules)[idx]
+        flat += m.lanes_of(m.bank_bases(region.space, region.granules), idx)
     return flat
 
 
@@ -595,7 +595,7 @@ def _race_check(m: Machine, region: Region, idx: np.ndarray | slice, flat: np.nd
     earlier access that can conflict (`_can_conflict`) are gathered.
     """
     stamp = m.stamps(idx, region.space == "device")
-    tid = m.batch.tid[idx]
+    tid = m.lanes_of(m.batch.tid, idx)
     site = m.site(coord)
     if flat.ndim > 1:
         stamp, tid = stamp[:, None], tid[:, None]
@@ -927,7 +927,7 @@ def _after_atomic(m: Machine, region: Region, lanes: np.ndarray, idx: np.ndarray
         region.written[flat] = True
     if region.track_races:
         stamp = m.stamps(idx, region.space == "device")
-        tid = m.batch.tid[idx]
+        tid = m.lanes_of(m.batch.tid, idx)
         if region.read_log:
             _apply_read_log(m, region)
         w_tid, r_tid = region.w_tid[flat], region.r_tid[flat]
