@@ -53,8 +53,9 @@ MAX_THREAD_MEMORY = 64 * 1024
 # kernel of the puzzles needs (148,000).
 DEFAULT_STEP_LIMIT = 1_000_000
 # The simulator's own bytes per lane of a batch, besides threadgroup memory: ids, per-lane
-# counts, stamps and attributes (LANE_BYTES), and one value per variable slot (SLOT_BYTES).
-LANE_BYTES = 384
+# counts, stamps and attributes, and up to four gathers of them kept for the accesses of one
+# statement (`Machine.lanes_of`) (LANE_BYTES), and one value per variable slot (SLOT_BYTES).
+LANE_BYTES = 384 + 4 * 8
 SLOT_BYTES = 16
 COUNTER_BYTES = 6 * 8   # per thread of the grid: the access counts of the report
 MAX_TRACED_THREADS = 16_384

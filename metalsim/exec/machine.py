@@ -309,7 +309,7 @@ class Machine:
         known = self._gathered.get(key)
         if known is not None and known[0] is full and known[1] is idx:
             return known[2]
-        if len(self._gathered) >= 8:
+        if len(self._gathered) >= 4:   # (`launch.LANE_BYTES` counts them)
             self._gathered.clear()
         value = full[idx]
         self._gathered[key] = (full, idx, value)   # (holding both, their ids stay theirs)
