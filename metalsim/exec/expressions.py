@@ -653,13 +653,17 @@ class ExpressionCompiler:
         if self.tracing:
             iev = address_only(iev, node.index.coord)
         root = root_name(node)
+        # an unsigned index narrower than long is never negative once converted to long
+        index_scalar = ty.scalar_of(index.type)
+        may_be_negative = index_scalar.signed or index_scalar.size >= 8
 
         def loc(f, lanes):
             p = bev(f, lanes)
             # `arith.convert` to long of an integer (or bool) index: a new array
             k = np.asarray(iev(f, lanes)).astype(np.int64)
-            if inner is not None and k.size and (np.minimum.reduce(k, None) < 0
-                                                 or np.maximum.reduce(k, None) >= inner):
+            if inner is not None and k.size and (
+                    (may_be_negative and np.minimum.reduce(k, None) < 0)
+                    or np.maximum.reduce(k, None) >= inner):
                 report_lanes(f, lanes, (k < 0) | (k >= inner), "out-of-bounds", "error",
                              f"index out of bounds of an inner array of '{root}' "
                              f"({inner} elements)", coord,
