@@ -1,6 +1,6 @@
 """The fast paths of the race shadow and the per-thread counts find what the full checks find:
 reads kept in the read log until a write by another thread needs them, writes of one run of
-granules through slices, counts of partial accesses by bincount, atomics sorted by radix."""
+granules through slices, counts of every-lane and partial accesses, atomics sorted by radix."""
 
 import mlx.core as mx
 import numpy as np
