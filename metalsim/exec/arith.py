@@ -11,6 +11,10 @@ subject matter, not accidents.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
+from collections.abc import Iterator
+
 import numpy as np
 
 from metalsim.lang.types import (
@@ -39,6 +43,33 @@ _STICKY_MASK = np.uint64(0x7FF)
 _KEEP_MASK = np.uint64(0xFFFF_FFFF_FFFF_F800)
 
 
+# Whether numpy's floating-point error handling is already off (`quiet_numpy`) in this context:
+# the functions below then compute directly, instead of entering `np.errstate` themselves (a
+# context manager per operation was a tenth of a small launch).
+_QUIET = contextvars.ContextVar("metalsim_quiet_numpy", default=False)
+
+
+@contextlib.contextmanager
+def quiet_numpy() -> Iterator[None]:
+    """Run a block with numpy's floating-point warnings and errors off (overflow, wrap-around
+    and NaN are what the simulator computes on purpose). A launch runs inside one, so that the
+    operations here need not each enter `np.errstate`; outside one, each enters it itself."""
+    if _QUIET.get():
+        yield
+        return
+    token = _QUIET.set(True)
+    try:
+        with np.errstate(all="ignore"):
+            yield
+    finally:
+        _QUIET.reset(token)
+
+
+def is_quiet() -> bool:
+    """Whether this runs inside `quiet_numpy`."""
+    return _QUIET.get()
+
+
 def _elem(t: Type) -> ScalarType:
     s = scalar_of(t)
     if not isinstance(s, ScalarType):
@@ -61,17 +92,19 @@ def round_from_float64(x: np.ndarray, dtype: np.dtype) -> np.ndarray:
     rounding (Boldo & Melquiond, 2008).
     """
     x = np.asarray(x, dtype=np.float64)
-    with np.errstate(all="ignore"):
-        nearest = x.astype(np.float32)
-        if np.dtype(dtype) == np.float32:
-            return nearest
-        back = nearest.astype(np.float64)
-        bits = nearest.view(np.uint32)
-        # Truncate toward zero: step back one ulp where rounding went outward (this also turns an
-        # overflow to inf into FLT_MAX), then set the sticky last bit where the value was inexact.
-        bits = np.where(np.abs(back) > np.abs(x), bits - np.uint32(1), bits)
-        bits = np.where((back != x) & np.isfinite(x), bits | np.uint32(1), bits)
-        return np.asarray(bits, dtype=np.uint32).view(np.float32).astype(dtype)
+    if not _QUIET.get():
+        with quiet_numpy():
+            return round_from_float64(x, dtype)
+    nearest = x.astype(np.float32)
+    if np.dtype(dtype) == np.float32:
+        return nearest
+    back = nearest.astype(np.float64)
+    bits = nearest.view(np.uint32)
+    # Truncate toward zero: step back one ulp where rounding went outward (this also turns an
+    # overflow to inf into FLT_MAX), then set the sticky last bit where the value was inexact.
+    bits = np.where(np.abs(back) > np.abs(x), bits - np.uint32(1), bits)
+    bits = np.where((back != x) & np.isfinite(x), bits | np.uint32(1), bits)
+    return np.asarray(bits, dtype=np.uint32).view(np.float32).astype(dtype)
 
 
 def _int_to_float64(x: np.ndarray) -> np.ndarray:
@@ -139,7 +172,7 @@ def convert(x: np.ndarray, src: Type, dst: Type) -> np.ndarray:
     anything -> bool is `!= 0`, float -> int truncates (NaN -> 0, saturating out of range), and
     conversions to a float type round to nearest even exactly once.
     """
-    if src == dst:  # the common case: a copy, nothing to round or wrap
+    if src is dst or src == dst:  # the common case: a copy, nothing to round or wrap
         return np.array(x, dtype=_elem(dst).dtype)
     s, d = _elem(src), _elem(dst)
     x = np.asarray(x)
@@ -151,7 +184,9 @@ def convert(x: np.ndarray, src: Type, dst: Type) -> np.ndarray:
         raise TypeError(f"cannot convert between vector types '{src}' and '{dst}'")
     if s.kind == "int" and d.kind == "int":  # wraps modulo 2**n, never warns (indexing)
         return x.astype(d.dtype)
-    with np.errstate(all="ignore"):
+    if _QUIET.get():
+        return np.asarray(_convert_scalar(x, s, d))
+    with quiet_numpy():
         return np.asarray(_convert_scalar(x, s, d))
 
 
@@ -171,8 +206,8 @@ def shift_out_of_range_mask(count: np.ndarray, t: Type) -> np.ndarray | None:
     """
     count = np.asarray(count)
     bits = _elem(t).bits
-    with np.errstate(all="ignore"):
-        bad = (count < 0) | (count >= bits)
+    # an integer count: comparing it with small ints raises no floating-point error
+    bad = (count < 0) | (count >= bits)
     return bad if bad.any() else None
 
 
@@ -250,33 +285,37 @@ def binary(op: str, x: np.ndarray, y: np.ndarray, t: ScalarType | VectorType) ->
     Vector operands must both have the vector shape (splat scalars with `convert` first).
     Comparisons return bool arrays.
     """
+    if not _QUIET.get():
+        with quiet_numpy():
+            return binary(op, x, y, t)
     e = _elem(t)
     x, y = np.asarray(x), np.asarray(y)
-    with np.errstate(all="ignore"):
-        if op in COMPARISONS:
-            result = _compare(op, x, y, e)
-        elif e.kind == "float":
-            result = _float_binary(op, x, y, e)
-        else:
-            result = _int_binary(op, x, y, e)
+    if op in COMPARISONS:
+        result = _compare(op, x, y, e)
+    elif e.kind == "float":
+        result = _float_binary(op, x, y, e)
+    else:
+        result = _int_binary(op, x, y, e)
     return np.asarray(result)
 
 
 def unary(op: str, x: np.ndarray, t: ScalarType | VectorType) -> np.ndarray:
     """`op x` for "-", "+", "~" and "!" on a value of (already promoted) type `t`."""
+    if not _QUIET.get():
+        with quiet_numpy():
+            return unary(op, x, t)
     e = _elem(t)
     x = np.asarray(x)
-    with np.errstate(all="ignore"):
-        if op == "!":
-            return np.asarray(~_truth(x, e))
-        if e == BOOL:
-            raise ValueError(f"operator {op} on bool: promote the operand to int first")
-        if op == "+":
-            return x.copy()
-        if op == "-":
-            return np.asarray(np.negative(x))   # exact for floats, wraps for integers
-        if op == "~" and e.kind == "int":
-            return np.asarray(np.invert(x))
+    if op == "!":
+        return np.asarray(~_truth(x, e))
+    if e == BOOL:
+        raise ValueError(f"operator {op} on bool: promote the operand to int first")
+    if op == "+":
+        return x.copy()
+    if op == "-":
+        return np.asarray(np.negative(x))   # exact for floats, wraps for integers
+    if op == "~" and e.kind == "int":
+        return np.asarray(np.invert(x))
     raise ValueError(f"invalid argument type '{t}' to unary expression '{op}'")
 
 

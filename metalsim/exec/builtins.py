@@ -51,6 +51,11 @@ def barrier(m: Machine, lanes: Lanes, flags: int, coord) -> None:
     threadgroup (device) memory start a new race-detection epoch for that memory.
     """
     b = m.batch
+    if lanes.is_all and m.alive.all():   # every thread of every threadgroup is here
+        m.new_epoch(np.ones(b.tg_count, bool), bool(flags & MEM_FLAGS["mem_threadgroup"]),
+                    bool(flags & MEM_FLAGS["mem_device"]))
+        m.count("barriers", lanes.idx)
+        return
     here = b.tg_local[lanes.idx]
     arrived = np.bincount(here, minlength=b.tg_count)
     live = np.bincount(b.tg_local[m.alive], minlength=b.tg_count)

@@ -523,8 +523,13 @@ class ExpressionCompiler:
             ct = ty.common_type(t, INT) if not isinstance(t, VectorType) else t
             one_c = self.convert(self.expr(one, scope), ct, node).const
 
-            def step(v):
-                return arith.convert(arith.binary(op, arith.convert(v, t, ct), one_c, ct), ct, t)
+            if ct == t:   # (int, uint, long...: no conversions, each a copy)
+                def step(v):
+                    return arith.binary(op, v, one_c, t)
+            else:
+                def step(v):
+                    return arith.convert(arith.binary(op, arith.convert(v, t, ct), one_c, ct),
+                                         ct, t)
 
         def ev(f, lanes):
             where = loc(f, lanes)
@@ -666,23 +671,34 @@ class ExpressionCompiler:
         t = base.type
         if not isinstance(t, PointerType):
             self.error(f"subscripted value is not an array, pointer, or vector ('{t}')", node)
-        size, bev, iev, itype, coord = t.pointee.size, base.ev, index.ev, index.type, node.coord
+        size, bev, iev, coord = t.pointee.size, base.ev, index.ev, node.coord
         if self.tracing:
             iev = address_only(iev, node.index.coord)
         root = root_name(node)
+        # an unsigned index narrower than long is never negative once converted to long
+        index_scalar = ty.scalar_of(index.type)
+        may_be_negative = index_scalar.signed or index_scalar.size >= 8
 
         def loc(f, lanes):
             p = bev(f, lanes)
-            k = arith.convert(np.asarray(iev(f, lanes)), itype, LONG)
-            if inner is not None:
-                outside = (k < 0) | (k >= inner)
-                if np.any(outside):
-                    report_lanes(f, lanes, outside, "out-of-bounds", "error",
-                                 f"index out of bounds of an inner array of '{root}' "
-                                 f"({inner} elements)", coord,
-                                 hint="an index past the end of a row reaches the next row, "
-                                      "which C++ leaves undefined: index within each dimension")
-            return MemLoc(p.region, p.off + np.multiply(k, size))  # see offset_pointer
+            # `arith.convert` to long of an integer (or bool) index: a new array
+            k = np.asarray(iev(f, lanes)).astype(np.int64)
+            if inner is not None and k.size and (
+                    (may_be_negative and np.minimum.reduce(k, None) < 0)
+                    or np.maximum.reduce(k, None) >= inner):
+                report_lanes(f, lanes, (k < 0) | (k >= inner), "out-of-bounds", "error",
+                             f"index out of bounds of an inner array of '{root}' "
+                             f"({inner} elements)", coord,
+                             hint="an index past the end of a row reaches the next row, "
+                                  "which C++ leaves undefined: index within each dimension")
+            off = p.off
+            if k.ndim < np.ndim(off):
+                return MemLoc(p.region, off + np.multiply(k, size))  # see offset_pointer
+            if size != 1:
+                k *= size
+            if off.__class__ is not np.ndarray or off.ndim or off:   # not a uniform 0
+                k += off
+            return MemLoc(p.region, k)
         return self.with_load(E(t.pointee, None, node.coord, loc=loc, readonly=t.const,
                                 space=t.space))
 

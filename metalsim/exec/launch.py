@@ -20,6 +20,7 @@ import numpy as np
 from metalsim.diagnostics import Coord, SourceMap
 from metalsim.efficiency import MemoryEfficiency
 from metalsim.exec import memory as mem
+from metalsim.exec.arith import quiet_numpy
 from metalsim.exec.builtins import BUILTINS
 from metalsim.exec.compile import Compiler
 from metalsim.exec.compiled import FunctionCode, Var
@@ -54,8 +55,9 @@ MAX_THREAD_MEMORY = 64 * 1024
 # kernel of the puzzles needs (148,000).
 DEFAULT_STEP_LIMIT = 1_000_000
 # The simulator's own bytes per lane of a batch, besides threadgroup memory: ids, per-lane
-# counts, stamps and attributes (LANE_BYTES), and one value per variable slot (SLOT_BYTES).
-LANE_BYTES = 384
+# counts, stamps and attributes, and up to four gathers of them kept for the accesses of one
+# statement (`Machine.lanes_of`) (LANE_BYTES), and one value per variable slot (SLOT_BYTES).
+LANE_BYTES = 384 + 4 * 8
 SLOT_BYTES = 16
 COUNTER_BYTES = 6 * 8   # per thread of the grid: the access counts of the report
 MAX_TRACED_THREADS = 16_384
@@ -133,9 +135,12 @@ def make_batches(grid: tuple[int, int, int], tg: tuple[int, int, int], budget: i
         n = int(counts.sum())
         if gy == gz == 1:  # one-dimensional: lanes are consecutive threads
             tid = np.arange(start * tx, start * tx + n, dtype=np.int64)
-            group = tid // tx
-            lin = tid - group * tx
-            local_tg = group - start
+            if tx & (tx - 1):
+                group = tid // tx
+                lin = tid - group * tx
+            else:   # a power of two: shifts and masks, several times faster than division
+                group, lin = tid >> (tx.bit_length() - 1), tid & (tx - 1)
+            local_tg = group - start if start else group
             zeros = np.zeros(n, np.int64)
             pos, local = (tid, zeros, zeros), (lin, zeros, zeros)
         else:
@@ -150,7 +155,8 @@ def make_batches(grid: tuple[int, int, int], tg: tuple[int, int, int], budget: i
             pos, local = (px, py, pz), (lx, ly, lz)
         if gy == gz == 1 and tx % SIMD_WIDTH == 0:
             # every threadgroup but the last is full: SIMD-groups are consecutive lanes
-            tg_global, simd_global = group, (tid - start * tx) // SIMD_WIDTH
+            tg_global = group
+            simd_global = (tid - start * tx if start else tid) >> (SIMD_WIDTH.bit_length() - 1)
         else:
             simds = _ceil_div_arr(counts, SIMD_WIDTH)
             simd_base = np.cumsum(simds) - simds
@@ -159,7 +165,7 @@ def make_batches(grid: tuple[int, int, int], tg: tuple[int, int, int], budget: i
                             (wx, wy, wz), (ax, ay, az), counts)
         yield Batch(size=n, tid=tid, tg_global=tg_global,
                     tg_local=local_tg, tg_count=ids.size, tg_ids=ids, tg_sizes=counts,
-                    simd_global=simd_global, attributes=attrs)
+                    simd_global=simd_global, attributes=attrs, consecutive=gy == gz == 1)
 
 
 def _ceil_div_arr(a: np.ndarray, b: int) -> np.ndarray:
@@ -177,7 +183,16 @@ class Attributes(dict):
 
     def __missing__(self, name: str) -> np.ndarray:
         value = self[name] = self.makers[name]()
+        value.flags.writeable = False   # shared: `fresh` gives the kernel its own
         return value
+
+    def fresh(self, name: str) -> np.ndarray:
+        """A new, writable array of the attribute's values (a kernel may modify its
+        parameters, `--thread_index_in_simdgroup`), built anew unless it is already here."""
+        if name in self:
+            return np.array(self[name])
+        value = self.makers[name]()
+        return value if value.base is None and value.flags.writeable else np.array(value)
 
 
 def _attributes(grid, tg, ntgs, pos, local, lin, local_tg, group, actual,
@@ -199,7 +214,8 @@ def _attributes(grid, tg, ntgs, pos, local, lin, local_tg, group, actual,
         return np.broadcast_to(np.asarray(values, np.uint32), (n, 3))
 
     def scalar(values) -> np.ndarray:
-        return np.broadcast_to(np.asarray(values, np.uint32), (n,))
+        values = np.asarray(values, np.uint32)
+        return values if values.shape == (n,) else np.broadcast_to(values, (n,))
 
     dispatch_total = tg[0] * tg[1] * tg[2]
     return Attributes({
@@ -213,15 +229,15 @@ def _attributes(grid, tg, ntgs, pos, local, lin, local_tg, group, actual,
         "grid_origin": lambda: uniform3((0, 0, 0)),
         "grid_size": lambda: uniform3(grid),
         "thread_index_in_threadgroup": lambda: scalar(lin),
-        "thread_index_in_simdgroup": lambda: scalar(lin % SIMD_WIDTH),
-        "simdgroup_index_in_threadgroup": lambda: scalar(lin // SIMD_WIDTH),
+        "thread_index_in_simdgroup": lambda: scalar(lin & (SIMD_WIDTH - 1)),
+        "simdgroup_index_in_threadgroup": lambda: scalar(lin >> (SIMD_WIDTH.bit_length() - 1)),
         "threads_per_simdgroup": lambda: scalar(SIMD_WIDTH),
         "thread_execution_width": lambda: scalar(SIMD_WIDTH),
         "simdgroups_per_threadgroup": lambda: scalar(_ceil_div_arr(per_lane(counts), SIMD_WIDTH)),
         "dispatch_simdgroups_per_threadgroup":
             lambda: scalar(_ceil_div(dispatch_total, SIMD_WIDTH)),
-        "thread_index_in_quadgroup": lambda: scalar(lin % 4),
-        "quadgroup_index_in_threadgroup": lambda: scalar(lin // 4),
+        "thread_index_in_quadgroup": lambda: scalar(lin & 3),
+        "quadgroup_index_in_threadgroup": lambda: scalar(lin >> 2),
         "quadgroups_per_threadgroup": lambda: scalar(_ceil_div_arr(per_lane(counts), 4)),
         "dispatch_quadgroups_per_threadgroup": lambda: scalar(_ceil_div(dispatch_total, 4)),
     })
@@ -253,7 +269,7 @@ def plan_memory(program: Program, outputs, grid, tg, budget: int) -> MemoryPlan:
     threads = tg[0] * tg[1] * tg[2]
     code = program.code
     per_group = (threads * (LANE_BYTES + SLOT_BYTES * code.nslots) + code.threadgroup_bytes
-                 + code.threadgroup_granules * mem.SHADOW_BYTES)
+                 + code.threadgroup_granules * (mem.SHADOW_BYTES + mem.WRITE_MARK_BYTES))
     groups = (budget - fixed) // per_group if budget > fixed else 0
     lanes = min(LANE_BUDGET // threads, groups) * threads if groups else 0
     return MemoryPlan(fixed, per_group, max(lanes, threads) if groups else 0)
@@ -319,14 +335,12 @@ def bind_kernel_frame(m: Machine, program: Program, regions: dict) -> Frame:
         if name in regions:
             region, base = regions[name]
             if var.kind == "ptr":
-                slot = PtrSlot(region, size)
-                slot.off[:] = base
-                frame.vars[var.slot] = slot
+                frame.vars[var.slot] = PtrSlot(region, size, base)
             else:
                 frame.vars[var.slot] = RefSlot(region, np.full(size, base, np.int64), None)
         else:
             # a copy: the kernel may modify its parameters (`--thread_index_in_simdgroup`)
-            frame.vars[var.slot] = np.array(m.batch.attributes[name])
+            frame.vars[var.slot] = m.batch.attributes.fresh(name)
     return frame
 
 
@@ -457,6 +471,11 @@ def follow_undefined(m: Machine, gen, inputs, outputs, initial: list, tg, math_m
 
 def run_batches(m: Machine, program: Program, regions: dict, tg, coord: Coord,
                 lanes: int = LANE_BUDGET) -> None:
+    with quiet_numpy():   # once for the launch, not once per operation (see `quiet_numpy`)
+        _run_batches(m, program, regions, tg, lanes)
+
+
+def _run_batches(m: Machine, program: Program, regions: dict, tg, lanes: int) -> None:
     for batch in make_batches(m.grid, tg, lanes):
         m.start_batch(batch)
         frame = bind_kernel_frame(m, program, regions)

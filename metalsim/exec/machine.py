@@ -54,8 +54,13 @@ class Lanes:
         return Lanes(chosen, chosen.size)
 
     def split(self, mask: np.ndarray) -> tuple[Lanes, Lanes]:
+        """The lanes where `mask` is true, and those where it is false."""
         if mask.ndim == 0 or mask.shape[0] != self.n:
             mask = np.broadcast_to(mask, (self.n,))
+        if mask.all():   # uniform control flow, the common case: no index arrays
+            return self, Lanes(np.empty(0, np.int64), 0)
+        if not mask.any():
+            return Lanes(np.empty(0, np.int64), 0), self
         return self.select(mask), self.select(~mask)
 
     def position_in(self, outer: Lanes) -> np.ndarray:
@@ -100,6 +105,14 @@ class Counters:
     @classmethod
     def zeros(cls, n: int) -> Counters:
         return cls(*(np.zeros(n, np.int64) for _ in range(6)))
+
+
+def _per_lane(per_group: np.ndarray, group: np.ndarray, mask: int, shift: int):
+    """`(per_group[group] & mask) << shift`: one value where every group has the same (a
+    barrier every group reached), the per-lane gather only where they differ."""
+    if per_group.size == 0 or per_group.min() == per_group.max():
+        return (int(per_group[0]) & mask) << shift if per_group.size else 0
+    return (per_group[group] & mask) << shift
 
 
 class StepLimitExceeded(Exception):
@@ -189,6 +202,7 @@ class Batch:
     tg_sizes: np.ndarray          # live threads per threadgroup of the batch
     simd_global: np.ndarray       # a batch-unique id of the lane's SIMD-group
     attributes: dict[str, np.ndarray]
+    consecutive: bool = False     # whether `tid` counts up by one from lane to lane
 
 
 class Machine:
@@ -242,29 +256,75 @@ class Machine:
         self.simd_tg_epoch = np.zeros(simdgroups, np.int64)
         self.simd_dev_epoch = np.zeros(simdgroups, np.int64)
         self.tg_regions = {}
-        self.lane_counts = {name: np.zeros(batch.size, np.int64) for name in COUNTS}
+        self.lane_counts: dict[str, np.ndarray] = {}   # per lane, where not every lane counts
+        # Accesses made by every lane of the batch, per count: added to `lane_counts` once, at
+        # the end of the batch, instead of one pass over the lanes per access.
+        self.all_lane_counts: dict[str, int] = {}
+        self._bank_bases: dict[tuple[str, int], np.ndarray] = {}
+        self._gathered: dict[tuple[int, int], tuple] = {}
         if self.trace_groups is not None:
             self.lane_traced = np.isin(batch.tg_global, np.fromiter(self.trace_groups, np.int64))
             self.traced_lanes = np.flatnonzero(self.lane_traced)
         self.counted: set[str] = set()   # the counts this batch touched
         self._stamps: dict[bool, np.ndarray] = {}
+        self._stamp_base: np.ndarray | None = None
 
     def finish_batch(self) -> None:
         """Move the batch's per-lane counts into the per-thread counters of the grid."""
         tid = self.batch.tid
         if tid.size and int(tid[-1]) - int(tid[0]) == tid.size - 1 and (
-                tid.size == 1 or bool((np.diff(tid) == 1).all())):
+                tid.size == 1 or self.batch.consecutive or bool((np.diff(tid) == 1).all())):
             tid = slice(int(tid[0]), int(tid[0]) + tid.size)  # consecutive threads: no gather
         whole_grid = isinstance(tid, slice) and tid == slice(0, self.total_threads)
         for name in self.counted:
+            lane = self.lane_counts.get(name)
+            times = self.all_lane_counts.get(name, 0)
+            if lane is None:   # only accesses of every lane
+                getattr(self.counters, name)[tid] += times
+                continue
+            if times:
+                lane += times
             if whole_grid:   # one batch holds every thread: its counts are the grid's
-                setattr(self.counters, name, self.lane_counts[name])
+                setattr(self.counters, name, lane)
             else:
-                getattr(self.counters, name)[tid] += self.lane_counts[name]
+                getattr(self.counters, name)[tid] += lane
 
     def count(self, name: str, idx: np.ndarray | slice) -> None:
-        self.lane_counts[name][idx] += 1  # lanes of one access are distinct threads
+        if idx.__class__ is slice:   # every lane (`Lanes.idx`)
+            self.all_lane_counts[name] = self.all_lane_counts.get(name, 0) + 1
+        else:
+            lane = self.lane_counts.get(name)
+            if lane is None:
+                lane = self.lane_counts[name] = np.zeros(self.batch.size, np.int64)
+            lane[idx] += 1  # lanes of one access are distinct threads
         self.counted.add(name)
+
+    def lanes_of(self, full: np.ndarray, idx: np.ndarray | slice) -> np.ndarray:
+        """`full[idx]` for a per-lane array of the batch that does not change (ids, stamps
+        of one epoch), remembered for the latest few: the accesses of one statement share
+        their active set, and gather the same lanes of the same arrays."""
+        if idx.__class__ is slice:
+            return full[idx]
+        key = (id(full), id(idx))
+        known = self._gathered.get(key)
+        if known is not None and known[0] is full and known[1] is idx:
+            return known[2]
+        if len(self._gathered) >= 4:   # (`launch.LANE_BYTES` counts them)
+            self._gathered.clear()
+        value = full[idx]
+        self._gathered[key] = (full, idx, value)   # (holding both, their ids stay theirs)
+        return value
+
+    def bank_bases(self, space: str, per_bank: int) -> np.ndarray:
+        """Per lane, where its bank of a `space` ("threadgroup": one per threadgroup,
+        "thread": one per lane) starts in a flat array of `per_bank` entries per bank."""
+        key = (space, per_bank)
+        bases = self._bank_bases.get(key)
+        if bases is None:
+            banks = (self.batch.tg_local if space == "threadgroup"
+                     else np.arange(self.batch.size, dtype=np.int64))
+            bases = self._bank_bases[key] = banks * per_bank
+        return bases
 
     def stamps(self, idx: np.ndarray | slice, device: bool) -> np.ndarray:
         """Per lane, for race checks, one int64: threadgroup id (bits 32-63), threadgroup
@@ -273,13 +333,19 @@ class Machine:
         full = self._stamps.get(device)
         if full is None:
             b = self.batch
+            if self._stamp_base is None:   # the part no barrier changes
+                simd_local = b.attributes["simdgroup_index_in_threadgroup"].astype(np.int64)
+                simd_local <<= 11
+                self._stamp_base = (b.tg_global << 32) | simd_local
+            full = self._stamp_base
             epoch = self.dev_epoch if device else self.tg_epoch
             simd_epoch = self.simd_dev_epoch if device else self.simd_tg_epoch
-            simd_local = b.attributes["simdgroup_index_in_threadgroup"].astype(np.int64)
-            full = self._stamps[device] = (
-                (b.tg_global << 32) | ((epoch[b.tg_local] & 0xFFFF) << 16)
-                | (simd_local << 11) | (simd_epoch[b.simd_global] & 0x7FF))
-        return full[idx]
+            for part in (_per_lane(epoch, b.tg_local, 0xFFFF, 16),
+                         _per_lane(simd_epoch, b.simd_global, 0x7FF, 0)):
+                if part.__class__ is not int or part:
+                    full = full | part
+            self._stamps[device] = full
+        return self.lanes_of(full, idx)
 
     def new_epoch(self, reached: np.ndarray, threadgroup_memory: bool, device_memory: bool,
                   simdgroups: bool = False) -> None:

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 import ml_dtypes
 import numpy as np
 
+from metalsim.exec import arith
 from metalsim.exec.arith import round_from_float64, unsigned_dtype
 from metalsim.lang.types import (
     BFLOAT,
@@ -670,6 +671,8 @@ def call(name: str, args: list[np.ndarray], param_types: list[Type], result_type
     """
     if variant not in ("precise", "fast"):
         raise ValueError(f"unknown math variant '{variant}'")
-    with np.errstate(all="ignore"):
-        return np.asarray(FUNCTIONS[name].impl([np.asarray(a) for a in args],
-                                               list(param_types), result_type))
+    if not arith.is_quiet():
+        with arith.quiet_numpy():
+            return call(name, args, param_types, result_type, variant)
+    return np.asarray(FUNCTIONS[name].impl([np.asarray(a) for a in args], list(param_types),
+                                           result_type))

@@ -224,7 +224,7 @@ def _reduction(op: str) -> Run:
         combine, identity = _operation(op, elem)
         table = call.layout.table(v, identity)
         acc = table[:, 0]
-        with np.errstate(all="ignore"):
+        with arith.quiet_numpy():
             for r in range(1, call.group.width):
                 acc = combine(acc, table[:, r])
         if op in ("max", "min") and elem.kind == "float":
@@ -283,7 +283,7 @@ def _scan(op: str, inclusive: bool) -> Run:
         table = layout.table(v, identity)
         out = np.empty_like(table)
         acc = np.broadcast_to(identity, table[:, 0].shape)
-        with np.errstate(all="ignore"):
+        with arith.quiet_numpy():
             for r in range(call.group.width):
                 if not inclusive:
                     out[:, r] = acc

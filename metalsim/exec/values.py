@@ -27,26 +27,34 @@ class Ptr:
 
 class PtrSlot:
     """A pointer variable: per lane, an index into a table of regions and a byte offset
-    (full-width arrays). The table starts as `UNSET`, where a pointer declared without a
+    (full-width arrays; the offset may be one 0-d array while every lane has the same, as a
+    buffer parameter's). The table starts as `UNSET`, where a pointer declared without a
     value points."""
 
     __slots__ = ("regions", "which", "off")
 
-    def __init__(self, region: Region | None, size: int) -> None:
+    def __init__(self, region: Region | None, size: int, offset: int | None = None) -> None:
         self.regions: list = [UNSET if region is None else region]
         self.which = np.zeros(size, np.int32)
-        self.off = np.zeros(size, np.int64)
+        self.off = (np.zeros(size, np.int64) if offset is None
+                    else np.asarray(offset, np.int64))
 
     def get(self, lanes: Lanes) -> Ptr:
         """The pointer value of the active lanes (a copy: later writes do not change it)."""
-        off = self.off[lanes.idx]
-        if lanes.is_all:
+        off = self.off
+        if off.ndim:
+            off = off[lanes.idx]
+            if lanes.is_all:
+                off = off.copy()
+        else:   # one offset for every lane: never written in place, so shared
             off = off.copy()
         if len(self.regions) == 1:
             return Ptr(self.regions[0], off)
         return Ptr(pointers.at(self.regions, self.which[lanes.idx]), off)
 
     def set(self, lanes: Lanes, value: Ptr) -> None:
+        if not self.off.ndim:
+            self.off = np.full(self.which.size, self.off, np.int64)
         self.off[lanes.idx] = value.off
         if lanes.is_all and isinstance(value.region, Region | pointers.Unset):
             self.regions = [value.region]
