@@ -83,7 +83,7 @@ def test_half_and_bfloat_arithmetic_rounds_like_metal():
     source = """
         uint i = thread_position_in_grid.x;
         half h = in0[i], g = in1[i];
-        bfloat p = in0[i], q = in1[i];
+        bfloat p = bfloat(in0[i]), q = bfloat(in1[i]);  // float converts to bfloat only explicitly
         out0[i] = h * g + h / (g + 2.0h) - half(i) * 0.1h;
         out1[i] = p * q + p / (q + 2.0bf) - bfloat(i);
         out2[i] = float(h) * 3 + float(p);
@@ -91,6 +91,21 @@ def test_half_and_bfloat_arithmetic_rounds_like_metal():
     """
     assert_same(*both(source, [a, b], [(256,)] * 4,
                       [mx.float16, mx.bfloat16, mx.float32, mx.int32], (256, 1, 1), (64, 1, 1)))
+
+
+def test_integers_convert_to_bfloat_in_one_rounding():
+    # 2^24 + 2^16 + 1 is 16908288 rounded once; through float first it would be 16777216.
+    values = [16842753, -16842753, 2 ** 31 - 1, -2 ** 31, 16777217, 255, 257, 0]
+    x = mx.array(values * 8, dtype=mx.int32)
+    source = """
+        uint i = thread_position_in_grid.x;
+        out0[i] = float(bfloat(in0[i]));
+        out1[i] = float(bfloat(uint(in0[i])));
+    """
+    sim, gpu = both(source, [x], [(64,), (64,)], [mx.float32, mx.float32], (64, 1, 1),
+                    (32, 1, 1))
+    assert_same(sim, gpu)
+    assert gpu[0].tolist()[0] == 16908288.0
 
 
 def test_denormal_inputs_and_literals_are_not_flushed_to_zero():
