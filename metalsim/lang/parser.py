@@ -552,17 +552,16 @@ class _Parser:
             return self.struct_specialization(params)
         self.declare(name.text, _TYPE_TEMPLATE, file_scope=True)
         self.struct_templates.add(name.text)
-        self.injected.append(name.text)
-        try:
-            struct = self.struct_declaration()
-        finally:
-            self.injected.pop()
-        struct.template_params = params
-        return struct
+        return self.template_struct(name.text, params)
 
     def struct_specialization(self, params: list[ast.TemplateParam]) -> ast.StructDef:
         """`struct Name<args> [: bases] { ... };` after `template <params>`."""
-        self.injected.append(self.peek(1).text)
+        return self.template_struct(self.peek(1).text, params)
+
+    def template_struct(self, name: str, params: list[ast.TemplateParam]) -> ast.StructDef:
+        """The struct declaration after `template <params>`, in which `name` (the template's
+        injected name) stands for the struct being defined."""
+        self.injected.append(name)
         try:
             struct = self.struct_declaration()
         finally:
