@@ -43,6 +43,18 @@ from metalsim.lang.types import (
 )
 
 SWIZZLE = {c: i for i, c in enumerate("xyzw")} | {c: i for i, c in enumerate("rgba")}
+# A byte offset no buffer reaches: 64-bit indices whose offset would pass it are held there.
+FAR_BYTES = 1 << 62
+
+
+def held_in_reach(k: np.ndarray, size: int) -> np.ndarray:
+    """A 64-bit index `k` into elements of `size` bytes, held to +-FAR_BYTES: past every buffer,
+    so the bounds check reports it instead of a byte offset wrapped modulo 2^64 landing back
+    inside the buffer (C++ [expr.add]/4 leaves such arithmetic undefined)."""
+    limit = FAR_BYTES // size
+    if np.size(k) and (np.max(k) > limit or np.min(k) < -limit):
+        return np.clip(k, -limit, limit)
+    return k
 
 
 class ExpressionCompiler:
@@ -373,10 +385,13 @@ class ExpressionCompiler:
     def offset_pointer(self, ptr: E, num: E, sign: int, coord: Coord) -> E:
         size = ptr.type.pointee.size
         pev, nev, src = ptr.ev, num.ev, num.type
+        wide = ty.scalar_of(src).size >= 8
 
         def ev(f, lanes):
             p = pev(f, lanes)
             k = arith.convert(np.asarray(nev(f, lanes)), src, LONG)
+            if wide:
+                k = held_in_reach(k, size)
             # a ufunc: a constant offset is a 0-d array, and numpy warns when scalars wrap
             return Ptr(p.region, p.off + np.multiply(k, sign * size))
         return E(ptr.type, ev, coord)
@@ -677,12 +692,15 @@ class ExpressionCompiler:
         root = root_name(node)
         # an unsigned index narrower than long is never negative once converted to long
         index_scalar = ty.scalar_of(index.type)
-        may_be_negative = index_scalar.signed or index_scalar.size >= 8
+        wide = index_scalar.size >= 8
+        may_be_negative = index_scalar.signed or wide
 
         def loc(f, lanes):
             p = bev(f, lanes)
             # `arith.convert` to long of an integer (or bool) index: a new array
             k = np.asarray(iev(f, lanes)).astype(np.int64)
+            if wide:
+                k = held_in_reach(k, size)
             if inner is not None and k.size and (
                     (may_be_negative and np.minimum.reduce(k, None) < 0)
                     or np.maximum.reduce(k, None) >= inner):

@@ -1,6 +1,7 @@
 """Findings that used to be missed or wrong: inner-dimension overruns of multi-dimensional
-arrays, uninitialised vector components, an atomic store unordered with atomic updates, and
-same-value writes of one statement (a benign race: a warning, an error under strict)."""
+arrays, uninitialised vector components, an atomic store unordered with atomic updates,
+same-value writes of one statement (a benign race: a warning, an error under strict), and 64-bit
+indices whose byte offset wraps around."""
 
 import mlx.core as mx
 import numpy as np
@@ -93,3 +94,13 @@ def test_different_values_written_in_one_statement_are_a_race_error_only():
     run = simulate(TID + "out[0] = (i < 4) ? 1.0f : 2.0f;")
     assert findings(run) == [("race", "error")]
     assert run.report.diagnostics[0].message == "data race on 'out' (device memory)"
+
+
+@pytest.mark.parametrize("access", ["a[k]", "*(a + k)", "a[ulong(k)]", "(a - k)[0]"])
+@pytest.mark.parametrize("k", ["4611686018427387904L", "-4611686018427387904L",
+                               "9223372036854775807L", "(long)0x8000000000000000UL"])
+def test_a_64_bit_index_whose_byte_offset_wraps_is_out_of_bounds_not_element_0(access, k):
+    # 2^62 floats are 2^64 bytes: modulo 2^64 the offset lands back on a[0].
+    run = simulate(TID + f"long k = {k} + long(i) * 0;\nout[i] = {access};")
+    assert findings(run) == [("out-of-bounds", "error")]
+    np.testing.assert_array_equal(np.array(run.outputs[0]), np.zeros(8))
