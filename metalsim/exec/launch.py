@@ -14,6 +14,7 @@ import os
 import sys
 from collections.abc import Collection
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
@@ -97,11 +98,21 @@ def parsed_prelude(prelude: str, fast_math: bool) -> tuple[PreprocessedPrefix, P
     return prefix, parse_prefix(list(prefix.tokens), source_map)
 
 
+def header_files(include_dirs: tuple[str, ...]) -> tuple[tuple[str, int, int], ...]:
+    """(path, size, modification time) of every file `#include` could read from
+    `include_dirs`: a compiled program is reused only while these are unchanged."""
+    return tuple((str(path), stat.st_size, stat.st_mtime_ns)
+                 for d in include_dirs for path in sorted(Path(d).rglob("*"))
+                 if path.is_file() for stat in (path.stat(),))
+
+
 @functools.lru_cache(maxsize=256)
 def compile_program(text: str, sections: tuple, math_mode: str, tracing: bool = False,
-                    include_dirs: tuple[str, ...] = ()) -> Program:
+                    include_dirs: tuple[str, ...] = (),
+                    headers: tuple[tuple[str, int, int], ...] = ()) -> Program:
     """Preprocess, parse and compile MLX's generated kernel text (with MLX's prelude helpers);
-    `#include "..."` reads from `include_dirs`."""
+    `#include "..."` reads from `include_dirs`. `headers` (`header_files(include_dirs)`) only
+    keys the cache, so that an edited header is compiled again."""
     full = PRELUDE + text
     shift = len(PRELUDE)
     all_sections = [("prelude", 0, shift)] + [(n, s + shift, e + shift) for n, s, e in sections]
@@ -373,7 +384,7 @@ def launch(gen, inputs, outputs, grid, threadgroup, template=None, math_mode: st
     tracing = trace is not False
     with deep_recursion():
         program = compile_program(gen.text, tuple(gen.sections), math_mode, tracing,
-                                  include_dirs)
+                                  include_dirs, header_files(include_dirs))
     tg = tuple(max(1, min(int(t), g)) for t, g in zip(threadgroup, grid))
     m = Machine(grid, program.source_map, step_limit or DEFAULT_STEP_LIMIT, tracing, trace_groups,
                 time_limit)
@@ -460,7 +471,8 @@ def follow_undefined(m: Machine, gen, inputs, outputs, initial: list, tg, math_m
         return m, traffic_rows
     for o, data in zip(outputs, initial):
         o.data[...] = data
-    program = compile_program(gen.text, tuple(gen.sections), math_mode, True, include_dirs)
+    program = compile_program(gen.text, tuple(gen.sections), math_mode, True, include_dirs,
+                              header_files(include_dirs))
     traced = Machine(m.grid, program.source_map, m.step_limit, True, None, m.time_limit)
     regions, traffic_rows = bind_buffers(traced, gen, program, inputs, outputs)
     run_batches(traced, program, regions, tg, Coord("source", 1, 1), lanes)

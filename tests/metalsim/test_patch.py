@@ -294,3 +294,21 @@ def test_patch_include_dirs_resolve_a_kernel_headers_quoted_include(tmp_path):
         mx.fast.metal_kernel("inc", ["a"], ["out"], source, header=header)(
             inputs=[mx.arange(4, dtype=mx.float32)], output_shapes=[(4,)],
             output_dtypes=[mx.float32], grid=(4, 1, 1), threadgroup=(4, 1, 1))
+
+
+
+def test_an_edited_included_header_is_compiled_again(tmp_path):
+    source = "uint i = thread_position_in_grid.x;\nout[i] = scale(a[i]);"
+
+    def run() -> list[float]:
+        with metalsim.patch(force=True, include_dirs=[tmp_path]):
+            kernel = mx.fast.metal_kernel("inc", ["a"], ["out"], source,
+                                          header='#include "scale.h"\n')
+            return kernel(inputs=[mx.arange(3, dtype=mx.float32)], output_shapes=[(3,)],
+                          output_dtypes=[mx.float32], grid=(3, 1, 1),
+                          threadgroup=(3, 1, 1))[0].tolist()
+
+    (tmp_path / "scale.h").write_text("inline float scale(float x) { return 3 * x; }\n")
+    assert run() == [0, 3, 6]
+    (tmp_path / "scale.h").write_text("inline float scale(float x) { return 10 * x; }\n")
+    assert run() == [0, 10, 20]  # the same kernel text, not the program compiled before
