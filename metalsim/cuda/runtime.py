@@ -57,10 +57,13 @@ def gpu_name() -> str:
     return props["name"].decode()
 
 
-def _ptx(source: str, math_mode: str, arch: str) -> str:
+def _ptx(source: str, math_mode: str, arch: str, max_threads: int,
+         defines: tuple[str, ...]) -> str:
     """PTX from the NVRTC that CuPy uses (its CUDA version matches the driver's support; a
-    newer NVRTC's PTX would not load under an older driver), with metalsim's options alone."""
-    opts = [*nvrtc.options(math_mode), f"--gpu-architecture={arch}"]
+    newer NVRTC's PTX would not load under an older driver), with metalsim's options alone,
+    for blocks of at most `max_threads` threads."""
+    opts = [*nvrtc.options(math_mode), f"-DMETALSIM_MAX_THREADS={max_threads}",
+            *(f"-D{d}" for d in defines), f"--gpu-architecture={arch}"]
     try:
         from cupy_backends.cuda.libs import nvrtc as cupy_nvrtc
     except ImportError:  # an older CuPy layout: metalsim's own NVRTC call
@@ -78,12 +81,12 @@ def _ptx(source: str, math_mode: str, arch: str) -> str:
 
 
 @functools.lru_cache(maxsize=256)
-def _compiled(source: str, math_mode: str) -> Any:
+def _compiled(source: str, math_mode: str, max_threads: int, defines: tuple[str, ...]) -> Any:
     """Compile to PTX ourselves (CuPy's own compilation of the same source flushed denormals)
     and load it for this device."""
     cupy = cupy_module()
     arch = f"compute_{cupy.cuda.Device().compute_capability}"   # e.g. "90" on an H100
-    ptx = _ptx(source, math_mode, arch)
+    ptx = _ptx(source, math_mode, arch, max_threads, defines)
     with tempfile.NamedTemporaryFile("w", suffix=".ptx", delete=False) as f:
         f.write(ptx)
     try:
@@ -145,7 +148,10 @@ def prepare(gen: GeneratedKernel, inputs: list[BoundInput], outputs: list[Output
     bound = tuple(p.name for p in gen.params if p.role != "attribute")
     if translation.buffers != bound:   # the entry's arguments must be bound in its order
         raise RuntimeError(f"translated buffers {translation.buffers} do not match {bound}")
-    function = _compiled(translation.source, math_mode)
+    tg = clamp_threadgroup(grid, threadgroup)
+    threads = tg[0] * tg[1] * tg[2]
+    function = _compiled(translation.source, math_mode, max(32, -(-threads // 32) * 32),
+                         translation.defines)
     keep, args, outs = [], [], []
     for param in gen.params:
         if param.role == "attribute":
@@ -168,10 +174,9 @@ def prepare(gen: GeneratedKernel, inputs: list[BoundInput], outputs: list[Output
             pointer = device.data.ptr
         keep.append(device)
         args.append(np.uint64(pointer))
-    tg = clamp_threadgroup(grid, threadgroup)
     blocks = (math.prod(math.ceil(g / t) for g, t in zip(grid, tg)), 1, 1)
     args += [np.uint32(v) for v in (*grid, *tg)]
-    return DeviceLaunch(function, blocks, tg[0] * tg[1] * tg[2], tuple(args), keep, outs)
+    return DeviceLaunch(function, blocks, threads, tuple(args), keep, outs)
 
 
 def run(gen: GeneratedKernel, inputs: list[BoundInput], outputs: list[OutputBuffer],

@@ -52,11 +52,13 @@ class Translation:
 
     `buffers` names each buffer argument the entry takes (the generated kernel's parameters
     other than attributes, in declaration order); the entry then takes the grid and the
-    threadgroup size as six `unsigned int`s.
+    threadgroup size as six `unsigned int`s. `defines` tells the prelude what the kernel
+    never does, for faster code where that is known.
     """
 
     source: str
     buffers: tuple[str, ...]
+    defines: tuple[str, ...] = ()    # macros to compile it with (NVRTC's -D)
 
     @property
     def kernel_text(self) -> str:
@@ -131,6 +133,16 @@ def _walk(node: object):
             yield from _walk(item)
 
 
+def _may_write_matrix_elements(unit: ast.TranslationUnit) -> bool:
+    """Whether a lane may write its own simdgroup_matrix elements: some call of
+    `thread_elements()` does anything but initialise a variable that is not a reference."""
+    calls = sum(isinstance(n, ast.MethodCall) and n.name == "thread_elements" for n in _walk(unit))
+    copies = sum(isinstance(n, ast.VarDecl) and not isinstance(n.type, ast.ReferenceType)
+                 and isinstance(n.init, ast.MethodCall) and n.init.name == "thread_elements"
+                 for n in _walk(unit))
+    return calls > copies
+
+
 class _Printer:
     def __init__(self) -> None:
         self.kernel: ast.FunctionDef | None = None
@@ -157,7 +169,8 @@ class _Printer:
         entry, buffers = self.entry()
         text = (PRELUDE + "\nnamespace metal {\n" + "\n".join(body) + entry
                 + "}  // namespace metal\n")
-        return Translation(text, buffers)
+        uniform = not _may_write_matrix_elements(unit)
+        return Translation(text, buffers, ("METALSIM_UNIFORM_MATRIX_ELEMENTS",) if uniform else ())
 
     def top_level(self, item: ast.Node) -> str:
         if isinstance(item, ast.FunctionDef):
@@ -309,7 +322,7 @@ class _Printer:
             args.append(f"{kind}{{b{index}}}")
         params += [f"unsigned int {n}" for n in ("gx", "gy", "gz", "tx", "ty", "tz")]
         text = (
-            f'\nextern "C" __global__ void __launch_bounds__(1024) {ENTRY}('
+            f'\nextern "C" __global__ void __launch_bounds__(METALSIM_MAX_THREADS) {ENTRY}('
             + ", ".join(params) + ") {\n"
             "  const thread_info info = make_thread_info(gx, gy, gz, tx, ty, tz);\n"
             "  if (!info.exists) return;\n"

@@ -209,6 +209,65 @@ def test_simdgroup_matrix_multiply_accumulate_with_metals_lane_layout():
     np.testing.assert_array_equal(gpu[0].reshape(8, 8), np.array(a) @ np.array(b).T + 1)
 
 
+def _small_integers(seed: int, *shape: int) -> mx.array:
+    return mx.array(np.random.default_rng(seed).integers(-4, 5, shape).astype(np.float32))
+
+
+def test_simdgroup_matrix_operands_reused_across_products_and_reloaded_in_a_loop():
+    # The prelude keeps an operand's gathered elements while it feeds several products; a
+    # reload inside a loop of unknown trip count must drop them.
+    a, b = _small_integers(4, 3, 8, 8), _small_integers(5, 2, 8, 8)
+    source = """
+        simdgroup_float8x8 ma, mb[2], acc[2][2];
+        for (int i = 0; i < 2; ++i) { for (int j = 0; j < 2; ++j) {
+            acc[i][j] = make_filled_simdgroup_matrix<float, 8, 8>(0.0f); } }
+        simdgroup_load(mb[0], in1, 8);
+        simdgroup_load(mb[1], in1 + 64, 8, ulong2(0, 0), true);
+        for (int s = 0; s < int(in0_shape[0]); ++s) {
+            simdgroup_load(ma, in0 + 64 * s, 8);
+            for (int j = 0; j < 2; ++j) {
+                simdgroup_multiply_accumulate(acc[0][j], ma, mb[j], acc[0][j]);
+                simdgroup_multiply_accumulate(acc[1][j], mb[1], mb[j], acc[1][j]);
+            }
+        }
+        for (int i = 0; i < 2; ++i) { for (int j = 0; j < 2; ++j) {
+            simdgroup_store(acc[i][j], out0 + 64 * (2 * i + j), 8); } }
+    """
+    sim, gpu = both(source, [a, b], [(256,)], [mx.float32], (32, 1, 1), (32, 1, 1))
+    assert_same(sim, gpu)
+    an, bn = np.array(a), np.array(b)
+    mb = [bn[0], bn[1].T]
+    want = [sum(an[s] for s in range(3)) @ mb[0], sum(an[s] for s in range(3)) @ mb[1],
+            3 * (mb[1] @ mb[0]), 3 * (mb[1] @ mb[1])]
+    np.testing.assert_array_equal(gpu[0].reshape(4, 8, 8), np.stack(want))
+
+
+def test_simdgroup_matrix_elements_written_by_some_lanes_between_products_are_used():
+    # A lane writing its own elements (here under a branch) invalidates what the other lanes
+    # gathered from it: the next product must see the new values, as in the simulator.
+    a, b = _small_integers(6, 8, 8), _small_integers(7, 8, 8)
+    source = """
+        uint lane = thread_index_in_simdgroup;
+        simdgroup_float8x8 ma, mb, c0, c1, c2;
+        simdgroup_load(ma, in0, 8);
+        simdgroup_load(mb, in1, 8);
+        simdgroup_multiply(c0, ma, mb);
+        if (lane % 5 == 1) {
+            ma.thread_elements()[0] = float(lane);
+            mb.thread_elements()[1] = -1.0f;
+        }
+        simdgroup_multiply(c1, ma, mb);
+        simdgroup_multiply(ma, ma, mb);       // the result overwrites an operand
+        simdgroup_multiply(c2, ma, mb);
+        simdgroup_store(c0, out0, 8);
+        simdgroup_store(c1, out0 + 64, 8);
+        simdgroup_store(c2, out0 + 128, 8);
+    """
+    sim, gpu = both(source, [a, b], [(192,)], [mx.float32], (32, 1, 1), (32, 1, 1))
+    assert_same(sim, gpu)
+    assert not np.array_equal(gpu[0][:64], gpu[0][64:128])   # the writes changed the product
+
+
 def test_math_functions_are_within_two_ulps_of_the_simulators_correct_rounding():
     x = mx.array(np.linspace(0.01, 20.0, 512, dtype=np.float32))
     source = """
