@@ -131,12 +131,14 @@ it synchronises twice per triplet. `mvmr` therefore runs a redesign,
    32 output channels. The grid is an upper bound on the chunks (`T / BL + K`), computed
    without reading the runs back; spare threadgroups return at once.
 3. **Stream the weights.** C is walked in slices of 32 channels: stage the chunk's gathered
-   features and the slot's weight slice, two barriers per slice, not per triplet.
+   features and the slot's weight slice, two barriers per slice, not per triplet. Each thread
+   loads its part of the next slice into registers before the products of this one, so the
+   gathers are in flight while the SIMD-groups multiply.
 4. **Register tiling on `simdgroup_matrix`.** Each SIMD-group holds 2 x 2 8x8 float
    accumulators. Per 8 channels it loads its 2 feature and 2 weight pieces once and multiplies
    every pair, so each piece read from threadgroup memory feeds 2 products of 512
-   multiply-adds (larger tiles reuse more, but on the GPU measured, fewer threadgroups cost
-   more than the reuse saved).
+   multiply-adds. From C = 64 on, a chunk is 64 triplets and each SIMD-group holds 4 x 2
+   (measured faster on the GPU; wider output tiles were slower).
 5. **Pad against bank conflicts.** Both tiles are stored transposed with rows of `BL + 4` and
    `BC + 4` floats and read with `simdgroup_load(..., transpose = true)`: each of a load's two
    32-word accesses then hits 32 different banks.
@@ -185,16 +187,18 @@ sorting them by slot), with the memory model of `metalsim.efficiency`:
   32 words (no conflict); the 89% comes from the staging stores of the features, 2-way (16
   channels of 2 triplets per access, chosen so that the gathered rows are read in whole
   64-byte segments).
-- **barriers 131,072 -> 20,224**: two per slice of 32 channels instead of two per triplet.
+- **barriers 131,072 -> 30,336**: one before the first slice and two per slice of 32
+  channels (here C is one slice) instead of two per triplet.
 - **device traffic 1,153,248 bytes**: each feature row is gathered once per chunk (not once
   per 8 output channels), the weights once per chunk; but **64,000 atomics**, one per triplet
   and output channel, where the per-triplet kernel needed 5,568.
-- **SIMD-group efficiency 73%**: one lane per SIMD-group walks the 27 runs to find its chunk
+- **SIMD-group efficiency 78%**: one lane per SIMD-group walks the 27 runs to find its chunk
   while the others wait, and the last chunk of a run is partly empty.
 
 On an NVIDIA H100, through the CUDA translation, `benchmarks/bench_gpu.py` measures this
-kernel beside PointCNN++'s Triton kernels: faster at C = M = 32, about 2.2x slower at 128 and
-256, where the 8x8 products are emulated with shuffles (no tensor cores)."""
+kernel beside PointCNN++'s Triton kernels: faster at C = M = 32 (0.64x Triton's time), about
+1.8-1.9x slower at 128 and 256, where the 8x8 products are emulated with shuffles (no tensor
+cores)."""
 
 
 REAL_KERNEL_CODE = """\

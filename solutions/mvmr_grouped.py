@@ -131,25 +131,51 @@ SOURCE = """
     uint r0 = (sg / 2) * (BL / 2);      // this SIMD-group's rows (triplets) ...
     uint n0 = (sg % 2) * (BM / 2);      // ... and columns (outputs) of the tile
 
-    for (uint c0 = 0; c0 < C; c0 += BC) {
-        threadgroup_barrier(mem_flags::mem_threadgroup);
-        // 2. Stage the slice: 16 channels of 2 triplets per SIMD-group access (64-byte
-        //    pieces of the gathered rows), and 8 outputs of 4 channels of the weights.
-        for (uint e = tid; e < BL * BC; e += THREADS) {
-            uint c = e % 16 + 16 * (e / (16 * BL));
-            uint i = (e / 16) % BL;
-            bool inside = rows_o[i] >= 0 && c0 + c < C;
-            feat_t[c * LDF + i] =
-                inside ? float(b[(size_t(rows_b[i]) * G + g) * C + c0 + c]) : 0.0f;
+    // 2. Stage slice after slice, one slice ahead: each thread loads its FE feature and WE
+    //    weight elements of the next slice into registers before the products of this one,
+    //    so the gathers are in flight while the SIMD-groups multiply. Per SIMD-group access:
+    //    16 channels of 2 triplets (64-byte pieces of the gathered rows), 8 outputs of 4
+    //    channels of the weights.
+    const uint FE = BL * BC / THREADS;
+    const uint WE = BM * BC / THREADS;
+    float fv[FE];
+    float wv[WE];
+    uint slices = (C + BC - 1) / BC;
+    threadgroup_barrier(mem_flags::mem_threadgroup);      // rows_b and rows_o are written
+    for (uint s = 0; s <= slices; ++s) {
+        if (s > 0) {
+            threadgroup_barrier(mem_flags::mem_threadgroup);
+            for (uint r = 0; r < FE; ++r) {
+                uint e = tid + r * THREADS;
+                feat_t[(e % 16 + 16 * (e / (16 * BL))) * LDF + (e / 16) % BL] = fv[r];
+            }
+            for (uint r = 0; r < WE; ++r) {
+                uint e = tid + r * THREADS;
+                w_t[(e % 8 + 8 * (e / (8 * BC))) * LDW + (e / 8) % BC] = wv[r];
+            }
+            threadgroup_barrier(mem_flags::mem_threadgroup);
         }
-        for (uint e = tid; e < BM * BC; e += THREADS) {
-            uint m = e % 8 + 8 * (e / (8 * BC));
-            uint c = (e / 8) % BC;
-            bool inside = c0 + c < C && m0 + m < M;
-            w_t[m * LDW + c] =
-                inside ? float(a[((size_t(slot) * G + g) * C + c0 + c) * M + m0 + m]) : 0.0f;
+        if (s < slices) {
+            uint c0 = s * BC;
+            for (uint r = 0; r < FE; ++r) {
+                uint e = tid + r * THREADS;
+                uint c = e % 16 + 16 * (e / (16 * BL));
+                uint i = (e / 16) % BL;
+                bool inside = rows_o[i] >= 0 && c0 + c < C;
+                fv[r] = inside ? float(b[(size_t(rows_b[i]) * G + g) * C + c0 + c]) : 0.0f;
+            }
+            for (uint r = 0; r < WE; ++r) {
+                uint e = tid + r * THREADS;
+                uint m = e % 8 + 8 * (e / (8 * BC));
+                uint c = (e / 8) % BC;
+                bool inside = c0 + c < C && m0 + m < M;
+                wv[r] = inside ? float(a[((size_t(slot) * G + g) * C + c0 + c) * M + m0 + m])
+                               : 0.0f;
+            }
         }
-        threadgroup_barrier(mem_flags::mem_threadgroup);
+        if (s == 0) {
+            continue;
+        }
         // 3. The products: per 8 channels, TM feature pieces and TN weight pieces, each
         //    loaded once, feed TM x TN multiply-accumulates.
         for (uint kk = 0; kk < BC; kk += 8) {
