@@ -729,9 +729,7 @@ __device__ inline void simdgroup_barrier(mem_flags f = mem_flags::mem_none) {
 }
 
 // ---- SIMD-group and quad-group functions, over the active lanes ----
-// The entry's blocks are one-dimensional, so a thread's lane is threadIdx.x % 32; unlike
-// reading %laneid (an asm statement), the compiler can compute it once per kernel.
-__device__ inline uint lane_id() { return threadIdx.x % 32u; }
+__device__ inline uint lane_id() { uint l; asm volatile("mov.u32 %0, %%laneid;" : "=r"(l)); return l; }
 
 template <class T> __device__ inline T shfl(unsigned mask, const T& v, int src) {
   constexpr int W = (sizeof(T) + 3) / 4;
@@ -983,30 +981,15 @@ __device__ inline bool atomic_compare_exchange_strong_explicit(atomic<T>* o, T* 
 // ---- simdgroup_matrix: lane L holds (row, col) and (row, col + 1) ----
 __device__ inline int sgm_row(int l) { int q = l / 4; return (q & 4) + (l / 2) % 4; }
 __device__ inline int sgm_col(int l) { int q = l / 4; return (q & 2) * 2 + (l % 2) * 2; }
-// An operand's elements gathered from the other lanes are kept with the matrix (`row_`: the
-// lane's row, for a left operand; `cols_`: its two columns, for a right one), so a fragment
-// that feeds several products is gathered once, not once a product: the gathers are what the
-// emulation spends its time on. Anything that writes `e` drops them; a lane may write its
-// own elements alone (`thread_elements()`), so a product uses them only when every lane's
-// are valid, and otherwise every lane gathers again.
 template <class T, int R = 8, int C = 8> struct simdgroup_matrix {
   vec<T, 2> e;
-  mutable vec<T, 2> row_[4];
-  mutable vec<T, 2> cols_[8];
-  mutable bool row_ok_ = false, cols_ok_ = false;
   simdgroup_matrix() = default;
   __device__ simdgroup_matrix(T v) {
     int l = (int)lane_id();
     e[0] = sgm_row(l) == sgm_col(l) ? v : T(0);
     e[1] = sgm_row(l) == sgm_col(l) + 1 ? v : T(0);
   }
-  __device__ void elements_changed() { row_ok_ = cols_ok_ = false; }
-  __device__ vec<T, 2>& thread_elements() {
-#ifndef METALSIM_UNIFORM_MATRIX_ELEMENTS
-    elements_changed();   // the caller may write through the reference
-#endif
-    return e;
-  }
+  __device__ vec<T, 2>& thread_elements() { return e; }
   __device__ const vec<T, 2>& thread_elements() const { return e; }
 };
 typedef simdgroup_matrix<float> simdgroup_float8x8;
@@ -1014,7 +997,7 @@ typedef simdgroup_matrix<half> simdgroup_half8x8;
 typedef simdgroup_matrix<bfloat> simdgroup_bfloat8x8;
 template <class T, int R = 8, int C = 8, class V>
 __device__ inline simdgroup_matrix<T, R, C> make_filled_simdgroup_matrix(V v) {
-  simdgroup_matrix<T, R, C> m; m.e = vec<T, 2>(T(v)); m.elements_changed(); return m;
+  simdgroup_matrix<T, R, C> m; m.e = vec<T, 2>(T(v)); return m;
 }
 // The lane holding elements (r, c & ~1) and (r, c | 1): the inverse of sgm_row/sgm_col.
 __device__ inline int sgm_lane(int r, int c) {
@@ -1029,7 +1012,6 @@ __device__ inline void simdgroup_load(simdgroup_matrix<T>& m, const P* src, S st
     long rr = transpose ? c + k : r, cc = transpose ? r : c + k;
     m.e[k] = T(src[((long)origin.y + rr) * (long)stride + (long)origin.x + cc]);
   }
-  m.elements_changed();
 }
 template <class T, class P, class S = int, class O = ulong2>
 __device__ inline void simdgroup_store(const simdgroup_matrix<T>& m, P* dst, S stride = 8,
@@ -1040,42 +1022,18 @@ __device__ inline void simdgroup_store(const simdgroup_matrix<T>& m, P* dst, S s
     dst[((long)origin.y + rr) * (long)stride + (long)origin.x + cc] = P(m.e[k]);
   }
 }
-// Whether every lane's gathered elements are valid. A lane can make its own stale only by
-// writing its elements alone (`thread_elements()`); the translation defines
-// METALSIM_UNIFORM_MATRIX_ELEMENTS for kernels that never can (every call of it initialises a
-// copy), where the flags are the same on every lane and no vote is needed.
-__device__ __forceinline__ bool sgm_all_valid(bool ok) {
-#ifdef METALSIM_UNIFORM_MATRIX_ELEMENTS
-  return ok;
-#else
-  return __all_sync(0xffffffffu, ok);
-#endif
-}
-// Lane (r, c) of a left operand gathers row r, a[r][0..7], from the four lanes holding it.
-template <class T> __device__ inline void sgm_gather_row(const simdgroup_matrix<T>& a) {
-  if (sgm_all_valid(a.row_ok_)) return;
-  int r = sgm_row((int)lane_id());
-  for (int j = 0; j < 4; ++j) a.row_[j] = shfl(0xffffffffu, a.e, sgm_lane(r, 2 * j));
-  a.row_ok_ = true;
-}
-// Lane (r, c) of a right operand gathers the pairs b[k][c], b[k][c + 1], k = 0..7.
-template <class T> __device__ inline void sgm_gather_cols(const simdgroup_matrix<T>& b) {
-  if (sgm_all_valid(b.cols_ok_)) return;
-  int c = sgm_col((int)lane_id());
-  for (int k = 0; k < 8; ++k) b.cols_[k] = shfl(0xffffffffu, b.e, sgm_lane(k, c));
-  b.cols_ok_ = true;
-}
 // a * b + acc in float, fused multiply-adds over k in order from acc (Metal leaves the order,
 // the fusion and the internal precision unspecified; the simulator's product is numpy's).
 template <class T>
 __device__ inline vec<float, 2> sgm_product(const simdgroup_matrix<T>& a, const simdgroup_matrix<T>& b,
                                             vec<float, 2> acc) {
-  sgm_gather_row(a);
-  sgm_gather_cols(b);
+  int l = (int)lane_id(), r = sgm_row(l), c = sgm_col(l);
   for (int k = 0; k < 8; ++k) {
-    float av = (float)a.row_[k / 2][k % 2];
-    acc[0] = __fmaf_rn(av, (float)b.cols_[k][0], acc[0]);
-    acc[1] = __fmaf_rn(av, (float)b.cols_[k][1], acc[1]);
+    // a[r][k] from the lane holding it, and the pair b[k][c], b[k][c + 1]
+    float av = (float)shfl(0xffffffffu, a.e[k & 1], sgm_lane(r, k));
+    vec<T, 2> bv = shfl(0xffffffffu, b.e, sgm_lane(k, c));
+    acc[0] = __fmaf_rn(av, (float)bv[0], acc[0]);
+    acc[1] = __fmaf_rn(av, (float)bv[1], acc[1]);
   }
   return acc;
 }
@@ -1083,14 +1041,12 @@ template <class T>
 __device__ inline void simdgroup_multiply(simdgroup_matrix<T>& d, const simdgroup_matrix<T>& a,
                                           const simdgroup_matrix<T>& b) {
   d.e = vec<T, 2>(sgm_product(a, b, vec<float, 2>(0.0f)));
-  d.elements_changed();
 }
 template <class T>
 __device__ inline void simdgroup_multiply_accumulate(simdgroup_matrix<T>& d, const simdgroup_matrix<T>& a,
                                                      const simdgroup_matrix<T>& b,
                                                      const simdgroup_matrix<T>& c) {
   d.e = vec<T, 2>(sgm_product(a, b, vec<float, 2>(c.e)));
-  d.elements_changed();
 }
 template <class T>
 __device__ inline simdgroup_matrix<T> operator*(const simdgroup_matrix<T>& a, const simdgroup_matrix<T>& b) {

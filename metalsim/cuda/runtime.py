@@ -57,13 +57,12 @@ def gpu_name() -> str:
     return props["name"].decode()
 
 
-def _ptx(source: str, math_mode: str, arch: str, max_threads: int,
-         defines: tuple[str, ...]) -> str:
+def _ptx(source: str, math_mode: str, arch: str, max_threads: int) -> str:
     """PTX from the NVRTC that CuPy uses (its CUDA version matches the driver's support; a
     newer NVRTC's PTX would not load under an older driver), with metalsim's options alone,
     for blocks of at most `max_threads` threads."""
     opts = [*nvrtc.options(math_mode), f"-DMETALSIM_MAX_THREADS={max_threads}",
-            *(f"-D{d}" for d in defines), f"--gpu-architecture={arch}"]
+            f"--gpu-architecture={arch}"]
     try:
         from cupy_backends.cuda.libs import nvrtc as cupy_nvrtc
     except ImportError:  # an older CuPy layout: metalsim's own NVRTC call
@@ -81,12 +80,12 @@ def _ptx(source: str, math_mode: str, arch: str, max_threads: int,
 
 
 @functools.lru_cache(maxsize=256)
-def _compiled(source: str, math_mode: str, max_threads: int, defines: tuple[str, ...]) -> Any:
+def _compiled(source: str, math_mode: str, max_threads: int) -> Any:
     """Compile to PTX ourselves (CuPy's own compilation of the same source flushed denormals)
     and load it for this device."""
     cupy = cupy_module()
     arch = f"compute_{cupy.cuda.Device().compute_capability}"   # e.g. "90" on an H100
-    ptx = _ptx(source, math_mode, arch, max_threads, defines)
+    ptx = _ptx(source, math_mode, arch, max_threads)
     with tempfile.NamedTemporaryFile("w", suffix=".ptx", delete=False) as f:
         f.write(ptx)
     try:
@@ -150,8 +149,7 @@ def prepare(gen: GeneratedKernel, inputs: list[BoundInput], outputs: list[Output
         raise RuntimeError(f"translated buffers {translation.buffers} do not match {bound}")
     tg = clamp_threadgroup(grid, threadgroup)
     threads = tg[0] * tg[1] * tg[2]
-    function = _compiled(translation.source, math_mode, max(32, -(-threads // 32) * 32),
-                         translation.defines)
+    function = _compiled(translation.source, math_mode, max(32, -(-threads // 32) * 32))
     keep, args, outs = [], [], []
     for param in gen.params:
         if param.role == "attribute":

@@ -52,13 +52,11 @@ class Translation:
 
     `buffers` names each buffer argument the entry takes (the generated kernel's parameters
     other than attributes, in declaration order); the entry then takes the grid and the
-    threadgroup size as six `unsigned int`s. `defines` tells the prelude what the kernel
-    never does, for faster code where that is known.
+    threadgroup size as six `unsigned int`s.
     """
 
     source: str
     buffers: tuple[str, ...]
-    defines: tuple[str, ...] = ()    # macros to compile it with (NVRTC's -D)
 
     @property
     def kernel_text(self) -> str:
@@ -133,16 +131,6 @@ def _walk(node: object):
             yield from _walk(item)
 
 
-def _may_write_matrix_elements(unit: ast.TranslationUnit) -> bool:
-    """Whether a lane may write its own simdgroup_matrix elements: some call of
-    `thread_elements()` does anything but initialise a variable that is not a reference."""
-    calls = sum(isinstance(n, ast.MethodCall) and n.name == "thread_elements" for n in _walk(unit))
-    copies = sum(isinstance(n, ast.VarDecl) and not isinstance(n.type, ast.ReferenceType)
-                 and isinstance(n.init, ast.MethodCall) and n.init.name == "thread_elements"
-                 for n in _walk(unit))
-    return calls > copies
-
-
 class _Printer:
     def __init__(self) -> None:
         self.kernel: ast.FunctionDef | None = None
@@ -169,8 +157,7 @@ class _Printer:
         entry, buffers = self.entry()
         text = (PRELUDE + "\nnamespace metal {\n" + "\n".join(body) + entry
                 + "}  // namespace metal\n")
-        uniform = not _may_write_matrix_elements(unit)
-        return Translation(text, buffers, ("METALSIM_UNIFORM_MATRIX_ELEMENTS",) if uniform else ())
+        return Translation(text, buffers)
 
     def top_level(self, item: ast.Node) -> str:
         if isinstance(item, ast.FunctionDef):

@@ -214,8 +214,8 @@ def _small_integers(seed: int, *shape: int) -> mx.array:
 
 
 def test_simdgroup_matrix_operands_reused_across_products_and_reloaded_in_a_loop():
-    # The prelude keeps an operand's gathered elements while it feeds several products; a
-    # reload inside a loop of unknown trip count must drop them.
+    # One fragment feeding several products, as register-tiled kernels use them, and a
+    # reload inside a loop whose trip count the compiler does not know.
     a, b = _small_integers(4, 3, 8, 8), _small_integers(5, 2, 8, 8)
     source = """
         simdgroup_float8x8 ma, mb[2], acc[2][2];
@@ -243,8 +243,8 @@ def test_simdgroup_matrix_operands_reused_across_products_and_reloaded_in_a_loop
 
 
 def test_simdgroup_matrix_elements_written_by_some_lanes_between_products_are_used():
-    # A lane writing its own elements (here under a branch) invalidates what the other lanes
-    # gathered from it: the next product must see the new values, as in the simulator.
+    # A lane writing its own elements (here under a branch) changes what the other lanes
+    # fetch from it: the next product must see the new values, as in the simulator.
     a, b = _small_integers(6, 8, 8), _small_integers(7, 8, 8)
     source = """
         uint lane = thread_index_in_simdgroup;
