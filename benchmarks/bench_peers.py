@@ -15,7 +15,8 @@ The peers are optional (`pip install -r benchmarks/requirements-peers.txt`); a m
 shown as such. Each engine runs in its own process (the peers read their switches at import)
 and is timed in CPU seconds of that process, which a machine shared with other work disturbs
 far less than wall time. metalsim and the floor are timed on a second run at the same size
-(the first compiles and faults in memory), the peers after a run on one block. A peer is run
+(the first compiles and faults in memory), the peers after a run on one block; the floor
+runs with the heap tuning that a metalsim launch makes (`metalsim.exec.heap`). A peer is run
 on consecutive slices of its grid; once it has used `--limit` seconds (120 by default) it is
 stopped, and its time is extrapolated from the slices it finished, which the table marks with
 `~`. Ratios are engine time / metalsim time.
@@ -293,6 +294,8 @@ def _sliced(step, total: int, limit: float) -> int:
 
 
 def run_floor(case: Case, args: list[np.ndarray], limit: float):
+    from metalsim.exec.heap import keep_freed_memory
+    keep_freed_memory()   # the heap tuning a metalsim launch makes, for a like comparison
     if case.kernel == "map":
         return floor_map(args[0]), blocks(case)
     return floor_matmul(args[0], args[1]), blocks(case)
