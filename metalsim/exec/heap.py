@@ -23,7 +23,7 @@ M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3
 MMAP_THRESHOLD = 32 << 20
 TRIM_THRESHOLD = 2 * MMAP_THRESHOLD
 USER_SETTINGS = ("MALLOC_TRIM_THRESHOLD_", "MALLOC_MMAP_THRESHOLD_", "MALLOC_TOP_PAD_",
-                 "MALLOC_MMAP_MAX_", "GLIBC_TUNABLES")
+                 "MALLOC_MMAP_MAX_")
 
 _tuned: bool | None = None   # None: not tried yet
 
@@ -37,7 +37,8 @@ def keep_freed_memory() -> bool:
 
 
 def _tune() -> bool:
-    if any(name in os.environ for name in USER_SETTINGS):
+    if (any(name in os.environ for name in USER_SETTINGS)
+            or "glibc.malloc." in os.environ.get("GLIBC_TUNABLES", "")):
         return False
     try:
         libc = ctypes.CDLL(None)
