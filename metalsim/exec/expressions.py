@@ -349,8 +349,10 @@ class ExpressionCompiler:
                                  hint="Metal uses only the low bits of the count")
                 return arith.binary(op, x, y, t)
         else:
+            apply = arith.binary_fn(op, t)
+
             def ev(f, lanes):
-                return arith.binary(op, aev(f, lanes), bev(f, lanes), t)
+                return apply(aev(f, lanes), bev(f, lanes))
         return E(result_t, ev, coord)
 
     def pointer_arith(self, node: ast.Binary, left: E, right: E) -> E:
