@@ -290,9 +290,8 @@ def binary_fn(op: str, t: ScalarType | VectorType):
             ufunc = _COMPARE_UFUNCS[op]
         elif op in _BITWISE_UFUNCS and e.kind != "float":
             ufunc = _BITWISE_UFUNCS[op]
-        elif op in ("+", "-", "*") and e.kind == "int":
-            ufunc = _ARITH_UFUNCS[op]
-        elif op in _ARITH_UFUNCS and e.dtype == np.float32:
+        elif ((op in ("+", "-", "*") and e.kind == "int")
+              or (op in _ARITH_UFUNCS and e.dtype == np.float32)):
             ufunc = _ARITH_UFUNCS[op]
     if ufunc is None:
         return lambda x, y: binary(op, x, y, t)

@@ -541,8 +541,10 @@ class ExpressionCompiler:
             one_c = self.convert(self.expr(one, scope), ct, node).const
 
             if ct == t:   # (int, uint, long...: no conversions, each a copy)
+                add_one = arith.binary_fn(op, t)
+
                 def step(v):
-                    return arith.binary(op, v, one_c, t)
+                    return add_one(v, one_c)
             else:
                 def step(v):
                     return arith.convert(arith.binary(op, arith.convert(v, t, ct), one_c, ct),
