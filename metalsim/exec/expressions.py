@@ -686,11 +686,14 @@ class ExpressionCompiler:
         # makes an index past its end undefined even where the object has memory there.
         inner = (base.type.length if isinstance(base.type, ArrayType) and base.type.length > 0
                  and isinstance(node.base, ast.Index | ast.Member) else None)
+        array_loc = base.loc if isinstance(base.type, ArrayType) else None
         base = self.rvalue(base)
         t = base.type
         if not isinstance(t, PointerType):
             self.error(f"subscripted value is not an array, pointer, or vector ('{t}')", node)
         size, bev, iev, coord = t.pointee.size, base.ev, index.ev, node.coord
+        if array_loc is not None:   # an array: its location, not the pointer its decay makes
+            bev = array_loc
         if self.tracing:
             iev = address_only(iev, node.index.coord)
         root = root_name(node)
