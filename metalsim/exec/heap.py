@@ -3,8 +3,8 @@
 A launch allocates and frees lane-sized numpy temporaries at every statement (128 KiB to 8 MiB
 each). With glibc's default heuristics the heap is trimmed back to the system whenever more
 than twice the largest recently freed block is free at its top, so the next statement faults
-the same pages in again: for a 128² tiled matmul a third of its CPU time went to those page
-faults (system time), and they also evict the caches.
+the same pages in again: for a 128² tiled matmul a quarter of its CPU time went to those page
+faults (system time), and its own work ran a third slower beside them.
 
 `keep_freed_memory` sets glibc's malloc to the state its own dynamic heuristic reaches after a
 32 MiB block was freed (blocks under 32 MiB come from the heap, which is trimmed once 64 MiB are
