@@ -278,6 +278,31 @@ def _int_binary(op: str, x: np.ndarray, y: np.ndarray, e: ScalarType) -> np.ndar
     raise ValueError(f"unknown binary operator '{op}'")
 
 
+def binary_fn(op: str, t: ScalarType | VectorType):
+    """`lambda x, y: binary(op, x, y, t)`, chosen once where an expression is compiled: where
+    `binary` would only call one numpy ufunc (comparisons of integers and floats, `float`
+    arithmetic, integer `+ - *` and bitwise operators), that ufunc, without looking up the
+    operation again for every evaluation."""
+    e = scalar_of(t)
+    ufunc = None
+    if isinstance(e, ScalarType):
+        if op in COMPARISONS and (e.kind != "float" or e.dtype == np.float32):
+            ufunc = _COMPARE_UFUNCS[op]
+        elif op in _BITWISE_UFUNCS and e.kind != "float":
+            ufunc = _BITWISE_UFUNCS[op]
+        elif ((op in ("+", "-", "*") and e.kind == "int")
+              or (op in _ARITH_UFUNCS and e.dtype == np.float32)):
+            ufunc = _ARITH_UFUNCS[op]
+    if ufunc is None:
+        return lambda x, y: binary(op, x, y, t)
+
+    def apply(x, y):
+        if not _QUIET.get():
+            return binary(op, x, y, t)
+        return np.asarray(ufunc(np.asarray(x), np.asarray(y)))
+    return apply
+
+
 def binary(op: str, x: np.ndarray, y: np.ndarray, t: ScalarType | VectorType) -> np.ndarray:
     """`x op y` where both operands already have the operation type `t` (after the usual
     arithmetic conversions; for shifts, `t` is the promoted left type and `y` any integer type).

@@ -349,8 +349,10 @@ class ExpressionCompiler:
                                  hint="Metal uses only the low bits of the count")
                 return arith.binary(op, x, y, t)
         else:
+            apply = arith.binary_fn(op, t)
+
             def ev(f, lanes):
-                return arith.binary(op, aev(f, lanes), bev(f, lanes), t)
+                return apply(aev(f, lanes), bev(f, lanes))
         return E(result_t, ev, coord)
 
     def pointer_arith(self, node: ast.Binary, left: E, right: E) -> E:
@@ -539,8 +541,10 @@ class ExpressionCompiler:
             one_c = self.convert(self.expr(one, scope), ct, node).const
 
             if ct == t:   # (int, uint, long...: no conversions, each a copy)
+                add_one = arith.binary_fn(op, t)
+
                 def step(v):
-                    return arith.binary(op, v, one_c, t)
+                    return add_one(v, one_c)
             else:
                 def step(v):
                     return arith.convert(arith.binary(op, arith.convert(v, t, ct), one_c, ct),
@@ -682,11 +686,14 @@ class ExpressionCompiler:
         # makes an index past its end undefined even where the object has memory there.
         inner = (base.type.length if isinstance(base.type, ArrayType) and base.type.length > 0
                  and isinstance(node.base, ast.Index | ast.Member) else None)
+        array_loc = base.loc if isinstance(base.type, ArrayType) else None
         base = self.rvalue(base)
         t = base.type
         if not isinstance(t, PointerType):
             self.error(f"subscripted value is not an array, pointer, or vector ('{t}')", node)
         size, bev, iev, coord = t.pointee.size, base.ev, index.ev, node.coord
+        if array_loc is not None:   # an array: its location, not the pointer its decay makes
+            bev = array_loc
         if self.tracing:
             iev = address_only(iev, node.index.coord)
         root = root_name(node)

@@ -58,9 +58,9 @@ class Lanes:
         if mask.ndim == 0 or mask.shape[0] != self.n:
             mask = np.broadcast_to(mask, (self.n,))
         if mask.all():   # uniform control flow, the common case: no index arrays
-            return self, Lanes(np.empty(0, np.int64), 0)
+            return self, EMPTY
         if not mask.any():
-            return Lanes(np.empty(0, np.int64), 0), self
+            return EMPTY, self
         return self.select(mask), self.select(~mask)
 
     def position_in(self, outer: Lanes) -> np.ndarray:
@@ -253,6 +253,7 @@ class Machine:
         self.tg_epoch = np.zeros(batch.tg_count, np.int64)
         self.dev_epoch = np.zeros(batch.tg_count, np.int64)
         simdgroups = int(batch.simd_global[-1]) + 1 if batch.size else 0
+        self.batch_simdgroups = simdgroups   # what a step of every lane adds to SIMD-group steps
         self.simd_tg_epoch = np.zeros(simdgroups, np.int64)
         self.simd_dev_epoch = np.zeros(simdgroups, np.int64)
         self.tg_regions = {}
@@ -466,10 +467,11 @@ class Machine:
             if time.monotonic() > self.deadline:
                 raise StepLimitExceeded(coord, lanes.indices(), timed_out=True)
         self.active_lane_steps += lanes.n
+        if lanes.idx.__class__ is slice:   # every lane of the batch
+            self.simd_group_steps += self.batch_simdgroups
+            return
         simd = self.batch.simd_global[lanes.idx]
-        if lanes.is_all:
-            self.simd_group_steps += int(simd[-1]) + 1 if simd.size else 0
-        elif simd.size:
+        if simd.size:
             self.simd_group_steps += 1 + int(np.count_nonzero(np.diff(simd)))
 
     # --- findings -------------------------------------------------------------------------

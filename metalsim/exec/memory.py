@@ -193,10 +193,11 @@ def _check(m: Machine, region: Region, idx: np.ndarray | slice, off: np.ndarray,
     align = t.align if isinstance(t, VectorType) else elem.size
     # The common case, all in bounds and aligned, in as few numpy calls as possible (alignments
     # are powers of two).
-    if off.size == 0 or (np.minimum.reduce(off, None) >= 0
-                         and np.maximum.reduce(off, None) <= region.nbytes - width
+    # (A negative offset seen as unsigned is past any buffer; some offset is misaligned exactly
+    # where their bitwise or is.)
+    if off.size == 0 or (np.maximum.reduce(off.view(np.uint64), None) <= region.nbytes - width
                          and (align == 1 or not np.bitwise_or.reduce(off, None) & (align - 1))):
-        return None   # (some offset is misaligned exactly where their bitwise or is)
+        return None
     bad = (off < 0) | (off + width > region.nbytes)
     misaligned = (off % align) != 0
     lanes = np.arange(m.batch.size)[idx]

@@ -9,6 +9,7 @@ bfloat has no gcc 12 arithmetic, so it is checked against exact rational arithme
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import math
@@ -508,3 +509,44 @@ def test_int_literal_types(value: int, suffix: str, hex_or_octal: bool,
 def test_int_literals_that_fit_no_type(value: int, suffix: str, hex_or_octal: bool) -> None:
     with pytest.raises(ValueError):
         arith.parse_int_literal_type(value, suffix, hex_or_octal)
+
+
+# --- binary_fn: the ufunc picked at compile time is `binary` exactly --------------------------
+
+SCALARS = (BOOL, CHAR, UCHAR, SHORT, USHORT, INT, UINT, LONG, ULONG, HALF, BFLOAT, FLOAT)
+SPECIAL_FLOATS = (0.0, -0.0, 1.0, -1.5, 3.0e38, -3.0e38, 1e-45, float("inf"), float("-inf"),
+                  float("nan"))
+
+
+def _operands(t: ScalarType, draw_bytes: bytes) -> np.ndarray:
+    """Lane values of type `t` from raw bytes (every bit pattern), plus special floats."""
+    width = t.dtype.itemsize
+    raw = np.frombuffer(draw_bytes[:len(draw_bytes) // width * width], np.uint8)
+    values = raw.view(t.dtype) if t != BOOL else raw.astype(bool)
+    if t.kind == "float":
+        with np.errstate(over="ignore"):   # 3e38 is infinite in half and bfloat
+            specials = np.array(SPECIAL_FLOATS).astype(t.dtype)
+        values = np.concatenate([values, specials])
+    return values
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.binary(min_size=96, max_size=96), st.binary(min_size=96, max_size=96))
+def test_binary_fn_gives_exactly_what_binary_gives_for_every_operator_and_type(xs, ys):
+    for t in SCALARS + (VectorType(FLOAT, 4),):
+        e = t.elem if isinstance(t, VectorType) else t
+        x, y = _operands(e, xs), _operands(e, ys)
+        if isinstance(t, VectorType):
+            x, y = x[:len(x) // 4 * 4].reshape(-1, 4), y[:len(y) // 4 * 4].reshape(-1, 4)
+        ops = (FLOAT_OPS if e.kind == "float" else
+               ("&", "|", "^", "==", "!=", "<") if e == BOOL else ("+", "-", "*", "&", "|", "^")
+               + ("<", ">", "<=", ">=", "==", "!="))
+        for op in ops:
+            for quiet in (True, False):
+                context = arith.quiet_numpy() if quiet else contextlib.nullcontext()
+                with context:
+                    want = arith.binary(op, x, y, t)
+                    got = arith.binary_fn(op, t)(x, y)
+                assert got.dtype == want.dtype, (op, t)
+                np.testing.assert_array_equal(got.view(np.uint8), want.view(np.uint8),
+                                              err_msg=f"{op} on {t}")

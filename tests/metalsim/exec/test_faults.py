@@ -100,3 +100,17 @@ def test_a_kernel_may_modify_its_attribute_parameters():
                            [mx.ones(8)])
     assert kinds(report) == []
     np.testing.assert_array_equal(out, (2 * (np.arange(8) - 1) % 2**32).astype(np.float32))
+
+
+@pytest.mark.parametrize("source", [
+    "int i = int(thread_position_in_grid.x) - 1; out[thread_position_in_grid.x] = in0[i];",
+    "threadgroup float t[8]; int i = int(thread_position_in_grid.x);\n"
+    "t[i] = 1.0f; threadgroup_barrier(mem_flags::mem_threadgroup);\n"
+    "out[i] = ((threadgroup float*)t)[i - 8];",
+    "device const float* p = in0 - 1; out[thread_position_in_grid.x] = p[0];",
+])
+def test_a_negative_offset_is_out_of_bounds_in_device_and_threadgroup_memory(source):
+    """The bounds check reads offsets as unsigned in its common case: a negative one must
+    still fall outside every buffer."""
+    out, report = simulate(source, [mx.ones(8)])
+    assert ("out-of-bounds", "error") in kinds(report)
