@@ -196,8 +196,8 @@ sorting them by slot), with the memory model of `metalsim.efficiency`:
   while the others wait, and the last chunk of a run is partly empty.
 
 On an NVIDIA H100, through the CUDA translation, `benchmarks/bench_gpu.py` measures this
-kernel beside PointCNN++'s Triton kernels: faster at C = M = 32 (0.64x Triton's time), about
-1.8-1.9x slower at 128 and 256, where the 8x8 products are emulated with shuffles (no tensor
+kernel beside PointCNN++'s Triton kernels: faster at C = M = 32 (0.76x Triton's time), about
+1.9-2.0x slower at 128 and 256, where the 8x8 products are emulated with shuffles (no tensor
 cores)."""
 
 
