@@ -635,8 +635,9 @@ class ExpressionCompiler:
         cond = self.condition(self.expr(node.cond, scope), node.cond)
         a = self.rvalue(self.expr(node.then, scope))
         b = self.rvalue(self.expr(node.otherwise, scope))
-        if isinstance(a.type, PointerType | StructType) or isinstance(b.type,
-                                                                      PointerType | StructType):
+        # Pointers, structs and simdgroup matrices: both operands of one type, copied per lane.
+        objects = PointerType | StructType | ty.SimdMatrixType
+        if isinstance(a.type, objects) or isinstance(b.type, objects):
             if a.type != b.type:
                 self.error(f"incompatible operand types ('{a.type}' and '{b.type}')", node)
             t = a.type

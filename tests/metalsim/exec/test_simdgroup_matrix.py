@@ -64,6 +64,43 @@ def test_thread_elements_follow_the_documented_lane_layout():
     assert (out[row, col] == lane * 2).all() and (out[row, col + 1] == lane * 2 + 1).all()
 
 
+
+def test_a_conditional_picks_a_whole_matrix_as_an_operand():
+    source = """
+    simdgroup_float8x8 ma, mb, acc = make_filled_simdgroup_matrix<float, 8, 8>(0.0f);
+    simdgroup_load(ma, a);
+    simdgroup_load(mb, a + 64);
+    for (int i = 0; i < 2; ++i) {
+        simdgroup_multiply_accumulate(acc, i == 0 ? ma : mb, mb, acc);
+    }
+    simdgroup_store(acc, out);
+    """
+    a = np.random.default_rng(4).integers(-4, 5, (2, 8, 8)).astype(np.float32)
+    r = run(source, [mx.array(a)], ["a"], (8, 8), (32, 1, 1), (32, 1, 1))
+    assert r.report.diagnostics == []
+    np.testing.assert_array_equal(np.array(r.outputs[0]), a[0] @ a[1] + a[1] @ a[1])
+
+
+def test_a_lane_dependent_conditional_copies_each_lanes_own_elements():
+    # C++ copies the selected object on each thread: lanes below 16 hold ma's elements.
+    source = """
+    simdgroup_float8x8 ma, mb;
+    simdgroup_load(ma, a);
+    simdgroup_load(mb, a + 64);
+    simdgroup_float8x8 m = thread_index_in_simdgroup < 16 ? ma : mb;
+    simdgroup_store(m, out);
+    """
+    a = rand((2, 8, 8), 5)
+    r = run(source, [mx.array(a)], ["a"], (8, 8), (32, 1, 1), (32, 1, 1))
+    out = np.array(r.outputs[0])
+    lane = np.arange(32)
+    q = lane // 4
+    row, col = (q & 4) + (lane // 2) % 4, (q & 2) * 2 + (lane % 2) * 2
+    source_matrix = np.where(lane < 16, 0, 1)
+    for k in (0, 1):
+        np.testing.assert_array_equal(out[row, col + k], a[source_matrix, row, col + k])
+
+
 def test_diagonal_constructor_and_filled_matrix():
     source = """
     simdgroup_float8x8 eye = simdgroup_float8x8(1.0f);
@@ -153,6 +190,10 @@ def test_matrix_operation_in_a_partial_simdgroup_is_reported():
     ("simdgroup_float8x8 m = simdgroup_float8x8(1.0f); simdgroup_half8x8 h; "
      "simdgroup_multiply(h, m, m);", "element types differ"),
     ("simdgroup_float8x8 m = simdgroup_float8x8(1.0f); out[0] = m;", "convert"),
+    ("simdgroup_float8x8 m = simdgroup_float8x8(1.0f); simdgroup_half8x8 h; "
+     "simdgroup_float8x8 p = a[0] > 0 ? m : h;", "incompatible operand types"),
+    ("simdgroup_float8x8 m = simdgroup_float8x8(1.0f); float x = a[0] > 0 ? m : 1.0f;",
+     "incompatible operand types"),
 ])
 def test_invalid_simdgroup_matrix_uses_are_compile_errors(source, message):
     with pytest.raises(metalsim.CompileError, match=message):
