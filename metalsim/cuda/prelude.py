@@ -971,13 +971,6 @@ __device__ inline bool atomic_compare_exchange_strong_explicit(atomic<T>* o, T* 
   return atomic_compare_exchange_weak_explicit(o, expected, desired);
 }
 
-// The entry's threads per block: the runtime compiles each kernel for its launch's threadgroup
-// (rounded up to whole warps), so a 128-thread kernel may use up to 255 registers a thread;
-// 1024, the most a Metal threadgroup has, caps them at 64.
-#ifndef METALSIM_MAX_THREADS
-#define METALSIM_MAX_THREADS 1024
-#endif
-
 // ---- simdgroup_matrix: lane L holds (row, col) and (row, col + 1) ----
 __device__ inline int sgm_row(int l) { int q = l / 4; return (q & 4) + (l / 2) % 4; }
 __device__ inline int sgm_col(int l) { int q = l / 4; return (q & 2) * 2 + (l % 2) * 2; }
@@ -1085,6 +1078,13 @@ __device__ inline IdxT elem_to_loc_3(uint3 elem, const int64_t strides[3]) {
 }
 
 // ---- dispatch: one block per threadgroup, blockDim.x = the full threadgroup size ----
+// The entry's threads per block: the runtime compiles each kernel for its launch's threadgroup
+// (rounded up to whole warps), so a 128-thread kernel may use up to 255 registers a thread;
+// 1024, the most a Metal threadgroup has, caps them at 64.
+#ifndef METALSIM_MAX_THREADS
+#define METALSIM_MAX_THREADS 1024
+#endif
+
 struct thread_info {
   uint3 thread_position_in_grid, thread_position_in_threadgroup, threadgroup_position_in_grid;
   uint3 threads_per_threadgroup, dispatch_threads_per_threadgroup, threadgroups_per_grid;

@@ -175,13 +175,8 @@ class ExpressionCompiler:
 
     def x_Name(self, node: ast.Name, scope: Scope) -> E:
         if node.owner is not None:  # `decltype(x)::k`
-            st = self.resolve_type(node.owner, scope)
-            static = self.struct_statics.get(st, {}).get(node.name) if isinstance(
-                st, StructType) else None
-            if static is None:
-                self.error(f"no static member named '{node.name}' in '{st}'", node,
-                           width=len(node.name))
-            return self.var_expr(static, node)
+            return self.var_expr(self.static_of(self.resolve_type(node.owner, scope), node),
+                                 node)
         qualified = self.builtins.get(("qualified_name", node.qualifier))
         if qualified is not None:
             return qualified(self, node, scope)

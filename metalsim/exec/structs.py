@@ -375,11 +375,16 @@ class StructCompiler:
         st = self.qualifier_struct(node, scope)
         if st is None:
             return None
-        v = self.struct_statics.get(st, {}).get(node.name)
+        v = self.static_of(st, node)
+        return constant(v.const, v.type, node.coord)
+
+    def static_of(self, st: Type, node: ast.Name) -> Var:
+        """The static data member `node.name` of `st`, or a compile error naming both."""
+        v = self.struct_statics.get(st, {}).get(node.name) if isinstance(st, StructType) else None
         if v is None:
             self.error(f"no static member named '{node.name}' in '{st}'", node,
                        width=len(node.name))
-        return constant(v.const, v.type, node.coord)
+        return v
 
     def qualifier_struct(self, node: ast.Name, scope: Scope) -> StructType | None:
         """The struct a qualified name's qualifier names: `S`, `S<T>` (a struct or alias

@@ -227,16 +227,12 @@ def test_the_grouped_mvmr_compiles_for_its_launch_with_fused_matrix_products():
 @needs_nvrtc
 def test_a_conditional_between_simdgroup_matrices_compiles_with_nvrtc():
     kernel = metalsim.metal_kernel("pick", ["a"], ["out"], """
-        simdgroup_float8x8 ma, mb, acc = make_filled_simdgroup_matrix<float, 8, 8>(0.0f);
-        simdgroup_load(ma, a);
-        simdgroup_load(mb, a + 64);
-        for (int i = 0; i < 2; ++i) {
-            simdgroup_multiply_accumulate(acc, i == 0 ? ma : mb, mb, acc);
-        }
-        simdgroup_store(acc, out);
+        simdgroup_float8x8 m = simdgroup_float8x8(1.0f);
+        simdgroup_multiply(m, a[0] > 0 ? m : simdgroup_float8x8(2.0f), m);
+        simdgroup_store(m, out);
     """)
     translation = translate(kernel._prepare((), dict(
         inputs=[mx.zeros(128)], output_shapes=[(64,)], output_dtypes=[mx.float32],
         grid=(32, 1, 1), threadgroup=(32, 1, 1))).gen)
-    assert "((i == 0) ? ma : mb)" in translation.kernel_text
+    assert "? m : " in translation.kernel_text
     nvrtc.compile_ptx(translation.source)
