@@ -7,29 +7,32 @@ channels) and synchronises twice per triplet. This kernel reorganises the work a
 grouped ("FSG"/"TIG") engines do, on Apple's 8x8 matrix units:
 
 1. **Runs.** The triplets are sorted by slot, so slot k's triplets form the run
-   `[runs[k], runs[k + 1])`; `runs` (K + 1 integers) comes from a tiny kernel that
-   binary-searches the sorted slots. Within a run every triplet multiplies by the *same*
+   `[runs[k], runs[k + 1])`; `runs` (K + 1 integers) comes from a tiny kernel with one thread
+   per triplet, which writes the starts of the slots between its predecessor's and its own.
+   Within a run every triplet multiplies by the *same*
    weight matrix `a[k]`: `BL` consecutive triplets of a run are one dense product
    `(BL x C) @ (C x M)` of the gathered feature rows by the slot's weights.
-2. **Chunks.** A threadgroup owns one chunk of `BL` (32) triplets of one run and one tile of
-   `BM` (32) output channels. The chunks are numbered run after run; the grid is the upper bound
+2. **Chunks.** A threadgroup owns one chunk of `BL` (64) triplets of one run and one tile of
+   `BM` (64) output channels. The chunks are numbered run after run; the grid is the upper bound
    `ceil(T / BL) + K` chunks (no read-back of the run lengths) and the threadgroups past the
    last chunk return at once.
-3. **Slices.** The C reduction stays in the threadgroup: it walks C in slices of `BC` channels,
-   staging the chunk's gathered features (`BC x BL`) and the slot's weights (`BM x BC`) in
-   threadgroup memory, two barriers per slice instead of two per triplet.
-4. **Register tiling on simdgroup_matrix.** Four SIMD-groups split the `BL x BM` tile 2 x 2;
-   each holds `(BL / 16) x (BM / 16)` (4 x 2; 2 x 2 for small C) 8x8 float accumulators.
-   Per 8 channels it loads its `BL / 16` feature pieces and `BM / 16` weight pieces once
-   and does every product
-   between them: each piece loaded from threadgroup memory feeds `BM / 16` (or `BL / 16`)
-   8x8x8 multiply-adds. (The kernel takes larger tiles as template arguments; `tiles` says
-   why these.)
+3. **Slices.** The C reduction stays in the threadgroup: it walks C in slices of `BC` (16)
+   channels, staging the chunk's gathered features (`BC x BL`) and the slot's weights
+   (`BM x BC`) in threadgroup memory, two barriers per slice instead of two per triplet. Each
+   thread loads its part of the next slice into registers (4 channels or outputs per packed
+   vector load) before the products of this one, so the loads are in flight during the products.
+4. **Register tiling on simdgroup_matrix.** `NT / 32` SIMD-groups (8) split the `BL x BM`
+   tile 2 x (NT / 64); each holds 4 x 2 8x8 float accumulators (4 x 1 for M <= 16). Per 8
+   channels it loads its 4 feature pieces and 2 weight pieces once and does every product
+   between them: each feature piece loaded from threadgroup memory feeds 2 8x8x8
+   multiply-adds, each weight piece 4. (The kernel takes other tiles as template arguments;
+   `tiles` says why these.)
 5. **No bank conflicts.** Both tiles are stored transposed (channel-major features,
    output-major weights) with rows of `BL + 4` and `BC + 4` floats, and read with
    `simdgroup_load(..., transpose = true)`: the 32 words of each of a load's two accesses then
-   fall in 32 different banks (rows 4 banks apart, 8 consecutive words per row). The staging
-   stores of the weights are conflict-free too (8 outputs x 4 channels per SIMD-group access).
+   fall in 32 different banks (the 4 rows a load's lanes start on lie 8 banks apart, 8
+   consecutive words per row). The staging stores are conflict-free too: a SIMD-group stores
+   one channel (output) of 32 consecutive triplets (channels).
 6. **One atomic per output element and chunk.** Each lane adds its two accumulator elements
    straight from registers (`thread_elements()`) to `out[o_idx[t]]` with
    `atomic_fetch_add_explicit`: two triplets of one chunk never share a slot, so they can share
@@ -50,22 +53,34 @@ VVOR_STEP = 32         # VVOR: triplets staged at a time
 VVOR_THREADGROUPS = 1024   # VVOR: split the runs until about this many threadgroups ...
 VVOR_MIN_PART = 64         # ... but keep at least this many triplets per part (even runs)
 
-HEADER = f"constant uint THREADS = {THREADS};\n"
+HEADER = f"constant uint THREADS = {THREADS};\n" + """
+// p[0..3] as float, those at index n and past it 0: one packed load (any alignment of the
+// element type) when all four are there, else element by element.
+template <typename T>
+inline float4 load4(const device T* p, int n) {
+    if (n >= 4) {
+        return float4(*reinterpret_cast<const device packed_vec<T, 4>*>(p));
+    }
+    float4 v = 0.0f;
+    for (int q = 0; q < n; ++q) {
+        v[q] = float(p[q]);
+    }
+    return v;
+}
+"""
 
 RUNS_SOURCE = """
-    // Run k starts at the first triplet whose slot is >= k (slots sorted ascending).
-    uint k = thread_position_in_grid.x;
-    int lo = 0;
-    int hi = int(a_idx_shape[0]);
-    while (lo < hi) {
-        int mid = (lo + hi) / 2;
-        if (a_idx[mid] < int(k)) {
-            lo = mid + 1;
-        } else {
-            hi = mid;
-        }
+    // Run k starts at the first triplet whose slot is >= k (slots sorted ascending). Thread t
+    // writes the starts of the slots after triplet t - 1's, up to triplet t's own (thread T:
+    // up to the last slot): one thread per triplet, no search.
+    int t = int(thread_position_in_grid.x);
+    int T = int(a_idx_shape[0]);
+    int K = slot_count[0];
+    int first = t == 0 ? 0 : a_idx[t - 1] + 1;
+    int last = t == T ? K : a_idx[t];
+    for (int k = max(first, 0); k <= min(last, K); ++k) {
+        runs[k] = t;
     }
-    runs[k] = lo;
 """
 
 # Inputs a (K, G, C, M), b (N_b, G, C), b_idx (T), o_idx (T), runs (K + 1), the triplets sorted
@@ -75,7 +90,7 @@ SOURCE = """
     const uint LDF = BL + 4;            // row of the transposed feature slice
     const uint LDW = BC + 4;            // row of the transposed weight slice
     const uint TM = BL / 16;            // 8x8 accumulators per SIMD-group: TM x TN
-    const uint TN = BM / 16;
+    const uint TN = BM / (8 * (NT / 64));
     threadgroup float feat_t[BC * LDF];         // feat_t[c][i] = b[b_idx[t0 + i], g, c0 + c]
     threadgroup float w_t[BM * LDW];            // w_t[m][c] = a[k, g, c0 + c, m0 + m]
     threadgroup int rows_b[BL];
@@ -128,49 +143,64 @@ SOURCE = """
             acc[i][j] = simdgroup_float8x8(0.0f);
         }
     }
-    uint r0 = (sg / 2) * (BL / 2);      // this SIMD-group's rows (triplets) ...
-    uint n0 = (sg % 2) * (BM / 2);      // ... and columns (outputs) of the tile
+    const uint SGN = NT / 64;           // SIMD-groups across the outputs (2 across the triplets)
+    uint r0 = (sg / SGN) * (BL / 2);    // this SIMD-group's rows (triplets) ...
+    uint n0 = (sg % SGN) * (BM / SGN);  // ... and columns (outputs) of the tile
 
-    // 2. Stage slice after slice, one slice ahead: each thread loads its FE feature and WE
-    //    weight elements of the next slice into registers before the products of this one,
-    //    so the gathers are in flight while the SIMD-groups multiply. Per SIMD-group access:
-    //    16 channels of 2 triplets (64-byte pieces of the gathered rows), 8 outputs of 4
-    //    channels of the weights.
-    const uint FE = BL * BC / THREADS;
-    const uint WE = BM * BC / THREADS;
-    float fv[FE];
-    float wv[WE];
+    // 2. Stage slice after slice, one slice ahead: each thread loads its FV feature and WV
+    //    weight vectors of the next slice into registers before the products of this one, so
+    //    the gathers are in flight while the SIMD-groups multiply. A vector is 4 consecutive
+    //    channels of a gathered row (4 outputs of a weight row), read as one packed load.
+    //    Per SIMD-group access: 16 rows x 2 vectors (32 bytes of each row, one memory
+    //    sector), stored transposed into 32 different banks.
+    const uint FV = BL * BC / (4 * NT);              // the tiles keep this whole
+    const uint WV = (BM * BC / 4 + NT - 1) / NT;
+    float4 fv[FV];
+    float4 wv[WV];
     uint slices = (C + BC - 1) / BC;
     threadgroup_barrier(mem_flags::mem_threadgroup);      // rows_b and rows_o are written
     for (uint s = 0; s <= slices; ++s) {
         if (s > 0) {
             threadgroup_barrier(mem_flags::mem_threadgroup);
-            for (uint r = 0; r < FE; ++r) {
-                uint e = tid + r * THREADS;
-                feat_t[(e % 16 + 16 * (e / (16 * BL))) * LDF + (e / 16) % BL] = fv[r];
+            for (uint r = 0; r < FV; ++r) {
+                uint e = tid + r * NT;
+                uint i = e % 16 + 16 * ((e / 32) % (BL / 16));
+                uint c = 4 * ((e / 16) % 2 + 2 * (e / (2 * BL)));
+                for (uint q = 0; q < 4; ++q) {
+                    feat_t[(c + q) * LDF + i] = fv[r][q];
+                }
             }
-            for (uint r = 0; r < WE; ++r) {
-                uint e = tid + r * THREADS;
-                w_t[(e % 8 + 8 * (e / (8 * BC))) * LDW + (e / 8) % BC] = wv[r];
+            for (uint r = 0; r < WV; ++r) {
+                uint e = tid + r * NT;
+                if (e >= BM * BC / 4) {
+                    break;
+                }
+                uint c = e % 16 + 16 * ((e / 32) % (BC / 16));
+                uint m = 4 * ((e / 16) % 2 + 2 * (e / (2 * BC)));
+                for (uint q = 0; q < 4; ++q) {
+                    w_t[(m + q) * LDW + c] = wv[r][q];
+                }
             }
             threadgroup_barrier(mem_flags::mem_threadgroup);
         }
         if (s < slices) {
             uint c0 = s * BC;
-            for (uint r = 0; r < FE; ++r) {
-                uint e = tid + r * THREADS;
-                uint c = e % 16 + 16 * (e / (16 * BL));
-                uint i = (e / 16) % BL;
-                bool inside = rows_o[i] >= 0 && c0 + c < C;
-                fv[r] = inside ? float(b[(size_t(rows_b[i]) * G + g) * C + c0 + c]) : 0.0f;
+            for (uint r = 0; r < FV; ++r) {
+                uint e = tid + r * NT;
+                uint i = e % 16 + 16 * ((e / 32) % (BL / 16));
+                uint c = c0 + 4 * ((e / 16) % 2 + 2 * (e / (2 * BL)));
+                int n = rows_o[i] >= 0 ? int(C) - int(c) : 0;
+                fv[r] = load4(b + (size_t(rows_b[i]) * G + g) * C + c, n);
             }
-            for (uint r = 0; r < WE; ++r) {
-                uint e = tid + r * THREADS;
-                uint m = e % 8 + 8 * (e / (8 * BC));
-                uint c = (e / 8) % BC;
-                bool inside = c0 + c < C && m0 + m < M;
-                wv[r] = inside ? float(a[((size_t(slot) * G + g) * C + c0 + c) * M + m0 + m])
-                               : 0.0f;
+            for (uint r = 0; r < WV; ++r) {
+                uint e = tid + r * NT;
+                if (e >= BM * BC / 4) {
+                    break;
+                }
+                uint c = c0 + e % 16 + 16 * ((e / 32) % (BC / 16));
+                uint m = m0 + 4 * ((e / 16) % 2 + 2 * (e / (2 * BC)));
+                int n = c < C ? int(M) - int(m) : 0;
+                wv[r] = load4(a + ((size_t(slot) * G + g) * C + c) * M + m, n);
             }
         }
         if (s == 0) {
@@ -338,7 +368,8 @@ VVOR_SOURCE = """
 def _kernels(factory: Callable) -> dict[str, Callable]:
     """The two kernels, built once per kernel factory (MLX's, or metalsim's under a patch)."""
     return {
-        "runs": factory(name="mvmr_runs", input_names=["a_idx"], output_names=["runs"],
+        "runs": factory(name="mvmr_runs", input_names=["a_idx", "slot_count"],
+                        output_names=["runs"],
                         source=RUNS_SOURCE),
         "mvmr": factory(name="mvmr_grouped",
                         input_names=["a", "b", "b_idx", "o_idx", "runs"],
@@ -351,24 +382,25 @@ def _kernels(factory: Callable) -> dict[str, Callable]:
     }
 
 
-def tiles(t: int, k: int, c: int, m: int) -> tuple[int, int, int]:
-    """(BL, BM, BC): 64 triplets (32 when C is 32 or less) x 32 output channels (16 when M is
-    that small) per threadgroup, slices of 32 channels (16 when C is that small). Each
-    SIMD-group then holds 4 x 2 (or 2 x 2) accumulators. Measured on the CUDA translation
-    (H100, the three benchmark shapes): 64 triplets are 8-12% faster than 32 at C = 128 and
-    256 and no faster at C = 32; 64 output channels were 2x slower, 128 triplets no better."""
-    del t, k                       # the tile does not depend on the triplet count
-    bl = 64 if c > 32 else 32
-    bm = 32 if m > 16 else 16
-    bc = min(32, -(-c // 16) * 16)
-    return bl, bm, bc
+def tiles(t: int, k: int, c: int, m: int) -> tuple[int, int, int, int]:
+    """(BL, BM, BC, NT): 64 triplets x 64 output channels on 256 threads (32 or 16 outputs on
+    128 threads where M is that small), slices of 16 channels. Each SIMD-group then holds
+    4 x 2 (4 x 1) accumulators. Measured on the CUDA translation (H100, the three benchmark
+    shapes): 64 x 64 on 256 threads is 7-9% faster than 64 x 32 on 128 at C = M = 128 and
+    256; 32 triplets were 20% slower, 128 twice as slow; slices of 32 channels 3-5% slower."""
+    del t, k, c                    # the tile depends on the outputs alone
+    if m > 32:
+        return 64, 64, 16, 2 * THREADS
+    return 64, (32 if m > 16 else 16), 16, THREADS
 
 
 def runs_launch(a_idx: mx.array, k: int, factory: Callable | None = None
                 ) -> tuple[Callable, dict]:
     """The kernel computing the K + 1 run boundaries of slot-sorted triplets."""
-    args = {"inputs": [a_idx], "output_shapes": [(k + 1,)], "output_dtypes": [mx.int32],
-            "grid": (k + 1, 1, 1), "threadgroup": (min(k + 1, 256), 1, 1)}
+    t = a_idx.shape[0]
+    args = {"inputs": [a_idx, mx.array([k], mx.int32)], "output_shapes": [(k + 1,)],
+            "output_dtypes": [mx.int32], "grid": (t + 1, 1, 1),
+            "threadgroup": (min(t + 1, 256), 1, 1)}
     return _kernels(factory or mx.fast.metal_kernel)["runs"], args
 
 
@@ -378,12 +410,12 @@ def launch(a: mx.array, b: mx.array, b_idx: mx.array, o_idx: mx.array, runs: mx.
     their `runs`; its float32 output has shape (n_o, G, M)."""
     k, g, c, m = a.shape
     t = o_idx.shape[0]
-    bl, bm, bc = tiles(t, k, c, m)
+    bl, bm, bc, nt = tiles(t, k, c, m)
     chunks = -(-t // bl) + k
     args = {"inputs": [a, b, b_idx, o_idx, runs], "output_shapes": [(n_o, g, m)],
             "output_dtypes": [mx.float32],
-            "template": [("BL", bl), ("BM", bm), ("BC", bc)],
-            "grid": (chunks * THREADS, -(-m // bm), g), "threadgroup": (THREADS, 1, 1),
+            "template": [("BL", bl), ("BM", bm), ("BC", bc), ("NT", nt)],
+            "grid": (chunks * nt, -(-m // bm), g), "threadgroup": (nt, 1, 1),
             "init_value": 0}
     return _kernels(factory or mx.fast.metal_kernel)["mvmr"], args
 

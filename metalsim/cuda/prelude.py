@@ -218,12 +218,28 @@ __device__ inline A operator--(A& a, int) { A old = a; a = A((float)a - 1.0f); r
 
 // ---- vectors ----
 template <class T, int N, bool Packed = false> struct vec;
+// A packed 2- or 4-vector converted where it lies in device or threadgroup memory is read with
+// one vector load when its address happens to have the unpacked vector's alignment (Metal only
+// promises the element's), element by element otherwise; a packed local stays in registers.
+template <class U, int N, bool Q>
+__device__ inline bool vector_load_fits(const vec<U, N, Q>& o) {
+  if (!Q || N == 3) return false;
+  const void* p = &o;
+  return (__isGlobal(p) || __isShared(p)) && (size_t)p % (N * sizeof(U)) == 0;
+}
 
 #define METAL_VEC_COMMON(N)                                                              \
   __device__ T& operator[](int i) { return (&x)[i]; }                                     \
   __device__ const T& operator[](int i) const { return (&x)[i]; }                         \
   template <class U, bool Q>                                                              \
-  __device__ vec(const vec<U, N, Q>& o) { for (int i = 0; i < N; ++i) (*this)[i] = T(o[i]); } \
+  __device__ vec(const vec<U, N, Q>& o) {                                                 \
+    if (vector_load_fits(o)) {                                                            \
+      vec<U, N> v = *reinterpret_cast<const vec<U, N>*>(&o);                              \
+      for (int i = 0; i < N; ++i) (*this)[i] = T(v[i]);                                   \
+    } else {                                                                              \
+      for (int i = 0; i < N; ++i) (*this)[i] = T(o[i]);                                   \
+    }                                                                                     \
+  }                                                                                       \
   template <class A0, class A1, class... As>                                              \
   __device__ vec(const A0& a0, const A1& a1, const As&... as) {                           \
     int i = 0;                                                                            \

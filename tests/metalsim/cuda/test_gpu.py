@@ -138,6 +138,29 @@ def test_vectors_swizzles_and_packed_vectors():
                       (32, 1, 1)))
 
 
+
+@pytest.mark.parametrize("dtype", [mx.float32, mx.float16])
+def test_packed_vectors_read_from_memory_at_every_alignment(dtype):
+    """A packed 4-vector converted where it lies is one 16-byte (8-byte) load when its address
+    is aligned and element by element when not: both give the elements, from device and
+    threadgroup memory, and from an input that starts one element into its buffer."""
+    base = mx.array(np.arange(1, 70, dtype=np.float32)).astype(dtype)
+    source = """
+        uint i = thread_position_in_grid.x;
+        threadgroup float tile[72];
+        tile[i] = float(in0[i]);
+        tile[i + 32] = float(in0[i + 32]);
+        threadgroup_barrier(mem_flags::mem_threadgroup);
+        float4 d = float4(*reinterpret_cast<const device packed_vec<T, 4>*>(in0 + i));
+        float4 t = float4(*reinterpret_cast<threadgroup packed_float4*>(tile + i));
+        out0[i] = d.x + 10.0f * d.y + 100.0f * d.z + 1000.0f * d.w;
+        out1[i] = t.x + 10.0f * t.y + 100.0f * t.z + 1000.0f * t.w;
+    """
+    for x in (base, base[1:]):
+        assert_same(*both(source, [x], [(32,), (32,)], [mx.float32, mx.float32], (32, 1, 1),
+                          (32, 1, 1), template=[("T", dtype)]))
+
+
 SIMD = """
     uint i = thread_position_in_grid.x;
     uint lane = thread_index_in_simdgroup;

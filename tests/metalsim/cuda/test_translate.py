@@ -202,26 +202,29 @@ def test_patch_with_the_cuda_backend_installs_the_cuda_factory_and_restores_mlx(
 
 @needs_nvrtc
 def test_the_grouped_mvmr_compiles_for_its_launch_with_fused_matrix_products():
-    """Each 8x8x8 product is 16 fused multiply-adds per lane after 8 + 2 x 8 shuffles (the
-    32-triplet tile does 4 products per 8 channels), and the launch's 128 threads reach the
-    PTX as .maxntid: registers are not capped at the 64 of a 1024-thread block."""
+    """Each 8x8x8 product is 16 fused multiply-adds per lane after 8 + 2 x 8 shuffles (a
+    SIMD-group does 4 x 2 products per 8 channels), the launch's 256 threads reach the PTX as
+    .maxntid (registers are not capped at the 64 of a 1024-thread block), and the packed
+    4-vector loads of the staging become 16-byte loads (behind an alignment test)."""
     from solutions import mvmr_grouped
 
-    k, t, c, m = 27, 40, 32, 32
+    k, t, c, m = 27, 40, 128, 128
     rng = np.random.default_rng(0)
     a_idx = np.sort(rng.integers(0, k, t)).astype(np.int32)
     runs = np.searchsorted(a_idx, np.arange(k + 1)).astype(np.int32)
     kernel, args = mvmr_grouped.launch(
         mx.zeros((k, 1, c, m)), mx.zeros((8, 1, c)), mx.zeros(t, mx.int32),
         mx.zeros(t, mx.int32), mx.array(runs), 8, metalsim.metal_kernel)
-    assert mvmr_grouped.tiles(t, k, c, m)[:2] == (32, 32)
+    assert mvmr_grouped.tiles(t, k, c, m) == (64, 64, 16, 256)
     source = translate(kernel._prepare((), args).gen).source
-    ptx = nvrtc.compile_ptx(source, opts=(*nvrtc.options("safe"), "-DMETALSIM_MAX_THREADS=128"))
-    assert ".maxntid 128" in ptx
-    assert len(re.findall(r"\bfma\.rn\.f32", ptx)) == 4 * 16
+    ptx = nvrtc.compile_ptx(source, opts=(*nvrtc.options("safe"), "-DMETALSIM_MAX_THREADS=256"))
+    assert ".maxntid 256" in ptx
+    assert len(re.findall(r"\bfma\.rn\.f32", ptx)) == 8 * 16
     assert len(re.findall(r"\bmul\.rn\.f32", ptx)) == 0
-    # 4 x 24 in the inner loop, 3 broadcasts of the chunk's slot, first triplet and length
-    assert len(re.findall(r"\bshfl\.sync", ptx)) == 4 * 24 + 3
+    # 8 x 24 in the inner loop, 3 broadcasts of the chunk's slot, first triplet and length
+    assert len(re.findall(r"\bshfl\.sync", ptx)) == 8 * 24 + 3
+    # one feature vector and one weight vector per thread and slice
+    assert len(re.findall(r"\bld\.global\.v4\.[uf]32", ptx)) == 2
 
 
 @needs_nvrtc
