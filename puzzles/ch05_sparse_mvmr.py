@@ -125,23 +125,26 @@ it synchronises twice per triplet. `mvmr` therefore runs a redesign,
 
 1. **Group by slot.** Sort the triplets by `a_idx` (production triplet lists already are;
    `slot_sorted=True` skips the sort). Slot `k`'s triplets form one run, and a tiny kernel
-   finds the run boundaries by binary search. Every triplet of a run multiplies by the same
-   weight matrix `a[k]`, so 32 of them are one dense product `(32 x C) @ (C x M)`.
-2. **One chunk per threadgroup.** A threadgroup of 4 SIMD-groups owns one chunk of a run and
-   32 output channels. The grid is an upper bound on the chunks (`T / BL + K`), computed
-   without reading the runs back; spare threadgroups return at once.
-3. **Stream the weights.** C is walked in slices of 32 channels: stage the chunk's gathered
+   finds the run boundaries (one thread per triplet writes the starts of the slots between
+   its predecessor's and its own). Every triplet of a run multiplies by the same weight
+   matrix `a[k]`, so 64 of them are one dense product `(64 x C) @ (C x M)`.
+2. **One chunk per threadgroup.** A threadgroup of 8 SIMD-groups owns one chunk of 64
+   triplets of a run and 64 output channels (4 SIMD-groups and 32 or 16 channels when M is
+   that small). The grid is an upper bound on the chunks (`T / BL + K`), computed without
+   reading the runs back; spare threadgroups return at once. Where that leaves the GPU short
+   of threadgroups, C is split into parts that add their sums atomically.
+3. **Stream the weights.** C is walked in slices of 16 channels: stage the chunk's gathered
    features and the slot's weight slice, two barriers per slice, not per triplet. Each thread
    loads its part of the next slice into registers before the products of this one, so the
-   gathers are in flight while the SIMD-groups multiply.
-4. **Register tiling on `simdgroup_matrix`.** Each SIMD-group holds 2 x 2 8x8 float
-   accumulators. Per 8 channels it loads its 2 feature and 2 weight pieces once and multiplies
-   every pair, so each piece read from threadgroup memory feeds 2 products of 512
-   multiply-adds. From C = 64 on, a chunk is 64 triplets and each SIMD-group holds 4 x 2
-   (measured faster on the GPU; wider output tiles were slower).
+   gathers are in flight while the SIMD-groups multiply; it reads 4 channels (4 outputs) at a
+   time with one packed vector load.
+4. **Register tiling on `simdgroup_matrix`.** Each SIMD-group holds 4 x 2 8x8 float
+   accumulators. Per 8 channels it loads its 4 feature and 2 weight pieces once and multiplies
+   every pair, so each piece read from threadgroup memory feeds 2 or 4 products of 512
+   multiply-adds (measured fastest on the GPU; wider tiles ran out of registers).
 5. **Pad against bank conflicts.** Both tiles are stored transposed with rows of `BL + 4` and
    `BC + 4` floats and read with `simdgroup_load(..., transpose = true)`: each of a load's two
-   32-word accesses then hits 32 different banks.
+   32-word accesses then hits 32 different banks, and so does each staging store.
 
 The cost: an atomic per triplet and output channel (two triplets of a chunk have different
 output points), where the per-triplet kernel needed one per run of equal `o_idx`.
@@ -181,24 +184,23 @@ by output point, `C = M = 32`, one group.
 The comparison table runs the same triplets through both kernels (the grouped one after
 sorting them by slot), with the memory model of `metalsim.efficiency`:
 
-- **threadgroup SIMD-group accesses 140,128 -> 20,502**, bank efficiency **26% -> 89%**: the
+- **threadgroup SIMD-group accesses 140,128 -> 17,340**, bank efficiency **26% -> 100%**: the
   per-triplet kernel reads two words per multiply-add, with 4-way conflicts; the grouped one
   reads 8x8 pieces that each feed several products. Its `simdgroup_load`s cost one cycle per
-  32 words (no conflict); the 89% comes from the staging stores of the features, 2-way (16
-  channels of 2 triplets per access, chosen so that the gathered rows are read in whole
-  64-byte segments).
-- **barriers 131,072 -> 30,336**: one before the first slice and two per slice of 32
-  channels (here C is one slice) instead of two per triplet.
-- **device traffic 1,153,248 bytes**: each feature row is gathered once per chunk (not once
+  32 words (no conflict), and so do its staging stores: the gathered rows are read 4 channels
+  at a time (packed vector loads, 32 bytes of 16 rows per SIMD-group access) and each store
+  puts one channel of 32 consecutive triplets into 32 different banks.
+- **barriers 131,072 -> 32,640**: one before the first slice and two per slice of 16
+  channels (here C is two slices) instead of two per triplet.
+- **device traffic 1,023,360 bytes**: each feature row is gathered once per chunk (not once
   per 8 output channels), the weights once per chunk; but **64,000 atomics**, one per triplet
   and output channel, where the per-triplet kernel needed 5,568.
-- **SIMD-group efficiency 78%**: one lane per SIMD-group walks the 27 runs to find its chunk
+- **SIMD-group efficiency 82%**: one lane per SIMD-group walks the 27 runs to find its chunk
   while the others wait, and the last chunk of a run is partly empty.
 
 On an NVIDIA H100, through the CUDA translation, `benchmarks/bench_gpu.py` measures this
-kernel beside PointCNN++'s Triton kernels: faster at C = M = 32 (0.76x Triton's time), about
-1.9-2.0x slower at 128 and 256, where the 8x8 products are emulated with shuffles (no tensor
-cores)."""
+kernel beside PointCNN++'s Triton kernels: 0.47x Triton's time at C = M = 32, 1.44x at 256
+and 1.49x at 128, where the 8x8 products are emulated with shuffles (no tensor cores)."""
 
 
 REAL_KERNEL_CODE = """\

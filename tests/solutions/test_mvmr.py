@@ -307,6 +307,24 @@ def test_grouped_mvmr_inner_loop_has_no_bank_conflicts_and_the_notebook_quotes_t
     assert f"{grouped.simd_efficiency:.0%}" in text
 
 
+@pytest.mark.parametrize("c", [136, 200])
+def test_grouped_mvmr_split_over_c_adds_parts_of_unequal_slices(c):
+    """Few threadgroups and many slices: the C reduction is split in 2 parts of 5 + 4
+    (136 channels) or 7 + 6 slices (200, the last one partial), each added atomically."""
+    from solutions import mvmr_grouped
+
+    rng = np.random.default_rng(3)
+    k, n, t, m = 27, 60, 500, 24
+    a, b = normal(rng, k, 1, c, m), normal(rng, n, 1, c)
+    a_idx = indices(np.sort(rng.integers(0, k, t)))
+    b_idx, o_idx = indices(rng.integers(0, n, t)), indices(rng.integers(0, n, t))
+    run = mvmr_grouped.simulate(a, a_idx, b, b_idx, o_idx, n)
+    assert run.report.diagnostics == [], run.report.summary()
+    assert run.report.grid[1] == 2                         # one tile of 24 outputs, 2 parts
+    assert relative_error(mx.array(run.outputs[0]), mvmr_oracle(a, a_idx, b, b_idx, o_idx, n)
+                          ) <= 1e-5
+
+
 def test_grouped_vvor_inner_loop_has_no_bank_conflicts_and_parts_add_up():
     """MVMR's weight gradient at K = 27 with partial tiles (M = 40, C = 24) and runs long
     enough to be split into parts (each part adds its tile atomically)."""
