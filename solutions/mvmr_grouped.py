@@ -265,10 +265,9 @@ VVOR_SOURCE = """
     const uint LDB = BL + 4;            // row of the transposed b rows (channel-major)
     const uint TM = BM / 16;            // 8x8 accumulators per SIMD-group: TM x TN
     const uint TN = BN / 16;
-    threadgroup float a_s[BL * LDA];            // a_s[l][m] = a[a_idx[t], g, m0 + m]
+    threadgroup float4 a_s4[BL * LDA / 4];      // a_s[l][m] = a[a_idx[t], g, m0 + m]
     threadgroup float b_t[BN * LDB];            // b_t[c][l] = b[b_idx[t], g, c0 + c]
-    threadgroup int rows_a[BL];
-    threadgroup int rows_b[BL];                 // -1 past the run's part
+    threadgroup float* a_s = reinterpret_cast<threadgroup float*>(a_s4);
     uint tid = thread_position_in_threadgroup.x;
     uint lane = thread_index_in_simdgroup;
     uint sg = simdgroup_index_in_threadgroup;
@@ -303,29 +302,53 @@ VVOR_SOURCE = """
     uint mr0 = (sg / 2) * (BM / 2);     // this SIMD-group's rows (a's channels) ...
     uint cn0 = (sg % 2) * (BN / 2);     // ... and columns (b's channels) of the tile
 
-    for (int t0 = first; t0 < last; t0 += int(BL)) {
-        threadgroup_barrier(mem_flags::mem_threadgroup);
-        if (tid < BL) {
-            bool inside = t0 + int(tid) < last;
-            rows_a[tid] = inside ? a_idx[t0 + tid] : -1;
-            rows_b[tid] = inside ? b_idx[t0 + tid] : 0;
+    // 2. Stage step after step, one step ahead: each thread loads its AV and BV vectors of the
+    //    next step (4 channels of a gathered row each, one packed load) into registers before
+    //    the products of this one. The a rows are stored as they lie, a vector at a time (8
+    //    vectors of a row per quarter SIMD-group), the b rows transposed (16 rows x 2 vectors
+    //    per SIMD-group access, each store into 32 different banks).
+    const uint AV = BL * BM / (4 * THREADS);
+    const uint BV = BL * BN / (4 * THREADS);
+    float4 av[AV];
+    float4 bv[BV];
+    int steps_here = (last - first + int(BL) - 1) / int(BL);
+    for (int s = 0; s <= steps_here; ++s) {
+        if (s > 0) {
+            threadgroup_barrier(mem_flags::mem_threadgroup);
+            for (uint q = 0; q < AV; ++q) {
+                uint e = tid + q * THREADS;
+                a_s4[(e / (BM / 4)) * (LDA / 4) + e % (BM / 4)] = av[q];
+            }
+            for (uint q = 0; q < BV; ++q) {
+                uint e = tid + q * THREADS;
+                uint l = e % 16 + 16 * ((e / 32) % (BL / 16));
+                uint c = 4 * ((e / 16) % 2 + 2 * (e / (2 * BL)));
+                for (uint k = 0; k < 4; ++k) {
+                    b_t[(c + k) * LDB + l] = bv[q][k];
+                }
+            }
+            threadgroup_barrier(mem_flags::mem_threadgroup);
         }
-        threadgroup_barrier(mem_flags::mem_threadgroup);
-        // 2. Stage the step: the a rows as they lie (32 channels of a row per SIMD-group
-        //    access), the b rows transposed (16 channels of 2 triplets per access).
-        for (uint e = tid; e < BL * BM; e += THREADS) {
-            uint l = e / BM;
-            uint m = e % BM;
-            bool inside = rows_a[l] >= 0 && m0 + m < M;
-            a_s[l * LDA + m] = inside ? float(a[(size_t(rows_a[l]) * G + g) * M + m0 + m]) : 0.0f;
+        if (s < steps_here) {
+            int t0 = first + s * int(BL);
+            for (uint q = 0; q < AV; ++q) {
+                uint e = tid + q * THREADS;
+                int t = t0 + int(e / (BM / 4));
+                uint m = m0 + 4 * (e % (BM / 4));
+                int n = t < last ? int(M) - int(m) : 0;
+                av[q] = load4(a + (size_t(t < last ? a_idx[t] : 0) * G + g) * M + m, n);
+            }
+            for (uint q = 0; q < BV; ++q) {
+                uint e = tid + q * THREADS;
+                int t = t0 + int(e % 16 + 16 * ((e / 32) % (BL / 16)));
+                uint c = c0 + 4 * ((e / 16) % 2 + 2 * (e / (2 * BL)));
+                int n = t < last ? int(C) - int(c) : 0;
+                bv[q] = load4(b + (size_t(t < last ? b_idx[t] : 0) * G + g) * C + c, n);
+            }
         }
-        for (uint e = tid; e < BL * BN; e += THREADS) {
-            uint c = e % 16 + 16 * (e / (16 * BL));
-            uint l = (e / 16) % BL;
-            bool inside = rows_a[l] >= 0 && c0 + c < C;
-            b_t[c * LDB + l] = inside ? float(b[(size_t(rows_b[l]) * G + g) * C + c0 + c]) : 0.0f;
+        if (s == 0) {
+            continue;
         }
-        threadgroup_barrier(mem_flags::mem_threadgroup);
         // 3. out_tile += A^T B over the step's triplets, 8 triplets at a time; both pieces
         //    are read transposed from their padded tiles (no bank conflicts).
         for (uint kk = 0; kk < BL; kk += 8) {
