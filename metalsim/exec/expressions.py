@@ -697,6 +697,8 @@ class ExpressionCompiler:
         index_scalar = ty.scalar_of(index.type)
         wide = index_scalar.size >= 8
         may_be_negative = index_scalar.signed or wide
+        # elements of a power-of-two size: a shift scales the index, a little faster
+        shift = size.bit_length() - 1 if size > 1 and not size & (size - 1) else None
 
         def loc(f, lanes):
             p = bev(f, lanes)
@@ -713,9 +715,11 @@ class ExpressionCompiler:
                              hint="an index past the end of a row reaches the next row, "
                                   "which C++ leaves undefined: index within each dimension")
             off = p.off
-            if k.ndim < np.ndim(off):
+            if k.ndim < (off.ndim if off.__class__ is np.ndarray else np.ndim(off)):
                 return MemLoc(p.region, off + np.multiply(k, size))  # see offset_pointer
-            if size != 1:
+            if shift is not None:
+                k <<= shift
+            elif size != 1:
                 k *= size
             if off.__class__ is not np.ndarray or off.ndim or off:   # not a uniform 0
                 k += off

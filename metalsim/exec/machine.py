@@ -228,6 +228,9 @@ class Machine:
         self.lane_traced: np.ndarray | None = None   # per batch lane, when trace_groups is set
         self.traced_lanes: np.ndarray | None = None  # their indices
         self.sites: dict[Coord | None, int] = {}
+        # `sites` by the id of the Coord object (the compiled code holds one per access and
+        # asks at every access; hashing a Coord's fields each time cost more than the lookup)
+        self._site_of: dict[int, tuple[Coord | None, int]] = {}
         self.active_lane_steps = 0
         self.simd_group_steps = 0
         self.batch: Batch | None = None
@@ -366,7 +369,12 @@ class Machine:
     def site(self, coord: Coord | None) -> int:
         """A small number for a source location, kept in race shadows to name the earlier
         access of a race."""
-        return self.sites.setdefault(coord, len(self.sites))
+        known = self._site_of.get(id(coord))
+        if known is not None and known[0] is coord:
+            return known[1]
+        site = self.sites.setdefault(coord, len(self.sites))
+        self._site_of[id(coord)] = (coord, site)   # (holding it, its id stays its own)
+        return site
 
     def site_coord(self, site: int) -> Coord | None:
         return next((c for c, i in self.sites.items() if i == site), None)

@@ -88,6 +88,7 @@ class Region:
         self.read_log_gen = -1
         self.read_log_size = 0
         self._views: dict[np.dtype, np.ndarray] = {}
+        self._accesses: dict[int, Access] = {}   # by id of the accessed type (`access`)
         self.bytes_read = 0
         self.bytes_written = 0
         self.provenance: dict[tuple, frozenset] = {}  # thread memory, trace mode only
@@ -173,6 +174,39 @@ def _access_layout(t: Type) -> tuple[ScalarType, int]:
 _LAYOUTS: dict[int, tuple[Type, tuple[ScalarType, int]]] = {}
 
 
+class Access:
+    """What a load or store of type `t` in one region needs besides the offsets, worked out
+    once per region and type (`access`) instead of at every access."""
+
+    __slots__ = ("t", "elem", "comps", "width", "align", "limit", "flat", "shift", "banked",
+                 "counts")
+
+    def __init__(self, region: Region, t: Type) -> None:
+        self.t = t
+        self.elem, self.comps = elem, comps = _access_layout(t)
+        self.width = elem.size * comps   # bytes one lane touches
+        # Aligned vectors need their own alignment (16 bytes for float4), packed ones the
+        # element's.
+        self.align = t.align if isinstance(t, VectorType) else elem.size
+        self.limit = region.nbytes - self.width   # the largest offset in bounds
+        # A scalar access of the region's granule type (the common case): its granules are
+        # its elements (`_flat_index`).
+        self.flat = comps == 1 and elem.size == region.granule and not region.nbytes % elem.size
+        self.shift = _SHIFTS.get(elem.size)
+        self.banked = region.space in ("threadgroup", "thread")
+        # the counters of a read and of a write, where the region is counted
+        self.counts = ((_COUNT_NAMES[region.counted, False], _COUNT_NAMES[region.counted, True])
+                       if region.counted is not None else None)
+
+
+def access(region: Region, t: Type) -> Access:
+    """The `Access` of type `t` in `region`, made on first use."""
+    known = region._accesses.get(id(t))
+    if known is None or known.t is not t:   # (the type itself: an id can be reused)
+        known = region._accesses[id(t)] = Access(region, t)
+    return known
+
+
 def cells_of(m: Machine, region: Region, lanes: np.ndarray, element: np.ndarray) -> list:
     """Memory cells as diagrams name them: (buffer, threadgroup or -1, element index)."""
     lanes, element = lanes[:MAX_CELLS], np.ravel(element)[:MAX_CELLS]
@@ -185,19 +219,13 @@ MAX_CELLS = 64
 
 
 def _check(m: Machine, region: Region, idx: np.ndarray | slice, off: np.ndarray, t: Type,
-           write: bool, coord: Coord) -> np.ndarray | None:
-    """Bounds and alignment; returns a mask of the lanes (of `idx`) whose access is valid."""
-    elem, n = _access_layout(t)
-    width = elem.size * n
-    # Aligned vectors need their own alignment (16 bytes for float4), packed ones the element's.
-    align = t.align if isinstance(t, VectorType) else elem.size
-    # The common case, all in bounds and aligned, in as few numpy calls as possible (alignments
-    # are powers of two).
-    # (A negative offset seen as unsigned is past any buffer; some offset is misaligned exactly
-    # where their bitwise or is.)
-    if off.size == 0 or (np.maximum.reduce(off.view(np.uint64), None) <= region.nbytes - width
-                         and (align == 1 or not np.bitwise_or.reduce(off, None) & (align - 1))):
+           write: bool, coord: Coord, a: Access | None = None) -> np.ndarray | None:
+    """Bounds and alignment; returns a mask of the lanes (of `idx`) whose access is valid
+    (None: every lane's). `off` holds int64 byte offsets; `a` is `access(region, t)`."""
+    a = a or access(region, t)
+    if off.size == 0 or _all_valid(off, a.limit, a.align):
         return None
+    width, align = a.width, a.align
     bad = (off < 0) | (off + width > region.nbytes)
     misaligned = (off % align) != 0
     lanes = np.arange(m.batch.size)[idx]
@@ -225,6 +253,20 @@ def _check(m: Machine, region: Region, idx: np.ndarray | slice, off: np.ndarray,
     return ~(bad | misaligned)
 
 
+def _all_valid(off: np.ndarray, limit: int, align: int) -> bool:
+    """Whether every offset is in `[0, limit]` and a multiple of `align` (a power of two), in
+    as few numpy passes as possible: seen as unsigned, a negative offset is past any buffer;
+    the bitwise or of the offsets is at least their largest (and misaligned exactly where
+    some offset is), so one pass decides the common case, and the largest offset is looked
+    for only when the or is past the limit (a buffer whose size is no power of two)."""
+    unsigned = off.view(np.uint64)
+    if align == 1:
+        return np.maximum.reduce(unsigned, None) <= limit
+    bits = np.bitwise_or.reduce(unsigned, None)
+    return not bits & (align - 1) and (bits <= limit
+                                       or np.maximum.reduce(unsigned, None) <= limit)
+
+
 _SHIFTS = {1: 0, 2: 1, 4: 2, 8: 3}
 
 
@@ -247,14 +289,15 @@ def _granules(region: Region, off: np.ndarray, t: Type) -> np.ndarray:
 
 
 def _flat_index(m: Machine, region: Region, idx: np.ndarray | slice, off: np.ndarray,
-                elem: ScalarType, comps: int) -> np.ndarray | None:
-    """For a scalar access of the region's granule type (the common case), each lane's
-    granule in the flat shadow layout (`bank * granules + granule`), which is also the index
-    of its element in `region.flat_view`; None for other accesses. `off` must be in bounds."""
-    if comps != 1 or elem.size != region.granule or region.nbytes % elem.size:
+                a: Access) -> np.ndarray | None:
+    """For a scalar access of the region's granule type (the common case: `a.flat`), each
+    lane's granule in the flat shadow layout (`bank * granules + granule`), which is also the
+    index of its element in `region.flat_view`; None for other accesses. `off` must be in
+    bounds."""
+    if not a.flat:
         return None
-    flat = _divide(off, elem.size)
-    if region.space in ("threadgroup", "thread"):
+    flat = off >> a.shift if a.shift is not None else off // a.elem.size
+    if a.banked:
         flat += m.lanes_of(m.bank_bases(region.space, region.granules), idx)
     return flat
 
@@ -285,23 +328,23 @@ def load(m: Machine, region: Region, idx: np.ndarray | slice, n: int, off: np.nd
     if region.__class__ is not Region:  # lanes' pointers into several allocations, or none
         return region.load(m, idx, n, off, t, coord)
     off = _per_lane(np.asarray(off, np.int64), (n,))
-    elem, comps = _access_layout(t)
-    ok = _check(m, region, idx, off, t, False, coord)
+    a = access(region, t)
+    ok = _check(m, region, idx, off, t, False, coord, a)
     if ok is not None:
         idx, off = _lane_indices(m, idx)[ok], off[ok]
-    flat = _flat_index(m, region, idx, off, elem, comps)
+    flat = _flat_index(m, region, idx, off, a)
     bank = None
     if flat is not None:
-        cells = region.flat_view(elem.dtype)[flat]
+        cells = region.flat_view(a.elem.dtype).take(flat)   # (faster than `[flat]`)
     else:
         bank = region.bank(m, idx)
         cells = _cells(region, bank, off, t)
     if ok is None:
         value = cells
     else:  # out-of-bounds lanes read zeros (the buffer may have no element at all)
-        value = np.zeros((n,) if comps == 1 else (n, comps), elem.dtype)
+        value = np.zeros((n,) if a.comps == 1 else (n, a.comps), a.elem.dtype)
         value[ok] = cells
-    _after_access(m, region, idx, bank, off, t, False, coord, flat=flat)
+    _after_access(m, region, idx, bank, off, t, False, coord, flat=flat, a=a)
     return value
 
 
@@ -312,14 +355,15 @@ def store(m: Machine, region: Region, idx: np.ndarray | slice, n: int, off: np.n
         region.store(m, idx, n, off, t, value, coord)
         return
     off = _per_lane(np.asarray(off, np.int64), (n,))
-    elem, comps = _access_layout(t)
+    a = access(region, t)
+    elem, comps = a.elem, a.comps
     value = _per_lane(np.asarray(value, elem.dtype), (n,) if comps == 1 else (n, comps))
-    ok = _check(m, region, idx, off, t, True, coord)
+    ok = _check(m, region, idx, off, t, True, coord, a)
     if ok is not None:
         off, value, idx = off[ok], value[ok], _lane_indices(m, idx)[ok]
     if not region.data.flags.writeable:
         _write_to_input(m, region, idx, coord)
-    flat = _flat_index(m, region, idx, off, elem, comps)
+    flat = _flat_index(m, region, idx, off, a)
     bank = None
     if flat is not None:
         region.flat_view(elem.dtype)[flat] = value
@@ -338,7 +382,7 @@ def store(m: Machine, region: Region, idx: np.ndarray | slice, n: int, off: np.n
             return region.flat_view(elem.dtype)[flat] == value
         same = _cells(region, bank, off, t) == value
         return same if comps == 1 else same.all(axis=1)
-    _after_access(m, region, idx, bank, off, t, True, coord, identical, flat)
+    _after_access(m, region, idx, bank, off, t, True, coord, identical, flat, a)
 
 
 def _write_to_input(m: Machine, region: Region, idx, coord: Coord) -> None:
@@ -360,23 +404,22 @@ _COUNT_NAMES = {("global", False): "global_reads", ("global", True): "global_wri
 
 def _after_access(m: Machine, region: Region, idx: np.ndarray | slice, bank, off: np.ndarray,
                   t: Type, write: bool, coord: Coord, identical=None,
-                  flat: np.ndarray | None = None) -> None:
+                  flat: np.ndarray | None = None, a: Access | None = None) -> None:
     """Counts, initialisation and race shadow for the lanes `idx` whose access was in bounds;
     `bank` is their bank (None: not computed yet), `flat` their granules (`_flat_index`) where
-    known."""
+    known; `a` is `access(region, t)`."""
     n = off.shape[0]
     if n == 0:
         return
-    elem, comps = _access_layout(t)
+    a = a or access(region, t)
     if write:
-        region.bytes_written += n * elem.size * comps
+        region.bytes_written += n * a.width
     else:
-        region.bytes_read += n * elem.size * comps
-    if region.counted is not None:
-        m.count(_COUNT_NAMES[region.counted, write], idx)
+        region.bytes_read += n * a.width
+    if a.counts is not None:
+        m.count(a.counts[write], idx)
         if m.efficiency is not None:
-            m.efficiency.record(region.counted, m.batch.simd_global[idx], off,
-                                elem.size * comps,
+            m.efficiency.record(region.counted, m.batch.simd_global[idx], off, a.width,
                                 coord.line if coord and coord.section == "source" else None)
     if bank is None and (m.trace is not None or flat is None):
         bank = region.bank(m, idx)
