@@ -19,6 +19,7 @@ from metalsim.exec.runtime import (
     address_only,
     checked_condition,
     load_loc,
+    loader,
     report_lanes,
     store_loc,
 )
@@ -259,7 +260,7 @@ class ExpressionCompiler:
         if isinstance(e.type, ArrayType):
             return e  # arrays are only used through decay or indexing
         loc, t, coord = e.loc, e.type, e.coord
-        load = load_struct if isinstance(t, StructType) else load_loc
+        load = load_struct if isinstance(t, StructType) else loader(t)
 
         def ev(f, lanes):
             return load(f, lanes, loc(f, lanes), t, coord)

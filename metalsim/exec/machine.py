@@ -57,9 +57,10 @@ class Lanes:
         """The lanes where `mask` is true, and those where it is false."""
         if mask.ndim == 0 or mask.shape[0] != self.n:
             mask = np.broadcast_to(mask, (self.n,))
-        if mask.all():   # uniform control flow, the common case: no index arrays
+        # (the reductions directly: `mask.all()` goes through a Python wrapper)
+        if np.logical_and.reduce(mask, None):   # uniform control flow: no index arrays
             return self, EMPTY
-        if not mask.any():
+        if not np.logical_or.reduce(mask, None):
             return EMPTY, self
         return self.select(mask), self.select(~mask)
 
@@ -307,8 +308,8 @@ class Machine:
         """`full[idx]` for a per-lane array of the batch that does not change (ids, stamps
         of one epoch), remembered for the latest few: the accesses of one statement share
         their active set, and gather the same lanes of the same arrays."""
-        if idx.__class__ is slice:
-            return full[idx]
+        if idx.__class__ is slice:   # every lane (`Lanes.idx` is only ever `slice(None)`)
+            return full
         key = (id(full), id(idx))
         known = self._gathered.get(key)
         if known is not None and known[0] is full and known[1] is idx:

@@ -327,9 +327,12 @@ def load(m: Machine, region: Region, idx: np.ndarray | slice, n: int, off: np.nd
     """Read a value of type `t` at byte offsets `off` (one per active lane)."""
     if region.__class__ is not Region:  # lanes' pointers into several allocations, or none
         return region.load(m, idx, n, off, t, coord)
-    off = _per_lane(np.asarray(off, np.int64), (n,))
+    off = np.asarray(off, np.int64)
+    if off.shape != (n,):
+        off = np.broadcast_to(off, (n,))   # a uniform offset
     a = access(region, t)
-    ok = _check(m, region, idx, off, t, False, coord, a)
+    ok = (None if n == 0 or _all_valid(off, a.limit, a.align)
+          else _check(m, region, idx, off, t, False, coord, a))
     if ok is not None:
         idx, off = _lane_indices(m, idx)[ok], off[ok]
     flat = _flat_index(m, region, idx, off, a)
@@ -354,11 +357,14 @@ def store(m: Machine, region: Region, idx: np.ndarray | slice, n: int, off: np.n
     if region.__class__ is not Region:
         region.store(m, idx, n, off, t, value, coord)
         return
-    off = _per_lane(np.asarray(off, np.int64), (n,))
+    off = np.asarray(off, np.int64)
+    if off.shape != (n,):
+        off = np.broadcast_to(off, (n,))   # a uniform offset
     a = access(region, t)
     elem, comps = a.elem, a.comps
     value = _per_lane(np.asarray(value, elem.dtype), (n,) if comps == 1 else (n, comps))
-    ok = _check(m, region, idx, off, t, True, coord, a)
+    ok = (None if n == 0 or _all_valid(off, a.limit, a.align)
+          else _check(m, region, idx, off, t, True, coord, a))
     if ok is not None:
         off, value, idx = off[ok], value[ok], _lane_indices(m, idx)[ok]
     if not region.data.flags.writeable:
@@ -440,7 +446,7 @@ def _after_access(m: Machine, region: Region, idx: np.ndarray | slice, bank, off
     if region.track_init:
         if write:
             region.note_init(at)
-        elif not region.fully_written():
+        elif not (region.all_written or region.fully_written()):
             seen = region.init[flat]
             if not seen.all():
                 bad = ~seen if seen.ndim == 1 else ~seen.all(axis=1)
@@ -643,7 +649,12 @@ def _race_check(m: Machine, region: Region, idx: np.ndarray | slice, flat: np.nd
     site = m.site(coord)
     if flat.ndim > 1:
         stamp, tid = stamp[:, None], tid[:, None]
-    lazy = region.space == "threadgroup"
+    if not write:
+        gen = m.tg_generation   # whether no write nor atomic can conflict (`_can_conflict`)
+        if (region.w_gen != gen and region.a_gen != gen if region.space == "threadgroup"
+                else region.w_gen < 0 and region.a_gen < 0):
+            _note_read(m, region, flat, tid, stamp, site)   # the common read: nothing to see
+            return
     at = flat if at is None else at   # `_run_of(flat)`, for a write's scatters
     distinct = write and (at.__class__ is slice or _increasing(flat))
     if write and region.read_log and (region.read_log_gen != m.tg_generation or not distinct
@@ -700,17 +711,8 @@ def _race_check(m: Machine, region: Region, idx: np.ndarray | slice, flat: np.nd
                 conflict = conflict | same_store
                 earlier.append((same_store, region.w_tid[flat], region.w_stamp[flat],
                                 np.full(flat.shape, -1), None))
-    elif lazy:
-        if region.read_log_gen != m.tg_generation:
-            region.read_log, region.read_log_size = [], 0
-        region.read_log.append((flat, tid, stamp, site))
-        region.read_log_gen = m.tg_generation
-        region.read_log_size += flat.size
-        if region.read_log_size > READ_LOG_LIMIT:
-            _apply_read_log(m, region)
     else:
-        _record_reads(region, flat, tid, stamp, site)
-        region.r_gen = m.tg_generation
+        _note_read(m, region, flat, tid, stamp, site)
     if conflict is not _NO_CONFLICT and conflict.any():
         # Whether some conflicting access came from another threadgroup (for the hint).
         across = any(bool(np.any(mask & ((stamps >> 32) != (stamp >> 32))))
@@ -723,6 +725,22 @@ def _race_check(m: Machine, region: Region, idx: np.ndarray | slice, flat: np.nd
 
 
 _NO_CONFLICT = np.zeros((), bool)
+
+
+def _note_read(m: Machine, region: Region, flat: np.ndarray, tid, stamp, site: int) -> None:
+    """Record a read in the reader shadow; threadgroup memory logs it instead, to be applied
+    only where a write or an atomic of its generation needs it (`_apply_read_log`)."""
+    if region.space != "threadgroup":
+        _record_reads(region, flat, tid, stamp, site)
+        region.r_gen = m.tg_generation
+        return
+    if region.read_log_gen != m.tg_generation:
+        region.read_log, region.read_log_size = [], 0
+    region.read_log.append((flat, tid, stamp, site))
+    region.read_log_gen = m.tg_generation
+    region.read_log_size += flat.size
+    if region.read_log_size > READ_LOG_LIMIT:
+        _apply_read_log(m, region)
 
 
 def _report_benign_race(m: Machine, region: Region, idx, flat: np.ndarray, benign: np.ndarray,
