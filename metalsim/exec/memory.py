@@ -254,17 +254,17 @@ def _check(m: Machine, region: Region, idx: np.ndarray | slice, off: np.ndarray,
 
 
 def _all_valid(off: np.ndarray, limit: int, align: int) -> bool:
-    """Whether every offset is in `[0, limit]` and a multiple of `align` (a power of two), in
-    as few numpy passes as possible: seen as unsigned, a negative offset is past any buffer;
-    the bitwise or of the offsets is at least their largest (and misaligned exactly where
-    some offset is), so one pass decides the common case, and the largest offset is looked
-    for only when the or is past the limit (a buffer whose size is no power of two)."""
-    unsigned = off.view(np.uint64)
+    """Whether every offset (int64) is in `[0, limit]` and a multiple of `align` (a power of
+    two), in as few numpy passes as possible. The bitwise or of the offsets is negative where
+    one is, at least the largest where none is, and misaligned exactly where one is: one pass
+    decides the common case, and the largest offset is looked for only when the or is past
+    the limit (a buffer whose size is no power of two). Byte accesses need no alignment: the
+    largest offset seen as unsigned (a negative one is past any buffer) decides in one."""
     if align == 1:
-        return np.maximum.reduce(unsigned, None) <= limit
-    bits = np.bitwise_or.reduce(unsigned, None)
-    return not bits & (align - 1) and (bits <= limit
-                                       or np.maximum.reduce(unsigned, None) <= limit)
+        return np.maximum.reduce(off.view(np.uint64), None) <= limit
+    bits = np.bitwise_or.reduce(off, None)
+    return (bits >= 0 and not bits & (align - 1)
+            and (bits <= limit or np.maximum.reduce(off, None) <= limit))
 
 
 _SHIFTS = {1: 0, 2: 1, 4: 2, 8: 3}
