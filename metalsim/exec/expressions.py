@@ -236,10 +236,10 @@ class ExpressionCompiler:
         if v.kind in ("region", "global_region"):
             zero = np.zeros((), np.int64)
             if v.kind == "global_region":
-                region = v.region
+                where = MemLoc(v.region, zero)   # (locations are never changed in place)
 
                 def loc(f, lanes):
-                    return MemLoc(region, zero)
+                    return where
             else:
                 def loc(f, lanes):
                     return MemLoc(f.vars[slot], zero)

@@ -350,7 +350,7 @@ class Machine:
                 if part.__class__ is not int or part:
                     full = full | part
             self._stamps[device] = full
-        return self.lanes_of(full, idx)
+        return full if idx.__class__ is slice else self.lanes_of(full, idx)
 
     def new_epoch(self, reached: np.ndarray, threadgroup_memory: bool, device_memory: bool,
                   simdgroups: bool = False) -> None:

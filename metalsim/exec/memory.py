@@ -179,7 +179,7 @@ class Access:
     once per region and type (`access`) instead of at every access."""
 
     __slots__ = ("t", "elem", "comps", "width", "align", "limit", "flat", "shift", "banked",
-                 "counts")
+                 "counts", "_data", "_view", "_batch", "_bases")
 
     def __init__(self, region: Region, t: Type) -> None:
         self.t = t
@@ -197,6 +197,20 @@ class Access:
         # the counters of a read and of a write, where the region is counted
         self.counts = ((_COUNT_NAMES[region.counted, False], _COUNT_NAMES[region.counted, True])
                        if region.counted is not None else None)
+        self._data = self._view = self._batch = self._bases = None
+
+    def view(self, region: Region) -> np.ndarray:
+        """`region.flat_view` of the element type, kept while the region's bytes are the same
+        array (a write to an input replaces them)."""
+        if self._data is not region.data:
+            self._data, self._view = region.data, region.flat_view(self.elem.dtype)
+        return self._view
+
+    def bases(self, m: Machine, region: Region) -> np.ndarray:
+        """`m.bank_bases` of a banked region, for every lane of the batch."""
+        if self._batch is not m.batch:
+            self._batch, self._bases = m.batch, m.bank_bases(region.space, region.granules)
+        return self._bases
 
 
 def access(region: Region, t: Type) -> Access:
@@ -298,7 +312,8 @@ def _flat_index(m: Machine, region: Region, idx: np.ndarray | slice, off: np.nda
         return None
     flat = off >> a.shift if a.shift is not None else off // a.elem.size
     if a.banked:
-        flat += m.lanes_of(m.bank_bases(region.space, region.granules), idx)
+        bases = a.bases(m, region)
+        flat += bases if idx.__class__ is slice else m.lanes_of(bases, idx)
     return flat
 
 
@@ -338,7 +353,7 @@ def load(m: Machine, region: Region, idx: np.ndarray | slice, n: int, off: np.nd
     flat = _flat_index(m, region, idx, off, a)
     bank = None
     if flat is not None:
-        cells = region.flat_view(a.elem.dtype).take(flat)   # (faster than `[flat]`)
+        cells = a.view(region).take(flat)   # (faster than `[flat]`)
     else:
         bank = region.bank(m, idx)
         cells = _cells(region, bank, off, t)
@@ -372,7 +387,7 @@ def store(m: Machine, region: Region, idx: np.ndarray | slice, n: int, off: np.n
     flat = _flat_index(m, region, idx, off, a)
     bank = None
     if flat is not None:
-        region.flat_view(elem.dtype)[flat] = value
+        a.view(region)[flat] = value
     else:
         bank = region.bank(m, idx)
         view = region.view(elem.dtype)
@@ -385,7 +400,7 @@ def store(m: Machine, region: Region, idx: np.ndarray | slice, n: int, off: np.n
 
     def identical() -> np.ndarray:  # per lane: its value is what memory holds after the store
         if flat is not None:
-            return region.flat_view(elem.dtype)[flat] == value
+            return a.view(region)[flat] == value
         same = _cells(region, bank, off, t) == value
         return same if comps == 1 else same.all(axis=1)
     _after_access(m, region, idx, bank, off, t, True, coord, identical, flat, a)
@@ -645,7 +660,7 @@ def _race_check(m: Machine, region: Region, idx: np.ndarray | slice, flat: np.nd
     earlier access that can conflict (`_can_conflict`) are gathered.
     """
     stamp = m.stamps(idx, region.space == "device")
-    tid = m.lanes_of(m.batch.tid, idx)
+    tid = m.batch.tid if idx.__class__ is slice else m.lanes_of(m.batch.tid, idx)
     site = m.site(coord)
     if flat.ndim > 1:
         stamp, tid = stamp[:, None], tid[:, None]
