@@ -312,7 +312,7 @@ def _flat_index(m: Machine, region: Region, idx: np.ndarray | slice, off: np.nda
         return None
     flat = off >> a.shift if a.shift is not None else off // a.elem.size
     if a.banked:
-        bases = a.bases(m, region)
+        bases = a._bases if a._batch is m.batch else a.bases(m, region)
         flat += bases if idx.__class__ is slice else m.lanes_of(bases, idx)
     return flat
 
@@ -345,7 +345,9 @@ def load(m: Machine, region: Region, idx: np.ndarray | slice, n: int, off: np.nd
     off = np.asarray(off, np.int64)
     if off.shape != (n,):
         off = np.broadcast_to(off, (n,))   # a uniform offset
-    a = access(region, t)
+    a = region._accesses.get(id(t))   # `access(region, t)`, its lookup inline
+    if a is None or a.t is not t:
+        a = access(region, t)
     ok = (None if n == 0 or _all_valid(off, a.limit, a.align)
           else _check(m, region, idx, off, t, False, coord, a))
     if ok is not None:
@@ -362,7 +364,7 @@ def load(m: Machine, region: Region, idx: np.ndarray | slice, n: int, off: np.nd
     else:  # out-of-bounds lanes read zeros (the buffer may have no element at all)
         value = np.zeros((n,) if a.comps == 1 else (n, a.comps), a.elem.dtype)
         value[ok] = cells
-    _after_access(m, region, idx, bank, off, t, False, coord, flat=flat, a=a)
+    _after_access(m, region, idx, bank, off, t, False, coord, a, flat=flat)
     return value
 
 
@@ -375,7 +377,9 @@ def store(m: Machine, region: Region, idx: np.ndarray | slice, n: int, off: np.n
     off = np.asarray(off, np.int64)
     if off.shape != (n,):
         off = np.broadcast_to(off, (n,))   # a uniform offset
-    a = access(region, t)
+    a = region._accesses.get(id(t))   # `access(region, t)`, its lookup inline
+    if a is None or a.t is not t:
+        a = access(region, t)
     elem, comps = a.elem, a.comps
     value = _per_lane(np.asarray(value, elem.dtype), (n,) if comps == 1 else (n, comps))
     ok = (None if n == 0 or _all_valid(off, a.limit, a.align)
@@ -403,7 +407,7 @@ def store(m: Machine, region: Region, idx: np.ndarray | slice, n: int, off: np.n
             return a.view(region)[flat] == value
         same = _cells(region, bank, off, t) == value
         return same if comps == 1 else same.all(axis=1)
-    _after_access(m, region, idx, bank, off, t, True, coord, identical, flat, a)
+    _after_access(m, region, idx, bank, off, t, True, coord, a, identical, flat)
 
 
 def _write_to_input(m: Machine, region: Region, idx, coord: Coord) -> None:
@@ -424,15 +428,14 @@ _COUNT_NAMES = {("global", False): "global_reads", ("global", True): "global_wri
 
 
 def _after_access(m: Machine, region: Region, idx: np.ndarray | slice, bank, off: np.ndarray,
-                  t: Type, write: bool, coord: Coord, identical=None,
-                  flat: np.ndarray | None = None, a: Access | None = None) -> None:
+                  t: Type, write: bool, coord: Coord, a: Access, identical=None,
+                  flat: np.ndarray | None = None) -> None:
     """Counts, initialisation and race shadow for the lanes `idx` whose access was in bounds;
     `bank` is their bank (None: not computed yet), `flat` their granules (`_flat_index`) where
     known; `a` is `access(region, t)`."""
     n = off.shape[0]
     if n == 0:
         return
-    a = a or access(region, t)
     if write:
         region.bytes_written += n * a.width
     else:
