@@ -694,10 +694,8 @@ class ExpressionCompiler:
         if self.tracing:
             iev = address_only(iev, node.index.coord)
         root = root_name(node)
-        # an unsigned index narrower than long is never negative once converted to long
         index_scalar = ty.scalar_of(index.type)
         wide = index_scalar.size >= 8
-        may_be_negative = index_scalar.signed or wide
         # elements of a power-of-two size: a shift scales the index, a little faster
         shift = size.bit_length() - 1 if size > 1 and not size & (size - 1) else None
 
@@ -707,9 +705,9 @@ class ExpressionCompiler:
             k = np.asarray(iev(f, lanes)).astype(np.int64)
             if wide:
                 k = held_in_reach(k, size)
-            if inner is not None and k.size and (
-                    (may_be_negative and np.minimum.reduce(k, None) < 0)
-                    or np.maximum.reduce(k, None) >= inner):
+            # (seen as unsigned, a negative index is past the end: one pass for both ends)
+            if inner is not None and k.size and np.maximum.reduce(k.view(np.uint64),
+                                                                  None) >= inner:
                 report_lanes(f, lanes, (k < 0) | (k >= inner), "out-of-bounds", "error",
                              f"index out of bounds of an inner array of '{root}' "
                              f"({inner} elements)", coord,
