@@ -111,7 +111,8 @@ class Counters:
 def _per_lane(per_group: np.ndarray, group: np.ndarray, mask: int, shift: int):
     """`(per_group[group] & mask) << shift`: one value where every group has the same (a
     barrier every group reached), the per-lane gather only where they differ."""
-    if per_group.size == 0 or per_group.min() == per_group.max():
+    if per_group.size == 0 or (np.minimum.reduce(per_group, None)
+                               == np.maximum.reduce(per_group, None)):   # (no wrappers)
         return (int(per_group[0]) & mask) << shift if per_group.size else 0
     return (per_group[group] & mask) << shift
 

@@ -649,7 +649,7 @@ def _run_of(flat: np.ndarray) -> np.ndarray | slice:
 
 def _increasing(flat: np.ndarray) -> bool:
     """Whether the granules of an access are distinct because they strictly increase."""
-    return flat.ndim == 1 and bool((flat[1:] > flat[:-1]).all())
+    return flat.ndim == 1 and bool(np.logical_and.reduce(flat[1:] > flat[:-1], None))
 
 
 def _race_check(m: Machine, region: Region, idx: np.ndarray | slice, flat: np.ndarray,
