@@ -456,6 +456,8 @@ def _bind_input(name: str, arr: mx.array, ensure_row_contiguous: bool) -> BoundI
         strides = _row_major_strides(shape)
     if view.size == 0:
         data, offset = np.empty(0, dtype=view.dtype), 0
+    elif view.flags.c_contiguous:   # its elements are its span, in order
+        data, offset = view.reshape(-1).copy(), 0
     else:
         low = sum(s * (n - 1) for s, n in zip(strides, shape, strict=True) if s < 0)
         high = sum(s * (n - 1) for s, n in zip(strides, shape, strict=True) if s > 0)

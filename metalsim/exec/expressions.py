@@ -19,6 +19,7 @@ from metalsim.exec.runtime import (
     address_only,
     checked_condition,
     load_loc,
+    loader,
     report_lanes,
     store_loc,
 )
@@ -235,10 +236,10 @@ class ExpressionCompiler:
         if v.kind in ("region", "global_region"):
             zero = np.zeros((), np.int64)
             if v.kind == "global_region":
-                region = v.region
+                where = MemLoc(v.region, zero)   # (locations are never changed in place)
 
                 def loc(f, lanes):
-                    return MemLoc(region, zero)
+                    return where
             else:
                 def loc(f, lanes):
                     return MemLoc(f.vars[slot], zero)
@@ -259,7 +260,7 @@ class ExpressionCompiler:
         if isinstance(e.type, ArrayType):
             return e  # arrays are only used through decay or indexing
         loc, t, coord = e.loc, e.type, e.coord
-        load = load_struct if isinstance(t, StructType) else load_loc
+        load = load_struct if isinstance(t, StructType) else loader(t)
 
         def ev(f, lanes):
             return load(f, lanes, loc(f, lanes), t, coord)
@@ -693,10 +694,10 @@ class ExpressionCompiler:
         if self.tracing:
             iev = address_only(iev, node.index.coord)
         root = root_name(node)
-        # an unsigned index narrower than long is never negative once converted to long
         index_scalar = ty.scalar_of(index.type)
         wide = index_scalar.size >= 8
-        may_be_negative = index_scalar.signed or wide
+        # elements of a power-of-two size: a shift scales the index, a little faster
+        shift = size.bit_length() - 1 if size > 1 and not size & (size - 1) else None
 
         def loc(f, lanes):
             p = bev(f, lanes)
@@ -704,18 +705,20 @@ class ExpressionCompiler:
             k = np.asarray(iev(f, lanes)).astype(np.int64)
             if wide:
                 k = held_in_reach(k, size)
-            if inner is not None and k.size and (
-                    (may_be_negative and np.minimum.reduce(k, None) < 0)
-                    or np.maximum.reduce(k, None) >= inner):
+            # (seen as unsigned, a negative index is past the end: one pass for both ends)
+            if inner is not None and k.size and np.maximum.reduce(k.view(np.uint64),
+                                                                  None) >= inner:
                 report_lanes(f, lanes, (k < 0) | (k >= inner), "out-of-bounds", "error",
                              f"index out of bounds of an inner array of '{root}' "
                              f"({inner} elements)", coord,
                              hint="an index past the end of a row reaches the next row, "
                                   "which C++ leaves undefined: index within each dimension")
             off = p.off
-            if k.ndim < np.ndim(off):
+            if k.ndim < (off.ndim if off.__class__ is np.ndarray else np.ndim(off)):
                 return MemLoc(p.region, off + np.multiply(k, size))  # see offset_pointer
-            if size != 1:
+            if shift is not None:
+                k <<= shift
+            elif size != 1:
                 k *= size
             if off.__class__ is not np.ndarray or off.ndim or off:   # not a uniform 0
                 k += off

@@ -139,7 +139,8 @@ def make_batches(grid: tuple[int, int, int], tg: tuple[int, int, int], budget: i
     tx, ty_, tz = tg
     nx, ny, nz = _ceil_div(gx, tx), _ceil_div(gy, ty_), _ceil_div(gz, tz)
     total_tgs = nx * ny * nz
-    per_batch = max(1, budget // (tx * ty_ * tz))
+    per_group = tx * ty_ * tz
+    per_batch = max(1, budget // per_group)
     for start in range(0, total_tgs, per_batch):
         ids = np.arange(start, min(total_tgs, start + per_batch), dtype=np.int64)
         wx, wy, wz = ids % nx, (ids // nx) % ny, ids // (nx * ny)
@@ -148,6 +149,7 @@ def make_batches(grid: tuple[int, int, int], tg: tuple[int, int, int], budget: i
         az = np.minimum(tz, gz - wz * tz)
         counts = ax * ay * az
         n = int(counts.sum())
+        full = n == ids.size * per_group   # no threadgroup cut by the grid's edge
         if gy == gz == 1:  # one-dimensional: lanes are consecutive threads
             tid = np.arange(start * tx, start * tx + n, dtype=np.int64)
             if tx & (tx - 1):
@@ -156,22 +158,25 @@ def make_batches(grid: tuple[int, int, int], tg: tuple[int, int, int], budget: i
             else:   # a power of two: shifts and masks, several times faster than division
                 group, lin = tid >> (tx.bit_length() - 1), tid & (tx - 1)
             local_tg = group - start if start else group
-            zeros = np.zeros(n, np.int64)
-            pos, local = (tid, zeros, zeros), (lin, zeros, zeros)
+
+            def pos(tid=tid, n=n):
+                return tid, np.zeros(n, np.int64), np.zeros(n, np.int64)
+
+            def local(lin=lin, n=n):
+                return lin, np.zeros(n, np.int64), np.zeros(n, np.int64)
         else:
-            local_tg = np.repeat(np.arange(ids.size), counts)
-            starts = np.cumsum(counts) - counts
-            lin = np.arange(n) - starts[local_tg]
-            lax, lay = ax[local_tg], ay[local_tg]
-            lx, ly, lz = lin % lax, (lin // lax) % lay, lin // (lax * lay)
-            px = wx[local_tg] * tx + lx
-            py, pz = wy[local_tg] * ty_ + ly, wz[local_tg] * tz + lz
-            tid = pz * gx * gy + py * gx + px
-            pos, local = (px, py, pz), (lx, ly, lz)
+            local_tg, lin, tid, pos, local = (
+                _full_groups(grid, tg, (wx, wy, wz)) if full
+                else _groups(grid, tg, (wx, wy, wz), (ax, ay), counts))
         if gy == gz == 1 and tx % SIMD_WIDTH == 0:
             # every threadgroup but the last is full: SIMD-groups are consecutive lanes
             tg_global = group
             simd_global = (tid - start * tx if start else tid) >> (SIMD_WIDTH.bit_length() - 1)
+        elif full:   # SIMD-groups numbered on from one threadgroup to the next
+            tg_global = np.repeat(ids, per_group)
+            simd_global = (np.arange(ids.size, dtype=np.int64)[:, None]
+                           * _ceil_div(per_group, SIMD_WIDTH)
+                           + lin[:per_group] // SIMD_WIDTH).reshape(-1)
         else:
             simds = _ceil_div_arr(counts, SIMD_WIDTH)
             simd_base = np.cumsum(simds) - simds
@@ -181,6 +186,52 @@ def make_batches(grid: tuple[int, int, int], tg: tuple[int, int, int], budget: i
         yield Batch(size=n, tid=tid, tg_global=tg_global,
                     tg_local=local_tg, tg_count=ids.size, tg_ids=ids, tg_sizes=counts,
                     simd_global=simd_global, attributes=attrs, consecutive=gy == gz == 1)
+
+
+def _groups(grid, tg, where, sizes, counts):
+    """The lanes of threadgroups at `where` (x, y, z per group) whose sizes (`sizes`: x and y
+    per group, `counts`: threads) may be cut by the grid's edge: per lane its group in the
+    batch, its linear index in the group and its thread id; and functions giving its (x, y, z)
+    in the grid and in the group (built only for the attributes that need them)."""
+    gx, gy, _ = grid
+    tx, ty_, tz = tg
+    wx, wy, wz = where
+    ax, ay = sizes
+    local_tg = np.repeat(np.arange(wx.size), counts)
+    starts = np.cumsum(counts) - counts
+    lin = np.arange(int(counts.sum())) - starts[local_tg]
+    lax, lay = ax[local_tg], ay[local_tg]
+    lx, ly, lz = lin % lax, (lin // lax) % lay, lin // (lax * lay)
+    px = wx[local_tg] * tx + lx
+    py, pz = wy[local_tg] * ty_ + ly, wz[local_tg] * tz + lz
+    tid = pz * gx * gy + py * gx + px
+    return local_tg, lin, tid, lambda: (px, py, pz), lambda: (lx, ly, lz)
+
+
+def _full_groups(grid, tg, where):
+    """`_groups` where every threadgroup is whole: the lanes of one group are worked out once,
+    and each group's lanes are that pattern offset by the group's place."""
+    gx, gy, _ = grid
+    tx, ty_, tz = tg
+    per, count = tx * ty_ * tz, where[0].size
+    one = np.arange(per, dtype=np.int64)
+    local_one = one % tx, (one // tx) % ty_, one // (tx * ty_)
+    wx, wy, wz = where
+    first = wz * tz * gx * gy + wy * ty_ * gx + wx * tx   # each group's lowest thread id
+    tid = (first[:, None] + (local_one[2] * gx * gy + local_one[1] * gx + local_one[0]))
+
+    def repeated(pattern: np.ndarray) -> np.ndarray:
+        out = np.empty((count, per), np.int64)
+        out[:] = pattern
+        return out.reshape(-1)
+
+    def pos():
+        return tuple((w[:, None] * size + c).reshape(-1)
+                     for w, size, c in zip(where, tg, local_one))
+
+    def local():
+        return tuple(repeated(c) for c in local_one)
+    return np.repeat(np.arange(count), per), repeated(one), tid.reshape(-1), pos, local
 
 
 def _ceil_div_arr(a: np.ndarray, b: int) -> np.ndarray:
@@ -212,8 +263,9 @@ class Attributes(dict):
 
 def _attributes(grid, tg, ntgs, pos, local, lin, local_tg, group, actual,
                 counts) -> Attributes:
-    """The attributes of a batch's lanes (see `Attributes`): `pos`, `local` and `lin` per lane,
-    `group`, `actual` (threadgroup sizes) and `counts` (their threads) per threadgroup."""
+    """The attributes of a batch's lanes (see `Attributes`): `lin` per lane, `pos()` and
+    `local()` giving (x, y, z) per lane, `group`, `actual` (threadgroup sizes) and `counts`
+    (their threads) per threadgroup."""
     n = lin.size
 
     def per_lane(per_group: np.ndarray) -> np.ndarray:
@@ -234,8 +286,8 @@ def _attributes(grid, tg, ntgs, pos, local, lin, local_tg, group, actual,
 
     dispatch_total = tg[0] * tg[1] * tg[2]
     return Attributes({
-        "thread_position_in_grid": lambda: vec3(pos),
-        "thread_position_in_threadgroup": lambda: vec3(local),
+        "thread_position_in_grid": lambda: vec3(pos()),
+        "thread_position_in_threadgroup": lambda: vec3(local()),
         "threadgroup_position_in_grid": lambda: vec3([per_lane(g) for g in group]),
         "threads_per_threadgroup": lambda: vec3([per_lane(a) for a in actual]),
         "dispatch_threads_per_threadgroup": lambda: uniform3(tg),

@@ -57,9 +57,10 @@ class Lanes:
         """The lanes where `mask` is true, and those where it is false."""
         if mask.ndim == 0 or mask.shape[0] != self.n:
             mask = np.broadcast_to(mask, (self.n,))
-        if mask.all():   # uniform control flow, the common case: no index arrays
+        # (the reductions directly: `mask.all()` goes through a Python wrapper)
+        if np.logical_and.reduce(mask, None):   # uniform control flow: no index arrays
             return self, EMPTY
-        if not mask.any():
+        if not np.logical_or.reduce(mask, None):
             return EMPTY, self
         return self.select(mask), self.select(~mask)
 
@@ -110,7 +111,8 @@ class Counters:
 def _per_lane(per_group: np.ndarray, group: np.ndarray, mask: int, shift: int):
     """`(per_group[group] & mask) << shift`: one value where every group has the same (a
     barrier every group reached), the per-lane gather only where they differ."""
-    if per_group.size == 0 or per_group.min() == per_group.max():
+    if per_group.size == 0 or (np.minimum.reduce(per_group, None)
+                               == np.maximum.reduce(per_group, None)):   # (no wrappers)
         return (int(per_group[0]) & mask) << shift if per_group.size else 0
     return (per_group[group] & mask) << shift
 
@@ -228,6 +230,9 @@ class Machine:
         self.lane_traced: np.ndarray | None = None   # per batch lane, when trace_groups is set
         self.traced_lanes: np.ndarray | None = None  # their indices
         self.sites: dict[Coord | None, int] = {}
+        # `sites` by the id of the Coord object (the compiled code holds one per access and
+        # asks at every access; hashing a Coord's fields each time cost more than the lookup)
+        self._site_of: dict[int, tuple[Coord | None, int]] = {}
         self.active_lane_steps = 0
         self.simd_group_steps = 0
         self.batch: Batch | None = None
@@ -304,8 +309,8 @@ class Machine:
         """`full[idx]` for a per-lane array of the batch that does not change (ids, stamps
         of one epoch), remembered for the latest few: the accesses of one statement share
         their active set, and gather the same lanes of the same arrays."""
-        if idx.__class__ is slice:
-            return full[idx]
+        if idx.__class__ is slice:   # every lane (`Lanes.idx` is only ever `slice(None)`)
+            return full
         key = (id(full), id(idx))
         known = self._gathered.get(key)
         if known is not None and known[0] is full and known[1] is idx:
@@ -346,7 +351,7 @@ class Machine:
                 if part.__class__ is not int or part:
                     full = full | part
             self._stamps[device] = full
-        return self.lanes_of(full, idx)
+        return full if idx.__class__ is slice else self.lanes_of(full, idx)
 
     def new_epoch(self, reached: np.ndarray, threadgroup_memory: bool, device_memory: bool,
                   simdgroups: bool = False) -> None:
@@ -366,7 +371,12 @@ class Machine:
     def site(self, coord: Coord | None) -> int:
         """A small number for a source location, kept in race shadows to name the earlier
         access of a race."""
-        return self.sites.setdefault(coord, len(self.sites))
+        known = self._site_of.get(id(coord))
+        if known is not None and known[0] is coord:
+            return known[1]
+        site = self.sites.setdefault(coord, len(self.sites))
+        self._site_of[id(coord)] = (coord, site)   # (holding it, its id stays its own)
+        return site
 
     def site_coord(self, site: int) -> Coord | None:
         return next((c for c, i in self.sites.items() if i == site), None)

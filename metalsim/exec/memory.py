@@ -88,6 +88,7 @@ class Region:
         self.read_log_gen = -1
         self.read_log_size = 0
         self._views: dict[np.dtype, np.ndarray] = {}
+        self._accesses: dict[int, Access] = {}   # by id of the accessed type (`access`)
         self.bytes_read = 0
         self.bytes_written = 0
         self.provenance: dict[tuple, frozenset] = {}  # thread memory, trace mode only
@@ -173,6 +174,53 @@ def _access_layout(t: Type) -> tuple[ScalarType, int]:
 _LAYOUTS: dict[int, tuple[Type, tuple[ScalarType, int]]] = {}
 
 
+class Access:
+    """What a load or store of type `t` in one region needs besides the offsets, worked out
+    once per region and type (`access`) instead of at every access."""
+
+    __slots__ = ("t", "elem", "comps", "width", "align", "limit", "flat", "shift", "banked",
+                 "counts", "_data", "_view", "_batch", "_bases")
+
+    def __init__(self, region: Region, t: Type) -> None:
+        self.t = t
+        self.elem, self.comps = elem, comps = _access_layout(t)
+        self.width = elem.size * comps   # bytes one lane touches
+        # Aligned vectors need their own alignment (16 bytes for float4), packed ones the
+        # element's.
+        self.align = t.align if isinstance(t, VectorType) else elem.size
+        self.limit = region.nbytes - self.width   # the largest offset in bounds
+        # A scalar access of the region's granule type (the common case): its granules are
+        # its elements (`_flat_index`).
+        self.flat = comps == 1 and elem.size == region.granule and not region.nbytes % elem.size
+        self.shift = _SHIFTS.get(elem.size)
+        self.banked = region.space in ("threadgroup", "thread")
+        # the counters of a read and of a write, where the region is counted
+        self.counts = ((_COUNT_NAMES[region.counted, False], _COUNT_NAMES[region.counted, True])
+                       if region.counted is not None else None)
+        self._data = self._view = self._batch = self._bases = None
+
+    def view(self, region: Region) -> np.ndarray:
+        """`region.flat_view` of the element type, kept while the region's bytes are the same
+        array (a write to an input replaces them)."""
+        if self._data is not region.data:
+            self._data, self._view = region.data, region.flat_view(self.elem.dtype)
+        return self._view
+
+    def bases(self, m: Machine, region: Region) -> np.ndarray:
+        """`m.bank_bases` of a banked region, for every lane of the batch."""
+        if self._batch is not m.batch:
+            self._batch, self._bases = m.batch, m.bank_bases(region.space, region.granules)
+        return self._bases
+
+
+def access(region: Region, t: Type) -> Access:
+    """The `Access` of type `t` in `region`, made on first use."""
+    known = region._accesses.get(id(t))
+    if known is None or known.t is not t:   # (the type itself: an id can be reused)
+        known = region._accesses[id(t)] = Access(region, t)
+    return known
+
+
 def cells_of(m: Machine, region: Region, lanes: np.ndarray, element: np.ndarray) -> list:
     """Memory cells as diagrams name them: (buffer, threadgroup or -1, element index)."""
     lanes, element = lanes[:MAX_CELLS], np.ravel(element)[:MAX_CELLS]
@@ -185,19 +233,13 @@ MAX_CELLS = 64
 
 
 def _check(m: Machine, region: Region, idx: np.ndarray | slice, off: np.ndarray, t: Type,
-           write: bool, coord: Coord) -> np.ndarray | None:
-    """Bounds and alignment; returns a mask of the lanes (of `idx`) whose access is valid."""
-    elem, n = _access_layout(t)
-    width = elem.size * n
-    # Aligned vectors need their own alignment (16 bytes for float4), packed ones the element's.
-    align = t.align if isinstance(t, VectorType) else elem.size
-    # The common case, all in bounds and aligned, in as few numpy calls as possible (alignments
-    # are powers of two).
-    # (A negative offset seen as unsigned is past any buffer; some offset is misaligned exactly
-    # where their bitwise or is.)
-    if off.size == 0 or (np.maximum.reduce(off.view(np.uint64), None) <= region.nbytes - width
-                         and (align == 1 or not np.bitwise_or.reduce(off, None) & (align - 1))):
+           write: bool, coord: Coord, a: Access | None = None) -> np.ndarray | None:
+    """Bounds and alignment; returns a mask of the lanes (of `idx`) whose access is valid
+    (None: every lane's). `off` holds int64 byte offsets; `a` is `access(region, t)`."""
+    a = a or access(region, t)
+    if off.size == 0 or _all_valid(off, a.limit, a.align):
         return None
+    width, align = a.width, a.align
     bad = (off < 0) | (off + width > region.nbytes)
     misaligned = (off % align) != 0
     lanes = np.arange(m.batch.size)[idx]
@@ -225,6 +267,20 @@ def _check(m: Machine, region: Region, idx: np.ndarray | slice, off: np.ndarray,
     return ~(bad | misaligned)
 
 
+def _all_valid(off: np.ndarray, limit: int, align: int) -> bool:
+    """Whether every offset (int64) is in `[0, limit]` and a multiple of `align` (a power of
+    two), in as few numpy passes as possible. The bitwise or of the offsets is negative where
+    one is, at least the largest where none is, and misaligned exactly where one is: one pass
+    decides the common case, and the largest offset is looked for only when the or is past
+    the limit (a buffer whose size is no power of two). Byte accesses need no alignment: the
+    largest offset seen as unsigned (a negative one is past any buffer) decides in one."""
+    if align == 1:
+        return np.maximum.reduce(off.view(np.uint64), None) <= limit
+    bits = np.bitwise_or.reduce(off, None)
+    return (bits >= 0 and not bits & (align - 1)
+            and (bits <= limit or np.maximum.reduce(off, None) <= limit))
+
+
 _SHIFTS = {1: 0, 2: 1, 4: 2, 8: 3}
 
 
@@ -247,15 +303,17 @@ def _granules(region: Region, off: np.ndarray, t: Type) -> np.ndarray:
 
 
 def _flat_index(m: Machine, region: Region, idx: np.ndarray | slice, off: np.ndarray,
-                elem: ScalarType, comps: int) -> np.ndarray | None:
-    """For a scalar access of the region's granule type (the common case), each lane's
-    granule in the flat shadow layout (`bank * granules + granule`), which is also the index
-    of its element in `region.flat_view`; None for other accesses. `off` must be in bounds."""
-    if comps != 1 or elem.size != region.granule or region.nbytes % elem.size:
+                a: Access) -> np.ndarray | None:
+    """For a scalar access of the region's granule type (the common case: `a.flat`), each
+    lane's granule in the flat shadow layout (`bank * granules + granule`), which is also the
+    index of its element in `region.flat_view`; None for other accesses. `off` must be in
+    bounds."""
+    if not a.flat:
         return None
-    flat = _divide(off, elem.size)
-    if region.space in ("threadgroup", "thread"):
-        flat += m.lanes_of(m.bank_bases(region.space, region.granules), idx)
+    flat = off >> a.shift if a.shift is not None else off // a.elem.size
+    if a.banked:
+        bases = a._bases if a._batch is m.batch else a.bases(m, region)
+        flat += bases if idx.__class__ is slice else m.lanes_of(bases, idx)
     return flat
 
 
@@ -284,24 +342,29 @@ def load(m: Machine, region: Region, idx: np.ndarray | slice, n: int, off: np.nd
     """Read a value of type `t` at byte offsets `off` (one per active lane)."""
     if region.__class__ is not Region:  # lanes' pointers into several allocations, or none
         return region.load(m, idx, n, off, t, coord)
-    off = _per_lane(np.asarray(off, np.int64), (n,))
-    elem, comps = _access_layout(t)
-    ok = _check(m, region, idx, off, t, False, coord)
+    off = np.asarray(off, np.int64)
+    if off.shape != (n,):
+        off = np.broadcast_to(off, (n,))   # a uniform offset
+    a = region._accesses.get(id(t))   # `access(region, t)`, its lookup inline
+    if a is None or a.t is not t:
+        a = access(region, t)
+    ok = (None if n == 0 or _all_valid(off, a.limit, a.align)
+          else _check(m, region, idx, off, t, False, coord, a))
     if ok is not None:
         idx, off = _lane_indices(m, idx)[ok], off[ok]
-    flat = _flat_index(m, region, idx, off, elem, comps)
+    flat = _flat_index(m, region, idx, off, a)
     bank = None
     if flat is not None:
-        cells = region.flat_view(elem.dtype)[flat]
+        cells = a.view(region).take(flat)   # (faster than `[flat]`)
     else:
         bank = region.bank(m, idx)
         cells = _cells(region, bank, off, t)
     if ok is None:
         value = cells
     else:  # out-of-bounds lanes read zeros (the buffer may have no element at all)
-        value = np.zeros((n,) if comps == 1 else (n, comps), elem.dtype)
+        value = np.zeros((n,) if a.comps == 1 else (n, a.comps), a.elem.dtype)
         value[ok] = cells
-    _after_access(m, region, idx, bank, off, t, False, coord, flat=flat)
+    _after_access(m, region, idx, bank, off, t, False, coord, a, flat=flat)
     return value
 
 
@@ -311,18 +374,24 @@ def store(m: Machine, region: Region, idx: np.ndarray | slice, n: int, off: np.n
     if region.__class__ is not Region:
         region.store(m, idx, n, off, t, value, coord)
         return
-    off = _per_lane(np.asarray(off, np.int64), (n,))
-    elem, comps = _access_layout(t)
+    off = np.asarray(off, np.int64)
+    if off.shape != (n,):
+        off = np.broadcast_to(off, (n,))   # a uniform offset
+    a = region._accesses.get(id(t))   # `access(region, t)`, its lookup inline
+    if a is None or a.t is not t:
+        a = access(region, t)
+    elem, comps = a.elem, a.comps
     value = _per_lane(np.asarray(value, elem.dtype), (n,) if comps == 1 else (n, comps))
-    ok = _check(m, region, idx, off, t, True, coord)
+    ok = (None if n == 0 or _all_valid(off, a.limit, a.align)
+          else _check(m, region, idx, off, t, True, coord, a))
     if ok is not None:
         off, value, idx = off[ok], value[ok], _lane_indices(m, idx)[ok]
     if not region.data.flags.writeable:
         _write_to_input(m, region, idx, coord)
-    flat = _flat_index(m, region, idx, off, elem, comps)
+    flat = _flat_index(m, region, idx, off, a)
     bank = None
     if flat is not None:
-        region.flat_view(elem.dtype)[flat] = value
+        a.view(region)[flat] = value
     else:
         bank = region.bank(m, idx)
         view = region.view(elem.dtype)
@@ -335,10 +404,10 @@ def store(m: Machine, region: Region, idx: np.ndarray | slice, n: int, off: np.n
 
     def identical() -> np.ndarray:  # per lane: its value is what memory holds after the store
         if flat is not None:
-            return region.flat_view(elem.dtype)[flat] == value
+            return a.view(region)[flat] == value
         same = _cells(region, bank, off, t) == value
         return same if comps == 1 else same.all(axis=1)
-    _after_access(m, region, idx, bank, off, t, True, coord, identical, flat)
+    _after_access(m, region, idx, bank, off, t, True, coord, a, identical, flat)
 
 
 def _write_to_input(m: Machine, region: Region, idx, coord: Coord) -> None:
@@ -359,24 +428,22 @@ _COUNT_NAMES = {("global", False): "global_reads", ("global", True): "global_wri
 
 
 def _after_access(m: Machine, region: Region, idx: np.ndarray | slice, bank, off: np.ndarray,
-                  t: Type, write: bool, coord: Coord, identical=None,
+                  t: Type, write: bool, coord: Coord, a: Access, identical=None,
                   flat: np.ndarray | None = None) -> None:
     """Counts, initialisation and race shadow for the lanes `idx` whose access was in bounds;
     `bank` is their bank (None: not computed yet), `flat` their granules (`_flat_index`) where
-    known."""
+    known; `a` is `access(region, t)`."""
     n = off.shape[0]
     if n == 0:
         return
-    elem, comps = _access_layout(t)
     if write:
-        region.bytes_written += n * elem.size * comps
+        region.bytes_written += n * a.width
     else:
-        region.bytes_read += n * elem.size * comps
-    if region.counted is not None:
-        m.count(_COUNT_NAMES[region.counted, write], idx)
+        region.bytes_read += n * a.width
+    if a.counts is not None:
+        m.count(a.counts[write], idx)
         if m.efficiency is not None:
-            m.efficiency.record(region.counted, m.batch.simd_global[idx], off,
-                                elem.size * comps,
+            m.efficiency.record(region.counted, m.batch.simd_global[idx], off, a.width,
                                 coord.line if coord and coord.section == "source" else None)
     if bank is None and (m.trace is not None or flat is None):
         bank = region.bank(m, idx)
@@ -397,7 +464,7 @@ def _after_access(m: Machine, region: Region, idx: np.ndarray | slice, bank, off
     if region.track_init:
         if write:
             region.note_init(at)
-        elif not region.fully_written():
+        elif not (region.all_written or region.fully_written()):
             seen = region.init[flat]
             if not seen.all():
                 bad = ~seen if seen.ndim == 1 else ~seen.all(axis=1)
@@ -582,7 +649,7 @@ def _run_of(flat: np.ndarray) -> np.ndarray | slice:
 
 def _increasing(flat: np.ndarray) -> bool:
     """Whether the granules of an access are distinct because they strictly increase."""
-    return flat.ndim == 1 and bool((flat[1:] > flat[:-1]).all())
+    return flat.ndim == 1 and bool(np.logical_and.reduce(flat[1:] > flat[:-1], None))
 
 
 def _race_check(m: Machine, region: Region, idx: np.ndarray | slice, flat: np.ndarray,
@@ -596,11 +663,16 @@ def _race_check(m: Machine, region: Region, idx: np.ndarray | slice, flat: np.nd
     earlier access that can conflict (`_can_conflict`) are gathered.
     """
     stamp = m.stamps(idx, region.space == "device")
-    tid = m.lanes_of(m.batch.tid, idx)
+    tid = m.batch.tid if idx.__class__ is slice else m.lanes_of(m.batch.tid, idx)
     site = m.site(coord)
     if flat.ndim > 1:
         stamp, tid = stamp[:, None], tid[:, None]
-    lazy = region.space == "threadgroup"
+    if not write:
+        gen = m.tg_generation   # whether no write nor atomic can conflict (`_can_conflict`)
+        if (region.w_gen != gen and region.a_gen != gen if region.space == "threadgroup"
+                else region.w_gen < 0 and region.a_gen < 0):
+            _note_read(m, region, flat, tid, stamp, site)   # the common read: nothing to see
+            return
     at = flat if at is None else at   # `_run_of(flat)`, for a write's scatters
     distinct = write and (at.__class__ is slice or _increasing(flat))
     if write and region.read_log and (region.read_log_gen != m.tg_generation or not distinct
@@ -657,17 +729,8 @@ def _race_check(m: Machine, region: Region, idx: np.ndarray | slice, flat: np.nd
                 conflict = conflict | same_store
                 earlier.append((same_store, region.w_tid[flat], region.w_stamp[flat],
                                 np.full(flat.shape, -1), None))
-    elif lazy:
-        if region.read_log_gen != m.tg_generation:
-            region.read_log, region.read_log_size = [], 0
-        region.read_log.append((flat, tid, stamp, site))
-        region.read_log_gen = m.tg_generation
-        region.read_log_size += flat.size
-        if region.read_log_size > READ_LOG_LIMIT:
-            _apply_read_log(m, region)
     else:
-        _record_reads(region, flat, tid, stamp, site)
-        region.r_gen = m.tg_generation
+        _note_read(m, region, flat, tid, stamp, site)
     if conflict is not _NO_CONFLICT and conflict.any():
         # Whether some conflicting access came from another threadgroup (for the hint).
         across = any(bool(np.any(mask & ((stamps >> 32) != (stamp >> 32))))
@@ -680,6 +743,22 @@ def _race_check(m: Machine, region: Region, idx: np.ndarray | slice, flat: np.nd
 
 
 _NO_CONFLICT = np.zeros((), bool)
+
+
+def _note_read(m: Machine, region: Region, flat: np.ndarray, tid, stamp, site: int) -> None:
+    """Record a read in the reader shadow; threadgroup memory logs it instead, to be applied
+    only where a write or an atomic of its generation needs it (`_apply_read_log`)."""
+    if region.space != "threadgroup":
+        _record_reads(region, flat, tid, stamp, site)
+        region.r_gen = m.tg_generation
+        return
+    if region.read_log_gen != m.tg_generation:
+        region.read_log, region.read_log_size = [], 0
+    region.read_log.append((flat, tid, stamp, site))
+    region.read_log_gen = m.tg_generation
+    region.read_log_size += flat.size
+    if region.read_log_size > READ_LOG_LIMIT:
+        _apply_read_log(m, region)
 
 
 def _report_benign_race(m: Machine, region: Region, idx, flat: np.ndarray, benign: np.ndarray,

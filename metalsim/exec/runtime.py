@@ -10,7 +10,7 @@ from metalsim.exec import memory as mem
 from metalsim.exec.compiled import Ev, Var
 from metalsim.exec.machine import Lanes, Undefined
 from metalsim.exec.pointers import load_pointer, store_pointer
-from metalsim.exec.values import Frame, Ptr, PtrSlot, RefSlot, VarLoc
+from metalsim.exec.values import Frame, MemLoc, Ptr, PtrSlot, RefSlot, VarLoc
 from metalsim.lang import types as ty
 from metalsim.lang.types import (
     PointerType,
@@ -48,6 +48,19 @@ def load_loc(f: Frame, lanes: Lanes, where, t: Type, coord: Coord):
     parts = [mem.load(f.m, where.region, lanes.idx, lanes.n, where.off + c * elem.size, elem,
                       coord) for c in where.comps]
     return parts[0] if len(parts) == 1 else np.stack(parts, axis=-1)
+
+
+def loader(t: Type):
+    """`load_loc` for values of type `t`, with the common case picked where compiled: a value
+    other than a pointer, at a memory location of whole values, is read from memory directly."""
+    if isinstance(t, PointerType):
+        return load_loc
+
+    def load_value(f: Frame, lanes: Lanes, where, t: Type, coord: Coord):
+        if where.__class__ is MemLoc and where.comps is None:
+            return mem.load(f.m, where.region, lanes.idx, lanes.n, where.off, t, coord)
+        return load_loc(f, lanes, where, t, coord)
+    return load_value
 
 
 def read_components(written: np.ndarray, comps, n: int) -> np.ndarray:

@@ -385,6 +385,8 @@ class StatementCompiler:
         limit. Each iteration counts the work of the loop statement `node` itself."""
         cev = cond.ev if cond is not None else None
         weight = work(node) if node is not None else 1
+        # without a `break` or `continue` in the body, no lists to collect their lanes
+        jumps = node is None or _jumps(node.body)
 
         def run(f, lanes):
             m = f.m
@@ -401,16 +403,19 @@ class StatementCompiler:
                     if not active.n:
                         break
                 first = False
-                breaks, conts = [], []
-                f.breaks.append(breaks)
-                f.conts.append(conts)
-                try:
-                    after = body(f, active)
-                finally:
-                    f.breaks.pop()
-                    f.conts.pop()
-                exited.extend(breaks)
-                active = union(size, [after] + conts)
+                if not jumps:
+                    active = body(f, active)
+                else:
+                    breaks, conts = [], []
+                    f.breaks.append(breaks)
+                    f.conts.append(conts)
+                    try:
+                        after = body(f, active)
+                    finally:
+                        f.breaks.pop()
+                        f.conts.pop()
+                    exited.extend(breaks)
+                    active = union(size, [after] + conts)
                 if step is not None and active.n:
                     step(f, active)
             return union(size, exited)
@@ -592,6 +597,17 @@ class StatementCompiler:
 
 
 _NESTED_BREAK_TARGETS = (ast.For, ast.While, ast.DoWhile, ast.Switch)
+
+
+def _jumps(node: object) -> bool:
+    """Whether a `break` or `continue` is anywhere in `node` (a loop body), nested or not."""
+    if isinstance(node, ast.Break | ast.Continue):
+        return True
+    if isinstance(node, list | tuple):
+        return any(_jumps(item) for item in node)
+    if isinstance(node, ast.Node):
+        return any(_jumps(value) for value in vars(node).values())
+    return False
 
 
 def _leaves(node: object, nested: bool) -> bool:

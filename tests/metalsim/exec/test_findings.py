@@ -34,6 +34,23 @@ def test_reading_past_a_row_of_a_threadgroup_tile_is_out_of_bounds():
     assert d.threads == [(3, 0, 0)]
 
 
+@pytest.mark.parametrize("index_type", ["int", "uint", "long", "ulong", "short"])
+@pytest.mark.parametrize("bad", [-1, 4, -9000])
+def test_an_inner_index_out_of_its_row_is_reported_for_the_lanes_that_take_it(index_type,
+                                                                             bad):
+    """One pass over the index seen as unsigned finds both ends: a negative index (of a
+    signed type, or wrapped in an unsigned one) and one past the row, among good lanes."""
+    t = index_type
+    run = simulate(TID + "float t[2][4] = {{1, 2, 3, 4}, {5, 6, 7, 8}};\n"
+                   f"{t} k = i % 3 == 1 ? {t}({bad}) : {t}(i % 4);\n"
+                   "out[i] = t[1][k];")
+    # (an index that also leaves the array is reported again by the bounds of its memory)
+    [d] = [d for d in run.report.diagnostics if "inner array" in d.message]
+    assert (d.kind, d.severity, d.line) == ("out-of-bounds", "error", 4)
+    assert d.message == "index out of bounds of an inner array of 't' (4 elements)"
+    assert d.threads == [(i, 0, 0) for i in range(8) if i % 3 == 1]
+
+
 def test_indexing_past_a_row_of_a_thread_array_is_out_of_bounds():
     run = simulate(TID + "float t[2][4] = {}; out[i] = t[0][4 + i % 2];")
     assert findings(run) == [("out-of-bounds", "error")]

@@ -155,6 +155,44 @@ def test_do_while_and_continue_and_break_in_divergent_loops():
     assert out.tolist() == expected
 
 
+def test_continue_and_break_deep_in_a_loop_body_reach_their_loop():
+    """A `continue` inside a switch and an if, and a `break` of an inner loop: each loop
+    collects the lanes that jump wherever in its body the jump sits (a loop with no jump in
+    its body skips that bookkeeping)."""
+    source = """
+    uint i = thread_position_in_grid.x;
+    int s = 0;
+    for (int k = 0; k < 6; ++k) {
+        if (k > 0) {
+            switch (k % 3) {
+                case 0: continue;
+                default: break;
+            }
+        }
+        for (int j = 0; j < 5; ++j) {
+            if (j > int(i) % 3) break;
+            s += j;
+        }
+        s += 10 * k;
+        if (k == int(i)) break;
+    }
+    for (int k = 0; k < 3; ++k) s += 1000;
+    out[i] = s;
+    """
+    out = run1(source, dtype=mx.int32)
+    expected = []
+    for i in range(8):
+        s = 0
+        for k in range(6):
+            if k > 0 and k % 3 == 0:
+                continue
+            s += sum(range(i % 3 + 1)) + 10 * k
+            if k == i:
+                break
+        expected.append(s + 3000)
+    assert out.tolist() == expected
+
+
 def test_multidimensional_thread_array_with_initializer():
     source = """
     uint i = thread_position_in_grid.x;

@@ -7,6 +7,8 @@ from dataclasses import replace
 import mlx.core as mx
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import metalsim
 from metalsim.exec import launch
@@ -110,6 +112,55 @@ def test_batches_sized_by_the_budget_keep_every_result_and_check(monkeypatch):
         for name, counts in whole.report.counts.items():
             np.testing.assert_array_equal(split.report.counts[name], counts)
     assert {d.kind for d in whole.report.errors} == {"race"}   # the kernel missing a barrier
+
+
+def _expected_lanes(grid, tg, groups: range) -> dict[str, list]:
+    """Per lane of a batch of the threadgroups `groups` (linear ids, x fastest), what the
+    launch must give it, thread by thread: the groups at the grid's edge are cut to fit."""
+    (gx, gy, gz), (tx, ty, tz) = grid, tg
+    nx, ny = -(-gx // tx), -(-gy // ty)
+    lanes: dict[str, list] = {k: [] for k in ("tid", "tg_global", "tg_local", "simd_global",
+                                              "pos", "local", "index")}
+    simd_base = 0
+    for local_tg, g in enumerate(groups):
+        wx, wy, wz = g % nx, g // nx % ny, g // (nx * ny)
+        ax, ay, az = min(tx, gx - wx * tx), min(ty, gy - wy * ty), min(tz, gz - wz * tz)
+        for lin in range(ax * ay * az):
+            lx, ly, lz = lin % ax, lin // ax % ay, lin // (ax * ay)
+            px, py, pz = wx * tx + lx, wy * ty + ly, wz * tz + lz
+            for key, value in (("tid", pz * gx * gy + py * gx + px), ("tg_global", g),
+                               ("tg_local", local_tg), ("simd_global", simd_base + lin // 32),
+                               ("pos", [px, py, pz]), ("local", [lx, ly, lz]),
+                               ("index", lin)):
+                lanes[key].append(value)
+        simd_base += -(-(ax * ay * az) // 32)
+    return lanes
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.tuples(*[st.integers(1, 40)] * 3), st.tuples(*[st.integers(1, 9)] * 3),
+       st.integers(1, 400), st.booleans())
+def test_batches_give_each_lane_its_thread_whole_or_cut_threadgroups(grid, tg, budget, whole):
+    """Whole threadgroups (a grid that is a multiple of the threadgroup, which repeats one
+    group's lanes) and groups cut at the edges give each lane the ids worked out thread by
+    thread, in 1-D, 2-D and 3-D grids and batches of any size."""
+    if whole:
+        grid = tuple(g * t for g, t in zip((1 + grid[0] % 5, 1 + grid[1] % 3,
+                                            1 + grid[2] % 2), tg))
+    grid = grid if grid[1] * grid[2] > 1 or budget % 2 else (grid[0], 1, 1)
+    groups = [-(-g // t) for g, t in zip(grid, tg)]
+    total = groups[0] * groups[1] * groups[2]
+    first = 0
+    for batch in launch.make_batches(grid, tg, budget):
+        want = _expected_lanes(grid, tg, range(first, first + batch.tg_count))
+        first += batch.tg_count
+        for key in ("tid", "tg_global", "tg_local", "simd_global"):
+            assert getattr(batch, key).tolist() == want[key], key
+        attributes = batch.attributes
+        assert attributes["thread_position_in_grid"].tolist() == want["pos"]
+        assert attributes["thread_position_in_threadgroup"].tolist() == want["local"]
+        assert attributes["thread_index_in_threadgroup"].tolist() == want["index"]
+    assert first == total
 
 
 # --- The prelude, parsed once per process and shared by every kernel ----------------------------
