@@ -87,7 +87,8 @@ RUNS_SOURCE = """
 
 # Inputs a (K, G, C, M), b (N_b, G, C), b_idx (T), o_idx (T), runs (K + 1), the triplets sorted
 # by slot; output out (n_o, G, M) float32, atomic. Template: BL triplets x BM outputs per
-# threadgroup, BC channels per slice.
+# threadgroup of NT threads, BC channels per slice, the C reduction in PARTS parts (grid y is
+# the output tile times PARTS).
 SOURCE = """
     const uint LDF = BL + 4;            // row of the transposed feature slice
     const uint LDW = BC + 4;            // row of the transposed weight slice
@@ -157,7 +158,7 @@ SOURCE = """
     //    Per SIMD-group access: 16 rows x 2 vectors (32 bytes of each row, one memory
     //    sector), stored transposed into 32 different banks.
     const uint FV = BL * BC / (4 * NT);              // the tiles keep this whole
-    const uint WV = (BM * BC / 4 + NT - 1) / NT;
+    const uint WV = (BM * BC / 4 + NT - 1) / NT;     // a 16 x 16 tile: half the threads
     float4 fv[FV];
     float4 wv[WV];
     uint all_slices = (C + BC - 1) / BC;
