@@ -69,6 +69,15 @@ inline float4 load4(const device T* p, int n) {
     }
     return v;
 }
+
+// Vector e of a staged tile of `rows` rows (a row: a gathered triplet, or a weight channel)
+// by 4-wide vectors: its row (x) and first column (y). A SIMD-group access covers 16 rows x 2
+// vectors: 32 bytes of each row (one memory sector), and stored transposed with rows of a
+// multiple of 4 plus 4 words, 32 different banks.
+inline uint2 staged_vector(uint e, uint rows) {
+    return uint2(e % 16 + 16 * ((e / 32) % (rows / 16)),
+                 4 * ((e / 16) % 2 + 2 * (e / (2 * rows))));
+}
 """
 
 RUNS_SOURCE = """
@@ -154,9 +163,8 @@ SOURCE = """
     // 2. Stage slice after slice, one slice ahead: each thread loads its FV feature and WV
     //    weight vectors of the next slice into registers before the products of this one, so
     //    the gathers are in flight while the SIMD-groups multiply. A vector is 4 consecutive
-    //    channels of a gathered row (4 outputs of a weight row), read as one packed load.
-    //    Per SIMD-group access: 16 rows x 2 vectors (32 bytes of each row, one memory
-    //    sector), stored transposed into 32 different banks.
+    //    channels of a gathered row (4 outputs of a weight row), read as one packed load and
+    //    placed by `staged_vector`.
     const uint FV = BL * BC / (4 * NT);              // the tiles keep this whole
     const uint WV = (BM * BC / 4 + NT - 1) / NT;     // a 16 x 16 tile: half the threads
     float4 fv[FV];
@@ -171,10 +179,9 @@ SOURCE = """
             threadgroup_barrier(mem_flags::mem_threadgroup);
             for (uint r = 0; r < FV; ++r) {
                 uint e = tid + r * NT;
-                uint i = e % 16 + 16 * ((e / 32) % (BL / 16));
-                uint c = 4 * ((e / 16) % 2 + 2 * (e / (2 * BL)));
+                uint2 v = staged_vector(e, BL);       // (triplet, channel)
                 for (uint q = 0; q < 4; ++q) {
-                    feat_t[(c + q) * LDF + i] = fv[r][q];
+                    feat_t[(v.y + q) * LDF + v.x] = fv[r][q];
                 }
             }
             for (uint r = 0; r < WV; ++r) {
@@ -182,10 +189,9 @@ SOURCE = """
                 if (e >= BM * BC / 4) {
                     break;
                 }
-                uint c = e % 16 + 16 * ((e / 32) % (BC / 16));
-                uint m = 4 * ((e / 16) % 2 + 2 * (e / (2 * BC)));
+                uint2 v = staged_vector(e, BC);       // (channel, output)
                 for (uint q = 0; q < 4; ++q) {
-                    w_t[(m + q) * LDW + c] = wv[r][q];
+                    w_t[(v.y + q) * LDW + v.x] = wv[r][q];
                 }
             }
             threadgroup_barrier(mem_flags::mem_threadgroup);
@@ -194,18 +200,19 @@ SOURCE = """
             uint c0 = (s0 + s) * BC;
             for (uint r = 0; r < FV; ++r) {
                 uint e = tid + r * NT;
-                uint i = e % 16 + 16 * ((e / 32) % (BL / 16));
-                uint c = c0 + 4 * ((e / 16) % 2 + 2 * (e / (2 * BL)));
-                int n = rows_o[i] >= 0 ? int(C) - int(c) : 0;
-                fv[r] = load4(b + (size_t(rows_b[i]) * G + g) * C + c, n);
+                uint2 v = staged_vector(e, BL);
+                uint c = c0 + v.y;
+                int n = rows_o[v.x] >= 0 ? int(C) - int(c) : 0;
+                fv[r] = load4(b + (size_t(rows_b[v.x]) * G + g) * C + c, n);
             }
             for (uint r = 0; r < WV; ++r) {
                 uint e = tid + r * NT;
                 if (e >= BM * BC / 4) {
                     break;
                 }
-                uint c = c0 + e % 16 + 16 * ((e / 32) % (BC / 16));
-                uint m = m0 + 4 * ((e / 16) % 2 + 2 * (e / (2 * BC)));
+                uint2 v = staged_vector(e, BC);
+                uint c = c0 + v.x;
+                uint m = m0 + v.y;
                 int n = c < C ? int(M) - int(m) : 0;
                 wv[r] = load4(a + ((size_t(slot) * G + g) * C + c) * M + m, n);
             }
@@ -306,8 +313,7 @@ VVOR_SOURCE = """
     // 2. Stage step after step, one step ahead: each thread loads its AV and BV vectors of the
     //    next step (4 channels of a gathered row each, one packed load) into registers before
     //    the products of this one. The a rows are stored as they lie, a vector at a time (8
-    //    vectors of a row per quarter SIMD-group), the b rows transposed (16 rows x 2 vectors
-    //    per SIMD-group access, each store into 32 different banks).
+    //    vectors of a row per quarter SIMD-group), the b rows transposed (`staged_vector`).
     const uint AV = BL * BM / (4 * THREADS);
     const uint BV = BL * BN / (4 * THREADS);
     float4 av[AV];
@@ -322,10 +328,9 @@ VVOR_SOURCE = """
             }
             for (uint q = 0; q < BV; ++q) {
                 uint e = tid + q * THREADS;
-                uint l = e % 16 + 16 * ((e / 32) % (BL / 16));
-                uint c = 4 * ((e / 16) % 2 + 2 * (e / (2 * BL)));
+                uint2 v = staged_vector(e, BL);       // (triplet, channel)
                 for (uint k = 0; k < 4; ++k) {
-                    b_t[(c + k) * LDB + l] = bv[q][k];
+                    b_t[(v.y + k) * LDB + v.x] = bv[q][k];
                 }
             }
             threadgroup_barrier(mem_flags::mem_threadgroup);
@@ -341,8 +346,9 @@ VVOR_SOURCE = """
             }
             for (uint q = 0; q < BV; ++q) {
                 uint e = tid + q * THREADS;
-                int t = t0 + int(e % 16 + 16 * ((e / 32) % (BL / 16)));
-                uint c = c0 + 4 * ((e / 16) % 2 + 2 * (e / (2 * BL)));
+                uint2 v = staged_vector(e, BL);
+                int t = t0 + int(v.x);
+                uint c = c0 + v.y;
                 int n = t < last ? int(C) - int(c) : 0;
                 bv[q] = load4(b + (size_t(t < last ? b_idx[t] : 0) * G + g) * C + c, n);
             }

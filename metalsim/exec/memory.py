@@ -337,17 +337,25 @@ def _cells(region: Region, bank, off: np.ndarray, t: Type) -> np.ndarray:
                 first[:, None] + np.arange(comps)]
 
 
+def _offsets_access(region: Region, n: int, off: np.ndarray, t: Type
+                     ) -> tuple[np.ndarray, Access]:
+    """The int64 byte offsets of `n` lanes (a uniform one broadcast) and `access(region, t)`,
+    its lookup inline (the hottest path of every load and store)."""
+    off = np.asarray(off, np.int64)
+    if off.shape != (n,):
+        off = np.broadcast_to(off, (n,))
+    a = region._accesses.get(id(t))
+    if a is None or a.t is not t:
+        a = access(region, t)
+    return off, a
+
+
 def load(m: Machine, region: Region, idx: np.ndarray | slice, n: int, off: np.ndarray,
          t: Type, coord: Coord) -> np.ndarray:
     """Read a value of type `t` at byte offsets `off` (one per active lane)."""
     if region.__class__ is not Region:  # lanes' pointers into several allocations, or none
         return region.load(m, idx, n, off, t, coord)
-    off = np.asarray(off, np.int64)
-    if off.shape != (n,):
-        off = np.broadcast_to(off, (n,))   # a uniform offset
-    a = region._accesses.get(id(t))   # `access(region, t)`, its lookup inline
-    if a is None or a.t is not t:
-        a = access(region, t)
+    off, a = _offsets_access(region, n, off, t)
     ok = (None if n == 0 or _all_valid(off, a.limit, a.align)
           else _check(m, region, idx, off, t, False, coord, a))
     if ok is not None:
@@ -374,12 +382,7 @@ def store(m: Machine, region: Region, idx: np.ndarray | slice, n: int, off: np.n
     if region.__class__ is not Region:
         region.store(m, idx, n, off, t, value, coord)
         return
-    off = np.asarray(off, np.int64)
-    if off.shape != (n,):
-        off = np.broadcast_to(off, (n,))   # a uniform offset
-    a = region._accesses.get(id(t))   # `access(region, t)`, its lookup inline
-    if a is None or a.t is not t:
-        a = access(region, t)
+    off, a = _offsets_access(region, n, off, t)
     elem, comps = a.elem, a.comps
     value = _per_lane(np.asarray(value, elem.dtype), (n,) if comps == 1 else (n, comps))
     ok = (None if n == 0 or _all_valid(off, a.limit, a.align)
