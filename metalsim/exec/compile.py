@@ -34,6 +34,7 @@ from metalsim.exec.struct_templates import (
     argument_text,
 )
 from metalsim.exec.structs import StructCompiler, StructMethods, thread_object
+from metalsim.exec.uses import addressed_names, fixed_names
 from metalsim.exec.values import Frame, MemLoc, PtrSlot, VarLoc
 from metalsim.lang import ast
 from metalsim.lang import types as ty
@@ -80,6 +81,7 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
         self.instance_of: dict[StructType, tuple[StructTemplate, dict]] = {}
         self.fn: FunctionCode | None = None
         self.address_taken: set[str] = set()
+        self.fixed_names: set[str] = set()   # see `uses.fixed_names`
         self.decl_ids = 0
 
     # --- errors -----------------------------------------------------------------------------
@@ -771,8 +773,12 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
                        f"{MAX_INSTANTIATION_DEPTH}", fdef, width=len(fdef.name),
                        hint="end the recursion with 'if constexpr' on a template parameter")
         self.open_instances.append(code)
-        saved = self.fn, self.address_taken, self.loop_depth, self.switch_depth
+        saved = self.fn, self.address_taken, self.fixed_names, self.loop_depth, self.switch_depth
         self.fn, self.address_taken = code, addressed_names(fdef.body)
+        params = {p.name for p in fdef.params}
+        self.fixed_names = set() if this is not None or self.tracing else fixed_names(
+            fdef.body, lambda name: name.name not in params and self.names_builtin(name, scope),
+            code.returns_ref is None) - self.address_taken
         self.loop_depth = self.switch_depth = 0
         try:
             if this is not None:
@@ -789,7 +795,8 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
             if code.return_type is None:  # `auto` with no return statement
                 code.return_type = ty.VOID
         finally:
-            self.fn, self.address_taken, self.loop_depth, self.switch_depth = saved
+            (self.fn, self.address_taken, self.fixed_names, self.loop_depth,
+             self.switch_depth) = saved
             self.open_instances.pop()
         return code
 
@@ -851,22 +858,6 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
         code.threadgroup_granules = sum(c.threadgroup_granules
                                         for c in self.instances.values())
         return code, params
-
-
-def addressed_names(node: ast.Node) -> set[str]:
-    """Names whose address is taken with `&` somewhere under `node` (they live in memory)."""
-    found: set[str] = set()
-    stack = [node]
-    while stack:
-        n = stack.pop()
-        if isinstance(n, ast.Unary) and n.op == "&" and isinstance(n.operand, ast.Name):
-            found.add(n.operand.name)
-        for value in vars(n).values():
-            if isinstance(value, ast.Node):
-                stack.append(value)
-            elif isinstance(value, list):
-                stack.extend(v for v in value if isinstance(v, ast.Node))
-    return found
 
 
 def sequence(first: Callable, then: Callable) -> Callable:

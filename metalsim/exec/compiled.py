@@ -41,7 +41,8 @@ class E:
 
 @dataclass
 class Var:
-    """A name in scope. `kind`: value, ptr, ref, region, const, global_region; in a member
+    """A name in scope. `kind`: value, uniform (a loop counter kept as one value for all
+    lanes), ptr, ref, region, const, global_region; in a member
     function also member and method (names of its struct, reached through `this`), and
     enclosing_local (a variable of the function enclosing a local struct: C++ forbids it)."""
 

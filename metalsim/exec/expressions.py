@@ -218,6 +218,8 @@ class ExpressionCompiler:
         if v.kind == "const":
             c = v.const
             return E(t, lambda f, lanes: c, coord, const=c, readonly=True)
+        if v.kind == "uniform":   # a loop counter all lanes hold alike (`uniform_counter`)
+            return E(t, lambda f, lanes: f.vars[slot], coord, readonly=True)
         if v.kind == "value" and (v.init_slot >= 0 or self.tracing):
             init_slot, name, tracing = v.init_slot, v.name, self.tracing
 
@@ -699,20 +701,58 @@ class ExpressionCompiler:
         # elements of a power-of-two size: a shift scales the index, a little faster
         shift = size.bit_length() - 1 if size > 1 and not size & (size - 1) else None
 
+        def past_inner_end(f, lanes, bad):
+            report_lanes(f, lanes, bad, "out-of-bounds", "error",
+                         f"index out of bounds of an inner array of '{root}' ({inner} elements)",
+                         coord, hint="an index past the end of a row reaches the next row, "
+                                     "which C++ leaves undefined: index within each dimension")
+
+        def uniform_index(f, lanes, p, k: int) -> MemLoc:
+            """The element `k` (one index for every lane, at most 32 bits) of `p`."""
+            if inner is not None and not 0 <= k < inner:
+                past_inner_end(f, lanes, np.True_)
+            off = p.off
+            if off.__class__ is np.ndarray and off.ndim:
+                return MemLoc(p.region, off + k * size)
+            return MemLoc(p.region, np.array(int(off) + k * size, np.int64))
+
+        def offset_by(p, k: np.ndarray, fresh: bool) -> MemLoc:
+            """`p` moved by the byte offsets `k`, added in place where `fresh` (`k` is no one
+            else's)."""
+            off = p.off
+            if off.__class__ is np.ndarray and not off.ndim and not off:   # a uniform 0
+                return MemLoc(p.region, k)
+            if fresh:
+                k += off
+                return MemLoc(p.region, k)
+            return MemLoc(p.region, k + off)
+
+        # An index by a variable that keeps its declared value (`uses.fixed_names`) is the
+        # same byte offset for the same lanes while the function runs: it is kept in a slot
+        # of the frame with the lanes it is for, and reused for them (`acc += As[ly][k]` in
+        # a loop converts, checks and scales `ly` once).
+        v = scope.lookup(node.index.name) if isinstance(node.index, ast.Name) else None
+        kept = (self.new_slot() if isinstance(v, Var) and v.kind == "value"
+                and not node.index.qualifier and node.index.name in self.fixed_names else -1)
+
         def loc(f, lanes):
             p = bev(f, lanes)
+            if kept >= 0:
+                known = f.vars[kept]
+                if known is not None and known[0] is lanes:
+                    return offset_by(p, known[1], False)
+            k = iev(f, lanes)
+            if not wide and k.__class__ is np.ndarray and not k.ndim:
+                return uniform_index(f, lanes, p, int(k))
             # `arith.convert` to long of an integer (or bool) index: a new array
-            k = np.asarray(iev(f, lanes)).astype(np.int64)
+            k = np.asarray(k).astype(np.int64)
             if wide:
                 k = held_in_reach(k, size)
             # (seen as unsigned, a negative index is past the end: one pass for both ends)
-            if inner is not None and k.size and np.maximum.reduce(k.view(np.uint64),
-                                                                  None) >= inner:
-                report_lanes(f, lanes, (k < 0) | (k >= inner), "out-of-bounds", "error",
-                             f"index out of bounds of an inner array of '{root}' "
-                             f"({inner} elements)", coord,
-                             hint="an index past the end of a row reaches the next row, "
-                                  "which C++ leaves undefined: index within each dimension")
+            within = not (inner is not None and k.size
+                          and np.maximum.reduce(k.view(np.uint64), None) >= inner)
+            if not within:
+                past_inner_end(f, lanes, (k < 0) | (k >= inner))
             off = p.off
             if k.ndim < (off.ndim if off.__class__ is np.ndarray else np.ndim(off)):
                 return MemLoc(p.region, off + np.multiply(k, size))  # see offset_pointer
@@ -720,9 +760,10 @@ class ExpressionCompiler:
                 k <<= shift
             elif size != 1:
                 k *= size
-            if off.__class__ is not np.ndarray or off.ndim or off:   # not a uniform 0
-                k += off
-            return MemLoc(p.region, k)
+            if kept >= 0 and within:
+                f.vars[kept] = (lanes, k)
+                return offset_by(p, k, False)
+            return offset_by(p, k, True)
         return self.with_load(E(t.pointee, None, node.coord, loc=loc, readonly=t.const,
                                 space=t.space))
 

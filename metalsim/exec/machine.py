@@ -55,7 +55,9 @@ class Lanes:
 
     def split(self, mask: np.ndarray) -> tuple[Lanes, Lanes]:
         """The lanes where `mask` is true, and those where it is false."""
-        if mask.ndim == 0 or mask.shape[0] != self.n:
+        if mask.ndim == 0:   # one value for every lane (a uniform condition)
+            return (self, EMPTY) if mask else (EMPTY, self)
+        if mask.shape[0] != self.n:
             mask = np.broadcast_to(mask, (self.n,))
         # (the reductions directly: `mask.all()` goes through a Python wrapper)
         if np.logical_and.reduce(mask, None):   # uniform control flow: no index arrays

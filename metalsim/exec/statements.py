@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from metalsim.diagnostics import Coord
+from metalsim.exec import mathlib
 from metalsim.exec import memory as mem
 from metalsim.exec.compiled import E, Ev, Run, Scope, Var, constant
 from metalsim.exec.machine import EMPTY, StepLimitExceeded, union
@@ -14,6 +15,7 @@ from metalsim.exec.pointers import store_pointer
 from metalsim.exec.runtime import bind_argument, checked_condition, record_sources
 from metalsim.exec.structs import store as store_struct
 from metalsim.exec.structs import thread_region
+from metalsim.exec.uses import mentions, only_read
 from metalsim.exec.values import PtrSlot, VarLoc
 from metalsim.lang import ast
 from metalsim.lang import types as ty
@@ -423,9 +425,15 @@ class StatementCompiler:
 
     def s_For(self, node: ast.For, scope: Scope) -> Run:
         inner = Scope({}, scope)
-        init = self.stmt(node.init, inner) if node.init is not None else None
+        counter = self.uniform_counter(node, inner)
+        if counter is not None:
+            init, step = counter
+        else:
+            init = self.stmt(node.init, inner) if node.init is not None else None
         cond = self.condition(self.expr(node.cond, inner), node.cond) if node.cond else None
-        step = self.fresh_flow(self.expr(node.step, inner).ev) if node.step is not None else None
+        if counter is None:
+            step = (self.fresh_flow(self.expr(node.step, inner).ev) if node.step is not None
+                    else None)
         self.loop_depth += 1
         body = self.block(node.body, inner)
         self.loop_depth -= 1
@@ -434,6 +442,63 @@ class StatementCompiler:
         if init is None:
             return loop
         return lambda f, lanes: loop(f, init(f, lanes))
+
+    def uniform_counter(self, node: ast.For, scope: Scope) -> tuple[Run, Ev] | None:
+        """The counter of `for (T k = start; ...; ++k)` (or `--k`, `k++`, `k--`, `k += c`,
+        `k -= c`), declared in `scope` as one value for all lanes, with its initialisation and
+        step; None for any other loop. It applies where the start and the step are constants
+        of an integer type and the loop only reads the counter (`uses.only_read`): every lane
+        that runs an iteration then holds the same count, whatever the condition and any
+        `break` or `continue` leave of the active lanes, and one value replaces an array of
+        them in every operation that uses it."""
+        if (self.tracing or not isinstance(node.init, ast.DeclStmt)
+                or len(node.init.decls) != 1):
+            return None
+        d, step = node.init.decls[0], node.step
+        target = step.target if isinstance(step, ast.Assign) else getattr(step, "operand", None)
+        if not (isinstance(target, ast.Name) and target.name == d.name and not target.qualifier):
+            return None
+        if isinstance(step, ast.Assign) and step.op in ("+=", "-="):
+            op, amount = step.op[0], step.value
+        elif isinstance(step, ast.Unary | ast.Postfix) and step.op in ("++", "--"):
+            op, amount = step.op[0], ast.IntLiteral(step.coord, 1, text="1")
+        else:
+            return None
+        if (not isinstance(d.type, ast.NamedType) or d.init is None or d.static
+                or isinstance(d.init, ast.InitList) or d.name in self.address_taken
+                or mentions(d.init, d.name) or mentions(amount, d.name)
+                or not only_read(d.name, [node.cond, node.body],
+                                 lambda name: self.names_builtin(name, scope),
+                                 self.fn is None or self.fn.returns_ref is None)):
+            return None
+        t, const, space = self.resolve_decl_type(d.type, scope)
+        if not (isinstance(t, ty.ScalarType) and t.kind == "int") or const or space not in (
+                None, "thread"):
+            return None
+        start, by = self.expr(d.init, scope), self.expr(amount, scope)
+        if start.const is None or by.const is None or not ty.is_arithmetic(start.type):
+            return None
+        first = self.convert(start, t, d.init).const
+        slot = self.new_slot()
+        current = E(t, lambda f, lanes: f.vars[slot], step.coord)
+        after = self.convert(self.binary(op, current, by, step, (d, amount)), t, step,
+                             explicit=True).ev
+        scope.names[d.name] = Var("uniform", t, slot, readonly=True, name=d.name)
+
+        def init(f, lanes):
+            f.vars[slot] = first
+            return lanes
+
+        def advance(f, lanes):
+            f.vars[slot] = after(f, lanes)
+        return init, advance
+
+    def names_builtin(self, name: ast.Name, scope: Scope) -> bool:
+        """Whether a call of `name` in `scope` calls a built-in function (none takes a
+        reference to a variable of integer type)."""
+        return (not name.qualifier and name.name not in self.functions
+                and scope.lookup(name.name) is None
+                and (("call", name.name) in self.builtins or name.name in mathlib.FUNCTIONS))
 
     def s_While(self, node: ast.While, scope: Scope) -> Run:
         cond = self.condition(self.expr(node.cond, scope), node.cond)

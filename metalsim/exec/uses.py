@@ -1,0 +1,136 @@
+"""What the syntax alone tells the compiler about how a function uses its variables: whose
+address is taken (they live in memory), which are only ever read (a loop counter may then be
+kept as one value for all lanes), and which keep the value they were declared with (a location
+computed from them may be kept while the function runs)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+
+from metalsim.lang import ast
+from metalsim.lang.types import BUILTIN_TYPE_TEMPLATES, TYPE_NAMES
+
+Builtin = Callable[[ast.Name], bool]   # whether a call of this name calls a built-in function
+
+
+def children(node: ast.Node) -> Iterator[ast.Node]:
+    """The nodes directly under `node`."""
+    for value in vars(node).values():
+        if isinstance(value, ast.Node):
+            yield value
+        elif isinstance(value, list):
+            yield from (v for v in value if isinstance(v, ast.Node))
+
+
+def addressed_names(node: ast.Node) -> set[str]:
+    """Names whose address is taken with `&` somewhere under `node` (they live in memory)."""
+    found: set[str] = set()
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, ast.Unary) and n.op == "&" and isinstance(n.operand, ast.Name):
+            found.add(n.operand.name)
+        stack.extend(children(n))
+    return found
+
+
+def mentions(node: ast.Node, name: str) -> bool:
+    """Whether the name `name` (unqualified) appears anywhere under `node`."""
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, ast.Name) and n.name == name and not n.qualifier:
+            return True
+        stack.extend(children(n))
+    return False
+
+
+@dataclass
+class Uses:
+    """How the names under some nodes are used: those used other than by reading their value
+    (see `_read_in`), the declarations of each name (with whether it is inside a loop), the
+    names called, and whether a struct is defined there."""
+
+    not_only_read: set[str] = field(default_factory=set)
+    declarations: dict[str, list[tuple[ast.VarDecl, bool]]] = field(default_factory=dict)
+    called: set[str] = field(default_factory=set)
+    defines_struct: bool = False
+
+    def calls_a_local(self) -> bool:
+        """Whether a local variable is called (a function object: it may take a reference,
+        which `builtin` cannot know from the name)."""
+        return not self.called.isdisjoint(self.declarations)
+
+
+def uses(nodes: list[ast.Node | None], builtin: Builtin, returns_value: bool) -> Uses:
+    """One walk over `nodes` (see `Uses`); `builtin` and `returns_value` as for `only_read`."""
+    found = Uses()
+    stack = [(n, None, False) for n in nodes if n is not None]
+    while stack:
+        n, parent, in_loop = stack.pop()
+        if isinstance(n, ast.Name) and not n.qualifier:
+            if not _read_in(n, parent, builtin, returns_value):
+                found.not_only_read.add(n.name)
+        elif isinstance(n, ast.VarDecl):
+            found.declarations.setdefault(n.name, []).append((n, in_loop))
+        elif isinstance(n, ast.StructDef):
+            found.defines_struct = True
+        elif isinstance(n, ast.Call):
+            found.called.add(n.func.name)
+        in_loop = in_loop or isinstance(n, ast.For | ast.While | ast.DoWhile)
+        stack.extend((child, n, in_loop) for child in children(n))
+    return found
+
+
+def only_read(name: str, nodes: list[ast.Node | None], builtin: Builtin,
+              returns_value: bool) -> bool:
+    """Whether every use of the variable `name` under `nodes` only reads its value.
+
+    A use counts as a read only where its context cannot write the variable nor bind a
+    reference to it: an operand (not of `&`, `++`, `--`), an index, a condition, a
+    conversion to a value type, the value of an assignment or of a declaration, an argument of
+    a built-in function (`builtin`), a value returned (`returns_value`: not by reference).
+    Anything else (an argument of a user function, method or constructor, a redeclaration, a
+    local struct, an initializer list) says no, so a "yes" never changes what a kernel does.
+    """
+    found = uses(nodes, builtin, returns_value)
+    return not (name in found.not_only_read or name in found.declarations
+                or found.defines_struct or found.calls_a_local())
+
+
+def fixed_names(body: ast.Node, builtin: Builtin, returns_value: bool) -> set[str]:
+    """The local variables of a function body whose value in each thread never changes once
+    declared: declared once, outside any loop, with a value (not a reference), and only read
+    (as `only_read` sees it) everywhere in `body`. Each thread runs such a declaration at most
+    once per call, so what is computed from these variables alone holds for the whole call."""
+    found = uses([body], builtin, returns_value)
+    if found.calls_a_local():
+        return set()
+    return {name for name, [(d, in_loop)] in
+            ((n, ds) for n, ds in found.declarations.items() if len(ds) == 1)
+            if not in_loop and d.init is not None and not d.static
+            and not isinstance(d.type, ast.ReferenceType) and name not in found.not_only_read}
+
+
+def _read_in(n: ast.Name, parent: ast.Node | None, builtin: Builtin,
+             returns_value: bool) -> bool:
+    if isinstance(parent, ast.Binary | ast.Index | ast.Conditional | ast.SizeOf | ast.ExprStmt
+                  | ast.If | ast.While | ast.DoWhile | ast.For | ast.Switch):
+        return True
+    if isinstance(parent, ast.Unary):
+        return parent.op not in ("&", "++", "--", "*")
+    if isinstance(parent, ast.Assign):
+        return parent.value is n
+    if isinstance(parent, ast.Cast):
+        return not isinstance(parent.type, ast.ReferenceType)
+    if isinstance(parent, ast.Construct):
+        return isinstance(parent.type, ast.NamedType) and (
+            parent.type.name in TYPE_NAMES or parent.type.name in BUILTIN_TYPE_TEMPLATES)
+    if isinstance(parent, ast.Call):
+        return parent.func is not n and builtin(parent.func)
+    if isinstance(parent, ast.VarDecl):
+        return parent.init is n and not isinstance(parent.type, ast.ReferenceType)
+    if isinstance(parent, ast.Return):
+        return returns_value
+    return False
