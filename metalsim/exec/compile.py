@@ -34,7 +34,7 @@ from metalsim.exec.struct_templates import (
     argument_text,
 )
 from metalsim.exec.structs import StructCompiler, StructMethods, thread_object
-from metalsim.exec.uses import addressed_names, fixed_names
+from metalsim.exec.uses import fixed_names, uses
 from metalsim.exec.values import Frame, MemLoc, PtrSlot, VarLoc
 from metalsim.lang import ast
 from metalsim.lang import types as ty
@@ -774,11 +774,11 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
                        hint="end the recursion with 'if constexpr' on a template parameter")
         self.open_instances.append(code)
         saved = self.fn, self.address_taken, self.fixed_names, self.loop_depth, self.switch_depth
-        self.fn, self.address_taken = code, addressed_names(fdef.body)
         params = {p.name for p in fdef.params}
-        self.fixed_names = set() if this is not None or self.tracing else fixed_names(
-            fdef.body, lambda name: name.name not in params and self.names_builtin(name, scope),
-            code.returns_ref is None) - self.address_taken
+        found = uses([fdef.body], lambda name: name.name not in params
+                     and self.names_builtin(name, scope), code.returns_ref is None)
+        self.fn, self.address_taken = code, found.addressed
+        self.fixed_names = set() if this is not None or self.tracing else fixed_names(found)
         self.loop_depth = self.switch_depth = 0
         try:
             if this is not None:

@@ -5,7 +5,7 @@ computed from them may be kept while the function runs)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from metalsim.lang import ast
@@ -14,24 +14,14 @@ from metalsim.lang.types import BUILTIN_TYPE_TEMPLATES, TYPE_NAMES
 Builtin = Callable[[ast.Name], bool]   # whether a call of this name calls a built-in function
 
 
-def children(node: ast.Node) -> Iterator[ast.Node]:
+def children(node: ast.Node) -> list[ast.Node]:
     """The nodes directly under `node`."""
+    found = []
     for value in vars(node).values():
         if isinstance(value, ast.Node):
-            yield value
-        elif isinstance(value, list):
-            yield from (v for v in value if isinstance(v, ast.Node))
-
-
-def addressed_names(node: ast.Node) -> set[str]:
-    """Names whose address is taken with `&` somewhere under `node` (they live in memory)."""
-    found: set[str] = set()
-    stack = [node]
-    while stack:
-        n = stack.pop()
-        if isinstance(n, ast.Unary) and n.op == "&" and isinstance(n.operand, ast.Name):
-            found.add(n.operand.name)
-        stack.extend(children(n))
+            found.append(value)
+        elif value.__class__ is list:
+            found.extend(v for v in value if isinstance(v, ast.Node))
     return found
 
 
@@ -48,10 +38,12 @@ def mentions(node: ast.Node, name: str) -> bool:
 
 @dataclass
 class Uses:
-    """How the names under some nodes are used: those used other than by reading their value
-    (see `_read_in`), the declarations of each name (with whether it is inside a loop), the
-    names called, and whether a struct is defined there."""
+    """How the names under some nodes are used: those whose address is taken with `&` (they
+    live in memory), those used other than by reading their value (see `_read_in`), the
+    declarations of each name (with whether it is inside a loop), the names called, and
+    whether a struct is defined there."""
 
+    addressed: set[str] = field(default_factory=set)
     not_only_read: set[str] = field(default_factory=set)
     declarations: dict[str, list[tuple[ast.VarDecl, bool]]] = field(default_factory=dict)
     called: set[str] = field(default_factory=set)
@@ -72,6 +64,8 @@ def uses(nodes: list[ast.Node | None], builtin: Builtin, returns_value: bool) ->
         if isinstance(n, ast.Name) and not n.qualifier:
             if not _read_in(n, parent, builtin, returns_value):
                 found.not_only_read.add(n.name)
+                if isinstance(parent, ast.Unary) and parent.op == "&":
+                    found.addressed.add(n.name)
         elif isinstance(n, ast.VarDecl):
             found.declarations.setdefault(n.name, []).append((n, in_loop))
         elif isinstance(n, ast.StructDef):
@@ -79,7 +73,8 @@ def uses(nodes: list[ast.Node | None], builtin: Builtin, returns_value: bool) ->
         elif isinstance(n, ast.Call):
             found.called.add(n.func.name)
         in_loop = in_loop or isinstance(n, ast.For | ast.While | ast.DoWhile)
-        stack.extend((child, n, in_loop) for child in children(n))
+        for child in children(n):
+            stack.append((child, n, in_loop))
     return found
 
 
@@ -99,12 +94,12 @@ def only_read(name: str, nodes: list[ast.Node | None], builtin: Builtin,
                 or found.defines_struct or found.calls_a_local())
 
 
-def fixed_names(body: ast.Node, builtin: Builtin, returns_value: bool) -> set[str]:
-    """The local variables of a function body whose value in each thread never changes once
-    declared: declared once, outside any loop, with a value (not a reference), and only read
-    (as `only_read` sees it) everywhere in `body`. Each thread runs such a declaration at most
-    once per call, so what is computed from these variables alone holds for the whole call."""
-    found = uses([body], builtin, returns_value)
+def fixed_names(found: Uses) -> set[str]:
+    """The local variables of a function body (`found = uses([body], ...)`) whose value in each
+    thread never changes once declared: declared once, outside any loop, with a value (not a
+    reference), and only read (as `only_read` sees it) everywhere in the body. Each thread runs
+    such a declaration at most once per call, so what is computed from these variables alone
+    holds for the whole call."""
     if found.calls_a_local():
         return set()
     return {name for name, [(d, in_loop)] in

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from metalsim.exec.uses import addressed_names, fixed_names, mentions, only_read
+from metalsim.exec.uses import fixed_names, mentions, only_read, uses
 from metalsim.lang import ast
 from metalsim.lang.parser import parse_source
 
@@ -65,11 +65,11 @@ def test_a_returned_counter_is_only_read_where_the_function_returns_a_value():
     assert not only_read("k", [loop.cond, loop.body], lambda name: False, returns_value=False)
 
 
-def test_mentions_and_addressed_names_find_names_anywhere_under_a_node():
+def test_mentions_and_addressed_names_are_found_anywhere_under_a_node():
     loop = loop_of("for (int k = 0; k < 8; ++k) { thread float* p = &out[k]; int i = 0; "
                    "thread int* q = &i; }")
     assert mentions(loop.body, "k") and not mentions(loop.body, "j")
-    assert addressed_names(loop.body) == {"i"}
+    assert uses([loop.body], lambda name: False, returns_value=True).addressed == {"i"}
 
 
 def body_of(body: str) -> ast.Compound:
@@ -87,11 +87,15 @@ def test_fixed_names_are_declared_once_outside_loops_and_only_read():
         for (uint k = 0; k < 4; ++k) { uint in_loop = k; out[in_loop + a + e] = 0; }
         if (n > 2) { uint twice = 1; out[twice] = c; } else { uint twice = 2; out[twice] = 0; }
         out[d++] = e;""")
-    assert fixed_names(body, lambda name: False, returns_value=True) == {"c", "e"}
+    assert fixed_names(uses([body], lambda name: False, returns_value=True)) == {"c", "e"}
+
+
+def is_min(name: ast.Name) -> bool:
+    return name.name == "min"
 
 
 def test_a_local_called_as_a_function_fixes_no_names():
     body = body_of("uint a = n; Adder min; min(a); out[a] = 0;")
-    assert fixed_names(body, lambda name: name.name == "min", returns_value=True) == set()
+    assert fixed_names(uses([body], is_min, returns_value=True)) == set()
     body = body_of("uint a = n; out[a] = min(a, 2u);")
-    assert fixed_names(body, lambda name: name.name == "min", returns_value=True) == {"a"}
+    assert fixed_names(uses([body], is_min, returns_value=True)) == {"a"}
