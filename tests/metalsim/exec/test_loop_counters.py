@@ -141,3 +141,20 @@ def test_a_counter_a_function_changes_through_a_reference_stays_per_lane(monkeyp
         header="void skip(thread uint& k, uint i) { if (i % 2) k += 2; }")
     want = [X[0:10:3].sum() if i % 2 else X[:10].sum() for i in range(N)]
     np.testing.assert_allclose(out, want, rtol=1e-6)
+
+
+@pytest.mark.parametrize("use", [
+    "simd_broadcast(x[i], k)", "simd_shuffle_down(x[i], k)", "simd_shuffle_xor(x[i], k)",
+    "quad_shuffle(x[i], k)", "simd_sum(float(k))", "float(simd_ballot(k > 1) != 0)",
+    "select(1.0f, 2.0f, k > 2)", "float(clamp(k, 1u, 3u) + popcount(k) + ctz(k + 1))",
+    "float(as_type<uint>(float(k)) & 0xFF)", "float(uint2(k, i).x + (k ? 1 : 2) + (k && i))",
+    "float(k / 2 + k % 3 + (k << 2) + (k >> 1) + (~k & 7) + !k)", "float(mulhi(k, 3u))",
+])
+def test_a_counter_as_the_operand_of_built_in_functions_and_operators(monkeypatch, use):
+    """One value where the built-ins expect one per lane: what per-lane counters give (those
+    are checked against gcc and numpy elsewhere)."""
+    run_both(f"""
+        uint i = thread_position_in_grid.x;
+        float s = 0;
+        for (uint k = 0; k < 4; ++k) s += {use};
+        out[i] = s;""", X, monkeypatch)
