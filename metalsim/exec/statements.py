@@ -425,15 +425,15 @@ class StatementCompiler:
 
     def s_For(self, node: ast.For, scope: Scope) -> Run:
         inner = Scope({}, scope)
-        counter = self.uniform_counter(node, inner)
-        if counter is not None:
-            init, step = counter
-        else:
+        counter = self.uniform_counter(node, inner)   # (init, step), or None
+        if counter is None:
             init = self.stmt(node.init, inner) if node.init is not None else None
         cond = self.condition(self.expr(node.cond, inner), node.cond) if node.cond else None
         if counter is None:
             step = (self.fresh_flow(self.expr(node.step, inner).ev) if node.step is not None
                     else None)
+        else:
+            init, step = counter
         self.loop_depth += 1
         body = self.block(node.body, inner)
         self.loop_depth -= 1
