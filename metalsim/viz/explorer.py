@@ -18,8 +18,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from metalsim.report import COUNT_NAMES
-from metalsim.viz.draw import Selection, draw, format_value
+from metalsim.viz.draw import Selection, draw
 from metalsim.viz.model import TraceView, logical_index, simd_group
+from metalsim.viz.text import full_value
 
 _KEEP = object()  # `select` argument not given: keep the current choice
 _LISTED_ROWS = 200  # rows the HTML listing shows; `listing` keeps them all
@@ -149,7 +150,7 @@ class Explorer:
     def _listed(self, a) -> ListedAccess:
         shape = tuple(self.view.buffers[a.buffer]["shape"])
         index = logical_index(shape, a.element)
-        value = format_value(a.value) if a.value is not None else ""
+        value = full_value(a.value) if a.value is not None else ""
         lines = self._lines.get(a.section or "", [])
         code = lines[a.line - 1].strip() if a.line and 0 < a.line <= len(lines) else ""
         owner = a.threadgroup if self.view.is_threadgroup_memory(a.buffer) else -1

@@ -38,6 +38,15 @@ def thread_tint(local: int) -> str:
     return _hex((local % 32) * _GOLDEN + 0.58, 0.88, 0.7)
 
 
+@functools.lru_cache(maxsize=1024)
+def group_tint(group: int) -> str:
+    """The fill of global cells written by threadgroup `group` (a launch of several)."""
+    return _hex(group * _GOLDEN + 0.08, 0.84, 0.55)
+
+
+UNKNOWN_WRITER = "#dfe4ec"   # written by a threadgroup that was not traced
+
+
 def marker(svg: Svg, x: float, y: float, r: float, local: int, *, outlined: bool = False,
            **attrs: object) -> None:
     """The thread's marker centred at (x, y): colour by thread, shape by SIMD-group."""

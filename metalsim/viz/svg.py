@@ -42,6 +42,11 @@ class Svg:
 
     def __init__(self) -> None:
         self.parts: list[str] = []
+        self.right = 0.0   # the rightmost extent that `reach` was told of
+
+    def reach(self, x: float) -> None:
+        """Note that something drawn extends to `x` (the document is made wide enough)."""
+        self.right = max(self.right, x)
 
     @staticmethod
     def _attrs(attrs: dict[str, object]) -> str:
