@@ -376,16 +376,22 @@ class _Scene:
         """Place and draw everything below `y0`; the y below it."""
         inputs, outputs = self.globals.get("input", []), self.globals.get("output", [])
         if self.mode == "columns":
+            # Frames side by side where the room between inputs and outputs allows.
+            room = self.limit - sum(_widest(c) + COLUMN_GAP for c in (inputs, outputs) if c)
             x, bottom = x0, y0
             for column in (inputs, self.frames, outputs):
                 if not column:
+                    continue
+                if column is self.frames:
+                    y, right = _flow(column, x, y0, max(room, _widest(column)), GAP)
+                    bottom, x = max(bottom, y), right + COLUMN_GAP
                     continue
                 y = y0
                 for item in column:
                     item.x, item.y = x, y
                     y += item.height + ROW_GAP
                 bottom = max(bottom, y - ROW_GAP)
-                x += max(item.width for item in column) + COLUMN_GAP
+                x += _widest(column) + COLUMN_GAP
             self.right = x - COLUMN_GAP
         else:
             # Threads first when frames hold no threadgroup memory: arrows then run from the
@@ -473,7 +479,7 @@ class _Scene:
         svg.open("g", class_="arrows")
         for bundle in plan.bundles:
             source, target = self._grid(*bundle.source), self._grid(*bundle.target)
-            svg_box = (_row_box(source, bundle.source_row), _row_box(target, bundle.target_row))
+            svg_box = (_cells_box(source, bundle.sources), _cells_box(target, bundle.targets))
             svg_tooltip = (f"{bundle.count} value flow{'s' * (bundle.count != 1)} from "
                            f"{_span(source, bundle.sources)} into "
                            f"{_span(target, bundle.targets)} (threadgroup {bundle.group}, "
@@ -818,12 +824,13 @@ def _widest(items: Sequence) -> float:
     return max((item.width for item in items), default=0.0)
 
 
-def _flow(items: Sequence, x0: float, y: float, limit: float) -> tuple[float, float]:
+def _flow(items: Sequence, x0: float, y: float, limit: float, row_gap: float = ROW_GAP
+          ) -> tuple[float, float]:
     """Place `items` left to right from (x0, y), wrapping at `limit`; the y below, the right."""
     x, line_h, right = x0, 0.0, x0
     for item in items:
         if x > x0 and x + item.width > x0 + limit:
-            x, y, line_h = x0, y + line_h + ROW_GAP, 0.0
+            x, y, line_h = x0, y + line_h + row_gap, 0.0
         item.x, item.y = x, y
         x += item.width + GAP
         line_h = max(line_h, item.height)
@@ -841,14 +848,13 @@ def _box_of(box: tuple[float, float, float, float]) -> arrows.Box:
     return x, y, cs, cs, bottom
 
 
-def _row_box(grid: Grid, row: int | None) -> arrows.Box:
-    """Where a bundle attaches: a drawn row of `grid`, or all its drawn cells."""
-    if row is None:
-        x, y = grid.x + grid.left, grid.y + grid.top
-        h = grid.rows * grid.cs
-        return x, y, grid.cols * grid.cs, h, y + h
-    x, y, bottom, w = grid.row_span(row * grid.full_cols)
-    return x, y, w, grid.cs, bottom
+def _cells_box(grid: Grid, elements: set[int]) -> arrows.Box:
+    """Where a bundle attaches: the box around the drawn cells it carries values from or to."""
+    xs, ys = zip(*(grid.origin(e) for e in elements if grid.drawn(e)))
+    x, y = min(xs), min(ys)
+    w, h = max(xs) + grid.cs - x, max(ys) + grid.cs - y
+    below = grid.box(max(elements, key=lambda e: grid.origin(e)[1]))[2]
+    return x, y, w, h, max(y + h, below)
 
 
 def _span(grid: Grid, elements: set[int]) -> str:

@@ -191,13 +191,6 @@ class Grid:
         below = INDEX_LANE if self.bottom_indices and element not in self.ghosts else 0.0
         return x, y, y + self.cs + below, self.cs
 
-    def row_span(self, element: int) -> tuple[float, float, float, float]:
-        """The box of the drawn part of `element`'s row (where a bundle of arrows attaches)."""
-        r = element // self.full_cols
-        r = min(max(r, self.r0), self.r0 + self.rows - 1)
-        x, y = self.x + self.left, self.y + self.top + (r - self.r0) * self.cs
-        below = INDEX_LANE if self.bottom_indices else 0.0
-        return x, y, y + self.cs + below, self.cols * self.cs
 
     # --- rendering ------------------------------------------------------------------------
     def render_value(self, add, x: float, y: float, text: str, muted: bool) -> bool:

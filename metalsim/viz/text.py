@@ -76,7 +76,8 @@ def compact(v: object, chars: int = 5) -> str:
     if abs(f) >= 1000:
         for scale, suffix in ((1e3, "k"), (1e6, "M"), (1e9, "G")):
             for digits in (2, 1, 0):
-                text = f"{f / scale:.{digits}f}".rstrip("0").rstrip(".") + suffix
+                text = f"{f / scale:.{digits}f}"
+                text = (text.rstrip("0").rstrip(".") if "." in text else text) + suffix
                 if len(text) <= chars and abs(f / scale) < 1000:
                     return text
     for digits in range(4, 0, -1):
