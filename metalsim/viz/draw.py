@@ -32,7 +32,7 @@ import numpy as np
 
 from metalsim.report import Report
 from metalsim.viz import arrows, style
-from metalsim.viz.grid import INDEX_SIZE, Grid
+from metalsim.viz.grid import INDEX_SIZE, Grid, value_chars
 from metalsim.viz.header import PAD, draw_header, draw_legend, lines, shown_note
 from metalsim.viz.model import Access, Edge, TraceView, simd_group
 from metalsim.viz.summary import draw_summary
@@ -245,6 +245,12 @@ class _Scene:
         narrowed = sel is not None and (sel.threads is not None or sel.phase is not None)
         shared = {name: view.is_threadgroup_memory(name) for name in view.buffers}
         self.accesses = view.accesses(self.groups)
+        ranked = [g for g in _ranked_threadgroups(view) if g in self.groups]
+        self.focus_group = sel.threadgroup if sel is not None else ranked[0]
+        self.focus_touched: dict[str, list[int]] = {}
+        for a in self.accesses:
+            if a.threadgroup == self.focus_group and not shared[a.buffer]:
+                self.focus_touched.setdefault(a.buffer, []).append(a.element)
         for a in self.accesses:  # (the hot loop of a large launch: kept plain)
             in_shared = shared[a.buffer]
             key = ((a.buffer, a.element, a.phase, a.threadgroup) if in_shared
@@ -336,8 +342,15 @@ class _Scene:
         return {role: grids for role, grids in out.items() if grids}
 
     def touched(self, buffer: str, phase: int | None, group: int | None) -> list[int]:
-        keys = [*self.readers, *self.writers, *self.flags]
-        return [e for b, e, p, g in keys if (b, p, g) == (buffer, phase, group)]
+        """The elements a window of this copy should show: for global memory, those the
+        focus threadgroup (findings first) touched, else those any detailed one did."""
+        flagged = [e for b, e, p, g in self.flags if (b, p, g) == (buffer, phase, group)]
+        if phase is None:
+            mine = self.focus_touched.get(buffer)
+            if mine:
+                return [*flagged, *mine]
+        keys = [*self.readers, *self.writers]
+        return [*flagged, *(e for b, e, p, g in keys if (b, p, g) == (buffer, phase, group))]
 
     # --- layout -----------------------------------------------------------------------------
     def _all_grids(self) -> list[Grid]:
@@ -432,7 +445,7 @@ class _Scene:
         sel = self.selection
         chosen = sel.threads if sel is not None and sel.threadgroup in self.groups else None
         edges = [(g, e) for g in self.groups for e in self.view.edges(g)]
-        focus_group = sel.threadgroup if sel is not None else self.groups[0]
+        focus_group = self.focus_group
         focus_threads = chosen if chosen is not None else {self._focus_thread(focus_group)}
 
         def focus(g: int, edge: Edge) -> bool:
@@ -569,12 +582,13 @@ class _Scene:
                 f'stroke="{style.MUTED if touched else style.FAINT}"/>')
             value = self._value(key, b, values, launch_written or not is_output, expected)
             text = grid.fit_value(value) if value is not None else ""
-            shown = grid.render_value(add, x, y, text, not touched)
+            both = expected is not None and cs >= 28  # room for the expected value on top
+            shown = grid.render_value(add, x, y, text, not touched, low=both)
             self._render_markers(svg, x, y, cs, readers, writers, shown)
             tooltip = self._tooltip(grid, e, key, value, readers, writers, groups,
                                     launch_written)
             if expected is not None:
-                self._render_wrong(svg, x, y, cs, compact(expected, 4), shown)
+                self._render_wrong(svg, grid, x, y, full_value(expected), both)
                 tooltip += f" · wrong: expected {full_value(expected)}"
             add(f"<title>{_escape(tooltip)}</title></g>")
         for e in grid.ghosts:
@@ -602,16 +616,17 @@ class _Scene:
             return values[key[1]]
         return None
 
-    def _render_wrong(self, svg: Svg, x: float, y: float, cs: float, expected: str,
-                      value_shown: bool) -> None:
-        """A wrong output cell: a red border, and the expected value where a line of text fits
-        above the value (the tooltip always has it)."""
+    def _render_wrong(self, svg: Svg, grid: Grid, x: float, y: float, expected: object,
+                      room: bool) -> None:
+        """A wrong output cell: a red border, and the expected value on its top line where
+        there is room (the tooltip always has it)."""
+        cs = grid.cs
         svg.el("rect", x=x + 0.6, y=y + 0.6, width=cs - 1.2, height=cs - 1.2, fill="none",
                stroke=style.ERROR, stroke_width=1.6, class_="wrong-mark")
-        text = f"≠{expected}"
-        if cs >= 30 and width(text, MIN_FONT, "mono") <= cs - 3 and not value_shown:
-            svg.text(x + cs / 2, y + cs / 2 + 3.5, text, MIN_FONT, font_family=MONO,
-                     text_anchor="middle", fill=style.ERROR, class_="expected")
+        text = "≠" + compact(expected, value_chars(cs + 1.5))
+        if room and width(text, MIN_FONT, "mono") <= cs - 1.5:
+            svg.text(x + cs / 2, y + 11, text, MIN_FONT, font_family=MONO, text_anchor="middle",
+                     fill=style.ERROR, class_="expected")
 
     def _render_markers(self, svg: Svg, x: float, y: float, cs: float, readers: list[int],
                         writers: list[int], value_shown: bool) -> None:
@@ -765,7 +780,7 @@ class _Frame:
             line_y = self.y + FRAME_PAD + y
             svg.el("line", x1=self.x + FRAME_PAD, y1=line_y, x2=self.x + self.width - FRAME_PAD,
                    y2=line_y, stroke=style.MUTED, stroke_width=1.0, stroke_dasharray="5 4",
-                   class_="barrier", data_after_phase=before)
+                   class_="barrier", data_after_phase=before, data_threadgroup=self.g)
 
     def render_text(self, svg: Svg) -> None:
         view, g = self.scene.view, self.g

@@ -193,11 +193,14 @@ class Grid:
 
 
     # --- rendering ------------------------------------------------------------------------
-    def render_value(self, add, x: float, y: float, text: str, muted: bool) -> bool:
-        """The value `text` centred in the cell at (x, y), if it fits; whether it was drawn."""
+    def render_value(self, add, x: float, y: float, text: str, muted: bool,
+                     low: bool = False) -> bool:
+        """The value `text` centred in the cell at (x, y) (on its bottom line if `low`), if it
+        fits; whether it was drawn."""
         if not text or width(text, VALUE_SIZE, "mono") > self.cs - 3:
             return False
-        add(f'<text x="{num(x + self.cs / 2)}" y="{num(y + self.cs / 2 + VALUE_SIZE * 0.36)}" '
+        baseline = y + self.cs - 4 if low else y + self.cs / 2 + VALUE_SIZE * 0.36
+        add(f'<text x="{num(x + self.cs / 2)}" y="{num(baseline)}" '
             f'font-size="{num(VALUE_SIZE)}" text-anchor="middle" class="value" '
             f'fill="{style.MUTED if muted else style.INK}">{escape(text)}</text>')
         return True

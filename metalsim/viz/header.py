@@ -37,8 +37,9 @@ def lines(svg: Svg, x: float, y: float, text: str, size: float, limit: float,
     data); returns the y below it."""
     for i, line in enumerate(wrap(text, size, limit)):
         svg.reach(x + width(line, size, "bold" if attrs.get("font_weight") else "sans"))
-        svg.text(x, y + size, line, size, **(attrs if i == 0 else
-                                             {"fill": attrs.get("fill", style.INK)}))
+        # every line keeps the class; data-* only on the first
+        svg.text(x, y + size, line, size, **(attrs if i == 0 else {
+            k: v for k, v in attrs.items() if not k.startswith("data_")}))
         y += size + 5
     return y
 

@@ -84,4 +84,6 @@ def compact(v: object, chars: int = 5) -> str:
         text = f"{f:.{digits}g}"
         if len(text) <= chars and "e" not in text:
             return text
+    if abs(f) >= 1 and len(str(round(f))) <= chars:
+        return str(round(f))
     return f"{f:.0e}".replace("e+0", "e").replace("e-0", "e-").replace("e+", "e")

@@ -59,42 +59,77 @@ def provenance_edges(run, groups):
 
 def drawn_edges(root):
     edges = set()
-    for frame in find(root, "frame"):
-        g = int(frame.get("data-threadgroup"))
-        for arrow in find(frame, "arrow"):
-            buffer, element = arrow.get("data-from").split(":")
-            to_buffer, to_element = arrow.get("data-to").split(":")
-            phase = arrow.get("data-to-phase")
-            edges.add((g, (buffer, int(element)),
-                       (to_buffer, int(to_element), None if phase is None else int(phase))))
+    for arrow in find(root, "arrow"):
+        buffer, element = arrow.get("data-from").split(":")
+        to_buffer, to_element = arrow.get("data-to").split(":")
+        phase = arrow.get("data-to-phase")
+        edges.add((int(arrow.get("data-threadgroup")), (buffer, int(element)),
+                   (to_buffer, int(to_element), None if phase is None else int(phase))))
     return edges
 
 
-@pytest.mark.parametrize("name", ["map", "pooling", "dot_product", "matmul_tiled", "racy"])
+def shown_groups(root):
+    return {int(f.get("data-threadgroup")) for f in find(root, "frame")}
+
+
+@pytest.mark.parametrize("name", ["map", "pooling", "dot_product", "racy"])
 def test_arrows_are_the_provenance_edges_of_the_shown_threadgroups(name):
     run, inputs = traced(name)
     root = parse(draw(run, inputs=inputs))
-    shown = {int(f.get("data-threadgroup")) for f in find(root, "frame")}
-    arrows = find(root, "arrow")
-    assert len(arrows) == len(provenance_edges(run, shown)) > 0
-    assert drawn_edges(root) == provenance_edges(run, shown)
+    edges = provenance_edges(run, shown_groups(root))
+    assert len(find(root, "arrow")) == len(edges) > 0
+    assert drawn_edges(root) == edges
+    assert not find(root, "arrow-bundle")
+
+
+def test_past_64_flows_one_threads_are_drawn_and_the_rest_bundled_with_their_count():
+    run, inputs = traced("matmul_tiled")
+    root = parse(draw(run, inputs=inputs))
+    edges = provenance_edges(run, shown_groups(root))
+    singles, bundles = find(root, "arrow"), find(root, "arrow-bundle")
+    paths = sum(len(a.findall(f"{SVG}path")) for a in singles + bundles)
+    assert paths <= 64 and singles and bundles
+    # thread 0's own flows one by one, and every flow counted once, drawn or bundled
+    assert drawn_edges(root) <= edges
+    assert all(a.get("data-threads").split()[0] == "0" for a in singles)
+    single_paths = sum(len(a.findall(f"{SVG}path")) for a in singles)
+    total = int(find(root, "arrows-omitted")[0].get("data-paths"))
+    assert single_paths + sum(int(b.get("data-count")) for b in bundles) == total
+    assert "Explorer" in " ".join(t.text for t in find(root, "arrows-omitted"))
 
 
 @pytest.mark.parametrize("name", ["map", "pooling", "dot_product", "matmul_tiled", "racy"])
-def test_every_buffer_is_drawn_cell_by_cell_in_every_frame(name):
+def test_global_memory_is_drawn_once_and_threadgroup_memory_per_shown_threadgroup(name):
     run, inputs = traced(name)
     root = parse(draw(run, inputs=inputs))
-    frames = find(root, "frame")
     for buffer, info in run.report.buffers.items():
         size = math.prod(info["shape"])
-        for frame in frames:
-            cells = find(frame, "cell", buffer=buffer)
+        if info["space"] != "threadgroup":
+            cells = find(root, "cell", buffer=buffer)
+            assert sorted(int(c.get("data-element")) for c in cells) == list(range(size))
+            assert {c.get("data-phase") for c in cells} == {None}
+            continue
+        for g in shown_groups(root):
+            cells = [c for c in find(root, "cell", buffer=buffer, threadgroup=g)]
             phases = {c.get("data-phase") for c in cells}
-            if info["space"] == "threadgroup":
-                assert len(cells) == size * len(phases)
-            else:
-                assert len(cells) == size and phases == {None}
-            assert sorted({int(c.get("data-element")) for c in cells}) == list(range(size))
+            assert len(cells) == size * len(phases) > 0
+
+
+@pytest.mark.parametrize("name", ["map", "dot_product", "matmul_tiled"])
+def test_every_output_element_the_launch_wrote_is_shown_written(name):
+    run, inputs = traced(name)
+    root = parse(draw(run, inputs=inputs, max_threadgroups=1))
+    assert len(find(root, "frame")) == 1
+    written = {int(c.get("data-element")) for c in find(root, "cell", buffer="out")
+               if "written" in classes(c)}
+    size = math.prod(run.report.buffers["out"]["shape"])
+    assert written == set(range(size)) - set(run.report.unwritten.get("out", []))
+    # filled by the threadgroup that wrote it, drawn in detail or not
+    writers = {int(c.get("data-writer-threadgroup")) for c in find(root, "cell", buffer="out")
+               if "written" in classes(c)}
+    assert writers == {int(g) for e in run.report.trace if e["buffer"] == "out"
+                       and e["kind"] != "read" for g in e["threadgroup"]}
+    assert len(writers) > 1
 
 
 def test_two_dimensional_buffers_keep_their_rows_and_columns():
@@ -116,11 +151,12 @@ def test_threadgroup_memory_is_drawn_once_per_barrier_phase(name, phases):
     run, inputs = traced(name)
     root = parse(draw(run, inputs=inputs))
     shared = [b for b, info in run.report.buffers.items() if info["space"] == "threadgroup"]
-    for frame in find(root, "frame"):
+    for g in shown_groups(root):
         for buffer in shared:
-            drawn = {int(c.get("data-phase")) for c in find(frame, "cell", buffer=buffer)}
+            drawn = {int(c.get("data-phase")) for c in find(root, "cell", buffer=buffer,
+                                                              threadgroup=g)}
             assert sorted(drawn) == phases
-        assert len(find(frame, "barrier")) == len(phases) - 1
+        assert len(find(root, "barrier", threadgroup=g)) == len(phases) - 1
 
 
 def test_racing_cells_are_outlined_and_named_by_the_finding():
@@ -141,7 +177,7 @@ def test_reads_past_the_end_appear_as_cells_outside_the_buffer():
     ghosts = find(root, "ghost-cell", buffer="a")
     assert {int(g.get("data-element")) for g in ghosts} == {6, 7, 8}
     assert all("out-of-bounds" in classes(g) for g in ghosts)
-    assert len(find(root, "cell", buffer="a")) == 6 * len(find(root, "frame"))
+    assert len(find(root, "cell", buffer="a")) == 6  # drawn once, whatever the frames
 
 
 def test_score_table_shows_the_maximum_per_thread_and_atomics_only_when_used():
@@ -167,9 +203,9 @@ def test_large_launches_show_a_few_threadgroups_and_say_how_many_are_omitted():
     run, inputs = traced("matmul_tiled")
     root = parse(draw(run, inputs=inputs, max_threadgroups=4))
     assert [int(f.get("data-threadgroup")) for f in find(root, "frame")] == [0, 1, 2, 8]
-    note = find(root, "shown")[0]
-    assert note.get("data-omitted") == "5"
-    assert "of 9; to see threadgroup k: draw(run, threadgroups=[k])" in note.text
+    note = " ".join(t.text for t in find(root, "shown"))
+    assert "0, 1, 2, 8 of 9 drawn in detail" in note
+    assert "To see threadgroup k: draw(run, threadgroups=[k])" in note
 
 
 def test_a_diagram_too_large_for_several_threadgroups_draws_one_and_says_how_to_see_others():
@@ -183,16 +219,15 @@ def test_a_diagram_too_large_for_several_threadgroups_draws_one_and_says_how_to_
     root = parse(draw(run, inputs=inputs, max_threadgroups=1,
                       others="problem.show(threadgroup=k)"))
     assert [f.get("data-threadgroup") for f in find(root, "frame")] == ["5"]
-    note = find(root, "shown")[0]
-    assert note.get("data-omitted") == str(6 * 6 - 1)
-    assert "problem.show(threadgroup=k)" in note.text
+    note = " ".join(t.text for t in find(root, "shown"))
+    assert f"5 of {6 * 6} drawn in detail" in note and "problem.show(threadgroup=k)" in note
     assert len(find(parse(draw(run, inputs=inputs)), "frame")) == 1  # too many cells for two
     assert len(find(parse(draw(run, inputs=inputs, max_threadgroups=2)), "frame")) == 2
     with pytest.raises(ValueError, match="threadgroup 7 was not traced"):
         draw(run, threadgroups=[7])
 
 
-def test_above_the_cell_limit_only_the_first_threadgroup_with_a_finding_is_drawn():
+def test_a_large_buffer_is_windowed_around_the_threadgroup_with_a_finding():
     source = "uint i = thread_position_in_grid.x;\nout[i] = a[i] + a[i + 1];"
     kernel = metalsim.metal_kernel("k", ["a"], ["out"], source)
     a = mx.arange(1023, dtype=mx.float32)
@@ -200,15 +235,15 @@ def test_above_the_cell_limit_only_the_first_threadgroup_with_a_finding_is_drawn
                             output_dtypes=[mx.float32], grid=(1024, 1, 1),
                             threadgroup=(64, 1, 1))
     root = parse(draw(run, inputs=[a]))
-    assert [f.get("data-threadgroup") for f in find(root, "frame")] == ["15"]
-    # A large frame draws only the rows its threads touched, and says which.
+    # no threadgroup memory: four threadgroups in detail, the one with the finding among them
+    assert [f.get("data-threadgroup") for f in find(root, "frame")] == ["0", "1", "2", "15"]
+    # 16 of a's 32 rows are drawn, those of threadgroup 15 (its reads past the end) included,
+    # and the label says which.
     assert sorted(int(c.get("data-element")) for c in find(root, "cell", buffer="a")) == list(
-        range(960, 1023))
+        range(512, 1023))
     assert [int(c.get("data-element")) for c in find(root, "ghost-cell")] == [1023, 1024]
     labels = [t.text for t in find(root, "buffer-label")]
-    assert "a  (input, float[1023]) [960:1023] shown" in labels
-    small = parse(draw(EXAMPLES["pooling"].simulate(), inputs=list(EXAMPLES["pooling"].inputs)))
-    assert len(find(small, "frame")) == 2  # small frames: several are still drawn
+    assert "a (input, float[1023]) [512:1023] shown" in labels
 
 
 def test_wrong_output_cells_are_marked_with_the_expected_value():
@@ -240,8 +275,9 @@ def test_cells_show_input_values_and_the_outputs_final_values():
         return texts[0] if texts else None
 
     assert value("a", 5) == "5" and value("out", 5) == "15"
-    assert value("out", 0) == "10"  # written by threadgroup 0: shown, though not touched here
-    assert find(root, "cell", buffer="out", element=0)[0].get("class") == "cell untouched"
+    assert value("out", 0) == "10"  # written by threadgroup 0: shown, though not detailed
+    cell = find(root, "cell", buffer="out", element=0)[0]
+    assert cell.get("class") == "cell written" and cell.get("data-writer-threadgroup") == "0"
 
 
 def test_threadgroup_memory_cells_show_the_values_they_held_in_each_phase():
@@ -369,7 +405,7 @@ def test_notebooks_show_the_svg_inline_in_html_so_tooltips_work():
     assert box[0].tag == f"{SVG}svg" and len(list(box[0].iter(f"{SVG}title"))) >= 8
 
 
-def test_a_frame_with_too_many_arrows_says_so_and_keeps_the_selected_threads_arrows():
+def test_thousands_of_flows_are_bundled_and_a_selected_thread_keeps_its_own_arrows():
     source = """
     uint i = thread_position_in_grid.x;
     float acc = 0;
@@ -382,11 +418,13 @@ def test_a_frame_with_too_many_arrows_says_so_and_keeps_the_selected_threads_arr
                             output_shapes=[(64,)], output_dtypes=[mx.float32], grid=(64, 1, 1),
                             threadgroup=(64, 1, 1), trace=True)
     root = parse(draw(run))
-    assert not find(root, "arrow")
     assert find(root, "arrows-omitted")[0].get("data-paths") == str(64 * 65 // 2)
+    assert len(find(root, "arrow")) + len(find(root, "arrow-bundle")) <= 64
     one = parse(draw(run, selection=Selection(0, frozenset({9}))))
     assert {a.get("data-to") for a in find(one, "arrow")} == {"out:9"}
     assert len(find(one, "arrow")) == 10
+    counts = sum(int(b.get("data-count")) for b in find(one, "arrow-bundle"))
+    assert counts == 64 * 65 // 2 - 10
 
 
 def test_the_plain_text_form_is_short_so_notebooks_hold_the_svg_once():
