@@ -199,7 +199,7 @@ class MetalProblem:
         try:
             kernel, run = self._simulate(chosen, threadgroup)
         except Exception as exc:  # a broken kernel is for check() to explain
-            print(f"# {self.name}\n(could not run the kernel: {str(exc).splitlines()[0]})")
+            _print_failure(self.name, exc)
             return None
         self.score(run, label)
         budget = self.puzzle.budget.limits() if self.puzzle else None
@@ -207,7 +207,9 @@ class MetalProblem:
         return draw(run, inputs=list(chosen.inputs), title=self.name, budget=budget,
                     wrong=self._wrong_cells(chosen, run),
                     threadgroups=None if threadgroup is None else [threadgroup],
-                    others=f"problem.show({where}threadgroup=k) or problem.explore({where[:-2]})")
+                    others=f"problem.show({where}threadgroup=k) or problem.explore({where[:-2]})",
+                    one_thread=f"problem.explore({where[:-2]})",
+                    case=None if label == "visible" else label)
 
     def run_python(self) -> metalsim.Run:
         """Simulate the visible case and return what every thread did (`metalsim.Run`, traced
@@ -223,15 +225,16 @@ class MetalProblem:
         budget = self.puzzle.budget.limits() if self.puzzle else {}
         names = [n for n in COUNT_NAMES if n != "atomics" or counts.get(n, 0) or n in budget]
 
-        def row(values: dict) -> str:
-            return "   | " + " | ".join(f"{values.get(n, 0):>{SCORE_WIDTH}}" for n in names)
+        def row(values: dict, unlimited: object = 0) -> str:
+            return "   | " + " | ".join(f"{values.get(n, unlimited):>{SCORE_WIDTH}}"
+                                        for n in names)
 
         title = f"# {self.name}" + ("" if case == "visible" else f" ({case})")
         lines = [title, " ", "   Score (Max Per Thread):",
                  "   | " + " | ".join(f"{COUNT_LABELS[n]:>{SCORE_WIDTH}}" for n in names) + " |",
                  row(counts) + " | ", "        "]
         if budget:
-            lines += ["   Budget (Max Per Thread):", row(budget) + " |"]
+            lines += ["   Budget (Max Per Thread):", row(budget, "-") + " |"]  # as check()
         lines.append(f"   (the {case} case; check() reports the maximum over all its cases)")
         print("\n".join(lines))
 
@@ -244,18 +247,23 @@ class MetalProblem:
         call = call_kwargs(visible, list(self.inputs), self._init_value())
         return kernel(**call, verbose=os.environ.get("VERBOSE") == "1")[0]
 
-    def explore(self, case: int | str | None = None) -> Explorer:
+    def explore(self, case: int | str | None = None) -> Explorer | None:
         """An interactive view of a case (the visible one by default; `case` as in `show`):
         pick a threadgroup, thread (or SIMD-group) and barrier phase to see its reads and
         writes, their source lines and values."""
-        _, chosen = self._find_case(case)
-        kernel, run = self._simulate(chosen, None)
+        label, chosen = self._find_case(case)
+        try:
+            kernel, run = self._simulate(chosen, None)
+        except Exception as exc:  # a broken kernel is for check() to explain
+            _print_failure(self.name, exc)
+            return None
         call = call_kwargs(chosen, [mx.array(x) for x in chosen.inputs], self._init_value())
 
         def retrace(threadgroup: int) -> metalsim.Run:
             return metalsim.simulate(kernel, trace=[threadgroup], **call)
 
-        return Explorer(run, inputs=list(chosen.inputs), kernel=kernel, retrace=retrace)
+        return Explorer(run, inputs=list(chosen.inputs), kernel=kernel, retrace=retrace,
+                        case=None if label == "visible" else label)
 
     def _cases(self) -> list[tuple[str, Case]]:
         visible = self._visible()
@@ -408,6 +416,17 @@ def _costly_lines(report: metalsim.Report, kernel: metalsim.Kernel) -> list[str]
         out.append(f"  line {line}: {code}\n    {t.per_access:.1f} {unit} per SIMD-group "
                    f"access, ideal {t.ideal / t.accesses:.1f} ({space} memory)")
     return out
+
+
+def _print_failure(name: str, exc: Exception) -> None:
+    """Why a kernel could not be drawn: its diagnostics as check() prints them (line, caret,
+    message), or the exception's first line."""
+    diagnostics = getattr(exc, "diagnostics", None)
+    if diagnostics:
+        print(f"# {name}\n(could not run the kernel)\n"
+              + "\n".join(d.render() for d in diagnostics))
+    else:
+        print(f"# {name}\n(could not run the kernel: {str(exc).splitlines()[0]})")
 
 
 def _missing_spec(*_inputs: mx.array) -> mx.array:

@@ -2,6 +2,8 @@
 budgets; show(), hint(), VERBOSE; Metal-Puzzles' API (fields, methods, output format); the real
 MLX binding accepts exactly what the harness passes."""
 
+import xml.etree.ElementTree as ET
+
 import mlx.core as mx
 import numpy as np
 import pytest
@@ -10,7 +12,7 @@ from metal_puzzles_cells import CELLS, PRELUDE
 import metalsim
 import puzzles.checking
 import utils
-from puzzles.catalog import Case
+from puzzles.catalog import Case, all_puzzles
 from puzzles.checking import CheckResult, call_kwargs
 from utils import MetalKernel, MetalProblem
 
@@ -336,8 +338,6 @@ def test_explore_builds_an_explorer_that_follows_the_selection():
 
 
 def svg_root(diagram):
-    import xml.etree.ElementTree as ET
-
     return ET.fromstring(diagram.svg)
 
 
@@ -371,6 +371,43 @@ def test_show_and_explore_take_a_hidden_case(capsys):
     assert problem.show(case=f"hidden case {number}").svg == diagram.svg
     explorer = problem.explore(case=number)
     assert tuple(explorer.report.grid) == tuple(hidden.case.grid)
+    # both pictures say which case they draw
+    for svg in (root, ET.fromstring(explorer.view_svg)):
+        assert [t.text for t in svg.iter() if t.get("class") == "case"] == [
+            f"case: hidden {number}"]
+    assert not [t for t in svg_root(problem.show()).iter() if t.get("class") == "case"]
+
+
+def test_show_prints_an_unlimited_budget_as_a_dash_as_check_does(capsys):
+    puzzle = next(p for p in all_puzzles() if p.budget.threadgroup_reads is None)
+    kernel = MetalKernel(puzzle.kernel, puzzle.input_names, puzzle.output_names,
+                         header=puzzle.header, source=puzzle.solution(),
+                         atomic_outputs=puzzle.atomic_outputs)
+    v = puzzle.visible
+    problem = MetalProblem(puzzle.title, lambda *_: kernel, [mx.array(x) for x in v.inputs],
+                           v.output_shape, v.grid, v.threadgroup)
+    diagram = problem.show()
+    out = capsys.readouterr().out.splitlines()
+    budget = out[out.index("   Budget (Max Per Thread):") + 1].split("|")[1:5]
+    assert budget[2].strip() == "-"
+    problem.check()
+    checked = next(line for line in capsys.readouterr().out.splitlines()
+                   if line.startswith("| Budget"))
+    assert checked.split("|")[4].strip() == "-"
+    score = next(t for t in svg_root(diagram).iter()
+                 if t.get("data-count") == "threadgroup_reads")
+    assert score.text.endswith(" / -")
+
+
+def test_show_and_explore_of_a_kernel_that_does_not_compile_print_it_as_check_does(capsys):
+    problem = map_problem("uint i = thread_position_in_grid.x;\nout[i] = a[i] + ;\n")
+    problem.check()
+    checked = capsys.readouterr().out
+    assert problem.show() is None and problem.explore() is None
+    out = capsys.readouterr().out
+    caret = "source:2:17: error: expected expression\n   2 | out[i] = a[i] + ;\n"
+    assert caret in checked and out.count(caret) == 2
+    assert "Traceback" not in out
 
 
 def test_a_case_that_does_not_exist_is_named_with_the_ones_that_do(capsys):
@@ -395,21 +432,22 @@ def test_show_of_a_large_launch_traces_only_the_threadgroups_it_draws(monkeypatc
         "Big map", lambda a: MetalKernel("m", ["a"], ["out"], source=body), [mx.arange(4096)],
         (4096,), grid=(4096, 1, 1), threadgroup=(32, 1, 1), spec=lambda a: a + 10)
     root = svg_root(problem.show())
-    assert traced == [[0]]  # no findings, frames of 8,192 cells: threadgroup 0 only
+    # no findings, no threadgroup memory: the first three and the last in detail
+    assert traced == [[0], [0, 1, 2, 127]]
     assert [f.get("data-threadgroup") for f in root.iter() if f.get("class") == "frame"] == [
-        "0"]
+        "0", "1", "2", "127"]
     one = svg_root(problem.show(threadgroup=5))
     assert traced[-1] == [5]
     assert [f.get("data-threadgroup") for f in one.iter() if f.get("class") == "frame"] == ["5"]
-    note = next(t.text for t in one.iter() if t.get("class") == "shown")
+    note = " ".join(t.text for t in one.iter() if t.get("class") == "shown")
     assert "problem.show(threadgroup=k)" in note
     # A finding in threadgroup 100 (a write past the end): traced and drawn instead.
     bad = body.replace("out[i] =", "out[i + (i == 3200 ? 4096 : 0)] =")
     problem.fn = lambda a: MetalKernel("m", ["a"], ["out"], source=bad)
     root = svg_root(problem.show())
-    assert traced[-2:] == [[0], [100]]
-    assert [f.get("data-threadgroup") for f in root.iter() if f.get("class") == "frame"] == [
-        "100"]
+    assert traced[-2:] == [[0], [0, 1, 100, 127]]
+    assert "100" in [f.get("data-threadgroup") for f in root.iter()
+                     if f.get("class") == "frame"]
 
 
 def test_check_prints_a_window_of_large_arrays_around_the_first_wrong_element(capsys):

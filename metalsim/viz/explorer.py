@@ -3,8 +3,14 @@
 The state lives in plain attributes (`selection`, `view_svg`, `listing`, `counts`), updated by
 `select(...)`; the ipywidgets controls only call `select`, so the explorer is testable without
 a browser or a kernel. Each access is listed with the value it read or wrote, in device and
-threadgroup memory alike; accesses past the end of a buffer and accesses to a cell a race
-finding names are listed too, flagged.
+threadgroup memory alike; accesses past the end of a buffer are flagged, and so are racing
+accesses, classified as the race detector does: two accesses to one cell race when they come
+from different threads, one of them writes (two atomics do not race), and nothing orders them
+(another threadgroup, or the same threadgroup in the same barrier phase). A thread reading its
+own write is no race.
+
+The widget fits a notebook's output column: its controls wrap, and the diagram (drawn at most
+`WIDTH` wide) and the listing scroll inside their own boxes.
 
 A run traced for some threadgroups only (`simulate(..., trace=[...])`) can be explored with a
 `retrace(threadgroup)` function that re-runs the launch tracing that threadgroup; choosing a
@@ -26,6 +32,8 @@ _KEEP = object()  # `select` argument not given: keep the current choice
 _LISTED_ROWS = 200  # rows the HTML listing shows; `listing` keeps them all
 ALL = "all"         # the dropdowns' "every thread / SIMD-group / phase" choice
 _FLAGGED = " class='flagged' style='color:#d62728'"  # a listed out-of-bounds or racing access
+WIDTH = 960.0       # the diagram's width: JupyterLab's output column at a 1,400-px window
+_BOX = "overflow-x:auto;max-width:100%"
 
 
 @dataclass(frozen=True)
@@ -53,9 +61,10 @@ class Explorer:
 
     def __init__(self, run: object, inputs: Sequence | Mapping | None = None,
                  kernel: object | None = None,
-                 retrace: Callable[[int], object] | None = None) -> None:
+                 retrace: Callable[[int], object] | None = None, case: str | None = None
+                 ) -> None:
         self._use_run(run)
-        self.inputs = inputs
+        self.inputs, self.case = inputs, case
         self._retrace = retrace
         spec = getattr(kernel, "spec", None)
         self._lines = {"source": (getattr(spec, "source", "") or "").split("\n"),
@@ -72,8 +81,16 @@ class Explorer:
             raise ValueError("the explorer needs a traced run: "
                              "metalsim.simulate(..., trace=True)")
         self.run, self.report, self.view = run, report, TraceView(report)
-        self._race_cells = {cell for d in report.diagnostics if d.kind == "race"
-                            for cell in d.cells}
+        race_cells = {cell for d in report.diagnostics if d.kind == "race" for cell in d.cells}
+        # Per racing cell, every traced access to it: (threadgroup, phase, thread, kind).
+        self._race_accesses: dict[tuple, list[tuple[int, int, int, str]]] = {}
+        if race_cells:
+            groups = report.traced_threadgroups or range(self.view.threadgroup_count)
+            for a in self.view.accesses(groups):
+                owner = a.threadgroup if self.view.is_threadgroup_memory(a.buffer) else -1
+                if (a.buffer, owner, a.element) in race_cells:
+                    self._race_accesses.setdefault((a.buffer, owner, a.element), []).append(
+                        (a.threadgroup, a.phase, a.thread, a.kind))
 
     def _ensure_traced(self, threadgroup: int) -> None:
         traced = self.report.traced_threadgroups
@@ -136,7 +153,9 @@ class Explorer:
     def _update(self) -> None:
         sel = self.selection
         self.diagram = draw(self.run, inputs=self.inputs, threadgroups=[sel.threadgroup],
-                            selection=sel)
+                            selection=sel, case=self.case, max_width=WIDTH,
+                            others="the threadgroup choice above",
+                            one_thread="the thread choice above")
         self.listing = [self._listed(a) for a in self.view.accesses([sel.threadgroup])
                         if sel.covers(a)]
         self.counts = self._counts(sel)
@@ -155,10 +174,22 @@ class Explorer:
         code = lines[a.line - 1].strip() if a.line and 0 < a.line <= len(lines) else ""
         owner = a.threadgroup if self.view.is_threadgroup_memory(a.buffer) else -1
         flag = ("out of bounds" if a.outside else
-                "race" if (a.buffer, owner, a.element) in self._race_cells else "")
+                "race" if self._races(a, owner) else "")
         return ListedAccess(a.phase, a.local, a.kind,
                             f"{a.buffer}[{']['.join(map(str, index))}]", a.line, code, value,
                             flag)
+
+    def _races(self, a, owner: int) -> bool:
+        """Whether access `a` conflicts with an unordered access of another thread (see the
+        module docstring)."""
+        for group, phase, thread, kind in self._race_accesses.get((a.buffer, owner, a.element),
+                                                                  ()):
+            kinds = {kind, a.kind}
+            conflicting = kinds != {"read"} and kinds != {"atomic"}
+            unordered = group != a.threadgroup or phase == a.phase
+            if thread != a.thread and conflicting and unordered:
+                return True
+        return False
 
     def _counts(self, sel: Selection) -> dict[str, int]:
         """Counts of the chosen thread, or the maximum over the chosen threads."""
@@ -202,8 +233,10 @@ class Explorer:
         self._syncing = False
         for key, control in self.controls.items():
             control.observe(self._on_change(key), names="value")
-        self._widget = w.VBox([w.HBox(list(self.controls.values())), self._count_html,
-                               self._svg, self._list_html])
+        fit = w.Layout(width="100%", max_width="100%")
+        self._widget = w.VBox([w.HBox(list(self.controls.values()),
+                                      layout=w.Layout(flex_flow="row wrap", width="100%")),
+                               self._count_html, self._svg, self._list_html], layout=fit)
         self._sync_widgets()
 
     def _on_change(self, key: str):
@@ -229,7 +262,7 @@ class Explorer:
             phases = sorted(set(self.phases()) | ({self.phase} - {None}))
             c["phase"].options = [("all", ALL)] + [(str(p), p) for p in phases]
             c["phase"].value = ALL if self.phase is None else self.phase
-            self._svg.value = self.view_svg
+            self._svg.value = f"<div style='{_BOX}'>{self.view_svg}</div>"
             self._count_html.value = self.counts_html()
             self._list_html.value = self.listing_html()
         finally:
@@ -253,4 +286,4 @@ class Explorer:
             for r in self.listing[:_LISTED_ROWS])
         more = (f"<p>... and {len(self.listing) - _LISTED_ROWS} more accesses</p>"
                 if len(self.listing) > _LISTED_ROWS else "")
-        return f"<table>{head}{rows}</table>{more}"
+        return f"<div style='{_BOX}'><table>{head}{rows}</table></div>{more}"

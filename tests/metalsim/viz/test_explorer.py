@@ -208,3 +208,40 @@ def test_an_untraced_threadgroup_is_traced_on_demand():
         f"out[{r}][{c}]" for r in (6, 7) for c in (3, 4, 5)}
     with pytest.raises(ValueError, match="threadgroup 2 was not traced"):
         Explorer(metalsim.simulate(ex.kernel(), trace=[4], **call)).select(threadgroup=2)
+
+
+OWN_WRITE_AND_A_NEIGHBOURS = """
+threadgroup float t[4];
+uint l = thread_position_in_threadgroup.x;
+t[l] = a[l];
+float own = t[l];
+float other = t[(l + 1) % 4];
+out[l] = own + other;
+"""
+
+
+def test_a_thread_reading_its_own_write_is_not_a_race_but_reading_a_neighbours_is():
+    kernel = metalsim.metal_kernel("k", ["a"], ["out"], OWN_WRITE_AND_A_NEIGHBOURS)
+    a = mx.arange(4, dtype=mx.float32)
+    run = metalsim.simulate(kernel, inputs=[a], output_shapes=[(4,)],
+                            output_dtypes=[mx.float32], grid=(4, 1, 1), threadgroup=(4, 1, 1),
+                            trace=True)
+    assert any(d.kind == "race" for d in run.report.diagnostics)
+    e = Explorer(run, inputs=[a], kernel=kernel)
+    e.select(thread=0)
+    flags = {(r.kind, r.cell, r.line): r.flag for r in e.listing}
+    assert flags[("read", "t[0]", 5)] == ""        # its own write
+    assert flags[("read", "t[1]", 6)] == "race"    # thread 1 writes t[1] unordered
+    assert flags[("write", "t[0]", 4)] == "race"   # thread 3 reads t[0] unordered
+
+
+def test_the_explorer_names_its_own_controls_and_fits_the_output_column():
+    e = explorer("matmul_tiled")
+    root = ET.fromstring(e.view_svg)
+    text = " ".join(t.text or "" for t in root.iter() if t.tag.endswith("text"))
+    assert "draw(run" not in text and "the thread choice above" in text
+    assert float(root.get("width")) <= 960
+    widget = e.widget
+    assert widget.layout.max_width == "100%"
+    assert widget.children[0].layout.flex_flow == "row wrap"
+    assert "overflow-x:auto" in e._svg.value and "overflow-x:auto" in e.listing_html()
