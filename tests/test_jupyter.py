@@ -192,9 +192,10 @@ def test_notebook_01_map_puzzle_in_jupyterlab(tmp_path):
             diagram = output_of(page, map_index).locator("svg.metalsim-diagram")
             expect(diagram).to_have_count(1)  # inline SVG, not an <img>
             expect(diagram.locator("g.frame")).to_have_count(4)  # one per threadgroup
-            # Thread g of the grid (threadgroup g) wrote out[g]: one written cell per frame.
+            # Thread g of the grid (threadgroup g) wrote out[g]: out is drawn once, each cell
+            # filled by the threadgroup that wrote it.
             written = diagram.locator('g.cell.written[data-buffer="out"]').evaluate_all(
-                "cells => cells.map(c => [c.dataset.threadgroup, c.dataset.element])")
+                "cells => cells.map(c => [c.dataset.writerThreadgroup, c.dataset.element])")
             assert written == [[str(g), str(g)] for g in range(4)]
             expect(output_of(page, map_index + 1)).to_contain_text("Passed")
 

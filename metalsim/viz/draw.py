@@ -47,7 +47,8 @@ COLUMN_GAP = 70.0
 FRAME_PAD = 12.0
 MAX_ROWS = 16          # rows of one buffer drawn at most (a window around the touched ones)
 DEFAULT_THREADGROUPS = 4
-MAX_DRAWN_CELLS = 400  # threadgroup-memory cells of the detailed frames, above which one is drawn
+# Threadgroup-memory cells plus threads of the detailed frames, above which one is drawn
+MAX_DRAWN_CELLS = 160
 FRAME_CELLS = 1500     # threadgroup-memory phases past this many cells in a frame are not drawn
 HEADING = 13.0
 STRIP_LABEL = "threads"
@@ -120,16 +121,18 @@ def draw(run: object, *, inputs: Sequence | Mapping | None = None,
 
 
 def tg_cells(view: TraceView, g: int) -> int:
-    """How many threadgroup-memory cells threadgroup `g`'s frame draws (once per phase)."""
-    return sum(math.prod(b["shape"]) * len(view.phases(g, name))
-               for name, b in view.buffers.items() if b["space"] == "threadgroup")
+    """How many marks threadgroup `g`'s frame draws: its threads, and its threadgroup-memory
+    cells once per phase."""
+    return math.prod(view.tg_size(g)) + sum(
+        math.prod(b["shape"]) * len(view.phases(g, name))
+        for name, b in view.buffers.items() if b["space"] == "threadgroup")
 
 
 def choose_threadgroups(view: TraceView, limit: int | None = None) -> list[int]:
     """Threadgroups worth drawing in detail: those findings name, then the first, the last
     (often a partial edge threadgroup), then in order; only traced ones. At most `limit`; by
-    default 4, or just the first when their threadgroup memory would draw more than
-    `MAX_DRAWN_CELLS` cells."""
+    default 4, or just the first when their threads and threadgroup memory would draw more
+    than `MAX_DRAWN_CELLS` marks."""
     ranked = _ranked_threadgroups(view)
     traced = view.report.traced_threadgroups
     if traced is not None:
@@ -144,15 +147,16 @@ def choose_threadgroups(view: TraceView, limit: int | None = None) -> list[int]:
 def threadgroups_to_trace(run: object, limit: int | None = None) -> list[int]:
     """The threadgroups `draw(..., max_threadgroups=limit)` would detail, read off an untraced
     run: trace only these (`simulate(..., trace=threadgroups_to_trace(run))`) to draw the
-    launch cheaply. By default as `draw`: 4, or 1 when their threadgroup memory would be too
-    large (estimated drawn once per barrier passed, plus one)."""
+    launch cheaply. By default as `draw`: 4, or 1 when their threads and threadgroup memory
+    would be too many marks (memory estimated drawn once per barrier passed, plus one)."""
     report = getattr(run, "report", run)
     view = TraceView(report)
     chosen = _ranked_threadgroups(view)[:max(1, limit or DEFAULT_THREADGROUPS)]
     if limit is None and len(chosen) > 1:
         copies = int(report.counts["barriers"].max(initial=0)) + 1
-        cells = sum(math.prod(b["shape"]) * copies for b in report.buffers.values()
-                    if b["space"] == "threadgroup")
+        cells = math.prod(report.threadgroup) + sum(
+            math.prod(b["shape"]) * copies for b in report.buffers.values()
+            if b["space"] == "threadgroup")
         if cells * len(chosen) > MAX_DRAWN_CELLS:
             chosen = chosen[:1]
     return sorted(chosen)
@@ -381,7 +385,9 @@ class _Scene:
             grid.cs, grid.r0, grid.c0 = cs, 0, 0
             grid.rows, grid.cols = grid.full_rows, grid.full_cols
             room = limit - (2 * FRAME_PAD if grid.group is not None else 0.0)
-            grid.window(self.touched(grid.buffer, grid.phase, grid.group), room, MAX_ROWS)
+            # inputs keep the rows the detailed threads read; outputs show the launch
+            grid.window(self.touched(grid.buffer, grid.phase, grid.group), room, MAX_ROWS,
+                        only_touched=self.view.buffers[grid.buffer]["role"] != "output")
         for frame in self.frames:
             frame.arrange(limit)
 

@@ -82,9 +82,11 @@ class Grid:
         self.rows, self.cols = self.rows or self.full_rows, self.cols or self.full_cols
 
     # --- windowing ------------------------------------------------------------------------
-    def window(self, touched: list[int], max_width: float, max_rows: int) -> None:
+    def window(self, touched: list[int], max_width: float, max_rows: int,
+               only_touched: bool = False) -> None:
         """Draw only the rows and columns that fit `max_width` and `max_rows`, starting from
-        the first touched ones (fewer cells, never smaller text); the label says which."""
+        the first touched ones (fewer cells, never smaller text); the label says which. With
+        `only_touched`, a buffer taller than `max_rows` keeps just the touched rows' span."""
         self.max_width = max_width
         cols_fit = max(1, int((max_width - self._left_for(self.full_rows)) // self.cs))
         size = math.prod(self.shape)
@@ -94,7 +96,10 @@ class Grid:
         if self.full_cols > cols_fit:
             self.c0, self.cols = min(c_first, self.full_cols - cols_fit), cols_fit
         if self.full_rows > max_rows:
-            self.r0, self.rows = min(r_first, self.full_rows - max_rows), max_rows
+            rows = max_rows
+            if only_touched and inside:
+                rows = min(rows, max(e // self.full_cols for e in inside) - r_first + 1)
+            self.r0, self.rows = min(r_first, self.full_rows - rows), rows
 
     @property
     def windowed(self) -> bool:

@@ -235,15 +235,18 @@ def test_a_large_buffer_is_windowed_around_the_threadgroup_with_a_finding():
                             output_dtypes=[mx.float32], grid=(1024, 1, 1),
                             threadgroup=(64, 1, 1))
     root = parse(draw(run, inputs=[a]))
-    # no threadgroup memory: four threadgroups in detail, the one with the finding among them
-    assert [f.get("data-threadgroup") for f in find(root, "frame")] == ["0", "1", "2", "15"]
-    # 16 of a's 32 rows are drawn, those of threadgroup 15 (its reads past the end) included,
-    # and the label says which.
+    # 16 groups of 64 threads: one drawn in detail, the one with the finding
+    assert [f.get("data-threadgroup") for f in find(root, "frame")] == ["15"]
+    # the input keeps the rows threadgroup 15 read (its reads past the end beside them), and
+    # the label says which
     assert sorted(int(c.get("data-element")) for c in find(root, "cell", buffer="a")) == list(
-        range(512, 1023))
+        range(960, 1023))
     assert [int(c.get("data-element")) for c in find(root, "ghost-cell")] == [1023, 1024]
     labels = [t.text for t in find(root, "buffer-label")]
-    assert "a (input, float[1023]) [512:1023] shown" in labels
+    assert "a (input, float[1023]) [960:1023] shown" in labels
+    # the output shows the whole launch's writes: 16 of its 32 rows fit
+    out = find(root, "cell", buffer="out")
+    assert len(out) == 16 * 32 and all("written" in classes(c) for c in out)
 
 
 def test_wrong_output_cells_are_marked_with_the_expected_value():
