@@ -55,6 +55,7 @@ __all__ = ["MetalKernel", "MetalProblem"]
 # Metal-Puzzles' score table: four right-aligned columns of this width.
 SCORE_WIDTH = 13
 DRAWN_THREADGROUPS = 4  # launches of up to this many threadgroups are traced whole by show()
+TRACED_THREADS = 1024   # ... and launches of up to this many threads (every writer is known)
 
 
 @dataclass
@@ -296,7 +297,7 @@ class MetalProblem:
             return kernel, metalsim.simulate(kernel, trace=[threadgroup], **call)
         count = math.prod(-(-g // min(t, g)) if g else 0
                           for g, t in zip(case.grid, case.threadgroup))
-        if count <= DRAWN_THREADGROUPS:
+        if count <= DRAWN_THREADGROUPS or math.prod(case.grid) <= TRACED_THREADS:
             return kernel, metalsim.simulate(kernel, trace=True, **call)
         run = metalsim.simulate(kernel, trace=[0], **call)
         wanted = threadgroups_to_trace(run)

@@ -149,7 +149,7 @@ def curve(source: Box, target: Box, head: float = 5.0) -> tuple[str, str]:
         return _path(start, (start[0] + d, start[1]), (end[0] - d, end[1]), end, head)
     scx, tcx = sx + sw / 2, tx + tw / 2
     if abs(ty - sy) < th / 2:
-        lift = 14 + abs(tcx - scx) * 0.12
+        lift = min(14 + abs(tcx - scx) * 0.12, 36.0)  # stays within the label lanes above
         return _path((scx, sy), (scx, sy - lift), (tcx, ty - lift), (tcx, ty), head)
     if ty > sy:
         start, end = (scx, s_bottom), (tcx, ty)

@@ -111,6 +111,7 @@ def draw(run: object, *, inputs: Sequence | Mapping | None = None,
     note = shown_note(groups, view.threadgroup_count, others)
     y = draw_header(svg, report, view.threadgroup_count, note, title, case, budget, limit)
     y = draw_legend(svg, y, limit, by_threadgroup=view.threadgroup_count > 1,
+                    untraced=scene.untraced_writers,
                     simd=any(math.prod(view.tg_size(g)) > 32 for g in groups),
                     phases=any(f.grids for f in scene.frames),
                     bundles=bool(scene.arrow_plan.bundles))
@@ -229,6 +230,9 @@ class _Scene:
         self.single_group = view.threadgroup_count == 1
         self._collect()
         self.written, self.writer_groups = self._launch_writes()
+        self.untraced_writers = not self.single_group and any(
+            (name, e) not in self.writer_groups
+            for name, elements in self.written.items() for e in elements)
         self.flags, self.ghost_kinds = self._findings()
         self.globals = self._global_grids()
         self.frames = [_Frame(self, g) for g in groups]
@@ -370,10 +374,15 @@ class _Scene:
             self._set_cell_size(cs, self.limit)
             columns = [w for w in (_widest(inputs), max((f.width for f in self.frames),
                                                         default=0.0), _widest(outputs)) if w]
-            if two_d and sum(columns) + COLUMN_GAP * (len(columns) - 1) <= self.limit:
+            # Side by side only when frames hold threadgroup memory: else the threads go on
+            # top and arrows run straight down from the inputs to the outputs.
+            holds_memory = any(f.grids for f in self.frames)
+            if (two_d and holds_memory
+                    and sum(columns) + COLUMN_GAP * (len(columns) - 1) <= self.limit):
                 self.mode = "columns"
                 return
-            if not two_d and all(g.width <= self.limit for g in self._all_grids()) and all(
+            if (not two_d or not holds_memory) and all(
+                    g.width <= self.limit for g in self._all_grids()) and all(
                     f.width <= self.limit for f in self.frames):
                 break
         self.mode = "rows"
@@ -748,7 +757,9 @@ class _Frame:
         """Place the phases' grids inside the frame (rows of a phase wrap at `limit`)."""
         n, per_row, step, row_step, left = self._strip()
         rows = math.ceil(n / per_row) if per_row else 0
-        heading_w = (width(self.heading, HEADING, "bold") + 10 + width(self.subheading, 11.0))
+        swatch = 0.0 if self.scene.single_group else 18.0
+        heading_w = (swatch + width(self.heading, HEADING, "bold") + 10
+                     + width(self.subheading, 11.0))
         self.strip_h = rows * row_step
         inner = limit - 2 * FRAME_PAD
         y = 22 + self.strip_h + 14

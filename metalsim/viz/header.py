@@ -107,14 +107,16 @@ def draw_findings(svg: Svg, report: Report, y: float, limit: float, most: int = 
     return y + (4 if report.diagnostics else 0)
 
 
-def draw_legend(svg: Svg, y: float, limit: float, *, by_threadgroup: bool, simd: bool,
-                phases: bool, bundles: bool) -> float:
+def draw_legend(svg: Svg, y: float, limit: float, *, by_threadgroup: bool, untraced: bool,
+                simd: bool, phases: bool, bundles: bool) -> float:
     """What the marks mean, as items that flow onto a new line when the next does not fit."""
     items: list[tuple[str, str]] = [("reader", "read by a thread (colour = thread"
                                      + (", shape = SIMD-group)" if simd else ")")),
                                     ("writer", "written by a thread of a drawn threadgroup")]
     if by_threadgroup:
         items.append(("group", "output fill = the threadgroup that wrote it"))
+    if untraced:
+        items.append(("untraced", "written by a threadgroup not traced"))
     items.append(("arrow", "value flowed into"))
     if bundles:
         items.append(("bundle", "many flows, bundled (thicker = more)"))
@@ -146,6 +148,9 @@ def _legend_mark(svg: Svg, kind: str, x: float, y: float) -> None:
         for i in range(3):
             svg.el("rect", x=x + i * 8.0, y=y + 3, width=8.0, height=11.0,
                    fill=style.group_tint(i), stroke=style.MUTED, stroke_width=0.6)
+    elif kind == "untraced":
+        svg.el("rect", x=x + 2, y=y + 1, width=15.0, height=15.0, fill=style.UNKNOWN_WRITER,
+               stroke=style.MUTED)
     elif kind == "arrow":
         svg.el("path", d=f"M{num(x)},{num(y + 8)} L{num(x + 20)},{num(y + 8)}", stroke=style.INK,
                stroke_width=1.2, fill="none")
