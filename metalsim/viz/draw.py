@@ -592,9 +592,11 @@ class _Scene:
             add(f'<g class="{klass}" data-buffer="{grid.buffer}" data-element="{e}" '
                 f'data-index="{index[len(grid.buffer) + 1:-1].replace("][", ",")}"'
                 f'{tail}{extra}>')
+            # crisp edges: cells are axis-aligned, and anti-aliasing them costs PNG export
             add(f'<rect x="{num(x)}" y="{num(y)}" width="{size}" height="{size}" '
                 f'fill="{self._fill(readers, writers, launch_written, groups)}" '
-                f'stroke="{style.MUTED if touched else style.FAINT}"/>')
+                f'stroke="{style.MUTED if touched else style.FAINT}" '
+                'shape-rendering="crispEdges"/>')
             value = self._value(key, b, values, launch_written or not is_output, expected)
             text = grid.fit_value(value) if value is not None else ""
             both = expected is not None and cs >= 28  # room for the expected value on top
