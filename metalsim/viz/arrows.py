@@ -46,6 +46,7 @@ class ArrowPlan:
     bundles: list[Bundle]
     flows: int            # paths the edges would need one by one
     left_out: int = 0     # bundles not drawn (past MAX_ARROWS)
+    only_focus: bool = False   # only the focus threads' edges were built (far too many flows)
 
     @property
     def summarised(self) -> bool:

@@ -49,7 +49,8 @@ MAX_ROWS = 16          # rows of one buffer drawn at most (a window around the t
 DEFAULT_THREADGROUPS = 4
 # Threadgroup-memory cells plus threads of the detailed frames, above which one is drawn
 MAX_DRAWN_CELLS = 160
-FRAME_CELLS = 1500     # threadgroup-memory phases past this many cells in a frame are not drawn
+FRAME_CELLS = 600      # threadgroup-memory phases past this many cells in a frame are not drawn
+MAX_BUNDLED_SOURCES = 20_000   # past this many written values' sources, no bundles are built
 HEADING = 13.0
 STRIP_LABEL = "threads"
 
@@ -236,6 +237,7 @@ class _Scene:
         self.flags, self.ghost_kinds = self._findings()
         self.globals = self._global_grids()
         self.frames = [_Frame(self, g) for g in groups]
+        self._by_key = {(g.buffer, g.phase, g.group): g for g in self._all_grids()}
         self._layout()
         self.arrow_plan = self._plan_arrows()
 
@@ -450,18 +452,20 @@ class _Scene:
 
     # --- arrows -----------------------------------------------------------------------------
     def _grid(self, buffer: str, phase: int | None, group: int | None) -> Grid | None:
-        if phase is None:
-            return next((g for grids in self.globals.values() for g in grids
-                         if g.buffer == buffer), None)
-        frame = next((f for f in self.frames if f.g == group), None)
-        return None if frame is None else frame.grid(buffer, phase)
+        return self._by_key.get((buffer, phase, group))
 
     def _plan_arrows(self) -> arrows.ArrowPlan:
         sel = self.selection
         chosen = sel.threads if sel is not None and sel.threadgroup in self.groups else None
-        edges = [(g, e) for g in self.groups for e in self.view.edges(g)]
         focus_group = self.focus_group
         focus_threads = chosen if chosen is not None else {self._focus_thread(focus_group)}
+        # Far too many flows to bundle at a glance's cost: only the focus threads' are built.
+        bound = sum(len(a.sources) for a in self.accesses if a.writes)
+        only_focus = bound > MAX_BUNDLED_SOURCES
+        edges = ([(focus_group, e) for e in self.view.edges(focus_group,
+                                                           frozenset(focus_threads))]
+                 if only_focus else
+                 [(g, e) for g in self.groups for e in self.view.edges(g)])
 
         def focus(g: int, edge: Edge) -> bool:
             return g == focus_group and bool(edge.threads & focus_threads)
@@ -478,7 +482,10 @@ class _Scene:
 
         edges = [(g, e) for g, e in edges if self._drawable(g, e)]
         self.focus = (focus_group, focus_threads)
-        return arrows.plan(edges, focus, source_key, target_key, row_of)
+        plan = arrows.plan(edges, focus, source_key, target_key, row_of)
+        if only_focus:
+            plan.flows, plan.only_focus = bound, True
+        return plan
 
     def _focus_thread(self, g: int) -> int:
         """The thread whose flows are drawn one by one: one a finding names, else thread 0."""
@@ -534,7 +541,14 @@ class _Scene:
     def render_notes(self, svg: Svg, x: float, y: float, one_thread: str | None) -> float:
         """Below the picture: what was summarised, and how to see it all."""
         plan = self.arrow_plan
-        if plan.summarised:
+        if plan.only_focus:
+            g, threads = self.focus
+            text = (f"About {plan.flows:,} value flows, too many to bundle: those of thread "
+                    f"{_ranges(threads)} of threadgroup {g} are drawn. Every flow of one thread: "
+                    f"{one_thread or 'metalsim.viz.Explorer(run)'}, choosing a thread.")
+            y = lines(svg, x, y, text, 11.0, self.limit, fill=style.MUTED,
+                      class_="arrows-omitted", data_paths=plan.flows)
+        elif plan.summarised:
             g, threads = self.focus
             who = (f"thread {_ranges(threads)} of threadgroup {g}" if len(threads) < 8
                    else f"the chosen threads of threadgroup {g}")

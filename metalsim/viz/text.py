@@ -4,6 +4,7 @@ collide or run past the picture's edge."""
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -14,6 +15,7 @@ MIN_FONT = 10.0   # no diagram text is smaller (px at 100% zoom)
 _UNKNOWN = 1.0    # a character missing from the table: as wide as an em (errs on the wide side)
 
 
+@functools.lru_cache(maxsize=8192)   # layout measures the same index labels many times
 def width(text: str, size: float, face: str = "sans") -> float:
     """The advance width of `text` at font size `size` in `face` ("sans", "bold" or "mono")."""
     table = WIDTHS[face]
