@@ -209,11 +209,6 @@ def _values(report: Report, inputs, outputs) -> dict[str, np.ndarray]:
     return values
 
 
-def format_value(v: object) -> str:
-    """A cell's value in at most about five characters (the tooltip has `full_value`)."""
-    return compact(v, 5)
-
-
 # --- the launch -------------------------------------------------------------------------------
 
 Key = tuple[str, int, int | None, int | None]   # buffer, element, phase, threadgroup (tg memory)
@@ -752,9 +747,6 @@ class _Frame:
             used += cells
             kept.append(row)
         return kept
-
-    def grid(self, buffer: str, phase: int) -> Grid | None:
-        return next((g for g in self.grids if (g.buffer, g.phase) == (buffer, phase)), None)
 
     # --- geometry ---------------------------------------------------------------------------
     def _strip(self) -> tuple[int, int, float, float, float]:
