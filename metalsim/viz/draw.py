@@ -811,7 +811,7 @@ class _Frame:
         view, g = self.scene.view, self.g
         x0, y0 = self.x + FRAME_PAD, self.y + FRAME_PAD
         svg.open("g", class_="frame", data_threadgroup=g,
-                 data_position=" ".join(map(str, view.tg_position(g))))
+                 data_position=" ".join(map(str, view.tg_position(g))), **style.HALO)
         if not self.scene.single_group:
             svg.el("rect", x=x0, y=y0 + 1, width=12.0, height=12.0, rx=2.0,
                    fill=style.group_tint(g), stroke=style.MUTED, stroke_width=0.6)

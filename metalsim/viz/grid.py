@@ -220,11 +220,12 @@ class Grid:
         """The label lane (name and findings) and the index lanes."""
         svg.open("g", class_="labels")
         label = clip(self.label, LABEL_SIZE, self.max_width)
-        svg.text(self.x, self.y + 12, label, LABEL_SIZE, fill=style.INK, class_="buffer-label")
+        svg.text(self.x, self.y + 12, label, LABEL_SIZE, fill=style.INK, class_="buffer-label",
+                 **style.HALO)
         if self.flag:
             fx = self.x + width(label, LABEL_SIZE) + 8
             svg.text(fx, self.y + 12, self.flag, LABEL_SIZE, fill=style.ERROR, font_weight="bold",
-                     class_="diagnostic-label")
+                     class_="diagnostic-label", **style.HALO)
         cs, first = self.cs, self.r0 * self.full_cols + self.c0
         add = svg.parts.append
         muted = f'font-size="{num(INDEX_SIZE)}" fill="{style.MUTED}" class="index"'

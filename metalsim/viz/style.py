@@ -19,6 +19,9 @@ WARNING = "#e08a00"
 READ_FOCUS = "#1f5fd6"
 WRITE_FOCUS = "#f07800"
 SHAPES = ("circle", "square", "diamond", "triangle")
+# A white outline under a label keeps it legible where arrows pass behind it.
+HALO = {"stroke": "white", "stroke_width": 3.0, "paint_order": "stroke",
+        "stroke_linejoin": "round"}
 
 
 def _hex(h: float, lightness: float, saturation: float) -> str:
