@@ -75,24 +75,39 @@ def plan(edges: list[tuple[int, Edge]], focus: Callable[[int, Edge], bool],
         else:
             rest.append((g, edge))
     room = MAX_ARROWS - used
-    for by_row in (True, False):
-        bundles: dict[tuple, Bundle] = {}
-        for g, edge in rest:
-            target = target_key(g, edge)
-            for phase in sorted(edge.source_phases, key=lambda p: -1 if p is None else p):
-                source = source_key(g, edge.source[0], phase)
-                s_row = row_of(source, edge.source[1]) if by_row else None
-                t_row = row_of(target, edge.target[1]) if by_row else None
-                bundle = bundles.setdefault((g, source, target, s_row, t_row),
-                                            Bundle(g, source, target, s_row, t_row))
-                bundle.count += 1
-                bundle.threads |= edge.threads
-                bundle.sources.add(edge.source[1])
-                bundle.targets.add(edge.target[1])
-        if len(bundles) <= room:
-            break
+    bundles: dict[tuple, Bundle] = {}
+    for g, edge in rest:
+        target = target_key(g, edge)
+        t_row = row_of(target, edge.target[1])
+        for phase in sorted(edge.source_phases, key=lambda p: -1 if p is None else p):
+            source = source_key(g, edge.source[0], phase)
+            key = (g, source, target, row_of(source, edge.source[1]), t_row)
+            bundle = bundles.get(key)
+            if bundle is None:
+                bundle = bundles[key] = Bundle(g, source, target, key[3], t_row)
+            bundle.count += 1
+            bundle.threads |= edge.threads
+            bundle.sources.add(edge.source[1])
+            bundle.targets.add(edge.target[1])
     kept = list(bundles.values())
+    if len(kept) > room:  # too many rows: one bundle per pair of drawn copies
+        kept = _merged(kept)
     return ArrowPlan(singles, kept[:room], flows, max(0, len(kept) - room))
+
+
+def _merged(bundles: list[Bundle]) -> list[Bundle]:
+    """Row bundles merged per (threadgroup, source copy, target copy)."""
+    out: dict[tuple, Bundle] = {}
+    for b in bundles:
+        key = (b.group, b.source, b.target)
+        m = out.get(key)
+        if m is None:
+            m = out[key] = Bundle(b.group, b.source, b.target, None, None)
+        m.count += b.count
+        m.threads |= b.threads
+        m.sources |= b.sources
+        m.targets |= b.targets
+    return list(out.values())
 
 
 def render_single(svg: Svg, g: int, edge: Edge, boxes: list[tuple[int | None, Box]],

@@ -32,7 +32,7 @@ import numpy as np
 
 from metalsim.report import Report
 from metalsim.viz import arrows, style
-from metalsim.viz.grid import INDEX_SIZE, Grid, value_chars
+from metalsim.viz.grid import INDEX_LANE, INDEX_SIZE, Grid, value_chars
 from metalsim.viz.header import PAD, draw_header, draw_legend, lines, shown_note
 from metalsim.viz.model import Access, Edge, TraceView, simd_group
 from metalsim.viz.summary import draw_summary
@@ -495,12 +495,14 @@ class _Scene:
 
     def _drawable(self, g: int, edge: Edge) -> bool:
         tb, te, tp = edge.target
-        target = self._grid(tb, tp, None if tp is None else g)
+        grids = self._by_key
+        target = grids.get((tb, tp, None if tp is None else g))
         if target is None or not target.drawn(te):
             return False
+        buffer, element = edge.source
         for p in edge.source_phases:
-            source = self._grid(edge.source[0], p, None if p is None else g)
-            if source is None or not source.drawn(edge.source[1]):
+            source = grids.get((buffer, p, None if p is None else g))
+            if source is None or not source.drawn(element):
                 return False
         return True
 
@@ -890,11 +892,17 @@ def _box_of(box: tuple[float, float, float, float]) -> arrows.Box:
 
 def _cells_box(grid: Grid, elements: set[int]) -> arrows.Box:
     """Where a bundle attaches: the box around the drawn cells it carries values from or to."""
-    xs, ys = zip(*(grid.origin(e) for e in elements if grid.drawn(e)))
+    inside = [e for e in elements if 0 <= e < grid.size]
+    rows = [e // grid.full_cols for e in inside]
+    cols = [e % grid.full_cols for e in inside]
+    corners = [grid.origin(r * grid.full_cols + c)
+               for r, c in ((min(rows), min(cols)), (max(rows), max(cols)))] if inside else []
+    corners += [grid.origin(e) for e in elements if e in grid.ghosts]
+    xs, ys = zip(*corners)
     x, y = min(xs), min(ys)
     w, h = max(xs) + grid.cs - x, max(ys) + grid.cs - y
-    below = grid.box(max(elements, key=lambda e: grid.origin(e)[1]))[2]
-    return x, y, w, h, max(y + h, below)
+    below = INDEX_LANE if grid.bottom_indices and not grid.ghosts else 0.0
+    return x, y, w, h, y + h + below
 
 
 def _span(grid: Grid, elements: set[int]) -> str:

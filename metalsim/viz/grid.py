@@ -78,6 +78,7 @@ class Grid:
     max_width: float = 1e9          # the label is clipped to this
 
     def __post_init__(self) -> None:
+        self.size = math.prod(self.shape)
         self.full_rows, self.full_cols = grid_shape(self.shape)
         self.rows, self.cols = self.rows or self.full_rows, self.cols or self.full_cols
 
@@ -172,10 +173,8 @@ class Grid:
                 if (e := (self.r0 + r) * self.full_cols + self.c0 + c) < size]
 
     def drawn(self, element: int) -> bool:
-        if element in self.ghosts:
-            return True
-        if not 0 <= element < math.prod(self.shape):
-            return False
+        if not 0 <= element < self.size:
+            return element in self.ghosts
         r, c = divmod(element, self.full_cols)
         return self.r0 <= r < self.r0 + self.rows and self.c0 <= c < self.c0 + self.cols
 
