@@ -19,7 +19,8 @@ from metalsim.viz.svg import Svg, num
 
 MAX_ARROWS = 64
 FOCUS_ARROWS = 32      # of which at most this many for the focus threads' own edges
-BUNDLE_COLOUR = "#5b6f95"
+BUNDLE_COLOUR = "#5b6f95"   # a bundle's head
+BUNDLE_FILL = "#cdd5e5"     # its body: opaque (blending costs PNG export), light under cells
 
 Box = tuple[float, float, float, float, float]   # x, y, width, height, bottom (below labels)
 GridKey = tuple[str, int | None, int | None]      # buffer, phase, threadgroup (None: global)
@@ -126,15 +127,17 @@ def render_single(svg: Svg, g: int, edge: Edge, boxes: list[tuple[int | None, Bo
              data_threads=" ".join(map(str, threads)))
     for phase, box in boxes:
         if selected is None:
-            opacity, stroke = (0.55, 1.0) if busy else (0.75, 1.2)
+            opacity, stroke = 1.0, (1.0 if busy else 1.2)
         else:
-            opacity, stroke = (0.95, 1.4) if selected(phase) else (0.15, 0.9)
+            opacity, stroke = (1.0, 1.4) if selected(phase) else (0.15, 0.9)
         path, head = curve(box, target)
-        # per-element opacity: a group opacity costs renderers an offscreen layer each
+        # per-element opacity (a group opacity costs renderers an offscreen layer each), and
+        # none where not needed: blending costs PNG export too
+        alpha = ("", "") if opacity == 1.0 else (f' stroke-opacity="{opacity}"',
+                                                 f' fill-opacity="{opacity}"')
         svg.parts.append(
-            f'<path d="{path}" fill="none" stroke="{colour}" stroke-width="{stroke}" '
-            f'stroke-opacity="{opacity}"/><polygon points="{head}" fill="{colour}" '
-            f'fill-opacity="{opacity}"/>')
+            f'<path d="{path}" fill="none" stroke="{colour}" stroke-width="{stroke}"'
+            f'{alpha[0]}/><polygon points="{head}" fill="{colour}"{alpha[1]}/>')
     svg.close("g")
 
 
@@ -146,9 +149,8 @@ def render_bundle(svg: Svg, bundle: Bundle, source: Box, target: Box, tooltip: s
              data_threadgroup=bundle.group, data_count=bundle.count)
     path, head = curve(source, target, head=4 + stroke)
     svg.parts.append(
-        f'<path d="{path}" fill="none" stroke="{BUNDLE_COLOUR}" stroke-width="{num(stroke)}" '
-        f'stroke-opacity="0.3" stroke-linecap="round"/><polygon points="{head}" '
-        f'fill="{BUNDLE_COLOUR}" fill-opacity="0.55"/>')
+        f'<path d="{path}" fill="none" stroke="{BUNDLE_FILL}" stroke-width="{num(stroke)}" '
+        f'stroke-linecap="round"/><polygon points="{head}" fill="{BUNDLE_COLOUR}"/>')
     svg.el("title", tooltip)
     svg.close("g")
 

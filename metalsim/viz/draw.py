@@ -435,6 +435,7 @@ class _Scene:
         grids = self._all_grids()
         for frame in self.frames:
             frame.render_box(svg)
+        self._render_bundles(svg)   # under the cells: they are wide
         for grid in grids:
             self._render_grid(svg, grid)
         self._render_arrows(svg)
@@ -506,10 +507,9 @@ class _Scene:
                 return False
         return True
 
-    def _render_arrows(self, svg: Svg) -> None:
-        plan, sel = self.arrow_plan, self.selection
-        svg.open("g", class_="arrows")
-        for bundle in plan.bundles:
+    def _render_bundles(self, svg: Svg) -> None:
+        svg.open("g", class_="arrow-bundles")
+        for bundle in self.arrow_plan.bundles:
             source, target = self._grid(*bundle.source), self._grid(*bundle.target)
             svg_box = (_cells_box(source, bundle.sources), _cells_box(target, bundle.targets))
             svg_tooltip = (f"{bundle.count} value flow{'s' * (bundle.count != 1)} from "
@@ -518,6 +518,11 @@ class _Scene:
                            f"thread{'s' * (len(bundle.threads) != 1)} "
                            f"{_ranges(bundle.threads)})")
             arrows.render_bundle(svg, bundle, *svg_box, svg_tooltip)
+        svg.close("g")
+
+    def _render_arrows(self, svg: Svg) -> None:
+        plan, sel = self.arrow_plan, self.selection
+        svg.open("g", class_="arrows")
         busy = plan.flows > 24
         for g, edge in plan.singles:
             tb, te, tp = edge.target

@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 
 from metalsim.report import Report
 from metalsim.viz import style
-from metalsim.viz.arrows import arrowhead
+from metalsim.viz.arrows import BUNDLE_COLOUR, BUNDLE_FILL, arrowhead
 from metalsim.viz.svg import Svg, num
 from metalsim.viz.text import width, wrap
 
@@ -157,10 +157,8 @@ def _legend_mark(svg: Svg, kind: str, x: float, y: float) -> None:
         svg.el("polygon", points=arrowhead(x + 25, y + 8, 1.0, 0.0, 5.0), fill=style.INK)
     elif kind == "bundle":
         svg.el("path", d=f"M{num(x + 2)},{num(y + 8)} L{num(x + 20)},{num(y + 8)}",
-               stroke="#5b6f95", stroke_width=6.0, stroke_opacity=0.3, fill="none",
-               stroke_linecap="round")
-        svg.el("polygon", points=arrowhead(x + 27, y + 8, 1.0, 0.0, 9.0), fill="#5b6f95",
-               fill_opacity=0.55)
+               stroke=BUNDLE_FILL, stroke_width=6.0, fill="none", stroke_linecap="round")
+        svg.el("polygon", points=arrowhead(x + 27, y + 8, 1.0, 0.0, 9.0), fill=BUNDLE_COLOUR)
 
 
 def threadgroup_count(report: Report) -> int:
