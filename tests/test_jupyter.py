@@ -217,6 +217,12 @@ def test_notebook_01_map_puzzle_in_jupyterlab(tmp_path):
             expect(frame.first).to_have_attribute("data-threadgroup", "0")
             selects.nth(0).select_option(index=2)
             expect(frame.first).to_have_attribute("data-threadgroup", "2")
+            # The explorer fits the output column: the output area does not scroll sideways
+            # (the diagram and the listing scroll inside their own boxes if they must).
+            assert widget.evaluate("el => el.scrollWidth <= el.clientWidth + 1")
+            assert widget.locator(".widget-vbox").first.evaluate(
+                "el => el.getBoundingClientRect().right") <= widget.evaluate(
+                "el => el.getBoundingClientRect().right") + 1
             widget.scroll_into_view_if_needed()
             page.screenshot(path=str(tmp_path / "notebook01.png"))
         finally:
