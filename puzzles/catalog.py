@@ -146,6 +146,21 @@ def random_cases(case: Case, n: int = 3, low: int = -20, high: int = 20,
     return hidden
 
 
+def resized_cases(case: Case, resize: Callable[[np.random.Generator], list[Case]], n: int = 3,
+                  low: int = -20, high: int = 20
+                  ) -> Callable[[np.random.Generator], list[Case]]:
+    """A `hidden` generator: `n` copies of `case` with random inputs, then the cases of other
+    sizes `resize(rng)` draws (sizes and launches from the seed), with random inputs. A kernel
+    that hard-codes the visible sizes, or swaps rows and columns, fails those."""
+
+    def hidden(rng: np.random.Generator) -> list[Case]:
+        cases = [case] * n + resize(rng)
+        return [replace(c, inputs=tuple(random_like(rng, x, low, high) for x in c.inputs))
+                for c in cases]
+
+    return hidden
+
+
 def partial_threadgroup_cases(case: Case, length: int, output_shape: tuple[int, ...]
                               ) -> tuple[Case, ...]:
     """`case` with its 1D inputs cut to `length` (not a multiple of the threadgroup), launched

@@ -1,7 +1,9 @@
 """Notebook 01, threads and grids: puzzles 1-7 (Map ... Threadgroups 2D).
 
-Names, shapes and launch sizes are those of Metal-Puzzles. Hidden cases keep the sizes and draw
-random values, so a kernel that hard-codes the visible answer fails.
+Names, shapes and launch sizes of the visible cases are those of Metal-Puzzles. Hidden cases
+draw random values, at the visible sizes and at other sizes drawn from the seed (2-D ones tall
+and wide), launched as each puzzle's text says: a kernel that hard-codes the visible answer, the
+visible sizes, or swaps rows and columns fails.
 """
 
 from __future__ import annotations
@@ -9,7 +11,7 @@ from __future__ import annotations
 import mlx.core as mx
 import numpy as np
 
-from puzzles.catalog import GLOBAL_INDEX_X, Budget, Case, Puzzle, random_cases, register
+from puzzles.catalog import GLOBAL_INDEX_X, Budget, Case, Puzzle, register, resized_cases
 
 TITLE = "Threads and grids"
 
@@ -152,6 +154,73 @@ THREADGROUPS = _case(np.arange(9, dtype=_int), grid=(12, 1, 1), threadgroup=(4, 
 THREADGROUPS_2D = _case(np.ones((5, 5), dtype=np.float32), grid=(6, 6, 1),
                         threadgroup=(3, 3, 1))
 
+# Sizes of the hidden cases, never the visible ones: lengths for 1-D puzzles, sides for 2-D
+# ones (from 4, so that Threadgroups 2D keeps more rows and columns than its 3x3 threadgroup).
+LENGTHS = range(5, 33)
+SIDES = range(4, 10)
+
+
+def _lengths(rng: np.random.Generator, visible: int) -> list[int]:
+    """Two distinct lengths other than the visible one."""
+    return [int(n) for n in rng.choice([n for n in LENGTHS if n != visible], 2, replace=False)]
+
+
+def _tall_and_wide(rng: np.random.Generator) -> list[tuple[int, int]]:
+    """Two (rows, cols) shapes, one with more rows than columns and one with fewer."""
+    short, long = sorted(int(n) for n in rng.choice(SIDES, 2, replace=False))
+    return [(long, short), (short, long)]
+
+
+def _past_the_end(n: int, width: int) -> int:
+    """Whole threadgroups of `width` threads with more threads than `n` positions, as the
+    visible launches of Threadgroups (9 in 12) and Threadgroups 2D (5 in 6) have."""
+    return (n // width + 1) * width
+
+
+def _ints(*shape: int) -> np.ndarray:
+    return np.zeros(shape, dtype=_int)
+
+
+def map_sizes(rng: np.random.Generator) -> list[Case]:
+    """1 thread per position."""
+    return [_case(_ints(n), grid=(n, 1, 1)) for n in _lengths(rng, MAP.inputs[0].size)]
+
+
+def zip_sizes(rng: np.random.Generator) -> list[Case]:
+    return [_case(_ints(n), _ints(n), grid=(n, 1, 1)) for n in _lengths(rng, ZIP.inputs[0].size)]
+
+
+def guard_sizes(rng: np.random.Generator) -> list[Case]:
+    """More threads than positions: twice as many, as the visible 8 threads for 4."""
+    return [_case(_ints(n), grid=(2 * n, 1, 1)) for n in _lengths(rng, GUARD.inputs[0].size)]
+
+
+def map_2d_sizes(rng: np.random.Generator) -> list[Case]:
+    """One more thread than positions in each direction, as the visible 3x3 grid for 2x2."""
+    return [_case(_ints(rows, cols), grid=(cols + 1, rows + 1, 1))
+            for rows, cols in _tall_and_wide(rng)]
+
+
+def broadcast_sizes(rng: np.random.Generator) -> list[Case]:
+    return [_case(_ints(rows, 1), _ints(1, cols), grid=(cols + 1, rows + 1, 1),
+                  output_shape=(rows, cols))
+            for rows, cols in _tall_and_wide(rng)]
+
+
+def threadgroups_sizes(rng: np.random.Generator) -> list[Case]:
+    width = THREADGROUPS.threadgroup[0]
+    return [_case(_ints(n), grid=(_past_the_end(n, width), 1, 1), threadgroup=(width, 1, 1))
+            for n in _lengths(rng, THREADGROUPS.inputs[0].size)]
+
+
+def threadgroups_2d_sizes(rng: np.random.Generator) -> list[Case]:
+    width, height, _ = THREADGROUPS_2D.threadgroup
+    return [Case(inputs=(np.zeros((rows, cols), np.float32),), output_shape=(rows, cols),
+                 grid=(_past_the_end(cols, width), _past_the_end(rows, height), 1),
+                 threadgroup=THREADGROUPS_2D.threadgroup)
+            for rows, cols in _tall_and_wide(rng)]
+
+
 ONE_READ_ONE_WRITE = Budget(global_reads=1, global_writes=1, threadgroup_reads=0,
                             threadgroup_writes=0)
 TWO_READS_ONE_WRITE = Budget(global_reads=2, global_writes=1, threadgroup_reads=0,
@@ -173,7 +242,7 @@ with the buffers named as in `input_names` and `output_names`. `a` holds `int32`
         input_names=("a",),
         spec=map_spec,
         visible=MAP,
-        hidden=random_cases(MAP),
+        hidden=resized_cases(MAP, map_sizes),
         template="""\
 uint local_i = thread_position_in_grid.x;
 // FILL ME IN (roughly 1 line)
@@ -199,7 +268,7 @@ and stores the sum in `out`. You have 1 thread per position.""",
         input_names=("a", "b"),
         spec=zip_spec,
         visible=ZIP,
-        hidden=random_cases(ZIP),
+        hidden=resized_cases(ZIP, zip_sizes),
         template="""\
 uint local_i = thread_position_in_grid.x;
 // FILL ME IN (roughly 1 line)
@@ -230,7 +299,7 @@ your kernel: here `a_shape[0]` is the length of `a`.""",
         input_names=("a",),
         spec=map_spec,
         visible=GUARD,
-        hidden=random_cases(GUARD),
+        hidden=resized_cases(GUARD, guard_sizes),
         template="""\
 uint local_i = thread_position_in_grid.x;
 // FILL ME IN (roughly 1-3 lines)
@@ -252,7 +321,7 @@ uint local_i = thread_position_in_grid.x;
         chapter="ch01_threads",
         description="""\
 Implement a kernel that adds 10 to each position of `a` and stores it in `out`. Input `a` is 2D
-and square. You have more threads than positions.
+(square in the visible case, any shape in the hidden ones). You have more threads than positions.
 
 **Note:** all memory in Metal is one-dimensional: element `[row][col]` of a row-major array
 with `n` columns lives at index `row * n + col`. Throughout these notebooks the grid's `x`
@@ -260,7 +329,7 @@ runs along columns and `y` along rows (and `z`, where used, along the outermost 
         input_names=("a",),
         spec=map_spec,
         visible=MAP_2D,
-        hidden=random_cases(MAP_2D),
+        hidden=resized_cases(MAP_2D, map_2d_sizes),
         template="""\
 uint thread_x = thread_position_in_grid.x;
 uint thread_y = thread_position_in_grid.y;
@@ -282,12 +351,12 @@ uint thread_y = thread_position_in_grid.y;
         chapter="ch01_threads",
         description="""\
 Implement a kernel that adds `a` and `b` and stores it in `out`. `a` is a column (shape
-`(n, 1)`) and `b` a row (shape `(1, n)`), so `out[i][j] = a[i] + b[j]`, broadcasting as numpy
+`(rows, 1)`) and `b` a row (shape `(1, cols)`), so `out[i][j] = a[i] + b[j]`, broadcasting as numpy
 and MLX do. You have more threads than positions.""",
         input_names=("a", "b"),
         spec=zip_spec,
         visible=BROADCAST,
-        hidden=random_cases(BROADCAST),
+        hidden=resized_cases(BROADCAST, broadcast_sizes),
         template="""\
 uint thread_x = thread_position_in_grid.x;
 uint thread_y = thread_position_in_grid.y;
@@ -318,7 +387,7 @@ it is in.""",
         input_names=("a",),
         spec=map_spec,
         visible=THREADGROUPS,
-        hidden=random_cases(THREADGROUPS),
+        hidden=resized_cases(THREADGROUPS, threadgroups_sizes),
         template=GLOBAL_INDEX_X + """\
 // FILL ME IN (roughly 1-3 lines)
 """,
@@ -342,7 +411,7 @@ in both directions, but more threads than positions in the grid.""",
         input_names=("a",),
         spec=map_spec,
         visible=THREADGROUPS_2D,
-        hidden=random_cases(THREADGROUPS_2D),
+        hidden=resized_cases(THREADGROUPS_2D, threadgroups_2d_sizes),
         template=GLOBAL_INDEX_X + """\
 // FILL ME IN (roughly 5 lines)
 """,

@@ -58,6 +58,22 @@ def test_every_case_keeps_the_visible_cases_dtypes(puzzle):
         assert case.output_dtype == visible.output_dtype, label
 
 
+# Every problem title checked on its own hidden cases: each puzzle's, and each stepping stone's.
+TITLED = [(p, title) for p in PUZZLES for title in (p.title, *p.hidden_by_title)]
+
+
+def sizes(case):
+    return [x.shape for x in case.inputs], case.output_shape
+
+
+@pytest.mark.parametrize(("puzzle", "title"), TITLED, ids=[t for _, t in TITLED])
+def test_every_puzzle_has_a_hidden_case_of_other_sizes_than_the_visible_one(puzzle, title):
+    # A kernel that hard-codes the visible sizes must fail somewhere.
+    visible = puzzle.cases_by_title.get(title, puzzle.visible)
+    hidden = puzzle.hidden_cases(np.random.default_rng(0), title)
+    assert any(sizes(case) != sizes(visible) for case in hidden)
+
+
 def test_hidden_cases_follow_a_learners_visible_dtypes():
     map_puzzle = find("Map")
     learner = replace(map_puzzle.visible,
