@@ -17,8 +17,10 @@ puzzles, the module may define (all optional):
 Each puzzle gets a Markdown cell (title and description) and Metal-Puzzles-style code cells:
 the spec, `def <slug>_test(...)` building a `MetalKernel` from `source = \"\"\"...\"\"\"`, the
 `MetalProblem` with `problem.show()`, then `problem.check()`; a puzzle with Metal-Puzzles
-titles (`cases_by_title`) gets one problem per title. A spec that uses nothing but `mx` and
-`np` is copied into the notebook; otherwise the notebook imports it from the chapter module.
+titles (`cases_by_title`) gets one problem per title, named in its Markdown. A puzzle's cells
+need only the setup cell, so puzzles run in any order. Solved copies end each puzzle with its
+walkthrough (`solutions/walkthroughs/`). A spec that uses nothing but `mx` and `np` is copied
+into the notebook; otherwise the notebook imports it from the chapter module.
 """
 
 from __future__ import annotations
@@ -86,9 +88,8 @@ def render(module: types.ModuleType, solved: bool = False) -> str:
     intro = getattr(module, "INTRO", [])
     cells += [("markdown", text) for text in ([intro] if isinstance(intro, str) else intro)]
     cells += [("code", COLAB_INSTALL_CODE), ("code", SETUP_CODE)]
-    defined: set[str] = set()
     for puzzle in puzzles:
-        cells += _puzzle_cells(puzzle, module, solved, defined)
+        cells += _puzzle_cells(puzzle, module, solved)
     if getattr(module, "OUTRO", ""):
         cells.append(("markdown", module.OUTRO))
     code = getattr(module, "REAL_KERNEL_CODE", "")
@@ -128,23 +129,35 @@ def build(root: Path = ROOT) -> list[Path]:
 # --- puzzle cells ---------------------------------------------------------------------------
 
 
-def _puzzle_cells(puzzle: Puzzle, module: types.ModuleType, solved: bool,
-                  defined: set[str]) -> list[tuple[str, str]]:
-    cells = [("markdown", f"## Puzzle {puzzle.number}: {puzzle.title}\n\n{puzzle.description}")]
-    spec_name = puzzle.spec.__name__
-    first = ""
-    if spec_name not in defined:
-        defined.add(spec_name)
-        first = _spec_code(puzzle, module) + "\n\n\n"
-    first += _test_function(puzzle, solved)
+def _puzzle_cells(puzzle: Puzzle, module: types.ModuleType, solved: bool
+                  ) -> list[tuple[str, str]]:
+    """The puzzle's cells. They need only the setup cell: each puzzle defines its own spec
+    (puzzles sharing one define it again), so the puzzles run in any order. A solved copy
+    ends the puzzle with its walkthrough."""
     titled = list(puzzle.cases_by_title.items()) or [(puzzle.title, puzzle.visible)]
+    cells = [("markdown", f"## Puzzle {puzzle.number}: {puzzle.title}\n\n{puzzle.description}"
+              + _test_names(puzzle, [title for title, _ in titled]))]
+    first = _spec_code(puzzle, module) + "\n\n\n" + _test_function(puzzle, solved)
     for n, (title, case) in enumerate(titled, 1):
         code = _problem_code(puzzle, title, case)
         if len(titled) > 1:
-            code = f"# Test {n}\n{code}"
+            code = f"# Test {n}: {title}\n{code}"
         cells.append(("code", f"{first}\n\n\n{code}" if n == 1 else code))
         cells.append(("code", "problem.check()"))
+    if solved:
+        cells.append(("markdown", f"### Walkthrough: {puzzle.title}\n\n{puzzle.walkthrough()}"))
     return cells
+
+
+def _test_names(puzzle: Puzzle, titles: list[str]) -> str:
+    """A closing paragraph naming the problems the cells check, where their names (those of
+    Metal-Puzzles, which `check()` prints) are not the puzzle's."""
+    if titles == [puzzle.title]:
+        return ""
+    names = " and ".join(f"**{title}**" for title in titles)
+    tests = "test carries" if len(titles) == 1 else "tests carry"
+    return (f"\n\nThe {tests} Metal-Puzzles' name{'s' if len(titles) > 1 else ''} for this "
+            f"puzzle, which `check()` prints: {names}.")
 
 
 def _spec_code(puzzle: Puzzle, module: types.ModuleType) -> str:

@@ -130,3 +130,15 @@ def statements(code: str) -> set[str]:
 def test_the_last_hint_leads_rather_than_giving_a_line_of_the_solution(puzzle):
     given = set().union(*(statements(span) for span in puzzle.hints[-1].split("`")[1::2]))
     assert not given & statements(puzzle.solution()), puzzle.hints[-1]
+
+
+@pytest.mark.parametrize("puzzle", PUZZLES, ids=lambda p: f"{p.number}-{p.slug}")
+def test_walkthrough_explains_the_indexing_the_barriers_and_the_budget(puzzle):
+    text = puzzle.walkthrough()
+    assert text.startswith("**Indexing.**")
+    assert "budget" in text.lower()
+    if "threadgroup_barrier" in puzzle.solution():
+        assert "barrier" in text
+    if "atomic_" in puzzle.solution():
+        assert "atomic" in text.lower()
+    assert "solutions/" not in text   # a pip or Colab learner has no such folder
