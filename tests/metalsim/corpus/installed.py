@@ -12,6 +12,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import sys
+from pathlib import Path
 from types import ModuleType
 
 
@@ -30,3 +31,13 @@ def import_fresh(name: str) -> ModuleType:
             sys.modules[package] = importlib.util.module_from_spec(spec)
     sys.modules.pop(name, None)
     return importlib.import_module(name)
+
+
+def installed_source(name: str) -> str:
+    """The text of the installed module `name`, read without importing it or its packages."""
+    top, *rest = name.split(".")
+    spec = importlib.util.find_spec(top)
+    if spec is None or not spec.submodule_search_locations:
+        raise ModuleNotFoundError(f"{top} is not installed", name=top)
+    path = Path(spec.submodule_search_locations[0]).joinpath(*rest).with_suffix(".py")
+    return path.read_text()
