@@ -99,6 +99,23 @@ def test_streams_of_the_gpu_are_cpu_streams_inside_the_patch():
         assert mx.device_count(mx.gpu) == 1
 
 
+X = mx.array([[3.0, 4.0], [1.0, -2.0]])
+
+
+@pytest.mark.parametrize(("call", "reference"), [
+    (lambda s: mx.fast.rms_norm(X, None, 1e-6, stream=s), lambda: mx.fast.rms_norm(X, None, 1e-6)),
+    (lambda s: mx.linalg.norm(X, axis=1, stream=s), lambda: mx.linalg.norm(X, axis=1)),
+    (lambda s: mx.fft.fft(X, stream=s), lambda: mx.fft.fft(X)),
+    (lambda s: mx.random.normal((3,), key=mx.random.key(5), stream=s),
+     lambda: mx.random.normal((3,), key=mx.random.key(5))),
+    (lambda s: X.T.reshape(4, stream=s), lambda: X.T.reshape(4)),
+], ids=["mx.fast", "mx.linalg", "mx.fft", "mx.random", "array method"])
+def test_every_mlx_namespace_takes_the_gpu_stream_inside_the_patch(call, reference):
+    with metalsim.patch():
+        for stream in (mx.gpu, mx.Device(mx.gpu), mx.default_stream(mx.gpu)):
+            assert mx.array_equal(call(stream), reference()).item()
+
+
 def test_outside_the_patch_mlx_refuses_gpu_streams_again():
     with metalsim.patch():
         pass
