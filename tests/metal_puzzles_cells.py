@@ -24,7 +24,7 @@ the output write; reductions let one thread write the total.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from typing import NamedTuple
 
 import nbformat
 
@@ -43,8 +43,7 @@ import mlx.core as mx
 from utils import MetalKernel, MetalProblem"""
 
 
-@dataclass(frozen=True)
-class Exercise:
+class Exercise(NamedTuple):
     """One title of the notebook: its Markdown, its code cell, and the lines for the blank."""
 
     title: str
