@@ -90,8 +90,8 @@ def _notebook_cells(text: str) -> list[str] | None:
 
 def significant(lines: Iterable[Line]) -> list[Line]:
     """The non-trivial lines, normalised, with where each was."""
-    return [(where, text) for where, text in ((w, normalise(t)) for w, t in lines)
-            if not is_trivial(text)]
+    normalised = ((where, normalise(text)) for where, text in lines)
+    return [(where, text) for where, text in normalised if not is_trivial(text)]
 
 
 def windows(lines: list[Line]) -> Iterator[tuple[str, int]]:

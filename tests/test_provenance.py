@@ -21,7 +21,12 @@ from provenance import WINDOW, SourceIndex, file_lines, is_trivial, normalise, s
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS_PACKAGES = ("mlx_lm", "mlx_vlm", "mlx_audio")
 MIN_MLX_KERNEL_HEADERS = 90  # the mlx wheel ships 98; fewer means the install changed shape
-LICENCE_NAME = re.compile(r"(LICEN[CS]E|COPYING|NOTICE)([-_.].*)?", re.I)
+LICENCE_NAME = re.compile(r"(LICEN[CS]E|COPYING|NOTICE)([-_.][\w.-]*)?", re.I)
+CODE_SUFFIXES = {".py", ".h", ".metal", ".cpp", ".ipynb"}  # `license.py` is code, not a licence
+
+
+def is_licence_name(name: str) -> bool:
+    return bool(LICENCE_NAME.fullmatch(name)) and Path(name).suffix not in CODE_SUFFIXES
 
 
 def package_dir(name: str) -> Path | None:
@@ -56,7 +61,7 @@ def installed_licences() -> SourceIndex:
     for dist in importlib.metadata.distributions():
         for file in dist.files or ():
             path = Path(dist.locate_file(file))
-            if LICENCE_NAME.fullmatch(file.name) and path.is_file():
+            if is_licence_name(file.name) and path.is_file():
                 lines = file_lines(path)
                 if lines is not None:
                     index.add_file(f"{dist.metadata['Name']}'s {file.name}", lines)
@@ -92,8 +97,7 @@ def below_the_root() -> list[str]:
 
 
 def test_no_tracked_file_is_named_as_a_licence_below_the_root():
-    licences = [path for path in below_the_root()
-                if LICENCE_NAME.fullmatch(path.rsplit("/", 1)[-1])]
+    licences = [path for path in below_the_root() if is_licence_name(path.rsplit("/", 1)[-1])]
     assert not licences, f"another project's licence is tracked: {licences}"
 
 
@@ -157,6 +161,14 @@ def test_lines_without_authorship_are_trivial(line):
                                   "} else if (lane == 0) {", "# Puzzle 1"])
 def test_lines_with_content_are_not_trivial(line):
     assert not is_trivial(normalise(line))
+
+
+@pytest.mark.parametrize(("name", "licence"), [
+    ("LICENSE", True), ("LICENCE.txt", True), ("COPYING", True), ("NOTICE.md", True),
+    ("LICENSE-APACHE", True), ("license.py", False), ("licences.md", False),
+    ("README.md", False)])
+def test_licence_files_are_told_by_name(name, licence):
+    assert is_licence_name(name) == licence
 
 
 def test_binary_files_are_skipped(tmp_path):
