@@ -108,6 +108,11 @@ class SourceIndex:
         self._first: dict[int, tuple[str, str]] = {}
         self.files = 0
 
+    @property
+    def window_count(self) -> int:
+        """How many distinct windows the index holds."""
+        return len(self._first)
+
     def add_file(self, name: str, lines: Iterable[Line]) -> None:
         self.files += 1
         for where, key in windows(significant(lines)):
