@@ -69,8 +69,12 @@ def installed_licences() -> SourceIndex:
 
 
 def tracked_files() -> list[str]:
-    listed = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True,
-                            check=True).stdout.decode()
+    try:
+        listed = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True,
+                                check=True).stdout.decode()
+    except (OSError, subprocess.CalledProcessError) as error:
+        pytest.fail(f"the provenance check reads the files git tracks, and needs git and a "
+                    f"checkout of the repository at {ROOT}: {error}")
     return [path for path in listed.split("\0") if path and (ROOT / path).is_file()]
 
 
