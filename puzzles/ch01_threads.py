@@ -233,12 +233,12 @@ register(
         titles=("Map",),
         chapter="ch01_threads",
         description="""\
-Implement a kernel that adds 10 to each position of the array `a` and stores it in the array
-`out`. You have 1 thread per position.
+`out` gets every element of `a` plus 10. The grid has exactly one thread per element, so each
+thread owns the element at its own position.
 
-**Note:** the `source` string is only the *body* of your kernel; MLX generates the signature,
-with the buffers named as in `input_names` and `output_names`. `a` holds `int32` values and
-`out` is `float32`: the assignment converts, as in C++.""",
+**Note:** `source` holds the kernel's *body* only. MLX writes the function around it, with one
+buffer parameter per name in `input_names` and `output_names`. The values of `a` are `int32`
+and `out` is `float32`; storing an `int` into it converts, as C++ does.""",
         input_names=("a",),
         spec=map_spec,
         visible=MAP,
@@ -263,8 +263,7 @@ uint local_i = thread_position_in_grid.x;
         titles=("Zip",),
         chapter="ch01_threads",
         description="""\
-Implement a kernel that adds each element of `a` to the element of `b` at the same position
-and stores the sum in `out`. You have 1 thread per position.""",
+Two inputs this time: `out[i]` is `a[i] + b[i]`. Again one thread per element.""",
         input_names=("a", "b"),
         spec=zip_spec,
         visible=ZIP,
@@ -288,14 +287,13 @@ uint local_i = thread_position_in_grid.x;
         titles=("Guard",),
         chapter="ch01_threads",
         description="""\
-Implement a kernel that adds 10 to each position of `a` and stores it in `out`. You have more
-threads than positions.
+The same `+ 10` as Map, but the grid now has more threads than `a` has elements.
 
-**Warning:** threads past the end of `a` must not touch memory: reading or writing outside a
-buffer is undefined behaviour on the GPU, and the checker reports it as an error.
+**Warning:** a thread whose position lies past the end of `a` must leave memory alone. Touching
+a buffer outside its bounds is undefined behaviour on a GPU, and the checker calls it an error.
 
-**Note:** append `_shape`, `_strides` or `_ndim` to an input's name to get that information in
-your kernel: here `a_shape[0]` is the length of `a`.""",
+**Note:** for an input named `a`, the body may use `a_shape`, `a_strides` and `a_ndim` (the same
+suffixes work for every input): `a_shape[0]` is how many elements `a` has.""",
         input_names=("a",),
         spec=map_spec,
         visible=GUARD,
@@ -320,12 +318,12 @@ uint local_i = thread_position_in_grid.x;
         titles=("Map 2D",),
         chapter="ch01_threads",
         description="""\
-Implement a kernel that adds 10 to each position of `a` and stores it in `out`. Input `a` is 2D
-(square in the visible case, any shape in the hidden ones). You have more threads than positions.
+`+ 10` once more, now on a 2D `a` (square in the visible case, of any shape in the hidden
+ones), with a 2D grid that is larger than `a` in both directions.
 
-**Note:** all memory in Metal is one-dimensional: element `[row][col]` of a row-major array
-with `n` columns lives at index `row * n + col`. Throughout these notebooks the grid's `x`
-runs along columns and `y` along rows (and `z`, where used, along the outermost axis).""",
+**Note:** a buffer is one flat run of elements, whatever its shape: in a row-major array of `n`
+columns, `[row][col]` sits at `row * n + col`. In every notebook here the grid's `x` walks the
+columns and `y` the rows (`z`, where it appears, the outermost axis).""",
         input_names=("a",),
         spec=map_spec,
         visible=MAP_2D,
@@ -350,9 +348,9 @@ uint thread_y = thread_position_in_grid.y;
         titles=("Broadcast",),
         chapter="ch01_threads",
         description="""\
-Implement a kernel that adds `a` and `b` and stores it in `out`. `a` is a column (shape
-`(rows, 1)`) and `b` a row (shape `(1, cols)`), so `out[i][j] = a[i] + b[j]`, broadcasting as numpy
-and MLX do. You have more threads than positions.""",
+`a` is a column of shape `(rows, 1)` and `b` a row of shape `(1, cols)`; their sum, broadcast
+the way numpy and MLX broadcast, is the `rows x cols` matrix `out[i][j] = a[i] + b[j]`. The grid
+is again larger than the output.""",
         input_names=("a", "b"),
         spec=zip_spec,
         visible=BROADCAST,
@@ -378,12 +376,12 @@ uint thread_y = thread_position_in_grid.y;
         titles=("Threadgroups",),
         chapter="ch01_threads",
         description="""\
-Implement a kernel that adds 10 to each position of `a` and stores it in `out`. There are fewer
-threads per threadgroup than elements in `a`, but more threads in the grid than positions.
+`+ 10` on a 1D `a` that is longer than one threadgroup: the grid holds several threadgroups,
+and together they have more threads than `a` has elements.
 
-**Note:** a threadgroup is a block of threads within the grid. A threadgroup's size is limited,
-but a grid can hold many threadgroups; `threadgroup_position_in_grid` tells a thread which one
-it is in.""",
+**Note:** the grid is cut into threadgroups, blocks of threads of a bounded size; there can be
+as many of them as the data needs. `threadgroup_position_in_grid` says which block a thread
+belongs to, and `thread_position_in_threadgroup` where it sits inside it.""",
         input_names=("a",),
         spec=map_spec,
         visible=THREADGROUPS,
@@ -406,8 +404,8 @@ it is in.""",
         titles=("Threadgroups 2D",),
         chapter="ch01_threads",
         description="""\
-Implement the same kernel in 2D. There are fewer threads per threadgroup than the size of `a`
-in both directions, but more threads than positions in the grid.""",
+Threadgroups in two dimensions: the `+ 10` map over a 2D `a`, where one threadgroup is smaller
+than `a` along both axes and the whole grid is larger.""",
         input_names=("a",),
         spec=map_spec,
         visible=THREADGROUPS_2D,

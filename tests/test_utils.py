@@ -1,6 +1,7 @@
-"""utils.py: Metal-Puzzles' cells run unchanged; check() uses the catalog's hidden cases and
-budgets; show(), hint(), VERBOSE; Metal-Puzzles' API (fields, methods, output format); the real
-MLX binding accepts exactly what the harness passes."""
+"""utils.py: cells in Metal-Puzzles' API (tests/metal_puzzles_cells.py) run unchanged; check()
+uses the catalog's hidden cases and budgets; show(), hint(), VERBOSE; Metal-Puzzles' API
+(fields, methods, output format); the real MLX binding accepts exactly what the harness
+passes."""
 
 import mlx.core as mx
 import numpy as np
@@ -17,7 +18,7 @@ from utils import MetalKernel, MetalProblem
 
 
 def run_cells(*titles: str) -> dict:
-    """Execute the Metal-Puzzles cells up to and including `titles`, in notebook order."""
+    """Execute the Metal-Puzzles-API cells up to and including `titles`, in notebook order."""
     namespace: dict = {}
     exec(PRELUDE, namespace)
     order = list(CELLS)

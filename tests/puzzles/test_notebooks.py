@@ -120,6 +120,24 @@ def test_notebook_runs_top_to_bottom_in_a_fresh_kernel(module, solved):
     assert size <= MAX_EXECUTED_BYTES, f"{size:,} bytes executed"
 
 
+def test_calls_wrap_before_the_width_with_arguments_aligned_after_the_parenthesis():
+    lines = notebooks._call("x = f(", ["alpha=1", "beta=22", "gamma=333"], width=20)
+    assert lines == ["x = f(alpha=1,", "      beta=22,", "      gamma=333)"]
+    assert notebooks._call("f(", ["a", "b"]) == ["f(a, b)"]
+
+
+@pytest.mark.parametrize(("header", "code"), [
+    ("constant uint N = 4;", '    header = "constant uint N = 4;"'),
+    ("constant uint A = 1;\nconstant uint B = 2;\n",
+     '    header = ("constant uint A = 1;\\n"\n              "constant uint B = 2;\\n")')])
+def test_headers_are_written_as_python_that_gives_them_back(header, code):
+    lines = notebooks._header_assignment(header)
+    assert "\n".join(lines) == code
+    namespace: dict = {}
+    exec(textwrap.dedent("\n".join(lines)), namespace)
+    assert namespace["header"].strip() == header.strip()
+
+
 def test_array_code_writes_infinities_and_nans_as_valid_python():
     import mlx.core as mx
 
