@@ -987,9 +987,25 @@ __device__ inline bool atomic_compare_exchange_strong_explicit(atomic<T>* o, T* 
   return atomic_compare_exchange_weak_explicit(o, expected, desired);
 }
 
-// ---- simdgroup_matrix: lane L holds (row, col) and (row, col + 1) ----
+// ---- simdgroup_matrix: lane L holds (row, col) and (row, col + 1), col even ----
+// Metal's lane layout is what thread_elements() shows, so the runtime defines
+// METALSIM_SGM_METAL_LAYOUT for kernels that call it. Every other kernel cannot observe where
+// the elements live (loads, stores, fills and products are whole-matrix operations), and keeps
+// them where mma.sync's accumulator has them: lane 4 r + c / 2. The products then need no
+// shuffles into or out of the tensor cores' layout.
+#ifdef METALSIM_SGM_METAL_LAYOUT
 __device__ inline int sgm_row(int l) { int q = l / 4; return (q & 4) + (l / 2) % 4; }
 __device__ inline int sgm_col(int l) { int q = l / 4; return (q & 2) * 2 + (l % 2) * 2; }
+// The lane holding elements (r, c & ~1) and (r, c | 1): the inverse of sgm_row/sgm_col.
+__device__ inline int sgm_lane(int r, int c) {
+  int q = (r & 4) | (((c >> 2) & 1) << 1) | ((r >> 1) & 1);
+  return 4 * q + ((r & 1) << 1) + ((c >> 1) & 1);
+}
+#else
+__device__ inline int sgm_row(int l) { return l >> 2; }
+__device__ inline int sgm_col(int l) { return (l & 3) * 2; }
+__device__ inline int sgm_lane(int r, int c) { return 4 * r + (c >> 1); }
+#endif
 template <class T, int R = 8, int C = 8> struct simdgroup_matrix {
   vec<T, 2> e;
   simdgroup_matrix() = default;
@@ -1007,11 +1023,6 @@ typedef simdgroup_matrix<bfloat> simdgroup_bfloat8x8;
 template <class T, int R = 8, int C = 8, class V>
 __device__ inline simdgroup_matrix<T, R, C> make_filled_simdgroup_matrix(V v) {
   simdgroup_matrix<T, R, C> m; m.e = vec<T, 2>(T(v)); return m;
-}
-// The lane holding elements (r, c & ~1) and (r, c | 1): the inverse of sgm_row/sgm_col.
-__device__ inline int sgm_lane(int r, int c) {
-  int q = (r & 4) | (((c >> 2) & 1) << 1) | ((r >> 1) & 1);
-  return 4 * q + ((r & 1) << 1) + ((c >> 1) & 1);
 }
 template <class T, class P, class S = int, class O = ulong2>
 __device__ inline void simdgroup_load(simdgroup_matrix<T>& m, const P* src, S stride = 8,
@@ -1031,8 +1042,17 @@ __device__ inline void simdgroup_store(const simdgroup_matrix<T>& m, P* dst, S s
     dst[((long)origin.y + rr) * (long)stride + (long)origin.x + cc] = P(m.e[k]);
   }
 }
-// a * b + acc in float, fused multiply-adds over k in order from acc (Metal leaves the order,
-// the fusion and the internal precision unspecified; the simulator's product is numpy's).
+
+// Products: on tensor cores (sm_80 and later) unless METALSIM_EXACT_MATRIX asks for the
+// CUDA-core path, whose fused multiply-adds run over k in order from the accumulator. Metal
+// leaves the order, the fusion and the internal precision unspecified; the simulator's product
+// is numpy's.
+#if !defined(METALSIM_EXACT_MATRIX) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+#define METALSIM_TENSOR_CORES 1
+#endif
+
+#ifndef METALSIM_TENSOR_CORES
+// a * b + acc in float, fused multiply-adds over k in order from acc.
 template <class T>
 __device__ inline vec<float, 2> sgm_product(const simdgroup_matrix<T>& a, const simdgroup_matrix<T>& b,
                                             vec<float, 2> acc) {
@@ -1047,9 +1067,112 @@ __device__ inline vec<float, 2> sgm_product(const simdgroup_matrix<T>& a, const 
   return acc;
 }
 template <class T>
+__device__ inline vec<float, 2> sgm_product(const simdgroup_matrix<T>& a, const simdgroup_matrix<T>& b) {
+  return sgm_product(a, b, vec<float, 2>(0.0f));
+}
+#else
+// mma.sync m16n8k8 wants, in lane 4 g + t: the row pair (g, 2t), (g, 2t + 1) of A (k permuted
+// so that the tf32 shape's k = t and t + 4 are 2t and 2t + 1), the column pair (2t, g),
+// (2t + 1, g) of B, and gives the row pair (g, 2t), (g, 2t + 1) of the result.
+template <class T>
+__device__ inline vec<T, 2> sgm_row_pair(const vec<T, 2>& e, int l) {
+#ifdef METALSIM_SGM_METAL_LAYOUT
+  return shfl(0xffffffffu, e, sgm_lane(l >> 2, (l & 3) * 2));
+#else
+  return e;
+#endif
+}
+// The result's row pair, from the lane mma.sync left it in, to the lane the layout keeps it in.
+__device__ inline vec<float, 2> sgm_from_mma(const vec<float, 2>& d, int l) {
+#ifdef METALSIM_SGM_METAL_LAYOUT
+  return shfl(0xffffffffu, d, 4 * sgm_row(l) + sgm_col(l) / 2);
+#else
+  return d;
+#endif
+}
+// The column pair (2t, g), (2t + 1, g) in two shuffles: the pair comes from two lanes, each
+// holding the element wanted in its slot g & 1; a source on an odd row sends its slots in the
+// other order, so that in each round every source sends what its readers want.
+template <class T>
+__device__ inline void sgm_column_pair(const vec<T, 2>& e, int l, T& x, T& y) {
+  int g = l >> 2, t = l & 3;
+  bool swapped = sgm_row(l) & 1, odd = g & 1;
+  int p = sgm_lane(2 * t, g), q = sgm_lane(2 * t + 1, g);
+  T r0 = shfl(0xffffffffu, swapped ? e[1] : e[0], odd ? q : p);
+  T r1 = shfl(0xffffffffu, swapped ? e[0] : e[1], odd ? p : q);
+  x = odd ? r1 : r0;
+  y = odd ? r0 : r1;
+}
+// 3xTF32: x = hi + lo with both parts tf32 (hi rounded to nearest, lo the rounded rest), so that
+// a * b = a_hi b_hi + a_lo b_hi + a_hi b_lo up to about 2^-22 relative (a_lo b_lo left out).
+__device__ inline void tf32_split(float x, unsigned& hi, unsigned& lo) {
+  asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(hi) : "f"(x));
+  float rest = x - __uint_as_float(hi);
+  rest = fabsf(rest) <= 3.40282347e38f ? rest : 0.0f;   // an infinite or NaN x: hi carries it
+  asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(lo) : "f"(rest));
+}
+__device__ inline void mma_tf32(float (&d)[4], unsigned a0, unsigned a1, unsigned a2, unsigned a3,
+                                unsigned b0, unsigned b1) {
+  asm("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+      "{%8, %9}, {%0, %1, %2, %3};"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+// acc is in mma.sync's layout. Two m16n8k8 products: rows 0-7 of the 16-row shape take
+// a_lo b_hi and then a_hi b_lo, rows 8-15 a_hi b_hi + acc; the lane adds its two halves.
+__device__ inline vec<float, 2> sgm_mma(const simdgroup_matrix<float>& a, const simdgroup_matrix<float>& b,
+                                        vec<float, 2> acc, int l) {
+  vec<float, 2> ar = sgm_row_pair(a.e, l);
+  float b0, b1;
+  sgm_column_pair(b.e, l, b0, b1);
+  unsigned ah0, al0, ah1, al1, bh0, bl0, bh1, bl1;
+  tf32_split(ar[0], ah0, al0); tf32_split(ar[1], ah1, al1);
+  tf32_split(b0, bh0, bl0); tf32_split(b1, bh1, bl1);
+  float d[4] = {0.0f, 0.0f, acc[0], acc[1]};
+  mma_tf32(d, al0, ah0, al1, ah1, bh0, bh1);
+  mma_tf32(d, ah0, 0u, ah1, 0u, bl0, bl1);
+  return vec<float, 2>(d[0] + d[2], d[1] + d[3]);
+}
+template <class T> struct mma_half_kind;
+template <> struct mma_half_kind<half> { static constexpr bool bf16 = false; };
+template <> struct mma_half_kind<bfloat> { static constexpr bool bf16 = true; };
+// half and bfloat: one m16n8k8 product with float accumulation (rows 8-15 unused).
+template <class T>
+__device__ inline vec<float, 2> sgm_mma(const simdgroup_matrix<T>& a, const simdgroup_matrix<T>& b,
+                                        vec<float, 2> acc, int l) {
+  vec<T, 2> ar = sgm_row_pair(a.e, l);
+  T b0, b1;
+  sgm_column_pair(b.e, l, b0, b1);
+  unsigned a0 = ar[0].bits | ((unsigned)ar[1].bits << 16);
+  unsigned bb = b0.bits | ((unsigned)b1.bits << 16);
+  float d[4] = {acc[0], acc[1], 0.0f, 0.0f};
+  if constexpr (mma_half_kind<T>::bf16) {
+    asm("mma.sync.aligned.m16n8k8.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5}, {%6}, "
+        "{%0, %1, %2, %3};"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]) : "r"(a0), "r"(0u), "r"(bb));
+  } else {
+    asm("mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5}, {%6}, "
+        "{%0, %1, %2, %3};"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]) : "r"(a0), "r"(0u), "r"(bb));
+  }
+  return vec<float, 2>(d[0], d[1]);
+}
+template <class T>
+__device__ inline vec<float, 2> sgm_product(const simdgroup_matrix<T>& a, const simdgroup_matrix<T>& b,
+                                            vec<float, 2> acc) {
+  int l = (int)lane_id();
+  return sgm_from_mma(sgm_mma(a, b, sgm_row_pair(acc, l), l), l);
+}
+template <class T>
+__device__ inline vec<float, 2> sgm_product(const simdgroup_matrix<T>& a, const simdgroup_matrix<T>& b) {
+  int l = (int)lane_id();
+  return sgm_from_mma(sgm_mma(a, b, vec<float, 2>(0.0f), l), l);
+}
+#endif
+template <class T>
 __device__ inline void simdgroup_multiply(simdgroup_matrix<T>& d, const simdgroup_matrix<T>& a,
                                           const simdgroup_matrix<T>& b) {
-  d.e = vec<T, 2>(sgm_product(a, b, vec<float, 2>(0.0f)));
+  d.e = vec<T, 2>(sgm_product(a, b));
 }
 template <class T>
 __device__ inline void simdgroup_multiply_accumulate(simdgroup_matrix<T>& d, const simdgroup_matrix<T>& a,

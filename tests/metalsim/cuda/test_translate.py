@@ -20,6 +20,7 @@ import metalsim
 import metalsim.cuda
 from metalsim.cuda import nvrtc
 from metalsim.cuda.prelude import PRELUDE
+from metalsim.cuda.runtime import matrix_defines
 from metalsim.cuda.translate import ENTRY, rounded_bits, translate
 from puzzles.catalog import SOLUTIONS, all_puzzles
 
@@ -200,12 +201,10 @@ def test_patch_with_the_cuda_backend_installs_the_cuda_factory_and_restores_mlx(
 
 
 
-@needs_nvrtc
-def test_the_grouped_mvmr_compiles_for_its_launch_with_fused_matrix_products():
-    """Each 8x8x8 product is 16 fused multiply-adds per lane after 8 + 2 x 8 shuffles (a
-    SIMD-group does 4 x 2 products per 8 channels), the launch's 256 threads reach the PTX as
-    .maxntid (registers are not capped at the 64 of a 1024-thread block), and the packed
-    4-vector loads of the staging become 16-byte loads (behind an alignment test)."""
+def _grouped_mvmr_ptx() -> str:
+    """PTX of the grouped MVMR's launch at C = M = 128 (a SIMD-group does 4 x 2 products per 8
+    channels, a slice of 16 channels unrolled: 16 products), compiled with the options and
+    matrix switches the runtime would use."""
     from solutions import mvmr_grouped
 
     k, t, c, m = 27, 40, 128, 128
@@ -216,15 +215,78 @@ def test_the_grouped_mvmr_compiles_for_its_launch_with_fused_matrix_products():
         mx.zeros((k, 1, c, m)), mx.zeros((8, 1, c)), mx.zeros(t, mx.int32),
         mx.zeros(t, mx.int32), mx.array(runs), 8, metalsim.metal_kernel)
     assert mvmr_grouped.tiles(t, k, c, m) == (64, 64, 16, 256)
-    source = translate(kernel._prepare((), args).gen).source
-    ptx = nvrtc.compile_ptx(source, opts=(*nvrtc.options("safe"), "-DMETALSIM_MAX_THREADS=256"))
+    translation = translate(kernel._prepare((), args).gen)
+    return nvrtc.compile_ptx(translation.source, opts=(
+        *nvrtc.options("safe"), "-DMETALSIM_MAX_THREADS=256", *matrix_defines(translation)))
+
+
+@needs_nvrtc
+def test_the_grouped_mvmr_compiles_for_its_launch_with_tensor_core_products():
+    """Each 8x8x8 product is two m16n8k8 TF32 tensor-core products (3xTF32: four operands
+    split in two parts each), after 2 + 2 shuffles into the tensor cores' layout and 2 + 2 out
+    of it (the kernel reads thread_elements(), so Metal's layout is kept); the launch's 256
+    threads reach the PTX as .maxntid (registers are not capped at the 64 of a 1024-thread
+    block), and the packed 4-vector loads of the staging become 16-byte loads (behind an
+    alignment test)."""
+    ptx = _grouped_mvmr_ptx()
     assert ".maxntid 256" in ptx
-    assert len(re.findall(r"\bfma\.rn\.f32", ptx)) == 8 * 16
-    assert len(re.findall(r"\bmul\.rn\.f32", ptx)) == 0
-    # 8 x 24 in the inner loop, 3 broadcasts of the chunk's slot, first triplet and length
-    assert len(re.findall(r"\bshfl\.sync", ptx)) == 8 * 24 + 3
+    assert len(re.findall(r"\bmma\.sync\.aligned\.m16n8k8\.row\.col\.f32\.tf32", ptx)) == 16 * 2
+    assert len(re.findall(r"\bcvt\.rna\.tf32\.f32", ptx)) == 16 * 4 * 2
+    assert len(re.findall(r"\bfma\.rn\.f32", ptx)) == 0
+    # 16 x 8 in the inner loop, 3 broadcasts of the chunk's slot, first triplet and length
+    assert len(re.findall(r"\bshfl\.sync", ptx)) == 16 * 8 + 3
     # one feature vector and one weight vector per thread and slice
     assert len(re.findall(r"\bld\.global\.v4\.[uf]32", ptx)) == 2
+
+
+@needs_nvrtc
+def test_exact_matrix_products_compile_to_fused_multiply_adds_in_k_order():
+    """Inside exact_matrix_products(): 16 fused multiply-adds per lane and product after
+    8 + 2 x 8 shuffles, no tensor-core instruction, no separate multiply."""
+    with metalsim.cuda.exact_matrix_products():
+        ptx = _grouped_mvmr_ptx()
+    assert len(re.findall(r"\bmma\.sync", ptx)) == 0
+    assert len(re.findall(r"\bfma\.rn\.f32", ptx)) == 16 * 16
+    assert len(re.findall(r"\bmul\.rn\.f32", ptx)) == 0
+    assert len(re.findall(r"\bshfl\.sync", ptx)) == 16 * 24 + 3
+
+
+@needs_nvrtc
+@pytest.mark.parametrize(("kind", "instruction"), [("half", "f16"), ("bfloat", "bf16")])
+def test_half_and_bfloat_products_compile_to_one_tensor_core_product_each(kind, instruction):
+    """Without thread_elements() the matrices stay in the tensor cores' layout: the A operand
+    needs no shuffle, the B operand two (its column pairs), the result none."""
+    kernel = metalsim.metal_kernel("hmm", ["a"], ["out"], f"""
+        simdgroup_{kind}8x8 ma, mb;
+        simdgroup_load(ma, a, 8);
+        simdgroup_load(mb, a + 64, 8);
+        simdgroup_multiply_accumulate(ma, ma, mb, ma);
+        simdgroup_store(ma, out, 8);
+    """)
+    dtype = mx.float16 if kind == "half" else mx.bfloat16
+    translation = translate(kernel._prepare((), dict(
+        inputs=[mx.zeros(128, dtype)], output_shapes=[(64,)], output_dtypes=[dtype],
+        grid=(32, 1, 1), threadgroup=(32, 1, 1))).gen)
+    assert matrix_defines(translation) == ()
+    ptx = nvrtc.compile_ptx(translation.source)
+    assert len(re.findall(rf"\bmma\.sync\.aligned\.m16n8k8\.row\.col\.f32\.{instruction}\.",
+                          ptx)) == 1
+    assert len(re.findall(r"\bshfl\.sync", ptx)) == 2
+
+
+@needs_nvrtc
+def test_loops_over_simdgroup_matrices_are_unrolled_and_keep_them_in_registers():
+    """NVVM leaves a loop of tensor-core products rolled; the array of accumulators it
+    indexes then lives in local memory. The translation asks for unrolling."""
+    from solutions import gemm
+
+    a = mx.zeros((2048, 2048))
+    kernel, args = gemm.launch(a, a, metalsim.metal_kernel)
+    translation = translate(kernel._prepare((), args).gen)
+    assert translation.kernel_text.count("#pragma unroll") >= 4
+    ptx = nvrtc.compile_ptx(translation.source, opts=(
+        *nvrtc.options("safe"), "-DMETALSIM_MAX_THREADS=512", *matrix_defines(translation)))
+    assert ".local" not in ptx
 
 
 @needs_nvrtc
