@@ -20,6 +20,7 @@ import contextvars
 import functools
 import math
 import os
+import re
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -75,13 +76,26 @@ def exact_matrix_products(exact: bool = True) -> Iterator[None]:
         _EXACT_PRODUCTS.reset(token)
 
 
+# A write through thread_elements(): an assignment, increment or decrement of the elements or
+# one of them, or a non-const reference bound to them (a missed form fails to compile: the
+# read-only layout's thread_elements() is const).
+_ELEMENTS_WRITTEN = re.compile(
+    r"thread_elements\(\)\s*(?:\[[^\]]*\]|\.\w+)?\s*(?:(?:[-+*/%&|^]|<<|>>)?=(?!=)|\+\+|--)"
+    r"|(?:\+\+|--)\s*\(?\s*[\w\[\]]+\.thread_elements"
+    r"|&\s*\w+\s*=\s*[\w\[\]\.]*thread_elements\(\)\s*;")
+
+
 def matrix_defines(translation: Translation) -> tuple[str, ...]:
     """The prelude's `simdgroup_matrix` switches for this kernel: the CUDA-core products inside
-    `exact_matrix_products()`, and Metal's lane layout where the kernel calls
-    `thread_elements()` (the one way to observe it)."""
+    `exact_matrix_products()`, and where the elements live: in the tensor cores' layout unless
+    the kernel calls `thread_elements()` (the one way to observe the layout), with a copy in
+    Metal's layout where it only reads them, in Metal's layout alone where it writes them."""
     defines = ["-DMETALSIM_EXACT_MATRIX"] if _EXACT_PRODUCTS.get() else []
-    if "thread_elements" in translation.kernel_text:
+    text = translation.kernel_text
+    if _ELEMENTS_WRITTEN.search(text):
         defines.append("-DMETALSIM_SGM_METAL_LAYOUT")
+    elif "thread_elements" in text:
+        defines.append("-DMETALSIM_SGM_ELEMENTS_READ")
     return tuple(defines)
 
 
