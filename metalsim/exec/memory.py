@@ -776,7 +776,8 @@ def _report_benign_race(m: Machine, region: Region, idx, flat: np.ndarray, benig
              cells=cells_of(m, region, offenders, elements[:offenders.size]),
              detail=f"threads of one statement wrote the same value to element "
                     f"{int(elements[0])} of '{region.name}' with no order between them",
-             hint="have one thread write it, e.g. `if (i == 0)`")
+             hint="if one writer is meant, let one thread write it (e.g. `if (i == 0)`); if each "
+                  "thread should write its own element, the index repeats across threads")
 
 
 def _unordered_with(stamps: np.ndarray, flat: np.ndarray, candidates: np.ndarray,
