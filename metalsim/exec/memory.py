@@ -232,6 +232,15 @@ def cells_of(m: Machine, region: Region, lanes: np.ndarray, element: np.ndarray)
 MAX_CELLS = 64
 
 
+BOUNDS_HINT = "guard the access with a bounds check such as `if (i < n)`"
+# An element index this large is a negative one in 32-bit unsigned arithmetic: no buffer a
+# kernel indexes with a uint has 2**31 elements.
+WRAPPED_BELOW = 1 << 31
+WRAP_HINT = ("a `uint` never goes below 0: subtracting past 0 wraps around to about 4 billion, "
+             "so a test such as `i - 1 >= 0` is always true for an unsigned `i`. Test the "
+             "unsigned value before you subtract from it, or compute the index in `int`.")
+
+
 def _check(m: Machine, region: Region, idx: np.ndarray | slice, off: np.ndarray, t: Type,
            write: bool, coord: Coord, a: Access | None = None) -> np.ndarray | None:
     """Bounds and alignment; returns a mask of the lanes (of `idx`) whose access is valid
@@ -248,11 +257,14 @@ def _check(m: Machine, region: Region, idx: np.ndarray | slice, off: np.ndarray,
         index = int(np.ravel(first)[0]) // region.unit
         verb = "wrote" if write else "read"
         offenders = np.broadcast_to(lanes, bad.shape)[bad] if bad.ndim else lanes
+        detail, hint = f"a thread {verb} element {index} of '{region.name}'", BOUNDS_HINT
+        if WRAPPED_BELOW <= index < 1 << 32:
+            detail += (f": {index} is {index - (1 << 32)} wrapped around, an unsigned index "
+                       f"that went below zero (`0u - 1` is 4294967295)")
+            hint = WRAP_HINT
         m.report("out-of-bounds", "error",
                  f"out-of-bounds {'write' if write else 'read'}: {region.describe_element(t)}",
-                 coord, offenders, key=(region.name, write),
-                 detail=f"a thread {verb} element {index} of '{region.name}'",
-                 hint="guard the access with a bounds check such as `if (i < n)`",
+                 coord, offenders, key=(region.name, write), detail=detail, hint=hint,
                  cells=cells_of(m, region, offenders, np.broadcast_to(off, bad.shape)[bad]
                                 // region.unit))
         if m.trace is not None and region.space != "thread":
