@@ -91,6 +91,10 @@ class Region:
         self._accesses: dict[int, Access] = {}   # by id of the accessed type (`access`)
         self.bytes_read = 0
         self.bytes_written = 0
+        # atomic loads, and the stores after one by the same thread, as (granules, threads,
+        # stamps, sites) per statement: the lost updates of `_check_lost_update`
+        self.atomic_loads: list[tuple] = []
+        self.stores_after_load: list[tuple] = []
         self.provenance: dict[tuple, frozenset] = {}  # thread memory, trace mode only
         # trace mode: threadgroup cells holding a value that came from uninitialised reads
         self.undefined: dict[tuple, frozenset] = {}
@@ -1043,6 +1047,10 @@ def _after_atomic(m: Machine, region: Region, lanes: np.ndarray, idx: np.ndarray
         with_atomic = _unordered_with(region.a_stamp, flat,
                                       racing & (a_tid >= 0) & (a_tid != tid), stamp)
         conflict |= with_atomic
+        if kind != RMW:
+            _check_lost_update(m, region, lanes, np.broadcast_to(flat, lanes.shape),
+                               np.broadcast_to(tid, lanes.shape),
+                               np.broadcast_to(stamp, lanes.shape), kind == STORE, coord)
         region.a_kind[flat] = kind
         region.a_tid[flat] = tid
         region.a_stamp[flat] = stamp
@@ -1059,3 +1067,71 @@ def _after_atomic(m: Machine, region: Region, lanes: np.ndarray, idx: np.ndarray
             what = "atomic order" if with_atomic.any() and not (with_writer | with_reader).any() \
                 else "atomic"
             _report_race(m, region, lanes, flat, conflict, what, coord, detail=detail)
+
+
+MAX_LOST_UPDATE_CELLS = 64  # locations checked for the ordering of a lost update
+MAX_LOADS_KEPT = 1 << 20    # atomic loads remembered per region (a spin loop may make more)
+
+
+def _check_lost_update(m: Machine, region: Region, lanes: np.ndarray, flat: np.ndarray,
+                       tid: np.ndarray, stamp: np.ndarray, store: bool, coord: Coord) -> None:
+    """Record an atomic load, or check an atomic store: a thread that loaded a location and
+    then stores it, while another thread did the same with no order between them, loses an
+    update (the later store overwrites what the other thread stored after its load). No data
+    race for C++, but the result of a read-modify-write done in two steps."""
+    site = m.site(coord)
+    if not store:
+        if sum(x[0].size for x in region.atomic_loads) < MAX_LOADS_KEPT:
+            region.atomic_loads.append((flat.copy(), tid.copy(), stamp.copy(), site))
+        return
+    if not region.atomic_loads:
+        return
+    loaded_at, loader, load_stamp, load_site = (
+        np.concatenate([np.broadcast_to(x[i], x[0].shape) if i == 3 else x[i]
+                        for x in region.atomic_loads]) for i in range(4))
+    total = m.total_threads
+    own = np.isin(flat * total + tid, loaded_at * total + loader)
+    if not own.any():
+        return
+    region.stores_after_load.append((flat[own], tid[own], stamp[own], site))
+    stored_at = np.concatenate([x[0] for x in region.stores_after_load])
+    storer = np.concatenate([x[1] for x in region.stores_after_load])
+    pairs = np.unique(np.stack([stored_at, storer]), axis=1)
+    cells, writers = np.unique(pairs[0], return_counts=True)
+    shared = cells[writers > 1]
+    lost = own & np.isin(flat, shared)
+    for at in np.flatnonzero(lost)[:MAX_LOST_UPDATE_CELLS]:
+        # another thread that loaded this location with no order against this store
+        others = (loaded_at == flat[at]) & (loader != tid[at]) & np.isin(loader, storer[
+            stored_at == flat[at]])
+        others &= _unordered(load_stamp, stamp[at]) & (
+            (load_stamp >> 32 == stamp[at] >> 32) | (region.space != "threadgroup"))
+        if not others.any():
+            lost[at] = False
+            continue
+        other = int(loader[np.flatnonzero(others)[0]])
+        _report_lost_update(m, region, lanes, lost, flat, int(tid[at]), other,
+                            int(load_site[np.flatnonzero(others)[0]]), coord)
+        return
+
+
+def _report_lost_update(m: Machine, region: Region, lanes: np.ndarray, lost: np.ndarray,
+                        flat: np.ndarray, thread: int, other: int, load_site: int,
+                        coord: Coord) -> None:
+    element = int(flat[lost][0]) % region.granules * region.granule // region.unit
+    first, second = m.thread_positions(np.array([thread, other]), 2) if thread < other else \
+        m.thread_positions(np.array([other, thread]), 2)[::-1]
+    load = m.site_coord(load_site)
+    at_load = f" at line {load.line}" if load is not None else ""
+    m.report("lost-update", "error",
+             f"lost update on '{region.name}': several threads load an element atomically and "
+             f"store it back", coord, lanes[lost], key=region.name,
+             cells=cells_of(m, region, lanes[lost], np.ravel(flat[lost]) % region.granules
+                            * region.granule // region.unit),
+             detail=f"threads {first} and {second} both load element {element} of "
+                    f"'{region.name}'{at_load} and store it here, in no fixed order: one can "
+                    f"load before the other's store, and its store then overwrites that update",
+             hint="a load followed by a store is two steps, and another thread's store can land "
+                  "between them, even when each step is atomic. An update that must not be "
+                  "lost needs one indivisible read-modify-write: the atomic_fetch_*_explicit "
+                  "functions")
