@@ -58,12 +58,20 @@ def test_unwritten_outputs_never_match():
 
 
 def test_error_diagnostic_fails_even_when_values_match():
-    # Every thread writes out[0]: the sum is right, but the writes race.
+    # Every thread adds into out[0] unatomically: the writes race (with different values).
+    source = DOT.solution().replace("out[0] = total;", "out[0] = out[0] + shared[local_i];")
+    result = check_kernel(DOT, source.replace("if (local_i == 0) {", "{"))
+    assert result.status == "error"
+    assert any(d.kind == "race" and d.severity == "error" for d in result.diagnostics)
+
+
+def test_same_value_writes_fail_as_redundant_writes_not_as_a_race_error():
+    # Every thread writes the right sum to out[0]: metalsim warns; the puzzle wants one writer.
     source = DOT.solution().replace("if (local_i == 0) {", "{")
     result = check_kernel(DOT, source)
-    assert result.status == "error"
+    assert result.status == "fail" and result.cause.kind == "redundant-writes"
     assert all(not c.mismatches for c in result.cases)
-    assert any(d.kind == "race" for d in result.diagnostics)
+    assert not any(d.severity == "error" for d in result.diagnostics)
 
 
 def test_correct_kernel_over_budget_does_not_pass():
