@@ -48,8 +48,9 @@ def diagnose(expected: np.ndarray | None, produced: np.ndarray | None, dtype: st
              writers: dict[int, np.ndarray] | None, grid: tuple[int, int, int]
              ) -> Diagnostic | None:
     """The cause of a case's failure, or None where the values say nothing more than the
-    diagnostics do (or another error comes first). `writers` maps a flat output element to the linear ids of the threads
-    that wrote it (from a traced run; None where the launch was too large to trace)."""
+    diagnostics do (or another error comes first). `writers` maps a flat output element to
+    the linear ids of the threads that wrote it (from a traced run; None where the launch was
+    too large to trace)."""
     shared = _shared_writes(diagnostics, output)
     if expected is None or produced is None or any(
             d.severity == "error" and d not in shared for d in diagnostics):

@@ -37,8 +37,8 @@ from metalsim.exec.structs import StructCompiler, StructMethods, thread_object
 from metalsim.exec.uses import fixed_names, uses
 from metalsim.exec.values import Frame, MemLoc, PtrSlot, VarLoc
 from metalsim.lang import ast
-from metalsim.lang.cuda_names import cuda_hint
 from metalsim.lang import types as ty
+from metalsim.lang.cuda_names import cuda_hint
 from metalsim.lang.types import (
     INT,
     ArrayType,

@@ -27,8 +27,8 @@ from metalsim.exec.structs import load_at as load_struct
 from metalsim.exec.structs import store_at as store_struct
 from metalsim.exec.values import MemLoc, Ptr, VarLoc
 from metalsim.lang import ast
-from metalsim.lang.cuda_names import cuda_hint
 from metalsim.lang import types as ty
+from metalsim.lang.cuda_names import cuda_hint
 from metalsim.lang.types import (
     BOOL,
     FLOAT,
