@@ -460,12 +460,11 @@ def _judge(results: list[CaseResult], counts: dict[str, int], budget: dict[str, 
 
 
 def _finding(d: Diagnostic, r: CaseResult) -> str:
-    """"wrong index (line 3) on hidden case 2: out[0] is written by ...": the finding's kind,
-    where, and its message (without the kind when the message starts with it)."""
+    """"wrong-index (line 3) on hidden case 2: out[0] is written by ...": the finding's kind,
+    where, and its message (without the kind when the message starts with it in words)."""
     where = f" (line {d.line})" if d.line is not None else ""
-    name = d.kind.replace("-", " ")
-    message = d.message.removeprefix(f"{name}: ")
-    return f"{name}{where} on {r.name}: {message}"
+    message = d.message.removeprefix(f"{d.kind.replace('-', ' ')}: ")
+    return f"{d.kind}{where} on {r.name}: {message}"
 
 
 def render(check: CheckResult, note_unwritten: bool = True,

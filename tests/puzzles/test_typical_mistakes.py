@@ -49,7 +49,7 @@ def test_threadgroups_with_the_position_in_the_threadgroup_as_index_is_a_wrong_i
     result = check(6, mutant(6, *PUZZLE_6_LOCAL_INDEX))
     assert result.status == "fail"
     assert result.cause.kind == "wrong-index"
-    assert result.reason.startswith("wrong index (line 3) on the visible case: out[0] is "
+    assert result.reason.startswith("wrong-index (line 3) on the visible case: out[0] is "
                                     "written by 3 threads, while no thread writes out[4]")
     # threads (0,0,0), (4,0,0), (8,0,0) share element 0: the hint follows one of the others
     assert "threads (0, 0, 0), (4, 0, 0), (8, 0, 0) all write out[0]" in result.cause.detail
