@@ -30,7 +30,7 @@ import numpy as np
 import metalsim
 from metalsim.diagnostics import Diagnostic
 from puzzles.catalog import Case, Puzzle
-from puzzles.diagnosis import SHARED_WRITE_CAUSES, diagnose
+from puzzles.diagnosis import SHARED_WRITE_CAUSES, diagnose, shared_writes
 
 COUNT_NAMES = ("global_reads", "global_writes", "threadgroup_reads", "threadgroup_writes",
                "atomics")
@@ -242,7 +242,9 @@ def check_cases(title: str, cases: Sequence[tuple[str, Case]], spec: Callable,
     """
     results: list[CaseResult] = []
     for label, case in cases:
-        result = _run_case(label, case, spec, kernel_for, init_value)
+        # one case's writers name the threads of a wrong index; the shown case comes first
+        named = any(r.cause is not None and r.cause.kind == "wrong-index" for r in results)
+        result = _run_case(label, case, spec, kernel_for, init_value, find_writers=not named)
         results.append(result)
         if result.faulted:
             break
@@ -261,7 +263,7 @@ def check_cases(title: str, cases: Sequence[tuple[str, Case]], spec: Callable,
 
 
 def _run_case(label: str, case: Case, spec: Callable, kernel_for: Callable[[Case], KernelArgs],
-              init_value: float | None) -> CaseResult:
+              init_value: float | None, find_writers: bool = True) -> CaseResult:
     result = CaseResult(label=label, case=case)
     inputs = [mx.array(x) for x in case.inputs]
     try:
@@ -294,7 +296,7 @@ def _run_case(label: str, case: Case, spec: Callable, kernel_for: Callable[[Case
     result.counts = {name: run.report.max_per_thread().get(name, 0) for name in COUNT_NAMES}
     result.diagnostics = list(run.report.diagnostics)
     result.mismatches = mismatches(result.expected, result.produced, case.output_dtype)
-    result.cause = _cause(result, kernel, call)
+    result.cause = _cause(result, kernel, call, find_writers)
     if result.cause is not None and result.cause.kind in SHARED_WRITE_CAUSES:
         # the same-value writes metalsim warns about are what the cause explains
         result.diagnostics = [d for d in result.diagnostics
@@ -306,15 +308,17 @@ def _run_case(label: str, case: Case, spec: Callable, kernel_for: Callable[[Case
     return result
 
 
-def _cause(result: CaseResult, kernel: metalsim.Kernel, call: dict[str, object]
-           ) -> Diagnostic | None:
-    """Why the case's values are wrong (`puzzles.diagnosis`); a failing case small enough
-    is run again, traced, to see which threads wrote which output element."""
-    races = any(d.kind == "race" for d in result.diagnostics)
-    if not (result.mismatches or races):
+def _cause(result: CaseResult, kernel: metalsim.Kernel, call: dict[str, object],
+           find_writers: bool) -> Diagnostic | None:
+    """Why the case's values are wrong (`puzzles.diagnosis`). With `find_writers`, a case
+    whose threads collide on output elements (small enough) is run again, traced, to see
+    which threads wrote which element."""
+    shared = shared_writes(result.diagnostics, result.output_name)
+    if not (result.mismatches or shared):
         return None
     writers = None
-    if races and math.prod(result.case.grid) <= MAX_TRACED_THREADS:
+    if (shared and find_writers and (result.mismatches or result.unwritten)
+            and math.prod(result.case.grid) <= MAX_TRACED_THREADS):
         writers = _writers(metalsim.simulate(kernel, trace=True, **call), result.output_name)
     return diagnose(result.expected, result.produced, result.case.output_dtype,
                     result.output_name, result.mismatches, result.unwritten,

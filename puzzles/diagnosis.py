@@ -51,7 +51,7 @@ def diagnose(expected: np.ndarray | None, produced: np.ndarray | None, dtype: st
     diagnostics do (or another error comes first). `writers` maps a flat output element to
     the linear ids of the threads that wrote it (from a traced run; None where the launch was
     too large to trace)."""
-    shared = _shared_writes(diagnostics, output)
+    shared = shared_writes(diagnostics, output)
     if expected is None or produced is None or any(
             d.severity == "error" and d not in shared for d in diagnostics):
         return None   # another error (out of bounds, say) already names the line at fault
@@ -65,8 +65,9 @@ def diagnose(expected: np.ndarray | None, produced: np.ndarray | None, dtype: st
             or _misplaced(expected, produced, output, mismatches))
 
 
-def _shared_writes(diagnostics: Sequence[Diagnostic], output: str) -> list[Diagnostic]:
-    """metalsim's findings that several threads wrote one element of `output` unordered."""
+def shared_writes(diagnostics: Sequence[Diagnostic], output: str) -> list[Diagnostic]:
+    """metalsim's findings that several threads wrote one element of `output` unordered (the
+    findings a wrong index makes, which `diagnose` reads with the writers of a traced run)."""
     return [d for d in diagnostics
             if d.kind == "race" and f"'{output}'" in d.message
             and ("identical values" in d.message or "several threads write" in d.hint)]
