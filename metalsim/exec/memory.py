@@ -724,7 +724,8 @@ def _race_check(m: Machine, region: Region, idx: np.ndarray | slice, flat: np.nd
             (every_lane(with_writer), region.w_tid[flat], region.w_stamp[flat],
              region.w_site[flat], "wrote"),
             (every_lane(with_atomic), region.a_tid[flat], region.a_stamp[flat],
-             region.a_site[flat], "updated atomically")]
+             region.a_site[flat], "loaded atomically"
+             if not region.a_kind[flat][every_lane(with_atomic)].any() else "updated atomically")]
         if write:
             earlier.append((every_lane(with_reader), region.r_tid[flat], region.r_stamp[flat],
                             region.r_site[flat], "read"))
@@ -733,6 +734,10 @@ def _race_check(m: Machine, region: Region, idx: np.ndarray | slice, flat: np.nd
         region.w_stamp[at] = stamp
         region.w_site[at] = site
         region.w_gen = m.tg_generation
+        if region.atomic_loads and flat.ndim == 1:   # a plain store after an atomic load
+            lanes = _lane_indices(m, idx)
+            _check_lost_update(m, region, lanes, flat, np.broadcast_to(tid, flat.shape),
+                               np.broadcast_to(stamp, flat.shape), True, coord)
         if not distinct:
             same_store = region.w_tid[flat] != tid  # two lanes of this store hit one granule
             if same_store.any() and identical is not None:

@@ -247,3 +247,16 @@ def test_threadgroup_load_then_store_in_turns_ordered_by_barriers_loses_nothing(
     r = run(source, [mx.ones(8)], ["x"], (4,), mx.int32, (8, 1, 1), (2, 1, 1), atomic=False)
     assert r.report.diagnostics == []
     assert np.array(r.outputs[0]).tolist() == [2, 2, 2, 2]
+
+
+def test_atomic_load_then_plain_store_by_several_threads_is_a_lost_update_and_a_race():
+    source = """
+    uint i = thread_position_in_grid.x;
+    device atomic<float>* o = (device atomic<float>*)out;
+    float old = atomic_load_explicit(&o[i % 2], memory_order_relaxed);
+    out[i % 2] = old + x[i];
+    """
+    r = run(source, [mx.ones(8)], ["x"], (2,), mx.float32, (8, 1, 1), (4, 1, 1), atomic=False)
+    kinds = {d.kind: d for d in r.report.diagnostics}
+    assert kinds["lost-update"].severity == "error" and kinds["race"].severity == "error"
+    assert "loaded atomically at line 4" in kinds["race"].detail
