@@ -55,11 +55,13 @@ def diagnose(expected: np.ndarray | None, produced: np.ndarray | None, dtype: st
     if expected is None or produced is None or any(
             d.severity == "error" and d not in shared for d in diagnostics):
         return None   # another error (out of bounds, say) already names the line at fault
-    if shared and (mismatches or unwritten):
+    if shared and unwritten:
         return _wrong_index(expected.shape, output, unwritten, writers, grid, shared)
+    if any(d.severity == "error" for d in shared):
+        return None   # threads adding into one element unatomically: the race says it
+    if shared and not mismatches:
+        return _redundant(shared, output)
     if not mismatches or expected.shape != produced.shape:
-        if shared:
-            return _redundant(shared, output)
         return None
     return (_truncation(expected, produced, dtype, output, mismatches)
             or _misplaced(expected, produced, output, mismatches))
@@ -89,11 +91,8 @@ def _wrong_index(shape: tuple[int, ...], output: str, unwritten: Sequence[tuple[
         first = f"several threads write one element of '{output}'"
         detail = shared[0].detail.split(";")[0]
         culprit = (shared[0].threads[1:] or shared[0].threads or ["(1, 0, 0)"])[0]
-    if unwritten:
-        second = f", while no thread writes {_listed([_element(output, p) for p in unwritten])}"
-        detail += f" and {len(unwritten)} none"
-    else:
-        second = ", and other elements get the wrong values"
+    second = f", while no thread writes {_listed([_element(output, p) for p in unwritten])}"
+    detail += f" and {len(unwritten)} none"
     return Diagnostic(
         kind="wrong-index", severity="error", message=f"wrong index: {first}{second}",
         detail=f"{detail}: the index your threads compute repeats across threads instead of "

@@ -74,3 +74,10 @@ def test_same_value_writes_with_right_values_are_redundant_writes():
 def test_another_error_comes_first():
     oob = Diagnostic("out-of-bounds", "error", "out-of-bounds read: 'a' has 4 elements", line=2)
     assert cause([1.5, 2.5, 3.5, 4.5], [1.0, 2.0, 3.0, 4.0], diagnostics=[oob]) is None
+
+
+def test_threads_adding_into_one_element_unatomically_are_left_to_the_race():
+    race = Diagnostic("race", "error", "data race on 'out' (device memory)", line=4,
+                      hint="several threads write this element, and a barrier would not "
+                           "change that: ...")
+    assert cause([28.0], [7.0], diagnostics=[race], writers={0: np.arange(8)}) is None
