@@ -55,12 +55,14 @@ def diagnose(expected: np.ndarray | None, produced: np.ndarray | None, dtype: st
     if expected is None or produced is None or any(
             d.severity == "error" and d not in shared for d in diagnostics):
         return None   # another error (out of bounds, say) already names the line at fault
-    if shared and unwritten:
-        return _wrong_index(expected.shape, output, unwritten, writers, grid, shared)
+    crowded = {e: np.unique(t) for e, t in (writers or {}).items() if np.unique(t).size > 1}
+    if shared and unwritten and (crowded or (writers is None and _several_writers(shared))):
+        return _wrong_index(expected.shape, output, unwritten, crowded, grid, shared)
     if any(d.severity == "error" for d in shared):
         return None   # threads adding into one element unatomically: the race says it
-    if shared and not mismatches:
-        return _redundant(shared, output)
+    same_value = [d for d in shared if "identical values" in d.message]
+    if same_value and not mismatches:
+        return _redundant(same_value, output)
     if not mismatches or expected.shape != produced.shape:
         return None
     return (_truncation(expected, produced, dtype, output, mismatches)
@@ -68,17 +70,23 @@ def diagnose(expected: np.ndarray | None, produced: np.ndarray | None, dtype: st
 
 
 def shared_writes(diagnostics: Sequence[Diagnostic], output: str) -> list[Diagnostic]:
-    """metalsim's findings that several threads wrote one element of `output` unordered (the
-    findings a wrong index makes, which `diagnose` reads with the writers of a traced run)."""
-    return [d for d in diagnostics
-            if d.kind == "race" and f"'{output}'" in d.message
-            and ("identical values" in d.message or "several threads write" in d.hint)]
+    """metalsim's races on `output` (those of a wrong index among them, which `diagnose` tells
+    apart with the writers of a traced run)."""
+    return [d for d in diagnostics if d.kind == "race" and f"'{output}'" in d.message]
+
+
+def _several_writers(races: list[Diagnostic]) -> bool:
+    """Whether metalsim's words say threads wrote one element (for launches too large to
+    trace): its same-value warning, or a write-write race."""
+    return any("identical values" in d.message or "several threads write" in d.hint
+               or "and so does thread" in d.detail for d in races)
 
 
 def _wrong_index(shape: tuple[int, ...], output: str, unwritten: Sequence[tuple[int, ...]],
-                 writers: dict[int, np.ndarray] | None, grid: tuple[int, int, int],
+                 crowded: dict[int, np.ndarray], grid: tuple[int, int, int],
                  shared: list[Diagnostic]) -> Diagnostic:
-    crowded = {e: np.unique(t) for e, t in (writers or {}).items() if np.unique(t).size > 1}
+    """Several writers on some elements, none on others; `crowded` maps the elements with
+    several writers to their threads (empty where the launch was too large to trace)."""
     if crowded:
         element = min(crowded)
         threads = [_position(int(t), grid) for t in crowded[element]]

@@ -261,3 +261,12 @@ def test_the_show_and_explore_calls_the_verdict_names_exist_and_draw_that_case()
     explorer = problem.explore(case=number)
     shown = problem.result.shown.case
     assert tuple(explorer.report.grid) == tuple(shown.grid)
+
+
+def test_writing_through_the_position_in_the_threadgroup_is_a_wrong_index_before_a_race():
+    # Different values this time: a real race, but the cause the verdict names is the index.
+    result = check(6, mutant(6, "out[i] = a[i] + 10;",
+                             "out[thread_position_in_threadgroup.x] = a[i] + 10;"))
+    assert result.status == "error" and result.cause.kind == "wrong-index"
+    assert result.reason.startswith("wrong-index (line 3)")
+    assert "thread (4, 0, 0)" in result.cause.hint
