@@ -155,6 +155,11 @@ class CheckResult:
         return None if self.shown is None else self.shown.cause
 
     @property
+    def findings(self) -> list[Diagnostic]:
+        """The cause, if any, then the diagnostics: what the verdict's text lists."""
+        return ([self.cause] if self.cause else []) + self.diagnostics
+
+    @property
     def passed(self) -> bool:
         return self.status == "pass"
 
@@ -177,8 +182,9 @@ class CheckResult:
             "reason": self.reason,
             "counts": self.counts,
             "budget": self.budget,
-            "diagnostics": [d.render() for d in self.diagnostics],
-            "cause": None if self.cause is None else self.cause.render(),
+            # as the text shows them: the cause the values name, then metalsim's findings
+            "diagnostics": [d.render() for d in self.findings],
+            "cause": None if self.cause is None else self.cause.kind,
             "cases": [c.to_json() for c in self.cases],
         }
 
@@ -497,9 +503,8 @@ def render(check: CheckResult, note_unwritten: bool = True,
     if unwritten is not None:
         lines += ["", _unwritten_note(unwritten, init_value)]
     lines += ["", *score_table(check.counts, check.budget)]
-    findings = ([check.cause] if check.cause else []) + check.diagnostics
-    if findings:
-        lines += ["", "Diagnostics:"] + [d.render() for d in findings]
+    if check.findings:
+        lines += ["", "Diagnostics:"] + [d.render() for d in check.findings]
     if not check.passed:
         lines += ["", HINT_NUDGE]
     gpus = {r.gpu for r in check.cases if r.metal is not None}

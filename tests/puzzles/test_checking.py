@@ -153,3 +153,11 @@ def test_an_expected_infinity_is_matched_only_by_the_same_infinity():
     expected = np.array([-np.inf, 1.0, np.inf], np.float32)
     assert mismatches(expected, np.array([4.0, 1.0, np.inf], np.float32), "float32") == [(0,)]
     assert mismatches(expected, expected.copy(), "float32") == []
+
+
+def test_json_row_names_the_cause_and_lists_it_first_among_the_diagnostics():
+    source = "uint i = thread_position_in_threadgroup.x;\nout[i] = a[i] + 10;\n"
+    row = check_kernel(find("Threadgroups"), source).to_json()
+    assert row["cause"] == "wrong-index" and row["status"] == "fail"
+    assert row["diagnostics"][0].startswith("source:2:1: error: wrong index: out[0] is written")
+    assert json.loads(json.dumps(row)) == row

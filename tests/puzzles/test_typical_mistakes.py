@@ -29,15 +29,6 @@ def check(number: int, source: str) -> CheckResult:
     return check_kernel(find(number), source)
 
 
-def findings(result: CheckResult) -> list:
-    """Everything the verdict shows about the kernel: the cause, then the diagnostics."""
-    return ([result.cause] if result.cause else []) + result.diagnostics
-
-
-def hints(result: CheckResult) -> str:
-    return "\n".join(d.hint for d in findings(result))
-
-
 # --- wrong index ----------------------------------------------------------------------------
 
 PUZZLE_6_LOCAL_INDEX = ("uint i = threadgroup_position_in_grid.x * "
