@@ -261,13 +261,14 @@ def _check(m: Machine, region: Region, idx: np.ndarray | slice, off: np.ndarray,
         index = int(np.ravel(first)[0]) // region.unit
         verb = "wrote" if write else "read"
         offenders = np.broadcast_to(lanes, bad.shape)[bad] if bad.ndim else lanes
+        message = f"out-of-bounds {'write' if write else 'read'}: {region.describe_element(t)}"
         detail, hint = f"a thread {verb} element {index} of '{region.name}'", BOUNDS_HINT
         if WRAPPED_BELOW <= index < 1 << 32:
-            detail += (f": {index} is {index - (1 << 32)} wrapped around, an unsigned index "
-                       f"that went below zero (`0u - 1` is 4294967295)")
+            message += ", and the index is an unsigned one that went below zero"
+            detail += (f": {index} is {index - (1 << 32)} wrapped around, as unsigned "
+                       f"arithmetic does (`0u - 1` is 4294967295)")
             hint = WRAP_HINT
-        m.report("out-of-bounds", "error",
-                 f"out-of-bounds {'write' if write else 'read'}: {region.describe_element(t)}",
+        m.report("out-of-bounds", "error", message,
                  coord, offenders, key=(region.name, write), detail=detail, hint=hint,
                  cells=cells_of(m, region, offenders, np.broadcast_to(off, bad.shape)[bad]
                                 // region.unit))

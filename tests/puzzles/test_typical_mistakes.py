@@ -86,6 +86,7 @@ def test_pooling_with_local_i_minus_1_at_least_0_explains_the_unsigned_wrap_arou
     oob = next(d for d in result.diagnostics if d.kind == "out-of-bounds")
     assert "element 4294967295" in oob.detail
     assert "-1 wrapped around" in oob.detail and "`0u - 1` is 4294967295" in oob.detail
+    assert "an unsigned one that went below zero" in result.reason
     assert "`i - 1 >= 0` is always true" in oob.hint
     # the kernel has a bounds check already: "add one" would point away
     assert "guard the access" not in oob.hint
