@@ -262,3 +262,26 @@ def test_writing_through_the_position_in_the_threadgroup_is_a_wrong_index_before
     assert result.status == "error" and result.cause.kind == "wrong-index"
     assert result.reason.startswith("wrong-index (line 3)")
     assert "thread (4, 0, 0)" in result.cause.hint
+
+
+# --- guards and barriers ----------------------------------------------------------------------
+
+
+def test_guard_without_the_bounds_check_is_out_of_bounds_with_a_guard_hint():
+    result = check(3, mutant(3, "if (local_i < a_shape[0]) {\n    out[local_i] = a[local_i] + 10;"
+                                "\n}", "out[local_i] = a[local_i] + 10;"))
+    assert result.status == "error"
+    assert result.findings[0].kind == "out-of-bounds"
+    assert "bounds check" in result.findings[0].hint
+
+
+def test_pooling_with_the_barrier_inside_the_guard_is_a_divergent_barrier_on_a_partial_case():
+    source = mutant(9, "}\nthreadgroup_barrier(mem_flags::mem_threadgroup);\n\n"
+                       "if (i < a_shape[0]) {",
+                    "    threadgroup_barrier(mem_flags::mem_threadgroup);\n")
+    result = check(9, source)
+    assert result.status == "error" and result.findings[0].kind == "divergent-barrier"
+    assert "move it out of the condition" in result.findings[0].hint
+    number = result.shown.label.split()[1]   # only a partial threadgroup shows it
+    assert result.text.splitlines()[-1].startswith(
+        f"To see hidden case {number}: problem.show(case={number})")
