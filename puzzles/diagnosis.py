@@ -148,22 +148,19 @@ def _truncation(expected: np.ndarray, produced: np.ndarray, dtype: str, output: 
 
 def _misplaced(expected: np.ndarray, produced: np.ndarray, output: str,
                mismatches: Sequence[tuple[int, ...]]) -> Diagnostic | None:
-    """Right values at the wrong positions: most wrong values are the spec's values of other
-    elements (which must be distinctive enough for that to mean something)."""
+    """Right values in the wrong places: the wrong values are the spec's values of the wrong
+    elements, shuffled (a transposed or rotated index); the spec's values must be distinct
+    enough for that to mean something. Values merely found elsewhere in the spec (a partial
+    sum equal to an earlier prefix, say) are not enough."""
     flat = expected.reshape(-1)
-    if np.unique(flat).size < max(3, flat.size // 2):
+    if len(mismatches) < 2 or np.unique(flat).size < max(3, flat.size // 2):
         return None
-    found = []
-    for p in mismatches:
-        value = produced[p]
-        if value == 0:    # an element nobody wrote keeps its initial value
-            continue
-        others = np.argwhere(np.isclose(expected, value, rtol=1e-5, atol=0))
-        found.append((p, tuple(int(i) for i in others[0]) if others.size else None))
-    placed = [(p, q) for p, q in found if q is not None]
-    if not found or len(placed) < max(1, 0.8 * len(found)):
+    at = tuple(np.array(mismatches).T)
+    yours, spec = produced[at].astype(np.float64), expected[at].astype(np.float64)
+    if not np.allclose(np.sort(yours), np.sort(spec), rtol=1e-5, atol=1e-6):
         return None
-    p, q = placed[0]
+    p = mismatches[0]
+    q = mismatches[int(np.argmin(np.abs(spec - yours[0])))]
     transposed = (expected.ndim == 2 and expected.shape[0] == expected.shape[1]
                   and np.allclose(produced.T, expected))
     swapped = "; your output is the spec's transposed: rows and columns swapped" \
