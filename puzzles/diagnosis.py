@@ -65,7 +65,8 @@ def diagnose(expected: np.ndarray | None, produced: np.ndarray | None, dtype: st
         return _redundant(same_value, output)
     if not mismatches or expected.shape != produced.shape:
         return None
-    return (_truncation(expected, produced, dtype, output, mismatches)
+    written = [p for p in mismatches if p not in set(unwritten)]   # others keep the start value
+    return (_truncation(expected, produced, dtype, output, written)
             or _misplaced(expected, produced, output, mismatches))
 
 
@@ -122,14 +123,15 @@ def _redundant(shared: list[Diagnostic], output: str) -> Diagnostic:
 
 def _truncation(expected: np.ndarray, produced: np.ndarray, dtype: str, output: str,
                 mismatches: Sequence[tuple[int, ...]]) -> Diagnostic | None:
-    """Float data that went through an integer type: every wrong value whole, most of the
-    spec's values there with a fraction."""
-    if dtype not in FLOAT_DTYPES:
+    """Float data that went through an integer type: every wrong value (that the kernel
+    wrote) whole and near the spec's, most of the spec's values there with a fraction."""
+    if dtype not in FLOAT_DTYPES or not mismatches:
         return None
     at = tuple(np.array(mismatches).T)
     yours = produced[at].astype(np.float64)
     spec = expected[at].astype(np.float64)
-    if not (np.all(np.isfinite(yours)) and np.all(yours == np.trunc(yours))):
+    if not (np.all(np.isfinite(yours)) and np.all(yours == np.trunc(yours))
+            and np.all(np.abs(yours - spec) <= 0.5 * np.abs(spec) + 1)):
         return None
     fractional = spec != np.trunc(spec)
     if fractional.mean() < 0.5:

@@ -86,3 +86,11 @@ def test_threads_adding_into_one_element_unatomically_are_left_to_the_race():
 def test_wrong_values_that_appear_elsewhere_but_are_not_a_shuffle_are_not_misplaced():
     # A prefix sum one step short: each wrong value is an earlier prefix, not a moved one.
     assert cause([1.0, 3.0, 6.0, 10.0], [1.0, 1.0, 3.0, 6.0]) is None
+
+
+def test_elements_left_at_zero_are_not_integer_truncation():
+    assert cause([1.5, 2.5, 3.5, 4.5], [1.5, 2.5, 0.0, 0.0], unwritten=[(2,), (3,)]) is None
+
+
+def test_whole_numbers_far_from_the_spec_are_not_integer_truncation():
+    assert cause([1.5, 2.5, 3.5, 4.5], [1.5, 2.5, 40.0, -9.0]) is None
