@@ -65,7 +65,8 @@ def diagnose(expected: np.ndarray | None, produced: np.ndarray | None, dtype: st
         return _redundant(same_value, output)
     if not mismatches or expected.shape != produced.shape:
         return None
-    written = [p for p in mismatches if p not in set(unwritten)]   # others keep the start value
+    never = set(unwritten)   # those elements keep the value outputs start with
+    written = [p for p in mismatches if p not in never]
     return (_truncation(expected, produced, dtype, output, written)
             or _misplaced(expected, produced, output, mismatches))
 
