@@ -341,8 +341,10 @@ class MetalProblem:
         lines = [f"# {self.name}: memory and SIMD-groups on the {label} case{both} at "
                  f"grid {tuple(chosen.grid)}, threadgroup {tuple(chosen.threadgroup)}",
                  comparison(columns), *_launch_notes(yours.report, reference)]
-        costly, spared = _costly_lines(yours.report, kernel, reference and reference.report,
-                                       "" if reference is None else p.solution())
+        fair = reference is not None and not reference.report.errors
+        costly, spared = _costly_lines(yours.report, kernel,
+                                       reference.report if fair else None,
+                                       p.solution() if fair else "")
         if costly:
             lines += ["", "Where yours costs more than it needs to:", *costly]
         if spared:

@@ -522,3 +522,12 @@ def test_report_blames_a_line_costlier_than_any_of_the_references_at_the_same_la
     result = problem.report()
     assert "line 2: out[i] = a[(i * 16) % 64] + 10;" in result.text
     assert "SIMD-group efficiency: at most" not in result.text   # 64 threads fill two
+
+
+def test_report_says_when_the_reference_faults_at_the_learners_launch_and_spares_nothing():
+    problem = catalog_problem(19)   # tiles of 3 x 3; threadgroups of 4 x 4 overrun them
+    problem.grid, problem.threadgroup = (12, 12, 1), (4, 4, 1)
+    result = problem.report()
+    assert "The reference is written for the puzzle's own launch and faults at this one" \
+        in result.text
+    assert "Not blamed" not in result.text
