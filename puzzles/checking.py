@@ -325,7 +325,11 @@ def _cause(result: CaseResult, kernel: metalsim.Kernel, call: dict[str, object],
     writers = None
     if (shared and find_writers and (result.mismatches or result.unwritten)
             and math.prod(result.case.grid) <= MAX_TRACED_THREADS):
-        writers = _writers(metalsim.simulate(kernel, trace=True, **call), result.output_name)
+        try:
+            writers = _writers(metalsim.simulate(kernel, trace=True, **call),
+                               result.output_name)
+        except Exception:   # the trace is only for naming threads: the verdict stands without
+            writers = None
     return diagnose(result.expected, result.produced, result.case.output_dtype,
                     result.output_name, result.mismatches, result.unwritten,
                     result.diagnostics, writers, tuple(result.case.grid))
