@@ -10,6 +10,7 @@ whether a granule was ever written, and who last wrote and read it in which barr
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -91,10 +92,8 @@ class Region:
         self._accesses: dict[int, Access] = {}   # by id of the accessed type (`access`)
         self.bytes_read = 0
         self.bytes_written = 0
-        # atomic loads, and the stores after one by the same thread, as (granules, threads,
-        # stamps, sites) per statement: the lost updates of `_check_lost_update`
-        self.atomic_loads: list[tuple] = []
-        self.stores_after_load: list[tuple] = []
+        # the loads and stores of `_check_lost_update` (None until an atomic load)
+        self.atomic_loads: LoadShadow | None = None
         self.provenance: dict[tuple, frozenset] = {}  # thread memory, trace mode only
         # trace mode: threadgroup cells holding a value that came from uninitialised reads
         self.undefined: dict[tuple, frozenset] = {}
@@ -735,7 +734,7 @@ def _race_check(m: Machine, region: Region, idx: np.ndarray | slice, flat: np.nd
         region.w_stamp[at] = stamp
         region.w_site[at] = site
         region.w_gen = m.tg_generation
-        if region.atomic_loads and flat.ndim == 1:   # a plain store after an atomic load
+        if region.atomic_loads is not None and flat.ndim == 1:   # after an atomic load
             lanes = _lane_indices(m, idx)
             _check_lost_update(m, region, lanes, flat, np.broadcast_to(tid, flat.shape),
                                np.broadcast_to(stamp, flat.shape), True, coord)
@@ -1075,64 +1074,84 @@ def _after_atomic(m: Machine, region: Region, lanes: np.ndarray, idx: np.ndarray
             _report_race(m, region, lanes, flat, conflict, what, coord, detail=detail)
 
 
-MAX_LOST_UPDATE_CELLS = 64  # locations checked for the ordering of a lost update
-MAX_LOADS_KEPT = 1 << 20    # atomic loads remembered per region (a spin loop may make more)
+@dataclass
+class LoadShadow:
+    """What lost updates are found with, per region: per thread the granule it last loaded
+    atomically (-1: none pending), with that load's stamp and site; per granule the first
+    thread that stored it after loading it (-1: none), with its load's stamp and site."""
+
+    loaded: np.ndarray
+    load_stamp: np.ndarray
+    load_site: np.ndarray
+    first: np.ndarray
+    first_stamp: np.ndarray
+    first_site: np.ndarray
+
+    @classmethod
+    def empty(cls, threads: int, granules: int) -> LoadShadow:
+        return cls(np.full(threads, -1, np.int64), np.zeros(threads, np.int64),
+                   np.zeros(threads, np.int32), np.full(granules, -1, np.int64),
+                   np.zeros(granules, np.int64), np.zeros(granules, np.int32))
 
 
 def _check_lost_update(m: Machine, region: Region, lanes: np.ndarray, flat: np.ndarray,
                        tid: np.ndarray, stamp: np.ndarray, store: bool, coord: Coord) -> None:
-    """Record an atomic load, or check an atomic store: a thread that loaded a location and
-    then stores it, while another thread did the same with no order between them, loses an
-    update (the later store overwrites what the other thread stored after its load). No data
-    race for C++, but the result of a read-modify-write done in two steps."""
-    site = m.site(coord)
+    """Record an atomic load, or check a store: a thread that loaded a location and then
+    stores it, while another thread did the same with no order between them, loses an update
+    (the later store overwrites what the other thread stored after its load). No data race
+    for C++, but a read-modify-write done in two steps. O(lanes) per access."""
+    shadow = region.atomic_loads
     if not store:
-        if sum(x[0].size for x in region.atomic_loads) < MAX_LOADS_KEPT:
-            region.atomic_loads.append((flat.copy(), tid.copy(), stamp.copy(), site))
+        if shadow is None:
+            shadow = region.atomic_loads = LoadShadow.empty(m.total_threads,
+                                                            region.shadow_size)
+        shadow.loaded[tid] = flat
+        shadow.load_stamp[tid] = stamp
+        shadow.load_site[tid] = m.site(coord)
         return
-    if not region.atomic_loads:
+    if shadow is None:
         return
-    loaded_at, loader, load_stamp, load_site = (
-        np.concatenate([np.broadcast_to(x[i], x[0].shape) if i == 3 else x[i]
-                        for x in region.atomic_loads]) for i in range(4))
-    total = m.total_threads
-    own = np.isin(flat * total + tid, loaded_at * total + loader)
+    own = shadow.loaded[tid] == flat
     if not own.any():
         return
-    region.stores_after_load.append((flat[own], tid[own], stamp[own], site))
-    stored_at = np.concatenate([x[0] for x in region.stores_after_load])
-    storer = np.concatenate([x[1] for x in region.stores_after_load])
-    pairs = np.unique(np.stack([stored_at, storer]), axis=1)
-    cells, writers = np.unique(pairs[0], return_counts=True)
-    shared = cells[writers > 1]
-    lost = own & np.isin(flat, shared)
-    for at in np.flatnonzero(lost)[:MAX_LOST_UPDATE_CELLS]:
-        # another thread that loaded this location with no order against this store
-        others = (loaded_at == flat[at]) & (loader != tid[at]) & np.isin(loader, storer[
-            stored_at == flat[at]])
-        others &= _unordered(load_stamp, stamp[at]) & (
-            (load_stamp >> 32 == stamp[at] >> 32) | (region.space != "threadgroup"))
-        if not others.any():
-            lost[at] = False
-            continue
-        other = int(loader[np.flatnonzero(others)[0]])
-        _report_lost_update(m, region, lanes, lost, flat, int(tid[at]), other,
-                            int(load_site[np.flatnonzero(others)[0]]), coord)
+    at, threads, stamps = flat[own], tid[own], stamp[own]
+    loads = shadow.load_stamp[threads]
+    shadow.loaded[threads] = -1   # this load's store is done
+    # an earlier statement's load-and-store of the location, unordered with this store
+    before = shadow.first[at]
+    lost = (before >= 0) & (before != threads) & _unordered(shadow.first_stamp[at], stamps)
+    if region.space == "threadgroup":   # its granules are reused by later threadgroups
+        lost &= (shadow.first_stamp[at] >> 32) == (stamps >> 32)
+    fresh = before < 0
+    shadow.first[at[fresh]] = threads[fresh]
+    shadow.first_stamp[at[fresh]] = loads[fresh]
+    shadow.first_site[at[fresh]] = shadow.load_site[threads[fresh]]
+    # several threads of this statement storing one location they all loaded
+    cells, count = np.unique(at, return_counts=True)
+    together = np.isin(at, cells[count > 1])
+    if not (lost | together).any():
         return
+    i = int(np.flatnonzero(lost | together)[0])
+    other = int(before[i]) if lost[i] else int(
+        threads[np.flatnonzero((at == at[i]) & (threads != threads[i]))[0]])
+    lost |= together
+    _report_lost_update(m, region, lanes[own][lost], at[lost], int(threads[i]), other,
+                        int(shadow.load_site[threads[i]]), coord)
 
 
-def _report_lost_update(m: Machine, region: Region, lanes: np.ndarray, lost: np.ndarray,
-                        flat: np.ndarray, thread: int, other: int, load_site: int,
-                        coord: Coord) -> None:
-    element = int(flat[lost][0]) % region.granules * region.granule // region.unit
+def _report_lost_update(m: Machine, region: Region, lanes: np.ndarray, flat: np.ndarray,
+                        thread: int, other: int, load_site: int, coord: Coord) -> None:
+    """`lanes` lost updates of the granules `flat`; the first is `thread`'s, which `other`
+    also loaded and stores."""
+    element = int(flat[0]) % region.granules * region.granule // region.unit
     first, second = m.thread_positions(np.array([thread, other]), 2) if thread < other else \
         m.thread_positions(np.array([other, thread]), 2)[::-1]
     load = m.site_coord(load_site)
     at_load = f" at line {load.line}" if load is not None else ""
     m.report("lost-update", "error",
              f"lost update on '{region.name}': several threads load an element atomically and "
-             f"store it back", coord, lanes[lost], key=region.name,
-             cells=cells_of(m, region, lanes[lost], np.ravel(flat[lost]) % region.granules
+             f"store it back", coord, lanes, key=region.name,
+             cells=cells_of(m, region, lanes, np.ravel(flat) % region.granules
                             * region.granule // region.unit),
              detail=f"threads {first} and {second} both load element {element} of "
                     f"'{region.name}'{at_load} and store it here, in no fixed order: one can "
