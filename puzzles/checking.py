@@ -336,14 +336,17 @@ def _cause(result: CaseResult, kernel: metalsim.Kernel, call: dict[str, object],
 
 
 def _writers(run: metalsim.Run, output: str) -> dict[int, np.ndarray]:
-    """Per flat element of `output`, the linear ids of the threads that wrote it."""
+    """The flat elements of `output` that several threads wrote, each with their linear ids
+    (distinct, ascending)."""
     pairs = [(np.ravel(a["element"]), np.ravel(a["thread"])) for a in run.report.trace or []
              if a["kind"] == "write" and a["buffer"] == output]
     if not pairs:
         return {}
     elements = np.concatenate([e for e, _ in pairs])
     threads = np.concatenate([np.broadcast_to(t, e.shape) for e, t in pairs])
-    return {int(e): threads[elements == e] for e in np.unique(elements)}
+    element, thread = np.unique(np.stack([elements, threads]), axis=1)  # sorted pairs
+    cells, starts, counts = np.unique(element, return_index=True, return_counts=True)
+    return {int(c): thread[s:s + n] for c, s, n in zip(cells, starts, counts) if n > 1}
 
 
 def cuda_available() -> bool:

@@ -48,14 +48,14 @@ def diagnose(expected: np.ndarray | None, produced: np.ndarray | None, dtype: st
              writers: dict[int, np.ndarray] | None, grid: tuple[int, int, int]
              ) -> Diagnostic | None:
     """The cause of a case's failure, or None where the values say nothing more than the
-    diagnostics do (or another error comes first). `writers` maps a flat output element to
-    the linear ids of the threads that wrote it (from a traced run; None where the launch was
-    too large to trace)."""
+    diagnostics do (or another error comes first). `writers` maps the flat output elements
+    that several threads wrote to those threads' linear ids (from a traced run; None where
+    the launch was too large to trace)."""
     shared = shared_writes(diagnostics, output)
     if expected is None or produced is None or any(
             d.severity == "error" and d not in shared for d in diagnostics):
         return None   # another error (out of bounds, say) already names the line at fault
-    crowded = {e: np.unique(t) for e, t in (writers or {}).items() if np.unique(t).size > 1}
+    crowded = {e: t for e, t in (writers or {}).items() if np.unique(t).size > 1}
     if shared and unwritten and (crowded or (writers is None and _several_writers(shared))):
         return _wrong_index(expected.shape, output, unwritten, crowded, grid, shared)
     if any(d.severity == "error" for d in shared):
