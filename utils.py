@@ -438,7 +438,7 @@ def _costly_lines(report: metalsim.Report, kernel: metalsim.Kernel,
     is no more than the reference's worst line's in that memory at the same launch (where a
     narrow threadgroup makes every access span several segments, say)."""
     source = kernel.spec.source.split("\n")
-    ours = {line.strip() for line in reference_source.split("\n") if line.strip()}
+    reference_lines = {line.strip() for line in reference_source.split("\n") if line.strip()}
     allowed: dict[str, float] = {}
     for (space, _), t in (reference.memory.by_line.items() if reference else ()):
         if t.ideal:
@@ -449,8 +449,9 @@ def _costly_lines(report: metalsim.Report, kernel: metalsim.Kernel,
         if t.cost <= t.ideal:
             continue
         code = source[line - 1].strip() if line and 0 < line <= len(source) else ""
-        if (code and code in ours) or t.cost <= allowed.get(space, 1.0) * t.ideal:
-            spared.append(line)
+        if (code and code in reference_lines) or t.cost <= allowed.get(space, 1.0) * t.ideal:
+            if line is not None:   # (header lines are under None)
+                spared.append(line)
             continue
         unit = "64-byte segments" if space == "global" else "bank cycles"
         out.append(f"  line {line}: {code}\n    {t.per_access:.1f} {unit} per SIMD-group "
