@@ -576,3 +576,49 @@ out[i] = t[local_i * 32] + 10;
     rows = report_rows(result.text.replace("yours", "yours x"))
     assert "4" in next(v for k, v in rows.items() if k.startswith("worst bank conflict"))
     assert "bank cycles per SIMD-group access, ideal 1.0" in result.text
+
+
+def catalog_problem(number: int, source: str | None = None) -> MetalProblem:
+    """A problem on catalog puzzle `number`'s visible case, with its reference solution (or
+    `source`) as the learner's kernel."""
+    puzzle = puzzles.catalog.find(number)
+    body = puzzle.solution() if source is None else source
+
+    def kernel(*_inputs: mx.array) -> MetalKernel:
+        return MetalKernel(name=puzzle.kernel, input_names=list(puzzle.input_names),
+                           output_names=list(puzzle.output_names), source=body,
+                           header=puzzle.header, atomic_outputs=puzzle.atomic_outputs)
+
+    v = puzzle.visible
+    return MetalProblem(puzzle.title, kernel, [mx.array(x) for x in v.inputs], v.output_shape,
+                        grid=v.grid, threadgroup=v.threadgroup)
+
+
+def test_report_never_blames_a_line_of_the_reference_and_says_what_the_launch_decides():
+    result = catalog_problem(19).report()   # Matmul (Tiled), threadgroups of 3 x 3 threads
+    assert "yours and the reference both at grid (9, 9, 1), threadgroup (3, 3, 1)" in result.text
+    assert "Where yours costs more" not in result.text
+    assert "Not blamed: line(s) 16, 17, 26" in result.text
+    assert "SIMD-group efficiency: at most 28% at this launch" in result.text
+    assert "a threadgroup row is 3 thread(s) wide" in result.text
+    assert result.yours.simd_efficiency <= result.yours.simd_launch_bound
+
+
+def test_report_blames_a_line_costlier_than_any_of_the_references_at_the_same_launch():
+    # Map at 64 threads, each reading every 16th element: 16 segments per access where the
+    # reference needs 1 per 32 floats.
+    body = "uint i = thread_position_in_grid.x;\nout[i] = a[(i * 16) % 64] + 10;\n"
+    problem = MetalProblem("Map", lambda a: MetalKernel("map", ["a"], ["out"], source=body),
+                           [mx.arange(64)], (64,), grid=(64, 1, 1), threadgroup=(64, 1, 1))
+    result = problem.report()
+    assert "line 2: out[i] = a[(i * 16) % 64] + 10;" in result.text
+    assert "SIMD-group efficiency: at most" not in result.text   # 64 threads fill two
+
+
+def test_report_says_when_the_reference_faults_at_the_learners_launch_and_spares_nothing():
+    problem = catalog_problem(19)   # tiles of 3 x 3; threadgroups of 4 x 4 overrun them
+    problem.grid, problem.threadgroup = (12, 12, 1), (4, 4, 1)
+    result = problem.report()
+    assert "The reference is written for the puzzle's own launch and faults at this one" \
+        in result.text
+    assert "Not blamed" not in result.text
