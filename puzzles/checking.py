@@ -30,7 +30,13 @@ import numpy as np
 import metalsim
 from metalsim.diagnostics import Diagnostic
 from puzzles.catalog import Case, Puzzle
-from puzzles.diagnosis import SHARED_WRITE_CAUSES, diagnose, shared_writes
+from puzzles.diagnosis import (
+    SHARED_WRITE_CAUSES,
+    diagnose,
+    index_past_the_end,
+    located,
+    shared_writes,
+)
 
 COUNT_NAMES = ("global_reads", "global_writes", "threadgroup_reads", "threadgroup_writes",
                "atomics")
@@ -148,6 +154,7 @@ class CheckResult:
     reason: str   # one line: why it did not pass ("" when it passed)
     text: str = ""
     shown: CaseResult | None = None   # the case the reason names (and the text shows)
+    also: CaseResult | None = None    # the case with the error, where `shown` is another
 
     @property
     def cause(self) -> Diagnostic | None:
@@ -256,13 +263,40 @@ def check_cases(title: str, cases: Sequence[tuple[str, Case]], spec: Callable,
             break
     counts = {name: max((r.counts.get(name, 0) for r in results), default=0)
               for name in COUNT_NAMES}
+    _blame_the_index(results)
     diagnostics = _unique([d for r in results for d in r.diagnostics])
     status, reason, shown = _judge(results, counts, budget)
+    also = next((r for r in results if r.faulted and r is not shown), None) \
+        if status == "error" else None
     check = CheckResult(title=title, number=number, status=status, counts=counts,
                         budget=dict(budget), diagnostics=diagnostics, cases=results,
-                        reason=reason, shown=shown)
+                        reason=reason, shown=shown, also=also)
     check.text = render(check, note_unwritten, init_value)
     return check
+
+
+def _blame_the_index(results: list[CaseResult]) -> None:
+    """Where one case's values show a wrong index and a later case then goes out of bounds
+    (a transposed index on a non-square case, say), the out-of-bounds access is that index's:
+    the cause points at the access, and the fault's hint leads to the index rather than to a
+    bounds check, which would only hide it."""
+    wrong = _wrong_index_case(results)
+    faulted = next((r for r in results if r.faulted), None)
+    if wrong is None or faulted is None:
+        return
+    oob = [d for d in faulted.diagnostics if d.kind == "out-of-bounds" and d.severity == "error"]
+    if not oob:
+        return
+    faulted.diagnostics = [index_past_the_end(d, wrong.cause, wrong.name)
+                           if d.kind == "out-of-bounds" else d for d in faulted.diagnostics]
+    if wrong.cause.line is None:   # read from the values alone: the fault says where
+        wrong.cause = located(wrong.cause, oob[0], faulted.name)
+
+
+def _wrong_index_case(results: list[CaseResult]) -> CaseResult | None:
+    """The first case that ran cleanly and whose values show a wrong index."""
+    return next((r for r in results if not r.faulted and r.cause is not None
+                 and r.cause.kind == "wrong-index"), None)
 
 
 # --- running one case -----------------------------------------------------------------------
@@ -455,6 +489,10 @@ def _judge(results: list[CaseResult], counts: dict[str, int], budget: dict[str, 
     for r in results:
         if r.faulted:
             first = r.cause or next((d for d in r.diagnostics if d.severity == "error"), None)
+            wrong = _wrong_index_case(results)
+            if first is not None and first.kind == "out-of-bounds" and wrong is not None:
+                # the values of a clean case name the cause; the fault comes with it
+                return "error", f"{_finding(wrong.cause, wrong)}; and {_finding(first, r)}", wrong
             if first is not None:
                 return "error", _finding(first, r), r
             return "error", f"{r.name}: {r.error}", r
@@ -517,8 +555,10 @@ def render(check: CheckResult, note_unwritten: bool = True,
     gpus = {r.gpu for r in check.cases if r.metal is not None}
     if gpus:
         lines += ["", f"(Also ran on the real GPU through {', '.join(sorted(gpus))}.)"]
-    if check.shown is not None and check.shown is not check.cases[0]:
-        lines += ["", _case_pointer(check.shown)]
+    pointed = [r for r in (check.shown, check.also)
+               if r is not None and r is not check.cases[0]]
+    if pointed:
+        lines += [""] + [_case_pointer(r) for r in pointed]
     return "\n".join(lines)
 
 

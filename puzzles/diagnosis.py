@@ -18,10 +18,12 @@ Each cause comes with a hint that leads to the fix without writing it.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 import numpy as np
 
 from metalsim.diagnostics import Diagnostic
+from metalsim.exec.memory import BOUNDS_HINT
 
 MAX_NAMED = 3     # threads or elements named in a message
 FLOAT_DTYPES = ("float32", "float16", "bfloat16")
@@ -38,6 +40,10 @@ MISPLACED_HINT = (
 TRUNCATION_HINT = (
     "look for an `int` or `uint` that holds float data: an accumulator, a variable, or a cast. "
     "Converting a float to an integer type drops its fraction (toward zero).")
+INDEX_NOT_GUARD_HINT = (
+    "{why}: the index expression is likely wrong, and a bounds check would only hide it. "
+    "Check which thread position gives the row and which the column (rows and columns "
+    "swapped?), and how long a row is.")
 REDUNDANT_HINT = ("the puzzles want one writer per output element: let one thread write it "
                   "and the others skip the write.")
 
@@ -69,6 +75,27 @@ def diagnose(expected: np.ndarray | None, produced: np.ndarray | None, dtype: st
     written = [p for p in mismatches if p not in never]
     return (_truncation(expected, produced, dtype, output, written)
             or _misplaced(expected, produced, output, mismatches))
+
+
+def index_past_the_end(oob: Diagnostic, cause: Diagnostic, seen_on: str) -> Diagnostic:
+    """An out-of-bounds finding of a kernel whose values `cause` shows a wrong index on the
+    case `seen_on`: its hint leads to the index rather than to a guard, which would hide the
+    bug. A more specific hint (an unsigned index that wrapped around) stays."""
+    if oob.hint != BOUNDS_HINT:
+        return oob
+    seen = cause.message.removeprefix("wrong index: ")
+    return replace(oob, hint=INDEX_NOT_GUARD_HINT.format(why=f"on {seen_on}, {seen}"))
+
+
+def located(cause: Diagnostic, oob: Diagnostic, faulted_on: str) -> Diagnostic:
+    """A wrong-index `cause` read from the values, placed at the access that goes out of
+    bounds on the case `faulted_on`: an index that lands values on the wrong elements on one
+    case and past the end of a buffer on another is most likely that access's."""
+    what = oob.detail.split(";")[0]
+    return replace(cause, line=oob.line, column=oob.column, section=oob.section,
+                   excerpt=oob.excerpt,
+                   detail=f"{cause.detail}; on {faulted_on}, the access at line {oob.line} "
+                          f"goes out of bounds ({what})")
 
 
 def shared_writes(diagnostics: Sequence[Diagnostic], output: str) -> list[Diagnostic]:

@@ -68,13 +68,41 @@ def test_threadgroups_2d_with_x_in_the_y_index_is_a_wrong_index_naming_a_thread_
     assert ONE_WRITER_ADVICE not in result.text
 
 
+MAP_2D_TRANSPOSED_READ = ("= a[thread_y * cols + thread_x] + 10",
+                          "= a[thread_x * cols + thread_y] + 10")
+
+
 def test_map_2d_reading_transposed_says_the_values_land_on_the_wrong_elements():
-    source = mutant(4, "= a[thread_y * cols + thread_x] + 10",
-                    "= a[thread_x * cols + thread_y] + 10")
-    result = check(4, source)
-    assert result.status == "fail" and result.cause.kind == "wrong-index"
+    result = check(4, mutant(4, *MAP_2D_TRANSPOSED_READ))
+    # a non-square hidden case reads past the end of `a`: a real error, and it stays one
+    assert result.status == "error"
+    assert any(d.kind == "out-of-bounds" for d in result.diagnostics)
+    # ... but the verdict leads with the cause the square visible case shows
+    assert result.cause.kind == "wrong-index"
+    assert result.shown is result.cases[0]
+    assert result.reason.startswith("wrong-index (line 6) on the visible case: the values "
+                                    "land on the wrong elements; and out-of-bounds (line 6) "
+                                    "on hidden case ")
     assert "transposed" in result.cause.detail
     assert "which thread position gives the row and which the column" in result.cause.hint
+
+
+def test_map_2d_reading_transposed_points_the_out_of_bounds_read_at_the_index_not_a_guard():
+    result = check(4, mutant(4, *MAP_2D_TRANSPOSED_READ))
+    oob = next(d for d in result.diagnostics if d.kind == "out-of-bounds")
+    # a guard would hide the transposed index: the hint must lead to the index
+    assert "guard the access" not in oob.hint and "guard the access" not in result.text
+    assert "the index expression is likely wrong" in oob.hint
+    assert "rows and columns swapped" in oob.hint
+    assert "on the visible case, the values land on the wrong elements" in oob.hint
+    # the cause points at the access that also goes out of bounds
+    assert (result.cause.line, result.cause.column) == (oob.line, oob.column)
+    assert "goes out of bounds (a thread read element" in result.cause.detail
+    # both cases the reason names can be opened
+    faulted = result.also
+    assert faulted is not None and faulted.label.startswith("hidden ")
+    case = faulted.label.split()[1]
+    assert f"problem.show(case={case})" in result.text
 
 
 # --- unsigned wrap-around -------------------------------------------------------------------
