@@ -84,6 +84,8 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
         self.address_taken: set[str] = set()
         self.fixed_names: set[str] = set()   # see `uses.fixed_names`
         self.decl_ids = 0
+        # code that runs only where a comparison let it: its coordinates -> the comparison's
+        self.guarded: dict[Coord, Coord] = {}
 
     # --- errors -----------------------------------------------------------------------------
     def error(self, message: str, node: ast.Node | Coord, hint: str = "", width: int = 1):

@@ -236,6 +236,11 @@ MAX_CELLS = 64
 
 
 BOUNDS_HINT = "guard the access with a bounds check such as `if (i < n)`"
+GUARDED_HINT = ("this access is already behind the test at {where}, yet its index goes past "
+                "the end: the index expression is likely wrong, and another bounds check "
+                "would only hide it. Work out the index by hand for one of the threads above: "
+                "which thread position gives the row and which the column (rows and columns "
+                "swapped?), and how long a row is.")
 # An element index this large is a negative one in 32-bit unsigned arithmetic: no buffer a
 # kernel indexes with a uint has 2**31 elements.
 WRAPPED_BELOW = 1 << 31
@@ -267,6 +272,10 @@ def _check(m: Machine, region: Region, idx: np.ndarray | slice, off: np.ndarray,
             detail += (f": {index} is {index - (1 << 32)} wrapped around, as unsigned "
                        f"arithmetic does (`0u - 1` is 4294967295)")
             hint = WRAP_HINT
+        elif (guard := m.guards.get(coord)) is not None:
+            where = f"line {guard.line}" + ("" if guard.section == "source"
+                                            else f" of the {guard.section}")
+            hint = GUARDED_HINT.format(where=where)
         m.report("out-of-bounds", "error", message,
                  coord, offenders, key=(region.name, write), detail=detail, hint=hint,
                  cells=cells_of(m, region, offenders, np.broadcast_to(off, bad.shape)[bad]

@@ -3,7 +3,8 @@
 import numpy as np
 
 from metalsim.diagnostics import Diagnostic
-from puzzles.diagnosis import diagnose
+from metalsim.exec.memory import BOUNDS_HINT, WRAP_HINT
+from puzzles.diagnosis import diagnose, index_past_the_end, located
 
 GRID = (4, 1, 1)
 
@@ -94,3 +95,35 @@ def test_elements_left_at_zero_are_not_integer_truncation():
 
 def test_whole_numbers_far_from_the_spec_are_not_integer_truncation():
     assert cause([1.5, 2.5, 3.5, 4.5], [1.5, 2.5, 40.0, -9.0]) is None
+
+
+def out_of_bounds(hint: str) -> Diagnostic:
+    return Diagnostic(kind="out-of-bounds", severity="error",
+                      message="out-of-bounds read: 'a' has 56 elements", line=6, column=39,
+                      detail="a thread read element 56 of 'a'; 7 threads in all", hint=hint,
+                      excerpt="   6 | out[i] = a[j];")
+
+
+MISPLACED = Diagnostic(kind="wrong-index", severity="error",
+                       message="wrong index: the values land on the wrong elements",
+                       detail="out[0, 1] holds 12, which the spec puts at out[1, 0]")
+
+
+def test_an_index_past_the_end_leads_to_the_index_not_to_a_guard():
+    d = index_past_the_end(out_of_bounds(BOUNDS_HINT), MISPLACED, "the visible case")
+    assert d.hint.startswith("on the visible case, the values land on the wrong elements: "
+                             "the index expression is likely wrong")
+    assert "guard the access" not in d.hint
+    assert (d.kind, d.line, d.message) == ("out-of-bounds", 6, out_of_bounds("").message)
+
+
+def test_a_more_specific_out_of_bounds_hint_stays():
+    wrapped = out_of_bounds(WRAP_HINT)
+    assert index_past_the_end(wrapped, MISPLACED, "the visible case") == wrapped
+
+
+def test_a_cause_read_from_the_values_is_placed_at_the_access_out_of_bounds():
+    d = located(MISPLACED, out_of_bounds(BOUNDS_HINT), "hidden case 5")
+    assert (d.kind, d.line, d.column, d.excerpt) == ("wrong-index", 6, 39, "   6 | out[i] = a[j];")
+    assert d.detail == (f"{MISPLACED.detail}; on hidden case 5, the access at line 6 goes out "
+                        f"of bounds (a thread read element 56 of 'a')")

@@ -94,7 +94,7 @@ def test_map_2d_reading_transposed_points_the_out_of_bounds_read_at_the_index_no
     assert "guard the access" not in oob.hint and "guard the access" not in result.text
     assert "the index expression is likely wrong" in oob.hint
     assert "rows and columns swapped" in oob.hint
-    assert "on the visible case, the values land on the wrong elements" in oob.hint
+    assert "already behind the test at line 5" in oob.hint   # the solution's bounds check
     # the cause points at the access that also goes out of bounds
     assert (result.cause.line, result.cause.column) == (oob.line, oob.column)
     assert "goes out of bounds (a thread read element" in result.cause.detail
@@ -103,6 +103,25 @@ def test_map_2d_reading_transposed_points_the_out_of_bounds_read_at_the_index_no
     assert faulted is not None and faulted.label.startswith("hidden ")
     case = faulted.label.split()[1]
     assert f"problem.show(case={case})" in result.text
+
+
+def test_map_2d_with_the_wrong_row_length_is_an_index_past_the_end_not_a_missing_guard():
+    # square visible cases hide it; a non-square hidden case reads past the end of `a`
+    result = check(4, mutant(4, "= a[thread_y * cols + thread_x] + 10",
+                             "= a[thread_y * rows + thread_x] + 10"))
+    assert result.status == "error"
+    oob = next(d for d in result.diagnostics if d.kind == "out-of-bounds")
+    assert result.reason.startswith("out-of-bounds (line 6) on hidden case ")
+    assert "guard the access" not in oob.hint
+    assert "already behind the test at line 5" in oob.hint
+    assert "how long a row is" in oob.hint
+
+
+def test_threadgroups_2d_reading_transposed_names_the_wrong_index_and_no_guard():
+    result = check(7, mutant(7, "= a[j * cols + i] + 10", "= a[i * cols + j] + 10"))
+    assert result.status == "error" and result.cause.kind == "wrong-index"
+    assert "the values land on the wrong elements; and out-of-bounds (line 6)" in result.reason
+    assert "guard the access" not in result.text
 
 
 # --- unsigned wrap-around -------------------------------------------------------------------
