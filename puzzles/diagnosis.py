@@ -12,7 +12,9 @@ names the beginner's mistake behind them:
 - redundant-writes: the values are right, but several threads write the same value to one
   element (a warning for metalsim; the puzzles want one writer per element).
 
-Each cause comes with a hint that leads to the fix without writing it.
+Each cause comes with a hint that leads to the fix without writing it. Where one case shows a
+wrong index and another then goes out of bounds, `located` and `index_past_the_end` tie the two
+together, so that the fault's hint leads to the index rather than to a guard that would hide it.
 """
 
 from __future__ import annotations
