@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -56,3 +57,13 @@ def test_the_bundle_has_every_solution_and_solved_notebook(release):
         assert (bundle / solution.name).read_text() == solution.read_text()
     assert len(list((bundle / "notebooks").glob("*.ipynb"))) == len(
         list((release / "student" / "notebooks").glob("*.ipynb")))
+
+
+def test_walkthroughs_are_in_the_bundle_and_not_in_the_student_copy(release):
+    texts = student_texts(release)
+    for puzzle in all_puzzles():
+        walkthrough = puzzle.walkthrough()
+        assert not any(normalise(walkthrough) in content for content in texts.values())
+        name = Path(puzzle.solution_file).with_suffix(".md").name
+        bundled = release / "solutions" / "walkthroughs" / name
+        assert bundled.read_text().strip() == walkthrough
