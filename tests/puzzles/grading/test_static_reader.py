@@ -26,6 +26,7 @@ def read(*cells: str) -> NotebookReader:
     reader = NotebookReader()
     for index, cell in enumerate(cells):
         reader.read_cell(index, ast.parse(cell))
+    reader.finish()
     return reader
 
 
