@@ -70,22 +70,23 @@ def find_submissions(path: Path) -> list[Submission]:
     archive given directly is one submission), in name order."""
     if not path.is_dir():
         return [_submission(path, path.name)]
-    entries = sorted(e for e in os.scandir(path) if not e.name.startswith("."))
-    found = [_submission(Path(e.path), e.name) for e in entries
+    entries = sorted((e for e in os.scandir(path) if not e.name.startswith(".")),
+                     key=lambda e: e.name)
+    found = [(e.name, _submission(Path(e.path), e.name)) for e in entries
              if e.is_symlink() or e.is_dir(follow_symlinks=False)
              or e.name.endswith((NOTEBOOK, ARCHIVE))]
-    by_id: dict[str, list[Submission]] = {}
-    for s in found:
-        by_id.setdefault(s.id, []).append(s)
+    by_id: dict[str, list[str]] = {}
+    for name, s in found:
+        by_id.setdefault(s.id, []).append(name)
     unique = []
-    for s in found:
+    for name, s in found:
         same = by_id[s.id]
         if len(same) == 1:
             unique.append(s)
             continue
-        names = ", ".join(repr(clean_text(o.files[0].name)) for o in same)
+        names = ", ".join(repr(clean_text(n)) for n in same)
         unique.append(Submission(
-            s.files[0].name, s.files,
+            name, s.files,
             refused=f"{len(same)} submissions have the id {clean_text(s.id)!r} ({names}); "
                     "rename all but one so that each student keeps their own"))
     return unique
