@@ -178,6 +178,7 @@ class NotebookReader:
         self.dry = 0         # > 0 while a function is read at its definition, without effects
         self.fresh: dict[int, list] = {}   # lists made during that reading (free to change)
         self.branching = 0   # > 0 inside both branches of an `if` the reader cannot decide
+        self._names: dict[ast.AST, tuple[str, ...]] = {}  # the names used in a node
 
     # --- statements ---------------------------------------------------------------------------
 
@@ -340,9 +341,14 @@ class NotebookReader:
     def _taint_names(self, node: ast.AST, scope: Scope, reason: str, line: int | None) -> None:
         """Mark every list reachable from the names in `node` as changed in a way the reader
         does not follow: reading it later is "unreadable", never a stale value."""
-        unknown = Unknown(reason, line)
-        for name in {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}:
-            self._taint(scope.lookup(name), unknown, 0)
+        names = self._names.get(node)
+        if names is None:
+            names = self._names[node] = tuple(
+                {n.id for n in ast.walk(node) if isinstance(n, ast.Name)})
+        for name in names:
+            value = scope.lookup(name)
+            if isinstance(value, (list, tuple)):
+                self._taint(value, Unknown(reason, line), 0)
 
     def _taint(self, value: object, reason: Unknown, depth: int) -> None:
         if isinstance(value, (list, tuple)) and depth < MAX_DEPTH:
