@@ -24,14 +24,14 @@ threadgroup_barrier(mem_flags::mem_threadgroup);
 out[i] = shared[threads_per_threadgroup.x - 1 - local_i];
 """
 
-# Per threadgroup, how many positions have a[i] > b[i]: one thread counts what all loaded.
+# Per threadgroup, how many positions have a[i] > b[i]: the last thread counts what all loaded.
 COUNT_GREATER = """
 threadgroup float shared[8];
 uint i = thread_position_in_grid.x;
 uint local_i = thread_position_in_threadgroup.x;
 shared[local_i] = a[i] > b[i] ? 1.0f : 0.0f;
 threadgroup_barrier(mem_flags::mem_threadgroup);
-if (local_i == 0) {
+if (local_i == threads_per_threadgroup.x - 1) {
     float count = 0;
     for (uint k = 0; k < threads_per_threadgroup.x; ++k) count += shared[k];
     out[threadgroup_position_in_grid.x] = count;

@@ -84,7 +84,7 @@ def test_a_simdgroup_selects_its_32_threads():
 
 def test_counts_are_the_selected_threads():
     e = explorer("count_greater")
-    e.select(thread=0)
+    e.select(thread=7)  # the thread that counts
     assert e.counts["threadgroup_reads"] == 8 and e.counts["global_reads"] == 2
     e.select(thread=5)
     assert e.counts["threadgroup_reads"] == 0 and e.counts["threadgroup_writes"] == 1
