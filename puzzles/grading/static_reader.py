@@ -125,6 +125,8 @@ class Problem:
     line: int
     cell: int
     checked: bool = False
+    read: ProblemCall | None = None  # its kernel as last read (at a check(), or the end)
+    read_in: int = 0                 # the cell where it was read
 
 
 class Scope:
@@ -195,13 +197,15 @@ class NotebookReader:
 
     def finish(self) -> None:
         """After the last cell: problems never checked get the kernel their function returns
-        with the notebook's final state (what a `check()` run then would use)."""
+        with the notebook's final state (what a `check()` run then would use); `problems`
+        lists every problem in the order they were built (the last one of a title wins)."""
         for problem in self.built:
             if not problem.checked and self.exhausted is None:
                 try:
                     self._settle(problem, problem.cell)
                 except OutOfSteps as exc:
                     self.exhausted = exc
+        self.problems = [(p.read_in, p.read) for p in self.built if p.read is not None]
 
     def _block(self, body: list[ast.stmt], scope: Scope) -> _Returned | None:
         for stmt in body:
@@ -966,7 +970,7 @@ class NotebookReader:
             raise
         except Unreadable as exc:
             kernel = exc
-        self.problems.append((cell, ProblemCall(problem.title, kernel, problem.line)))
+        problem.read, problem.read_in = ProblemCall(problem.title, kernel, problem.line), cell
 
 
 def _merge(a: object, b: object, where: str, line: int) -> object:

@@ -269,3 +269,17 @@ def test_the_forms_pass_under_the_grader_as_they_do_in_the_notebook(tmp_path, fo
     nbformat.write(nb, path)
     row = next(r for r in grade(path, seed=11) if r["puzzle"] == 1)
     assert row["status"] == "pass", row["reason"]
+
+
+def test_of_two_problems_for_one_puzzle_the_one_built_last_wins_checked_or_not():
+    first = function("source = 'first;'").replace("map_test", "first_test")
+    second = function("source = 'second;'").replace("map_test", "second_test")
+    build = 'p{k} = MetalProblem("Map", {fn}, [a], (4,), grid=(4, 1, 1))'
+    unchecked_then_checked = checked_kernel(
+        first, second, build.format(k=1, fn="first_test"), build.format(k=2, fn="second_test"),
+        "p2.check()")
+    assert unchecked_then_checked.source == "second;"
+    checked_then_unchecked = checked_kernel(
+        first, second, build.format(k=1, fn="first_test"), "p1.check()",
+        build.format(k=2, fn="second_test"))
+    assert checked_then_unchecked.source == "second;"
