@@ -86,12 +86,15 @@ def _reason(result: CheckResult, visible: list[CaseResult], counts: dict[str, in
         gpu = "the real GPU gave " if not bad.mismatches else ""
         return f"{gpu}wrong values on {bad.name}"
     if result.status == "over-budget":
-        over = [n for n, limit in result.budget.items() if counts.get(n, 0) > limit]
-        if over:  # over budget on the visible case: its counts are the student's to see
-            return result.reason
-        names = ", ".join(COUNT_LABELS[n].lower() for n, limit in result.budget.items()
-                          if max((c.counts.get(n, 0) for c in result.cases), default=0) > limit)
-        return f"correct, but over budget on a hidden case: {names} (max per thread)"
+        # The visible cases' counts are the student's to see; a hidden case's only by name.
+        shown = [f"{COUNT_LABELS[n].lower()} {counts[n]} > {limit}"
+                 for n, limit in result.budget.items() if counts.get(n, 0) > limit]
+        hidden = [COUNT_LABELS[n].lower() for n, limit in result.budget.items()
+                  if counts.get(n, 0) <= limit
+                  and max((c.counts.get(n, 0) for c in result.cases), default=0) > limit]
+        parts = [f"over budget: {', '.join(shown)}"] if shown else []
+        parts += [f"over budget on a hidden case: {', '.join(hidden)}"] if hidden else []
+        return f"correct, but {'; '.join(parts)} (max per thread)"
     return result.reason
 
 

@@ -112,3 +112,14 @@ def test_every_diagnostic_kind_has_a_fixed_short_reason():
 
 def test_a_passing_kernel_shows_no_reason():
     assert student_summary(map_check(MAP))["reason"] == ""
+
+
+def test_over_budget_on_both_shows_the_visible_count_not_the_hidden_one():
+    # Two reads on every case, and max(a) more on the hidden ones.
+    body = ("uint i = thread_position_in_grid.x;\nint v = a[i] + a[i] * 0;\nint x = 0;\n"
+            "for (int k = 0; k < (v > 3 ? v : 0); k++) { x += a[i] * 0; }\n"
+            "out[i] = v + 10 + x;\n")
+    result = map_check(body)
+    assert result.status == "over-budget" and "global reads 2 > 1" not in result.reason
+    assert student_summary(result)["reason"] == (
+        "correct, but over budget: global reads 2 > 1 (max per thread)")
