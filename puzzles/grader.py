@@ -37,7 +37,7 @@ from puzzles.grading.disclosure import student_summary, student_view
 from puzzles.grading.intake import IntakeError, NotebookFile, read_notebooks, student_id
 from puzzles.grading.integrity import clean_text
 from puzzles.grading.seeds import case_seed
-from puzzles.grading.static_reader import MAX_STEPS, KernelCall, NotebookReader, Unreadable
+from puzzles.grading.static_reader import KernelCall, NotebookReader, Unreadable
 
 UNREADABLE = "could not read this statically"
 
@@ -222,13 +222,11 @@ def read_notebook(cells: list[str], name: str = "") -> Reading:
     reading.found = {**from_kernels, **from_problems}
     if reader.exhausted is not None:
         mentioned = _mentioned(cells, by_title)
-        limit = (f" (the grader reads at most {MAX_STEPS} steps a notebook)"
-                 if "steps" in str(reader.exhausted) else "")
         for puzzle in all_puzzles():
             if puzzle.number not in reading.found:
                 reading.found[puzzle.number] = Found(
                     puzzle, reader.cell, error=f"{UNREADABLE}: cell {reader.cell}, "
-                    f"{reader.exhausted}{limit}", note="unreadable", notebook=name,
+                    f"{reader.exhausted}", note="unreadable", notebook=name,
                     guessed=puzzle.number not in mentioned)
     for row in reading.broken:
         if row["puzzle"] is not None:

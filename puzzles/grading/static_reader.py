@@ -53,7 +53,8 @@ class Unreadable(Exception):
 
 
 class OutOfSteps(Unreadable):
-    """The notebook needs more evaluation steps than the reader allows: reading stops."""
+    """The notebook needs more evaluation steps, or builds more characters, than the reader
+    allows: reading stops, and the message names the grader's limit."""
 
 
 class _DryRun(Unreadable):
@@ -485,8 +486,11 @@ class NotebookReader:
     def _step(self, node: ast.AST) -> None:
         self.steps += 1
         if self.steps > MAX_STEPS:
-            raise OutOfSteps(f"reading the notebook takes more than {MAX_STEPS} steps; the "
-                             "grader stopped here", _line(node))
+            raise OutOfSteps(f"reading the notebook takes more than {MAX_STEPS} steps, the "
+                             "grader's limit; it stopped reading here", _line(node))
+        if self.work > MAX_WORK:
+            raise OutOfSteps(f"the notebook builds more than {MAX_WORK} characters of strings, "
+                             "the grader's limit; it stopped reading here", _line(node))
 
     def _eval(self, node: ast.expr, scope: Scope) -> object:
         self._step(node)

@@ -14,7 +14,7 @@ from classroom import MAP, kernel_function, learner, map_cell, replace_map_cell,
 from puzzles.cli import main
 from puzzles.grader import grade
 from puzzles.grading.outputs import CSV_CELL_LIMIT, _cell, strict_json
-from puzzles.grading.static_reader import MAX_STEPS
+from puzzles.grading.static_reader import MAX_STEPS, MAX_WORK
 
 INFINITE = "uint i = thread_position_in_grid.x;\nout[i] = a[i] + 10 + INFINITY;\n"
 ASSIGNMENT = ('[assignment]\nseed = 99\n\n[[puzzles]]\npuzzle = "Map"\npoints = 2\n\n'
@@ -90,4 +90,18 @@ def test_the_readers_step_limit_is_named_as_the_graders_own(tmp_path):
     nbformat.write(nb, tmp_path / "s.ipynb")
     row = next(r for r in grade(tmp_path / "s.ipynb", seed=3) if r["puzzle"] == 1)
     assert row["status"] == "unreadable"
-    assert f"the grader reads at most {MAX_STEPS} steps a notebook" in row["reason"]
+    assert f"more than {MAX_STEPS} steps, the grader's limit" in row["reason"]
+
+
+def test_the_readers_string_limit_stops_reading_and_is_named_not_blamed_on_the_student(
+        tmp_path):
+    # 70 strings of a million characters: each under the limit of one string, together past
+    # the notebook's; the Map cell after them is never read.
+    nb = learner("01_threads.ipynb")
+    solve(nb, 1, MAP)
+    copies = "".join(f"v{k} = s + ''\n" for k in range(70))
+    nb.cells.insert(0, nbformat.v4.new_code_cell("s = 'x' * (1 << 20)\n" + copies))
+    nbformat.write(nb, tmp_path / "s.ipynb")
+    row = next(r for r in grade(tmp_path / "s.ipynb", seed=3) if r["puzzle"] == 1)
+    assert row["status"] == "unreadable"
+    assert f"more than {MAX_WORK} characters of strings, the grader's limit" in row["reason"]
