@@ -81,11 +81,15 @@ def grade(path: Path, *, assignment: Path | None = None, out: Path | None = None
     if json_path is not None:
         json_path.write_text(strict_json({o.submission.id: o.rows for o in result.outcomes}),
                              encoding="utf-8")
-    failed = [o for o in result.outcomes if o.error]
-    print(f"graded {len(submissions) - len(failed)} of {len(submissions)} submissions in "
+    failed = [o for o in result.outcomes if o.error and not o.submission.missing]
+    missing = [o.submission.id for o in result.outcomes if o.submission.missing]
+    handed_in = len(submissions) - len(missing)
+    print(f"graded {handed_in - len(failed)} of {handed_in} submissions in "
           f"{result.seconds:.1f} s with {jobs} job(s); peak memory of the process tree "
-          f"{result.peak_memory_bytes / 2**20:.0f} MiB; hidden cases drawn from seed "
-          f"{result.seed}; wrote {out}")
+          f"{result.peak_memory_bytes / 2**20:.0f} MiB; hidden cases drawn per submission "
+          f"from seed {result.seed}; wrote {out}")
+    if missing:
+        print(clean_text(f"missing (on the roster, nothing handed in): {', '.join(missing)}"))
     for pair in pairs[:10]:
         print(clean_text(f"similar: {pair.first} and {pair.second}: identical non-trivial "
                          f"kernels on puzzle(s) {', '.join(map(str, pair.puzzles))}"))

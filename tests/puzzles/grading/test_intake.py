@@ -188,3 +188,12 @@ def test_a_name_with_control_characters_is_refused(tmp_path):
     (tmp_path / "a\x1bb.ipynb").write_text("{}")
     found, = find_submissions(tmp_path)
     assert found.refused and "\x1b" not in found.id
+
+
+def test_a_roster_student_who_handed_in_nothing_is_listed_but_fails_no_run(tmp_path, capsys):
+    (tmp_path / "class").mkdir()
+    (tmp_path / "class" / "ann.ipynb").write_bytes(notebook_bytes(MAP))
+    (tmp_path / "roster.csv").write_text("ann\nbob\n")  # no header: the first column
+    assert main(["grade", str(tmp_path / "class"), "--out", str(tmp_path / "out"),
+                 "--roster", str(tmp_path / "roster.csv")]) == 0
+    assert "missing (on the roster, nothing handed in): bob" in capsys.readouterr().out
