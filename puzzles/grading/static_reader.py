@@ -4,17 +4,25 @@ subset of Python over `ast`.
 Cells are read in notebook order. What the evaluator understands: string, number, bool and
 None literals (implicit concatenation included); `+`, `*` and `+=` on them; f-strings whose
 parts are constants; `textwrap.dedent`, `.strip()`/`.lstrip()`/`.rstrip()`, `.format(...)`,
-`.replace(...)`, `.join(...)`, `.upper()`/`.lower()`; lists and tuples; names assigned earlier,
-in any earlier cell; `if`/`else` (the branch taken when the condition is a constant, otherwise
-both, which must agree or the name is "ambiguous"); functions defined with `def` or `lambda`
-(called with what is known of their arguments); `MetalKernel(...)` with any of its arguments
-(positional or keyword), whatever name `MetalKernel` was imported under.
+`.replace(...)`, `.join(...)`, `.upper()`/`.lower()`; lists and tuples, changed in place by
+`.append`/`.insert`/`.extend` and `+=` (shared by every name bound to them, as in Python);
+names assigned earlier, in any earlier cell; `global` and `nonlocal` in functions; `if`/`else`
+(the branch taken when the condition is a constant, otherwise both, which must agree or the
+name is "ambiguous"); functions defined with `def` or `lambda` (called with what is known of
+their arguments; default values bound at definition); `MetalKernel(...)` with any of its
+arguments (positional or keyword), whatever name `MetalKernel` was imported under; and
+`MetalProblem(title, fn, ...)`, whose kernel is what `fn` returns at the problem's
+`.check()` (as `check()` calls it then), or at the end of the notebook if it is never checked.
 
 Nothing is ever executed, and every value is bounded: strings, lists, integers, nesting,
 calls and the total of characters built, so no notebook can make the reader allocate much or
 loop long. Whatever falls outside the subset becomes an `Unknown` value carrying the line and
 the reason; using it for a kernel argument gives a clear "could not read this statically"
-message, never a wrong verdict.
+message, never a wrong verdict. A list that code the reader does not follow may have changed
+(a loop, an unknown call, `.pop()`, an item assignment, an undecidable `if`) is "tainted":
+reading it later is unreadable too, never its stale value. A function is read once when it is
+defined (to find kernels built by name outside any problem) without any effect on the
+notebook's state.
 """
 
 from __future__ import annotations
