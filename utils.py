@@ -47,6 +47,7 @@ from puzzles.checking import (
     KernelArgs,
     call_kwargs,
     check_cases,
+    check_puzzle,
     expected_output,
     metal_available,
     mismatches,
@@ -156,13 +157,10 @@ class MetalProblem:
         if os.environ.get("VERBOSE") == "1":
             self._print_source(visible)
         if self.puzzle is not None:
-            p = self.puzzle
             if self._body_changed(visible):
-                _TRIED.add(p.number)
-            result = check_cases(
-                self.name, puzzle_cases(p, visible, title=self.name), p.spec, self._kernel_for,
-                p.budget.limits(), init_value=p.launch_init_value, number=p.number,
-                note_unwritten=p.init_value is None)
+                _TRIED.add(self.puzzle.number)
+            cases = puzzle_cases(self.puzzle, visible, title=self.name)
+            result = check_puzzle(self.puzzle, cases, self._kernel_for, title=self.name)
         else:
             result = check_cases(
                 self.name, [("visible", visible)], self.spec or _missing_spec,

@@ -208,10 +208,18 @@ def check_kernel(puzzle: Puzzle, source: str, header: str | None = None, *,
         header=puzzle.header if header is None else header,
         atomic_outputs=puzzle.atomic_outputs,
     )
-    return check_cases(puzzle.title, puzzle_cases(puzzle, hidden=hidden, seed=seed),
-                       puzzle.spec, lambda _case: args, puzzle.budget.limits(),
-                       init_value=puzzle.launch_init_value, number=puzzle.number,
-                       note_unwritten=puzzle.init_value is None)
+    return check_puzzle(puzzle, puzzle_cases(puzzle, hidden=hidden, seed=seed),
+                        lambda _case: args)
+
+
+def check_puzzle(puzzle: Puzzle, cases: Sequence[tuple[str, Case]],
+                 kernel_for: Callable[[Case], KernelArgs], title: str | None = None
+                 ) -> CheckResult:
+    """Check a kernel on `cases` of `puzzle`, launched as the puzzle is launched everywhere:
+    `problem.check()`, the CLI and the grader all come here, so they cannot disagree."""
+    return check_cases(title or puzzle.title, cases, puzzle.spec, kernel_for,
+                       puzzle.budget.limits(), init_value=puzzle.launch_init_value,
+                       number=puzzle.number, note_unwritten=puzzle.init_value is None)
 
 
 def puzzle_cases(puzzle: Puzzle, visible: Case | None = None, *, hidden: bool = True,
