@@ -23,6 +23,10 @@ from metalsim.exec.compiled import E, FunctionCode, Scope, Var, constant, lane_z
 from metalsim.exec.constructors import ConstructorCompiler
 from metalsim.exec.deduction import DeductionConflict, bind_deduced
 from metalsim.exec.expressions import ExpressionCompiler
+from metalsim.exec.function_specializations import (
+    FunctionSpecializationCompiler,
+    is_explicit_specialization,
+)
 from metalsim.exec.operators import OperatorCompiler
 from metalsim.exec.references import ReferenceCompiler, returned_location
 from metalsim.exec.runtime import bind_argument
@@ -54,7 +58,8 @@ MAX_INSTANTIATION_DEPTH = 1024
 
 
 class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, ConstructorCompiler,
-               StructTemplateCompiler, OperatorCompiler, ReferenceCompiler):
+               StructTemplateCompiler, OperatorCompiler, ReferenceCompiler,
+               FunctionSpecializationCompiler):
     """Compiles one translation unit's kernel (and what it calls) for one instantiation."""
 
     def __init__(self, unit: ast.TranslationUnit, source_map: SourceMap,
@@ -66,7 +71,9 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
         self.sm = source_map
         self.builtins = builtins
         self.math_variant = math_variant
-        self.functions: dict[str, list[ast.FunctionDef]] = {}
+        self.functions: dict[str, list[ast.FunctionDef]] = {}   # explicit specialisations too
+        # (id of a function template, its argument keys) -> its explicit specialisation
+        self.function_specializations: dict[tuple, ast.FunctionDef] = {}
         self.globals = Scope({})
         self.instances: dict[tuple, FunctionCode] = {}
         self.open_instances: list[FunctionCode] = []  # functions being compiled, outermost first
@@ -89,6 +96,11 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
         coord = node if isinstance(node, Coord) else node.coord
         raise CompileError(message, coord, self.sm, hint=hint, width=width)
 
+    def lookup_scope(self, node: ast.Name | ast.NamedType, scope: Scope) -> Scope:
+        """Where `node` is looked up: `scope`, or program scope for a name qualified by a
+        namespace (`na::K`, `::G`), which no local, parameter or member hides."""
+        return self.globals if node.namespace_scope else scope
+
     def suggest(self, name: str, candidates: list[str]) -> str:
         close = difflib.get_close_matches(name, candidates, n=1, cutoff=0.6)
         return f"did you mean '{close[0]}'?" if close else ""
@@ -96,7 +108,10 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
     # --- translation unit -------------------------------------------------------------------
     def declare_globals(self) -> None:
         for item in self.unit.items:
-            if isinstance(item, ast.FunctionDef):
+            if isinstance(item, ast.FunctionDef) and is_explicit_specialization(item):
+                self.declare_function_specialization(item)
+                self.functions.setdefault(item.name, []).append(item)
+            elif isinstance(item, ast.FunctionDef):
                 self.functions.setdefault(item.name, []).append(item)
             elif isinstance(item, ast.VariableTemplate):
                 self.globals.names[item.name] = ("variable_template", item)  # type: ignore
@@ -342,7 +357,7 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
             if not isinstance(elem, ScalarType):
                 self.error("atomic<T> needs a scalar type argument", node)
             return AtomicType(elem)
-        found = scope.lookup(name)
+        found = self.lookup_scope(node, scope).lookup(name)
         if node.template_args is not None and isinstance(found, StructType) and (
                 found in self.instance_of):
             found = self.instance_of[found][0]  # `Acc<int>` inside the body of `Acc<float>`
@@ -444,11 +459,11 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
         qualified = self.builtins.get(("qualified_call", name.qualifier))
         if qualified is not None:
             return qualified(self, node, scope)
-        if not name.qualifier and self.is_member(scope, name.name, "method"):
+        if name.unqualified and self.is_member(scope, name.name, "method"):
             # `add(x)` in a member function calls `this->add(x)`.
             return self.x_MethodCall(ast.MethodCall(node.coord, ast.This(node.coord), name.name,
                                                     node.args, True, name.template_args), scope)
-        v = scope.lookup(name.name) if not name.qualifier else None
+        v = self.lookup_scope(name, scope).lookup(name.name) if not name.qualifier else None
         if isinstance(v, Var) and isinstance(v.type, StructType):
             # `op(a, b)` on a function object calls its `operator()`.
             return self.x_MethodCall(ast.MethodCall(node.coord, name, "operator()", node.args),
@@ -494,7 +509,7 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
 
     def call_user(self, node: ast.Call, scope: Scope) -> E:
         args = [self.expr(a, scope) for a in node.args]
-        fdef, bindings = self.resolve_overload(node, args, scope)
+        fdef, bindings = self.specialized(*self.resolve_overload(node, args, scope))
         code = self.instantiate(fdef, bindings)
         return self.call_code(code, self.bind_arguments(code.params, fdef, args, scope),
                               node.coord)
@@ -593,6 +608,11 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
         for fdef in self.functions[name]:
             if fdef.body is None and any(o.body is not None for o in self.functions[name]
                                          if o is not fdef):
+                continue
+            # Specialisations replace a chosen template's body; a template argument list,
+            # even an empty one (`g<>(a)`), rules out every non-template (C++ [temp.arg.explicit]).
+            if is_explicit_specialization(fdef) or (
+                    node.func.template_args is not None and fdef.template_params is None):
                 continue
             bindings = self.deduce(fdef, explicit, args, scope, notes)
             if bindings is None or not self.substitutes(fdef, bindings, notes):

@@ -181,7 +181,7 @@ class ExpressionCompiler:
         qualified = self.builtins.get(("qualified_name", node.qualifier))
         if qualified is not None:
             return qualified(self, node, scope)
-        v = scope.lookup(node.name) if not node.qualifier else None
+        v = self.lookup_scope(node, scope).lookup(node.name) if not node.qualifier else None
         if isinstance(v, Var):
             if v.kind == "member":  # `n` in a member function is `this->n`
                 return self.expr(ast.Member(node.coord, ast.This(node.coord), node.name, True),
@@ -733,7 +733,7 @@ class ExpressionCompiler:
         # a loop converts, checks and scales `ly` once).
         v = scope.lookup(node.index.name) if isinstance(node.index, ast.Name) else None
         kept = (self.new_slot() if isinstance(v, Var) and v.kind == "value"
-                and not node.index.qualifier and node.index.name in self.fixed_names else -1)
+                and node.index.unqualified and node.index.name in self.fixed_names else -1)
 
         def loc(f, lanes):
             p = bev(f, lanes)

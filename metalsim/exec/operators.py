@@ -32,9 +32,11 @@ class OperatorCompiler:
         if op != "[]":  # operator[] can only be a member (C++ [over.sub])
             frees = self.functions.get(name, [])
             for fdef in frees:
-                if len(fdef.params) != len(operands) or (fdef.body is None and any(
-                        o.body is not None for o in frees if o is not fdef)):
-                    continue  # a declaration of a function defined too is not a candidate
+                if len(fdef.params) != len(operands) or fdef.template_params == [] or (
+                        fdef.body is None and any(o.body is not None for o in frees
+                                                  if o is not fdef)):
+                    continue  # a declaration of a function defined too is not a candidate;
+                    # nor is an explicit specialisation (it replaces its template's body)
                 bindings = self.deduce(fdef, [], operands, scope, notes)
                 cost = None if bindings is None else self.match_cost(fdef, bindings, operands)
                 if cost is not None:
@@ -59,6 +61,7 @@ class OperatorCompiler:
             arg_evs = [("ptr", this_pointer(left, node.coord))] + self.bind_arguments(
                 code.params[1:], fn, operands[1:], scope)
         else:
+            fn, bindings = self.specialized(fn, bindings)
             code = self.instantiate(fn, bindings)
             arg_evs = self.bind_arguments(code.params, fn, operands, scope)
         return self.call_code(code, arg_evs, node.coord)

@@ -456,7 +456,7 @@ class StatementCompiler:
             return None
         d, step = node.init.decls[0], node.step
         target = step.target if isinstance(step, ast.Assign) else getattr(step, "operand", None)
-        if not (isinstance(target, ast.Name) and target.name == d.name and not target.qualifier):
+        if not (isinstance(target, ast.Name) and target.name == d.name and target.unqualified):
             return None
         if isinstance(step, ast.Assign) and step.op in ("+=", "-="):
             op, amount = step.op[0], step.value
@@ -496,7 +496,7 @@ class StatementCompiler:
     def names_builtin(self, name: ast.Name, scope: Scope) -> bool:
         """Whether a call of `name` in `scope` calls a built-in function (none takes a
         reference to a variable of integer type)."""
-        return (not name.qualifier and name.name not in self.functions
+        return (name.unqualified and name.name not in self.functions
                 and scope.lookup(name.name) is None
                 and (("call", name.name) in self.builtins or name.name in mathlib.FUNCTIONS))
 

@@ -390,12 +390,13 @@ class StructCompiler:
         """The struct a qualified name's qualifier names: `S`, `S<T>` (a struct or alias
         template's instance) then member types (`S<T>::Frag_t`); None if it names none."""
         head, *members = node.qualifier.split("::")
-        found = scope.lookup(head)
+        found = self.lookup_scope(node, scope).lookup(head)
         if not (isinstance(found, StructType | StructTemplate) or (
                 isinstance(found, tuple) and found[0] == "alias_template")):
             return None
         st = self.resolve_type(ast.NamedType(
-            node.coord, head, node.template_args if node.args_on_qualifier else None), scope)
+            node.coord, head, node.template_args if node.args_on_qualifier else None,
+            namespace_scope=node.namespace_scope), scope)
         for member in members:
             inner = self.struct_types.get(st, {}).get(member)
             if inner is None:
@@ -482,7 +483,8 @@ class StructCompiler:
                 self.error(f"called object type '{member.type}' is not a function", node)
             self.no_member(st, node)
         args = [self.expr(a, scope) for a in node.args]
-        explicit = [self.explicit_argument(a, scope) for a in node.template_args or []]
+        explicit = None if node.template_args is None else [
+            self.explicit_argument(a, scope) for a in node.template_args]
         space, const = self.object_space(obj)
         fn, bindings = self.resolve_member(st, node, overloads, args, space, const, explicit)
         code = self.member_code(st, fn, bindings)
@@ -560,8 +562,8 @@ class StructCompiler:
             required = sum(1 for p in fn.params if p.default is None)
             if not required <= len(args) <= len(fn.params):
                 continue
-            if explicit and not fn.template_params:
-                continue
+            if explicit is not None and not fn.template_params:
+                continue  # even an empty argument list (`s.g<>(a)`) rules out non-templates
             bindings = self.deduce(fn, explicit or [], args, outer, notes) if (
                 fn.template_params) else {}
             cost = None if bindings is None else self.match_cost(fn, bindings, args, outer)

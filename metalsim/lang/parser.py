@@ -152,6 +152,7 @@ class _Parser:
         self.struct_templates: set[str] = set()
         self.namespaces: dict[str, set[str]] = {}   # "mlx::steel" -> the names declared in it
         self.namespace: list[str] = []               # the namespace being defined
+        self.global_names: set[str] = set()          # those declared outside every namespace
         # Struct templates being defined: their bare name is the injected class name.
         self.injected: list[str] = []
         # Names of member types (`typedef T type;` in a struct): `S::type` names a type where
@@ -321,16 +322,41 @@ class _Parser:
                     self.at("{", 2) or self.at("::", 2)):
                 items += self.namespace_definition()
                 continue
+            first, before = self.peek(), set(self.scopes[0])
             items.append(self.external_declaration())
+            if self.coord(first).section == "prelude":
+                continue   # Metal's and MLX's own names, which a program may declare again
+            declared = set(self.scopes[0]) - before | _declared_names(items[-1])
+            self.check_flattened(declared, "", first)
+            self.global_names |= declared
         return ast.TranslationUnit(self.coord(start), items)
+
+    def check_flattened(self, declared: set[str], path: str, where: Token) -> None:
+        """Refuse a name declared in namespace `path` ("" for the global namespace) that
+        another namespace, the global one included, declares too: flattened, the two would
+        silently become one."""
+        others = [(ns, names) for ns, names in self.namespaces.items() if ns != path]
+        if path:
+            others.append(("", self.global_names))
+        for name in sorted(declared):
+            clash = next((ns for ns, names in others if name in names), None)
+            if clash is None:
+                continue
+            here = f"namespace '{path}'" if path else "the global namespace"
+            there = f"namespace '{clash}'" if clash else "the global namespace"
+            raise self.error(f"'{name}' is declared in {here} and in {there}, which metalsim "
+                             "does not support (it flattens namespaces into one)", where,
+                             width=len(where.text),
+                             hint=f"rename one of the two '{name}'s")
 
     def namespace_definition(self) -> list[ast.Node]:
         """namespace-definition: 'namespace' name ('::' name)* '{' (external-declaration |
         namespace-definition)* '}'
 
         Namespaces are flattened: what they declare is declared at file scope, remembered as a
-        member of its namespace so that qualified names (`mlx::steel::Foo`) are checked."""
-        start = self.advance()
+        member of its namespace so that qualified names (`mlx::steel::Foo`) are checked; a name
+        two namespaces (the global one included) declare is refused (`check_flattened`)."""
+        self.advance()
         parts = [self.identifier("expected a namespace name").text]
         while self.accept("::"):
             parts.append(self.identifier("expected a namespace name").text)
@@ -350,15 +376,10 @@ class _Parser:
                 if self.at("namespace") and self.peek(1).kind == "ident":
                     items += self.namespace_definition()   # records its own names
                     continue
-                before = set(self.scopes[0])
+                first, before = self.peek(), set(self.scopes[0])
                 items.append(self.external_declaration())
                 declared = set(self.scopes[0]) - before | _declared_names(items[-1])
-                clash = [n for n in declared for ns, names in self.namespaces.items()
-                         if ns != path and n in names]
-                if clash:
-                    raise self.error(f"'{clash[0]}' is declared in two namespaces, which "
-                                     "metalsim does not support (it flattens namespaces)",
-                                     start)
+                self.check_flattened(declared, path, first)
                 self.namespaces[path] |= declared
         finally:
             self.namespace = outer
@@ -446,6 +467,15 @@ class _Parser:
         specs = self.specifiers(allow_kernel=True)
         name, type_ = self.declarator(specs.type, stop_at_paren=True)
         assert name is not None
+        if template_params == [] and self.accept("<"):   # `template <> int f<0>(...)`
+            args = self.template_arguments()
+            if not self.at("("):
+                raise self.error("expected '(' after the explicit specialization's template "
+                                 "arguments", hint="metalsim supports explicit specializations "
+                                                   "of function templates only")
+            fdef = self.function(start, specs, name, type_, template_params)
+            fdef.specialization_args = args
+            return fdef
         if self.at("("):
             return self.function(start, specs, name, type_, template_params)
         decls = self.init_declarators(specs, name, type_, file_scope=True)
@@ -828,7 +858,7 @@ class _Parser:
             self.expect(")")
             return self.member_types_of(ast.NamedType(self.coord(start), "decltype", [operand]),
                                         typename, start)
-        self.accept("::")
+        rooted = self.accept("::") is not None
         skip, namespace = self.namespace_prefix()
         for _ in range(skip):
             self.advance()
@@ -853,8 +883,9 @@ class _Parser:
                                  hint=f"e.g. '{name}<float, 4>'" if name == "vec" else "",
                                  width=len(name))
             args = self.template_arguments()
-        return self.member_types_of(ast.NamedType(self.coord(start), name, args), typename,
-                                    start)
+        named = ast.NamedType(self.coord(start), name, args,
+                              namespace_scope=rooted or bool(namespace))
+        return self.member_types_of(named, typename, start)
 
     def member_types_of(self, named: ast.NamedType, typename: bool, start: Token
                         ) -> ast.NamedType:
@@ -1786,7 +1817,7 @@ class _Parser:
     def qualified_name(self) -> ast.Name:
         """qualified-name: ['::'] name ['<' args '>'] ('::' name ['<' args '>'])*"""
         start = self.peek()
-        self.accept("::")
+        rooted = self.accept("::") is not None
         skip, namespace = self.namespace_prefix()
         for _ in range(skip):
             self.advance()
@@ -1821,7 +1852,8 @@ class _Parser:
                 raise self.error("nested template qualifiers are not supported by metalsim",
                                  start)
             args = scoped[0]
-        return ast.Name(self.coord(start), name, "::".join(qualifier), args, None, bool(scoped))
+        return ast.Name(self.coord(start), name, "::".join(qualifier), args, None, bool(scoped),
+                        namespace_scope=rooted or bool(namespace))
 
     def template_arguments(self) -> list[ast.Node]:
         """template-argument-list (after '<'): [(type-name | conditional) (',' ...)*] '>'"""
