@@ -556,7 +556,14 @@ class ExpressionCompiler:
             new = step(old)
             store_loc(f, lanes, where, t, new, coord)
             return new if prefix else old
-        return E(t, ev, coord)
+        if not prefix:
+            return E(t, ev, coord)
+
+        def loc_after(f, lanes):   # `++a` is the lvalue `a`: `++(++a)`, `int& r = ++a`
+            where = loc(f, lanes)
+            store_loc(f, lanes, where, t, step(load_loc(f, lanes, where, t, coord)), coord)
+            return where
+        return E(t, ev, coord, loc=loc_after, space=target.space)
 
     def check_assignable(self, target: E, node: ast.Node, scope: Scope) -> None:
         if target.loc is None:
@@ -604,7 +611,15 @@ class ExpressionCompiler:
                 val = vev(f, lanes)
                 store(f, lanes, loc(f, lanes), t, val, coord)
                 return val
-            return E(t, ev, coord)
+            if isinstance(t, StructType):
+                return E(t, ev, coord)
+
+            def loc_assigned(f, lanes):   # `(a = b) += c`: the assignment is the lvalue `a`
+                val = vev(f, lanes)
+                where = loc(f, lanes)
+                store(f, lanes, where, t, val, coord)
+                return where
+            return E(t, ev, coord, loc=loc_assigned, space=target.space)
         op = node.op[:-1]
         current = E(t, None, coord)
         slot: list = [None, None]
@@ -627,7 +642,13 @@ class ExpressionCompiler:
             val = rev(f, lanes)
             store_loc(f, lanes, where, t, val, coord)
             return val
-        return E(t, ev_compound, coord)
+
+        def loc_compound(f, lanes):   # `(a += k) ^= b`: the lvalue `a`, once updated
+            where = loc(f, lanes)
+            slot[0] = load_loc(f, lanes, where, t, coord)
+            store_loc(f, lanes, where, t, rev(f, lanes), coord)
+            return where
+        return E(t, ev_compound, coord, loc=loc_compound, space=target.space)
 
     def x_Conditional(self, node: ast.Conditional, scope: Scope) -> E:
         cond = self.condition(self.expr(node.cond, scope), node.cond)
