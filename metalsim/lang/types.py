@@ -225,6 +225,12 @@ ULONG = ScalarType("ulong", np.dtype(np.uint64), "int", False, 5)
 HALF = ScalarType("half", np.dtype(np.float16), "float", True, 1)
 BFLOAT = ScalarType("bfloat", np.dtype(ml_dtypes.bfloat16), "float", True, 1)
 FLOAT = ScalarType("float", np.dtype(np.float32), "float", True, 2)
+# Metal's vote structs: a mask of one bit per lane, with `all()` and `any()` members and an
+# explicit conversion to their `vote_t` (`ulong`, `ushort`), which metalsim also allows
+# implicitly; they compute as their vote_t (`promote`).
+SIMD_VOTE = ScalarType("simd_vote", np.dtype(np.uint64), "int", False, 5)
+QUAD_VOTE = ScalarType("quad_vote", np.dtype(np.uint16), "int", False, 3)
+VOTE_T = {SIMD_VOTE: ULONG, QUAD_VOTE: USHORT}
 
 SCALARS = (BOOL, CHAR, UCHAR, SHORT, USHORT, INT, UINT, LONG, ULONG, HALF, BFLOAT, FLOAT)
 
@@ -247,10 +253,8 @@ def _build_type_names() -> dict[str, Type]:
             names[f"packed_{elem.name}{n}"] = VectorType(elem, n, packed=True)
     names |= {name: AtomicType(t) for name, t in ATOMIC_NAMES.items()}
     names |= {f"simdgroup_{t.name}8x8": SimdMatrixType(t) for t in (HALF, BFLOAT, FLOAT)}
-    # Metal's vote structs are their `vote_t` here: a simplification (Metal converts them only
-    # explicitly) that keeps `simd_vote v = simd_ballot(c); ulong bits = ulong(v);` working.
-    names["simd_vote"] = ULONG
-    names["quad_vote"] = USHORT
+    names["simd_vote"] = SIMD_VOTE
+    names["quad_vote"] = QUAD_VOTE
     names["void"] = VOID
     return names
 
@@ -313,7 +317,9 @@ def with_elem(t: Type, elem: ScalarType) -> Type:
 
 
 def promote(t: ScalarType) -> ScalarType:
-    """C++ integer promotion: bool, char, short and their unsigned kin become int."""
+    """C++ integer promotion: bool, char, short and their unsigned kin become int (a vote
+    its vote_t first)."""
+    t = VOTE_T.get(t, t)
     if t.kind in ("bool", "int") and t.rank < INT.rank:
         return INT
     return t
