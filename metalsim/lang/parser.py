@@ -1396,6 +1396,12 @@ class _Parser:
             rule = self.STATEMENT_RULES.get(tok.text)
             if rule is not None:
                 return rule(self)
+            if tok.text not in _RESERVED and self.at(":", 1):
+                raise self.error(f"label '{tok.text}' is not allowed in Metal", tok,
+                                 width=len(tok.text),
+                                 hint="the Metal Shading Language has no goto, so a label has "
+                                      "no use: leave the code with a loop's break or continue, "
+                                      "or a flag")
             if self.starts_declaration():
                 return self.declaration_statement()
             if tok.text not in _RESERVED and self.peek(1).kind == "ident" \
