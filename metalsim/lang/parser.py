@@ -153,6 +153,8 @@ class _Parser:
         self.namespaces: dict[str, set[str]] = {}   # "mlx::steel" -> the names declared in it
         self.namespace: list[str] = []               # the namespace being defined
         self.global_names: set[str] = set()          # those declared outside every namespace
+        self.namespace_aliases: dict[str, str] = {}  # "mlx::st" -> "mlx::steel"
+        self.global_using: set[str] = set()          # `using na::f;` at file scope: `::f`
         # Struct templates being defined: their bare name is the injected class name.
         self.injected: list[str] = []
         # Names of member types (`typedef T type;` in a struct): `S::type` names a type where
@@ -322,6 +324,9 @@ class _Parser:
                     self.at("{", 2) or self.at("::", 2)):
                 items += self.namespace_definition()
                 continue
+            if self.namespace_alias_at():
+                self.namespace_alias()
+                continue
             first, before = self.peek(), set(self.scopes[0])
             items.append(self.external_declaration())
             if self.coord(first).section == "prelude":
@@ -373,6 +378,9 @@ class _Parser:
                     raise self.error("expected '}' to match this '{'", open_)
                 if self.accept(";"):
                     continue
+                if self.namespace_alias_at():
+                    self.namespace_alias()
+                    continue
                 if self.at("namespace") and self.peek(1).kind == "ident":
                     items += self.namespace_definition()   # records its own names
                     continue
@@ -384,6 +392,31 @@ class _Parser:
         finally:
             self.namespace = outer
         return items
+
+    def namespace_alias_at(self) -> bool:
+        return self.at("namespace") and self.peek(1).kind == "ident" and self.at("=", 2)
+
+    def namespace_alias(self) -> ast.Empty:
+        """namespace-alias-definition: 'namespace' name '=' ['::'] name ('::' name)* ';'
+
+        As namespaces are flattened, an alias only stands for its namespace in qualified names
+        (`using namespace` included), wherever it is declared."""
+        start = self.advance()
+        alias = self.identifier("expected a namespace alias name")
+        self.expect("=")
+        rooted = self.accept("::") is not None
+        first = self.identifier("expected a namespace name")
+        parts = [first.text]
+        while self.accept("::"):
+            parts.append(self.identifier("expected a namespace name").text)
+        target = self.find_namespace("::".join(parts), not rooted)
+        if target is None:
+            raise self.error("expected namespace name", first, width=len(first.text),
+                             hint=f"no namespace '{'::'.join(parts)}' is declared before "
+                                  "this line")
+        self.expect(";", "expected ';' after namespace alias definition")
+        self.namespace_aliases["::".join([*self.namespace, alias.text])] = target
+        return ast.Empty(self.coord(start))
 
     def namespace_prefix(self, k: int = 0) -> tuple[int, str]:
         """The namespace qualifiers `metal::`, `mlx::steel::` ... starting `k` tokens ahead:
@@ -405,9 +438,20 @@ class _Parser:
         outer = self.namespace if relative else []
         for depth in range(len(outer), -1, -1):
             full = "::".join([*outer[:depth], name])
+            full = self.unaliased(full)
             if full in self.namespaces:
                 return full
         return None
+
+    def unaliased(self, path: str) -> str:
+        """`path` with the namespace aliases it begins with replaced (`o::inner`, where
+        `namespace o = outer;`, is `outer::inner`)."""
+        parts = path.split("::")
+        for depth in range(len(parts), 0, -1):
+            target = self.namespace_aliases.get("::".join(parts[:depth]))
+            if target is not None:
+                return "::".join([target, *parts[depth:]])
+        return path
 
     def names_type_member(self) -> bool:
         """Whether the type name ahead is followed by `::` (after its template arguments)."""
@@ -676,9 +720,9 @@ class _Parser:
                 depth += {"(": 1, ")": -1}.get(tok.text, 0)
 
     def alias_declaration(self, template_params: list[ast.TemplateParam] | None = None
-                          ) -> ast.TypeAlias | ast.UsingNamespace:
+                          ) -> ast.TypeAlias | ast.UsingNamespace | ast.Empty:
         """alias: 'typedef' specifiers declarator ';' | 'using' name '=' type-name ';'
-        | 'using' 'namespace' name ';'"""
+        | 'using' 'namespace' name ';' | using-declaration"""
         start = self.advance()
         if start.text == "typedef" and self.struct_definition_at():
             struct = self.struct_definition(typedef=True)
@@ -704,6 +748,8 @@ class _Parser:
                                       "this line")
             self.expect(";", "expected ';' after namespace name")
             return ast.UsingNamespace(self.coord(start), "::".join(parts))
+        elif self.using_declaration_at():
+            return self.using_declaration(start)
         else:
             name = self.identifier("expected a name after 'using'")
             self.expect("=", "expected '=' after the alias name",
@@ -713,6 +759,30 @@ class _Parser:
         if template_params is None:
             self.declare(name.text, _TYPE)
         return ast.TypeAlias(self.coord(start), name.text, type_, template_params)
+
+    def using_declaration_at(self) -> bool:
+        """Whether a namespace member's qualified name (`na::f`, `::g`) follows `using`."""
+        k = 1 if self.at("::") else 0
+        skip, _ = self.namespace_prefix(k)
+        return (skip > k or k == 1) and self.peek(skip).kind == "ident" and self.at(";", skip + 1)
+
+    def using_declaration(self, start: Token) -> ast.Empty:
+        """using-declaration: 'using' ['::'] namespace '::' ... name ';' -- flattened, the
+        member is visible unqualified already: the name is checked and nothing declared."""
+        rooted = self.accept("::") is not None
+        skip, namespace = self.namespace_prefix()
+        for _ in range(skip):
+            self.advance()
+        member = self.advance()
+        self.check_namespace_member(namespace, member)   # (`metal::` names are not checked)
+        if rooted and not namespace and member.text not in self.global_names | self.global_using \
+                and self.lookup(member.text) is None:
+            raise self.error(f"no member named '{member.text}' in the global namespace", member,
+                             width=len(member.text))
+        self.expect(";", "expected ';' after using declaration")
+        if len(self.scopes) == 1 and not self.namespace:
+            self.global_using.add(member.text)
+        return ast.Empty(self.coord(start))
 
     def static_assert(self) -> ast.StaticAssert:
         """static-assert: 'static_assert' '(' expression [',' string] ')' ';'"""
@@ -1150,8 +1220,10 @@ class _Parser:
             return [self.static_assert()]
         if tok.text in ("typedef", "using"):
             alias = self.alias_declaration()
-            if isinstance(alias, ast.UsingNamespace):
-                raise self.error("a using-directive is not allowed in a struct", tok,
+            if isinstance(alias, ast.UsingNamespace | ast.Empty):
+                what = "using-directive" if isinstance(alias, ast.UsingNamespace) else (
+                    "using-declaration of a namespace member")
+                raise self.error(f"a {what} is not allowed in a struct", tok,
                                  width=len(tok.text), hint="put it at namespace scope")
             if isinstance(alias.type, ast.StructDef):
                 raise self.error("a struct defined in a struct is not supported by metalsim",
@@ -1547,6 +1619,11 @@ class _Parser:
             return self.struct_declaration()
         return self.declaration_statement()
 
+    def namespace_statement(self) -> ast.Node:
+        """A namespace alias in a block (`namespace st = mlx::steel;`); no other namespace
+        declaration belongs there."""
+        return self.namespace_alias() if self.namespace_alias_at() else self.misplaced()
+
     def misplaced(self) -> ast.Node:
         tok = self.peek()
         if tok.text == "else":
@@ -1569,7 +1646,8 @@ class _Parser:
         "static_assert": static_assert, "typedef": alias_declaration,
         "using": alias_declaration,
         "else": misplaced, "template": misplaced, "goto": misplaced,
-    } | dict.fromkeys(_UNSUPPORTED_DECLARATIONS, misplaced) | {"struct": struct_statement}
+    } | dict.fromkeys(_UNSUPPORTED_DECLARATIONS, misplaced) | {
+        "struct": struct_statement, "namespace": namespace_statement}
 
     # --- Expressions ---------------------------------------------------------------------------
 
