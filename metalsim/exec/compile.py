@@ -671,8 +671,10 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
             return None
         try:
             for p, a in zip(fdef.params, args):
-                pt = p.type.referee if isinstance(p.type, ast.ReferenceType) else p.type
-                self.deduce_from(pt, self.rvalue(a).type, names, bindings)
+                if isinstance(p.type, ast.ReferenceType):   # binds `a` itself: no decay
+                    self.deduce_from(p.type.referee, a.type, names, bindings)
+                else:
+                    self.deduce_from(p.type, self.rvalue(a).type, names, bindings)
         except DeductionConflict as conflict:
             if notes is not None:
                 notes.append(str(conflict))
@@ -696,6 +698,12 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
             self.deduce_from(pattern.pointee, actual.pointee, names, bindings)
         elif isinstance(pattern, ast.ArrayType) and isinstance(actual, PointerType):
             self.deduce_from(pattern.element, actual.pointee, names, bindings)
+        elif isinstance(pattern, ast.ArrayType) and isinstance(actual, ArrayType):
+            self.deduce_from(pattern.element, actual.elem, names, bindings)   # `T (&a)[N]`
+            size = getattr(pattern.size, "name", None)
+            if size in names:
+                bind_deduced(bindings, size, Var("const", INT, readonly=True,
+                                                 const=np.asarray(actual.length, np.int32)))
         elif isinstance(pattern, ast.NamedType):
             if pattern.name in names:
                 bind_deduced(bindings, pattern.name, actual)
@@ -730,7 +738,7 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
             except CompileError:
                 return None
             at = self.rvalue(a).type
-            if pt == at:
+            if pt == at or (isinstance(pt, ArrayType) and pt == a.type):  # `T (&a)[N]`
                 continue
             if isinstance(pt, StructType) and self.constructors_of(pt):
                 if not self.converts_implicitly(a, pt):

@@ -136,6 +136,13 @@ def _declared_names(node: ast.Node) -> set[str]:
     return {name} if isinstance(name, str) and name else set()
 
 
+def _with_element(array: ast.TypeNode, element: ast.TypeNode) -> ast.TypeNode:
+    """The array type `array` (of `NamedType`s) with its innermost element type `element`."""
+    if isinstance(array, ast.ArrayType):
+        return ast.ArrayType(array.coord, _with_element(array.element, element), array.size)
+    return element
+
+
 class _Parser:
     """Parses one translation unit; `pos` indexes `tokens`, which ends with an "eof" token."""
 
@@ -995,6 +1002,9 @@ class _Parser:
         tok = self.peek()
         if stop_at_paren and tok.text == "operator":
             return self.operator_name(), type_
+        if self.at("(") and self.at("&", 1) and not abstract and (
+                self.at(")", 3) or self.at(")", 2)):
+            return self.array_reference_declarator(type_, base)
         if not abstract and tok.kind == "ident" and tok.text not in _RESERVED:
             name = self.advance()
         elif abstract is False:
@@ -1011,6 +1021,19 @@ class _Parser:
         for size in reversed(sizes):
             type_ = ast.ArrayType(base.coord, type_, size)
         return name, type_
+
+    def array_reference_declarator(self, element: ast.TypeNode, base: ast.NamedType
+                                   ) -> tuple[Token | None, ast.TypeNode]:
+        """'(' '&' name? ')' ('[' size ']')+: a reference to an array, `T (&a)[N]`."""
+        self.advance()
+        self.advance()
+        name = self.advance() if self.peek().kind == "ident" else None
+        self.expect(")")
+        if not self.at("["):
+            raise self.error("expected '[' after a parenthesized reference declarator",
+                             hint="metalsim supports references to arrays: 'T (&a)[N]'")
+        _, array = self.declarator(base, abstract=True)
+        return name, ast.ReferenceType(base.coord, _with_element(array, element))
 
     def operator_name(self) -> Token:
         """operator-function-id: 'operator' overloadable-operator, as one name token
