@@ -74,6 +74,7 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
         self.functions: dict[str, list[ast.FunctionDef]] = {}   # explicit specialisations too
         # (id of a function template, its argument keys) -> its explicit specialisation
         self.function_specializations: dict[tuple, ast.FunctionDef] = {}
+        self.specialized_structs: set[StructType] = set()  # member specialisations matched
         self.globals = Scope({})
         self.instances: dict[tuple, FunctionCode] = {}
         self.open_instances: list[FunctionCode] = []  # functions being compiled, outermost first

@@ -1322,6 +1322,7 @@ class _Parser:
         self.scopes.append({})
         try:
             params = self.template_parameters()
+            args = self.specialization_arguments() if not params else None
             items = self.member_declaration(struct)
         finally:
             self.scopes.pop()
@@ -1332,8 +1333,38 @@ class _Parser:
                                   "struct S { ... };'")
         fn = items[0]
         fn.template_params, fn.coord = params, self.coord(start)
+        fn.specialization_args = args
         self.member_templates.add(fn.name)
         return fn
+
+    def specialization_arguments(self) -> list[ast.Node] | None:
+        """The template arguments after the name of an explicit specialisation of a member
+        function template (`T get<0>() {...}`), which are taken out of the tokens so that the
+        member function parses as any other; None if it names none."""
+        depth, k = 0, 0
+        while not (depth == 0 and self.at("(", k)):   # the parameter list's '('
+            tok = self.peek(k)
+            if tok.kind == "eof" or tok.text in (";", "{", "}"):
+                return None
+            if tok.kind == "punct":
+                depth += {"<": 1, ">": -1, ">>": -2}.get(tok.text, 0)
+            k += 1
+        if not self.at(">", k - 1) or self.at("operator", k - 2):
+            return None
+        open_, depth = k - 1, 0
+        while True:   # back to the '<' that opens the arguments
+            depth += {">": 1, "<": -1}.get(self.peek(open_).text, 0)
+            if depth == 0:
+                break
+            open_ -= 1
+            if open_ < 0:
+                return None
+        start = self.pos
+        self.pos += open_ + 1
+        args = self.template_arguments()
+        end, self.pos = self.pos, start
+        del self.tokens[start + open_:end]
+        return args
 
     def conversion_function(self, specifiers: int) -> ast.ConversionFunction:
         """conversion-function: ('inline' | 'constexpr' | 'explicit')* 'operator' type-name
