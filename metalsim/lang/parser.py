@@ -90,7 +90,7 @@ _QUALIFIERS = _ADDRESS_SPACES | {"const", "volatile"}  # may precede the type in
 # Words that can only begin a declaration (besides type names).
 _DECL_WORDS = _ADDRESS_SPACES | {"const", "volatile", "constexpr", "static", "inline", "extern",
                                   "typename", "__attribute__"}
-_UNSUPPORTED_DECLARATIONS = frozenset({"namespace", "struct", "class", "union", "enum"})
+_UNSUPPORTED_DECLARATIONS = frozenset({"namespace", "struct", "class", "union"})
 _KEYWORDS = frozenset({
     "if", "else", "for", "while", "do", "switch", "case", "default", "break", "continue",
     "return", "goto", "sizeof", "alignof", "typedef", "using", "namespace", "template",
@@ -498,6 +498,8 @@ class _Parser:
             return self.static_assert()
         if word == "struct" and self.struct_definition_at():
             return self.struct_declaration()
+        if word == "enum":
+            return self.enum_declaration()
         if word in _UNSUPPORTED_DECLARATIONS and word != "struct":
             return self.misplaced()
         if self.at("}"):
@@ -790,6 +792,40 @@ class _Parser:
         if len(self.scopes) == 1 and not self.namespace:
             self.global_using.add(member.text)
         return ast.Empty(self.coord(start))
+
+    def enum_declaration(self) -> ast.EnumDef:
+        """enum-declaration: 'enum' ['class' | 'struct'] name [':' type-name]
+        '{' [enumerator ['=' constant] (',' enumerator ['=' constant])* [',']] '}' ';'"""
+        start = self.advance()
+        scoped = bool(self.accept("class") or self.accept("struct"))
+        if self.at("{") or self.at(":"):
+            raise self.error("anonymous enums are not supported by metalsim",
+                             hint="give the enumeration a name: 'enum Name { ... };'")
+        name = self.identifier("expected an enumeration name")
+        underlying = self.type_name() if self.accept(":") else None
+        if not self.at("{"):
+            raise self.error("declaring an enumeration without defining it is not supported "
+                             "by metalsim", hint=f"define it here: 'enum {name.text} {{ ... }};'")
+        open_ = self.advance()
+        self.declare(name.text, _TYPE)
+        enumerators: list[ast.Enumerator] = []
+        while not self.at("}"):
+            if self.peek().kind == "eof":
+                raise self.error("expected '}' to match this '{'", open_)
+            tok = self.identifier("expected an enumerator name")
+            value = self.nested(self.conditional) if self.accept("=") else None
+            if not scoped:  # an unscoped enumeration's enumerators are named where it is
+                self.declare(tok.text, _VALUE)
+            enumerators.append(ast.Enumerator(self.coord(tok), tok.text, value))
+            if not self.accept(","):
+                break
+        self.expect("}", "expected '}' or ',' after an enumerator")
+        if self.peek().kind == "ident":
+            raise self.error("declaring a variable in an enum definition is not supported "
+                             "by metalsim", hint=f"declare it separately: "
+                                                 f"'{name.text} {self.peek().text};'")
+        self.expect(";", "expected ';' after enum")
+        return ast.EnumDef(self.coord(start), name.text, scoped, underlying, enumerators)
 
     def static_assert(self) -> ast.StaticAssert:
         """static-assert: 'static_assert' '(' expression [',' string] ')' ';'"""
@@ -1237,6 +1273,9 @@ class _Parser:
             return []
         if self.accept(";"):
             return []
+        if tok.text == "enum":
+            raise self.error("an enum declared in a struct is not supported by metalsim", tok,
+                             width=4, hint="declare the enum before the struct")
         if tok.text == "template":
             return [self.member_template(struct)]
         if tok.text == "static_assert":
@@ -1701,7 +1740,8 @@ class _Parser:
         "using": alias_declaration,
         "else": misplaced, "template": misplaced, "goto": misplaced,
     } | dict.fromkeys(_UNSUPPORTED_DECLARATIONS, misplaced) | {
-        "struct": struct_statement, "namespace": namespace_statement}
+        "struct": struct_statement, "namespace": namespace_statement,
+        "enum": enum_declaration}
 
     # --- Expressions ---------------------------------------------------------------------------
 
