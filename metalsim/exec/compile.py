@@ -539,6 +539,8 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
         arg_evs = []
         for (var, is_ref), a in zip(params, args):
             if is_ref:
+                if isinstance(var.type, StructType) and a.loc is not None and a.type != var.type:
+                    a = self.as_base(a, var.type, a.coord) or a   # a derived object's base
                 if a.loc is None:
                     if not var.readonly:
                         self.error("a non-const reference cannot bind to a temporary", a.coord)
@@ -745,7 +747,9 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
             at = self.rvalue(a).type
             if pt == at or (isinstance(pt, ArrayType) and pt == a.type):  # `T (&a)[N]`
                 continue
-            if isinstance(pt, StructType) and self.constructors_of(pt):
+            if isinstance(pt, StructType) and self.is_base_of(pt, at):
+                cost += 2   # derived to base: a conversion, as C++ ranks it
+            elif isinstance(pt, StructType) and self.constructors_of(pt):
                 if not self.converts_implicitly(a, pt):
                     return None
                 cost += 10  # a user-defined conversion ranks below every standard one

@@ -90,6 +90,10 @@ class ExpressionCompiler:
             if found is not None:  # a user-defined conversion, then a standard one
                 return self.convert(self.call_conversion(obj, *found, coord), t, coord,
                                     explicit)
+        if isinstance(t, StructType) and isinstance(src, StructType):
+            base = self.as_base(obj, t, coord)
+            if base is not None:   # slicing: a copy of the base class subobject
+                return E(t, base.ev, coord)
         if isinstance(t, StructType) and self.constructors_of(t):
             return self.converting_constructor(e, t, coord, explicit)
         if isinstance(t, PointerType) or isinstance(src, PointerType):

@@ -1838,7 +1838,8 @@ class _Parser:
                     expr = ast.Call(expr.coord, expr, self.call_arguments())
                 elif isinstance(expr, ast.Member):
                     expr = ast.MethodCall(expr.coord, expr.base, expr.name,
-                                          self.call_arguments(), expr.arrow)
+                                          self.call_arguments(), expr.arrow,
+                                          qualifier=expr.qualifier)
                 else:  # a function object: `Op()(a, b)`, `ops[i](a, b)`
                     expr = ast.MethodCall(expr.coord, expr, "operator()",
                                           self.call_arguments())
@@ -1849,7 +1850,16 @@ class _Parser:
                 if name.kind != "ident":
                     raise self.error(f"expected a member name after '{text}'")
                 self.advance()
-                expr = ast.Member(expr.coord, expr, name.text, text == "->")
+                qualifier = ""
+                if self.at("::") and self.peek(1).kind == "ident":   # `d.B::f()`
+                    qualifier = name.text
+                    self.advance()
+                    name = self.advance()
+                    if not self.at("("):
+                        raise self.error("a qualified name of a data member ('d.B::m') is not "
+                                         "supported by metalsim", name, width=len(name.text),
+                                         hint="name the member unqualified: 'd.m'")
+                expr = ast.Member(expr.coord, expr, name.text, text == "->", qualifier)
                 if self.at("<") and (template or name.text in self.member_templates):
                     # Explicit arguments of a member function template; without `template`,
                     # only where they parse as such and a call follows (else `x.n < 3`).
