@@ -1,7 +1,7 @@
 """A derived object used as its base class, with g++ as the oracle: `d.B::f()` and `B::f()` in a
 derived member function call the base's function on the base subobject; a derived object
 slices into a `B` (a copy), binds to `B&` and `const B&` (the subobject itself, not a copy)
-and converts to a by-value `B` parameter."""
+and converts to a by-value `B` parameter; the base's operators apply to it."""
 
 from cxx_oracle import agree, needs_gxx
 
@@ -39,3 +39,22 @@ def test_base_references_bind_to_the_subobject_itself():
             "out[1] = peek(d); reset(d); out[2] = d.v; thread B& wb = d; wb.v = 11;\n"
             "out[3] = d.get();")
     assert agree(HEADER, body, 4) == [18, 2018, 9, 68]
+
+
+def test_base_class_operators_apply_to_derived_objects():
+    header = """
+struct B {
+  int v;
+  int operator+(B o) const { return v * 10 + o.v; }
+  int operator[](int i) const { return v + i; }
+  void operator+=(int k) { v += k; }
+};
+struct D : B { int w; };
+struct P { int x; };
+int operator*(P a, P b) { return a.x * b.x; }
+struct Q : P { int y; };
+"""
+    body = ("D d1; d1.v = 2; d1.w = 0; D d2; d2.v = 3; d2.w = 0; out[0] = d1 + d2;\n"
+            "out[1] = d1[4]; d1 += 5; out[2] = d1.v; Q q; q.x = 6; q.y = 1; P p; p.x = 7;\n"
+            "out[3] = q * p; out[4] = q * q;")
+    assert agree(header, body, 5) == [23, 6, 7, 42, 36]
