@@ -1,7 +1,8 @@
 """A derived object used as its base class, with g++ as the oracle: `d.B::f()` and `B::f()` in a
 derived member function call the base's function on the base subobject; a derived object
 slices into a `B` (a copy), binds to `B&` and `const B&` (the subobject itself, not a copy)
-and converts to a by-value `B` parameter; the base's operators apply to it."""
+and converts to a by-value `B` parameter; the base's operators apply to it; a constructor
+initializes its bases (`D(int x) : B(x), w(1) {}`)."""
 
 from cxx_oracle import agree, needs_gxx
 
@@ -58,3 +59,16 @@ struct Q : P { int y; };
             "out[1] = d1[4]; d1 += 5; out[2] = d1.v; Q q; q.x = 6; q.y = 1; P p; p.x = 7;\n"
             "out[3] = q * p; out[4] = q * q;")
     assert agree(header, body, 5) == [23, 6, 7, 42, 36]
+
+
+def test_base_class_initializers_construct_the_base_subobject_first():
+    header = """
+struct B { int v; B(int x) : v(x * 2) {} B() : v(1) {} int get() const { return v; } };
+struct A { int a; };
+struct D : B { int w; D(int x, int y) : B(x), w(y) {} D() : w(5) {} };
+struct E : D { int z; E(int k) : D(k, k + 1), z(k * 3) {} };
+struct F : A { int f; F(int x) : A{x + 1}, f(x) {} };
+"""
+    body = ("D d(3, 4); out[0] = d.get() * 100 + d.w; D e; out[1] = e.get() * 100 + e.w;\n"
+            "E x(2); out[2] = x.v * 10000 + x.w * 100 + x.z; F f(6); out[3] = f.a * 10 + f.f;")
+    assert agree(header, body, 4) == [604, 105, 40306, 76]
