@@ -6,11 +6,11 @@ specialisations of function templates (called as `f(x)`, `f<T>(x)`, from other t
 partly given arguments, `template <> int h<0>()` ending a recursion), name lookup (locals,
 blocks and parameters shadowing globals and namespace members, `na::K`, `::G`,
 `using namespace`, enumerators), namespaces (typedefs, overloads, structs, nested namespaces,
-aliases and using-declarations), inheritance
-(base members and methods, hiding, several levels) and lvalues (`++(++a)`, `(a += k) ^= b`,
-`int& r = ++a`, `(c ? a : b) = k`). Some programs use a construct metalsim refuses (a name in
-the global namespace and in a namespace, `d.B::f()`, slicing): a CompileError is a "refusal",
-never a disagreement; a different value is.
+aliases and using-declarations), inheritance (base members and methods, hiding, several
+levels, `d.B::f()`, `B::f()`, base initializers, slicing, `const B&`) and lvalues
+(`++(++a)`, `(a += k) ^= b`, `int& r = ++a`, `(c ? a : b) = k`). Some programs use a
+construct metalsim refuses (a name in the global namespace and in a namespace,
+`(c ? a : b) = k`): a CompileError is a "refusal", never a disagreement; a different value is.
 
 Every program is valid C++14 whose meaning Metal shares: values stay small, integer overflow
 is avoided or wraps under `-fwrapv` as Metal's does, and narrowing conversions are the ones
@@ -249,14 +249,19 @@ def inheritance(ch: Chooser) -> Program:
     if three:
         g.body.append(f"E e;\ne.v = {g.small()};\ne.w = {g.small()};\ne.z = {g.inp()};")
         g.out("e.all()")
-    refused = g.ch.integer(0, 9)
-    if refused == 0:
+    if g.chance(40):   # base initializers, a qualified call of the hidden base function
+        g.header.append(f"struct C : B {{\n  int u;\n  C(int a, int b) : B{{a}}, u(b) {{}}\n"
+                        f"  int get() const {{ return u * {g.small()} + B::get(); }}\n}};")
+        g.body.append(f"C c({g.inp()}, {g.small()});")
+        g.out("c.get()")
+    form = g.ch.integer(0, 5)
+    if form == 0:
         g.out("d.B::get()")
-    elif refused == 1:
-        g.body.append("B sliced = d;")
+    elif form == 1:
+        g.body.append(f"B sliced = d;\nd.v = {g.small()};")
         g.out("sliced.get()")
-    elif refused == 2:
-        g.body.append("const thread B& rb = d;")
+    elif form == 2:
+        g.body.append(f"const thread B& rb = d;\nd.v = {g.small()};")
         g.out("rb.get()")
     return g.program("inheritance")
 

@@ -40,6 +40,7 @@ def test_the_generator_writes_every_construct_it_is_meant_to_cover() -> None:
                  r"int h\(int [KM]\)", r"using namespace na;", r"na::nb::", r"na::P::k",
                  r"struct D : B", r"struct E : D", r"\+\+\(\+\+a\)", r"\(a \+= \d\) \^= b",
                  r"thread int& r\d+ = \+\+a", r"\(a = b\) \+= \d", r"d\.B::get\(\)",
-                 r"B sliced = d;", r"const thread B& rb = d;", r"namespace al = na::nb;",
-                 r"using na::nb::inner;", r"enum class Level", r"na::KC"):
+                 r"B sliced = d;", r"const thread B& rb = d;", r"C\(int a, int b\) : B\{a\}",
+                 r"namespace al = na::nb;", r"using na::nb::inner;", r"enum class Level",
+                 r"na::KC"):
         assert re.search(form, text), form
