@@ -589,6 +589,10 @@ class ExpressionCompiler:
         return E(t, ev, coord, loc=loc_after, space=target.space)
 
     def check_assignable(self, target: E, node: ast.Node, scope: Scope) -> None:
+        if target.loc is None and isinstance(node, ast.Conditional):
+            self.error("a conditional expression as an lvalue ('(c ? a : b) = ...') is not "
+                       "supported by metalsim", node,
+                       hint="write 'if (c) a = ...; else b = ...;'")
         if target.loc is None:
             self.error("expression is not assignable", node)
         if (target.readonly and self.fn is not None and self.fn.this_const
