@@ -550,6 +550,7 @@ class _Parser:
         try:
             params = self.parameters()
             self.check_operator(name, len(params), member=False)
+            return_type = self.trailing_return_type(return_type)
             body = None
             if self.at("{"):
                 body = self.compound()
@@ -559,6 +560,17 @@ class _Parser:
             self.scopes.pop()
         return ast.FunctionDef(self.coord(start), name.text, return_type, params, body,
                                template_params, specs.attributes)
+
+    def trailing_return_type(self, declared: ast.TypeNode) -> ast.TypeNode:
+        """['->' type-name] after a function's parameters (and qualifiers): the return type of
+        a function declared `auto f(...) -> T`, or `declared`."""
+        arrow = self.accept("->")
+        if arrow is None:
+            return declared
+        if not (isinstance(declared, ast.NamedType) and declared.name == "auto"):
+            raise self.error("function with trailing return type must specify return type "
+                             "'auto'", arrow, width=2)
+        return self.type_name()
 
     def parameters(self) -> list[ast.Param]:
         """parameter-list: '(' [void | parameter (',' parameter)*] ')'"""
@@ -1454,6 +1466,7 @@ class _Parser:
                                  self.tokens[self.pos - 1])
             if self.at("&") or self.at("&&"):
                 raise self.error("ref-qualified member functions are not supported by metalsim")
+            return_type = self.trailing_return_type(return_type)
             if self.at(";"):
                 raise self.error("metalsim needs a member function defined in the struct body",
                                  hint=f"write its body here: '{name.text}(...) {{ ... }}'")
@@ -1936,6 +1949,9 @@ class _Parser:
                 operand = self.type_name()
                 self.expect(")")
                 return ast.Call(self.coord(tok), ast.Name(self.coord(tok), text), [operand])
+            if text == "typename":   # `typename X::type(1)`: a functional cast of a member type
+                self.advance()
+                return self.construct_of(tok, self.type_specifier(typename=True))
             if text == "decltype":   # `decltype(x)::k`, or a functional cast `decltype(x)(1)`
                 owner = self.type_specifier()
                 if self.at("::") and self.peek(1).kind == "ident":
