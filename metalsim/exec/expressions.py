@@ -558,6 +558,9 @@ class ExpressionCompiler:
         else:
             if not ty.is_arithmetic(t):
                 self.error(f"cannot increment a value of type '{t}'", node)
+            if isinstance(t, ScalarType) and t.enum:
+                self.error(f"cannot {'increment' if node.op == '++' else 'decrement'} "
+                           f"expression of enum type '{t}'", node)
             ct = ty.common_type(t, INT) if not isinstance(t, VectorType) else t
             one_c = self.convert(self.expr(one, scope), ct, node).const
 
@@ -648,6 +651,9 @@ class ExpressionCompiler:
                 return where
             return E(t, ev, coord, loc=loc_assigned, space=target.space)
         op = node.op[:-1]
+        if isinstance(t, ScalarType) and t.enum:   # the result, an integer, is not a `t`
+            self.error(f"assigning to '{t}' from incompatible type 'int'", node,
+                       hint=f"convert explicitly: e = static_cast<{t}>(...)")
         current = E(t, None, coord)
         slot: list = [None, None]
 
