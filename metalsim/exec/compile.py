@@ -43,6 +43,7 @@ from metalsim.exec.uses import fixed_names, uses
 from metalsim.exec.values import Frame, MemLoc, PtrSlot, VarLoc
 from metalsim.lang import ast
 from metalsim.lang import types as ty
+from metalsim.lang.cuda_names import cuda_hint
 from metalsim.lang.types import (
     INT,
     ArrayType,
@@ -93,6 +94,8 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
         self.address_taken: set[str] = set()
         self.fixed_names: set[str] = set()   # see `uses.fixed_names`
         self.decl_ids = 0
+        # code that runs only where a comparison let it: its coordinates -> the comparison's
+        self.guarded: dict[Coord, Coord] = {}
 
     # --- errors -----------------------------------------------------------------------------
     def error(self, message: str, node: ast.Node | Coord, hint: str = "", width: int = 1):
@@ -494,7 +497,8 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
         visible = list(self.functions) + [n for n in mathlib.FUNCTIONS if n[:2] != "__"] + [
             k[1] for k in self.builtins if k[0] == "call"]
         self.error(f"use of undeclared identifier '{name.name}'", name,
-                   hint=self.suggest(name.name, visible), width=len(name.name))
+                   hint=cuda_hint(name.name) or self.suggest(name.name, visible),
+                   width=len(name.name))
 
     def call_math(self, node: ast.Call, args: list[E]) -> E:
         name = node.func.name

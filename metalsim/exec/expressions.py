@@ -28,6 +28,7 @@ from metalsim.exec.structs import store_at as store_struct
 from metalsim.exec.values import MemLoc, Ptr, VarLoc
 from metalsim.lang import ast
 from metalsim.lang import types as ty
+from metalsim.lang.cuda_names import cuda_hint
 from metalsim.lang.types import (
     BOOL,
     FLOAT,
@@ -228,7 +229,8 @@ class ExpressionCompiler:
                        node)
         names = [k for k in scope.visible() if isinstance(scope.lookup(k), Var)]
         self.error(f"use of undeclared identifier '{node.name}'", node,
-                   hint=self.suggest(node.name, names), width=len(node.name))
+                   hint=cuda_hint(node.name) or self.suggest(node.name, names),
+                   width=len(node.name))
 
     def var_expr(self, v: Var, node: ast.Node) -> E:
         coord = node.coord
