@@ -22,7 +22,12 @@ from metalsim.exec import memory as mem
 from metalsim.exec.compiled import E, FunctionCode, Scope, Var, constant, lane_zeros
 from metalsim.exec.constructors import ConstructorCompiler
 from metalsim.exec.deduction import DeductionConflict, bind_deduced
+from metalsim.exec.enums import EnumCompiler
 from metalsim.exec.expressions import ExpressionCompiler
+from metalsim.exec.function_specializations import (
+    FunctionSpecializationCompiler,
+    is_explicit_specialization,
+)
 from metalsim.exec.operators import OperatorCompiler
 from metalsim.exec.references import ReferenceCompiler, returned_location
 from metalsim.exec.runtime import bind_argument
@@ -55,7 +60,8 @@ MAX_INSTANTIATION_DEPTH = 1024
 
 
 class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, ConstructorCompiler,
-               StructTemplateCompiler, OperatorCompiler, ReferenceCompiler):
+               StructTemplateCompiler, OperatorCompiler, ReferenceCompiler,
+               FunctionSpecializationCompiler, EnumCompiler):
     """Compiles one translation unit's kernel (and what it calls) for one instantiation."""
 
     def __init__(self, unit: ast.TranslationUnit, source_map: SourceMap,
@@ -67,7 +73,11 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
         self.sm = source_map
         self.builtins = builtins
         self.math_variant = math_variant
-        self.functions: dict[str, list[ast.FunctionDef]] = {}
+        self.functions: dict[str, list[ast.FunctionDef]] = {}   # explicit specialisations too
+        # (id of a function template, its argument keys) -> its explicit specialisation
+        self.function_specializations: dict[tuple, ast.FunctionDef] = {}
+        self.specialized_structs: set[StructType] = set()  # member specialisations matched
+        self.enum_members: dict[ScalarType, dict[str, Var]] = {}   # enumerators by enumeration
         self.globals = Scope({})
         self.instances: dict[tuple, FunctionCode] = {}
         self.open_instances: list[FunctionCode] = []  # functions being compiled, outermost first
@@ -92,6 +102,11 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
         coord = node if isinstance(node, Coord) else node.coord
         raise CompileError(message, coord, self.sm, hint=hint, width=width)
 
+    def lookup_scope(self, node: ast.Name | ast.NamedType, scope: Scope) -> Scope:
+        """Where `node` is looked up: `scope`, or program scope for a name qualified by a
+        namespace (`na::K`, `::G`), which no local, parameter or member hides."""
+        return self.globals if node.namespace_scope else scope
+
     def suggest(self, name: str, candidates: list[str]) -> str:
         close = difflib.get_close_matches(name, candidates, n=1, cutoff=0.6)
         return f"did you mean '{close[0]}'?" if close else ""
@@ -99,7 +114,10 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
     # --- translation unit -------------------------------------------------------------------
     def declare_globals(self) -> None:
         for item in self.unit.items:
-            if isinstance(item, ast.FunctionDef):
+            if isinstance(item, ast.FunctionDef) and is_explicit_specialization(item):
+                self.declare_function_specialization(item)
+                self.functions.setdefault(item.name, []).append(item)
+            elif isinstance(item, ast.FunctionDef):
                 self.functions.setdefault(item.name, []).append(item)
             elif isinstance(item, ast.VariableTemplate):
                 self.globals.names[item.name] = ("variable_template", item)  # type: ignore
@@ -121,6 +139,8 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
                     self.declare_global_var(d)
             elif isinstance(item, ast.StaticAssert):
                 self.static_assert(item, self.globals)
+            elif isinstance(item, ast.EnumDef):
+                self.define_enum(item, self.globals)
 
     def declare_global_var(self, d: ast.VarDecl) -> None:
         t, const, space = self.resolve_decl_type(d.type, self.globals)
@@ -345,7 +365,7 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
             if not isinstance(elem, ScalarType):
                 self.error("atomic<T> needs a scalar type argument", node)
             return AtomicType(elem)
-        found = scope.lookup(name)
+        found = self.lookup_scope(node, scope).lookup(name)
         if node.template_args is not None and isinstance(found, StructType) and (
                 found in self.instance_of):
             found = self.instance_of[found][0]  # `Acc<int>` inside the body of `Acc<float>`
@@ -447,11 +467,11 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
         qualified = self.builtins.get(("qualified_call", name.qualifier))
         if qualified is not None:
             return qualified(self, node, scope)
-        if not name.qualifier and self.is_member(scope, name.name, "method"):
+        if name.unqualified and self.is_member(scope, name.name, "method"):
             # `add(x)` in a member function calls `this->add(x)`.
             return self.x_MethodCall(ast.MethodCall(node.coord, ast.This(node.coord), name.name,
                                                     node.args, True, name.template_args), scope)
-        v = scope.lookup(name.name) if not name.qualifier else None
+        v = self.lookup_scope(name, scope).lookup(name.name) if not name.qualifier else None
         if isinstance(v, Var) and isinstance(v.type, StructType):
             # `op(a, b)` on a function object calls its `operator()`.
             return self.x_MethodCall(ast.MethodCall(node.coord, name, "operator()", node.args),
@@ -498,9 +518,11 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
 
     def call_user(self, node: ast.Call, scope: Scope) -> E:
         args = [self.expr(a, scope) for a in node.args]
-        fdef, bindings = self.resolve_overload(node, args, scope)
+        fdef, bindings = self.specialized(*self.resolve_overload(node, args, scope))
         code = self.instantiate(fdef, bindings)
-        return self.call_code(code, self.bind_arguments(code.params, fdef, args, scope),
+        # Default arguments are evaluated where the function is declared (`T step = T(2)`).
+        declared = Scope(dict(bindings), self.globals)
+        return self.call_code(code, self.bind_arguments(code.params, fdef, args, declared),
                               node.coord)
 
     def default_argument(self, t: Type, default: ast.Node, scope: Scope) -> E:
@@ -523,6 +545,8 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
         arg_evs = []
         for (var, is_ref), a in zip(params, args):
             if is_ref:
+                if isinstance(var.type, StructType) and a.loc is not None and a.type != var.type:
+                    a = self.as_base(a, var.type, a.coord) or a   # a derived object's base
                 if a.loc is None:
                     if not var.readonly:
                         self.error("a non-const reference cannot bind to a temporary", a.coord)
@@ -598,6 +622,11 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
             if fdef.body is None and any(o.body is not None for o in self.functions[name]
                                          if o is not fdef):
                 continue
+            # Specialisations replace a chosen template's body; a template argument list,
+            # even an empty one (`g<>(a)`), rules out every non-template (C++ [temp.arg.explicit]).
+            if is_explicit_specialization(fdef) or (
+                    node.func.template_args is not None and fdef.template_params is None):
+                continue
             bindings = self.deduce(fdef, explicit, args, scope, notes)
             if bindings is None or not self.substitutes(fdef, bindings, notes):
                 continue
@@ -655,8 +684,10 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
             return None
         try:
             for p, a in zip(fdef.params, args):
-                pt = p.type.referee if isinstance(p.type, ast.ReferenceType) else p.type
-                self.deduce_from(pt, self.rvalue(a).type, names, bindings)
+                if isinstance(p.type, ast.ReferenceType):   # binds `a` itself: no decay
+                    self.deduce_from(p.type.referee, a.type, names, bindings)
+                else:
+                    self.deduce_from(p.type, self.rvalue(a).type, names, bindings)
         except DeductionConflict as conflict:
             if notes is not None:
                 notes.append(str(conflict))
@@ -680,6 +711,12 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
             self.deduce_from(pattern.pointee, actual.pointee, names, bindings)
         elif isinstance(pattern, ast.ArrayType) and isinstance(actual, PointerType):
             self.deduce_from(pattern.element, actual.pointee, names, bindings)
+        elif isinstance(pattern, ast.ArrayType) and isinstance(actual, ArrayType):
+            self.deduce_from(pattern.element, actual.elem, names, bindings)   # `T (&a)[N]`
+            size = getattr(pattern.size, "name", None)
+            if size in names:
+                bind_deduced(bindings, size, Var("const", INT, readonly=True,
+                                                 const=np.asarray(actual.length, np.int32)))
         elif isinstance(pattern, ast.NamedType):
             if pattern.name in names:
                 bind_deduced(bindings, pattern.name, actual)
@@ -714,9 +751,13 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
             except CompileError:
                 return None
             at = self.rvalue(a).type
-            if pt == at:
+            if isinstance(p.type, ast.ReferenceType):
+                cost += self.reference_binding_cost(p, inner, a)
+            if pt == at or (isinstance(pt, ArrayType) and pt == a.type):  # `T (&a)[N]`
                 continue
-            if isinstance(pt, StructType) and self.constructors_of(pt):
+            if isinstance(pt, StructType) and self.is_base_of(pt, at):
+                cost += 2   # derived to base: a conversion, as C++ ranks it
+            elif isinstance(pt, StructType) and self.constructors_of(pt):
                 if not self.converts_implicitly(a, pt):
                     return None
                 cost += 10  # a user-defined conversion ranks below every standard one
@@ -744,6 +785,17 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
             else:
                 return None
         return cost
+
+    def reference_binding_cost(self, p: ast.Param, scope: Scope, a: E) -> float:
+        """How a reference parameter ranks for argument `a`: `T&` binds only a modifiable
+        lvalue (else it is as good as not viable, and binding it reports why), and binds one
+        better than `const T&` does (C++ [over.ics.rank]), so `f(T&)` and `f(const T&)` are
+        told apart."""
+        const = self.resolve_decl_type(p.type, scope)[1]
+        modifiable = a.loc is not None and not a.readonly
+        if not const:
+            return 0 if modifiable else 100
+        return 0.01 if modifiable else 0
 
     def instantiate(self, fdef: ast.FunctionDef, bindings: dict, outer: Scope | None = None,
                     this: PointerType | None = None) -> FunctionCode:

@@ -84,11 +84,17 @@ class ExpressionCompiler:
         if src == t:
             return e
         coord = where if isinstance(where, Coord) else where.coord
+        if not explicit:
+            self.check_enum_conversion(src, t, coord)
         if isinstance(src, StructType) and not isinstance(t, StructType):
             found = self.conversion_function(src, t, explicit)
             if found is not None:  # a user-defined conversion, then a standard one
                 return self.convert(self.call_conversion(obj, *found, coord), t, coord,
                                     explicit)
+        if isinstance(t, StructType) and isinstance(src, StructType):
+            base = self.as_base(obj, t, coord)
+            if base is not None:   # slicing: a copy of the base class subobject
+                return E(t, base.ev, coord)
         if isinstance(t, StructType) and self.constructors_of(t):
             return self.converting_constructor(e, t, coord, explicit)
         if isinstance(t, PointerType) or isinstance(src, PointerType):
@@ -121,6 +127,15 @@ class ExpressionCompiler:
                        hint=f"convert explicitly: {t}(...) or static_cast<{t}>(...)")
         return self.map_value(e, t, lambda v: arith.convert(np.asarray(v), src, t))
 
+    def check_enum_conversion(self, src: Type, t: Type, coord: Coord) -> None:
+        """Integers become enumerations, and `enum class` values anything, only explicitly."""
+        if isinstance(t, ScalarType) and t.enum:
+            self.error(f"cannot initialize a value of type '{t}' with a value of type '{src}'",
+                       coord, hint=f"convert explicitly: static_cast<{t}>(...)")
+        if isinstance(src, ScalarType) and src.scoped_enum:
+            self.error(f"no implicit conversion from scoped enumeration '{src}' to '{t}'", coord,
+                       hint=f"convert explicitly: static_cast<{t}>(...)")
+
     def map_value(self, e: E, t: Type, fn: Callable) -> E:
         if e.const is not None:
             c = fn(e.const)
@@ -143,8 +158,11 @@ class ExpressionCompiler:
 
     def arith_operand(self, e: E, node: ast.Node) -> E:
         e = self.rvalue(e)
-        if not ty.is_arithmetic(e.type):
-            self.error(f"invalid operand of type '{e.type}'", node)
+        if not ty.is_arithmetic(e.type) or (isinstance(e.type, ScalarType)
+                                            and e.type.scoped_enum):
+            self.error(f"invalid operand of type '{e.type}'", node,
+                       hint="a scoped enumeration converts only explicitly: "
+                            "static_cast<int>(...)" if ty.is_arithmetic(e.type) else "")
         return e
 
     # --- expressions ------------------------------------------------------------------------
@@ -182,7 +200,7 @@ class ExpressionCompiler:
         qualified = self.builtins.get(("qualified_name", node.qualifier))
         if qualified is not None:
             return qualified(self, node, scope)
-        v = scope.lookup(node.name) if not node.qualifier else None
+        v = self.lookup_scope(node, scope).lookup(node.name) if not node.qualifier else None
         if isinstance(v, Var):
             if v.kind == "member":  # `n` in a member function is `this->n`
                 return self.expr(ast.Member(node.coord, ast.This(node.coord), node.name, True),
@@ -199,7 +217,7 @@ class ExpressionCompiler:
         if isinstance(v, tuple) and v[0] == "variable_template":
             return self.var_expr(self.variable_template(v[1], node, scope), node)
         if node.qualifier:
-            static = self.static_member(node, scope)
+            static = self.static_member(node, scope) or self.enum_member(node, scope)
             if static is not None:
                 return static
         builtin = self.builtins.get(("name", node.qualifier, node.name)) or self.builtins.get(
@@ -299,6 +317,11 @@ class ExpressionCompiler:
         lnode, rnode = operands or (node.left, node.right)
         if isinstance(left.type, ty.SimdMatrixType) or isinstance(right.type, ty.SimdMatrixType):
             return self.builtins[("operator", "simdgroup_matrix")](self, op, left, right, node)
+        if op in ("<", ">", "<=", ">=", "==", "!=") and left.type == right.type and isinstance(
+                left.type, ScalarType) and left.type.scoped_enum:  # `e == E::A`
+            u = left.type.underlying
+            left, right = (self.convert(left, u, lnode, explicit=True),
+                           self.convert(right, u, rnode, explicit=True))
         left, right = self.arith_operand(left, lnode), self.arith_operand(right, rnode)
         lt, rt = left.type, right.type
         if op in ("<<", ">>"):
@@ -537,6 +560,9 @@ class ExpressionCompiler:
         else:
             if not ty.is_arithmetic(t):
                 self.error(f"cannot increment a value of type '{t}'", node)
+            if isinstance(t, ScalarType) and t.enum:
+                self.error(f"cannot {'increment' if node.op == '++' else 'decrement'} "
+                           f"expression of enum type '{t}'", node)
             ct = ty.common_type(t, INT) if not isinstance(t, VectorType) else t
             one_c = self.convert(self.expr(one, scope), ct, node).const
 
@@ -558,9 +584,20 @@ class ExpressionCompiler:
             new = step(old)
             store_loc(f, lanes, where, t, new, coord)
             return new if prefix else old
-        return E(t, ev, coord)
+        if not prefix:
+            return E(t, ev, coord)
+
+        def loc_after(f, lanes):   # `++a` is the lvalue `a`: `++(++a)`, `int& r = ++a`
+            where = loc(f, lanes)
+            store_loc(f, lanes, where, t, step(load_loc(f, lanes, where, t, coord)), coord)
+            return where
+        return E(t, ev, coord, loc=loc_after, space=target.space)
 
     def check_assignable(self, target: E, node: ast.Node, scope: Scope) -> None:
+        if target.loc is None and isinstance(node, ast.Conditional):
+            self.error("a conditional expression as an lvalue ('(c ? a : b) = ...') is not "
+                       "supported by metalsim", node,
+                       hint="write 'if (c) a = ...; else b = ...;'")
         if target.loc is None:
             self.error("expression is not assignable", node)
         if (target.readonly and self.fn is not None and self.fn.this_const
@@ -606,8 +643,19 @@ class ExpressionCompiler:
                 val = vev(f, lanes)
                 store(f, lanes, loc(f, lanes), t, val, coord)
                 return val
-            return E(t, ev, coord)
+            if isinstance(t, StructType):
+                return E(t, ev, coord)
+
+            def loc_assigned(f, lanes):   # `(a = b) += c`: the assignment is the lvalue `a`
+                val = vev(f, lanes)
+                where = loc(f, lanes)
+                store(f, lanes, where, t, val, coord)
+                return where
+            return E(t, ev, coord, loc=loc_assigned, space=target.space)
         op = node.op[:-1]
+        if isinstance(t, ScalarType) and t.enum:   # the result, an integer, is not a `t`
+            self.error(f"assigning to '{t}' from incompatible type 'int'", node,
+                       hint=f"convert explicitly: e = static_cast<{t}>(...)")
         current = E(t, None, coord)
         slot: list = [None, None]
 
@@ -629,7 +677,13 @@ class ExpressionCompiler:
             val = rev(f, lanes)
             store_loc(f, lanes, where, t, val, coord)
             return val
-        return E(t, ev_compound, coord)
+
+        def loc_compound(f, lanes):   # `(a += k) ^= b`: the lvalue `a`, once updated
+            where = loc(f, lanes)
+            slot[0] = load_loc(f, lanes, where, t, coord)
+            store_loc(f, lanes, where, t, rev(f, lanes), coord)
+            return where
+        return E(t, ev_compound, coord, loc=loc_compound, space=target.space)
 
     def x_Conditional(self, node: ast.Conditional, scope: Scope) -> E:
         cond = self.condition(self.expr(node.cond, scope), node.cond)
@@ -735,7 +789,7 @@ class ExpressionCompiler:
         # a loop converts, checks and scales `ly` once).
         v = scope.lookup(node.index.name) if isinstance(node.index, ast.Name) else None
         kept = (self.new_slot() if isinstance(v, Var) and v.kind == "value"
-                and not node.index.qualifier and node.index.name in self.fixed_names else -1)
+                and node.index.unqualified and node.index.name in self.fixed_names else -1)
 
         def loc(f, lanes):
             p = bev(f, lanes)

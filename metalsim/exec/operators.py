@@ -28,13 +28,17 @@ class OperatorCompiler:
         notes: list[str] = []
         candidates = []  # (cost, function, template arguments, is a member)
         if isinstance(left.type, StructType):
+            if not self.methods_of(left.type).get(name):   # a base class's operator, if any
+                left = self.base_with_method(left.type, name, left, node.coord) or left
             candidates += self.member_operators(name, left, operands[1:], notes)
         if op != "[]":  # operator[] can only be a member (C++ [over.sub])
             frees = self.functions.get(name, [])
             for fdef in frees:
-                if len(fdef.params) != len(operands) or (fdef.body is None and any(
-                        o.body is not None for o in frees if o is not fdef)):
-                    continue  # a declaration of a function defined too is not a candidate
+                if len(fdef.params) != len(operands) or fdef.template_params == [] or (
+                        fdef.body is None and any(o.body is not None for o in frees
+                                                  if o is not fdef)):
+                    continue  # a declaration of a function defined too is not a candidate;
+                    # nor is an explicit specialisation (it replaces its template's body)
                 bindings = self.deduce(fdef, [], operands, scope, notes)
                 cost = None if bindings is None else self.match_cost(fdef, bindings, operands)
                 if cost is not None:
@@ -55,10 +59,12 @@ class OperatorCompiler:
             self.error(f"use of overloaded operator '{op}' is ambiguous ({types})", node)
         _, fn, bindings, member = chosen[0]
         if member:
+            fn, bindings = self.specialized(fn, bindings, owner=left.type)
             code = self.member_code(left.type, fn, bindings)
             arg_evs = [("ptr", this_pointer(left, node.coord))] + self.bind_arguments(
                 code.params[1:], fn, operands[1:], scope)
         else:
+            fn, bindings = self.specialized(fn, bindings)
             code = self.instantiate(fn, bindings)
             arg_evs = self.bind_arguments(code.params, fn, operands, scope)
         return self.call_code(code, arg_evs, node.coord)
@@ -75,8 +81,8 @@ class OperatorCompiler:
         space, const = self.object_space(obj)
         viable = []
         for fn in overloads:
-            if len(fn.params) != len(args):
-                continue
+            if len(fn.params) != len(args) or fn.template_params == []:
+                continue   # (an explicit specialisation replaces its template's body)
             bindings = self.deduce(fn, [], args, outer, notes) if fn.template_params else {}
             cost = None if bindings is None else self.match_cost(fn, bindings, args, outer)
             if cost is None:

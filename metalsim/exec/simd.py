@@ -27,9 +27,11 @@ Choices where MSL leaves the result open (msl-semantics §5.2, §5.3, §10 items
   ("invalid-argument") and lanes, deltas, masks or moduli that differ between the active lanes
   of a group ("non-uniform-argument") are errors; the lane gets its own value where it cannot
   read, and non-uniform arguments are applied lane by lane.
-- Ballots set bit i for active lane i with a true predicate. `simd_ballot` has type `ulong` (what
-  MSL's `simd_vote` converts to) and its upper 32 bits, undefined in the spec, are 0, as Metal.jl
-  observed on hardware; `quad_ballot` has type `ushort` (`quad_vote::vote_t`).
+- Ballots set bit i for active lane i with a true predicate. `simd_ballot` returns a
+  `simd_vote`, whose upper 32 bits, undefined in the spec, are 0, as Metal.jl observed on
+  hardware; `quad_ballot` a `quad_vote`. A vote's `all()` and `any()` look at the bits of every
+  thread of the lane's group, active or not (MSL §6.9.2.1): `simd_ballot(c).all()` is false where
+  a lane of the group is inactive, unlike `simd_all(c)`.
 """
 
 from __future__ import annotations
@@ -46,7 +48,17 @@ from metalsim.exec.machine import SIMD_WIDTH, Lanes, Machine
 from metalsim.exec.values import Frame
 from metalsim.lang import ast
 from metalsim.lang import types as ty
-from metalsim.lang.types import BOOL, LONG, ULONG, USHORT, ScalarType, Type, VectorType
+from metalsim.lang.types import (
+    BOOL,
+    LONG,
+    QUAD_VOTE,
+    SIMD_VOTE,
+    ULONG,
+    USHORT,
+    ScalarType,
+    Type,
+    VectorType,
+)
 
 
 @dataclass(frozen=True)
@@ -63,9 +75,9 @@ class Group:
 
 
 SIMD = Group("simd", "SIMD-group", SIMD_WIDTH, "thread_index_in_simdgroup",
-             "simdgroup_index_in_threadgroup", (2, 4, 8, 16, 32), ULONG)
+             "simdgroup_index_in_threadgroup", (2, 4, 8, 16, 32), SIMD_VOTE)
 QUAD = Group("quad", "quad-group", 4, "thread_index_in_quadgroup",
-             "quadgroup_index_in_threadgroup", (2, 4), USHORT)
+             "quadgroup_index_in_threadgroup", (2, 4), QUAD_VOTE)
 
 
 class Layout:
@@ -585,7 +597,34 @@ def _add_group(table: dict, g: Group) -> None:
     add("is_first", "", _is_first, result=BOOL)
 
 
-SIMD_BUILTINS: dict = {}
-"""The `("call", name)` handlers of every SIMD-group and quad-group function."""
+def _vote_member(every: bool):
+    """`v.all()` / `v.any()` on a `simd_vote` or `quad_vote`: whether every (any) bit of a
+    thread in the lane's group is set, the group's inactive threads included."""
+    def handler(c, node: ast.MethodCall, scope) -> E:
+        vote = c.expr(node.base, scope)
+        group = {SIMD_VOTE: SIMD, QUAD_VOTE: QUAD}.get(vote.type)
+        if group is None:
+            c.error(f"member reference base type '{vote.type}' is not a structure", node)
+        if node.args:
+            c.error(f"too many arguments to function call, expected 0, have {len(node.args)}",
+                    node.args[0])
+        vev, width = vote.ev, group.width
+
+        def ev(f, lanes):
+            b = f.m.batch
+            ids = lanes.indices()
+            index = b.attributes[group.index_attribute][ids].astype(np.int64)
+            size = np.minimum(b.tg_sizes[b.tg_local[ids]] - width * index, width)
+            threads = (np.left_shift(np.uint64(1), size.astype(np.uint64)) - np.uint64(1))
+            bits = np.broadcast_to(np.asarray(vev(f, lanes), np.uint64), ids.shape) & threads
+            return bits == threads if every else bits != 0
+        return E(BOOL, ev, node.coord)
+    return handler
+
+
+SIMD_BUILTINS: dict = {("method", "all"): _vote_member(every=True),
+                       ("method", "any"): _vote_member(every=False)}
+"""The `("call", name)` handlers of every SIMD-group and quad-group function, and the
+`("method", name)` ones of their votes."""
 _add_group(SIMD_BUILTINS, SIMD)
 _add_group(SIMD_BUILTINS, QUAD)

@@ -279,6 +279,8 @@ class StatementCompiler:
     def declare_reference(self, d, t, const, init, scope) -> Run:
         if init is None:
             self.error(f"reference '{d.name}' must be initialized", d)
+        if isinstance(t, StructType) and init.loc is not None and init.type != t:
+            init = self.as_base(init, t, d.init.coord) or init   # `const B& r = derived;`
         if init.loc is None and isinstance(t, StructType) and const:
             # A const reference to a temporary struct names a const copy of it.
             return self.declare_thread_memory(d, t, True, scope)
@@ -468,7 +470,7 @@ class StatementCompiler:
             return None
         d, step = node.init.decls[0], node.step
         target = step.target if isinstance(step, ast.Assign) else getattr(step, "operand", None)
-        if not (isinstance(target, ast.Name) and target.name == d.name and not target.qualifier):
+        if not (isinstance(target, ast.Name) and target.name == d.name and target.unqualified):
             return None
         if isinstance(step, ast.Assign) and step.op in ("+=", "-="):
             op, amount = step.op[0], step.value
@@ -508,7 +510,7 @@ class StatementCompiler:
     def names_builtin(self, name: ast.Name, scope: Scope) -> bool:
         """Whether a call of `name` in `scope` calls a built-in function (none takes a
         reference to a variable of integer type)."""
-        return (not name.qualifier and name.name not in self.functions
+        return (name.unqualified and name.name not in self.functions
                 and scope.lookup(name.name) is None
                 and (("call", name.name) in self.builtins or name.name in mathlib.FUNCTIONS))
 
@@ -624,7 +626,8 @@ class StatementCompiler:
         if not ty.is_integer(value.type) or isinstance(value.type, VectorType):
             self.error(f"statement requires expression of integer type ('{value.type}' "
                        f"invalid)", node.expr)
-        vt = ty.promote(value.type)
+        # An `enum class` condition is not promoted: its case labels are of its own type.
+        vt = value.type if getattr(value.type, "scoped_enum", False) else ty.promote(value.type)
         value = self.convert(value, vt, node.expr)
         inner = Scope({}, scope)
         items: list = []

@@ -17,7 +17,7 @@ qualified with its address space.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 
 import numpy as np
@@ -267,6 +267,26 @@ class StructCompiler:
                 return self.subobject(obj, base, member.offset if member else 0, coord)
         return None
 
+    def is_base_of(self, base: Type, derived: Type) -> bool:
+        """Whether `base` is a direct or indirect base class of `derived`."""
+        return any(b == base or self.is_base_of(base, b)
+                   for b in self.struct_bases.get(derived, []))
+
+    def as_base(self, obj: E, base: StructType, coord) -> E | None:
+        """The subobject of `obj` of its (direct or indirect) base class `base`, as an object
+        of that type; None if `base` is not a base of `obj`'s struct."""
+        st = obj.type
+        if not isinstance(st, StructType):
+            return None
+        for b in self.struct_bases.get(st, []):
+            member = next((m for m in st.members if m.type is b
+                           and m.name.startswith(ty.BASE_PREFIX)), None)
+            sub = self.subobject(obj, b, member.offset if member else 0, coord)
+            found = sub if b == base else self.as_base(sub, base, coord)
+            if found is not None:
+                return found
+        return None
+
     def subobject(self, obj: E, t: StructType, offset: int, coord) -> E:
         """The object of type `t` at byte `offset` inside the object `obj`."""
         if obj.loc is not None:
@@ -390,12 +410,13 @@ class StructCompiler:
         """The struct a qualified name's qualifier names: `S`, `S<T>` (a struct or alias
         template's instance) then member types (`S<T>::Frag_t`); None if it names none."""
         head, *members = node.qualifier.split("::")
-        found = scope.lookup(head)
+        found = self.lookup_scope(node, scope).lookup(head)
         if not (isinstance(found, StructType | StructTemplate) or (
                 isinstance(found, tuple) and found[0] == "alias_template")):
             return None
         st = self.resolve_type(ast.NamedType(
-            node.coord, head, node.template_args if node.args_on_qualifier else None), scope)
+            node.coord, head, node.template_args if node.args_on_qualifier else None,
+            namespace_scope=node.namespace_scope), scope)
         for member in members:
             inner = self.struct_types.get(st, {}).get(member)
             if inner is None:
@@ -467,6 +488,12 @@ class StructCompiler:
     def call_member(self, obj: E, node: ast.MethodCall, scope: Scope) -> E:
         """`obj.name(args)`: a call of a member function with `this` pointing at `obj` (a
         temporary struct is first placed in thread memory, as C++ materializes it)."""
+        if node.qualifier:   # `d.B::f()`: B's member function, on d's B subobject
+            named = self.resolve_type(ast.NamedType(node.coord, node.qualifier), scope)
+            obj = obj if named == obj.type else self.as_base(obj, named, node.coord)
+            if obj is None:
+                self.error(f"'{named}' is not a base of the object's type", node)
+            node = replace(node, qualifier="")
         st: StructType = obj.type
         overloads = self.methods_of(st).get(node.name)
         if not overloads:
@@ -482,7 +509,8 @@ class StructCompiler:
                 self.error(f"called object type '{member.type}' is not a function", node)
             self.no_member(st, node)
         args = [self.expr(a, scope) for a in node.args]
-        explicit = [self.explicit_argument(a, scope) for a in node.template_args or []]
+        explicit = None if node.template_args is None else [
+            self.explicit_argument(a, scope) for a in node.template_args]
         space, const = self.object_space(obj)
         fn, bindings = self.resolve_member(st, node, overloads, args, space, const, explicit)
         code = self.member_code(st, fn, bindings)
@@ -523,6 +551,14 @@ class StructCompiler:
             self.error(f"no static member function named '{name.name}' in '{st}'", name,
                        width=len(name.name))
         if not all(fn.static for fn in overloads):
+            this = scope.lookup("this")
+            obj = None
+            if isinstance(this, Var) and this.kind == "ptr":
+                obj = self.dereference(self.var_expr(this, name), name)
+                obj = obj if obj.type == st else self.as_base(obj, st, node.coord)
+            if obj is not None:   # `B::f()` in a member function of a class derived from B
+                return self.call_member(obj, ast.MethodCall(node.coord, name, name.name,
+                                                            node.args), scope)
             self.error(f"call to non-static member function '{name.name}' without an object "
                        "argument", name, width=len(name.name))
         nowhere = E(st, lambda f, lanes: np.zeros((lanes.n, st.size), np.uint8), node.coord)
@@ -560,7 +596,9 @@ class StructCompiler:
             required = sum(1 for p in fn.params if p.default is None)
             if not required <= len(args) <= len(fn.params):
                 continue
-            if explicit and not fn.template_params:
+            if (explicit is not None and not fn.template_params) or fn.template_params == []:
+                # even an empty argument list (`s.g<>(a)`) rules out non-templates; an explicit
+                # specialisation replaces the body of the template chosen (`specialized`)
                 continue
             bindings = self.deduce(fn, explicit or [], args, outer, notes) if (
                 fn.template_params) else {}
@@ -595,7 +633,7 @@ class StructCompiler:
         chosen = [(fn, bindings) for cost, fn, bindings in fits if cost == best]
         if len(chosen) > 1:
             self.error(f"call to member function '{name}' is ambiguous", node)
-        return chosen[0]
+        return self.specialized(*chosen[0], owner=st)
 
     def aggregate(self, t: StructType, init: ast.InitList, scope: Scope) -> E:
         """A struct temporary from an initializer list (`S{1, 2.0f}`, `return {a, b};`); for

@@ -30,7 +30,7 @@ def mentions(node: ast.Node, name: str) -> bool:
     stack = [node]
     while stack:
         n = stack.pop()
-        if isinstance(n, ast.Name) and n.name == name and not n.qualifier:
+        if isinstance(n, ast.Name) and n.name == name and n.unqualified:
             return True
         stack.extend(children(n))
     return False
@@ -61,7 +61,7 @@ def uses(nodes: list[ast.Node | None], builtin: Builtin, returns_value: bool) ->
     stack = [(n, None, False) for n in nodes if n is not None]
     while stack:
         n, parent, in_loop = stack.pop()
-        if isinstance(n, ast.Name) and not n.qualifier:
+        if isinstance(n, ast.Name) and n.unqualified:
             if not _read_in(n, parent, builtin, returns_value):
                 found.not_only_read.add(n.name)
                 if isinstance(parent, ast.Unary) and parent.op == "&":

@@ -38,6 +38,7 @@ class NamedType(Node):
     const: bool = False
     space: str | None = None  # "device", "constant", "threadgroup", "thread" or None
     member_of: NamedType | None = None
+    namespace_scope: bool = False  # `na::TT`, `::TT`: as for `Name`, never a local's type
 
 
 @dataclass(eq=False)
@@ -101,6 +102,14 @@ class Name(Node):
     owner: NamedType | None = None  # the type of a static member named `decltype(x)::k`
     # Whether `template_args` belong to the qualifier (`S<T>::k`), not the name (`S::f<T>`).
     args_on_qualifier: bool = False
+    # Qualified by a user namespace or `::` (`na::K`, `::G`, `na::S::k`): looked up at file
+    # scope, where metalsim's flattened namespaces declare it, never among locals or members.
+    namespace_scope: bool = False
+
+    @property
+    def unqualified(self) -> bool:
+        """Whether the name is plain (`K`): one a local, parameter or member may be."""
+        return not self.qualifier and not self.namespace_scope
 
 
 @dataclass(eq=False)
@@ -154,6 +163,7 @@ class MethodCall(Node):
     args: list[Expr]
     arrow: bool = False
     template_args: list[Node] | None = None  # `x.template f<T, 4>(...)`
+    qualifier: str = ""  # the class of `d.B::f()`: B's member function, on d's B subobject
 
 
 @dataclass(eq=False)
@@ -195,6 +205,7 @@ class Member(Node):
     base: Expr
     name: str
     arrow: bool = False
+    qualifier: str = ""  # the class named in `d.B::f` (a call's; see MethodCall)
 
 
 @dataclass(eq=False)
@@ -375,7 +386,10 @@ class Param(Node):
 
 @dataclass(eq=False)
 class FunctionDef(Node):
-    """A function (a declaration only when `body` is None); kernels have the `kernel` attribute."""
+    """A function (a declaration only when `body` is None); kernels have the `kernel` attribute.
+
+    An explicit specialisation (`template <> int f<0>()`, `template <> int f(int)`) has empty
+    `template_params`; `specialization_args` holds the arguments written after its name."""
 
     name: str
     return_type: TypeNode
@@ -383,6 +397,7 @@ class FunctionDef(Node):
     body: Compound | None
     template_params: list[TemplateParam] | None = None
     attributes: list[Attribute] = field(default_factory=list)
+    specialization_args: list[Node] | None = field(default=None, kw_only=True)
 
 
 @dataclass(eq=False)
@@ -425,6 +440,23 @@ class Constructor(MemberFunction):
 
     inits: list[MemberInit] = field(default_factory=list)
     explicit: bool = False
+
+
+@dataclass(eq=False)
+class Enumerator(Node):
+    name: str
+    value: Expr | None  # None: one more than the previous enumerator (0 for the first)
+
+
+@dataclass(eq=False)
+class EnumDef(Node):
+    """`enum Name [: type] { A, B = 3 };`, or with `scoped` `enum class Name ...` (its
+    enumerators named `Name::A` only, converted to integers only explicitly)."""
+
+    name: str
+    scoped: bool
+    underlying: TypeNode | None
+    enumerators: list[Enumerator]
 
 
 @dataclass(eq=False)

@@ -92,7 +92,7 @@ _QUALIFIERS = _ADDRESS_SPACES | {"const", "volatile"}  # may precede the type in
 # Words that can only begin a declaration (besides type names).
 _DECL_WORDS = _ADDRESS_SPACES | {"const", "volatile", "constexpr", "static", "inline", "extern",
                                   "typename", "__attribute__"}
-_UNSUPPORTED_DECLARATIONS = frozenset({"namespace", "struct", "class", "union", "enum"})
+_UNSUPPORTED_DECLARATIONS = frozenset({"namespace", "struct", "class", "union"})
 _KEYWORDS = frozenset({
     "if", "else", "for", "while", "do", "switch", "case", "default", "break", "continue",
     "return", "goto", "sizeof", "alignof", "typedef", "using", "namespace", "template",
@@ -138,6 +138,13 @@ def _declared_names(node: ast.Node) -> set[str]:
     return {name} if isinstance(name, str) and name else set()
 
 
+def _with_element(array: ast.TypeNode, element: ast.TypeNode) -> ast.TypeNode:
+    """The array type `array` (of `NamedType`s) with its innermost element type `element`."""
+    if isinstance(array, ast.ArrayType):
+        return ast.ArrayType(array.coord, _with_element(array.element, element), array.size)
+    return element
+
+
 class _Parser:
     """Parses one translation unit; `pos` indexes `tokens`, which ends with an "eof" token."""
 
@@ -154,6 +161,9 @@ class _Parser:
         self.struct_templates: set[str] = set()
         self.namespaces: dict[str, set[str]] = {}   # "mlx::steel" -> the names declared in it
         self.namespace: list[str] = []               # the namespace being defined
+        self.global_names: set[str] = set()          # those declared outside every namespace
+        self.namespace_aliases: dict[str, str] = {}  # "mlx::st" -> "mlx::steel"
+        self.global_using: set[str] = set()          # `using na::f;` at file scope: `::f`
         # Struct templates being defined: their bare name is the injected class name.
         self.injected: list[str] = []
         # Names of member types (`typedef T type;` in a struct): `S::type` names a type where
@@ -345,16 +355,44 @@ class _Parser:
                     self.at("{", 2) or self.at("::", 2)):
                 items += self.namespace_definition()
                 continue
+            if self.namespace_alias_at():
+                self.namespace_alias()
+                continue
+            first, before = self.peek(), set(self.scopes[0])
             items.append(self.external_declaration())
+            if self.coord(first).section == "prelude":
+                continue   # Metal's and MLX's own names, which a program may declare again
+            declared = set(self.scopes[0]) - before | _declared_names(items[-1])
+            self.check_flattened(declared, "", first)
+            self.global_names |= declared
         return ast.TranslationUnit(self.coord(start), items)
+
+    def check_flattened(self, declared: set[str], path: str, where: Token) -> None:
+        """Refuse a name declared in namespace `path` ("" for the global namespace) that
+        another namespace, the global one included, declares too: flattened, the two would
+        silently become one."""
+        others = [(ns, names) for ns, names in self.namespaces.items() if ns != path]
+        if path:
+            others.append(("", self.global_names))
+        for name in sorted(declared):
+            clash = next((ns for ns, names in others if name in names), None)
+            if clash is None:
+                continue
+            here = f"namespace '{path}'" if path else "the global namespace"
+            there = f"namespace '{clash}'" if clash else "the global namespace"
+            raise self.error(f"'{name}' is declared in {here} and in {there}, which metalsim "
+                             "does not support (it flattens namespaces into one)", where,
+                             width=len(where.text),
+                             hint=f"rename one of the two '{name}'s")
 
     def namespace_definition(self) -> list[ast.Node]:
         """namespace-definition: 'namespace' name ('::' name)* '{' (external-declaration |
         namespace-definition)* '}'
 
         Namespaces are flattened: what they declare is declared at file scope, remembered as a
-        member of its namespace so that qualified names (`mlx::steel::Foo`) are checked."""
-        start = self.advance()
+        member of its namespace so that qualified names (`mlx::steel::Foo`) are checked; a name
+        two namespaces (the global one included) declare is refused (`check_flattened`)."""
+        self.advance()
         parts = [self.identifier("expected a namespace name").text]
         while self.accept("::"):
             parts.append(self.identifier("expected a namespace name").text)
@@ -371,22 +409,45 @@ class _Parser:
                     raise self.error("expected '}' to match this '{'", open_)
                 if self.accept(";"):
                     continue
+                if self.namespace_alias_at():
+                    self.namespace_alias()
+                    continue
                 if self.at("namespace") and self.peek(1).kind == "ident":
                     items += self.namespace_definition()   # records its own names
                     continue
-                before = set(self.scopes[0])
+                first, before = self.peek(), set(self.scopes[0])
                 items.append(self.external_declaration())
                 declared = set(self.scopes[0]) - before | _declared_names(items[-1])
-                clash = [n for n in declared for ns, names in self.namespaces.items()
-                         if ns != path and n in names]
-                if clash:
-                    raise self.error(f"'{clash[0]}' is declared in two namespaces, which "
-                                     "metalsim does not support (it flattens namespaces)",
-                                     start)
+                self.check_flattened(declared, path, first)
                 self.namespaces[path] |= declared
         finally:
             self.namespace = outer
         return items
+
+    def namespace_alias_at(self) -> bool:
+        return self.at("namespace") and self.peek(1).kind == "ident" and self.at("=", 2)
+
+    def namespace_alias(self) -> ast.Empty:
+        """namespace-alias-definition: 'namespace' name '=' ['::'] name ('::' name)* ';'
+
+        As namespaces are flattened, an alias only stands for its namespace in qualified names
+        (`using namespace` included), wherever it is declared."""
+        start = self.advance()
+        alias = self.identifier("expected a namespace alias name")
+        self.expect("=")
+        rooted = self.accept("::") is not None
+        first = self.identifier("expected a namespace name")
+        parts = [first.text]
+        while self.accept("::"):
+            parts.append(self.identifier("expected a namespace name").text)
+        target = self.find_namespace("::".join(parts), not rooted)
+        if target is None:
+            raise self.error("expected namespace name", first, width=len(first.text),
+                             hint=f"no namespace '{'::'.join(parts)}' is declared before "
+                                  "this line")
+        self.expect(";", "expected ';' after namespace alias definition")
+        self.namespace_aliases["::".join([*self.namespace, alias.text])] = target
+        return ast.Empty(self.coord(start))
 
     def namespace_prefix(self, k: int = 0) -> tuple[int, str]:
         """The namespace qualifiers `metal::`, `mlx::steel::` ... starting `k` tokens ahead:
@@ -408,9 +469,20 @@ class _Parser:
         outer = self.namespace if relative else []
         for depth in range(len(outer), -1, -1):
             full = "::".join([*outer[:depth], name])
+            full = self.unaliased(full)
             if full in self.namespaces:
                 return full
         return None
+
+    def unaliased(self, path: str) -> str:
+        """`path` with the namespace aliases it begins with replaced (`o::inner`, where
+        `namespace o = outer;`, is `outer::inner`)."""
+        parts = path.split("::")
+        for depth in range(len(parts), 0, -1):
+            target = self.namespace_aliases.get("::".join(parts[:depth]))
+            if target is not None:
+                return "::".join([target, *parts[depth:]])
+        return path
 
     def names_type_member(self) -> bool:
         """Whether the type name ahead is followed by `::` (after its template arguments)."""
@@ -450,6 +522,8 @@ class _Parser:
             return self.static_assert()
         if word == "struct" and self.struct_definition_at():
             return self.struct_declaration()
+        if word == "enum":
+            return self.enum_declaration()
         if word in _UNSUPPORTED_DECLARATIONS and word != "struct":
             return self.misplaced()
         if self.at("}"):
@@ -470,6 +544,15 @@ class _Parser:
         specs = self.specifiers(allow_kernel=True)
         name, type_ = self.declarator(specs.type, stop_at_paren=True)
         assert name is not None
+        if template_params == [] and self.accept("<"):   # `template <> int f<0>(...)`
+            args = self.template_arguments()
+            if not self.at("("):
+                raise self.error("expected '(' after the explicit specialization's template "
+                                 "arguments", hint="metalsim supports explicit specializations "
+                                                   "of function templates only")
+            fdef = self.function(start, specs, name, type_, template_params)
+            fdef.specialization_args = args
+            return fdef
         if self.at("("):
             return self.function(start, specs, name, type_, template_params)
         decls = self.init_declarators(specs, name, type_, file_scope=True)
@@ -491,6 +574,7 @@ class _Parser:
         try:
             params = self.parameters()
             self.check_operator(name, len(params), member=False)
+            return_type = self.trailing_return_type(return_type)
             body = None
             if self.at("{"):
                 body = self.compound()
@@ -500,6 +584,17 @@ class _Parser:
             self.scopes.pop()
         return ast.FunctionDef(self.coord(start), name.text, return_type, params, body,
                                template_params, specs.attributes)
+
+    def trailing_return_type(self, declared: ast.TypeNode) -> ast.TypeNode:
+        """['->' type-name] after a function's parameters (and qualifiers): the return type of
+        a function declared `auto f(...) -> T`, or `declared`."""
+        arrow = self.accept("->")
+        if arrow is None:
+            return declared
+        if not (isinstance(declared, ast.NamedType) and declared.name == "auto"):
+            raise self.error("function with trailing return type must specify return type "
+                             "'auto'", arrow, width=2)
+        return self.type_name()
 
     def parameters(self) -> list[ast.Param]:
         """parameter-list: '(' [void | parameter (',' parameter)*] ')'"""
@@ -670,9 +765,9 @@ class _Parser:
                 depth += {"(": 1, ")": -1}.get(tok.text, 0)
 
     def alias_declaration(self, template_params: list[ast.TemplateParam] | None = None
-                          ) -> ast.TypeAlias | ast.UsingNamespace:
+                          ) -> ast.TypeAlias | ast.UsingNamespace | ast.Empty:
         """alias: 'typedef' specifiers declarator ';' | 'using' name '=' type-name ';'
-        | 'using' 'namespace' name ';'"""
+        | 'using' 'namespace' name ';' | using-declaration"""
         start = self.advance()
         if start.text == "typedef" and self.struct_definition_at():
             struct = self.struct_definition(typedef=True)
@@ -698,6 +793,8 @@ class _Parser:
                                       "this line")
             self.expect(";", "expected ';' after namespace name")
             return ast.UsingNamespace(self.coord(start), "::".join(parts))
+        elif self.using_declaration_at():
+            return self.using_declaration(start)
         else:
             name = self.identifier("expected a name after 'using'")
             self.expect("=", "expected '=' after the alias name",
@@ -707,6 +804,64 @@ class _Parser:
         if template_params is None:
             self.declare(name.text, _TYPE)
         return ast.TypeAlias(self.coord(start), name.text, type_, template_params)
+
+    def using_declaration_at(self) -> bool:
+        """Whether a namespace member's qualified name (`na::f`, `::g`) follows `using`."""
+        k = 1 if self.at("::") else 0
+        skip, _ = self.namespace_prefix(k)
+        return (skip > k or k == 1) and self.peek(skip).kind == "ident" and self.at(";", skip + 1)
+
+    def using_declaration(self, start: Token) -> ast.Empty:
+        """using-declaration: 'using' ['::'] namespace '::' ... name ';' -- flattened, the
+        member is visible unqualified already: the name is checked and nothing declared."""
+        rooted = self.accept("::") is not None
+        skip, namespace = self.namespace_prefix()
+        for _ in range(skip):
+            self.advance()
+        member = self.advance()
+        self.check_namespace_member(namespace, member)   # (`metal::` names are not checked)
+        if rooted and not namespace and member.text not in self.global_names | self.global_using \
+                and self.lookup(member.text) is None:
+            raise self.error(f"no member named '{member.text}' in the global namespace", member,
+                             width=len(member.text))
+        self.expect(";", "expected ';' after using declaration")
+        if len(self.scopes) == 1 and not self.namespace:
+            self.global_using.add(member.text)
+        return ast.Empty(self.coord(start))
+
+    def enum_declaration(self) -> ast.EnumDef:
+        """enum-declaration: 'enum' ['class' | 'struct'] name [':' type-name]
+        '{' [enumerator ['=' constant] (',' enumerator ['=' constant])* [',']] '}' ';'"""
+        start = self.advance()
+        scoped = bool(self.accept("class") or self.accept("struct"))
+        if self.at("{") or self.at(":"):
+            raise self.error("anonymous enums are not supported by metalsim",
+                             hint="give the enumeration a name: 'enum Name { ... };'")
+        name = self.identifier("expected an enumeration name")
+        underlying = self.type_name() if self.accept(":") else None
+        if not self.at("{"):
+            raise self.error("declaring an enumeration without defining it is not supported "
+                             "by metalsim", hint=f"define it here: 'enum {name.text} {{ ... }};'")
+        open_ = self.advance()
+        self.declare(name.text, _TYPE)
+        enumerators: list[ast.Enumerator] = []
+        while not self.at("}"):
+            if self.peek().kind == "eof":
+                raise self.error("expected '}' to match this '{'", open_)
+            tok = self.identifier("expected an enumerator name")
+            value = self.nested(self.conditional) if self.accept("=") else None
+            if not scoped:  # an unscoped enumeration's enumerators are named where it is
+                self.declare(tok.text, _VALUE)
+            enumerators.append(ast.Enumerator(self.coord(tok), tok.text, value))
+            if not self.accept(","):
+                break
+        self.expect("}", "expected '}' or ',' after an enumerator")
+        if self.peek().kind == "ident":
+            raise self.error("declaring a variable in an enum definition is not supported "
+                             "by metalsim", hint=f"declare it separately: "
+                                                 f"'{name.text} {self.peek().text};'")
+        self.expect(";", "expected ';' after enum")
+        return ast.EnumDef(self.coord(start), name.text, scoped, underlying, enumerators)
 
     def static_assert(self) -> ast.StaticAssert:
         """static-assert: 'static_assert' '(' expression [',' string] ')' ';'"""
@@ -852,7 +1007,7 @@ class _Parser:
             self.expect(")")
             return self.member_types_of(ast.NamedType(self.coord(start), "decltype", [operand]),
                                         typename, start)
-        self.accept("::")
+        rooted = self.accept("::") is not None
         skip, namespace = self.namespace_prefix()
         for _ in range(skip):
             self.advance()
@@ -877,8 +1032,9 @@ class _Parser:
                                  hint=f"e.g. '{name}<float, 4>'" if name == "vec" else "",
                                  width=len(name))
             args = self.template_arguments()
-        return self.member_types_of(ast.NamedType(self.coord(start), name, args), typename,
-                                    start)
+        named = ast.NamedType(self.coord(start), name, args,
+                              namespace_scope=rooted or bool(namespace))
+        return self.member_types_of(named, typename, start)
 
     def member_types_of(self, named: ast.NamedType, typename: bool, start: Token
                         ) -> ast.NamedType:
@@ -918,6 +1074,9 @@ class _Parser:
         tok = self.peek()
         if stop_at_paren and tok.text == "operator":
             return self.operator_name(), type_
+        if self.at("(") and self.at("&", 1) and not abstract and (
+                self.at(")", 3) or self.at(")", 2)):
+            return self.array_reference_declarator(type_, base)
         if not abstract and tok.kind == "ident" and tok.text not in _RESERVED:
             name = self.advance()
         elif abstract is False:
@@ -934,6 +1093,19 @@ class _Parser:
         for size in reversed(sizes):
             type_ = ast.ArrayType(base.coord, type_, size)
         return name, type_
+
+    def array_reference_declarator(self, element: ast.TypeNode, base: ast.NamedType
+                                   ) -> tuple[Token | None, ast.TypeNode]:
+        """'(' '&' name? ')' ('[' size ']')+: a reference to an array, `T (&a)[N]`."""
+        self.advance()
+        self.advance()
+        name = self.advance() if self.peek().kind == "ident" else None
+        self.expect(")")
+        if not self.at("["):
+            raise self.error("expected '[' after a parenthesized reference declarator",
+                             hint="metalsim supports references to arrays: 'T (&a)[N]'")
+        _, array = self.declarator(base, abstract=True)
+        return name, ast.ReferenceType(base.coord, _with_element(array, element))
 
     def operator_name(self) -> Token:
         """operator-function-id: 'operator' overloadable-operator, as one name token
@@ -1137,14 +1309,19 @@ class _Parser:
             return []
         if self.accept(";"):
             return []
+        if tok.text == "enum":
+            raise self.error("an enum declared in a struct is not supported by metalsim", tok,
+                             width=4, hint="declare the enum before the struct")
         if tok.text == "template":
             return [self.member_template(struct)]
         if tok.text == "static_assert":
             return [self.static_assert()]
         if tok.text in ("typedef", "using"):
             alias = self.alias_declaration()
-            if isinstance(alias, ast.UsingNamespace):
-                raise self.error("a using-directive is not allowed in a struct", tok,
+            if isinstance(alias, ast.UsingNamespace | ast.Empty):
+                what = "using-directive" if isinstance(alias, ast.UsingNamespace) else (
+                    "using-declaration of a namespace member")
+                raise self.error(f"a {what} is not allowed in a struct", tok,
                                  width=len(tok.text), hint="put it at namespace scope")
             if isinstance(alias.type, ast.StructDef):
                 raise self.error("a struct defined in a struct is not supported by metalsim",
@@ -1220,6 +1397,7 @@ class _Parser:
         self.scopes.append({})
         try:
             params = self.template_parameters()
+            args = self.specialization_arguments() if not params else None
             items = self.member_declaration(struct)
         finally:
             self.scopes.pop()
@@ -1230,8 +1408,38 @@ class _Parser:
                                   "struct S { ... };'")
         fn = items[0]
         fn.template_params, fn.coord = params, self.coord(start)
+        fn.specialization_args = args
         self.member_templates.add(fn.name)
         return fn
+
+    def specialization_arguments(self) -> list[ast.Node] | None:
+        """The template arguments after the name of an explicit specialisation of a member
+        function template (`T get<0>() {...}`), which are taken out of the tokens so that the
+        member function parses as any other; None if it names none."""
+        depth, k = 0, 0
+        while not (depth == 0 and self.at("(", k)):   # the parameter list's '('
+            tok = self.peek(k)
+            if tok.kind == "eof" or tok.text in (";", "{", "}"):
+                return None
+            if tok.kind == "punct":
+                depth += {"<": 1, ">": -1, ">>": -2}.get(tok.text, 0)
+            k += 1
+        if not self.at(">", k - 1) or self.at("operator", k - 2):
+            return None
+        open_, depth = k - 1, 0
+        while True:   # back to the '<' that opens the arguments
+            depth += {">": 1, "<": -1}.get(self.peek(open_).text, 0)
+            if depth == 0:
+                break
+            open_ -= 1
+            if open_ < 0:
+                return None
+        start = self.pos
+        self.pos += open_ + 1
+        args = self.template_arguments()
+        end, self.pos = self.pos, start
+        del self.tokens[start + open_:end]
+        return args
 
     def conversion_function(self, specifiers: int) -> ast.ConversionFunction:
         """conversion-function: ('inline' | 'constexpr' | 'explicit')* 'operator' type-name
@@ -1282,6 +1490,7 @@ class _Parser:
                                  self.tokens[self.pos - 1])
             if self.at("&") or self.at("&&"):
                 raise self.error("ref-qualified member functions are not supported by metalsim")
+            return_type = self.trailing_return_type(return_type)
             if self.at(";"):
                 raise self.error("metalsim needs a member function defined in the struct body",
                                  hint=f"write its body here: '{name.text}(...) {{ ... }}'")
@@ -1389,6 +1598,12 @@ class _Parser:
             rule = self.STATEMENT_RULES.get(tok.text)
             if rule is not None:
                 return rule(self)
+            if tok.text not in _RESERVED and self.at(":", 1):
+                raise self.error(f"label '{tok.text}' is not allowed in Metal", tok,
+                                 width=len(tok.text),
+                                 hint="the Metal Shading Language has no goto, so a label has "
+                                      "no use: leave the code with a loop's break or continue, "
+                                      "or a flag")
             if self.starts_declaration():
                 return self.declaration_statement()
             if tok.text not in _RESERVED and self.peek(1).kind == "ident" \
@@ -1534,6 +1749,11 @@ class _Parser:
             return self.struct_declaration()
         return self.declaration_statement()
 
+    def namespace_statement(self) -> ast.Node:
+        """A namespace alias in a block (`namespace st = mlx::steel;`); no other namespace
+        declaration belongs there."""
+        return self.namespace_alias() if self.namespace_alias_at() else self.misplaced()
+
     def misplaced(self) -> ast.Node:
         tok = self.peek()
         if tok.text == "else":
@@ -1556,7 +1776,9 @@ class _Parser:
         "static_assert": static_assert, "typedef": alias_declaration,
         "using": alias_declaration,
         "else": misplaced, "template": misplaced, "goto": misplaced,
-    } | dict.fromkeys(_UNSUPPORTED_DECLARATIONS, misplaced) | {"struct": struct_statement}
+    } | dict.fromkeys(_UNSUPPORTED_DECLARATIONS, misplaced) | {
+        "struct": struct_statement, "namespace": namespace_statement,
+        "enum": enum_declaration}
 
     # --- Expressions ---------------------------------------------------------------------------
 
@@ -1653,7 +1875,8 @@ class _Parser:
                     expr = ast.Call(expr.coord, expr, self.call_arguments())
                 elif isinstance(expr, ast.Member):
                     expr = ast.MethodCall(expr.coord, expr.base, expr.name,
-                                          self.call_arguments(), expr.arrow)
+                                          self.call_arguments(), expr.arrow,
+                                          qualifier=expr.qualifier)
                 else:  # a function object: `Op()(a, b)`, `ops[i](a, b)`
                     expr = ast.MethodCall(expr.coord, expr, "operator()",
                                           self.call_arguments())
@@ -1664,7 +1887,16 @@ class _Parser:
                 if name.kind != "ident":
                     raise self.error(f"expected a member name after '{text}'")
                 self.advance()
-                expr = ast.Member(expr.coord, expr, name.text, text == "->")
+                qualifier = ""
+                if self.at("::") and self.peek(1).kind == "ident":   # `d.B::f()`
+                    qualifier = name.text
+                    self.advance()
+                    name = self.advance()
+                    if not self.at("("):
+                        raise self.error("a qualified name of a data member ('d.B::m') is not "
+                                         "supported by metalsim", name, width=len(name.text),
+                                         hint="name the member unqualified: 'd.m'")
+                expr = ast.Member(expr.coord, expr, name.text, text == "->", qualifier)
                 if self.at("<") and (template or name.text in self.member_templates):
                     # Explicit arguments of a member function template; without `template`,
                     # only where they parse as such and a call follows (else `x.n < 3`).
@@ -1741,6 +1973,9 @@ class _Parser:
                 operand = self.type_name()
                 self.expect(")")
                 return ast.Call(self.coord(tok), ast.Name(self.coord(tok), text), [operand])
+            if text == "typename":   # `typename X::type(1)`: a functional cast of a member type
+                self.advance()
+                return self.construct_of(tok, self.type_specifier(typename=True))
             if text == "decltype":   # `decltype(x)::k`, or a functional cast `decltype(x)(1)`
                 owner = self.type_specifier()
                 if self.at("::") and self.peek(1).kind == "ident":
@@ -1810,7 +2045,7 @@ class _Parser:
     def qualified_name(self) -> ast.Name:
         """qualified-name: ['::'] name ['<' args '>'] ('::' name ['<' args '>'])*"""
         start = self.peek()
-        self.accept("::")
+        rooted = self.accept("::") is not None
         skip, namespace = self.namespace_prefix()
         for _ in range(skip):
             self.advance()
@@ -1845,7 +2080,8 @@ class _Parser:
                 raise self.error("nested template qualifiers are not supported by metalsim",
                                  start)
             args = scoped[0]
-        return ast.Name(self.coord(start), name, "::".join(qualifier), args, None, bool(scoped))
+        return ast.Name(self.coord(start), name, "::".join(qualifier), args, None, bool(scoped),
+                        namespace_scope=rooted or bool(namespace))
 
     def template_arguments(self) -> list[ast.Node]:
         """template-argument-list (after '<'): [(type-name | conditional) (',' ...)*] '>'"""

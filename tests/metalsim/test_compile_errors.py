@@ -97,6 +97,7 @@ REFUSED_AS_ON_METAL = [
     ("float4 v = float4(1.0f);\nv.xx = float2(1.0f, 2.0f);\nout[0] = v.x;", 2, 1,
      r"swizzle with repeated components \('.xx'\) is not assignable", "distinct"),
     ("goto done;\ndone: out[0] = 1;", 1, 1, "'goto' is not allowed in Metal", "break"),
+    ("out[0] = 1;\ndone: out[0] = 2;", 2, 1, "label 'done' is not allowed in Metal", "no goto"),
     ("uint i = thread_position_in_grid().x;\nout[i] = 1;", 1, 10,
      "called object type 'uint3' is not a function", "kernel parameter .* drop the '\\(\\)'"),
     ("atomic_thread_fence(mem_flags::mem_device, memory_order_seq_cst);\nout[0] = 1;", 1, 1,
