@@ -127,12 +127,26 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
                 elif item.template_params:
                     self.globals.names[item.name] = ("alias_template", item)  # type: ignore
                 else:
-                    self.globals.names[item.name] = self.resolve_type(item.type, self.globals)
+                    self.declare_alias(item, self.globals)
             elif isinstance(item, ast.DeclStmt):
                 for d in item.decls:
                     self.declare_global_var(d)
             elif isinstance(item, ast.StaticAssert):
                 self.static_assert(item, self.globals)
+
+    def declare_alias(self, node: ast.TypeAlias, scope: Scope) -> None:
+        """`typedef T name;` or `using name = T;` in `scope`. Declaring a name again for the
+        same type is legal C++ (MLX's bf16.h repeats its preamble's `typedef bfloat
+        bfloat16_t;`); for another type it is an error, never a silent replacement. Types
+        spelled alike count as the same: namespaces being flattened, MLX's
+        `mlx::steel::true_type` redeclares the prelude's Metal `true_type` through MLX's own
+        `integral_constant`, which replaced Metal's."""
+        t = self.resolve_type(node.type, scope)
+        previous = scope.names.get(node.name)
+        if isinstance(previous, Type) and str(previous) != str(t):
+            self.error(f"typedef redefinition with different types ('{t}' vs '{previous}')",
+                       node)
+        scope.names[node.name] = t
 
     def declare_global_var(self, d: ast.VarDecl) -> None:
         t, const, space = self.resolve_decl_type(d.type, self.globals)

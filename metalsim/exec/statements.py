@@ -145,9 +145,10 @@ class StatementCompiler:
     def s_TypeAlias(self, node: ast.TypeAlias, scope: Scope) -> Run:
         if node.template_params:
             self.error("alias templates must be declared at program scope", node)
-        scope.names[node.name] = (self.define_struct(node.type, scope)
-                                  if isinstance(node.type, ast.StructDef)
-                                  else self.resolve_type(node.type, scope))
+        if isinstance(node.type, ast.StructDef):
+            scope.names[node.name] = self.define_struct(node.type, scope)
+        else:
+            self.declare_alias(node, scope)
         return lambda f, lanes: lanes
 
     def s_UsingNamespace(self, node: ast.UsingNamespace, scope: Scope) -> Run:

@@ -234,11 +234,12 @@ VOTE_T = {SIMD_VOTE: ULONG, QUAD_VOTE: USHORT}
 
 SCALARS = (BOOL, CHAR, UCHAR, SHORT, USHORT, INT, UINT, LONG, ULONG, HALF, BFLOAT, FLOAT)
 
+# Metal's own names; `float16_t` and `bfloat16_t` are MLX's typedefs, declared by its preamble
+# (metalsim.exec.prelude) and again, legally, by MLX's headers.
 _SCALAR_NAMES: dict[str, ScalarType] = {t.name: t for t in SCALARS} | {
     "int8_t": CHAR, "uint8_t": UCHAR, "int16_t": SHORT, "uint16_t": USHORT,
     "int32_t": INT, "uint32_t": UINT, "int64_t": LONG, "uint64_t": ULONG,
-    "size_t": ULONG, "ptrdiff_t": LONG, "float16_t": HALF, "bfloat16_t": BFLOAT,
-    "float32_t": FLOAT, "unsigned": UINT, "signed": INT,
+    "size_t": ULONG, "ptrdiff_t": LONG, "float32_t": FLOAT, "unsigned": UINT, "signed": INT,
 }
 
 ATOMIC_NAMES = {"atomic_int": INT, "atomic_uint": UINT, "atomic_float": FLOAT,
