@@ -175,15 +175,17 @@ def _type_trait_value(c, node, scope) -> E:
     if node.qualifier in TYPE_TRAITS and node.name != "value":
         c.error(f"no member named '{node.name}' in '{trait}<...>'", node)
     args = [c.resolve_type(a, scope) for a in node.template_args or []]
+    if trait == "is_convertible" and len(args) == 2:
+        return constant(c.implicitly_convertible(*args, node.coord), ty.BOOL, node.coord)
     value = _type_trait(trait, args)
     if value is None:
-        c.error(f"'{trait}' takes {'two' if trait == 'is_same' else 'one'} type argument(s)",
-                node)
+        two = trait in ("is_same", "is_convertible")
+        c.error(f"'{trait}' takes {'two' if two else 'one'} type argument(s)", node)
     return constant(value, ty.BOOL, node.coord)
 
 
 TYPE_TRAITS = ("is_same", "is_integral", "is_floating_point", "is_signed", "is_unsigned",
-               "is_arithmetic")
+               "is_arithmetic", "is_convertible")
 
 
 def _is_empty(c, node, scope) -> E:

@@ -113,8 +113,15 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
                 self.functions.setdefault(item.name, []).append(item)
             elif isinstance(item, ast.FunctionDef):
                 self.functions.setdefault(item.name, []).append(item)
+            elif isinstance(item, ast.VariableTemplate) and item.specialization is not None:
+                primary = self.globals.names.get(item.name)
+                if not (isinstance(primary, tuple) and primary[0] == "variable_template"):
+                    self.error(f"explicit specialization of undeclared template "
+                               f"'{item.name}'", item)
+                primary[1].specializations.append(item)
             elif isinstance(item, ast.VariableTemplate):
-                self.globals.names[item.name] = ("variable_template", item)  # type: ignore
+                self.globals.names[item.name] = (  # type: ignore[assignment]
+                    "variable_template", StructTemplate(item, self.globals))  # type: ignore
             elif isinstance(item, ast.StructDef) and item.specialization is not None:
                 self.declare_specialization(item, self.globals)
             elif isinstance(item, ast.StructDef) and item.template_params:
@@ -435,9 +442,12 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
             self.error(f"template argument for '{p.name}' must be a constant", arg)
         return Var("const", t, readonly=True, const=self.convert(e, t, arg).const)
 
-    def variable_template(self, vt: ast.VariableTemplate, node: ast.Name, scope: Scope) -> Var:
-        """The value of the variable template `vt` for the template arguments of `node`
-        (`is_integral_v<T>`), evaluated once per argument list."""
+    def variable_template(self, tmpl: StructTemplate, node: ast.Name, scope: Scope) -> Var:
+        """The value of the variable template `tmpl` (its node an `ast.VariableTemplate`, with
+        its specialisations) for the template arguments of `node` (`is_integral_v<T>`),
+        evaluated once per argument list, from the most specialised definition that
+        matches them, as for a struct template."""
+        vt = tmpl.node
         if node.template_args is None:
             self.error(f"use of variable template '{vt.name}' requires template arguments",
                        node, width=len(vt.name))
@@ -445,7 +455,8 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
         key = (id(vt), tuple(argument_key(v) for v in bound.values()))
         value = self.variable_instances.get(key)
         if value is None:
-            d, inner = vt.decl, Scope(bound, self.globals)
+            definition, bindings = self.specialization_for(tmpl, bound, node)
+            d, inner = definition.decl, Scope(bindings, self.globals)
             shown = f"{vt.name}<{', '.join(argument_text(v) for v in bound.values())}>"
             with self.instantiating(f"'{shown}'"):
                 if not d.constexpr or d.init is None:
@@ -693,13 +704,20 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
             if notes is not None:
                 notes.append(str(conflict))
             return None
+        return self.with_default_arguments(params, bindings, scope, notes)
+
+    def with_default_arguments(self, params: list[ast.TemplateParam], bindings: dict,
+                               scope: Scope, notes: list[str] | None = None) -> dict | None:
+        """`bindings` completed by the default arguments of the parameters deduction left
+        unbound, or None where one has none or its substitution fails (SFINAE: the candidate
+        is not viable, `typename = enable_if_t<...>`)."""
         for p in params:
             if p.name not in bindings:
                 if p.default is None:
                     return None
                 try:
                     bindings[p.name] = self.template_value(p, p.default, Scope(bindings, scope))
-                except CompileError as failure:   # SFINAE: the candidate is not viable
+                except CompileError as failure:
                     if notes is not None:
                         notes.append(f"candidate template ignored: {failure.diagnostic.message}")
                     return None

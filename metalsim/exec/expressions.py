@@ -11,7 +11,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from metalsim.diagnostics import Coord
+from metalsim.diagnostics import CompileError, Coord
 from metalsim.exec import arith, pointers
 from metalsim.exec.compiled import E, Scope, Var, constant, lane_zeros
 from metalsim.exec.machine import KernelStop
@@ -119,6 +119,17 @@ class ExpressionCompiler:
             self.error(f"cannot convert '{src}' to '{t}' implicitly", coord,
                        hint=f"convert explicitly: {t}(...) or static_cast<{t}>(...)")
         return self.map_value(e, t, lambda v: arith.convert(np.asarray(v), src, t))
+
+    def implicitly_convertible(self, src: Type, t: Type, coord: Coord) -> bool:
+        """`is_convertible_v<src, t>`: whether a `src` value converts to `t` implicitly (so
+        `float` to `bfloat` does not, MSL 2.22)."""
+        if t == ty.VOID or src == ty.VOID:
+            return src == t
+        try:
+            self.convert(E(src, lambda f, lanes: None, coord), t, coord)
+        except CompileError:
+            return False
+        return True
 
     def map_value(self, e: E, t: Type, fn: Callable) -> E:
         if e.const is not None:

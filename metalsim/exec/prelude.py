@@ -2,8 +2,9 @@
 
 It starts with MLX's `typedef`s of `bfloat16_t` and `float16_t` (bf16.h, utils.h; MLX's
 headers may declare them again, as C++ allows), then Metal's own `integral_constant`,
-`bool_constant`, `true_type` and `false_type` (<metal_type_traits>); as metalsim flattens namespaces, a program that defines its own (MLX's
-`mlx::steel::integral_constant`) replaces them, which is sound as both mean the same.
+`bool_constant`, `true_type`, `false_type` and `enable_if` (<metal_type_traits>); as metalsim
+flattens namespaces, a program that defines its own (MLX's `mlx::steel::integral_constant`)
+replaces them, which is sound as both mean the same.
 
 MLX prepends its `utils.h` to every custom kernel; these are the indexing helpers from it that
 user kernels call (and MLX's `log1p`, which Metal's library lacks), with the same signatures
@@ -31,6 +32,13 @@ template <bool B>
 using bool_constant = integral_constant<bool, B>;
 typedef bool_constant<true> true_type;
 typedef bool_constant<false> false_type;
+
+template <bool B, typename T = void>
+struct enable_if {};
+template <typename T>
+struct enable_if<true, T> {
+  typedef T type;
+};
 
 struct complex64_t {
   float real;

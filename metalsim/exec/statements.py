@@ -307,7 +307,7 @@ class StatementCompiler:
             self.error(f"threadgroup variable '{d.name}' of type '{t}' needs a constructor "
                        f"that can construct threadgroup memory", d, width=len(d.name),
                        hint="a Metal constructor constructs a thread object unless marked "
-                            "'threadgroup', which metalsim does not support: use a struct "
+                            "'threadgroup', and metalsim does not run those: use a struct "
                             "without constructors, have one thread initialize it, then call "
                             "threadgroup_barrier")
         slot = self.new_slot()

@@ -25,12 +25,14 @@ from metalsim.lang.types import StructType, Type
 
 @dataclass(eq=False)
 class StructTemplate:
-    """A struct template, what its definition sees, and its instances by argument list."""
+    """A struct template, what its definition sees, and its instances by argument list; a
+    variable template too (`node` an `ast.VariableTemplate`), whose specialisations are
+    chosen the same way."""
 
-    node: ast.StructDef
+    node: ast.StructDef | ast.VariableTemplate
     scope: Scope
     instances: dict[tuple, StructType] = field(default_factory=dict)
-    specializations: list[ast.StructDef] = field(default_factory=list)  # partial and explicit
+    specializations: list = field(default_factory=list)  # partial and explicit
 
 
 def argument_key(v: Type | Var) -> object:

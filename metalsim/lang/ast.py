@@ -456,6 +456,8 @@ class VariableTemplate(Node):
     name: str
     decl: VarDecl
     template_params: list[TemplateParam]
+    # the arguments of a (partial) specialisation: `is_complex_v<complex_t<T>>`
+    specialization: list | None = None
 
 
 @dataclass(eq=False)

@@ -72,7 +72,8 @@ _BUILTIN_TEMPLATES = frozenset({
     "elem_to_loc_2", "elem_to_loc_3", "elem_to_loc_2_nd", "elem_to_loc_3_nd",
     "max", "min", "clamp", "abs", "select",
 }) | {f"{trait}{suffix}" for trait in ("is_same", "is_integral", "is_floating_point", "is_signed",
-                                        "is_unsigned", "is_arithmetic") for suffix in ("", "_v")}
+                                        "is_unsigned", "is_arithmetic", "is_convertible")
+    for suffix in ("", "_v")}
 _CASTS = frozenset({"static_cast", "reinterpret_cast", "as_type"})
 # Metal's texture and sampler types: MLX binds no textures to a custom kernel.
 _TEXTURE_TYPES = frozenset(
@@ -518,16 +519,18 @@ class _Parser:
         specs = self.specifiers(allow_kernel=True)
         name, type_ = self.declarator(specs.type, stop_at_paren=True)
         assert name is not None
-        if template_params == [] and self.accept("<"):   # `template <> int f<0>(...)`
-            args = self.template_arguments()
-            if not self.at("("):
-                raise self.error("expected '(' after the explicit specialization's template "
-                                 "arguments", hint="metalsim supports explicit specializations "
-                                                   "of function templates only")
-            fdef = self.function(start, specs, name, type_, template_params)
-            fdef.specialization_args = args
-            return fdef
+        specialization = None
+        if template_params is not None and self.accept("<"):
+            # `template <> int f<0>(...)`, or a variable template's (partial) specialisation
+            specialization = self.template_arguments()
+            if template_params == [] and self.at("("):
+                fdef = self.function(start, specs, name, type_, template_params)
+                fdef.specialization_args = specialization
+                return fdef
         if self.at("("):
+            if specialization is not None:
+                raise self.error("a partial specialization of a function template is not "
+                                 "C++", hint="overload the function template instead")
             return self.function(start, specs, name, type_, template_params)
         decls = self.init_declarators(specs, name, type_, file_scope=True)
         self.expect(";", "expected ';' after top level declarator")
@@ -535,7 +538,8 @@ class _Parser:
             if len(decls) != 1:
                 raise self.error("a variable template declares one variable", start)
             self.declare(name.text, _TEMPLATE, file_scope=True)
-            return ast.VariableTemplate(self.coord(start), name.text, decls[0], template_params)
+            return ast.VariableTemplate(self.coord(start), name.text, decls[0], template_params,
+                                        specialization)
         return ast.DeclStmt(self.coord(start), decls)
 
     def function(self, start: Token, specs: _Specifiers, name: Token, return_type: ast.TypeNode,
@@ -606,9 +610,7 @@ class _Parser:
             if self.at("template"):
                 raise self.error("nested template declarations are not supported by metalsim")
             if self.at("struct") and self.at(";", 2):
-                raise self.error("declaring a struct template without defining it is not "
-                                 "supported by metalsim", width=6,
-                                 hint="define it here: 'template <...> struct S { ... };'")
+                return self.struct_template_declaration(tmpl)
             if self.struct_definition_at() or (
                     self.at("struct") and self.peek(1).text in self.struct_templates
                     and self.at("<", 2)):
@@ -619,6 +621,16 @@ class _Parser:
             self.scopes.pop()
         node.coord = self.coord(tmpl)
         return node
+
+    def struct_template_declaration(self, tmpl: Token) -> ast.Empty:
+        """`template <...> struct S;`: declares the template's name, for the definition to
+        come (MLX's complex.h names `complex_t<T>` before defining it)."""
+        self.advance()
+        name = self.identifier("expected a struct name")
+        self.expect(";")
+        self.declare(name.text, _TYPE_TEMPLATE, file_scope=True)
+        self.struct_templates.add(name.text)
+        return ast.Empty(self.coord(tmpl))
 
     def struct_template(self, params: list[ast.TemplateParam]) -> ast.StructDef:
         """class-template: 'template' '<' params '>' struct-declaration, where a (partial)
@@ -1209,7 +1221,10 @@ class _Parser:
                     raise self.error("expected '}' to match this '{'", open_)
                 for item in self.member_declaration(name):
                     if isinstance(item, ast.Constructor):
-                        constructors.append(item)
+                        # metalsim constructs objects in thread memory only (kernel locals);
+                        # one for threadgroup, device or constant objects is never called
+                        if item.space == "thread":
+                            constructors.append(item)
                     elif isinstance(item, ast.VarDecl) and item.static or isinstance(
                             item, ast.TypeAlias | ast.StaticAssert | ast.StructDef):
                         statics.append(item)
@@ -1316,7 +1331,8 @@ class _Parser:
         return members
 
     def member_template(self, struct: str) -> ast.MemberFunction:
-        """member-template: 'template' '<' template-params '>' member-function"""
+        """member-template: 'template' '<' template-params '>' (member-function | constructor
+        | conversion-function)"""
         start = self.advance()
         self.expect("<", "expected '<' after 'template'")
         self.scopes.append({})
@@ -1325,14 +1341,17 @@ class _Parser:
             items = self.member_declaration(struct)
         finally:
             self.scopes.pop()
-        if len(items) != 1 or type(items[0]) is not ast.MemberFunction:
-            raise self.error("member templates other than member functions are not supported "
-                             "by metalsim", start, width=len(start.text),
+        if len(items) != 1 or type(items[0]) not in (ast.MemberFunction, ast.Constructor,
+                                                     ast.ConversionFunction):
+            raise self.error("member templates other than member functions, constructors and "
+                             "conversion functions are not supported by metalsim", start,
+                             width=len(start.text),
                              hint="template the struct instead: 'template <typename T> "
                                   "struct S { ... };'")
         fn = items[0]
         fn.template_params, fn.coord = params, self.coord(start)
-        self.member_templates.add(fn.name)
+        if type(fn) is ast.MemberFunction:
+            self.member_templates.add(fn.name)
         return fn
 
     def conversion_function(self, specifiers: int) -> ast.ConversionFunction:
@@ -1402,12 +1421,11 @@ class _Parser:
         self.scopes.append({})
         try:
             params = self.parameters()
-            self.accept("thread")   # what metalsim constructs: objects in thread memory
+            # The address space of the objects it constructs (Metal's default: thread).
+            space = self.advance().text if self.peek().text in _ADDRESS_SPACES else "thread"
             if self.peek().text in _QUALIFIERS:
-                raise self.error("qualified constructors are not supported by metalsim",
-                                 width=len(self.peek().text),
-                                 hint="a constructor constructs a thread object: declare "
-                                      f"'{name.text}(...) {{ ... }}'")
+                raise self.error(f"'{self.peek().text}' qualifier is not allowed on a "
+                                 "constructor", width=len(self.peek().text))
             if self.at("="):
                 raise self.error("defaulted and deleted constructors are not supported by "
                                  "metalsim", hint=f"define it: '{name.text}() {{}}'")
@@ -1435,7 +1453,7 @@ class _Parser:
             self.scopes.pop()
         void = ast.NamedType(self.coord(name), "void")
         return ast.Constructor(self.coord(start), name.text, void, params, body, None, [],
-                               inits=inits, explicit=explicit)
+                               space=space, inits=inits, explicit=explicit)
 
     def destructor(self, struct: str) -> None:
         """destructor: '~' name '(' ')' '{' '}' -- accepted only empty, where it does nothing

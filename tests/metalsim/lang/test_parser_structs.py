@@ -134,8 +134,7 @@ def test_call_operator_is_a_member_function_and_calls_parse_on_any_callee():
      "conflicting address spaces 'device' and 'threadgroup'", "", 29),
     ("struct P { int get() & { return 1; } };", "ref-qualified member functions", "", 22),
     ("struct P { P() = default; };", "defaulted and deleted constructors", "P() {}", 16),
-    ("struct P { P() const {} };", "qualified constructors", "P(...) { ... }", 16),
-    ("struct P { P() threadgroup {} };", "qualified constructors", "P(...) { ... }", 16),
+    ("struct P { P() const {} };", "'const' qualifier is not allowed on a constructor", "", 16),
     ("struct P { P() : n(1) };", "expected function body after constructor", "", 23),
     ("struct P { P() : (1) {} };", "expected a member name", "", 18),
     ("struct P { P() : n; };", "or '{' after member 'n'", "", 19),
@@ -197,11 +196,8 @@ def test_member_function_template_keeps_its_parameters():
     ("template <typename T> struct A { T x; }; kernel void k() { A a; }",
      "use of class template 'A' requires template arguments"),
     ("struct S { template <typename T> T v; };",
-     "member templates other than member functions are not supported by metalsim"),
-    ("struct S { template <typename T> S(T x) {} };",
-     "member templates other than member functions are not supported by metalsim"),
-    ("template <typename T> struct S;",
-     "declaring a struct template without defining it is not supported by metalsim"),
+     "member templates other than member functions, constructors and conversion functions "
+     "are not supported by metalsim"),
 ])
 def test_template_misuse_is_refused_while_parsing(text, message):
     with pytest.raises(CompileError, match=message.replace("(", r"\(").replace(")", r"\)")):

@@ -1,0 +1,79 @@
+"""Declarations MLX's kernel headers make before their definitions: a typedef naming a type
+again (bf16.h's `typedef bfloat bfloat16_t;` after MLX's preamble), a struct template declared
+before it is defined, partial and explicit specialisations of variable templates
+(complex.h's `is_complex_v<complex_t<T>>`), and Metal's `is_convertible_v` and
+`enable_if<B, T>::type`. g++ is the oracle where the construct is plain C++."""
+
+import mlx.core as mx
+import pytest
+from cxx_oracle import gxx_outputs, metalsim_outputs, needs_gxx
+
+import metalsim
+
+GXX = "#include <type_traits>\nusing namespace std;\n"
+
+HEADER = """
+typedef int Count;
+typedef int Count;
+template <typename T>
+struct Pair;
+template <typename T>
+constexpr constant int depth_v = 0;
+template <typename T>
+constexpr constant int depth_v<Pair<T>> = 1 + depth_v<T>;
+template <>
+constexpr constant int depth_v<float> = 10;
+template <typename T>
+struct Pair {
+  T a, b;
+};
+template <typename T, typename = typename enable_if<is_convertible_v<T, int>>::type>
+int as_int(T x) { return int(x) + 100; }
+"""
+
+
+@needs_gxx
+def test_redeclarations_forward_declarations_and_variable_template_specializations():
+    body = """
+  Count c = 3;
+  Pair<int> p = {1, 2};
+  out[0] = c + p.b;
+  out[1] = depth_v<int>;
+  out[2] = depth_v<Pair<int>>;
+  out[3] = depth_v<Pair<Pair<float>>>;
+  out[4] = depth_v<float>;
+  out[5] = is_convertible_v<float, int> + 2 * is_convertible_v<Pair<int>, int>;
+  out[6] = as_int(short(4));
+  out[7] = is_same_v<enable_if<true, short>::type, short>;
+"""
+    expected = gxx_outputs(GXX + HEADER, body, 8)
+    assert metalsim_outputs(HEADER, body, 8) == expected == [5, 0, 1, 12, 10, 1, 104, 1]
+
+
+def test_bfloat16_t_is_mlxs_typedef_which_a_header_may_declare_again():
+    header = "typedef bfloat bfloat16_t;\ntypedef half float16_t;\n"
+    source = "out[0] = float16_t(float(bfloat16_t(a[0] * 2)));"
+    kernel = metalsim.metal_kernel("k", ["a"], ["out"], source, header=header)
+    out = kernel(inputs=[mx.array([1.5], dtype=mx.bfloat16)], output_shapes=[(1,)],
+                 output_dtypes=[mx.float16], grid=(1, 1, 1), threadgroup=(1, 1, 1))[0]
+    assert out.tolist() == [3.0]
+
+
+def test_a_typedef_naming_another_type_is_refused_not_a_silent_replacement():
+    with pytest.raises(metalsim.CompileError,
+                       match=r"typedef redefinition with different types \('float' vs "
+                             r"'bfloat'\)"):
+        metalsim_outputs("typedef float bfloat16_t;", "out[0] = 1;", 1)
+    with pytest.raises(metalsim.CompileError, match="typedef redefinition"):
+        metalsim_outputs("", "typedef int I; typedef short I; out[0] = 1;", 1)
+
+
+def test_metals_bfloat_conversions_decide_is_convertible_v():
+    body = ("out[0] = is_convertible_v<bfloat, float>; out[1] = is_convertible_v<float, bfloat>;"
+            " out[2] = is_convertible_v<half, bfloat>; out[3] = is_convertible_v<float3, float>;")
+    assert metalsim_outputs("", body, 4) == [1, 0, 0, 0]
+
+
+def test_enable_if_false_has_no_type():
+    with pytest.raises(metalsim.CompileError, match="no type named 'type' in 'enable_if"):
+        metalsim_outputs("", "enable_if<false, int>::type x = 1; out[0] = x;", 1)
