@@ -22,6 +22,7 @@ from metalsim.exec import memory as mem
 from metalsim.exec.compiled import E, FunctionCode, Scope, Var, constant, lane_zeros
 from metalsim.exec.constructors import ConstructorCompiler
 from metalsim.exec.deduction import DeductionConflict, bind_deduced
+from metalsim.exec.enums import EnumCompiler
 from metalsim.exec.expressions import ExpressionCompiler
 from metalsim.exec.function_specializations import (
     FunctionSpecializationCompiler,
@@ -59,7 +60,7 @@ MAX_INSTANTIATION_DEPTH = 1024
 
 class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, ConstructorCompiler,
                StructTemplateCompiler, OperatorCompiler, ReferenceCompiler,
-               FunctionSpecializationCompiler):
+               FunctionSpecializationCompiler, EnumCompiler):
     """Compiles one translation unit's kernel (and what it calls) for one instantiation."""
 
     def __init__(self, unit: ast.TranslationUnit, source_map: SourceMap,
@@ -74,6 +75,8 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
         self.functions: dict[str, list[ast.FunctionDef]] = {}   # explicit specialisations too
         # (id of a function template, its argument keys) -> its explicit specialisation
         self.function_specializations: dict[tuple, ast.FunctionDef] = {}
+        self.specialized_structs: set[StructType] = set()  # member specialisations matched
+        self.enum_members: dict[ScalarType, dict[str, Var]] = {}   # enumerators by enumeration
         self.globals = Scope({})
         self.instances: dict[tuple, FunctionCode] = {}
         self.open_instances: list[FunctionCode] = []  # functions being compiled, outermost first
@@ -140,6 +143,8 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
                     self.declare_global_var(d)
             elif isinstance(item, ast.StaticAssert):
                 self.static_assert(item, self.globals)
+            elif isinstance(item, ast.EnumDef):
+                self.define_enum(item, self.globals)
 
     def declare_alias(self, node: ast.TypeAlias, scope: Scope) -> None:
         """`typedef T name;` or `using name = T;` in `scope`. Declaring a name again for the

@@ -83,6 +83,8 @@ class ExpressionCompiler:
         if src == t:
             return e
         coord = where if isinstance(where, Coord) else where.coord
+        if not explicit:
+            self.check_enum_conversion(src, t, coord)
         if isinstance(src, StructType) and not isinstance(t, StructType):
             found = self.conversion_function(src, t, explicit)
             if found is not None:  # a user-defined conversion, then a standard one
@@ -131,6 +133,15 @@ class ExpressionCompiler:
             return False
         return True
 
+    def check_enum_conversion(self, src: Type, t: Type, coord: Coord) -> None:
+        """Integers become enumerations, and `enum class` values anything, only explicitly."""
+        if isinstance(t, ScalarType) and t.enum:
+            self.error(f"cannot initialize a value of type '{t}' with a value of type '{src}'",
+                       coord, hint=f"convert explicitly: static_cast<{t}>(...)")
+        if isinstance(src, ScalarType) and src.scoped_enum:
+            self.error(f"no implicit conversion from scoped enumeration '{src}' to '{t}'", coord,
+                       hint=f"convert explicitly: static_cast<{t}>(...)")
+
     def map_value(self, e: E, t: Type, fn: Callable) -> E:
         if e.const is not None:
             c = fn(e.const)
@@ -153,8 +164,11 @@ class ExpressionCompiler:
 
     def arith_operand(self, e: E, node: ast.Node) -> E:
         e = self.rvalue(e)
-        if not ty.is_arithmetic(e.type):
-            self.error(f"invalid operand of type '{e.type}'", node)
+        if not ty.is_arithmetic(e.type) or (isinstance(e.type, ScalarType)
+                                            and e.type.scoped_enum):
+            self.error(f"invalid operand of type '{e.type}'", node,
+                       hint="a scoped enumeration converts only explicitly: "
+                            "static_cast<int>(...)" if ty.is_arithmetic(e.type) else "")
         return e
 
     # --- expressions ------------------------------------------------------------------------
@@ -209,7 +223,7 @@ class ExpressionCompiler:
         if isinstance(v, tuple) and v[0] == "variable_template":
             return self.var_expr(self.variable_template(v[1], node, scope), node)
         if node.qualifier:
-            static = self.static_member(node, scope)
+            static = self.static_member(node, scope) or self.enum_member(node, scope)
             if static is not None:
                 return static
         builtin = self.builtins.get(("name", node.qualifier, node.name)) or self.builtins.get(
@@ -308,6 +322,11 @@ class ExpressionCompiler:
         lnode, rnode = operands or (node.left, node.right)
         if isinstance(left.type, ty.SimdMatrixType) or isinstance(right.type, ty.SimdMatrixType):
             return self.builtins[("operator", "simdgroup_matrix")](self, op, left, right, node)
+        if op in ("<", ">", "<=", ">=", "==", "!=") and left.type == right.type and isinstance(
+                left.type, ScalarType) and left.type.scoped_enum:  # `e == E::A`
+            u = left.type.underlying
+            left, right = (self.convert(left, u, lnode, explicit=True),
+                           self.convert(right, u, rnode, explicit=True))
         left, right = self.arith_operand(left, lnode), self.arith_operand(right, rnode)
         lt, rt = left.type, right.type
         if op in ("<<", ">>"):

@@ -5,7 +5,9 @@ of `Compiler`.
 own (C++ [temp.expl.spec]): overload resolution picks a primary template and deduces its
 arguments, and only then does an explicit specialisation for exactly those arguments replace
 the template's body. Which template a specialisation specialises is deduced from its function
-type, as C++ [temp.deduct.decl] does, when the program declares it.
+type, as C++ [temp.deduct.decl] does, when the program declares it. Member function templates
+may be specialised in the struct's body, as clang (and so Metal) allows (CWG 727): those are
+matched to their templates in each struct at its first member call.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from metalsim.exec.compiled import Scope
 from metalsim.exec.deduction import DeductionConflict
 from metalsim.exec.struct_templates import argument_key
 from metalsim.lang import ast
+from metalsim.lang.types import StructType
 
 
 def is_explicit_specialization(fdef: ast.FunctionDef) -> bool:
@@ -30,14 +33,20 @@ class FunctionSpecializationCompiler:
     """Explicit specialisation methods of `Compiler` (which supplies `functions`, `deduce_from`,
     `template_value`, `resolve_decl_type`, `generic_params`, `error`, `globals`)."""
 
-    def declare_function_specialization(self, spec: ast.FunctionDef) -> None:
-        """Record `spec` as the body of the primary template (declared before it) whose
-        arguments its function type deduces; clang's errors where none or several match."""
+    def declare_function_specialization(self, spec: ast.FunctionDef,
+                                        candidates: list[ast.FunctionDef] | None = None,
+                                        scope: Scope | None = None,
+                                        owner: StructType | None = None) -> None:
+        """Record `spec` as the body of the primary template among `candidates` (by default
+        the functions declared before it) whose arguments its function type deduces, its
+        types resolved in `scope` (program scope, or the struct `owner`'s); clang's errors
+        where none or several match."""
+        scope = scope or self.globals
         matches = []
-        for primary in self.functions.get(spec.name, []):
+        for primary in self.functions.get(spec.name, []) if candidates is None else candidates:
             if not primary.template_params:
                 continue
-            bindings = self.specialized_arguments(primary, spec)
+            bindings = self.specialized_arguments(primary, spec, scope)
             if bindings is not None:
                 matches.append((0.1 * self.generic_params(primary), primary, bindings))
         if not matches:
@@ -53,8 +62,8 @@ class FunctionSpecializationCompiler:
                        hint="explicitly specify the template arguments: "
                             f"'{spec.name}<...>(...)'")
         primary, bindings = chosen[0]
-        key = (id(primary), tuple(argument_key(bindings[p.name])
-                                  for p in primary.template_params))
+        key = (owner, id(primary), tuple(argument_key(bindings[p.name])
+                                         for p in primary.template_params))
         earlier = self.function_specializations.get(key)
         if earlier is not None and earlier.body is not None and spec.body is not None:
             self.error(f"redefinition of the explicit specialization of '{spec.name}'", spec,
@@ -62,8 +71,8 @@ class FunctionSpecializationCompiler:
         if earlier is None or spec.body is not None:
             self.function_specializations[key] = spec
 
-    def specialized_arguments(self, primary: ast.FunctionDef, spec: ast.FunctionDef
-                              ) -> dict | None:
+    def specialized_arguments(self, primary: ast.FunctionDef, spec: ast.FunctionDef,
+                              scope: Scope) -> dict | None:
         """The arguments of `primary` that `spec` specialises (its explicit arguments, then
         those its parameter and return types deduce), or None if it is not one of them."""
         params = primary.template_params
@@ -74,24 +83,24 @@ class FunctionSpecializationCompiler:
         bindings: dict = {}
         try:
             for p, a in zip(params, explicit):
-                bindings[p.name] = self.template_value(p, a, self.globals,
-                                                       Scope(dict(bindings), self.globals))
+                bindings[p.name] = self.template_value(p, a, scope,
+                                                       Scope(dict(bindings), scope))
             names = {p.name for p in params[len(explicit):]}
-            concrete = [self.resolve_decl_type(_unreferenced(p.type), self.globals)[0]
+            concrete = [self.resolve_decl_type(_unreferenced(p.type), scope)[0]
                         for p in spec.params]
             for pattern, actual in zip(primary.params, concrete):
                 self.deduce_from(_unreferenced(pattern.type), actual, names, bindings)
             self.deduce_from(primary.return_type,
-                             self.resolve_decl_type(spec.return_type, self.globals)[0],
+                             self.resolve_decl_type(spec.return_type, scope)[0],
                              names, bindings)
             for p in params:
                 if p.name not in bindings:
                     if p.default is None:
                         return None
                     bindings[p.name] = self.template_value(p, p.default,
-                                                           Scope(dict(bindings), self.globals))
-            inner = Scope(dict(bindings), self.globals)
-            same = self.function_type(primary, inner) == self.function_type(spec, self.globals)
+                                                           Scope(dict(bindings), scope))
+            inner = Scope(dict(bindings), scope)
+            same = self.function_type(primary, inner) == self.function_type(spec, scope)
         except (CompileError, DeductionConflict):
             return None
         return bindings if same else None
@@ -107,12 +116,20 @@ class FunctionSpecializationCompiler:
         return (self.resolve_decl_type(fdef.return_type, scope)[0],
                 tuple(param(p) for p in fdef.params))
 
-    def specialized(self, fdef: ast.FunctionDef, bindings: dict
-                    ) -> tuple[ast.FunctionDef, dict]:
-        """The function a call of template `fdef` with `bindings` runs: an explicit
-        specialisation for those arguments if the program declares one, else the template."""
+    def specialized(self, fdef: ast.FunctionDef, bindings: dict,
+                    owner: StructType | None = None) -> tuple[ast.FunctionDef, dict]:
+        """The function a call of template `fdef` (a member of `owner`) with `bindings` runs:
+        an explicit specialisation for those arguments if the program declares one, else the
+        template."""
         if not fdef.template_params:
             return fdef, bindings
-        key = (id(fdef), tuple(argument_key(bindings[p.name]) for p in fdef.template_params))
+        if owner is not None and owner not in self.specialized_structs:
+            self.specialized_structs.add(owner)
+            methods = self.struct_methods[owner]
+            for overloads in methods.overloads.values():
+                for spec in filter(is_explicit_specialization, overloads):
+                    self.declare_function_specialization(spec, overloads, methods.scope, owner)
+        key = (owner, id(fdef), tuple(argument_key(bindings[p.name])
+                                      for p in fdef.template_params))
         spec = self.function_specializations.get(key)
         return (spec, {}) if spec is not None else (fdef, bindings)

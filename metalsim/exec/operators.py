@@ -57,6 +57,7 @@ class OperatorCompiler:
             self.error(f"use of overloaded operator '{op}' is ambiguous ({types})", node)
         _, fn, bindings, member = chosen[0]
         if member:
+            fn, bindings = self.specialized(fn, bindings, owner=left.type)
             code = self.member_code(left.type, fn, bindings)
             arg_evs = [("ptr", this_pointer(left, node.coord))] + self.bind_arguments(
                 code.params[1:], fn, operands[1:], scope)
@@ -78,8 +79,8 @@ class OperatorCompiler:
         space, const = self.object_space(obj)
         viable = []
         for fn in overloads:
-            if len(fn.params) != len(args):
-                continue
+            if len(fn.params) != len(args) or fn.template_params == []:
+                continue   # (an explicit specialisation replaces its template's body)
             bindings = self.deduce(fn, [], args, outer, notes) if fn.template_params else {}
             cost = None if bindings is None else self.match_cost(fn, bindings, args, outer)
             if cost is None:

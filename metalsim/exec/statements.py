@@ -613,7 +613,8 @@ class StatementCompiler:
         if not ty.is_integer(value.type) or isinstance(value.type, VectorType):
             self.error(f"statement requires expression of integer type ('{value.type}' "
                        f"invalid)", node.expr)
-        vt = ty.promote(value.type)
+        # An `enum class` condition is not promoted: its case labels are of its own type.
+        vt = value.type if getattr(value.type, "scoped_enum", False) else ty.promote(value.type)
         value = self.convert(value, vt, node.expr)
         inner = Scope({}, scope)
         items: list = []

@@ -582,8 +582,10 @@ class StructCompiler:
             required = sum(1 for p in fn.params if p.default is None)
             if not required <= len(args) <= len(fn.params):
                 continue
-            if explicit is not None and not fn.template_params:
-                continue  # even an empty argument list (`s.g<>(a)`) rules out non-templates
+            if (explicit is not None and not fn.template_params) or fn.template_params == []:
+                # even an empty argument list (`s.g<>(a)`) rules out non-templates; an explicit
+                # specialisation replaces the body of the template chosen (`specialized`)
+                continue
             bindings = self.deduce(fn, explicit or [], args, outer, notes) if (
                 fn.template_params) else {}
             cost = None if bindings is None else self.match_cost(fn, bindings, args, outer)
@@ -617,7 +619,7 @@ class StructCompiler:
         chosen = [(fn, bindings) for cost, fn, bindings in fits if cost == best]
         if len(chosen) > 1:
             self.error(f"call to member function '{name}' is ambiguous", node)
-        return chosen[0]
+        return self.specialized(*chosen[0], owner=st)
 
     def aggregate(self, t: StructType, init: ast.InitList, scope: Scope) -> E:
         """A struct temporary from an initializer list (`S{1, 2.0f}`, `return {a, b};`); for

@@ -441,6 +441,23 @@ class Constructor(MemberFunction):
 
 
 @dataclass(eq=False)
+class Enumerator(Node):
+    name: str
+    value: Expr | None  # None: one more than the previous enumerator (0 for the first)
+
+
+@dataclass(eq=False)
+class EnumDef(Node):
+    """`enum Name [: type] { A, B = 3 };`, or with `scoped` `enum class Name ...` (its
+    enumerators named `Name::A` only, converted to integers only explicitly)."""
+
+    name: str
+    scoped: bool
+    underlying: TypeNode | None
+    enumerators: list[Enumerator]
+
+
+@dataclass(eq=False)
 class TypeAlias(Node):
     """`typedef T name;` or `using name = T;` (optionally templated)."""
 

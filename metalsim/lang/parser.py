@@ -91,7 +91,7 @@ _QUALIFIERS = _ADDRESS_SPACES | {"const", "volatile"}  # may precede the type in
 # Words that can only begin a declaration (besides type names).
 _DECL_WORDS = _ADDRESS_SPACES | {"const", "volatile", "constexpr", "static", "inline", "extern",
                                   "typename", "__attribute__"}
-_UNSUPPORTED_DECLARATIONS = frozenset({"namespace", "struct", "class", "union", "enum"})
+_UNSUPPORTED_DECLARATIONS = frozenset({"namespace", "struct", "class", "union"})
 _KEYWORDS = frozenset({
     "if", "else", "for", "while", "do", "switch", "case", "default", "break", "continue",
     "return", "goto", "sizeof", "alignof", "typedef", "using", "namespace", "template",
@@ -499,6 +499,8 @@ class _Parser:
             return self.static_assert()
         if word == "struct" and self.struct_definition_at():
             return self.struct_declaration()
+        if word == "enum":
+            return self.enum_declaration()
         if word in _UNSUPPORTED_DECLARATIONS and word != "struct":
             return self.misplaced()
         if self.at("}"):
@@ -802,6 +804,40 @@ class _Parser:
         if len(self.scopes) == 1 and not self.namespace:
             self.global_using.add(member.text)
         return ast.Empty(self.coord(start))
+
+    def enum_declaration(self) -> ast.EnumDef:
+        """enum-declaration: 'enum' ['class' | 'struct'] name [':' type-name]
+        '{' [enumerator ['=' constant] (',' enumerator ['=' constant])* [',']] '}' ';'"""
+        start = self.advance()
+        scoped = bool(self.accept("class") or self.accept("struct"))
+        if self.at("{") or self.at(":"):
+            raise self.error("anonymous enums are not supported by metalsim",
+                             hint="give the enumeration a name: 'enum Name { ... };'")
+        name = self.identifier("expected an enumeration name")
+        underlying = self.type_name() if self.accept(":") else None
+        if not self.at("{"):
+            raise self.error("declaring an enumeration without defining it is not supported "
+                             "by metalsim", hint=f"define it here: 'enum {name.text} {{ ... }};'")
+        open_ = self.advance()
+        self.declare(name.text, _TYPE)
+        enumerators: list[ast.Enumerator] = []
+        while not self.at("}"):
+            if self.peek().kind == "eof":
+                raise self.error("expected '}' to match this '{'", open_)
+            tok = self.identifier("expected an enumerator name")
+            value = self.nested(self.conditional) if self.accept("=") else None
+            if not scoped:  # an unscoped enumeration's enumerators are named where it is
+                self.declare(tok.text, _VALUE)
+            enumerators.append(ast.Enumerator(self.coord(tok), tok.text, value))
+            if not self.accept(","):
+                break
+        self.expect("}", "expected '}' or ',' after an enumerator")
+        if self.peek().kind == "ident":
+            raise self.error("declaring a variable in an enum definition is not supported "
+                             "by metalsim", hint=f"declare it separately: "
+                                                 f"'{name.text} {self.peek().text};'")
+        self.expect(";", "expected ';' after enum")
+        return ast.EnumDef(self.coord(start), name.text, scoped, underlying, enumerators)
 
     def static_assert(self) -> ast.StaticAssert:
         """static-assert: 'static_assert' '(' expression [',' string] ')' ';'"""
@@ -1252,6 +1288,9 @@ class _Parser:
             return []
         if self.accept(";"):
             return []
+        if tok.text == "enum":
+            raise self.error("an enum declared in a struct is not supported by metalsim", tok,
+                             width=4, hint="declare the enum before the struct")
         if tok.text == "template":
             return [self.member_template(struct)]
         if tok.text == "static_assert":
@@ -1338,6 +1377,7 @@ class _Parser:
         self.scopes.append({})
         try:
             params = self.template_parameters()
+            args = self.specialization_arguments() if not params else None
             items = self.member_declaration(struct)
         finally:
             self.scopes.pop()
@@ -1350,9 +1390,39 @@ class _Parser:
                                   "struct S { ... };'")
         fn = items[0]
         fn.template_params, fn.coord = params, self.coord(start)
+        fn.specialization_args = args
         if type(fn) is ast.MemberFunction:
             self.member_templates.add(fn.name)
         return fn
+
+    def specialization_arguments(self) -> list[ast.Node] | None:
+        """The template arguments after the name of an explicit specialisation of a member
+        function template (`T get<0>() {...}`), which are taken out of the tokens so that the
+        member function parses as any other; None if it names none."""
+        depth, k = 0, 0
+        while not (depth == 0 and self.at("(", k)):   # the parameter list's '('
+            tok = self.peek(k)
+            if tok.kind == "eof" or tok.text in (";", "{", "}"):
+                return None
+            if tok.kind == "punct":
+                depth += {"<": 1, ">": -1, ">>": -2}.get(tok.text, 0)
+            k += 1
+        if not self.at(">", k - 1) or self.at("operator", k - 2):
+            return None
+        open_, depth = k - 1, 0
+        while True:   # back to the '<' that opens the arguments
+            depth += {">": 1, "<": -1}.get(self.peek(open_).text, 0)
+            if depth == 0:
+                break
+            open_ -= 1
+            if open_ < 0:
+                return None
+        start = self.pos
+        self.pos += open_ + 1
+        args = self.template_arguments()
+        end, self.pos = self.pos, start
+        del self.tokens[start + open_:end]
+        return args
 
     def conversion_function(self, specifiers: int) -> ast.ConversionFunction:
         """conversion-function: ('inline' | 'constexpr' | 'explicit')* 'operator' type-name
@@ -1688,7 +1758,8 @@ class _Parser:
         "using": alias_declaration,
         "else": misplaced, "template": misplaced, "goto": misplaced,
     } | dict.fromkeys(_UNSUPPORTED_DECLARATIONS, misplaced) | {
-        "struct": struct_statement, "namespace": namespace_statement}
+        "struct": struct_statement, "namespace": namespace_statement,
+        "enum": enum_declaration}
 
     # --- Expressions ---------------------------------------------------------------------------
 

@@ -21,6 +21,13 @@ class ScalarType:
     kind: str     # "bool", "int" or "float"
     signed: bool
     rank: int     # integer conversion rank; float precision order for floats
+    # What a vote (its vote_t) or an enumeration (its underlying type) computes as.
+    underlying: ScalarType | None = None
+    enum: str | None = None   # "enum" or "enum class" for an enumeration type
+
+    @property
+    def scoped_enum(self) -> bool:
+        return self.enum == "enum class"
 
     @property
     def size(self) -> int:
@@ -228,9 +235,8 @@ FLOAT = ScalarType("float", np.dtype(np.float32), "float", True, 2)
 # Metal's vote structs: a mask of one bit per lane, with `all()` and `any()` members and an
 # explicit conversion to their `vote_t` (`ulong`, `ushort`), which metalsim also allows
 # implicitly; they compute as their vote_t (`promote`).
-SIMD_VOTE = ScalarType("simd_vote", np.dtype(np.uint64), "int", False, 5)
-QUAD_VOTE = ScalarType("quad_vote", np.dtype(np.uint16), "int", False, 3)
-VOTE_T = {SIMD_VOTE: ULONG, QUAD_VOTE: USHORT}
+SIMD_VOTE = ScalarType("simd_vote", np.dtype(np.uint64), "int", False, 5, ULONG)
+QUAD_VOTE = ScalarType("quad_vote", np.dtype(np.uint16), "int", False, 3, USHORT)
 
 SCALARS = (BOOL, CHAR, UCHAR, SHORT, USHORT, INT, UINT, LONG, ULONG, HALF, BFLOAT, FLOAT)
 
@@ -318,9 +324,10 @@ def with_elem(t: Type, elem: ScalarType) -> Type:
 
 
 def promote(t: ScalarType) -> ScalarType:
-    """C++ integer promotion: bool, char, short and their unsigned kin become int (a vote
-    its vote_t first)."""
-    t = VOTE_T.get(t, t)
+    """C++ integer promotion: bool, char, short and their unsigned kin become int (a vote or
+    an enumeration its vote_t or underlying type first)."""
+    if t.underlying is not None:
+        t = t.underlying
     if t.kind in ("bool", "int") and t.rank < INT.rank:
         return INT
     return t
