@@ -39,7 +39,7 @@ from metalsim.exec.struct_templates import (
     argument_text,
 )
 from metalsim.exec.structs import StructCompiler, StructMethods, thread_object
-from metalsim.exec.uses import fixed_names, uses
+from metalsim.exec.uses import fixed_names, uses, walk
 from metalsim.exec.values import Frame, MemLoc, PtrSlot, VarLoc
 from metalsim.lang import ast
 from metalsim.lang import types as ty
@@ -92,6 +92,8 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
         self.fn: FunctionCode | None = None
         self.address_taken: set[str] = set()
         self.fixed_names: set[str] = set()   # see `uses.fixed_names`
+        # The prelude's own structs standing in for MLX's (complex64_t), which MLX's replace.
+        self.prelude_structs: set[StructType] = set()
         self.decl_ids = 0
 
     # --- errors -----------------------------------------------------------------------------
@@ -129,6 +131,8 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
                 self.declare_specialization(item, self.globals)
             elif isinstance(item, ast.StructDef) and item.template_params:
                 self.declare_struct_template(item, self.globals)
+            elif isinstance(item, ast.StructDef) and item.coord.section == "prelude":
+                self.prelude_structs.add(self.define_struct(item, self.globals))
             elif isinstance(item, ast.StructDef):
                 self.define_struct(item, self.globals)
             elif isinstance(item, ast.TypeAlias):
@@ -152,10 +156,13 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
         bfloat16_t;`); for another type it is an error, never a silent replacement. Types
         spelled alike count as the same: namespaces being flattened, MLX's
         `mlx::steel::true_type` redeclares the prelude's Metal `true_type` through MLX's own
-        `integral_constant`, which replaced Metal's."""
+        `integral_constant`, which replaced Metal's. MLX's own definition of a name the
+        prelude defines as a struct of its own (`typedef complex_t<float> complex64_t;`)
+        replaces the prelude's."""
         t = self.resolve_type(node.type, scope)
         previous = scope.names.get(node.name)
-        if isinstance(previous, Type) and str(previous) != str(t):
+        if isinstance(previous, Type) and str(previous) != str(t) and (
+                previous not in self.prelude_structs):
             self.error(f"typedef redefinition with different types ('{t}' vs '{previous}')",
                        node)
         scope.names[node.name] = t
@@ -286,7 +293,14 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
             yield base, t, ast.IntLiteral(coord, 0, text="0")
 
     def static_assert(self, node: ast.StaticAssert, scope: Scope) -> None:
+        """Check a `static_assert`. One whose condition calls a function or constructs an
+        object (complex.h's `(complex_t<half>{1, 2} * complex_t<half>{3, 4}).real == -5`)
+        is compiled, so it must be valid, but not checked: metalsim runs no code at compile
+        time."""
         e = self.expr(node.cond, scope)
+        if e.const is None and any(isinstance(n, ast.Call | ast.MethodCall | ast.Construct)
+                                   for n in walk(node.cond)):
+            return
         if e.const is None:
             self.error("static_assert expression is not an integral constant expression",
                        node.cond)

@@ -681,11 +681,13 @@ class _Parser:
             else:
                 kind = self.specifiers().type
                 pack = bool(self.accept("..."))
-                name = self.identifier("expected a template parameter name")
+                # unnamed too: `enable_if_t<cond, bool> = true`
+                unnamed = self.at("=") or self.at(",") or self.at(">")
+                name = f"__unnamed{len(params)}" if unnamed else self.identifier(
+                    "expected a template parameter name").text
                 default = self.template_default(self.conditional)
-                self.declare(name.text, _VALUE)
-                params.append(ast.TemplateParam(self.coord(tok), name.text, kind, default,
-                                                pack))
+                self.declare(name, _VALUE)
+                params.append(ast.TemplateParam(self.coord(tok), name, kind, default, pack))
             if not self.accept(","):
                 break
         self.close_angle()
@@ -1340,9 +1342,10 @@ class _Parser:
             assert name is not None
             if self.at("(") and not members:
                 return [self.member_function(tok, specs, name, type_)]
-            if specs.static and specs.constexpr and self.accept("="):
-                # `static constexpr constant T k = ...;` (MLX's STEEL_CONST): a constant of the
-                # struct, used as `S::k` or by its member functions.
+            if specs.static and (specs.constexpr or specs.type.const) and self.accept("="):
+                # `static constexpr constant T k = ...;` (MLX's STEEL_CONST), or `static const`
+                # (utils.h's Limits): a constant of the struct, used as `S::k` or by its
+                # member functions.
                 members.append(ast.VarDecl(self.coord(name), name.text, type_,
                                            self.initializer(), True, True))
                 if not self.accept(","):
@@ -1936,6 +1939,9 @@ class _Parser:
                 return self.named_cast()
             if text == "this":
                 return ast.This(self.coord(self.advance()))
+            if text == "operator" and self.peek(1).kind == "punct":
+                # `operator>=(b, a)`: an operator function called by its name
+                return ast.Name(self.coord(tok), self.operator_name().text)
             if text in _TEXTURE_TYPES:
                 raise self.unknown_type(tok)
             if text == "__is_empty":  # clang's type-trait intrinsic: takes a type

@@ -77,3 +77,62 @@ def test_metals_bfloat_conversions_decide_is_convertible_v():
 def test_enable_if_false_has_no_type():
     with pytest.raises(metalsim.CompileError, match="no type named 'type' in 'enable_if"):
         metalsim_outputs("", "enable_if<false, int>::type x = 1; out[0] = x;", 1)
+
+
+HEADER_2 = """
+template <typename T>
+struct Lim {
+  static const constant T top = T(7);
+};
+struct V {
+  int x;
+};
+inline bool operator>=(V a, V b) { return a.x >= b.x; }
+inline bool operator<=(V a, V b) { return operator>=(b, a); }
+template <typename T, enable_if_t<is_integral_v<T>, bool> = true>
+int kind(T x) { return 1; }
+template <typename T, enable_if_t<is_floating_point_v<T>, bool> = true>
+int kind(T x) { return 2; }
+"""
+
+
+@needs_gxx
+def test_static_const_members_operator_calls_by_name_and_unnamed_template_parameters():
+    body = """
+  V a = {1};
+  V b = {2};
+  out[0] = Lim<int>::top;
+  out[1] = operator>=(a, b) + 2 * operator<=(a, b) + 4 * (b >= a);
+  out[2] = kind(3) * 10 + kind(1.5f);
+"""
+    expected = gxx_outputs(GXX + HEADER_2, body, 3)
+    assert metalsim_outputs(HEADER_2, body, 3) == expected == [7, 6, 12]
+
+
+def test_mlxs_complex64_t_typedef_replaces_the_preludes_stand_in():
+    header = """
+template <typename T>
+struct cplx {
+  T re, im;
+};
+typedef cplx<float> complex64_t;
+"""
+    assert metalsim_outputs(header, "complex64_t c = {1.5f, 2.0f}; out[0] = int(c.re * c.im);",
+                            1) == [3]
+
+
+def test_a_static_assert_calling_functions_is_compiled_but_not_evaluated():
+    header = """
+struct P {
+  int v;
+  constexpr P(int x) thread : v(x) {}
+};
+constexpr int twice(int x) { return 2 * x; }
+static_assert(P(3).v == 3, "compiled, not run");
+static_assert(twice(2) == 4, "compiled, not run");
+"""
+    assert metalsim_outputs(header, "out[0] = twice(5);", 1) == [10]
+    with pytest.raises(metalsim.CompileError, match="no member named 'w'"):
+        metalsim_outputs(header + 'static_assert(P(3).w == 3, "w");', "out[0] = 1;", 1)
+    with pytest.raises(metalsim.CompileError, match="static assertion failed"):
+        metalsim_outputs('static_assert(sizeof(int) == 2, "two");', "out[0] = 1;", 1)
