@@ -1,5 +1,6 @@
-"""How many of the installed MLX's Metal kernel headers metalsim compiles (alone or after
-utils.h, with a trivial kernel body), and the first error of each one that does not
+"""How many of the installed MLX's Metal kernel headers metalsim compiles (alone, or after
+utils.h and what MLX's .metal sources include before them, with a trivial kernel body), and
+the first error of each one that does not
 (`tests/metalsim/mlx_header_census.py`; the test suite pins the same list in
 tests/metalsim/test_mlx_headers.py).
 

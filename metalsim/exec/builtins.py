@@ -195,6 +195,16 @@ def _is_empty(c, node, scope) -> E:
     return constant(isinstance(t, ty.StructType) and not t.members, ty.BOOL, node.coord)
 
 
+def _function_constant_defined(c, node, scope) -> E:
+    """`is_function_constant_defined(name)`: false, as mx.fast.metal_kernel sets none."""
+    named = node.args[0] if len(node.args) == 1 else None
+    if not isinstance(named, ast.Name) or getattr(
+            scope.lookup(named.name), "kind", None) != "function_constant":
+        c.error("the argument of 'is_function_constant_defined' must be a function constant",
+                node)
+    return constant(False, ty.BOOL, node.coord)
+
+
 def _named_constant(value, t):
     return lambda c, node, scope: constant(value, t, node.coord)
 
@@ -214,6 +224,7 @@ def build_builtins() -> dict:
         ("qualified_name", "Limits"): _limits_member(False),
         ("call", "atomic_thread_fence"): _fence,
         ("call", "__is_empty"): _is_empty,
+        ("call", "is_function_constant_defined"): _function_constant_defined,
     }
     for trait in TYPE_TRAITS:
         table[("name", "", f"{trait}_v")] = _type_trait_value

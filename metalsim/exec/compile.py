@@ -172,8 +172,20 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
         if space != "constant" and not d.constexpr:
             self.error("program scope variable must reside in constant address space", d,
                        hint="declare it 'constant' (program-scope values are read-only)")
+        if any(a.name == "function_constant" for a in d.attributes):
+            # Set when a pipeline is created, which mx.fast.metal_kernel never does: reading
+            # one is an error (`x_Name`), `is_function_constant_defined` is false.
+            self.globals.names[d.name] = Var("function_constant", t, readonly=True, name=d.name)
+            return
         if d.init is None:
             self.error(f"default initialization of an object of const type '{t}'", d)
+        if isinstance(t, StructType) and not self.data_members(t) and isinstance(
+                d.init, ast.Construct):
+            # `constant mlx::os_log logger("mlx", "ops");`: a constexpr constructor of an
+            # object with no data members has nothing to compute.
+            self.globals.names[d.name] = Var("global_region", t, readonly=True, space="constant",
+                                             region=mem.Region(d.name, "constant", t, t.size))
+            return
         if self.has_constructors(t):
             self.error(f"metalsim does not run constructors at compile time, so a program-scope "
                        f"constant of type '{t}' cannot be initialized", d,

@@ -214,6 +214,11 @@ class ExpressionCompiler:
             if v.kind == "method":
                 self.error(f"reference to non-static member function '{node.name}' must be "
                            f"called", node, hint=f"call it: '{node.name}(...)'")
+            if v.kind == "function_constant":
+                self.error(f"function constant '{node.name}' has no value: "
+                           "mx.fast.metal_kernel sets no function constants", node,
+                           width=len(node.name), hint="use a template parameter instead "
+                           "(metal_kernel(..., template=[...]))")
             if v.kind == "enclosing_local":
                 self.error(f"reference to local variable '{node.name}' declared in enclosing "
                            f"function", node, width=len(node.name),

@@ -2,7 +2,8 @@
 
 It starts with MLX's `typedef`s of `bfloat16_t` and `float16_t` (bf16.h, utils.h; MLX's
 headers may declare them again, as C++ allows), then Metal's own `integral_constant`,
-`bool_constant`, `true_type`, `false_type` and `enable_if` (<metal_type_traits>); as metalsim
+`bool_constant`, `true_type`, `false_type`, `enable_if` (<metal_type_traits>) and `array`
+(<metal_array>, for thread objects); as metalsim
 flattens namespaces, a program that defines its own (MLX's `mlx::steel::integral_constant`)
 replaces them, which is sound as both mean the same.
 
@@ -32,6 +33,14 @@ template <bool B>
 using bool_constant = integral_constant<bool, B>;
 typedef bool_constant<true> true_type;
 typedef bool_constant<false> false_type;
+
+template <typename T, size_t N>
+struct array {
+  T __elems[N];
+  constexpr size_t size() const thread { return N; }
+  thread T& operator[](size_t i) thread { return __elems[i]; }
+  const thread T& operator[](size_t i) const thread { return __elems[i]; }
+};
 
 template <bool B, typename T = void>
 struct enable_if {};

@@ -242,6 +242,7 @@ class VarDecl(Node):
     init: Expr | None = None
     constexpr: bool = False
     static: bool = False
+    attributes: list[Attribute] = field(default_factory=list)  # `[[function_constant(0)]]`
 
 
 @dataclass(eq=False)

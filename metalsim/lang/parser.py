@@ -529,7 +529,7 @@ class _Parser:
                 fdef = self.function(start, specs, name, type_, template_params)
                 fdef.specialization_args = specialization
                 return fdef
-        if self.at("("):
+        if self.at("(") and not self.parenthesized_initializer_at():
             if specialization is not None:
                 raise self.error("a partial specialization of a function template is not "
                                  "C++", hint="overload the function template instead")
@@ -1144,10 +1144,14 @@ class _Parser:
         decls: list[ast.VarDecl] = []
         while True:
             init = None
+            attributes = self.attributes() if file_scope else []
             if self.accept("="):
                 init = self.initializer()
             elif self.at("{"):
                 init = self.init_list()
+            elif self.at("(") and file_scope and self.parenthesized_initializer_at():
+                # `constant mlx::os_log logger("mlx", "binary_ops");`
+                init = ast.Construct(self.coord(name), type_, self.call_arguments())
             elif self.at("(") and not file_scope:
                 if self.defines_function():
                     raise self.error(f"function definition is not allowed here: '{name.text}' "
@@ -1162,12 +1166,17 @@ class _Parser:
                 init = ast.Construct(self.coord(name), type_, self.call_arguments())
             self.declare(name.text, _VALUE, file_scope)
             decls.append(ast.VarDecl(self.coord(name), name.text, type_, init, specs.constexpr,
-                                     specs.static))
+                                     specs.static, attributes))
             if not self.accept(","):
                 return decls
             named, type_ = self.declarator(copy.copy(specs.type))
             assert named is not None
             name = named
+
+    def parenthesized_initializer_at(self) -> bool:
+        """Whether the '(' after a declarator at file scope opens constructor arguments
+        rather than a parameter list: it is followed by a literal."""
+        return self.at("(") and self.peek(1).kind in ("int", "float", "string", "char")
 
     def initializer(self) -> ast.Expr:
         """initializer: assignment-expression | init-list"""

@@ -2,10 +2,11 @@
 
 Each header under `<mlx>/include/mlx/backend/metal/kernels/` is included in a kernel's
 `header` by the path MLX's own sources use and compiled with a trivial body: alone, and if
-that fails, after `utils.h`, as MLX's .metal files include them (some headers use names that
-`utils.h` declares without including it). A header "compiles" if either does; otherwise its
-reason is the first error of the compile after `utils.h`: `file:line: message`, the file
-relative to `kernels/` (or `header`, `source` for the kernel's own text).
+that fails, after `utils.h` and the headers MLX's own .metal file includes before it, as MLX
+compiles them (some headers use names that those declare without including them). A header
+"compiles" if either does; otherwise its reason is the first error of the compile after its
+prerequisites: `file:line: message`, the file relative to `kernels/` (or `header`, `source`
+for the kernel's own text).
 """
 
 from __future__ import annotations
@@ -18,6 +19,38 @@ import metalsim
 
 KERNELS = Path("mlx", "backend", "metal", "kernels")
 UTILS = "utils.h"
+
+_GEMM = ("steel/gemm/gemm.h",)
+_GEMM_NAX = ("steel/gemm/gemm_nax.h",)
+_CONV = ("steel/gemm/mma.h", "steel/conv/conv.h", "steel/conv/params.h")
+_REDUCE = ("defines.h", "atomic.h", "reduction/ops.h")
+# What MLX's .metal sources (mlx/backend/metal/kernels/**/*.metal) include between utils.h and
+# the header; the conv loaders come after steel/defines.h in steel/conv/conv.h.
+PREREQUISITES: dict[str, tuple[str, ...]] = {
+    "binary.h": ("defines.h", "binary_ops.h"),
+    "binary_two.h": ("binary_ops.h",),
+    "ternary.h": ("ternary_ops.h",),
+    "unary.h": ("unary_ops.h",),
+    "scan.h": ("defines.h",),
+    "fft.h": ("defines.h",),
+    "searchsorted.h": ("sort.h",),
+    "reduce.h": _REDUCE,
+    **{f"reduction/reduce_{kind}.h": _REDUCE for kind in ("all", "col", "init", "row")},
+    "quantized.h": (*_GEMM, "quantized_utils.h"),
+    "fp_quantized.h": (*_GEMM, "quantized_utils.h"),
+    "quantized_nax.h": (*_GEMM, "steel/gemm/nax.h", "steel/gemm/loader.h"),
+    "fp_quantized_nax.h": (*_GEMM, "quantized_utils.h", "steel/gemm/nax.h"),
+    **{f"steel/gemm/kernels/steel_gemm_{kind}.h": _GEMM
+       for kind in ("fused", "gather", "masked", "segmented", "splitk")},
+    **{f"steel/gemm/kernels/steel_gemm_{kind}_nax.h": _GEMM_NAX
+       for kind in ("fused", "gather", "segmented", "splitk")},
+    "steel/conv/kernels/steel_conv.h": _CONV,
+    "steel/conv/kernels/steel_conv_3d.h": _CONV,
+    "steel/conv/kernels/steel_conv_general.h": (*_CONV, "steel/utils.h"),
+    **{f"steel/conv/loaders/loader_{kind}.h": ("steel/defines.h",)
+       for kind in ("channel_l", "channel_n", "general")},
+    "steel/conv/loader.h": ("steel/defines.h",),
+}
 
 
 def kernel_headers() -> list[str]:
@@ -52,10 +85,11 @@ def _where_and_what(first_line: str) -> str:
 
 
 def header_error(header: str) -> str | None:
-    """Why `header` does not compile, alone or after utils.h; None if it does."""
+    """Why `header` does not compile, alone or after its prerequisites; None if it does."""
     if compile_error(include(header)) is None:
         return None
-    return compile_error(include(UTILS) + include(header))
+    before = (UTILS, *PREREQUISITES.get(header, ()))
+    return compile_error("".join(include(h) for h in (*before, header)))
 
 
 def census() -> dict[str, str | None]:

@@ -136,3 +136,48 @@ static_assert(twice(2) == 4, "compiled, not run");
         metalsim_outputs(header + 'static_assert(P(3).w == 3, "w");', "out[0] = 1;", 1)
     with pytest.raises(metalsim.CompileError, match="static assertion failed"):
         metalsim_outputs('static_assert(sizeof(int) == 2, "two");', "out[0] = 1;", 1)
+
+
+def test_metal_array_holds_elements_with_size_and_indexing():
+    header = """
+struct Holder {
+  const array<int, 2> pair;
+};
+"""
+    body = """
+  array<int, 3> v = {1, 2, 3};
+  v[1] += 5;
+  Holder h = {{10, 20}};
+  float array[2] = {4, 5};
+  out[0] = v[1];
+  out[1] = v.size();
+  out[2] = h.pair[1];
+  out[3] = int(array[1]);
+"""
+    assert metalsim_outputs(header, body, 4) == [7, 3, 20, 5]
+
+
+FUNCTION_CONSTANTS = """
+constant bool has_mask [[function_constant(20)]];
+constant int block [[function_constant(21)]];
+"""
+
+
+def test_a_function_constant_is_declared_undefined_as_metal_kernel_sets_none():
+    body = "out[0] = is_function_constant_defined(has_mask) ? 1 : 2;"
+    assert metalsim_outputs(FUNCTION_CONSTANTS, body, 1) == [2]
+    with pytest.raises(metalsim.CompileError,
+                       match="function constant 'block' has no value") as info:
+        metalsim_outputs(FUNCTION_CONSTANTS, "out[0] = block;", 1)
+    assert "template" in info.value.diagnostic.hint
+
+
+def test_a_program_scope_object_without_data_members_is_constructed_from_literals():
+    header = """
+struct Log {
+  constexpr Log(constant char*, constant char*) constant {}
+  void note(int) const constant {}
+};
+constant Log logger("mlx", "ops");
+"""
+    assert metalsim_outputs(header, "logger.note(3); out[0] = 4;", 1) == [4]
