@@ -418,10 +418,7 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
         if isinstance(found, Type):
             return found
         if isinstance(found, tuple) and found[0] == "alias_template":
-            alias = found[1]
-            inner = Scope(self.bind_template(alias.template_params, node.template_args or [],
-                                             scope, node), self.globals)
-            return self.resolve_type(alias.type, inner)
+            return self.alias_instance(found, node, scope)
         t = ty.TYPE_NAMES.get(name)
         if t is not None:
             return t
@@ -436,6 +433,14 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
                                             if isinstance(scope.lookup(k), Type)]
         self.error(f"unknown type name '{name}'", node, hint=self.suggest(name, candidates),
                    width=len(name))
+
+    def alias_instance(self, found: tuple, node: ast.NamedType, scope: Scope) -> Type:
+        """The type an alias template (`("alias_template", alias[, its struct's scope])`)
+        names for the template arguments of `node`, resolved in `scope`."""
+        alias, where = found[1], found[2] if len(found) > 2 else self.globals
+        inner = Scope(self.bind_template(alias.template_params, node.template_args or [],
+                                         scope, node), where)
+        return self.resolve_type(alias.type, inner)
 
     def bind_template(self, params: list[ast.TemplateParam], args: list, scope: Scope,
                       where: ast.Node) -> dict:

@@ -358,9 +358,11 @@ class StructCompiler:
             if isinstance(d, ast.StructDef):  # a nested struct, named `S::Inner` outside
                 types[d.name] = self.define_struct(d, Scope({}, seen), f"{shown}::{d.name}")
                 continue
+            if isinstance(d, ast.TypeAlias) and d.template_params is not None:
+                # a member alias template, instantiated where named (`alias_instance`)
+                types[d.name] = ("alias_template", d, seen)  # type: ignore[assignment]
+                continue
             if isinstance(d, ast.TypeAlias):
-                if d.template_params is not None:
-                    self.error("member alias templates are not supported by metalsim", d)
                 if isinstance(d.type, ast.NamedType) and d.type.name == node.name and not (
                         d.type.template_args or d.type.member_of):
                     types[d.name] = None  # the injected class name: the struct, once laid out
@@ -387,6 +389,8 @@ class StructCompiler:
         if found is None:
             self.error(f"no type named '{node.name}' in '{owner}'", node,
                        width=len(node.name))
+        if isinstance(found, tuple):   # `typename S::template dtype_frag_t<U>`
+            return self.alias_instance(found, node, scope)
         return found
 
     def static_member(self, node: ast.Name, scope: Scope) -> E | None:

@@ -168,6 +168,7 @@ class _Parser:
         # Names of member types (`typedef T type;` in a struct): `S::type` names a type where
         # one of these follows `::`, as C++ knows from S's definition; after `typename`, any.
         self.member_types: set[str] = set()
+        self.member_alias_templates: set[str] = set()  # `template <...> using` in a struct
         self.member_templates: set[str] = set()  # names of member function templates
         self.switch_depth = 0
         self.failed: dict[tuple[str, int], Token] = {}  # speculations known to fail
@@ -1016,12 +1017,17 @@ class _Parser:
 
     def member_types_of(self, named: ast.NamedType, typename: bool, start: Token
                         ) -> ast.NamedType:
-        """`named` followed by `::type` ...: the member types it names."""
+        """`named` followed by `::type` ...: the member types it names; `::template
+        name<args>` names an instance of a member alias template."""
         while self.at("::") and self.peek(1).kind == "ident" and (
                 typename or self.peek(1).text in self.member_types):
             self.advance()
+            template = self.accept("template") is not None
             member = self.advance()
-            named = ast.NamedType(self.coord(start), member.text, None, member_of=named)
+            args = self.template_arguments() if (
+                template or member.text in self.member_alias_templates) and self.accept(
+                "<") else None
+            named = ast.NamedType(self.coord(start), member.text, args, member_of=named)
         return named
 
     def type_name(self) -> ast.TypeNode:
@@ -1381,18 +1387,28 @@ class _Parser:
         self.expect(";", "expected ';' at end of declaration list")
         return members
 
-    def member_template(self, struct: str) -> ast.MemberFunction:
+    def member_template(self, struct: str) -> ast.MemberFunction | ast.TypeAlias:
         """member-template: 'template' '<' template-params '>' (member-function | constructor
-        | conversion-function)"""
+        | conversion-function | alias-declaration)"""
         start = self.advance()
         self.expect("<", "expected '<' after 'template'")
         self.scopes.append({})
+        alias = None
         try:
             params = self.template_parameters()
-            args = self.specialization_arguments() if not params else None
-            items = self.member_declaration(struct)
+            if self.at("using"):   # a member alias template
+                alias = self.alias_declaration(params)
+            else:
+                args = self.specialization_arguments() if not params else None
+                items = self.member_declaration(struct)
         finally:
             self.scopes.pop()
+        if isinstance(alias, ast.TypeAlias):
+            alias.coord = self.coord(start)
+            self.declare(alias.name, _TYPE_TEMPLATE)
+            self.member_types.add(alias.name)
+            self.member_alias_templates.add(alias.name)
+            return alias
         if len(items) != 1 or type(items[0]) not in (ast.MemberFunction, ast.Constructor,
                                                      ast.ConversionFunction):
             raise self.error("member templates other than member functions, constructors and "
@@ -2036,16 +2052,18 @@ class _Parser:
             self.check_namespace_member(namespace, self.peek())
         parts: list[tuple[str, list[ast.Node] | None]] = []
         while True:
+            # `F::template row_reduce<Op>(...)`: the keyword says a template's name follows
+            template = bool(parts) and self.accept("template") is not None
             tok = self.peek()
             if tok.kind != "ident":
                 raise self.error("expected identifier after '::'")
             self.advance()
             args = None
             # A member of a class template instance (`Limits<T>::min`) is not itself a
-            # template here: C++ would need the `template` keyword for that.
+            # template here unless the `template` keyword says so.
             member = any(part_args is not None for _, part_args in parts)
-            if self.at("<") and not member and (self.is_template(tok.text) or (
-                    parts and tok.text in self.member_templates)):
+            if self.at("<") and (template or not member and (self.is_template(tok.text) or (
+                    parts and tok.text in self.member_templates))):
                 self.advance()
                 args = self.template_arguments()
             parts.append((tok.text, args))

@@ -181,3 +181,27 @@ struct Log {
 constant Log logger("mlx", "ops");
 """
     assert metalsim_outputs(header, "logger.note(3); out[0] = 4;", 1) == [4]
+
+
+MEMBER_ALIAS_TEMPLATES = """
+template <typename T>
+struct Frag {
+  template <typename U>
+  using pair_t = vec<U, 2>;
+  template <typename U>
+  static U first(pair_t<U> v) { return v.x; }
+};
+template <typename F>
+int use() {
+  typename F::template pair_t<int> v = {3, 4};
+  return F::template first<int>(v) + v.y;
+}
+"""
+
+
+@needs_gxx
+def test_member_alias_templates_and_the_template_keyword_after_a_qualifier():
+    body = "Frag<float>::pair_t<int> w = {5, 6}; out[0] = use<Frag<float>>() + w.y;"
+    gxx = GXX + "template <typename T, int N> struct vec { T x, y; };\n"
+    expected = gxx_outputs(gxx + MEMBER_ALIAS_TEMPLATES, body, 1)
+    assert metalsim_outputs(MEMBER_ALIAS_TEMPLATES, body, 1) == expected == [13]
