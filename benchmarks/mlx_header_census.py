@@ -2,7 +2,7 @@
 utils.h and what MLX's .metal sources include before them, with a trivial kernel body), and
 the first error of each one that does not
 (`tests/metalsim/mlx_header_census.py`; the test suite pins the same list in
-tests/metalsim/test_mlx_headers.py).
+tests/metalsim/test_mlx_kernel_headers.py).
 
 Run: python benchmarks/mlx_header_census.py
 """
