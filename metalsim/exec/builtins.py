@@ -188,6 +188,34 @@ TYPE_TRAITS = ("is_same", "is_integral", "is_floating_point", "is_signed", "is_u
                "is_arithmetic", "is_convertible")
 
 
+def _trait_value(c, arg: ast.Node, scope) -> bool:
+    """`arg::value` for a trait named as a type: Metal's built-in ones (`is_same<T, int>`) or
+    a struct with a static `value` (`bool_constant<...>`)."""
+    if isinstance(arg, ast.Name) and arg.template_args is not None and not arg.qualifier:
+        arg = ast.NamedType(arg.coord, arg.name, arg.template_args)   # parsed as a value
+    if not isinstance(arg, ast.NamedType):
+        c.error("expected a type trait such as 'is_same<T, U>'", arg)
+    if arg.name in TYPE_TRAITS and arg.member_of is None:
+        name = ast.Name(arg.coord, "value", arg.name, arg.template_args,
+                        args_on_qualifier=True)
+        return bool(_type_trait_value(c, name, scope).const)
+    e = c.expr(ast.Name(arg.coord, "value", owner=arg), scope)
+    if e.const is None:
+        c.error(f"'{arg.name}::value' is not a constant", arg)
+    return bool(e.const)
+
+
+def _logical_trait(any_of: bool):
+    """Metal's internal `_disjunction<B...>::value` (any `B::value`) and `_conjunction`
+    (all), as MLX's atomic.h uses them."""
+    def handler(c, node, scope) -> E:
+        if node.name != "value":
+            c.error(f"no member named '{node.name}' in '{node.qualifier}<...>'", node)
+        values = [_trait_value(c, a, scope) for a in node.template_args or []]
+        return constant(any(values) if any_of else all(values), ty.BOOL, node.coord)
+    return handler
+
+
 def _is_empty(c, node, scope) -> E:
     """clang's `__is_empty(T)`: whether T is a class with no data members (nor bases with
     any)."""
@@ -225,6 +253,8 @@ def build_builtins() -> dict:
         ("call", "atomic_thread_fence"): _fence,
         ("call", "__is_empty"): _is_empty,
         ("call", "is_function_constant_defined"): _function_constant_defined,
+        ("qualified_name", "_disjunction"): _logical_trait(True),
+        ("qualified_name", "_conjunction"): _logical_trait(False),
     }
     for trait in TYPE_TRAITS:
         table[("name", "", f"{trait}_v")] = _type_trait_value

@@ -257,8 +257,9 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
         """The leaves of aggregate `t` taken from `items[pos:]`, and the position after them."""
         if isinstance(t, ArrayType):
             elements = [(t.elem, base + i * t.elem.size) for i in range(t.length)]
-        else:
-            elements = [(m.type, base + m.offset) for m in t.members]
+        else:   # a union's braces initialise its first member (C++ [dcl.init.aggr]/16)
+            members = t.members[:1] if t.union else t.members
+            elements = [(m.type, base + m.offset) for m in members]
         leaves: list = []
         for et, off in elements:
             if pos >= len(items):

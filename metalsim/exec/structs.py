@@ -187,7 +187,8 @@ class StructCompiler:
             if any(name == d.name for name, _, _ in fields):
                 self.error(f"duplicate member '{d.name}'", d, width=len(d.name))
             fields.append((d.name, t, const))
-        st = ty.struct_type(instance or node.name, fields, self.struct_alignment(node, body))
+        st = ty.struct_type(instance or node.name, fields, self.struct_alignment(node, body),
+                            node.union)
         scope.names[node.name] = st
         defaults = {d.name: d.init for d in node.members if d.init is not None}
         if defaults:

@@ -347,6 +347,7 @@ class StructDef(Node):
     # A (partial) specialisation's arguments: `template <typename T> struct S<T*> {...}`
     specialization: list[Node] | None = None
     align: Expr | None = None  # `struct alignas(n) S`
+    union: bool = False  # `union name { ... };`: every member at offset 0
 
 
 Stmt = (DeclStmt | ExprStmt | Compound | If | For | While | DoWhile | Switch | CaseLabel | Break

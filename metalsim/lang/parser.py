@@ -70,7 +70,7 @@ _BUILTIN_TYPE_WORDS = frozenset(TYPE_NAMES) | _INT_WORDS | _EXTRA_TYPES | _TYPE_
 _BUILTIN_TEMPLATES = frozenset({
     "make_filled_simdgroup_matrix", "numeric_limits", "Limits", "elem_to_loc", "elem_to_loc_1",
     "elem_to_loc_2", "elem_to_loc_3", "elem_to_loc_2_nd", "elem_to_loc_3_nd",
-    "max", "min", "clamp", "abs", "select",
+    "max", "min", "clamp", "abs", "select", "_disjunction", "_conjunction",
 }) | {f"{trait}{suffix}" for trait in ("is_same", "is_integral", "is_floating_point", "is_signed",
                                         "is_unsigned", "is_arithmetic", "is_convertible")
     for suffix in ("", "_v")}
@@ -92,6 +92,7 @@ _QUALIFIERS = _ADDRESS_SPACES | {"const", "volatile"}  # may precede the type in
 _DECL_WORDS = _ADDRESS_SPACES | {"const", "volatile", "constexpr", "static", "inline", "extern",
                                   "typename", "__attribute__"}
 _UNSUPPORTED_DECLARATIONS = frozenset({"namespace", "struct", "class", "union"})
+_CLASS_KEYS = frozenset({"struct", "union"})   # a union's members share its storage
 _KEYWORDS = frozenset({
     "if", "else", "for", "while", "do", "switch", "case", "default", "break", "continue",
     "return", "goto", "sizeof", "alignof", "typedef", "using", "namespace", "template",
@@ -329,8 +330,8 @@ class _Parser:
                 stray = _unbalanced_brackets(self.tokens, self.sm)
                 if stray is not None:
                     raise stray
-            if self.at("namespace") and self.peek(1).kind == "ident" and (
-                    self.at("{", 2) or self.at("::", 2)):
+            if self.at("namespace") and (self.at("{", 1) or self.peek(1).kind == "ident" and (
+                    self.at("{", 2) or self.at("::", 2))):
                 items += self.namespace_definition()
                 continue
             if self.namespace_alias_at():
@@ -369,10 +370,12 @@ class _Parser:
 
         Namespaces are flattened: what they declare is declared at file scope, remembered as a
         member of its namespace so that qualified names (`mlx::steel::Foo`) are checked; a name
-        two namespaces (the global one included) declare is refused (`check_flattened`)."""
+        two namespaces (the global one included) declare is refused (`check_flattened`).
+        An unnamed namespace (`namespace { ... }`) declares its members in the enclosing one,
+        as its implicit using-directive makes them visible there."""
         self.advance()
-        parts = [self.identifier("expected a namespace name").text]
-        while self.accept("::"):
+        parts = [] if self.at("{") else [self.identifier("expected a namespace name").text]
+        while parts and self.accept("::"):
             parts.append(self.identifier("expected a namespace name").text)
         open_ = self.expect("{", "expected '{' after the namespace name")
         outer = self.namespace
@@ -390,14 +393,14 @@ class _Parser:
                 if self.namespace_alias_at():
                     self.namespace_alias()
                     continue
-                if self.at("namespace") and self.peek(1).kind == "ident":
+                if self.at("namespace") and (self.peek(1).kind == "ident" or self.at("{", 1)):
                     items += self.namespace_definition()   # records its own names
                     continue
                 first, before = self.peek(), set(self.scopes[0])
                 items.append(self.external_declaration())
                 declared = set(self.scopes[0]) - before | _declared_names(items[-1])
                 self.check_flattened(declared, path, first)
-                self.namespaces[path] |= declared
+                (self.namespaces[path] if path else self.global_names).update(declared)
         finally:
             self.namespace = outer
         return items
@@ -498,11 +501,11 @@ class _Parser:
             return self.alias_declaration()
         if word == "static_assert":
             return self.static_assert()
-        if word == "struct" and self.struct_definition_at():
+        if word in _CLASS_KEYS and self.struct_definition_at():
             return self.struct_declaration()
         if word == "enum":
             return self.enum_declaration()
-        if word in _UNSUPPORTED_DECLARATIONS and word != "struct":
+        if word in _UNSUPPORTED_DECLARATIONS - _CLASS_KEYS:
             return self.misplaced()
         if self.at("}"):
             raise self.error("extraneous closing brace ('}')")
@@ -612,10 +615,10 @@ class _Parser:
                 return alias
             if self.at("template"):
                 raise self.error("nested template declarations are not supported by metalsim")
-            if self.at("struct") and self.at(";", 2):
+            if self.peek().text in _CLASS_KEYS and self.at(";", 2):
                 return self.struct_template_declaration(tmpl)
             if self.struct_definition_at() or (
-                    self.at("struct") and self.peek(1).text in self.struct_templates
+                    self.peek().text in _CLASS_KEYS and self.peek(1).text in self.struct_templates
                     and self.at("<", 2)):
                 node = self.struct_template(params)
             else:
@@ -754,6 +757,15 @@ class _Parser:
             if not struct.name:
                 struct.name = name.text  # `typedef struct {...} Name;`: the struct's name
             self.expect(";", "expected ';' after typedef")
+            self.declare(name.text, _TYPE)
+            return ast.TypeAlias(self.coord(start), name.text, struct)
+        if start.text == "using" and self.peek().kind == "ident" and self.at("=", 1) and (
+                self.peek(2).text in _CLASS_KEYS and self.at("{", 3)):
+            name = self.advance()   # `using Name = union { ... };` (MLX's cexpf.h)
+            self.advance()
+            struct = self.struct_definition(typedef=True)
+            struct.name = name.text
+            self.expect(";", "expected ';' after alias declaration")
             self.declare(name.text, _TYPE)
             return ast.TypeAlias(self.coord(start), name.text, struct)
         if start.text == "typedef":
@@ -1211,7 +1223,7 @@ class _Parser:
     def struct_definition_at(self) -> bool:
         """Whether `struct [alignas(n)] [name] {` (a definition, not an elaborated type) begins
         here."""
-        return self.at("struct") and (self.at("{", 1) or self.at("alignas", 1) or (
+        return self.peek().text in _CLASS_KEYS and (self.at("{", 1) or self.at("alignas", 1) or (
             self.peek(1).kind == "ident" and self.peek(1).text not in _RESERVED
             and self.peek(2).text in ("{", ":")))
 
@@ -1226,7 +1238,7 @@ class _Parser:
         return struct
 
     def struct_definition(self, typedef: bool = False) -> ast.StructDef:
-        """struct-definition: 'struct' [name] '{' member-declaration* '}'"""
+        """struct-definition: ('struct' | 'union') [name] '{' member-declaration* '}'"""
         start = self.advance()
         name = ""
         specialization: list[ast.Node] | None = None
@@ -1289,7 +1301,7 @@ class _Parser:
             self.scopes.pop()
         return ast.StructDef(self.coord(start), name, members, methods, constructors,
                              statics=statics, bases=bases, specialization=specialization,
-                             align=align)
+                             align=align, union=start.text == "union")
 
     def member_declaration(self, struct: str) -> list[ast.Node]:
         """member-declaration: specifiers declarator (',' declarator)* ';' | member-function
@@ -1339,7 +1351,7 @@ class _Parser:
             k += 1
         if self.at("operator", k) and self.peek(k + 1).kind == "ident":
             return [self.conversion_function(k)]
-        if tok.text == "struct" and self.struct_definition_at():  # a nested class
+        if tok.text in _CLASS_KEYS and self.struct_definition_at():  # a nested class
             nested = self.struct_declaration()
             if not nested.name:
                 raise self.error("anonymous structs are not supported by metalsim", tok)

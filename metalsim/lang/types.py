@@ -171,6 +171,7 @@ class StructType:
     size: int
     align: int
     narrowest: ScalarType  # the smallest scalar in it: memory tracks structs at this grain
+    union: bool = False     # members overlap at offset 0; braces initialise the first
     dtype = np.dtype(np.uint8)
 
     def member(self, name: str) -> Member | None:
@@ -189,21 +190,24 @@ class StructType:
         return self.name
 
 
-def struct_type(name: str, fields: list[tuple[str, Type, bool]], align: int = 1) -> StructType:
+def struct_type(name: str, fields: list[tuple[str, Type, bool]], align: int = 1,
+                union: bool = False) -> StructType:
     """Lay out (name, type, const) fields as the Metal compiler does (C++ standard layout);
-    `align` is a stricter alignment asked for (`struct alignas(16) S`)."""
-    members, offset, narrowest = [], 0, UCHAR
+    `align` is a stricter alignment asked for (`struct alignas(16) S`). A union's members all
+    start at offset 0 and it is as large as the largest."""
+    members, offset, narrowest, end = [], 0, UCHAR, 0
     for i, (field_name, t, const) in enumerate(fields):
-        offset = -(-offset // t.align) * t.align
+        offset = 0 if union else -(-offset // t.align) * t.align
         members.append(Member(field_name, t, offset, const))
         offset += t.size
+        end = max(end, offset)
         align = max(align, t.align)
         leaf = array_shape(t)[1]
         leaf = leaf.narrowest if isinstance(leaf, StructType) else scalar_of(leaf)
         narrowest = leaf if i == 0 or leaf.size < narrowest.size else narrowest
     # An empty struct still occupies one byte in C++.
-    size = max(1, -(-offset // align) * align)
-    return StructType(name, tuple(members), size, align, narrowest)
+    size = max(1, -(-end // align) * align)
+    return StructType(name, tuple(members), size, align, narrowest, union)
 
 
 @dataclass(frozen=True)

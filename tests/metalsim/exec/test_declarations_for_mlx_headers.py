@@ -205,3 +205,61 @@ def test_member_alias_templates_and_the_template_keyword_after_a_qualifier():
     gxx = GXX + "template <typename T, int N> struct vec { T x, y; };\n"
     expected = gxx_outputs(gxx + MEMBER_ALIAS_TEMPLATES, body, 1)
     assert metalsim_outputs(MEMBER_ALIAS_TEMPLATES, body, 1) == expected == [13]
+
+
+UNIONS = """
+union Bits {
+  float f;
+  uint u;
+  ushort h[2];
+};
+using shape_t = union {
+  float value;
+  uint word;
+};
+template <typename T>
+union packed {
+  T val[sizeof(uint) / sizeof(T)];
+  uint bits;
+};
+namespace {
+constant int hidden = 7;
+}
+"""
+
+
+@needs_gxx
+def test_unions_share_their_storage_and_braces_initialise_the_first_member():
+    body = """
+  Bits b = {1.0f};
+  shape_t s;
+  s.value = -2.0f;
+  packed<uchar> p;
+  p.bits = 0x01020304u;
+  out[0] = b.u == 0x3f800000u;
+  out[1] = b.h[1];
+  out[2] = s.word >> 24;
+  out[3] = p.val[0] + 10 * p.val[3];
+  out[4] = sizeof(Bits) + 10 * sizeof(packed<ushort>) + 100 * hidden;
+"""
+    gxx = GXX + ("typedef unsigned int uint;\ntypedef unsigned short ushort;\n"
+                 "typedef unsigned char uchar;\n")
+    expected = gxx_outputs(gxx + UNIONS, body, 5)
+    assert metalsim_outputs(UNIONS, body, 5) == expected == [1, 16256, 192, 14, 744]
+
+
+@needs_gxx
+def test_disjunction_and_conjunction_of_traits():
+    header = """
+template <typename T>
+constexpr constant bool is_word = _disjunction<is_same<T, int>, is_same<T, uint>,
+                                               bool_constant<sizeof(T) == 8>>::value;
+template <typename T>
+constexpr constant bool signed_int = _conjunction<is_integral<T>, is_signed<T>>::value;
+"""
+    body = ("out[0] = is_word<int> + 2 * is_word<float> + 4 * is_word<long>"
+            " + 8 * signed_int<int> + 16 * signed_int<uint>;")
+    gxx = (GXX + "typedef unsigned int uint;\n#define _disjunction disjunction\n"
+           "#define _conjunction conjunction\n")
+    expected = gxx_outputs(gxx + header, body, 1)
+    assert metalsim_outputs(header, body, 1) == expected == [13]
