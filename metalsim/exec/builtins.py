@@ -233,6 +233,13 @@ def _function_constant_defined(c, node, scope) -> E:
     return constant(False, ty.BOOL, node.coord)
 
 
+def _make_uniform(c, node, scope) -> E:
+    """`make_uniform(x)`: x, as a `uniform<T>` (which metalsim computes as T)."""
+    if len(node.args) != 1:
+        c.error("'make_uniform' takes one argument", node)
+    return c.rvalue(c.expr(node.args[0], scope))
+
+
 def _named_constant(value, t):
     return lambda c, node, scope: constant(value, t, node.coord)
 
@@ -253,6 +260,7 @@ def build_builtins() -> dict:
         ("call", "atomic_thread_fence"): _fence,
         ("call", "__is_empty"): _is_empty,
         ("call", "is_function_constant_defined"): _function_constant_defined,
+        ("call", "make_uniform"): _make_uniform,
         ("qualified_name", "_disjunction"): _logical_trait(True),
         ("qualified_name", "_conjunction"): _logical_trait(False),
     }

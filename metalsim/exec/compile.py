@@ -369,6 +369,13 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
             if not isinstance(elem, ScalarType) or n not in (2, 3, 4):
                 self.error(f"invalid vector type vec<{elem}, {n}>", node)
             return VectorType(elem, n, packed=name == "packed_vec")
+        if name == "uniform":
+            # MSL 2.3's uniform<T>: a T the program promises is the same in every thread of
+            # the dispatch; it computes and converts as T (make_uniform is the identity).
+            args = node.template_args or []
+            if len(args) != 1:
+                self.error("uniform<T> takes one template argument", node)
+            return self.resolve_type(args[0], scope)
         if name == "conditional_t":
             args = node.template_args or []
             if len(args) != 3:

@@ -628,7 +628,9 @@ class ExpressionCompiler:
 
     def x_Assign(self, node: ast.Assign, scope: Scope) -> E:
         target = self.expr(node.target, scope)
-        value = self.expr(node.value, scope)
+        value = (self.braced_value(target.type, node.value, scope)
+                 if isinstance(node.value, ast.InitList) and node.op == "="
+                 else self.expr(node.value, scope))
         if node.op != "=" and (isinstance(target.type, StructType)
                                or isinstance(value.type, StructType)):
             return self.struct_operator(node.op, [target, value], node, scope)
@@ -959,6 +961,21 @@ class ExpressionCompiler:
         if isinstance(node, ast.Unary) and node.op == "*":
             return isinstance(node.operand, ast.This)
         return isinstance(node, ast.Name) and self.is_member(scope, node.name, "member")
+
+    def braced_value(self, t: Type, init: ast.InitList, scope: Scope) -> E:
+        """A temporary of type `t` initialised by `init`, as the right side of `v = {...}`
+        or a `return {...}` (radix.h's `w[0] = {T(a), T(b)}`)."""
+        if isinstance(t, StructType):
+            return self.aggregate(t, init, scope)
+        if isinstance(t, VectorType):
+            return self.expr(ast.Construct(init.coord, ast.NamedType(init.coord, t.name),
+                                           init.items), scope)
+        if len(init.items) > 1:
+            self.error("excess elements in scalar initializer", init.items[1])
+        if not init.items:
+            return self.convert(self.expr(ast.IntLiteral(init.coord, 0, text="0"), scope), t,
+                                init)
+        return self.expr(init.items[0], scope)
 
     def x_InitList(self, node: ast.InitList, scope: Scope) -> E:
         self.error("an initializer list can only initialize a declared variable", node)

@@ -583,8 +583,8 @@ class StatementCompiler:
         else:
             if rt == ty.VOID:
                 self.error(f"void function '{self.fn.name}' should not return a value", node)
-            value = (self.aggregate(rt, node.value, scope) if isinstance(rt, StructType)
-                     and isinstance(node.value, ast.InitList) else self.expr(node.value, scope))
+            value = (self.braced_value(rt, node.value, scope)
+                     if isinstance(node.value, ast.InitList) else self.expr(node.value, scope))
             vev = self.convert(value, rt, node.value).ev
         shape = ty.lane_shape(rt)
 

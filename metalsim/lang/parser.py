@@ -62,7 +62,8 @@ _EXTRA_TYPES = frozenset(
     | {f"{e}{r}x{c}" for e in ("float", "half") for r in (2, 3, 4) for c in (2, 3, 4)}
 )
 # `metal::` type traits that name a type (resolved by the compiler).
-_TYPE_TRAITS = frozenset({"conditional_t", "remove_cv_t", "remove_addrspace_t", "enable_if_t"})
+_TYPE_TRAITS = frozenset({"conditional_t", "remove_cv_t", "remove_addrspace_t", "enable_if_t",
+                          "uniform"})
 _TYPE_TEMPLATES = BUILTIN_TYPE_TEMPLATES | {"simdgroup_matrix"} | _TYPE_TRAITS
 _BUILTIN_TYPE_WORDS = frozenset(TYPE_NAMES) | _INT_WORDS | _EXTRA_TYPES | _TYPE_TEMPLATES
 
@@ -1820,6 +1821,8 @@ class _Parser:
             return self.conditional_rest(left, self.assignment)
         if tok.text in _ASSIGN_OPS and not (self.no_gt and tok.text == ">>="):
             self.advance()
+            if tok.text == "=" and self.at("{"):   # `v = {a, b}`: a braced temporary
+                return ast.Assign(left.coord, tok.text, left, self.init_list())
             return ast.Assign(left.coord, tok.text, left, self.assignment())
         return left
 
@@ -1900,6 +1903,8 @@ class _Parser:
                 else:  # a function object: `Op()(a, b)`, `ops[i](a, b)`
                     expr = ast.MethodCall(expr.coord, expr, "operator()",
                                           self.call_arguments())
+            elif text in (".", "->") and self.at("operator", 1):
+                expr = self.explicit_operator_call(expr, self.advance().text == "->")
             elif text in (".", "->"):
                 self.advance()
                 template = self.accept("template")  # `x.template f<T>(...)`
@@ -2021,6 +2026,32 @@ class _Parser:
             parts.append(self.advance().value)
         return ast.StringLiteral(self.coord(first), "".join(parts))
 
+    def later_member_template_arguments(self) -> list[ast.Node] | None:
+        """`load_unsafe<AccT>(...)` in a member function, calling a member function template
+        the struct declares further down (its body sees the whole class): a name followed by
+        `<`, a type, and a template argument list closed before a call's `(` is a template's
+        (`i < float(n)` is not: a type does not begin a comparison's operand list)."""
+        start = self.pos
+        self.advance()
+        args = self.speculate(self.template_arguments)
+        if args is not None and self.at("(") and isinstance(args[0], ast.TypeNode):
+            return args
+        self.pos = start
+        return None
+
+    def explicit_operator_call(self, obj: ast.Expr, arrow: bool) -> ast.Expr:
+        """`x.operator+(y)`, or `this->operator float16_t()` (MLX's fp4.h): a conversion
+        function called by name is the conversion, `static_cast<float16_t>(*this)`."""
+        if self.peek(1).kind == "punct":
+            name = self.operator_name()
+            return ast.MethodCall(obj.coord, obj, name.text, self.call_arguments(), arrow)
+        start = self.advance()
+        target = self.type_name()
+        self.expect("(", "expected '(' after the conversion function's name")
+        self.expect(")", "a conversion function takes no arguments")
+        base = ast.Unary(obj.coord, "*", obj) if arrow else obj
+        return ast.Cast(self.coord(start), target, base, "static_cast")
+
     def named_cast(self) -> ast.Cast:
         """named-cast: ('static_cast' | 'reinterpret_cast' | 'as_type') '<' type '>' '(' e ')'"""
         tok = self.advance()
@@ -2078,6 +2109,8 @@ class _Parser:
                     parts and tok.text in self.member_templates))):
                 self.advance()
                 args = self.template_arguments()
+            elif self.at("<") and not parts and self.type_at(1):
+                args = self.later_member_template_arguments()
             parts.append((tok.text, args))
             if not (self.at("::") and self.peek(1).kind == "ident"):
                 break

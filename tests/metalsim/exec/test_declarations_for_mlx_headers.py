@@ -263,3 +263,57 @@ constexpr constant bool signed_int = _conjunction<is_integral<T>, is_signed<T>>:
            "#define _conjunction conjunction\n")
     expected = gxx_outputs(gxx + header, body, 1)
     assert metalsim_outputs(header, body, 1) == expected == [13]
+
+
+MEMBER_CALLS = """
+struct F {
+  int v;
+  operator float() const thread { return v * 1.5f; }
+  operator int() const thread { return v + 100; }
+  int twice() const thread { return this->operator int() * 2; }
+  F operator+(F o) const thread { F r = {v + o.v}; return r; }
+  template <typename T>
+  int sum() const thread { return first<T>(T(v)) + 1; }
+  template <typename T>
+  int first(T x) const thread { return int(x) * 10; }
+};
+"""
+
+
+@needs_gxx
+def test_operators_called_by_name_braced_assignment_and_later_member_templates():
+    body = """
+  F x = {2};
+  F y = {3};
+  int k;
+  k = {7};
+  F z;
+  z = {4};
+  out[0] = x.twice();
+  out[1] = int(x.operator float() * 2);
+  out[2] = x.operator+(y).v;
+  out[3] = k + z.v;
+  out[4] = x.sum<float>();
+  float n = 3;
+  int i = 2;
+  out[5] = i < float(n);
+"""
+    expected = gxx_outputs(GXX + MEMBER_CALLS, body, 6)
+    assert metalsim_outputs(MEMBER_CALLS, body, 6) == expected == [204, 6, 5, 11, 21, 1]
+
+
+def test_braced_assignment_of_vectors():
+    body = ("float2 w[2]; w[0] = {1.5f, 2.5f}; w[1] = {}; out[0] = int(w[0].y * 2);"
+            " out[1] = int(w[1].x);")
+    assert metalsim_outputs("", body, 2) == [5, 0]
+
+
+def test_uniform_computes_as_its_type():
+    body = """
+  constexpr const uniform<int> step = make_uniform(4);
+  const uniform<int> n = make_uniform(10);
+  const uniform<int> iters = n / step;
+  out[0] = iters * step;
+  out[1] = n - iters * step;
+"""
+    assert metalsim_outputs("", body, 2) == [8, 2]
