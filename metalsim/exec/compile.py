@@ -113,7 +113,9 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
     # --- translation unit -------------------------------------------------------------------
     def declare_globals(self) -> None:
         for item in self.unit.items:
-            if isinstance(item, ast.FunctionDef) and is_explicit_specialization(item):
+            if isinstance(item, ast.MemberFunction) and item.owner is not None:
+                self.define_member_outside(item)
+            elif isinstance(item, ast.FunctionDef) and is_explicit_specialization(item):
                 self.declare_function_specialization(item)
                 self.functions.setdefault(item.name, []).append(item)
             elif isinstance(item, ast.FunctionDef):
@@ -149,6 +151,25 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
                 self.static_assert(item, self.globals)
             elif isinstance(item, ast.EnumDef):
                 self.define_enum(item, self.globals)
+
+    def define_member_outside(self, fn: ast.MemberFunction) -> None:
+        """`R S::f(params) {...}`: the body of the member function `S` declared with the same
+        parameter types and qualifiers."""
+        st = self.globals.lookup(fn.owner)
+        methods = self.struct_methods.get(st) if isinstance(st, StructType) else None
+        if methods is None:
+            self.error(f"'{fn.owner}' is not a struct with member functions", fn)
+        params = [self.resolve_type(p.type, methods.scope) for p in fn.params]
+        for decl in methods.overloads.get(fn.name, []):
+            if (decl.body is None and decl.const == fn.const and decl.space == fn.space
+                    and len(decl.params) == len(params) and all(
+                        self.resolve_type(p.type, methods.scope) == t
+                        for p, t in zip(decl.params, params))):
+                decl.body, decl.params = fn.body, fn.params
+                self.member_code(st, decl, {})   # compiled, as one defined in the struct
+                return
+        self.error(f"out-of-line definition of '{fn.name}' does not match any declaration in "
+                   f"'{fn.owner}'", fn)
 
     def declare_alias(self, node: ast.TypeAlias, scope: Scope) -> None:
         """`typedef T name;` or `using name = T;` in `scope`. Declaring a name again for the

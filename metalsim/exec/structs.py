@@ -225,8 +225,8 @@ class StructCompiler:
             # Compiled now, called or not, as C++ compiles every member function it defines
             # (a member function template only for the arguments of a call).
             for fns in overloads.values():
-                for fn in fns:
-                    if not fn.template_params:
+                for fn in fns:   # (one declared only is compiled where it is defined)
+                    if not fn.template_params and fn.body is not None:
                         self.member_code(st, fn, {})
             for ctor in node.constructors:
                 if not ctor.template_params:

@@ -409,6 +409,7 @@ class MemberFunction(FunctionDef):
     const: bool = False
     space: str | None = None
     static: bool = False
+    owner: str | None = None  # the struct of a definition outside it: `int S::f() {...}`
 
 
 @dataclass(eq=False)

@@ -534,6 +534,8 @@ class _Parser:
                 fdef = self.function(start, specs, name, type_, template_params)
                 fdef.specialization_args = specialization
                 return fdef
+        if template_params is None and self.at("::") and self.lookup(name.text) == _TYPE:
+            return self.out_of_class_member(start, specs, name, type_)
         if self.at("(") and not self.parenthesized_initializer_at():
             if specialization is not None:
                 raise self.error("a partial specialization of a function template is not "
@@ -1514,16 +1516,28 @@ class _Parser:
                                  self.tokens[self.pos - 1])
             if self.at("&") or self.at("&&"):
                 raise self.error("ref-qualified member functions are not supported by metalsim")
-            if self.at(";"):
-                raise self.error("metalsim needs a member function defined in the struct body",
-                                 hint=f"write its body here: '{name.text}(...) {{ ... }}'")
-            if not self.at("{"):
-                raise self.error("expected function body after function declarator")
-            body = self.compound()
+            body = None   # declared only: defined after the struct (`S::f(...) {...}`)
+            if not self.accept(";"):
+                if not self.at("{"):
+                    raise self.error("expected function body after function declarator")
+                body = self.compound()
         finally:
             self.scopes.pop()
         return ast.MemberFunction(self.coord(start), name.text, return_type, params, body,
                                   None, specs.attributes, const, space, specs.static)
+
+    def out_of_class_member(self, start: Token, specs: _Specifiers, struct: Token,
+                            return_type: ast.TypeNode) -> ast.MemberFunction:
+        """`R S::f(params) qualifiers { ... }` at file scope: the definition of a member
+        function `S` declares (MLX's unary_ops.h defines `ArcCos::operator()` so)."""
+        self.expect("::")
+        name = self.operator_name() if self.at("operator") else self.identifier(
+            "expected a member function name after '::'")
+        fn = self.member_function(start, specs, name, return_type)
+        if fn.body is None:
+            raise self.error(f"expected the body of '{struct.text}::{name.text}'")
+        fn.owner = struct.text
+        return fn
 
     def constructor(self, start: Token, explicit: bool) -> ast.Constructor:
         """constructor: ['explicit'] name '(' params ')' [':' member-init (',' member-init)*]

@@ -25,7 +25,9 @@ _GEMM_NAX = ("steel/gemm/gemm_nax.h",)
 _CONV = ("steel/gemm/mma.h", "steel/conv/conv.h", "steel/conv/params.h")
 _REDUCE = ("defines.h", "atomic.h", "reduction/ops.h")
 # What MLX's .metal sources (mlx/backend/metal/kernels/**/*.metal) include between utils.h and
-# the header; the conv loaders come after steel/defines.h in steel/conv/conv.h.
+# the header; the conv loaders come after steel/defines.h in steel/conv/conv.h (the general one
+# after steel/conv/params.h in steel_conv_general.metal); steel_gemm_thin_nax.h, which has no
+# .metal of its own, as the other NAX GEMM kernels.
 PREREQUISITES: dict[str, tuple[str, ...]] = {
     "binary.h": ("defines.h", "binary_ops.h"),
     "binary_two.h": ("binary_ops.h",),
@@ -35,6 +37,7 @@ PREREQUISITES: dict[str, tuple[str, ...]] = {
     "fft.h": ("defines.h",),
     "searchsorted.h": ("sort.h",),
     "reduce.h": _REDUCE,
+    "reduction/ops.h": _REDUCE[:2],
     **{f"reduction/reduce_{kind}.h": _REDUCE for kind in ("all", "col", "init", "row")},
     "quantized.h": (*_GEMM, "quantized_utils.h"),
     "fp_quantized.h": (*_GEMM, "quantized_utils.h"),
@@ -43,12 +46,13 @@ PREREQUISITES: dict[str, tuple[str, ...]] = {
     **{f"steel/gemm/kernels/steel_gemm_{kind}.h": _GEMM
        for kind in ("fused", "gather", "masked", "segmented", "splitk")},
     **{f"steel/gemm/kernels/steel_gemm_{kind}_nax.h": _GEMM_NAX
-       for kind in ("fused", "gather", "segmented", "splitk")},
+       for kind in ("fused", "gather", "segmented", "splitk", "thin")},
     "steel/conv/kernels/steel_conv.h": _CONV,
     "steel/conv/kernels/steel_conv_3d.h": _CONV,
     "steel/conv/kernels/steel_conv_general.h": (*_CONV, "steel/utils.h"),
     **{f"steel/conv/loaders/loader_{kind}.h": ("steel/defines.h",)
-       for kind in ("channel_l", "channel_n", "general")},
+       for kind in ("channel_l", "channel_n")},
+    "steel/conv/loaders/loader_general.h": ("steel/defines.h", "steel/conv/params.h"),
     "steel/conv/loader.h": ("steel/defines.h",),
 }
 

@@ -317,3 +317,30 @@ def test_uniform_computes_as_its_type():
   out[1] = n - iters * step;
 """
     assert metalsim_outputs("", body, 2) == [8, 2]
+
+
+OUT_OF_CLASS = """
+struct Op {
+  int k;
+  int operator()(int x) thread;
+  int operator()(float x) thread { return int(x) + k; }
+  int get() const thread;
+};
+int Op::operator()(int x) thread { return x * k; }
+int Op::get() const thread { return k + 1; }
+"""
+
+
+@needs_gxx
+def test_member_functions_defined_after_their_struct():
+    body = "Op o = {3}; out[0] = o(4) + o.get(); out[1] = o(2.5f);"
+    expected = gxx_outputs(GXX + OUT_OF_CLASS, body, 2)
+    assert metalsim_outputs(OUT_OF_CLASS, body, 2) == expected == [16, 5]
+
+
+def test_a_member_function_declared_but_not_defined_is_reported_where_called():
+    header = "struct Q { int f() thread; };"
+    with pytest.raises(metalsim.CompileError, match="function 'f' is declared but never defined"):
+        metalsim_outputs(header, "Q q; out[0] = q.f();", 1)
+    with pytest.raises(metalsim.CompileError, match="does not match any declaration in 'Q'"):
+        metalsim_outputs(header + "int Q::f(int x) thread { return x; }", "out[0] = 1;", 1)
