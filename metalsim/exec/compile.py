@@ -601,7 +601,9 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
         args = [self.expr(a, scope) for a in node.args]
         fdef, bindings = self.specialized(*self.resolve_overload(node, args, scope))
         code = self.instantiate(fdef, bindings)
-        return self.call_code(code, self.bind_arguments(code.params, fdef, args, scope),
+        # Default arguments are evaluated where the function is declared (`T step = T(2)`).
+        declared = Scope(dict(bindings), self.globals)
+        return self.call_code(code, self.bind_arguments(code.params, fdef, args, declared),
                               node.coord)
 
     def default_argument(self, t: Type, default: ast.Node, scope: Scope) -> E:
@@ -624,6 +626,8 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
         arg_evs = []
         for (var, is_ref), a in zip(params, args):
             if is_ref:
+                if isinstance(var.type, StructType) and a.loc is not None and a.type != var.type:
+                    a = self.as_base(a, var.type, a.coord) or a   # a derived object's base
                 if a.loc is None:
                     if not var.readonly:
                         self.error("a non-const reference cannot bind to a temporary", a.coord)
@@ -835,9 +839,13 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
             except CompileError:
                 return None
             at = self.rvalue(a).type
+            if isinstance(p.type, ast.ReferenceType):
+                cost += self.reference_binding_cost(p, inner, a)
             if pt == at or (isinstance(pt, ArrayType) and pt == a.type):  # `T (&a)[N]`
                 continue
-            if isinstance(pt, StructType) and self.constructors_of(pt):
+            if isinstance(pt, StructType) and self.is_base_of(pt, at):
+                cost += 2   # derived to base: a conversion, as C++ ranks it
+            elif isinstance(pt, StructType) and self.constructors_of(pt):
                 if not self.converts_implicitly(a, pt):
                     return None
                 cost += 10  # a user-defined conversion ranks below every standard one
@@ -865,6 +873,17 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
             else:
                 return None
         return cost
+
+    def reference_binding_cost(self, p: ast.Param, scope: Scope, a: E) -> float:
+        """How a reference parameter ranks for argument `a`: `T&` binds only a modifiable
+        lvalue (else it is as good as not viable, and binding it reports why), and binds one
+        better than `const T&` does (C++ [over.ics.rank]), so `f(T&)` and `f(const T&)` are
+        told apart."""
+        const = self.resolve_decl_type(p.type, scope)[1]
+        modifiable = a.loc is not None and not a.readonly
+        if not const:
+            return 0 if modifiable else 100
+        return 0.01 if modifiable else 0
 
     def instantiate(self, fdef: ast.FunctionDef, bindings: dict, outer: Scope | None = None,
                     this: PointerType | None = None) -> FunctionCode:

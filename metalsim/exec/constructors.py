@@ -13,6 +13,7 @@ constructors for those members.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 
 import numpy as np
 
@@ -24,6 +25,7 @@ from metalsim.exec.machine import Lanes
 from metalsim.exec.structs import load, store, thread_region
 from metalsim.exec.values import Frame, Ptr
 from metalsim.lang import ast
+from metalsim.lang import types as ty
 from metalsim.lang.types import ArrayType, PointerType, StructType, Type, VectorType
 
 # Initializes (part of) an object, given the object's base pointer.
@@ -238,6 +240,11 @@ class ConstructorCompiler:
                 steps = [self.construct_step(st, [self.expr(a, scope) for a in init.args],
                                              init)]
                 break
+            if st.member(ty.BASE_PREFIX + init.name) is not None:   # a base class: `B(x)`
+                init = replace(init, name=ty.BASE_PREFIX + init.name)
+            elif any(str(b) == init.name for b in self.struct_bases.get(st, [])) and (
+                    not init.args):
+                continue   # an empty base class, value-initialized: nothing to store
             if st.member(init.name) is None:
                 self.error(f"member initializer '{init.name}' does not name a non-static data "
                            f"member", init, width=len(init.name),

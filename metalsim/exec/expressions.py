@@ -90,6 +90,10 @@ class ExpressionCompiler:
             if found is not None:  # a user-defined conversion, then a standard one
                 return self.convert(self.call_conversion(obj, *found, coord), t, coord,
                                     explicit)
+        if isinstance(t, StructType) and isinstance(src, StructType):
+            base = self.as_base(obj, t, coord)
+            if base is not None:   # slicing: a copy of the base class subobject
+                return E(t, base.ev, coord)
         if isinstance(t, StructType) and self.constructors_of(t):
             return self.converting_constructor(e, t, coord, explicit)
         if isinstance(t, PointerType) or isinstance(src, PointerType):
@@ -601,6 +605,10 @@ class ExpressionCompiler:
         return E(t, ev, coord, loc=loc_after, space=target.space)
 
     def check_assignable(self, target: E, node: ast.Node, scope: Scope) -> None:
+        if target.loc is None and isinstance(node, ast.Conditional):
+            self.error("a conditional expression as an lvalue ('(c ? a : b) = ...') is not "
+                       "supported by metalsim", node,
+                       hint="write 'if (c) a = ...; else b = ...;'")
         if target.loc is None:
             self.error("expression is not assignable", node)
         if (target.readonly and self.fn is not None and self.fn.this_const

@@ -28,6 +28,8 @@ class OperatorCompiler:
         notes: list[str] = []
         candidates = []  # (cost, function, template arguments, is a member)
         if isinstance(left.type, StructType):
+            if not self.methods_of(left.type).get(name):   # a base class's operator, if any
+                left = self.base_with_method(left.type, name, left, node.coord) or left
             candidates += self.member_operators(name, left, operands[1:], notes)
         if op != "[]":  # operator[] can only be a member (C++ [over.sub])
             frees = self.functions.get(name, [])

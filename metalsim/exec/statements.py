@@ -269,6 +269,8 @@ class StatementCompiler:
     def declare_reference(self, d, t, const, init, scope) -> Run:
         if init is None:
             self.error(f"reference '{d.name}' must be initialized", d)
+        if isinstance(t, StructType) and init.loc is not None and init.type != t:
+            init = self.as_base(init, t, d.init.coord) or init   # `const B& r = derived;`
         if init.loc is None and isinstance(t, StructType) and const:
             # A const reference to a temporary struct names a const copy of it.
             return self.declare_thread_memory(d, t, True, scope)

@@ -17,7 +17,7 @@ qualified with its address space.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 
 import numpy as np
@@ -270,6 +270,26 @@ class StructCompiler:
                 return self.subobject(obj, base, member.offset if member else 0, coord)
         return None
 
+    def is_base_of(self, base: Type, derived: Type) -> bool:
+        """Whether `base` is a direct or indirect base class of `derived`."""
+        return any(b == base or self.is_base_of(base, b)
+                   for b in self.struct_bases.get(derived, []))
+
+    def as_base(self, obj: E, base: StructType, coord) -> E | None:
+        """The subobject of `obj` of its (direct or indirect) base class `base`, as an object
+        of that type; None if `base` is not a base of `obj`'s struct."""
+        st = obj.type
+        if not isinstance(st, StructType):
+            return None
+        for b in self.struct_bases.get(st, []):
+            member = next((m for m in st.members if m.type is b
+                           and m.name.startswith(ty.BASE_PREFIX)), None)
+            sub = self.subobject(obj, b, member.offset if member else 0, coord)
+            found = sub if b == base else self.as_base(sub, base, coord)
+            if found is not None:
+                return found
+        return None
+
     def subobject(self, obj: E, t: StructType, offset: int, coord) -> E:
         """The object of type `t` at byte `offset` inside the object `obj`."""
         if obj.loc is not None:
@@ -493,6 +513,12 @@ class StructCompiler:
     def call_member(self, obj: E, node: ast.MethodCall, scope: Scope) -> E:
         """`obj.name(args)`: a call of a member function with `this` pointing at `obj` (a
         temporary struct is first placed in thread memory, as C++ materializes it)."""
+        if node.qualifier:   # `d.B::f()`: B's member function, on d's B subobject
+            named = self.resolve_type(ast.NamedType(node.coord, node.qualifier), scope)
+            obj = obj if named == obj.type else self.as_base(obj, named, node.coord)
+            if obj is None:
+                self.error(f"'{named}' is not a base of the object's type", node)
+            node = replace(node, qualifier="")
         st: StructType = obj.type
         overloads = self.methods_of(st).get(node.name)
         if not overloads:
@@ -550,6 +576,14 @@ class StructCompiler:
             self.error(f"no static member function named '{name.name}' in '{st}'", name,
                        width=len(name.name))
         if not all(fn.static for fn in overloads):
+            this = scope.lookup("this")
+            obj = None
+            if isinstance(this, Var) and this.kind == "ptr":
+                obj = self.dereference(self.var_expr(this, name), name)
+                obj = obj if obj.type == st else self.as_base(obj, st, node.coord)
+            if obj is not None:   # `B::f()` in a member function of a class derived from B
+                return self.call_member(obj, ast.MethodCall(node.coord, name, name.name,
+                                                            node.args), scope)
             self.error(f"call to non-static member function '{name.name}' without an object "
                        "argument", name, width=len(name.name))
         nowhere = E(st, lambda f, lanes: np.zeros((lanes.n, st.size), np.uint8), node.coord)

@@ -163,6 +163,7 @@ class MethodCall(Node):
     args: list[Expr]
     arrow: bool = False
     template_args: list[Node] | None = None  # `x.template f<T, 4>(...)`
+    qualifier: str = ""  # the class of `d.B::f()`: B's member function, on d's B subobject
 
 
 @dataclass(eq=False)
@@ -204,6 +205,7 @@ class Member(Node):
     base: Expr
     name: str
     arrow: bool = False
+    qualifier: str = ""  # the class named in `d.B::f` (a call's; see MethodCall)
 
 
 @dataclass(eq=False)

@@ -561,6 +561,7 @@ class _Parser:
         try:
             params = self.parameters()
             self.check_operator(name, len(params), member=False)
+            return_type = self.trailing_return_type(return_type)
             body = None
             if self.at("{"):
                 body = self.compound()
@@ -570,6 +571,17 @@ class _Parser:
             self.scopes.pop()
         return ast.FunctionDef(self.coord(start), name.text, return_type, params, body,
                                template_params, specs.attributes)
+
+    def trailing_return_type(self, declared: ast.TypeNode) -> ast.TypeNode:
+        """['->' type-name] after a function's parameters (and qualifiers): the return type of
+        a function declared `auto f(...) -> T`, or `declared`."""
+        arrow = self.accept("->")
+        if arrow is None:
+            return declared
+        if not (isinstance(declared, ast.NamedType) and declared.name == "auto"):
+            raise self.error("function with trailing return type must specify return type "
+                             "'auto'", arrow, width=2)
+        return self.type_name()
 
     def parameters(self) -> list[ast.Param]:
         """parameter-list: '(' [void | parameter (',' parameter)*] ')'"""
@@ -1516,6 +1528,7 @@ class _Parser:
                                  self.tokens[self.pos - 1])
             if self.at("&") or self.at("&&"):
                 raise self.error("ref-qualified member functions are not supported by metalsim")
+            return_type = self.trailing_return_type(return_type)
             body = None   # declared only: defined after the struct (`S::f(...) {...}`)
             if not self.accept(";"):
                 if not self.at("{"):
@@ -1913,7 +1926,8 @@ class _Parser:
                     expr = ast.Call(expr.coord, expr, self.call_arguments())
                 elif isinstance(expr, ast.Member):
                     expr = ast.MethodCall(expr.coord, expr.base, expr.name,
-                                          self.call_arguments(), expr.arrow)
+                                          self.call_arguments(), expr.arrow,
+                                          qualifier=expr.qualifier)
                 else:  # a function object: `Op()(a, b)`, `ops[i](a, b)`
                     expr = ast.MethodCall(expr.coord, expr, "operator()",
                                           self.call_arguments())
@@ -1926,7 +1940,16 @@ class _Parser:
                 if name.kind != "ident":
                     raise self.error(f"expected a member name after '{text}'")
                 self.advance()
-                expr = ast.Member(expr.coord, expr, name.text, text == "->")
+                qualifier = ""
+                if self.at("::") and self.peek(1).kind == "ident":   # `d.B::f()`
+                    qualifier = name.text
+                    self.advance()
+                    name = self.advance()
+                    if not self.at("("):
+                        raise self.error("a qualified name of a data member ('d.B::m') is not "
+                                         "supported by metalsim", name, width=len(name.text),
+                                         hint="name the member unqualified: 'd.m'")
+                expr = ast.Member(expr.coord, expr, name.text, text == "->", qualifier)
                 if self.at("<") and (template or name.text in self.member_templates):
                     # Explicit arguments of a member function template; without `template`,
                     # only where they parse as such and a call follows (else `x.n < 3`).
@@ -2006,6 +2029,9 @@ class _Parser:
                 operand = self.type_name()
                 self.expect(")")
                 return ast.Call(self.coord(tok), ast.Name(self.coord(tok), text), [operand])
+            if text == "typename":   # `typename X::type(1)`: a functional cast of a member type
+                self.advance()
+                return self.construct_of(tok, self.type_specifier(typename=True))
             if text == "decltype":   # `decltype(x)::k`, or a functional cast `decltype(x)(1)`
                 owner = self.type_specifier()
                 if self.at("::") and self.peek(1).kind == "ident":

@@ -5,11 +5,12 @@ Five families, each a header and a kernel body writing ints to `out`: explicit
 specialisations of function templates (called as `f(x)`, `f<T>(x)`, from other templates, with
 partly given arguments, `template <> int h<0>()` ending a recursion), name lookup (locals,
 blocks and parameters shadowing globals and namespace members, `na::K`, `::G`,
-`using namespace`), namespaces (typedefs, overloads, structs and nested namespaces), inheritance
-(base members and methods, hiding, several levels) and lvalues (`++(++a)`, `(a += k) ^= b`,
-`int& r = ++a`, `(c ? a : b) = k`). Some programs use a construct metalsim refuses (a name in
-the global namespace and in a namespace, `d.B::f()`, slicing): a CompileError is a "refusal",
-never a disagreement; a different value is.
+`using namespace`, enumerators), namespaces (typedefs, overloads, structs, nested namespaces,
+aliases and using-declarations), inheritance (base members and methods, hiding, several
+levels, `d.B::f()`, `B::f()`, base initializers, slicing, `const B&`) and lvalues
+(`++(++a)`, `(a += k) ^= b`, `int& r = ++a`, `(c ? a : b) = k`). Some programs use a
+construct metalsim refuses (a name in the global namespace and in a namespace,
+`(c ? a : b) = k`): a CompileError is a "refusal", never a disagreement; a different value is.
 
 Every program is valid C++14 whose meaning Metal shares: values stay small, integer overflow
 is avoided or wraps under `-fwrapv` as Metal's does, and narrowing conversions are the ones
@@ -144,7 +145,10 @@ def lookup(ch: Chooser) -> Program:
     k, gv = g.small(), g.small(10, 19)
     g.header.append(f"namespace na {{\nconstant constexpr int {ns_name} = {k};\n"
                     f"inline int nf(int x) {{ return x * {ns_name} + {g.small()}; }}\n"
+                    f"enum Kind {{ KA = {g.small(-5, 5)}, KB, KC = KB * {g.small()} }};\n"
                     f"namespace nb {{ constant constexpr int D = {ns_name} + {g.small()}; }}\n}}")
+    g.header.append(f"enum class Level : {pick(ch, ['int', 'short', 'unsigned char'])} "
+                    f"{{ Low = {g.small()}, High }};")
     g.header.append(f"constant constexpr int {global_name} = {gv};")
     g.header.append(f"int h(int {ns_name}) {{ return na::{ns_name} * {g.small()} + "
                     f"{ns_name}; }}")
@@ -165,6 +169,8 @@ def lookup(ch: Chooser) -> Program:
     g.out(f"::{global_name}")
     g.out(f"h({g.inp()})")
     g.out("na::nb::D")
+    g.out(pick(ch, ["na::KC + na::Kind::KA", "na::KB * 3", "static_cast<int>(Level::High)",
+                    "Level::Low == Level::High"]))
     if local_ns or local_global:
         g.out(ns_name if local_ns else global_name)
     if g.chance(50):
@@ -195,6 +201,10 @@ def namespaces(ch: Chooser) -> Program:
         g.header.append("namespace na { namespace nb { inline int more(int x) "
                         "{ return inner(x) * 2; } } }")
         g.out(f"na::nb::more({g.inp()})")
+    if g.chance(40):   # namespace aliases
+        g.header.append("namespace al = na::nb;")
+        g.body.append("namespace an = na;")
+        g.out(f"al::inner({g.inp()}) + an::A")
     g.body.append(f"na::Narrow n = {g.inp()} + {g.small(60000, 70000)};")
     g.out("n")
     g.out("sizeof(na::Narrow)")
@@ -203,6 +213,9 @@ def namespaces(ch: Chooser) -> Program:
     g.out("na::P::k")
     g.out(f"na::over({g.small()}.5f) + na::over({g.inp()})")
     g.out(f"na::nb::inner({g.inp()})")
+    if g.chance(30):
+        g.body.append("using na::nb::inner;")
+        g.out(f"inner({g.inp()})")
     clash = g.chance(15)
     if clash:
         g.header.append("typedef int Narrow;")  # beside na::Narrow: refused by metalsim
@@ -236,14 +249,19 @@ def inheritance(ch: Chooser) -> Program:
     if three:
         g.body.append(f"E e;\ne.v = {g.small()};\ne.w = {g.small()};\ne.z = {g.inp()};")
         g.out("e.all()")
-    refused = g.ch.integer(0, 9)
-    if refused == 0:
+    if g.chance(40):   # base initializers, a qualified call of the hidden base function
+        g.header.append(f"struct C : B {{\n  int u;\n  C(int a, int b) : B{{a}}, u(b) {{}}\n"
+                        f"  int get() const {{ return u * {g.small()} + B::get(); }}\n}};")
+        g.body.append(f"C c({g.inp()}, {g.small()});")
+        g.out("c.get()")
+    form = g.ch.integer(0, 5)
+    if form == 0:
         g.out("d.B::get()")
-    elif refused == 1:
-        g.body.append("B sliced = d;")
+    elif form == 1:
+        g.body.append(f"B sliced = d;\nd.v = {g.small()};")
         g.out("sliced.get()")
-    elif refused == 2:
-        g.body.append("const thread B& rb = d;")
+    elif form == 2:
+        g.body.append(f"const thread B& rb = d;\nd.v = {g.small()};")
         g.out("rb.get()")
     return g.program("inheritance")
 

@@ -1,5 +1,6 @@
 """g++ as the oracle for C++ lookup: random programs over explicit specialisations, name
-lookup, namespaces, inheritance and lvalues (`cgen_cxx_lookup`) give the same ints in metalsim
+lookup (enumerations included), namespaces (aliases, using-declarations), inheritance and
+lvalues (`cgen_cxx_lookup`) give the same ints in metalsim
 and compiled by g++ -std=c++14; a construct metalsim refuses with a CompileError is counted,
 never a different value. 400 programs here, one g++ compile per 100;
 `benchmarks/fuzz_cxx_lookup.py` runs more. Needs g++ on PATH."""
@@ -39,5 +40,7 @@ def test_the_generator_writes_every_construct_it_is_meant_to_cover() -> None:
                  r"int h\(int [KM]\)", r"using namespace na;", r"na::nb::", r"na::P::k",
                  r"struct D : B", r"struct E : D", r"\+\+\(\+\+a\)", r"\(a \+= \d\) \^= b",
                  r"thread int& r\d+ = \+\+a", r"\(a = b\) \+= \d", r"d\.B::get\(\)",
-                 r"B sliced = d;", r"const thread B& rb = d;"):
+                 r"B sliced = d;", r"const thread B& rb = d;", r"C\(int a, int b\) : B\{a\}",
+                 r"namespace al = na::nb;", r"using na::nb::inner;", r"enum class Level",
+                 r"na::KC"):
         assert re.search(form, text), form

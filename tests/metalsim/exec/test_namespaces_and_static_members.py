@@ -83,7 +83,8 @@ def test_using_an_undeclared_namespace_is_an_error():
 
 def test_one_name_in_two_namespaces_is_refused_as_unsupported():
     header = "namespace a { constant int k = 1; }\nnamespace b { constant int k = 2; }"
-    with pytest.raises(metalsim.CompileError, match="'k' is declared in namespace 'b' and in namespace 'a'"):
+    with pytest.raises(metalsim.CompileError,
+                       match="'k' is declared in namespace 'b' and in namespace 'a'"):
         run("out[0] = a::k;", header)
 
 
