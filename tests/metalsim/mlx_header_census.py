@@ -27,7 +27,8 @@ _REDUCE = ("defines.h", "atomic.h", "reduction/ops.h")
 # What MLX's .metal sources (mlx/backend/metal/kernels/**/*.metal) include between utils.h and
 # the header; the conv loaders come after steel/defines.h in steel/conv/conv.h (the general one
 # after steel/conv/params.h in steel_conv_general.metal); steel_gemm_thin_nax.h, which has no
-# .metal of its own, as the other NAX GEMM kernels.
+# .metal of its own, as the other NAX GEMM kernels; the scatter kernels after reduce_utils.h,
+# as MLX's indexing.cpp assembles their JIT source.
 PREREQUISITES: dict[str, tuple[str, ...]] = {
     "binary.h": ("defines.h", "binary_ops.h"),
     "binary_two.h": ("binary_ops.h",),
@@ -38,6 +39,8 @@ PREREQUISITES: dict[str, tuple[str, ...]] = {
     "searchsorted.h": ("sort.h",),
     "reduce.h": _REDUCE,
     "reduction/ops.h": _REDUCE[:2],
+    "indexing/scatter.h": ("reduce_utils.h",),
+    "indexing/scatter_axis.h": ("reduce_utils.h",),
     **{f"reduction/reduce_{kind}.h": _REDUCE for kind in ("all", "col", "init", "row")},
     "quantized.h": (*_GEMM, "quantized_utils.h"),
     "fp_quantized.h": (*_GEMM, "quantized_utils.h"),

@@ -3,7 +3,21 @@ compile, included in a kernel's `header` alone or after what MLX's .metal source
 before them (`mlx_header_census`), and why each of the others stops, pinned so that progress
 shows and a regression fails. `python benchmarks/mlx_header_census.py` prints the same.
 
-37 of 98 compile. Each reason is the first error: `file:line: message`.
+43 of 98 compile (27 did before this work). Each reason is the first error:
+`file:line: message`. What stops them, and the plan:
+
+- CAUSE_1, every header that includes utils.h: bf16_math.h declares bfloat overloads of
+  Metal's math in `metal`, `metal::fast` and `metal::precise`, which metalsim's flattened
+  namespaces cannot keep apart. Plan: namespace lookup (the C++ lookup work). With the clash
+  check bypassed locally, 64 of 98 compile, and the rest stop at: generic lambdas and Metal 4's
+  MetalPerformancePrimitives tensor ops (`mpp::tensor_ops::matmul2d`) in the 14 NAX headers
+  (steel/gemm/nax.h:334; lambdas are front-end work, the tensor ops would need a model of
+  cooperative tensors); an explicit specialisation of a function template that has an unnamed
+  defaulted parameter (atomic.h:129, 9 headers through atomic.h); calls that see the three
+  namespaces' overloads at once (complex.h:269, fp8.h:61); the explicit specialisation of a
+  class template's member function outside the class (fft/readwrite.h:338); and a
+  specialisation that leaves a defaulted template argument out, whose static constexpr member
+  is a struct built by a constructor (sort.h:32: metalsim runs no code at compile time).
 """
 
 import mlx_header_census
@@ -18,14 +32,10 @@ LEFT: dict[str, str] = {
     "binary.h": CAUSE_1,
     "binary_ops.h": CAUSE_1,
     "binary_two.h": CAUSE_1,
-    "cexpf.h": CAUSE_1,
     "copy.h": CAUSE_1,
     "dot.h": CAUSE_1,
     "fft.h": CAUSE_1,
-    "fft/radix.h": CAUSE_1,
     "fft/readwrite.h": CAUSE_1,
-    "fp4.h": CAUSE_1,
-    "fp8.h": CAUSE_1,
     "fp_quantized.h": CAUSE_1,
     "fp_quantized_nax.h": CAUSE_1,
     "gated_delta_nax_ops.h": CAUSE_1,
@@ -34,7 +44,6 @@ LEFT: dict[str, str] = {
     "gated_delta_update_nax_vjp.h": CAUSE_1,
     "gated_delta_update_vjp.h": CAUSE_1,
     "gemv.h": CAUSE_1,
-    "gemv_masked.h": CAUSE_1,
     "indexing/masked_scatter.h": CAUSE_1,
     "indexing/scatter.h": CAUSE_1,
     "indexing/scatter_axis.h": CAUSE_1,
@@ -43,7 +52,6 @@ LEFT: dict[str, str] = {
     "reduce.h": CAUSE_1,
     "reduce_utils.h": CAUSE_1,
     "reduction/ops.h": CAUSE_1,
-    "reduction/reduce_all.h": CAUSE_1,
     "reduction/reduce_col.h": CAUSE_1,
     "reduction/reduce_row.h": CAUSE_1,
     "scan.h": CAUSE_1,
@@ -81,4 +89,4 @@ def test_the_kernel_headers_that_compile_and_why_each_other_one_does_not():
     results = mlx_header_census.census()
     left = {header: why for header, why in results.items() if why is not None}
     assert left == LEFT
-    assert len(results) - len(left) == 37
+    assert len(results) - len(left) == 43
