@@ -344,3 +344,18 @@ def test_a_member_function_declared_but_not_defined_is_reported_where_called():
         metalsim_outputs(header, "Q q; out[0] = q.f();", 1)
     with pytest.raises(metalsim.CompileError, match="does not match any declaration in 'Q'"):
         metalsim_outputs(header + "int Q::f(int x) thread { return x; }", "out[0] = 1;", 1)
+
+
+@needs_gxx
+def test_a_specialization_may_leave_defaulted_template_arguments_out():
+    header = """
+template <typename T, typename = void>
+struct Init { static constexpr constant int v = 1; };
+template <typename T>
+struct Init<T, enable_if_t<is_floating_point_v<T>>> { static constexpr constant int v = 2; };
+template <>
+struct Init<short> { static constexpr constant int v = 3; };
+"""
+    body = "out[0] = Init<int>::v * 100 + Init<float>::v * 10 + Init<short>::v;"
+    expected = gxx_outputs(GXX + header, body, 1)
+    assert metalsim_outputs(header, body, 1) == expected == [123]
