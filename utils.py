@@ -10,6 +10,7 @@ Drop-in compatible with Metal-Puzzles' `utils.py` (same fields, same methods):
     problem.report()    # memory traffic, coalescing, bank conflicts, beside the reference
     problem.check()     # prints the verdict (and keeps it in `problem.result`)
     problem.hint()      # the next hint, for catalog puzzles
+    problem.solution()  # the reference solution with a walkthrough, once you have tried
     problem.run_metal() # the kernel's output on this case (the GPU on a Mac, else metalsim)
 
 Metal-Puzzles' puzzles, and problems outside the catalog, start with zero-filled outputs, as
@@ -26,6 +27,8 @@ from __future__ import annotations
 
 import math
 import os
+import re
+import textwrap
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -44,6 +47,7 @@ from puzzles.checking import (
     KernelArgs,
     call_kwargs,
     check_cases,
+    check_puzzle,
     expected_output,
     metal_available,
     mismatches,
@@ -97,6 +101,9 @@ def build_kernel(args: KernelArgs) -> Any:
 # Hints given so far, per puzzle number: kept by the module, not the problem, so that re-running
 # a puzzle's cell (which makes a new MetalProblem) does not start the hints over.
 _HINTS_GIVEN: dict[int, int] = {}
+# Puzzles (by number) whose check() has run on a kernel body the learner changed from the
+# template: solution() shows theirs. Kept by the module for the same reason.
+_TRIED: set[int] = set()
 
 
 def catalog_puzzle(title: str) -> Puzzle | None:
@@ -149,11 +156,10 @@ class MetalProblem:
         if os.environ.get("VERBOSE") == "1":
             self._print_source(visible)
         if self.puzzle is not None:
-            p = self.puzzle
-            result = check_cases(
-                self.name, puzzle_cases(p, visible, title=self.name), p.spec, self._kernel_for,
-                p.budget.limits(), init_value=p.launch_init_value, number=p.number,
-                note_unwritten=p.init_value is None)
+            if self._body_changed(visible):
+                _TRIED.add(self.puzzle.number)
+            cases = puzzle_cases(self.puzzle, visible, title=self.name)
+            result = check_puzzle(self.puzzle, cases, self._kernel_for, title=self.name)
         else:
             result = check_cases(
                 self.name, [("visible", visible)], self.spec or _missing_spec,
@@ -320,7 +326,9 @@ class MetalProblem:
         reference solution's for catalog puzzles: global traffic against reading and writing
         each buffer once, SIMD-group efficiency, 64-byte segments per SIMD-group access
         (coalescing) and threadgroup-memory bank conflicts (32 banks of 4 bytes), then the
-        lines that cost more than they need to. Returns the figures."""
+        lines that cost more than they need to. Both kernels run at the same launch; figures
+        that the launch shape decides are said to be, and lines the reference has too are not
+        blamed. Returns the figures."""
         label, chosen = self._find_case(case)
         call = call_kwargs(chosen, [mx.array(x) for x in chosen.inputs], self._init_value())
         kernel = metalsim.metal_kernel(**self._kernel_for(chosen).factory_kwargs())
@@ -335,12 +343,20 @@ class MetalProblem:
                 atomic_outputs=p.atomic_outputs)
             reference = columns["reference"] = metalsim.simulate(solution, profile=True,
                                                                   **call)
-        lines = [f"# {self.name}: memory and SIMD-groups on the {label} case "
-                 f"(grid {tuple(chosen.grid)}, threadgroup {tuple(chosen.threadgroup)})",
-                 comparison(columns)]
-        costly = _costly_lines(yours.report, kernel)
+        both = ", yours and the reference both" if reference is not None else ""
+        lines = [f"# {self.name}: memory and SIMD-groups on the {label} case{both} at "
+                 f"grid {tuple(chosen.grid)}, threadgroup {tuple(chosen.threadgroup)}",
+                 comparison(columns), *_launch_notes(yours.report, reference)]
+        fair = reference is not None and not reference.report.errors
+        costly, spared = _costly_lines(yours.report, kernel,
+                                       reference.report if fair else None,
+                                       p.solution() if fair else "")
         if costly:
             lines += ["", "Where yours costs more than it needs to:", *costly]
+        if spared:
+            lines += ["", f"Not blamed: line(s) {', '.join(map(str, spared))}, above the "
+                          f"ideal by no more than the reference's own lines at this launch: "
+                          f"nothing to do better than the reference there."]
         text = "\n".join(lines + ["", *REPORT_NOTES])
         print(text)
         return PerformanceReport(yours.report, reference.report if reference else None, text)
@@ -353,10 +369,46 @@ class MetalProblem:
         hints, given = self.puzzle.hints, _HINTS_GIVEN.get(self.puzzle.number, 0)
         if given >= len(hints):
             print(f"That was the last hint ({len(hints)} of {len(hints)}); "
-                  "the reference solution is in solutions/.")
+                  "`problem.solution()` shows the reference solution with a walkthrough.")
             return
         _HINTS_GIVEN[self.puzzle.number] = given + 1
         print(f"Hint {given + 1} of {len(hints)}: {hints[given]}")
+
+    def solution(self, insist: bool = False) -> None:
+        """Print the catalog puzzle's reference solution and its walkthrough (why this indexing,
+        where the barriers go, what the budget teaches) once you have tried: after check() ran
+        on a kernel body you changed from the template, or after the last hint. `insist=True`
+        shows it anyway."""
+        if self.puzzle is None:
+            print(f"No reference solution: {self.name!r} is not a puzzle of the catalog.")
+            return
+        p = self.puzzle
+        tried = p.number in _TRIED or _HINTS_GIVEN.get(p.number, 0) >= len(p.hints)
+        if not (tried or insist):
+            print("Try it first: write your kernel and run `problem.check()` (`problem.hint()` "
+                  "helps). After that, `problem.solution()` shows the reference solution with "
+                  "a walkthrough; `problem.solution(insist=True)` shows it now.")
+            return
+        try:
+            body, walkthrough = p.solution(), p.walkthrough()
+        except FileNotFoundError:
+            print("This copy of the puzzles has no reference solutions: your course's release "
+                  "leaves them out, to be published later.")
+            return
+        parts = [f"Reference solution of puzzle {p.number}: {p.title}", ""]
+        if p.header:
+            parts += ["header:", textwrap.indent(p.header.rstrip("\n"), "    "), ""]
+        parts += ["source:", textwrap.indent(body.rstrip("\n"), "    "), "", walkthrough]
+        print("\n".join(parts))
+
+    def _body_changed(self, visible: Case) -> bool:
+        """Whether the kernel body differs from the puzzle's template in more than comments
+        and whitespace (a kernel whose `fn` fails counts as changed: the learner wrote it)."""
+        try:
+            source = self._kernel_for(visible).source
+        except Exception:
+            return True
+        return _code_only(source) != _code_only(self.puzzle.template)
 
     def _print_source(self, visible: Case) -> None:
         try:
@@ -395,19 +447,63 @@ REPORT_NOTES = (
 )
 
 
-def _costly_lines(report: metalsim.Report, kernel: metalsim.Kernel) -> list[str]:
-    """The source lines whose accesses took more segments or cycles than ideal."""
+def _launch_notes(yours: metalsim.Report, reference: metalsim.Run | None) -> list[str]:
+    """What the launch shape, not the kernel, decides; and a reference that faults here."""
+    notes = []
+    bound = yours.simd_launch_bound
+    shape = tuple(min(t, g) for t, g in zip(yours.threadgroup, yours.grid))
+    if bound < 0.9:
+        notes.append(
+            f"SIMD-group efficiency: at most {bound:.0%} at this launch, whatever the kernel "
+            f"does. That figure comes from the launch shape: a threadgroup of "
+            f"{math.prod(shape)} thread(s) still takes a whole SIMD-group of 32 lanes, and "
+            f"the rest stay idle. At real sizes, threadgroups of a multiple of 32 threads "
+            f"fill them.")
+    if shape[0] * 4 < 64 and math.prod(shape[1:]) > 1 and yours.memory.global_.efficiency < 1:
+        notes.append(
+            f"Coalescing: a threadgroup row is {shape[0]} thread(s) wide, so one SIMD-group's "
+            f"access to a row-major array spans {min(math.prod(shape[1:]), 32)} rows, which can "
+            f"lie in different 64-byte segments: that comes from the launch shape too.")
+    if reference is not None and reference.report.errors:
+        first = reference.report.errors[0]
+        notes.append(f"The reference is written for the puzzle's own launch and faults at this "
+                     f"one ({first.kind}: {first.message}): its column is not a fair "
+                     f"comparison here.")
+    return ["", *notes] if notes else []
+
+
+def _costly_lines(report: metalsim.Report, kernel: metalsim.Kernel,
+                  reference: metalsim.Report | None = None, reference_source: str = ""
+                  ) -> tuple[list[str], list[int]]:
+    """The source lines whose accesses took more segments or cycles than ideal, and the
+    numbers of those spared: lines the reference has too, and lines whose cost over the ideal
+    is no more than the reference's worst line's in that memory at the same launch (where a
+    narrow threadgroup makes every access span several segments, say)."""
     source = kernel.spec.source.split("\n")
-    out = []
+    reference_lines = {line.strip() for line in reference_source.split("\n") if line.strip()}
+    allowed: dict[str, float] = {}
+    for (space, _), t in (reference.memory.by_line.items() if reference else ()):
+        if t.ideal:
+            allowed[space] = max(allowed.get(space, 1.0), t.cost / t.ideal)
+    out, spared = [], []
     for (space, line), t in sorted(report.memory.by_line.items(),
                                    key=lambda kv: (kv[0][1] or 0, kv[0][0])):
         if t.cost <= t.ideal:
             continue
         code = source[line - 1].strip() if line and 0 < line <= len(source) else ""
+        if (code and code in reference_lines) or t.cost <= allowed.get(space, 1.0) * t.ideal:
+            if line is not None:   # (header lines are under None)
+                spared.append(line)
+            continue
         unit = "64-byte segments" if space == "global" else "bank cycles"
         out.append(f"  line {line}: {code}\n    {t.per_access:.1f} {unit} per SIMD-group "
                    f"access, ideal {t.ideal / t.accesses:.1f} ({space} memory)")
-    return out
+    return out, sorted(set(spared))
+
+
+def _code_only(source: str) -> str:
+    """Metal source without `//` comments and whitespace."""
+    return "".join(re.sub(r"//.*", "", source).split())
 
 
 def _missing_spec(*_inputs: mx.array) -> mx.array:

@@ -1,7 +1,7 @@
 """The real kernels on an NVIDIA GPU (metalsim.cuda) against PyTorch on the same GPU.
 
 Run (needs CuPy, PyTorch with CUDA, and a GPU):
-    python benchmarks/bench_gpu.py [--only NAME] [--pointelligence DIR]
+    python benchmarks/bench_gpu.py [--only NAME,NAME] [--pointelligence DIR] [--exact-products]
 
 Each benchmark calls a real kernel's MLX function once under a recording CUDA back end, which
 keeps every kernel launch the function makes (several for ops with a finishing pass); those
@@ -16,10 +16,17 @@ Triton kernels then run in this process on the same operands, and both sides are
 kernel time only with PyTorch's profiler (the median over `REPS` calls of the summed
 durations of the GPU kernels a call launches: all of ours; for Triton the op's own Triton
 kernel, not the output fill or the segment-id pass of its wrapper). Without it the Triton
-figures quoted in issue 13 are printed instead. The MVMR triplets come sorted by slot, as
-production triplet lists are (Triton's grouped kernel needs it; ours is told so with
-`slot_sorted=True`). Every output is checked against PyTorch's (max error relative to the
-largest magnitude) so a fast wrong kernel cannot pass unnoticed.
+figures quoted in issue 13 are printed instead. For MVMR and VVOR its TIG engine (triplet
+implicit GEMM, `sparse_engines.tig`) runs too: MVMR with its "flat" and its default ("auto")
+structure, VVOR with its one weight-gradient routing; its index (`TigIndex`, built once per
+triplet list and reused across layers) is built before timing, and its kernels (names with
+`_tig_`) are timed like Triton's. Each such row ends with ours over the fastest of
+pointelligence's engines. The MVMR triplets come sorted by slot, as production triplet lists
+are (Triton's grouped kernel needs it; ours is told so with `slot_sorted=True`). Every output is
+checked against PyTorch's on the operands in float64 (max error relative to the largest
+magnitude), so a fast wrong kernel cannot pass unnoticed and the error is the kernel's own.
+`--exact-products` runs our kernels with `metalsim.cuda.exact_matrix_products()`: their
+`simdgroup_matrix` products on CUDA-core fused multiply-adds instead of tensor cores.
 
 To add a benchmark, append a `Bench` to `benches()`: a name, a `setup(rng)` returning the
 operands, `ours(*operands)` calling the MLX function, `torch(*tensors)`, and optionally the
@@ -48,6 +55,16 @@ WARMUP, REPS = 5, 20
 
 
 @dataclass
+class Peer:
+    """One of pointelligence's engines: `make(*tensors)` does its untimed setup and returns
+    the call to time; `kernel` is what the names of the GPU kernels to time contain."""
+
+    label: str
+    make: Callable[..., Callable[[], object]]
+    kernel: str
+
+
+@dataclass
 class Bench:
     name: str
     setup: Callable[[np.random.Generator], list[np.ndarray]]
@@ -55,8 +72,7 @@ class Bench:
     torch: Callable[..., object]
     triton_ms: float | None = None
     torch_quoted_ms: float | None = None   # the PyTorch figure quoted with the Triton one
-    triton: Callable[..., object] | None = None   # pointelligence's op, on torch tensors
-    triton_kernel: str = ""                # what its Triton kernels' names contain
+    peers: tuple[Peer, ...] = ()           # pointelligence's engines on the same operands
 
 
 # --- timing -------------------------------------------------------------------------------------
@@ -171,6 +187,35 @@ def _mvmr_triton(a, a_idx, b, b_idx, o_idx):
         a, a_idx.int(), b, b_idx.int(), o_idx.int(), b.shape[0])
 
 
+def _tig_index(out_idx, in_idx, slot, n):
+    from sparse_engines.tig import TigIndex
+    return TigIndex(out_idx, in_idx, slot, n, num_kernel_offsets=27, assume_sorted=True)
+
+
+def _mvmr_tig(mode: str) -> Callable:
+    """TIG's forward, `out[i] += feat[j] @ W[k]`, on MVMR's operands."""
+    def make(a, a_idx, b, b_idx, o_idx):
+        from sparse_engines.tig import tig_forward
+        index = _tig_index(o_idx, b_idx, a_idx, b.shape[0])
+        feat = b.reshape(b.shape[0], -1).contiguous()
+        return lambda: tig_forward(a, feat, index, mode=mode)
+    return make
+
+
+def _vvor_tig(x, x_idx, y, y_idx, slot):
+    """TIG's weight gradient, `grad_W[k] += feat[j]^T grad_out[i]`, on VVOR's operands."""
+    from sparse_engines.tig import tig_grad_weight
+    index = _tig_index(y_idx, x_idx, slot, x.shape[0])
+    feat, grad = x.reshape(x.shape[0], -1), y.reshape(y.shape[0], -1)
+    shape = (27, 1, feat.shape[1], grad.shape[1])
+    return lambda: tig_grad_weight(feat, grad, index, shape)
+
+
+def _call(op: Callable) -> Callable:
+    """A Peer's `make` for an op that needs no setup."""
+    return lambda *tensors: lambda: op(*tensors)
+
+
 def _segment_triton(op: str) -> Callable:
     def run(x, lengths):
         from sparse_engines.large_segment_reduce_triton import large_segment_reduce
@@ -181,7 +226,7 @@ def _segment_triton(op: str) -> Callable:
 def _mvmr_torch(a, a_idx, b, b_idx, o_idx):
     """Gather, one matmul per kernel offset, scatter-add (the usual PyTorch sparse conv)."""
     import torch
-    out = torch.zeros((b.shape[0], 1, a.shape[3]), device=a.device)
+    out = torch.zeros((b.shape[0], 1, a.shape[3]), device=a.device, dtype=a.dtype)
     for k in range(a.shape[0]):
         sel = (a_idx == k).nonzero().squeeze(1)
         out.index_add_(0, o_idx[sel], (b[b_idx[sel], 0] @ a[k, 0]).unsqueeze(1))
@@ -204,7 +249,7 @@ def _vvor_ours(x, x_idx, y, y_idx, slot):
 
 def _vvor_torch(x, x_idx, y, y_idx, slot):
     import torch
-    out = torch.zeros((27, 1, x.shape[2], y.shape[2]), device=x.device)
+    out = torch.zeros((27, 1, x.shape[2], y.shape[2]), device=x.device, dtype=x.dtype)
     return out.index_add_(0, slot, x[x_idx][..., :, None] * y[y_idx][..., None, :])
 
 
@@ -254,9 +299,16 @@ def _indexed_torch(a, a_idx, b, b_idx):
     return (a[a_idx] - b[b_idx]).norm(dim=1)
 
 
-MVMR_TRITON = "sparse_matrix_vector_multiplication_reduction"   # PT and grouped kernels
-VVOR_TRITON = "sparse_vector_vector_outer_product_reduction"
-SEGMENT_TRITON = "large_segment_reduce_kernel"
+MVMR_PEERS = (Peer("Triton", _call(_mvmr_triton),
+                   "sparse_matrix_vector_multiplication_reduction"),   # PT and FSG kernels
+              Peer("TIG flat", _mvmr_tig("flat"), "_tig_"),
+              Peer("TIG auto", _mvmr_tig("auto"), "_tig_"))
+VVOR_PEERS = (Peer("Triton", _call(_vvor_triton), "sparse_vector_vector_outer_product_reduction"),
+              Peer("TIG", _vvor_tig, "_tig_"))
+
+
+def _segment_peers(op: str) -> tuple[Peer, ...]:
+    return (Peer("Triton", _call(_segment_triton(op)), "large_segment_reduce_kernel"),)
 
 
 def benches() -> list[Bench]:
@@ -284,32 +336,32 @@ def benches() -> list[Bench]:
               lambda r: [_normal(r, 1 << 16, 64), _normal(r, 64, 64)], gemm.gemm,
               lambda a, b: a @ b),
         Bench("MVMR K=27, T=6.5k, C=M=256", _mvmr_setup(27, 6500, 256, 256), _mvmr_ours,
-              _mvmr_torch, 0.199, 1.31, _mvmr_triton, MVMR_TRITON),
+              _mvmr_torch, 0.199, 1.31, MVMR_PEERS),
         Bench("MVMR K=27, T=25k, C=M=128", _mvmr_setup(27, 25000, 128, 128), _mvmr_ours,
-              _mvmr_torch, 0.123, None, _mvmr_triton, MVMR_TRITON),
+              _mvmr_torch, 0.123, None, MVMR_PEERS),
         Bench("MVMR K=27, T=500k, C=M=32", _mvmr_setup(27, 500000, 32, 32), _mvmr_ours,
-              _mvmr_torch, 0.373, None, _mvmr_triton, MVMR_TRITON),
+              _mvmr_torch, 0.373, None, MVMR_PEERS),
         Bench("VVOR (weight grad) K=27, T=6.5k, C=M=256", _vvor_setup(27, 6500, 256, 256),
-              _vvor_ours, _vvor_torch, None, None, _vvor_triton, VVOR_TRITON),
+              _vvor_ours, _vvor_torch, None, None, VVOR_PEERS),
         Bench("VVOR (weight grad) K=27, T=25k, C=M=128", _vvor_setup(27, 25000, 128, 128),
-              _vvor_ours, _vvor_torch, None, None, _vvor_triton, VVOR_TRITON),
+              _vvor_ours, _vvor_torch, None, None, VVOR_PEERS),
         Bench("VVOR (weight grad) K=27, T=500k, C=M=32", _vvor_setup(27, 500000, 32, 32),
-              _vvor_ours, _vvor_torch, None, None, _vvor_triton, VVOR_TRITON),
+              _vvor_ours, _vvor_torch, None, None, VVOR_PEERS),
         Bench("segment sum N=1M, C=32, K=16", _segment_setup(1 << 20, 32, 16),
               _segment_ours("sum"), _segment_torch("sum"), 0.336, 1.59,
-              _segment_triton("sum"), SEGMENT_TRITON),
+              _segment_peers("sum")),
         Bench("segment max N=1M, C=32, K=16", _segment_setup(1 << 20, 32, 16),
               _segment_ours("max"), _segment_torch("max"), 0.327, 5.35,
-              _segment_triton("max"), SEGMENT_TRITON),
+              _segment_peers("max")),
         Bench("segment sum N=1M, C=256, K=32", _segment_setup(1 << 20, 256, 32),
               _segment_ours("sum"), _segment_torch("sum"), 0.569, None,
-              _segment_triton("sum"), SEGMENT_TRITON),
+              _segment_peers("sum")),
         Bench("segment max N=1M, C=256, K=32", _segment_setup(1 << 20, 256, 32),
               _segment_ours("max"), _segment_torch("max"), 0.551, None,
-              _segment_triton("max"), SEGMENT_TRITON),
+              _segment_peers("max")),
         Bench("segment sum N=1M, C=32, 64k random segments", _segment_setup(1 << 20, 32, 1 << 16,
               equal=False), _segment_ours("sum"), _segment_torch("sum"), None, None,
-              _segment_triton("sum"), SEGMENT_TRITON),
+              _segment_peers("sum")),
         Bench("indexed distance, 16.8M pairs", _indexed_setup(1 << 24, 1 << 20), _indexed_ours,
               _indexed_torch, 0.387, 1.11),
         Bench("pairwise distance, 4096 x 4096 points",
@@ -338,9 +390,9 @@ def run(bench: Bench, copy_gbs: float, triton_ready: bool) -> str:
     ours_ms = kernel_ms(lambda: [launch.enqueue() for launch in prepared])
     tensors = [torch.from_numpy(o.astype(np.int64) if o.dtype == np.int32 else o).cuda()
                for o in operands]
-    torch_out = bench.torch(*tensors)
     torch_ms = time_gpu(lambda: bench.torch(*tensors))
-    want = torch_out.float().cpu().numpy()
+    want = bench.torch(*[t.double() if t.is_floating_point() else t
+                         for t in tensors]).cpu().numpy()
     err = _relative_error(np.array(result.astype(mx.float32)), want)
     ideal = sum(o.nbytes for o in operands) + want.size * result.dtype.size
     gbs = ideal / (ours_ms * 1e-3) / 1e9
@@ -348,12 +400,18 @@ def run(bench: Bench, copy_gbs: float, triton_ready: bool) -> str:
             f"{'es' if len(prepared) != 1 else ''}) | PyTorch {torch_ms:8.3f} ms | "
             f"{torch_ms / ours_ms:5.2f}x | {gbs:7.1f} GB/s = {100 * gbs / copy_gbs:5.1f}% of copy"
             f" | max rel err {err:.1e}")
-    if bench.triton is not None and triton_ready:
-        triton_out = bench.triton(*tensors)
-        triton_err = _relative_error(triton_out.float().cpu().numpy(), want)
-        triton_ms = kernel_ms(lambda: bench.triton(*tensors), bench.triton_kernel)
-        line += (f"\n{'':44s} Triton (same process) {triton_ms:8.3f} ms | ours / Triton "
-                 f"{ours_ms / triton_ms:5.2f}x | Triton max rel err {triton_err:.1e}")
+    if bench.peers and triton_ready:
+        peer_ms = {}
+        for peer in bench.peers:
+            call = peer.make(*tensors)
+            peer_err = _relative_error(call().float().cpu().numpy(), want)
+            peer_ms[peer.label] = kernel_ms(call, peer.kernel)
+            line += (f"\n{'':44s} {peer.label + ' (same process)':24s} "
+                     f"{peer_ms[peer.label]:8.3f} ms | ours / it "
+                     f"{ours_ms / peer_ms[peer.label]:5.2f}x | its max rel err {peer_err:.1e}")
+        fastest = min(peer_ms, key=peer_ms.get)
+        line += (f"\n{'':44s} ours / fastest pointelligence engine ({fastest}) "
+                 f"{ours_ms / peer_ms[fastest]:5.2f}x")
     elif bench.triton_ms is not None:
         quoted = f", PyTorch quoted {bench.torch_quoted_ms} ms" if bench.torch_quoted_ms else ""
         line += f"\n{'':44s} Triton (issue 13, H100): {bench.triton_ms} ms{quoted}"
@@ -368,6 +426,7 @@ def _load_triton(directory: str) -> bool:
     try:
         import sparse_engines.large_segment_reduce_triton  # noqa: F401
         import sparse_engines.mvmr_triton  # noqa: F401
+        import sparse_engines.tig  # noqa: F401
         import sparse_engines.vvor_triton  # noqa: F401
     except Exception as error:  # noqa: BLE001 - run without the Triton column
         print(f"pointelligence's sparse_engines did not load from {directory}: {error}")
@@ -377,24 +436,30 @@ def _load_triton(directory: str) -> bool:
 
 def main() -> int:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--only", default="")
+    parser.add_argument("--only", default="", help="comma-separated parts of benchmark names")
     parser.add_argument("--pointelligence", default="",
                         help="a checkout of ant-research/pointelligence: time its Triton kernels")
+    parser.add_argument("--exact-products", action="store_true",
+                        help="simdgroup_matrix products on CUDA-core FMAs, not tensor cores")
     opts = parser.parse_args()
     if not metalsim.cuda.gpu_available():
         print("bench_gpu.py needs CuPy and an NVIDIA GPU")
         return 1
     triton_ready = _load_triton(opts.pointelligence)
     copy_ms, copy_gbs = copy_bandwidth()
+    products = "CUDA-core FMAs" if opts.exact_products else "tensor cores"
     print(f"GPU: {metalsim.cuda.gpu_name()}; medians of {REPS} after {WARMUP} warm-up runs; "
-          f"ours and Triton: kernel time (profiler), PyTorch: CUDA events")
+          f"ours and pointelligence's: kernel time (profiler), PyTorch: CUDA events; "
+          f"our simdgroup_matrix products on {products}")
     print(f"{'device copy, 1 GiB float32 (CuPy)':44s} {copy_ms:8.3f} ms | {copy_gbs:7.1f} GB/s "
           f"(bytes read + written): the 100% of the 'of copy' column")
+    wanted = [part.strip().lower() for part in opts.only.split(",") if part.strip()]
     for bench in benches():
-        if opts.only and opts.only.lower() not in bench.name.lower():
+        if wanted and not any(part in bench.name.lower() for part in wanted):
             continue
         try:
-            print(run(bench, copy_gbs, triton_ready), flush=True)
+            with metalsim.cuda.exact_matrix_products(opts.exact_products):
+                print(run(bench, copy_gbs, triton_ready), flush=True)
         except Exception as error:  # noqa: BLE001 - report and go on to the next benchmark
             print(f"{bench.name:44s} FAILED: {type(error).__name__}: {str(error)[:600]}",
                   flush=True)

@@ -6,7 +6,9 @@ peak resident size, sampled) and the largest single process (RUSAGE_CHILDREN).
 
     python benchmarks/bench_grader.py [--jobs 2] [--copies 1]
 
-`--copies 3` grades three copies of the class (120 submissions).
+`--copies 3` grades three copies of the class (120 submissions); `--keep DIR` keeps what the
+grader wrote (grades.csv, grades.json, ...) in DIR. Each copy is a student of its own, so its
+hidden cases are its own too.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--copies", type=int, default=1)
+    parser.add_argument("--keep", type=Path, help="copy the grader's outputs here")
     args = parser.parse_args()
     cls = classroom()
     with tempfile.TemporaryDirectory() as tmp:
@@ -59,6 +62,8 @@ def main() -> None:
              str(args.jobs)], cwd=ROOT, env=env, capture_output=True, text=True)
         wall = time.monotonic() - started
         report = json.loads((root / "out" / "grades.json").read_text())
+        if args.keep is not None:
+            shutil.copytree(root / "out", args.keep, dirs_exist_ok=True)
     largest = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
     statuses: dict[str, int] = {}
     for student in report["students"]:
@@ -73,6 +78,9 @@ def main() -> None:
     print(f"peak memory of the process tree: <= {report['peak_memory_bytes'] / 2**20:.0f} MiB; "
           f"largest single process: {largest:.0f} MiB")
     print("statuses: " + ", ".join(f"{k} {v}" for k, v in sorted(statuses.items())))
+    for student in report["students"]:
+        if not student["graded"]:
+            print(f"not graded: {student['id']}: {student['error'][:100]}")
 
 
 if __name__ == "__main__":

@@ -3,9 +3,10 @@
     python imgs/make_images.py            # examples/*.png and puzzles/*.png
     python imgs/make_images.py --svg      # also the .svg of each
 
-`examples/` are the kernels of `metalsim.viz.examples` (map, pooling, dot product, tiled matmul,
-a race, a missing guard, a histogram, and an untraced 256×256 matmul); `puzzles/` is every
-catalog puzzle's reference solution on its visible case.
+`examples/` are the kernels of `metalsim.viz.examples` (a map, a reversal and a count through
+threadgroup memory, a tiled transpose, a race, a missing guard, an atomic count, and an untraced
+256×256 tiled launch: none a puzzle's answer); `puzzles/` is every catalog puzzle's reference
+solution on its visible case.
 """
 
 from __future__ import annotations
@@ -35,18 +36,18 @@ def save(diagram, path: Path, svg: bool) -> None:
 
 def examples(svg: bool) -> None:
     for name, ex in EXAMPLES.items():
-        traced = name != "matmul_256"  # too large to trace: drawn as a summary
+        traced = name != "transpose_256"  # too large to trace: drawn as a summary
         run = ex.simulate(trace=traced)
         diagram = draw(run, inputs=list(ex.inputs), title=ex.title,
                        max_threadgroups=MAX_THREADGROUPS)
         save(diagram, HERE / "examples" / name, svg)
-    # One thread's view of the tiled matmul, as the explorer shows it.
-    ex = EXAMPLES["matmul_tiled"]
+    # One thread's view of the tiled transpose, as the explorer shows it.
+    ex = EXAMPLES["transpose_tiled"]
     run = ex.simulate()
     one = draw(run, inputs=list(ex.inputs), threadgroups=[0],
-               selection=Selection(0, frozenset({4})),
-               title=f"{ex.title}: thread 4 of threadgroup 0")
-    save(one, HERE / "examples" / "matmul_tiled_thread4", svg)
+               selection=Selection(0, frozenset({5})),
+               title=f"{ex.title}: thread 5 of threadgroup 0")
+    save(one, HERE / "examples" / "transpose_tiled_thread5", svg)
 
 
 def puzzles(svg: bool) -> None:

@@ -89,7 +89,8 @@ class Diagnostic:
     division-by-zero, shift-out-of-range, step-limit, resource-limit; for SIMD-group code
     inactive-lane-read, inactive-lanes (a reduction or scan with lanes in another branch),
     invalid-lane, invalid-argument, non-uniform-argument,
-    divergent-simdgroup, unconfirmed-behavior (run time); or compile (compile time).
+    divergent-simdgroup, unconfirmed-behavior; lost-update (atomic loads and stores of one
+    location by several threads in no fixed order) (run time); or compile (compile time).
     `threads` lists offending threads as `thread_position_in_grid` triples.
     """
 

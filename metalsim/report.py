@@ -3,6 +3,8 @@ trace."""
 
 from __future__ import annotations
 
+import itertools
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -10,6 +12,7 @@ import numpy as np
 from metalsim.diagnostics import Diagnostic
 from metalsim.efficiency import MemoryEfficiency
 
+SIMD_WIDTH = 32  # lanes of a SIMD-group on Apple GPUs
 COUNT_NAMES = ("global_reads", "global_writes", "threadgroup_reads", "threadgroup_writes",
                "atomics", "barriers")
 
@@ -90,6 +93,20 @@ class Report:
     def ideal_bytes(self) -> int:
         return sum(t.ideal_bytes for t in self.traffic)
 
+    @property
+    def simd_launch_bound(self) -> float:
+        """The highest SIMD-group efficiency this launch allows, whatever the kernel does: its
+        threads over the lanes of the SIMD-groups they fill (a threadgroup of 9 threads fills
+        one SIMD-group of 32 lanes: 28% at most)."""
+        sizes = [[t] * (g // t) + ([g % t] if g % t else []) if t else []
+                 for g, t in zip(self.grid, self.threadgroup)]
+        threads = lanes = 0
+        for shape, count in _shapes(sizes):
+            n = math.prod(shape)
+            threads += n * count
+            lanes += -(-n // SIMD_WIDTH) * SIMD_WIDTH * count
+        return threads / lanes if lanes else 1.0
+
     def summary(self) -> str:
         m, t = self.max_per_thread(), self.totals()
         lines = [
@@ -110,3 +127,11 @@ class Report:
         return "\n".join(lines)
 
     __str__ = summary
+
+
+def _shapes(sizes: list[list[int]]) -> list[tuple[tuple[int, ...], int]]:
+    """The distinct threadgroup shapes of a launch and how many threadgroups have each, from
+    the threadgroup sizes along each dimension (full ones, then a partial one)."""
+    per_dim = [sorted({n: d.count(n) for n in d}.items()) for d in sizes]
+    return [(tuple(n for n, _ in combo), math.prod(c for _, c in combo))
+            for combo in itertools.product(*per_dim)]

@@ -30,6 +30,13 @@ import numpy as np
 import metalsim
 from metalsim.diagnostics import Diagnostic
 from puzzles.catalog import Case, Puzzle
+from puzzles.diagnosis import (
+    SHARED_WRITE_CAUSES,
+    diagnose,
+    index_past_the_end,
+    located,
+    shared_writes,
+)
 
 COUNT_NAMES = ("global_reads", "global_writes", "threadgroup_reads", "threadgroup_writes",
                "atomics")
@@ -48,6 +55,7 @@ MAX_SHOWN = 64  # elements of an array printed in full; larger ones are summaris
 WINDOW = (5, 12)  # rows and columns of a large array printed around its first wrong element
 HINT_NUDGE = "Stuck? `problem.hint()` gives a hint; call it again for the next one."
 MAX_UNWRITTEN_SHOWN = 8
+MAX_TRACED_THREADS = 16384  # a failing case is run again, traced, to see who wrote what
 
 
 @dataclass(frozen=True)
@@ -94,6 +102,7 @@ class CaseResult:
     input_names: tuple[str, ...] = ()
     unwritten: list[tuple[int, ...]] = field(default_factory=list)  # never written by it
     output_name: str = "out"
+    cause: Diagnostic | None = None  # why the values are wrong (`puzzles.diagnosis`)
 
     @property
     def name(self) -> str:
@@ -114,7 +123,7 @@ class CaseResult:
     @property
     def correct(self) -> bool:
         return (not self.faulted and self.produced is not None and not self.mismatches
-                and not self.metal_mismatches)
+                and not self.metal_mismatches and self.cause is None)
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -125,6 +134,7 @@ class CaseResult:
             "produced": None if self.produced is None else _json_array(self.produced),
             "mismatches": [list(p) for p in self.mismatches],
             "error": self.error,
+            "cause": None if self.cause is None else self.cause.kind,
         }
 
 
@@ -143,6 +153,18 @@ class CheckResult:
     cases: list[CaseResult]
     reason: str   # one line: why it did not pass ("" when it passed)
     text: str = ""
+    shown: CaseResult | None = None   # the case the reason names (and the text shows)
+    also: CaseResult | None = None    # the case with the error, where `shown` is another
+
+    @property
+    def cause(self) -> Diagnostic | None:
+        """Why the values of the shown case are wrong, where the values say it."""
+        return None if self.shown is None else self.shown.cause
+
+    @property
+    def findings(self) -> list[Diagnostic]:
+        """The cause, if any, then the diagnostics: what the verdict's text lists."""
+        return ([self.cause] if self.cause else []) + self.diagnostics
 
     @property
     def passed(self) -> bool:
@@ -167,7 +189,9 @@ class CheckResult:
             "reason": self.reason,
             "counts": self.counts,
             "budget": self.budget,
-            "diagnostics": [d.render() for d in self.diagnostics],
+            # as the text shows them: the cause the values name, then metalsim's findings
+            "diagnostics": [d.render() for d in self.findings],
+            "cause": None if self.cause is None else self.cause.kind,
             "cases": [c.to_json() for c in self.cases],
         }
 
@@ -184,10 +208,18 @@ def check_kernel(puzzle: Puzzle, source: str, header: str | None = None, *,
         header=puzzle.header if header is None else header,
         atomic_outputs=puzzle.atomic_outputs,
     )
-    return check_cases(puzzle.title, puzzle_cases(puzzle, hidden=hidden, seed=seed),
-                       puzzle.spec, lambda _case: args, puzzle.budget.limits(),
-                       init_value=puzzle.launch_init_value, number=puzzle.number,
-                       note_unwritten=puzzle.init_value is None)
+    return check_puzzle(puzzle, puzzle_cases(puzzle, hidden=hidden, seed=seed),
+                        lambda _case: args)
+
+
+def check_puzzle(puzzle: Puzzle, cases: Sequence[tuple[str, Case]],
+                 kernel_for: Callable[[Case], KernelArgs], title: str | None = None
+                 ) -> CheckResult:
+    """Check a kernel on `cases` of `puzzle`, launched as the puzzle is launched everywhere:
+    `problem.check()`, the CLI and the grader all come here, so they cannot disagree."""
+    return check_cases(title or puzzle.title, cases, puzzle.spec, kernel_for,
+                       puzzle.budget.limits(), init_value=puzzle.launch_init_value,
+                       number=puzzle.number, note_unwritten=puzzle.init_value is None)
 
 
 def puzzle_cases(puzzle: Puzzle, visible: Case | None = None, *, hidden: bool = True,
@@ -231,26 +263,55 @@ def check_cases(title: str, cases: Sequence[tuple[str, Case]], spec: Callable,
     """
     results: list[CaseResult] = []
     for label, case in cases:
-        result = _run_case(label, case, spec, kernel_for, init_value)
+        # one case's writers name the threads of a wrong index; the shown case comes first
+        named = any(r.cause is not None and r.cause.kind == "wrong-index" for r in results)
+        result = _run_case(label, case, spec, kernel_for, init_value, find_writers=not named)
         results.append(result)
         if result.faulted:
             break
     counts = {name: max((r.counts.get(name, 0) for r in results), default=0)
               for name in COUNT_NAMES}
+    _blame_the_index(results)
     diagnostics = _unique([d for r in results for d in r.diagnostics])
-    status, reason = _judge(results, counts, budget)
+    status, reason, shown = _judge(results, counts, budget)
+    also = next((r for r in results if r.faulted and r is not shown), None) \
+        if status == "error" else None
     check = CheckResult(title=title, number=number, status=status, counts=counts,
                         budget=dict(budget), diagnostics=diagnostics, cases=results,
-                        reason=reason)
+                        reason=reason, shown=shown, also=also)
     check.text = render(check, note_unwritten, init_value)
     return check
+
+
+def _blame_the_index(results: list[CaseResult]) -> None:
+    """Where one case's values show a wrong index and a later case then goes out of bounds
+    (a transposed index on a non-square case, say), the out-of-bounds access is that index's:
+    the cause points at the access, and the fault's hint leads to the index rather than to a
+    bounds check, which would only hide it."""
+    wrong = _wrong_index_case(results)
+    faulted = next((r for r in results if r.faulted), None)
+    if wrong is None or faulted is None:
+        return
+    oob = [d for d in faulted.diagnostics if d.kind == "out-of-bounds" and d.severity == "error"]
+    if not oob:
+        return
+    faulted.diagnostics = [index_past_the_end(d, wrong.cause, wrong.name)
+                           if d.kind == "out-of-bounds" else d for d in faulted.diagnostics]
+    if wrong.cause.line is None:   # read from the values alone: the fault says where
+        wrong.cause = located(wrong.cause, oob[0], faulted.name)
+
+
+def _wrong_index_case(results: list[CaseResult]) -> CaseResult | None:
+    """The first case that ran cleanly and whose values show a wrong index."""
+    return next((r for r in results if not r.faulted and r.cause is not None
+                 and r.cause.kind == "wrong-index"), None)
 
 
 # --- running one case -----------------------------------------------------------------------
 
 
 def _run_case(label: str, case: Case, spec: Callable, kernel_for: Callable[[Case], KernelArgs],
-              init_value: float | None) -> CaseResult:
+              init_value: float | None, find_writers: bool = True) -> CaseResult:
     result = CaseResult(label=label, case=case)
     inputs = [mx.array(x) for x in case.inputs]
     try:
@@ -281,16 +342,53 @@ def _run_case(label: str, case: Case, spec: Callable, kernel_for: Callable[[Case
     result.unwritten = [tuple(int(i) for i in p)
                         for p in zip(*np.unravel_index(never, result.produced.shape))]
     result.counts = {name: run.report.max_per_thread().get(name, 0) for name in COUNT_NAMES}
-    # The puzzles teach one writer per output element: threads writing one value to one
-    # element (a benign race for metalsim, a warning) fail a puzzle too.
-    result.diagnostics = [replace(d, severity="error") if d.kind == "race" else d
-                          for d in run.report.diagnostics]
+    result.diagnostics = list(run.report.diagnostics)
     result.mismatches = mismatches(result.expected, result.produced, case.output_dtype)
+    result.cause = _cause(result, kernel, call, find_writers)
+    if result.cause is not None and result.cause.kind in SHARED_WRITE_CAUSES:
+        # the same-value writes metalsim warns about are what the cause explains
+        result.diagnostics = [d for d in result.diagnostics
+                              if not (d.kind == "race" and d.severity == "warning")]
     if metal_available():
         _run_on_metal(result, args, call)
     elif cuda_available() and not result.faulted:   # a faulty kernel could crash the GPU
         _run_on_cuda(result, args, call)
     return result
+
+
+def _cause(result: CaseResult, kernel: metalsim.Kernel, call: dict[str, object],
+           find_writers: bool) -> Diagnostic | None:
+    """Why the case's values are wrong (`puzzles.diagnosis`). With `find_writers`, a case
+    whose threads collide on output elements (small enough) is run again, traced, to see
+    which threads wrote which element."""
+    shared = shared_writes(result.diagnostics, result.output_name)
+    if not (result.mismatches or shared):
+        return None
+    writers = None
+    if (shared and find_writers and (result.mismatches or result.unwritten)
+            and math.prod(result.case.grid) <= MAX_TRACED_THREADS):
+        try:
+            writers = _writers(metalsim.simulate(kernel, trace=True, **call),
+                               result.output_name)
+        except Exception:   # the trace is only for naming threads: the verdict stands without
+            writers = None
+    return diagnose(result.expected, result.produced, result.case.output_dtype,
+                    result.output_name, result.mismatches, result.unwritten,
+                    result.diagnostics, writers, tuple(result.case.grid))
+
+
+def _writers(run: metalsim.Run, output: str) -> dict[int, np.ndarray]:
+    """The flat elements of `output` that several threads wrote, each with their linear ids
+    (distinct, ascending)."""
+    pairs = [(np.ravel(a["element"]), np.ravel(a["thread"])) for a in run.report.trace or []
+             if a["kind"] == "write" and a["buffer"] == output]
+    if not pairs:
+        return {}
+    elements = np.concatenate([e for e, _ in pairs])
+    threads = np.concatenate([np.broadcast_to(t, e.shape) for e, t in pairs])
+    element, thread = np.unique(np.stack([elements, threads]), axis=1)  # sorted pairs
+    cells, starts, counts = np.unique(element, return_index=True, return_counts=True)
+    return {int(c): thread[s:s + n] for c, s, n in zip(cells, starts, counts) if n > 1}
 
 
 def cuda_available() -> bool:
@@ -392,29 +490,44 @@ def mismatches(expected: np.ndarray | None, produced: np.ndarray, dtype: str
 
 
 def _judge(results: list[CaseResult], counts: dict[str, int], budget: dict[str, int]
-           ) -> tuple[str, str]:
-    """(status, reason): errors first, then wrong values, then the budget, then evidence."""
+           ) -> tuple[str, str, CaseResult | None]:
+    """(status, reason, the case the reason names): errors first, then wrong values, then
+    the budget, then evidence. Where the values name a cause (a wrong index, say), the
+    reason is that cause rather than the memory finding it produced."""
     for r in results:
         if r.faulted:
-            first = next((d for d in r.diagnostics if d.severity == "error"), None)
+            first = r.cause or next((d for d in r.diagnostics if d.severity == "error"), None)
+            wrong = _wrong_index_case(results)
+            if first is not None and first.kind == "out-of-bounds" and wrong is not None:
+                # the values of a clean case name the cause; the fault comes with it
+                return "error", f"{_finding(wrong.cause, wrong)}; and {_finding(first, r)}", wrong
             if first is not None:
-                where = f" (line {first.line})" if first.line is not None else ""
-                return "error", f"{first.kind}{where} on {r.name}: {first.message}"
-            return "error", f"{r.name}: {r.error}"
+                return "error", _finding(first, r), r
+            return "error", f"{r.name}: {r.error}", r
     for r in results:
+        if r.cause is not None:
+            return "fail", _finding(r.cause, r), r
         if r.mismatches:
-            return "fail", f"wrong values on {r.name} at {len(r.mismatches)} position(s)"
+            return "fail", f"wrong values on {r.name} at {len(r.mismatches)} position(s)", r
         if r.metal_mismatches:
             return "fail", (f"the real GPU gave wrong values on {r.name} at "
-                            f"{len(r.metal_mismatches)} position(s)")
+                            f"{len(r.metal_mismatches)} position(s)"), r
     over = [name for name, limit in budget.items() if counts.get(name, 0) > limit]
     if over:
         detail = ", ".join(f"{COUNT_LABELS[n].lower()} {counts[n]} > {budget[n]}" for n in over)
-        return "over-budget", f"correct, but over budget: {detail} (max per thread)"
+        return "over-budget", f"correct, but over budget: {detail} (max per thread)", None
     if not any(r.evidence for r in results):
         return "fail", ("every case's expected output is all zeros, which proves nothing; "
-                        "use inputs with a non-zero answer")
-    return "pass", ""
+                        "use inputs with a non-zero answer"), None
+    return "pass", "", None
+
+
+def _finding(d: Diagnostic, r: CaseResult) -> str:
+    """"wrong-index (line 3) on hidden case 2: out[0] is written by ...": the finding's kind,
+    where, and its message (without the kind when the message starts with it in words)."""
+    where = f" (line {d.line})" if d.line is not None else ""
+    message = d.message.removeprefix(f"{d.kind.replace('-', ' ')}: ")
+    return f"{d.kind}{where} on {r.name}: {message}"
 
 
 def render(check: CheckResult, note_unwritten: bool = True,
@@ -431,23 +544,29 @@ def render(check: CheckResult, note_unwritten: bool = True,
                      f"({hidden} hidden), within budget.")
     else:
         lines.append(f"Failed Tests ({check.status}). {name}: {check.reason}.")
-        shown = _first_bad_case(check)
+        shown = check.shown
         if shown is not None:
             lines += [""] + _case_lines(shown) + _advice(check, shown)
         if len(check.cases) > 1:
             lines += ["", "Cases: " + ", ".join(f"{r.label} {_case_word(r)}"
                                                 for r in check.cases)]
     unwritten = next((r for r in check.cases if r.unwritten), None) if note_unwritten else None
+    if check.shown is not None and check.shown.unwritten and note_unwritten:
+        unwritten = check.shown
     if unwritten is not None:
         lines += ["", _unwritten_note(unwritten, init_value)]
     lines += ["", *score_table(check.counts, check.budget)]
-    if check.diagnostics:
-        lines += ["", "Diagnostics:"] + [d.render() for d in check.diagnostics]
+    if check.findings:
+        lines += ["", "Diagnostics:"] + [d.render() for d in check.findings]
     if not check.passed:
         lines += ["", HINT_NUDGE]
     gpus = {r.gpu for r in check.cases if r.metal is not None}
     if gpus:
         lines += ["", f"(Also ran on the real GPU through {', '.join(sorted(gpus))}.)"]
+    pointed = [r for r in (check.shown, check.also)
+               if r is not None and r is not check.cases[0]]
+    if pointed:
+        lines += [""] + [_case_pointer(r) for r in pointed]
     return "\n".join(lines)
 
 
@@ -474,25 +593,23 @@ def _advice(check: CheckResult, shown: CaseResult) -> list[str]:
                 "GPU they could come out differently."]
     visible = check.cases[0]
     advice = []
-    if shown is not visible and visible.correct:
+    if shown is not visible and visible.correct and shown.cause is None:
         advice.append("  Right on the visible case, wrong on this one: does your kernel depend "
                       "on the actual input values and sizes, or only on the example?")
-    if shown is not visible:
-        case = shown.label.split()[1] if shown.label.startswith("hidden ") else repr(shown.label)
-        advice.append(f"  To see this case: problem.show(case={case}) draws it, "
-                      f"problem.explore(case={case}) explores it.")
     return advice
 
 
-def _first_bad_case(check: CheckResult) -> CaseResult | None:
-    return next((r for r in check.cases
-                 if r.faulted or r.mismatches or r.metal_mismatches), None)
+def _case_pointer(r: CaseResult) -> str:
+    """The calls that draw and explore a case other than the visible one."""
+    case = r.label.split()[1] if r.label.startswith("hidden ") else repr(r.label)
+    return (f"To see {r.name}: problem.show(case={case}) draws it, "
+            f"problem.explore(case={case}) explores it.")
 
 
 def _case_word(r: CaseResult) -> str:
     if r.faulted:
         return "error"
-    if r.mismatches or r.metal_mismatches:
+    if r.mismatches or r.metal_mismatches or r.cause is not None:
         return "wrong"
     return "ok"
 

@@ -4,7 +4,7 @@
     python -m puzzles check --solutions [--json]     # exit 0 iff every reference solution passes
     python -m puzzles check PUZZLE --source FILE     # exit 0 iff it passes
     python -m puzzles grade NOTEBOOK.ipynb [--puzzle P ...] [--json FILE]   # 0 iff all pass
-    python -m puzzles grade SUBMISSIONS/ --assignment A.toml --out DIR [--jobs N]
+    python -m puzzles grade SUBMISSIONS/ --assignment A.toml --out DIR [--jobs N] [--roster CSV]
     python -m puzzles build [--root DIR] [--release DIR]
 """
 
@@ -40,8 +40,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     check.add_argument("--json", action="store_true", help="print JSON instead of text")
     grade = commands.add_parser(
         "grade", help="grade a notebook, or a folder of submissions (runs no learner Python)")
-    grade.add_argument("path", type=Path, help="a notebook, or a folder with one notebook or "
-                       "one folder per student")
+    grade.add_argument("path", type=Path, help="a notebook (or .zip of notebooks), or a folder "
+                       "with one notebook, .zip or folder per student")
     grade.add_argument("--assignment", type=Path, metavar="TOML",
                        help="assigned puzzles, points, partial credit, limits, secret seed")
     grade.add_argument("--out", type=Path, metavar="DIR", help="write grades.csv, grades.json, "
@@ -54,6 +54,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                        "write Gradescope's results.json (e.g. /autograder/results/results.json)")
     grade.add_argument("--seed", type=int, help="seed of the hidden cases (default: the "
                        "assignment's, else a random one, recorded in grades.json)")
+    grade.add_argument("--roster", type=Path, metavar="CSV", help="the class's student ids "
+                       "(column `id`, or the first): those without a submission get a "
+                       "\"missing\" row")
     build = commands.add_parser("build", help="regenerate notebooks/ and solutions/notebooks/")
     build.add_argument("--root", type=Path, default=ROOT,
                        help="write under this folder instead of the repository")
@@ -77,7 +80,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return grading.grade(args.path, assignment=args.assignment, out=args.out,
                               jobs=args.jobs, puzzles=args.puzzle, json_path=args.json,
-                              seed=args.seed, gradescope_path=args.gradescope)
+                              seed=args.seed, gradescope_path=args.gradescope,
+                              roster=args.roster)
     if args.release is not None:
         from puzzles.grading import commands as grading
 

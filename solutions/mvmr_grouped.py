@@ -52,8 +52,8 @@ THREADS = 128          # four SIMD-groups, 2 x 2 over the (triplets x outputs) t
 MVMR_THREADGROUPS = 768   # MVMR: split the C reduction while there are fewer threadgroups ...
 MVMR_MIN_SLICES = 4        # ... keeping at least this many slices per part
 VVOR_STEP = 32         # VVOR: triplets staged at a time
-VVOR_THREADGROUPS = 1024   # VVOR: split the runs until about this many threadgroups ...
-VVOR_MIN_PART = 64         # ... but keep at least this many triplets per part (even runs)
+VVOR_THREADGROUPS = 2048   # VVOR: split the runs until about this many threadgroups ...
+VVOR_MIN_PART = 32         # ... but keep at least this many triplets per part (even runs)
 
 HEADER = f"constant uint THREADS = {THREADS};\n" + """
 // p[0..3] as float, those at index n and past it 0: one packed load (any alignment of the
@@ -420,14 +420,18 @@ def _kernels(factory: Callable) -> dict[str, Callable]:
 
 def tiles(t: int, k: int, c: int, m: int) -> tuple[int, int, int, int]:
     """(BL, BM, BC, NT): 64 triplets x 64 output channels on 256 threads (32 or 16 outputs on
-    128 threads where M is that small), slices of 16 channels. Each SIMD-group then holds
-    4 x 2 (4 x 1) accumulators. Measured on the CUDA translation (H100, the three benchmark
-    shapes): 64 x 64 on 256 threads is 7-9% faster than 64 x 32 on 128 at C = M = 128 and
-    256; 32 triplets were 20% slower, 128 twice as slow; slices of 32 channels 3-5% slower."""
-    del t, k, c                    # the tile depends on the outputs alone
+    128 threads where M is that small), slices of 16 channels (32 from C = 256 on). Each
+    SIMD-group then holds 4 x 2 (4 x 1) accumulators. Measured on the CUDA translation (H100,
+    the three benchmark shapes): 64 x 64 on 256 threads is 7-9% faster than 64 x 32 on 128 at
+    C = M = 128 and 256; 32 triplets were 20% slower, 128 twice as slow (with tensor-core
+    products still 1.3-1.4x slower). Slices of 32 channels were 3-5% slower with the products
+    on CUDA cores; on tensor cores they are 5% faster at C = 256 (0.075 -> 0.072 ms), 3% slower
+    at C = 128 and 11% slower at C = 32 (`benchmarks/bench_tiles.py`)."""
+    del t, k                       # the tile depends on the channels alone
+    bc = 32 if c >= 256 else 16
     if m > 32:
-        return 64, 64, 16, 2 * THREADS
-    return 64, (32 if m > 16 else 16), 16, THREADS
+        return 64, 64, bc, 2 * THREADS
+    return 64, (32 if m > 16 else 16), bc, THREADS
 
 
 def runs_launch(a_idx: mx.array, k: int, factory: Callable | None = None

@@ -18,12 +18,15 @@ Contiguous forward: each segment is split into `P` equal parts, `P` from the arr
 (no read-back of `lengths`). A threadgroup of 256 threads owns one (segment, part, tile of up
 to 32 column-threads) and writes one float32 partial row: each thread reads `V` = 4 columns
 at once (one 16-byte load, when C is a multiple of 4) and `UNROLL` = 4 rows before combining
-them, into 4 independent accumulators; then threads combine within a SIMD-group with
-`simd_shuffle_down` and across SIMD-groups in threadgroup memory. The same kernel, launched
-again over the `(K * P, C)` partials, reduces each segment's P rows into the result (dividing
-for the mean, clamping float16). No atomics: deterministic. The backward runs on the same grid;
-each thread knows its segment, so it stores `dx[r] = gy[s]` (÷ length; masked by `x == y` for
-max/min) with no atomics either.
+them, into 4 independent accumulators, about `ROWS_PER_THREAD` = 64 rows in all (H100, N = 1M,
+`benchmarks/bench_tiles.py`: 90% -> 92% of the copy bandwidth at C = 32 against 16 rows,
+101% -> 104% at C = 256; 8 rows at a time gained under 0.5% more there and slowed many short
+segments by 16%, whose rows mostly miss the unrolled loop); then threads combine within a
+SIMD-group with `simd_shuffle_down` and across SIMD-groups in threadgroup memory. The same
+kernel, launched again over the `(K * P, C)` partials, reduces each segment's P rows into the
+result (dividing for the mean, clamping float16). No atomics: deterministic. The backward
+runs on the same grid; each thread knows its segment, so it stores `dx[r] = gy[s]` (÷ length;
+masked by `x == y` for max/min) with no atomics either.
 
 Indexed forward: one thread per (segment, 4 columns when C is a multiple of 4, else 1),
 threadgroups of 256 = (up to 32 column-threads) x (segments). The lanes of a SIMD-group that
@@ -54,7 +57,7 @@ import mlx.core as mx
 REDUCES = ("sum", "mean", "max", "min")
 THREADS = 256          # per threadgroup
 SIMD_WIDTH = 32
-ROWS_PER_THREAD = 16   # contiguous form: a part has about 16 rows per row-thread
+ROWS_PER_THREAD = 64   # contiguous form: a part has about 64 rows per row-thread
 UNROLL = 4             # contiguous form: rows loaded at once, one accumulator each
 
 HEADER = """

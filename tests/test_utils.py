@@ -1,6 +1,7 @@
-"""utils.py: Metal-Puzzles' cells run unchanged; check() uses the catalog's hidden cases and
-budgets; show(), hint(), VERBOSE; Metal-Puzzles' API (fields, methods, output format); the real
-MLX binding accepts exactly what the harness passes."""
+"""utils.py: cells in Metal-Puzzles' API (tests/metal_puzzles_cells.py) run unchanged; check()
+uses the catalog's hidden cases and budgets; show(), hint(), VERBOSE; Metal-Puzzles' API
+(fields, methods, output format); the real MLX binding accepts exactly what the harness
+passes."""
 
 import mlx.core as mx
 import numpy as np
@@ -8,15 +9,16 @@ import pytest
 from metal_puzzles_cells import CELLS, PRELUDE
 
 import metalsim
+import puzzles.catalog
 import puzzles.checking
 import utils
-from puzzles.catalog import Case
+from puzzles.catalog import Case, all_puzzles
 from puzzles.checking import CheckResult, call_kwargs
 from utils import MetalKernel, MetalProblem
 
 
 def run_cells(*titles: str) -> dict:
-    """Execute the Metal-Puzzles cells up to and including `titles`, in notebook order."""
+    """Execute the Metal-Puzzles-API cells up to and including `titles`, in notebook order."""
     namespace: dict = {}
     exec(PRELUDE, namespace)
     order = list(CELLS)
@@ -268,6 +270,96 @@ def test_hints_come_one_at_a_time(capsys, monkeypatch):
     assert "last hint" in capsys.readouterr().out
 
 
+def test_the_last_hint_points_to_solution_not_to_files_a_pip_learner_lacks(capsys, monkeypatch):
+    monkeypatch.setattr(utils, "_HINTS_GIVEN", {})
+    problem = map_problem(MAP_BODY)
+    for _ in range(4):
+        problem.hint()
+    last = capsys.readouterr().out.strip().splitlines()[-1]
+    assert "problem.solution()" in last and "solutions/" not in last
+
+
+MAP_TEMPLATE = "uint local_i = thread_position_in_grid.x;\n// FILL ME IN (roughly 1 line)\n"
+
+
+@pytest.fixture
+def fresh_learner(monkeypatch):
+    """No hints given and no puzzle tried yet."""
+    monkeypatch.setattr(utils, "_HINTS_GIVEN", {})
+    monkeypatch.setattr(utils, "_TRIED", set())
+
+
+def test_solution_waits_until_the_learner_has_tried(capsys, fresh_learner):
+    problem = map_problem(MAP_TEMPLATE)
+    problem.solution()
+    assert "Try it first" in capsys.readouterr().out
+    problem.check()   # the template, unchanged: not yet an attempt
+    capsys.readouterr()
+    problem.solution()
+    assert "Try it first" in capsys.readouterr().out
+
+
+def test_solution_after_a_check_of_a_changed_kernel_shows_the_kernel_and_its_walkthrough(
+        capsys, fresh_learner):
+    attempt = map_problem("uint local_i = thread_position_in_grid.x;\nout[local_i] = 1;\n")
+    attempt.check()
+    capsys.readouterr()
+    map_problem(MAP_TEMPLATE).solution()   # the cell re-run: the attempt still counts
+    out = capsys.readouterr().out
+    puzzle = utils.catalog_puzzle("Map")
+    assert "Reference solution of puzzle 1: Map" in out
+    assert "out[local_i] = a[local_i] + 10;" in out
+    assert puzzle.walkthrough() in out
+
+
+def test_solution_after_the_last_hint_or_when_insisted(capsys, fresh_learner):
+    problem = map_problem(MAP_TEMPLATE)
+    problem.solution(insist=True)
+    assert "Reference solution" in capsys.readouterr().out
+    for _ in range(3):
+        problem.hint()
+    problem.solution()
+    assert "Reference solution" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("puzzle", all_puzzles(), ids=lambda p: f"{p.number}-{p.slug}")
+def test_solution_shows_every_puzzles_kernel_and_walkthrough(puzzle, capsys):
+    def fn(*_inputs):
+        return MetalKernel(name=puzzle.kernel, input_names=list(puzzle.input_names),
+                           output_names=list(puzzle.output_names), source="")
+
+    case = puzzle.visible
+    MetalProblem(puzzle.title, fn, [mx.array(x) for x in case.inputs], case.output_shape,
+                 grid=case.grid, threadgroup=case.threadgroup).solution(insist=True)
+    out = capsys.readouterr().out
+    assert puzzle.solution().strip().splitlines()[-1] in out
+    assert puzzle.walkthrough() in out
+
+
+def test_solution_shows_the_header_of_puzzles_that_have_one(capsys, fresh_learner):
+    def pooling_test(a):
+        return MetalKernel(name="pooling", input_names=["a"], output_names=["out"], source="")
+
+    MetalProblem("Pooling", pooling_test, [mx.arange(8)], (8,), grid=(8, 1, 1),
+                 threadgroup=(8, 1, 1)).solution(insist=True)
+    out = capsys.readouterr().out
+    assert "header:\n    constant uint THREADGROUP_MEM_SIZE = 8;" in out
+    assert "threadgroup_barrier" in out
+
+
+def test_solution_in_a_copy_without_solutions_says_so(capsys, fresh_learner, monkeypatch,
+                                                       tmp_path):
+    monkeypatch.setattr(puzzles.catalog, "SOLUTIONS", tmp_path)
+    monkeypatch.setattr(puzzles.catalog, "WALKTHROUGHS", tmp_path / "walkthroughs")
+    map_problem(MAP_TEMPLATE).solution(insist=True)
+    assert "no reference solutions" in capsys.readouterr().out
+
+
+def test_solution_of_a_problem_outside_the_catalog(capsys):
+    map_problem(MAP_BODY, name="My own map").solution(insist=True)
+    assert "not a puzzle of the catalog" in capsys.readouterr().out
+
+
 def test_hint_counter_survives_re_running_the_cell(capsys, monkeypatch):
     monkeypatch.setattr(utils, "_HINTS_GIVEN", {})
     map_problem(MAP_BODY).hint()
@@ -484,3 +576,49 @@ out[i] = t[local_i * 32] + 10;
     rows = report_rows(result.text.replace("yours", "yours x"))
     assert "4" in next(v for k, v in rows.items() if k.startswith("worst bank conflict"))
     assert "bank cycles per SIMD-group access, ideal 1.0" in result.text
+
+
+def catalog_problem(number: int, source: str | None = None) -> MetalProblem:
+    """A problem on catalog puzzle `number`'s visible case, with its reference solution (or
+    `source`) as the learner's kernel."""
+    puzzle = puzzles.catalog.find(number)
+    body = puzzle.solution() if source is None else source
+
+    def kernel(*_inputs: mx.array) -> MetalKernel:
+        return MetalKernel(name=puzzle.kernel, input_names=list(puzzle.input_names),
+                           output_names=list(puzzle.output_names), source=body,
+                           header=puzzle.header, atomic_outputs=puzzle.atomic_outputs)
+
+    v = puzzle.visible
+    return MetalProblem(puzzle.title, kernel, [mx.array(x) for x in v.inputs], v.output_shape,
+                        grid=v.grid, threadgroup=v.threadgroup)
+
+
+def test_report_never_blames_a_line_of_the_reference_and_says_what_the_launch_decides():
+    result = catalog_problem(19).report()   # Matmul (Tiled), threadgroups of 3 x 3 threads
+    assert "yours and the reference both at grid (9, 9, 1), threadgroup (3, 3, 1)" in result.text
+    assert "Where yours costs more" not in result.text
+    assert "Not blamed: line(s) 16, 17, 26" in result.text
+    assert "SIMD-group efficiency: at most 28% at this launch" in result.text
+    assert "a threadgroup row is 3 thread(s) wide" in result.text
+    assert result.yours.simd_efficiency <= result.yours.simd_launch_bound
+
+
+def test_report_blames_a_line_costlier_than_any_of_the_references_at_the_same_launch():
+    # Map at 64 threads, each reading every 16th element: 16 segments per access where the
+    # reference needs 1 per 32 floats.
+    body = "uint i = thread_position_in_grid.x;\nout[i] = a[(i * 16) % 64] + 10;\n"
+    problem = MetalProblem("Map", lambda a: MetalKernel("map", ["a"], ["out"], source=body),
+                           [mx.arange(64)], (64,), grid=(64, 1, 1), threadgroup=(64, 1, 1))
+    result = problem.report()
+    assert "line 2: out[i] = a[(i * 16) % 64] + 10;" in result.text
+    assert "SIMD-group efficiency: at most" not in result.text   # 64 threads fill two
+
+
+def test_report_says_when_the_reference_faults_at_the_learners_launch_and_spares_nothing():
+    problem = catalog_problem(19)   # tiles of 3 x 3; threadgroups of 4 x 4 overrun them
+    problem.grid, problem.threadgroup = (12, 12, 1), (4, 4, 1)
+    result = problem.report()
+    assert "The reference is written for the puzzle's own launch and faults at this one" \
+        in result.text
+    assert "Not blamed" not in result.text

@@ -5,14 +5,15 @@
     outputs = kernel(inputs=[...], output_shapes=[...], ...)       # runs on the GPU
     metalsim.cuda.gpu_available()                                  # CuPy + an NVIDIA GPU here?
     metalsim.cuda.time_kernel(kernel, inputs=[...], ...)           # median ms, CUDA events
+    with metalsim.cuda.exact_matrix_products(): ...                # simdgroup_matrix on FMAs
     with metalsim.patch(backend="cuda"): ...                       # mx.fast.metal_kernel on CUDA
 
 `translate` (AST -> CUDA C++) and `nvrtc` (compile to PTX) need no GPU; `runtime` needs CuPy.
 """
 
 from metalsim.cuda.api import CudaKernel, metal_kernel, prepare, run_on_gpu, time_kernel
-from metalsim.cuda.runtime import gpu_available, gpu_name
+from metalsim.cuda.runtime import exact_matrix_products, gpu_available, gpu_name
 from metalsim.cuda.translate import Translation, cuda_source, translate
 
-__all__ = ["CudaKernel", "Translation", "cuda_source", "gpu_available", "gpu_name",
-           "metal_kernel", "prepare", "run_on_gpu", "time_kernel", "translate"]
+__all__ = ["CudaKernel", "Translation", "cuda_source", "exact_matrix_products", "gpu_available",
+           "gpu_name", "metal_kernel", "prepare", "run_on_gpu", "time_kernel", "translate"]

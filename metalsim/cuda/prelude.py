@@ -987,76 +987,264 @@ __device__ inline bool atomic_compare_exchange_strong_explicit(atomic<T>* o, T* 
   return atomic_compare_exchange_weak_explicit(o, expected, desired);
 }
 
-// ---- simdgroup_matrix: lane L holds (row, col) and (row, col + 1) ----
-__device__ inline int sgm_row(int l) { int q = l / 4; return (q & 4) + (l / 2) % 4; }
-__device__ inline int sgm_col(int l) { int q = l / 4; return (q & 2) * 2 + (l % 2) * 2; }
+// ---- simdgroup_matrix ----
+// Lane L holds two horizontally adjacent elements (row, col) and (row, col + 1), col even.
+// Metal's lane layout is what thread_elements() shows. The runtime chooses where the elements
+// live from what the kernel does with thread_elements():
+// - never called: where mma.sync's accumulator has them (lane 4 r + c / 2), so that products
+//   need no shuffles into or out of the tensor cores' layout;
+// - only read (METALSIM_SGM_ELEMENTS_READ): there too, with a copy in Metal's layout that
+//   every operation writing the matrix keeps up to date (a product: two shuffles), so that a
+//   lane can read its elements anywhere, in divergent code too;
+// - written (METALSIM_SGM_METAL_LAYOUT): in Metal's layout, and every product shuffles its
+//   operands into the tensor cores' layout and its result back.
+// Products run on tensor cores from sm_80 on, unless METALSIM_EXACT_MATRIX asks for the
+// CUDA-core path, whose fused multiply-adds run over k in order from the accumulator (Metal
+// leaves the order, the fusion and the internal precision unspecified; the simulator's
+// product is numpy's). That path, and GPUs before sm_80, keep Metal's layout.
+#if defined(METALSIM_EXACT_MATRIX) || !defined(__CUDA_ARCH__) || __CUDA_ARCH__ < 800
+#define METALSIM_SGM_FMA 1
+#ifndef METALSIM_SGM_METAL_LAYOUT
+#define METALSIM_SGM_METAL_LAYOUT 1
+#endif
+#endif
+
+// Metal's layout: lane L holds row sgm_metal_row(L), columns sgm_metal_col(L) and + 1.
+__device__ inline int sgm_metal_row(int l) { int q = l / 4; return (q & 4) + (l / 2) % 4; }
+__device__ inline int sgm_metal_col(int l) { int q = l / 4; return (q & 2) * 2 + (l % 2) * 2; }
+// The lane holding elements (r, c & ~1) and (r, c | 1) in Metal's layout.
+__device__ inline int sgm_metal_lane(int r, int c) {
+  int q = (r & 4) | (((c >> 2) & 1) << 1) | ((r >> 1) & 1);
+  return 4 * q + ((r & 1) << 1) + ((c >> 1) & 1);
+}
+// The element (r, c) of an 8x8 matrix at `src` with `stride`, `origin` and `transpose`.
+template <class P, class S, class O>
+__device__ inline P sgm_element(const P* src, S stride, O origin, bool transpose, long r, long c) {
+  long rr = transpose ? c : r, cc = transpose ? r : c;
+  return src[((long)origin.y + rr) * (long)stride + (long)origin.x + cc];
+}
+template <class P, class S, class O>
+__device__ inline P* sgm_address(P* dst, S stride, O origin, bool transpose, long r, long c) {
+  long rr = transpose ? c : r, cc = transpose ? r : c;
+  return dst + ((long)origin.y + rr) * (long)stride + (long)origin.x + cc;
+}
+
+#ifndef METALSIM_SGM_FMA
+// mma.sync m16n8k8 wants, in lane 4 g + t: the row pair (g, 2t), (g, 2t + 1) of A (k permuted
+// so that the tf32 shape's k = t and t + 4 are 2t and 2t + 1), the column pair (2t, g),
+// (2t + 1, g) of B, and gives the row pair (g, 2t), (g, 2t + 1) of the result.
+// 3xTF32: x = hi + lo with both parts tf32 (hi rounded to nearest, lo the rounded rest), so that
+// a * b = a_hi b_hi + a_lo b_hi + a_hi b_lo up to about 2^-22 relative (a_lo b_lo left out).
+__device__ inline void tf32_split(float x, unsigned& hi, unsigned& lo) {
+  asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(hi) : "f"(x));
+  float rest = x - __uint_as_float(hi);
+  asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(lo) : "f"(rest));
+}
+__device__ inline void mma_tf32(float (&d)[4], unsigned a0, unsigned a1, unsigned a2, unsigned a3,
+                                unsigned b0, unsigned b1) {
+  asm("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+      "{%8, %9}, {%0, %1, %2, %3};"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+// Two m16n8k8 products: rows 0-7 of the 16-row shape take a_lo b_hi and then a_hi b_lo, rows
+// 8-15 a_hi b_hi + acc; the lane adds its two halves. Where a_hi b_hi + acc is not finite (an
+// infinite or NaN operand, or overflow) it is the result: the split parts of an infinity
+// would add inf * 0 = NaN.
+__device__ inline vec<float, 2> sgm_mma(vec<float, 2> a, vec<float, 2> b, vec<float, 2> acc) {
+  unsigned ah0, al0, ah1, al1, bh0, bl0, bh1, bl1;
+  tf32_split(a[0], ah0, al0); tf32_split(a[1], ah1, al1);
+  tf32_split(b[0], bh0, bl0); tf32_split(b[1], bh1, bl1);
+  float d[4] = {0.0f, 0.0f, acc[0], acc[1]};
+  mma_tf32(d, al0, ah0, al1, ah1, bh0, bh1);
+  mma_tf32(d, ah0, 0u, ah1, 0u, bl0, bl1);
+  return vec<float, 2>(fabsf(d[2]) <= 3.40282347e38f ? d[0] + d[2] : d[2],
+                       fabsf(d[3]) <= 3.40282347e38f ? d[1] + d[3] : d[3]);
+}
+template <class T> struct mma_half_kind;
+template <> struct mma_half_kind<half> { static constexpr bool bf16 = false; };
+template <> struct mma_half_kind<bfloat> { static constexpr bool bf16 = true; };
+// half and bfloat: one m16n8k8 product with float accumulation (rows 8-15 unused).
+template <class T>
+__device__ inline vec<float, 2> sgm_mma(vec<T, 2> a, vec<T, 2> b, vec<float, 2> acc) {
+  unsigned a0 = a[0].bits | ((unsigned)a[1].bits << 16);
+  unsigned b0 = b[0].bits | ((unsigned)b[1].bits << 16);
+  float d[4] = {acc[0], acc[1], 0.0f, 0.0f};
+  if constexpr (mma_half_kind<T>::bf16) {
+    asm("mma.sync.aligned.m16n8k8.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5}, {%6}, "
+        "{%0, %1, %2, %3};"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]) : "r"(a0), "r"(0u), "r"(b0));
+  } else {
+    asm("mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5}, {%6}, "
+        "{%0, %1, %2, %3};"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]) : "r"(a0), "r"(0u), "r"(b0));
+  }
+  return vec<float, 2>(d[0], d[1]);
+}
+// The column pair (2t, g), (2t + 1, g) of a matrix whose lanes hold row pairs, lane `owner(r, c)`
+// holding (r, c & ~1), (r, c | 1), in two shuffles: each element wanted sits in slot g & 1 of
+// its lane; a source on an odd row (`odd_row`) sends its slots in the other order, so that in
+// each round every source sends what its readers want.
+template <class T, class Owner>
+__device__ inline vec<T, 2> sgm_column_pair(const vec<T, 2>& e, bool odd_row, Owner owner) {
+  int l = (int)lane_id(), g = l >> 2, t = l & 3;
+  bool odd = g & 1;
+  int p = owner(2 * t, g), q = owner(2 * t + 1, g);
+  T r0 = shfl(0xffffffffu, odd_row ? e[1] : e[0], odd ? q : p);
+  T r1 = shfl(0xffffffffu, odd_row ? e[0] : e[1], odd ? p : q);
+  return odd ? vec<T, 2>(r1, r0) : vec<T, 2>(r0, r1);
+}
+#endif
+
+#ifdef METALSIM_SGM_METAL_LAYOUT
 template <class T, int R = 8, int C = 8> struct simdgroup_matrix {
   vec<T, 2> e;
   simdgroup_matrix() = default;
   __device__ simdgroup_matrix(T v) {
-    int l = (int)lane_id();
-    e[0] = sgm_row(l) == sgm_col(l) ? v : T(0);
-    e[1] = sgm_row(l) == sgm_col(l) + 1 ? v : T(0);
+    int l = (int)lane_id(), r = sgm_metal_row(l), c = sgm_metal_col(l);
+    e[0] = r == c ? v : T(0);
+    e[1] = r == c + 1 ? v : T(0);
   }
   __device__ vec<T, 2>& thread_elements() { return e; }
   __device__ const vec<T, 2>& thread_elements() const { return e; }
 };
-typedef simdgroup_matrix<float> simdgroup_float8x8;
-typedef simdgroup_matrix<half> simdgroup_half8x8;
-typedef simdgroup_matrix<bfloat> simdgroup_bfloat8x8;
 template <class T, int R = 8, int C = 8, class V>
 __device__ inline simdgroup_matrix<T, R, C> make_filled_simdgroup_matrix(V v) {
   simdgroup_matrix<T, R, C> m; m.e = vec<T, 2>(T(v)); return m;
 }
-// The lane holding elements (r, c & ~1) and (r, c | 1): the inverse of sgm_row/sgm_col.
-__device__ inline int sgm_lane(int r, int c) {
-  int q = (r & 4) | (((c >> 2) & 1) << 1) | ((r >> 1) & 1);
-  return 4 * q + ((r & 1) << 1) + ((c >> 1) & 1);
-}
 template <class T, class P, class S = int, class O = ulong2>
 __device__ inline void simdgroup_load(simdgroup_matrix<T>& m, const P* src, S stride = 8,
                                       O origin = O(0, 0), bool transpose = false) {
-  int l = (int)lane_id(), r = sgm_row(l), c = sgm_col(l);
-  for (int k = 0; k < 2; ++k) {
-    long rr = transpose ? c + k : r, cc = transpose ? r : c + k;
-    m.e[k] = T(src[((long)origin.y + rr) * (long)stride + (long)origin.x + cc]);
-  }
+  int l = (int)lane_id(), r = sgm_metal_row(l), c = sgm_metal_col(l);
+  for (int k = 0; k < 2; ++k) m.e[k] = T(sgm_element(src, stride, origin, transpose, r, c + k));
 }
 template <class T, class P, class S = int, class O = ulong2>
 __device__ inline void simdgroup_store(const simdgroup_matrix<T>& m, P* dst, S stride = 8,
                                        O origin = O(0, 0), bool transpose = false) {
-  int l = (int)lane_id(), r = sgm_row(l), c = sgm_col(l);
-  for (int k = 0; k < 2; ++k) {
-    long rr = transpose ? c + k : r, cc = transpose ? r : c + k;
-    dst[((long)origin.y + rr) * (long)stride + (long)origin.x + cc] = P(m.e[k]);
-  }
+  int l = (int)lane_id(), r = sgm_metal_row(l), c = sgm_metal_col(l);
+  for (int k = 0; k < 2; ++k) *sgm_address(dst, stride, origin, transpose, r, c + k) = P(m.e[k]);
 }
-// a * b + acc in float, fused multiply-adds over k in order from acc (Metal leaves the order,
-// the fusion and the internal precision unspecified; the simulator's product is numpy's).
+#ifdef METALSIM_SGM_FMA
+// a * b + acc in float, fused multiply-adds over k in order from acc.
 template <class T>
 __device__ inline vec<float, 2> sgm_product(const simdgroup_matrix<T>& a, const simdgroup_matrix<T>& b,
                                             vec<float, 2> acc) {
-  int l = (int)lane_id(), r = sgm_row(l), c = sgm_col(l);
+  int l = (int)lane_id(), r = sgm_metal_row(l), c = sgm_metal_col(l);
   for (int k = 0; k < 8; ++k) {
     // a[r][k] from the lane holding it, and the pair b[k][c], b[k][c + 1]
-    float av = (float)shfl(0xffffffffu, a.e[k & 1], sgm_lane(r, k));
-    vec<T, 2> bv = shfl(0xffffffffu, b.e, sgm_lane(k, c));
+    float av = (float)shfl(0xffffffffu, a.e[k & 1], sgm_metal_lane(r, k));
+    vec<T, 2> bv = shfl(0xffffffffu, b.e, sgm_metal_lane(k, c));
     acc[0] = __fmaf_rn(av, (float)bv[0], acc[0]);
     acc[1] = __fmaf_rn(av, (float)bv[1], acc[1]);
   }
   return acc;
 }
+#else
+// Operands and accumulator shuffled into the tensor cores' layout, the result back.
 template <class T>
-__device__ inline void simdgroup_multiply(simdgroup_matrix<T>& d, const simdgroup_matrix<T>& a,
-                                          const simdgroup_matrix<T>& b) {
-  d.e = vec<T, 2>(sgm_product(a, b, vec<float, 2>(0.0f)));
+__device__ inline vec<float, 2> sgm_product(const simdgroup_matrix<T>& a, const simdgroup_matrix<T>& b,
+                                            vec<float, 2> acc) {
+  int l = (int)lane_id(), row_pair = sgm_metal_lane(l >> 2, (l & 3) * 2);
+  vec<T, 2> ar = shfl(0xffffffffu, a.e, row_pair);
+  vec<T, 2> bc = sgm_column_pair(b.e, sgm_metal_row(l) & 1, sgm_metal_lane);
+  vec<float, 2> d = sgm_mma(ar, bc, shfl(0xffffffffu, acc, row_pair));
+  return shfl(0xffffffffu, d, 4 * sgm_metal_row(l) + sgm_metal_col(l) / 2);
 }
+#endif
 template <class T>
 __device__ inline void simdgroup_multiply_accumulate(simdgroup_matrix<T>& d, const simdgroup_matrix<T>& a,
                                                      const simdgroup_matrix<T>& b,
                                                      const simdgroup_matrix<T>& c) {
   d.e = vec<T, 2>(sgm_product(a, b, vec<float, 2>(c.e)));
 }
+template <class T>
+__device__ inline void simdgroup_multiply(simdgroup_matrix<T>& d, const simdgroup_matrix<T>& a,
+                                          const simdgroup_matrix<T>& b) {
+  d.e = vec<T, 2>(sgm_product(a, b, vec<float, 2>(0.0f)));
+}
+#else
+// The tensor cores' layout: lane 4 g + t holds the row pair e = (g, 2t), (g, 2t + 1); `bt`, the
+// column pair (2t, g), (2t + 1, g) that mma.sync takes as B, is loaded with it (the compiler
+// drops those loads where the matrix is never a B operand) and gathered from the other lanes
+// only for a product's result; with METALSIM_SGM_ELEMENTS_READ, `m` is Metal's row pair.
+template <class T, int R = 8, int C = 8> struct simdgroup_matrix {
+  vec<T, 2> e, bt;
+  bool bt_valid;
+#ifdef METALSIM_SGM_ELEMENTS_READ
+  vec<T, 2> m;
+#endif
+  __device__ simdgroup_matrix() : bt_valid(false) {}
+  __device__ simdgroup_matrix(T v) : bt_valid(true) {
+    int l = (int)lane_id(), g = l >> 2, t = l & 3;
+    for (int k = 0; k < 2; ++k) {
+      e[k] = g == 2 * t + k ? v : T(0);
+      bt[k] = 2 * t + k == g ? v : T(0);
+#ifdef METALSIM_SGM_ELEMENTS_READ
+      m[k] = sgm_metal_row(l) == sgm_metal_col(l) + k ? v : T(0);
+#endif
+    }
+  }
+#ifdef METALSIM_SGM_ELEMENTS_READ
+  __device__ const vec<T, 2>& thread_elements() const { return m; }
+#endif
+};
+template <class T, int R = 8, int C = 8, class V>
+__device__ inline simdgroup_matrix<T, R, C> make_filled_simdgroup_matrix(V v) {
+  simdgroup_matrix<T, R, C> x;
+  x.e = x.bt = vec<T, 2>(T(v));
+  x.bt_valid = true;
+#ifdef METALSIM_SGM_ELEMENTS_READ
+  x.m = x.e;
+#endif
+  return x;
+}
+template <class T, class P, class S = int, class O = ulong2>
+__device__ inline void simdgroup_load(simdgroup_matrix<T>& x, const P* src, S stride = 8,
+                                      O origin = O(0, 0), bool transpose = false) {
+  int l = (int)lane_id(), g = l >> 2, t = l & 3;
+  for (int k = 0; k < 2; ++k) {
+    x.e[k] = T(sgm_element(src, stride, origin, transpose, g, 2 * t + k));
+    x.bt[k] = T(sgm_element(src, stride, origin, transpose, 2 * t + k, g));
+#ifdef METALSIM_SGM_ELEMENTS_READ
+    x.m[k] = T(sgm_element(src, stride, origin, transpose, sgm_metal_row(l), sgm_metal_col(l) + k));
+#endif
+  }
+  x.bt_valid = true;
+}
+template <class T, class P, class S = int, class O = ulong2>
+__device__ inline void simdgroup_store(const simdgroup_matrix<T>& x, P* dst, S stride = 8,
+                                       O origin = O(0, 0), bool transpose = false) {
+  int l = (int)lane_id(), g = l >> 2, t = l & 3;
+  for (int k = 0; k < 2; ++k) *sgm_address(dst, stride, origin, transpose, g, 2 * t + k) = P(x.e[k]);
+}
+__device__ inline int sgm_native_lane(int r, int c) { return 4 * r + (c >> 1); }
+template <class T>
+__device__ inline void sgm_set_product(simdgroup_matrix<T>& d, const simdgroup_matrix<T>& a,
+                                       const simdgroup_matrix<T>& b, vec<float, 2> acc) {
+  // bt_valid is the same in every lane: only whole-SIMD-group operations change it.
+  vec<T, 2> bc = b.bt_valid ? b.bt : sgm_column_pair(b.e, ((int)lane_id() >> 2) & 1, sgm_native_lane);
+  d.e = vec<T, 2>(sgm_mma(a.e, bc, acc));
+  d.bt_valid = false;
+#ifdef METALSIM_SGM_ELEMENTS_READ
+  int l = (int)lane_id();
+  d.m = shfl(0xffffffffu, d.e, 4 * sgm_metal_row(l) + sgm_metal_col(l) / 2);
+#endif
+}
+template <class T>
+__device__ inline void simdgroup_multiply_accumulate(simdgroup_matrix<T>& d, const simdgroup_matrix<T>& a,
+                                                     const simdgroup_matrix<T>& b,
+                                                     const simdgroup_matrix<T>& c) {
+  sgm_set_product(d, a, b, vec<float, 2>(c.e));
+}
+template <class T>
+__device__ inline void simdgroup_multiply(simdgroup_matrix<T>& d, const simdgroup_matrix<T>& a,
+                                          const simdgroup_matrix<T>& b) {
+  sgm_set_product(d, a, b, vec<float, 2>(0.0f));
+}
+#endif
+typedef simdgroup_matrix<float> simdgroup_float8x8;
+typedef simdgroup_matrix<half> simdgroup_half8x8;
+typedef simdgroup_matrix<bfloat> simdgroup_bfloat8x8;
 template <class T>
 __device__ inline simdgroup_matrix<T> operator*(const simdgroup_matrix<T>& a, const simdgroup_matrix<T>& b) {
   simdgroup_matrix<T> d; simdgroup_multiply(d, a, b); return d;

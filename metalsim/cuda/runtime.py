@@ -15,10 +15,14 @@ and again without copies.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import functools
 import math
 import os
+import re
 import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -57,11 +61,50 @@ def gpu_name() -> str:
     return props["name"].decode()
 
 
-def _ptx(source: str, math_mode: str, arch: str, max_threads: int) -> str:
+_EXACT_PRODUCTS = contextvars.ContextVar("metalsim_cuda_exact_products", default=False)
+
+
+@contextlib.contextmanager
+def exact_matrix_products(exact: bool = True) -> Iterator[None]:
+    """Kernels prepared inside the block do their `simdgroup_matrix` products on CUDA cores:
+    fused multiply-adds over k in order, in float, reproducible to the bit (the tensor-core
+    path, the default from sm_80 on, splits float operands into three TF32 products)."""
+    token = _EXACT_PRODUCTS.set(exact)
+    try:
+        yield
+    finally:
+        _EXACT_PRODUCTS.reset(token)
+
+
+# A write through thread_elements(): an assignment, increment or decrement of the elements or
+# one of them, or a non-const reference bound to them (a missed form fails to compile: the
+# read-only layout's thread_elements() is const).
+_ELEMENTS_WRITTEN = re.compile(
+    r"thread_elements\(\)\s*(?:\[[^\]]*\]|\.\w+)?\s*(?:(?:[-+*/%&|^]|<<|>>)?=(?!=)|\+\+|--)"
+    r"|(?:\+\+|--)\s*\(?\s*[\w\[\]]+\.thread_elements"
+    r"|&\s*\w+\s*=\s*[\w\[\]\.]*thread_elements\(\)\s*;")
+
+
+def matrix_defines(translation: Translation) -> tuple[str, ...]:
+    """The prelude's `simdgroup_matrix` switches for this kernel: the CUDA-core products inside
+    `exact_matrix_products()`, and where the elements live: in the tensor cores' layout unless
+    the kernel calls `thread_elements()` (the one way to observe the layout), with a copy in
+    Metal's layout where it only reads them, in Metal's layout alone where it writes them."""
+    defines = ["-DMETALSIM_EXACT_MATRIX"] if _EXACT_PRODUCTS.get() else []
+    text = translation.kernel_text
+    if _ELEMENTS_WRITTEN.search(text):
+        defines.append("-DMETALSIM_SGM_METAL_LAYOUT")
+    elif "thread_elements" in text:
+        defines.append("-DMETALSIM_SGM_ELEMENTS_READ")
+    return tuple(defines)
+
+
+def _ptx(source: str, math_mode: str, arch: str, max_threads: int,
+         defines: tuple[str, ...] = ()) -> str:
     """PTX from the NVRTC that CuPy uses (its CUDA version matches the driver's support; a
     newer NVRTC's PTX would not load under an older driver), with metalsim's options alone,
     for blocks of at most `max_threads` threads."""
-    opts = [*nvrtc.options(math_mode), f"-DMETALSIM_MAX_THREADS={max_threads}",
+    opts = [*nvrtc.options(math_mode), f"-DMETALSIM_MAX_THREADS={max_threads}", *defines,
             f"--gpu-architecture={arch}"]
     try:
         from cupy_backends.cuda.libs import nvrtc as cupy_nvrtc
@@ -80,12 +123,12 @@ def _ptx(source: str, math_mode: str, arch: str, max_threads: int) -> str:
 
 
 @functools.lru_cache(maxsize=256)
-def _compiled(source: str, math_mode: str, max_threads: int) -> Any:
+def _compiled(source: str, math_mode: str, max_threads: int, defines: tuple[str, ...] = ()) -> Any:
     """Compile to PTX ourselves (CuPy's own compilation of the same source flushed denormals)
     and load it for this device."""
     cupy = cupy_module()
     arch = f"compute_{cupy.cuda.Device().compute_capability}"   # e.g. "90" on an H100
-    ptx = _ptx(source, math_mode, arch, max_threads)
+    ptx = _ptx(source, math_mode, arch, max_threads, defines)
     with tempfile.NamedTemporaryFile("w", suffix=".ptx", delete=False) as f:
         f.write(ptx)
     try:
@@ -149,7 +192,8 @@ def prepare(gen: GeneratedKernel, inputs: list[BoundInput], outputs: list[Output
         raise RuntimeError(f"translated buffers {translation.buffers} do not match {bound}")
     tg = clamp_threadgroup(grid, threadgroup)
     threads = tg[0] * tg[1] * tg[2]
-    function = _compiled(translation.source, math_mode, max(32, -(-threads // 32) * 32))
+    function = _compiled(translation.source, math_mode, max(32, -(-threads // 32) * 32),
+                         matrix_defines(translation))
     keep, args, outs = [], [], []
     for param in gen.params:
         if param.role == "attribute":

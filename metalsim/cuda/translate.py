@@ -136,6 +136,20 @@ def _walk(node: object):
             yield from _walk(item)
 
 
+_MATRIX_FUNCTIONS = {"simdgroup_load", "simdgroup_store", "simdgroup_multiply",
+                     "simdgroup_multiply_accumulate"}
+
+
+def _uses_simdgroup_matrices(node: ast.Node) -> bool:
+    """Whether `node` loads, stores, multiplies or reads the elements of a simdgroup_matrix.
+    Loops around these get `#pragma unroll` (full unrolling where the trip count is a
+    constant, nothing otherwise): an array of matrices indexed by a loop variable that is not
+    unrolled lives in local memory, and NVVM's own heuristic gives up on tensor-core loops."""
+    return any((isinstance(n, ast.Call) and n.func.name in _MATRIX_FUNCTIONS)
+               or (isinstance(n, ast.MethodCall) and n.name == "thread_elements")
+               for n in _walk(node))
+
+
 class _Printer:
     def __init__(self) -> None:
         self.kernel: ast.FunctionDef | None = None
@@ -391,7 +405,9 @@ class _Printer:
                 init = self.expr(s.init.expr)
             cond = self.expr(s.cond) if s.cond is not None else ""
             step = self.expr(s.step) if s.step is not None else ""
-            return f"{pad}for ({init}; {cond}; {step})\n" + self.nested(s.body, indent)
+            unroll = f"{pad}#pragma unroll\n" if _uses_simdgroup_matrices(s.body) else ""
+            return (f"{unroll}{pad}for ({init}; {cond}; {step})\n"
+                    + self.nested(s.body, indent))
         if isinstance(s, ast.While):
             return f"{pad}while ({self.expr(s.cond)})\n" + self.nested(s.body, indent)
         if isinstance(s, ast.DoWhile):

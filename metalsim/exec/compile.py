@@ -43,6 +43,7 @@ from metalsim.exec.uses import fixed_names, uses, walk
 from metalsim.exec.values import Frame, MemLoc, PtrSlot, VarLoc
 from metalsim.lang import ast
 from metalsim.lang import types as ty
+from metalsim.lang.cuda_names import cuda_hint
 from metalsim.lang.types import (
     INT,
     ArrayType,
@@ -95,6 +96,8 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
         # The prelude's own structs standing in for MLX's (complex64_t), which MLX's replace.
         self.prelude_structs: set[StructType] = set()
         self.decl_ids = 0
+        # code that runs only where a comparison let it: its coordinates -> the comparison's
+        self.guarded: dict[Coord, Coord] = {}
 
     # --- errors -----------------------------------------------------------------------------
     def error(self, message: str, node: ast.Node | Coord, hint: str = "", width: int = 1):
@@ -579,7 +582,8 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
         visible = list(self.functions) + [n for n in mathlib.FUNCTIONS if n[:2] != "__"] + [
             k[1] for k in self.builtins if k[0] == "call"]
         self.error(f"use of undeclared identifier '{name.name}'", name,
-                   hint=self.suggest(name.name, visible), width=len(name.name))
+                   hint=cuda_hint(name.name) or self.suggest(name.name, visible),
+                   width=len(name.name))
 
     def call_math(self, node: ast.Call, args: list[E]) -> E:
         name = node.func.name

@@ -28,6 +28,7 @@ from metalsim.exec.structs import store_at as store_struct
 from metalsim.exec.values import MemLoc, Ptr, VarLoc
 from metalsim.lang import ast
 from metalsim.lang import types as ty
+from metalsim.lang.cuda_names import cuda_hint
 from metalsim.lang.types import (
     BOOL,
     FLOAT,
@@ -244,7 +245,8 @@ class ExpressionCompiler:
                        node)
         names = [k for k in scope.visible() if isinstance(scope.lookup(k), Var)]
         self.error(f"use of undeclared identifier '{node.name}'", node,
-                   hint=self.suggest(node.name, names), width=len(node.name))
+                   hint=cuda_hint(node.name) or self.suggest(node.name, names),
+                   width=len(node.name))
 
     def var_expr(self, v: Var, node: ast.Node) -> E:
         coord = node.coord
@@ -574,6 +576,9 @@ class ExpressionCompiler:
         else:
             if not ty.is_arithmetic(t):
                 self.error(f"cannot increment a value of type '{t}'", node)
+            if isinstance(t, ScalarType) and t.enum:
+                self.error(f"cannot {'increment' if node.op == '++' else 'decrement'} "
+                           f"expression of enum type '{t}'", node)
             ct = ty.common_type(t, INT) if not isinstance(t, VectorType) else t
             one_c = self.convert(self.expr(one, scope), ct, node).const
 
@@ -666,6 +671,9 @@ class ExpressionCompiler:
                 return where
             return E(t, ev, coord, loc=loc_assigned, space=target.space)
         op = node.op[:-1]
+        if isinstance(t, ScalarType) and t.enum:   # the result, an integer, is not a `t`
+            self.error(f"assigning to '{t}' from incompatible type 'int'", node,
+                       hint=f"convert explicitly: e = static_cast<{t}>(...)")
         current = E(t, None, coord)
         slot: list = [None, None]
 

@@ -13,7 +13,7 @@ import functools
 import os
 import sys
 from collections.abc import Collection
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -75,6 +75,7 @@ class Program:
     code: FunctionCode
     params: dict[str, Var]
     source_map: SourceMap
+    guards: dict[Coord, Coord] = field(default_factory=dict)  # see `Compiler.guarded`
 
 
 # Compiling and running recurse once per nesting level of the kernel's code (a 500-term sum is
@@ -125,8 +126,9 @@ def compile_program(text: str, sections: tuple, math_mode: str, tracing: bool = 
     tokens = preprocess(full, source_map, after=preprocessed, include_dirs=include_dirs)
     unit = parse(tokens, source_map, after=parsed)
     variant = "fast" if math_mode == "fast" else "precise"
-    code, params = Compiler(unit, source_map, BUILTINS, variant, tracing).compile_kernel()
-    return Program(code, params, source_map)
+    compiler = Compiler(unit, source_map, BUILTINS, variant, tracing)
+    code, params = compiler.compile_kernel()
+    return Program(code, params, source_map, compiler.guarded)
 
 
 def _ceil_div(a: int, b: int) -> int:
@@ -444,7 +446,7 @@ def launch(gen, inputs, outputs, grid, threadgroup, template=None, math_mode: st
                                   include_dirs, header_files(include_dirs))
     tg = tuple(max(1, min(int(t), g)) for t, g in zip(threadgroup, grid))
     m = Machine(grid, program.source_map, step_limit or DEFAULT_STEP_LIMIT, tracing, trace_groups,
-                time_limit)
+                time_limit, program.guards)
     m.efficiency = MemoryEfficiency() if profile else None
     budget = default_memory_budget() if memory_budget is None else memory_budget
     plan = plan_memory(program, outputs, grid, tg, budget)
@@ -530,7 +532,8 @@ def follow_undefined(m: Machine, gen, inputs, outputs, initial: list, tg, math_m
         o.data[...] = data
     program = compile_program(gen.text, tuple(gen.sections), math_mode, True, include_dirs,
                               header_files(include_dirs))
-    traced = Machine(m.grid, program.source_map, m.step_limit, True, None, m.time_limit)
+    traced = Machine(m.grid, program.source_map, m.step_limit, True, None, m.time_limit,
+                     program.guards)
     regions, traffic_rows = bind_buffers(traced, gen, program, inputs, outputs)
     run_batches(traced, program, regions, tg, Coord("source", 1, 1), lanes)
     if not keep_trace:

@@ -214,8 +214,10 @@ class Machine:
 
     def __init__(self, grid: tuple[int, int, int], source_map: SourceMap, step_limit: int,
                  trace: bool, trace_groups: frozenset[int] | None = None,
-                 time_limit: float | None = None) -> None:
+                 time_limit: float | None = None,
+                 guards: dict[Coord, Coord] | None = None) -> None:
         self.grid = grid
+        self.guards = guards or {}   # code behind a bounds check (`Compiler.guarded`)
         self.total_threads = grid[0] * grid[1] * grid[2]
         self.source_map = source_map
         self.counters = Counters.zeros(self.total_threads)

@@ -10,6 +10,7 @@ whether a granule was ever written, and who last wrote and read it in which barr
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -91,6 +92,8 @@ class Region:
         self._accesses: dict[int, Access] = {}   # by id of the accessed type (`access`)
         self.bytes_read = 0
         self.bytes_written = 0
+        # the loads and stores of `_check_lost_update` (None until an atomic load)
+        self.atomic_loads: LoadShadow | None = None
         self.provenance: dict[tuple, frozenset] = {}  # thread memory, trace mode only
         # trace mode: threadgroup cells holding a value that came from uninitialised reads
         self.undefined: dict[tuple, frozenset] = {}
@@ -232,6 +235,20 @@ def cells_of(m: Machine, region: Region, lanes: np.ndarray, element: np.ndarray)
 MAX_CELLS = 64
 
 
+BOUNDS_HINT = "guard the access with a bounds check such as `if (i < n)`"
+GUARDED_HINT = ("this access is already behind the test at {where}, yet its index goes past "
+                "the end: the index expression is likely wrong, and another bounds check "
+                "would only hide it. Work out the index by hand for one of the threads above: "
+                "which thread position gives the row and which the column (rows and columns "
+                "swapped?), and how long a row is.")
+# An element index this large is a negative one in 32-bit unsigned arithmetic: no buffer a
+# kernel indexes with a uint has 2**31 elements.
+WRAPPED_BELOW = 1 << 31
+WRAP_HINT = ("a `uint` never goes below 0: subtracting past 0 wraps around to about 4 billion, "
+             "so a test such as `i - 1 >= 0` is always true for an unsigned `i`. Test the "
+             "unsigned value before you subtract from it, or compute the index in `int`.")
+
+
 def _check(m: Machine, region: Region, idx: np.ndarray | slice, off: np.ndarray, t: Type,
            write: bool, coord: Coord, a: Access | None = None) -> np.ndarray | None:
     """Bounds and alignment; returns a mask of the lanes (of `idx`) whose access is valid
@@ -248,11 +265,19 @@ def _check(m: Machine, region: Region, idx: np.ndarray | slice, off: np.ndarray,
         index = int(np.ravel(first)[0]) // region.unit
         verb = "wrote" if write else "read"
         offenders = np.broadcast_to(lanes, bad.shape)[bad] if bad.ndim else lanes
-        m.report("out-of-bounds", "error",
-                 f"out-of-bounds {'write' if write else 'read'}: {region.describe_element(t)}",
-                 coord, offenders, key=(region.name, write),
-                 detail=f"a thread {verb} element {index} of '{region.name}'",
-                 hint="guard the access with a bounds check such as `if (i < n)`",
+        message = f"out-of-bounds {'write' if write else 'read'}: {region.describe_element(t)}"
+        detail, hint = f"a thread {verb} element {index} of '{region.name}'", BOUNDS_HINT
+        if WRAPPED_BELOW <= index < 1 << 32:
+            message += ", and the index is an unsigned one that went below zero"
+            detail += (f": {index} is {index - (1 << 32)} wrapped around, as unsigned "
+                       f"arithmetic does (`0u - 1` is 4294967295)")
+            hint = WRAP_HINT
+        elif (guard := m.guards.get(coord)) is not None:
+            where = f"line {guard.line}" + ("" if guard.section == "source"
+                                            else f" of the {guard.section}")
+            hint = GUARDED_HINT.format(where=where)
+        m.report("out-of-bounds", "error", message,
+                 coord, offenders, key=(region.name, write), detail=detail, hint=hint,
                  cells=cells_of(m, region, offenders, np.broadcast_to(off, bad.shape)[bad]
                                 // region.unit))
         if m.trace is not None and region.space != "thread":
@@ -708,7 +733,8 @@ def _race_check(m: Machine, region: Region, idx: np.ndarray | slice, flat: np.nd
             (every_lane(with_writer), region.w_tid[flat], region.w_stamp[flat],
              region.w_site[flat], "wrote"),
             (every_lane(with_atomic), region.a_tid[flat], region.a_stamp[flat],
-             region.a_site[flat], "updated atomically")]
+             region.a_site[flat], "loaded atomically"
+             if not region.a_kind[flat][every_lane(with_atomic)].any() else "updated atomically")]
         if write:
             earlier.append((every_lane(with_reader), region.r_tid[flat], region.r_stamp[flat],
                             region.r_site[flat], "read"))
@@ -717,6 +743,10 @@ def _race_check(m: Machine, region: Region, idx: np.ndarray | slice, flat: np.nd
         region.w_stamp[at] = stamp
         region.w_site[at] = site
         region.w_gen = m.tg_generation
+        if region.atomic_loads is not None and flat.ndim == 1:   # after an atomic load
+            lanes = _lane_indices(m, idx)
+            _check_lost_update(m, region, lanes, flat, np.broadcast_to(tid, flat.shape),
+                               np.broadcast_to(stamp, flat.shape), True, coord)
         if not distinct:
             same_store = region.w_tid[flat] != tid  # two lanes of this store hit one granule
             if same_store.any() and identical is not None:
@@ -776,7 +806,8 @@ def _report_benign_race(m: Machine, region: Region, idx, flat: np.ndarray, benig
              cells=cells_of(m, region, offenders, elements[:offenders.size]),
              detail=f"threads of one statement wrote the same value to element "
                     f"{int(elements[0])} of '{region.name}' with no order between them",
-             hint="have one thread write it, e.g. `if (i == 0)`")
+             hint="if one writer is meant, let one thread write it (e.g. `if (i == 0)`); if each "
+                  "thread should write its own element, the index repeats across threads")
 
 
 def _unordered_with(stamps: np.ndarray, flat: np.ndarray, candidates: np.ndarray,
@@ -1030,6 +1061,10 @@ def _after_atomic(m: Machine, region: Region, lanes: np.ndarray, idx: np.ndarray
         with_atomic = _unordered_with(region.a_stamp, flat,
                                       racing & (a_tid >= 0) & (a_tid != tid), stamp)
         conflict |= with_atomic
+        if kind != RMW:
+            _check_lost_update(m, region, lanes, np.broadcast_to(flat, lanes.shape),
+                               np.broadcast_to(tid, lanes.shape),
+                               np.broadcast_to(stamp, lanes.shape), kind == STORE, coord)
         region.a_kind[flat] = kind
         region.a_tid[flat] = tid
         region.a_stamp[flat] = stamp
@@ -1046,3 +1081,91 @@ def _after_atomic(m: Machine, region: Region, lanes: np.ndarray, idx: np.ndarray
             what = "atomic order" if with_atomic.any() and not (with_writer | with_reader).any() \
                 else "atomic"
             _report_race(m, region, lanes, flat, conflict, what, coord, detail=detail)
+
+
+@dataclass
+class LoadShadow:
+    """What lost updates are found with, per region: per thread the granule it last loaded
+    atomically (-1: none pending), with that load's stamp and site; per granule the first
+    thread that stored it after loading it (-1: none), with its load's stamp and site."""
+
+    loaded: np.ndarray
+    load_stamp: np.ndarray
+    load_site: np.ndarray
+    first: np.ndarray
+    first_stamp: np.ndarray
+    first_site: np.ndarray
+
+    @classmethod
+    def empty(cls, threads: int, granules: int) -> LoadShadow:
+        return cls(np.full(threads, -1, np.int64), np.zeros(threads, np.int64),
+                   np.zeros(threads, np.int32), np.full(granules, -1, np.int64),
+                   np.zeros(granules, np.int64), np.zeros(granules, np.int32))
+
+
+def _check_lost_update(m: Machine, region: Region, lanes: np.ndarray, flat: np.ndarray,
+                       tid: np.ndarray, stamp: np.ndarray, store: bool, coord: Coord) -> None:
+    """Record an atomic load, or check a store: a thread that loaded a location and then
+    stores it, while another thread did the same with no order between them, loses an update
+    (the later store overwrites what the other thread stored after its load). No data race
+    for C++, but a read-modify-write done in two steps. O(lanes) per access."""
+    shadow = region.atomic_loads
+    if not store:
+        if shadow is None:
+            shadow = region.atomic_loads = LoadShadow.empty(m.total_threads,
+                                                            region.shadow_size)
+        shadow.loaded[tid] = flat
+        shadow.load_stamp[tid] = stamp
+        shadow.load_site[tid] = m.site(coord)
+        return
+    if shadow is None:
+        return
+    own = shadow.loaded[tid] == flat
+    if not own.any():
+        return
+    at, threads, stamps = flat[own], tid[own], stamp[own]
+    loads = shadow.load_stamp[threads]
+    shadow.loaded[threads] = -1   # this load's store is done
+    # an earlier statement's load-and-store of the location, unordered with this store
+    before = shadow.first[at]
+    lost = (before >= 0) & (before != threads) & _unordered(shadow.first_stamp[at], stamps)
+    if region.space == "threadgroup":   # its granules are reused by later threadgroups
+        lost &= (shadow.first_stamp[at] >> 32) == (stamps >> 32)
+    fresh = before < 0
+    shadow.first[at[fresh]] = threads[fresh]
+    shadow.first_stamp[at[fresh]] = loads[fresh]
+    shadow.first_site[at[fresh]] = shadow.load_site[threads[fresh]]
+    # several threads of this statement storing one location they all loaded
+    cells, count = np.unique(at, return_counts=True)
+    together = np.isin(at, cells[count > 1])
+    if not (lost | together).any():
+        return
+    i = int(np.flatnonzero(lost | together)[0])
+    other = int(before[i]) if lost[i] else int(
+        threads[np.flatnonzero((at == at[i]) & (threads != threads[i]))[0]])
+    lost |= together
+    _report_lost_update(m, region, lanes[own][lost], at[lost], int(threads[i]), other,
+                        int(shadow.load_site[threads[i]]), coord)
+
+
+def _report_lost_update(m: Machine, region: Region, lanes: np.ndarray, flat: np.ndarray,
+                        thread: int, other: int, load_site: int, coord: Coord) -> None:
+    """`lanes` lost updates of the granules `flat`; the first is `thread`'s, which `other`
+    also loaded and stores."""
+    element = int(flat[0]) % region.granules * region.granule // region.unit
+    first, second = m.thread_positions(np.array([thread, other]), 2) if thread < other else \
+        m.thread_positions(np.array([other, thread]), 2)[::-1]
+    load = m.site_coord(load_site)
+    at_load = f" at line {load.line}" if load is not None else ""
+    m.report("lost-update", "error",
+             f"lost update on '{region.name}': several threads load an element atomically and "
+             f"store it back", coord, lanes, key=region.name,
+             cells=cells_of(m, region, lanes, np.ravel(flat) % region.granules
+                            * region.granule // region.unit),
+             detail=f"threads {first} and {second} both load element {element} of "
+                    f"'{region.name}'{at_load} and store it here, in no fixed order: one can "
+                    f"load before the other's store, and its store then overwrites that update",
+             hint="a load followed by a store is two steps, and another thread's store can land "
+                  "between them, even when each step is atomic. An update that must not be "
+                  "lost needs one indivisible read-modify-write: the atomic_fetch_*_explicit "
+                  "functions")

@@ -92,6 +92,10 @@ class StatementCompiler:
         if not isinstance(node, ast.Compound):
             return self.fresh_flow(self.stmt(node, Scope({}, scope)))
         inner = Scope({}, scope) if new_scope else scope
+        for k, item in enumerate(node.items):
+            if (isinstance(item, ast.If) and item.otherwise is None and not item.constexpr
+                    and _jumps_out(item.then)):
+                self.note_guard(item.cond, node.items[k + 1:])   # `if (i >= n) return;`
         runs = [(self.stmt(item, inner), item.coord, work(item)) for item in node.items
                 if not isinstance(item, ast.Empty)]
 
@@ -116,6 +120,13 @@ class StatementCompiler:
                 lanes = r(f, lanes)
             return lanes
         return run
+
+    def note_guard(self, cond: ast.Node, guarded: list[ast.Node]) -> None:
+        """Remember that the code of `guarded` runs only where the test `cond` let it (a
+        bounds check, when `cond` compares), so that an access there that still goes out of
+        bounds says its index, not a missing check, is at fault."""
+        if _compares(cond):
+            self.guarded.update(dict.fromkeys(_coords(guarded), cond.coord))
 
     def fresh_flow(self, run: Run) -> Run:
         """Trace mode: `run` (a statement, or a loop's step) starts with no provenance, so
@@ -368,6 +379,7 @@ class StatementCompiler:
                 self.error("'if constexpr' condition is not a constant expression", node.cond)
             chosen = node.then if bool(cond.const) else node.otherwise
             return self.block(chosen, scope) if chosen is not None else (lambda f, lanes: lanes)
+        self.note_guard(node.cond, [node.then])
         then = self.block(node.then, scope)
         other = self.block(node.otherwise, scope) if node.otherwise is not None else None
         cev = cond.ev
@@ -666,6 +678,40 @@ class StatementCompiler:
 
 
 _NESTED_BREAK_TARGETS = (ast.For, ast.While, ast.DoWhile, ast.Switch)
+COMPARISONS = frozenset({"<", "<=", ">", ">="})
+
+
+def _compares(cond: ast.Node) -> bool:
+    """Whether a condition is a comparison, or comparisons joined by `&&` or `||` (at least
+    one): what a bounds check looks like."""
+    if not isinstance(cond, ast.Binary):
+        return False
+    if cond.op in COMPARISONS:
+        return True
+    return cond.op in ("&&", "||") and (_compares(cond.left) or _compares(cond.right))
+
+
+def _jumps_out(stmt: ast.Node) -> bool:
+    """Whether a statement always leaves what follows it: `return`, `continue` or `break`,
+    alone or closing a block."""
+    if isinstance(stmt, ast.Compound):
+        return any(_jumps_out(item) for item in stmt.items)
+    return isinstance(stmt, ast.Return | ast.Continue | ast.Break)
+
+
+def _coords(nodes: list[ast.Node]) -> set[Coord]:
+    """The coordinates of every node in `nodes` and below (iteratively: code nests deeply)."""
+    found: set[Coord] = set()
+    stack: list[object] = list(nodes)
+    while stack:
+        x = stack.pop()
+        if isinstance(x, list | tuple):
+            stack.extend(x)
+        elif isinstance(x, ast.Node):
+            if x.coord is not None:
+                found.add(x.coord)
+            stack.extend(vars(x).values())
+    return found
 
 
 def _jumps(node: object) -> bool:

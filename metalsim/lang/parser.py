@@ -24,12 +24,14 @@ from __future__ import annotations
 
 import copy
 import difflib
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import TypeVar
 
 from metalsim.diagnostics import CompileError, Coord, SourceMap
 from metalsim.lang import ast
+from metalsim.lang.cuda_names import CUDA_QUALIFIERS, cuda_hint
 from metalsim.lang.lexer import Token
 from metalsim.lang.preprocess import preprocess
 from metalsim.lang.types import BUILTIN_TYPE_TEMPLATES, TYPE_NAMES
@@ -174,6 +176,7 @@ class _Parser:
         self.member_templates: set[str] = set()  # names of member function templates
         self.switch_depth = 0
         self.failed: dict[tuple[str, int], Token] = {}  # speculations known to fail
+        self._pasted: CompileError | bool | None = None   # `_pasted_kernel`, once looked for
 
     # --- Tokens and errors ---------------------------------------------------------------------
 
@@ -215,6 +218,9 @@ class _Parser:
         kernel's closing `}`), the error goes just after the user's last token instead.
         """
         tok = tok or self.peek()
+        explained = self.explained_error(tok)
+        if explained is not None:
+            return explained
         where = self.coord(tok)
         if self.pos > 0 and tok is self.peek() and (
                 tok.kind == "eof" or (where.section == "generated" and self.sm.sections
@@ -226,6 +232,9 @@ class _Parser:
     def error_after_previous(self, message: str, hint: str = "") -> CompileError:
         """A CompileError just after the previous token, where clang reports a missing ';'."""
         prev = self.tokens[max(self.pos - 1, 0)]
+        explained = self.explained_error(prev)
+        if explained is not None:
+            return explained
         # Tokens from macro expansions carry the macro name's offset; point at the name then.
         if prev.text and self.sm.text.startswith(prev.text, prev.offset):
             last = self.sm.coord(prev.offset + len(prev.text) - 1)
@@ -233,6 +242,21 @@ class _Parser:
         else:
             where = self.coord(prev)
         return CompileError(message, where, self.sm, hint=hint)
+
+    def explained_error(self, tok: Token) -> CompileError | None:
+        """The error that names the cause, where a syntax error has a known one: a whole
+        kernel function pasted as `source`, or a CUDA qualifier at (or just before) `tok`."""
+        if self._pasted is None:
+            self._pasted = _pasted_kernel(self.sm) or False
+        if self._pasted:
+            return self._pasted
+        before = self.tokens[self.pos - 1] if self.pos > 0 and tok is self.peek() else None
+        cuda = next((t for t in (tok, before) if t is not None and t.kind == "ident"
+                     and t.text in CUDA_QUALIFIERS), None)
+        if cuda is None:
+            return None
+        return CompileError(f"'{cuda.text}' is CUDA, not Metal", self.coord(cuda), self.sm,
+                            hint=cuda_hint(cuda.text), width=len(cuda.text))
 
     def speculate(self, rule: Callable[[], _R]) -> _R | None:
         """Runs `rule`; on a syntax error rewinds to where it started and returns None.
@@ -2284,3 +2308,35 @@ def parse_source(text: str, sections: list[tuple[str, int, int]] = ()
     """Preprocesses and parses `text`; `sections` are as for SourceMap."""
     source_map = SourceMap(text, sections)
     return parse(preprocess(text, source_map), source_map), source_map
+
+
+# A kernel function's head, or a kernel parameter's attribute: what MLX generates itself.
+_KERNEL_HEAD = re.compile(r"(\[\[\s*kernel\s*\]\]|\bkernel\b|\b__global__\b)[^;{}]*?\bvoid\s+"
+                          r"(\w+)\s*\(|\[\[\s*(buffer\s*\(|thread_position_in_grid\s*\]\])")
+PASTED_KERNEL_HINT = (
+    "MLX writes the kernel function itself: from name=, input_names= and output_names= it "
+    "generates `[[kernel]] void custom_kernel_<name>(const device float* a [[buffer(0)]], "
+    "device float* out [[buffer(1)]], uint3 thread_position_in_grid "
+    "[[thread_position_in_grid]], ...)`, with a parameter for each thread attribute your body "
+    "mentions, and puts `source` between its braces. Pass as source only the statements inside "
+    "your function's braces: the buffers are there under the names of input_names and "
+    "output_names, and the thread's position under its Metal name "
+    "(thread_position_in_grid.x). Helper functions go in header=. VERBOSE=1, or "
+    "metalsim.source(kernel, ...), prints the code MLX generates.")
+
+
+def _pasted_kernel(sm: SourceMap) -> CompileError | None:
+    """A CompileError at a kernel function written in the user's `source`, which MLX pastes
+    into the body of the kernel it generates (a parse error follows there, but not one that
+    says why)."""
+    section = next(((start, end) for name, start, end in sm.sections if name == "source"), None)
+    if section is None:
+        return None
+    match = _KERNEL_HEAD.search(sm.text, *section)
+    if match is None:
+        return None
+    name = f"'{match.group(2)}' is" if match.group(2) else "this is"
+    cuda = " (`__global__` is CUDA's `kernel`)" if match.group(1) == "__global__" else ""
+    return CompileError(f"{name} a whole kernel function{cuda}, but `source` is only the body "
+                        "of one", sm.coord(match.start()), sm, hint=PASTED_KERNEL_HINT,
+                        width=len(match.group(1) or match.group(0)))

@@ -6,17 +6,16 @@ from __future__ import annotations
 
 import multiprocessing.connection
 import os
-import re
 import sys
 import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 
 from puzzles.grading.assignment import Assignment
+from puzzles.grading.intake import Submission
 from puzzles.grading.integrity import clean_text
-from puzzles.grading.sandbox import Outcome, Submission, SubmissionRun, context
+from puzzles.grading.sandbox import Outcome, SubmissionRun, context
 
 SAMPLE_SECONDS = 0.1
 
@@ -34,52 +33,32 @@ class BatchResult:
     cpu_seconds: float
 
 
-def find_submissions(path: Path) -> list[Submission]:
-    """One submission per notebook file or per folder (its notebooks, found recursively) of
-    `path`; a notebook file given directly is one submission. Ids come from the names."""
-    if path.is_file():
-        return [Submission(student_id(path.stem), (path,))]
-    submissions = []
-    for entry in sorted(path.iterdir()):
-        if entry.name.startswith("."):
-            continue
-        if entry.is_dir():
-            files = tuple(sorted(f for f in entry.rglob("*.ipynb")
-                                 if ".ipynb_checkpoints" not in f.parts))
-            submissions.append(Submission(student_id(entry.name), files))
-        elif entry.suffix == ".ipynb":
-            submissions.append(Submission(student_id(entry.stem), (entry,)))
-    seen: dict[str, int] = {}
-    unique = []
-    for s in submissions:  # ids are file names too: make them distinct
-        seen[s.id] = seen.get(s.id, 0) + 1
-        unique.append(s if seen[s.id] == 1 else Submission(f"{s.id}-{seen[s.id]}", s.files))
-    return unique
-
-
-def student_id(name: str) -> str:
-    """A student id safe as a file name and in a spreadsheet."""
-    cleaned = re.sub(r"[^A-Za-z0-9._@+-]", "_", clean_text(name)).strip("._") or "student"
-    return cleaned[:100]
-
-
 def grade_all(submissions: list[Submission], assignment: Assignment, jobs: int = 1,
               progress: Callable[[str], None] | None = None) -> BatchResult:
-    """Grade every submission, at most `jobs` at once. `assignment.seed` must be set."""
+    """Grade every submission, at most `jobs` at once. `assignment.seed` must be set. A
+    refused or missing submission gets its outcome without a worker."""
     assert assignment.seed is not None, "call Assignment.with_seed() first"
     progress = progress or (lambda line: print(line, file=sys.stderr, flush=True))
     ctx = context()
     assigned = list(assignment.points) or None
-    pending = deque(submissions)
+    finished: dict[int, Outcome] = {}  # by position: ids of refused entries may repeat
+    for index, s in enumerate(submissions):
+        if s.refused or s.missing:
+            finished[index] = Outcome(s, error=s.refused or "nothing handed in")
+            progress(progress_line(finished[index], assignment, len(finished), len(submissions)))
+    pending = deque(index for index in range(len(submissions)) if index not in finished)
+    position: dict[int, int] = {}
     running: list[SubmissionRun] = []
-    finished: dict[str, Outcome] = {}
     usage = TreeUsage()
     started = time.monotonic()
     next_sample = 0.0
     while pending or running:
         while pending and len(running) < max(jobs, 1):
-            running.append(SubmissionRun(pending.popleft(), assigned, assignment.seed,
-                                         assignment.limits, ctx))
+            index = pending.popleft()
+            run = SubmissionRun(submissions[index], assigned, assignment.seed,
+                                assignment.limits, ctx)
+            position[id(run)] = index
+            running.append(run)
         multiprocessing.connection.wait([r.connection for r in running], SAMPLE_SECONDS)
         now = time.monotonic()
         for run in running:
@@ -91,10 +70,10 @@ def grade_all(submissions: list[Submission], assignment: Assignment, jobs: int =
         for run in [r for r in running if r.done]:
             running.remove(run)
             outcome = run.outcome()
-            finished[outcome.submission.id] = outcome
+            finished[position.pop(id(run))] = outcome
             progress(progress_line(outcome, assignment, len(finished), len(submissions)))
     usage.sample()
-    return BatchResult([finished[s.id] for s in submissions], assignment.seed,
+    return BatchResult([finished[index] for index in range(len(submissions))], assignment.seed,
                        time.monotonic() - started, usage.peak, usage.cpu_seconds())
 
 
@@ -108,7 +87,7 @@ def progress_line(outcome: Outcome, assignment: Assignment, done: int, total: in
         statuses[str(row["status"])] = statuses.get(str(row["status"]), 0) + 1
     summary = ", ".join(f"{k} {v}" for k, v in sorted(statuses.items()))
     score, best = assignment.score(outcome.rows)
-    what = f"NOT GRADED: {outcome.error}" if outcome.error else \
+    what = f"{outcome.status.upper()}: {outcome.error}" if outcome.error else \
         f"{score:g}/{best:g} points ({summary})"
     return clean_text(f"[{bar}] {done:>{len(str(total))}}/{total}  {outcome.submission.id}: "
                       f"{what} in {outcome.seconds:.1f} s")

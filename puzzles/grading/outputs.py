@@ -1,39 +1,50 @@
 """What a batch writes: the gradebook for the instructor, and what each student may see.
 
-    OUT/grades.csv                 one row per student: points per puzzle, total, max, flags
-    OUT/grades.json                everything, for the instructor only (hidden cases included)
+    OUT/grades.csv                 one row per student: points and status per puzzle, total,
+                                   max, the submission's status, notes
+    OUT/grades.json                everything, for the instructor only (hidden cases and their
+                                   seeds included)
+    OUT/similarity.csv             pairs of students ranked by identical non-trivial kernels
     OUT/results/<id>/results.json  Gradescope's autograder results format
     OUT/feedback/<id>.md           verdicts, counts and diagnostics, per student
 
-Student-facing files are built from `student_view(row)`, which keeps the verdict, the counts,
-the budget and the diagnostics, and never a case (no hidden input, no expected output).
-All text is stripped of control characters.
+Student-facing files are built from `disclosure.student_view(row)`: the verdict, the counts,
+the budget and the diagnostics of the visible cases, and of a hidden case only its kind, line
+and a fixed short reason (never a case, an element index, a thread or a value). All text is
+stripped of control characters; all JSON is strict (no NaN or Infinity).
 """
 
 from __future__ import annotations
 
 import csv
 import json
+import math
 from pathlib import Path
 
 from puzzles.catalog import all_puzzles
 from puzzles.checking import COUNT_LABELS, COUNT_NAMES
 from puzzles.grading.assignment import Assignment
 from puzzles.grading.batch import BatchResult
+from puzzles.grading.disclosure import student_view
 from puzzles.grading.integrity import clean_text
 from puzzles.grading.sandbox import Outcome
+from puzzles.grading.similarity import Pair
 
-STUDENT_FIELDS = ("puzzle", "title", "status", "reason", "counts", "budget", "diagnostics",
-                  "note", "warnings")
+CSV_CELL_LIMIT = 32_767  # the most characters a spreadsheet cell holds (Excel's limit)
 
 
 def write_all(out: Path, result: BatchResult, assignment: Assignment,
-              flags: dict[str, list[str]]) -> list[Path]:
-    """Write every output under `out`; return the paths written."""
+              pairs: list[Pair], notes: dict[str, list[str]] | None = None) -> list[Path]:
+    """Write every output under `out`; return the paths written. `notes` adds a note per
+    student (e.g. "not on the roster")."""
+    notes = notes or {}
     out.mkdir(parents=True, exist_ok=True)
-    written = [write_csv(out / "grades.csv", result, assignment, flags),
-               write_instructor_json(out / "grades.json", result, assignment, flags)]
+    written = [write_csv(out / "grades.csv", result, assignment, notes),
+               write_instructor_json(out / "grades.json", result, assignment, pairs, notes),
+               write_similarity(out / "similarity.csv", pairs)]
     for outcome in result.outcomes:
+        if outcome.submission.missing:
+            continue  # nothing handed in: a gradebook row, no feedback
         sid = outcome.submission.id
         written.append(_write_json(out / "results" / sid / "results.json",
                                    gradescope(outcome, assignment)))
@@ -54,28 +65,57 @@ def puzzle_columns(result: BatchResult, assignment: Assignment) -> list[int]:
 
 
 def write_csv(path: Path, result: BatchResult, assignment: Assignment,
-              flags: dict[str, list[str]]) -> Path:
+              notes: dict[str, list[str]]) -> Path:
+    """One row per student: per puzzle its points and its status (pass, fail, over-budget,
+    error, unreadable, timeout, memory-limit, crashed; or the submission's own status:
+    not graded, refused, missing), then total, max, the submission's status and notes."""
     columns = puzzle_columns(result, assignment)
     titles = {p.number: p.title for p in all_puzzles()}
     with path.open("w", newline="", encoding="utf-8") as f:
         writer = csv.writer(f)
-        writer.writerow(["student", *(f"{n} {titles[n]}" for n in columns), "total", "max",
-                         "graded", "flags"])
+        writer.writerow(["student", *(f"{n} {titles[n]}{suffix}" for n in columns
+                                      for suffix in ("", " status")),
+                         "total", "max", "status", "notes"])
         for outcome in result.outcomes:
             by_number = {row["puzzle"]: row for row in outcome.rows}
-            points = [assignment.earned(by_number[n]) if n in by_number else 0.0
-                      for n in columns]
+            cells = []
+            for n in columns:
+                row = by_number.get(n)
+                cells += [f"{assignment.earned(row) if row else 0.0:g}",
+                          str(row["status"]) if row else
+                          (outcome.status if outcome.status != "graded" else "missing")]
             total, best = _score(outcome, assignment)
-            writer.writerow([_cell(outcome.submission.id), *(f"{p:g}" for p in points),
-                             f"{total:g}", f"{best:g}",
-                             "no" if outcome.error else "yes",
-                             _cell("; ".join(flags.get(outcome.submission.id, []) +
-                                             ([outcome.error] if outcome.error else [])))])
+            writer.writerow([_cell(outcome.submission.id), *cells, f"{total:g}", f"{best:g}",
+                             outcome.status, _cell("; ".join(_notes(outcome, notes)))])
+    return path
+
+
+def _notes(outcome: Outcome, notes: dict[str, list[str]]) -> list[str]:
+    """What the gradebook row says besides points: the submission's own notes, why it was not
+    graded, and which notebook was graded where there were several."""
+    said = list(notes.get(outcome.submission.id, []))
+    if outcome.error:
+        said.append(outcome.error)
+    for row in outcome.rows:
+        if row.get("notice"):
+            said.append(f"puzzle {row['puzzle']}: {row['notice']}")
+    return said
+
+
+def write_similarity(path: Path, pairs: list[Pair]) -> Path:
+    """The similarity report: one line per pair of students with identical non-trivial
+    kernels, most first."""
+    with path.open("w", newline="", encoding="utf-8") as f:
+        writer = csv.writer(f)
+        writer.writerow(["rank", "student", "other", "identical", "puzzles"])
+        for rank, pair in enumerate(pairs, 1):
+            writer.writerow([rank, _cell(pair.first), _cell(pair.second), len(pair.puzzles),
+                             " ".join(map(str, pair.puzzles))])
     return path
 
 
 def write_instructor_json(path: Path, result: BatchResult, assignment: Assignment,
-                          flags: dict[str, list[str]]) -> Path:
+                          pairs: list[Pair], notes: dict[str, list[str]]) -> Path:
     columns = puzzle_columns(result, assignment)
     students = []
     for outcome in result.outcomes:
@@ -84,10 +124,11 @@ def write_instructor_json(path: Path, result: BatchResult, assignment: Assignmen
             "id": outcome.submission.id,
             "files": [str(f) for f in outcome.submission.files],
             "graded": not outcome.error,
+            "status": outcome.status,
             "error": clean_text(outcome.error),
             "score": total,
             "max_score": best,
-            "flags": flags.get(outcome.submission.id, []),
+            "notes": _notes(outcome, notes),
             "seconds": round(outcome.seconds, 3),
             "rows": [_clean(row) for row in outcome.rows],
         })
@@ -103,19 +144,21 @@ def write_instructor_json(path: Path, result: BatchResult, assignment: Assignmen
         "peak_memory_bytes": result.peak_memory_bytes,
         "cpu_seconds": round(result.cpu_seconds, 2),
         "students": students,
+        "similarity": [{"student": p.first, "other": p.second, "puzzles": p.puzzles}
+                       for p in pairs],
     })
 
 
-def student_view(row: dict[str, object]) -> dict[str, object]:
-    """What a student may see of a row: no cases, so no hidden input or expected output."""
-    return {key: _clean(row[key]) for key in STUDENT_FIELDS if key in row}
+def student_row(row: dict[str, object]) -> dict[str, object]:
+    """A row as a student may see it, its text cleaned."""
+    return {key: _clean(value) for key, value in student_view(row).items()}
 
 
 def gradescope(outcome: Outcome, assignment: Assignment) -> dict[str, object]:
     """Gradescope's results.json: `score`, and per puzzle a test with `name`, `score`,
     `max_score`, `status`, `output` and `visibility`."""
     tests = []
-    for row in map(student_view, outcome.rows):
+    for row in map(student_row, outcome.rows):
         number = row.get("puzzle")
         if not isinstance(number, int):
             continue
@@ -148,7 +191,7 @@ def feedback(outcome: Outcome, assignment: Assignment) -> str:
     lines += [f"**{total:g} of {best:g} points.**", "",
               "| Puzzle | Status | Points | " + " | ".join(COUNT_LABELS[n] for n in COUNT_NAMES)
               + " |", "|---" * (3 + len(COUNT_NAMES)) + "|"]
-    rows = [student_view(r) for r in outcome.rows]
+    rows = [student_row(r) for r in outcome.rows]
     for row in rows:
         if not isinstance(row.get("puzzle"), int):
             continue
@@ -160,7 +203,7 @@ def feedback(outcome: Outcome, assignment: Assignment) -> str:
                      + " | ".join(cells) + " |")
     lines += ["", "Counts are the maximum per thread, with the budget after the slash.", ""]
     for row in rows:
-        if row["status"] == "pass" and not row["diagnostics"]:
+        if row["status"] == "pass" and not row["diagnostics"] and not row.get("notice"):
             continue
         lines += [f"## Puzzle {row['puzzle']}: {_table_text(row['title'])}", "",
                   _fenced(_row_text(row)), ""]
@@ -169,6 +212,8 @@ def feedback(outcome: Outcome, assignment: Assignment) -> str:
 
 def _row_text(row: dict[str, object]) -> str:
     text = [f"Status: {row['status']}"]
+    if row.get("notice"):
+        text.append(f"Note: {row['notice']}")
     if row.get("reason"):
         text.append(f"Why: {row['reason']}")
     counts, budget = row["counts"], row["budget"]
@@ -198,9 +243,14 @@ def _clean(value: object) -> object:
 
 
 def _cell(text: str) -> str:
-    """A CSV cell a spreadsheet shows as text: no control characters, no formula."""
+    """A CSV cell a spreadsheet shows as text: no control characters, no formula, and within
+    a spreadsheet's limit of characters (cut with a mark where longer)."""
     text = " ".join(clean_text(text).split())
-    return "'" + text if text[:1] in ("=", "+", "-", "@") else text
+    text = "'" + text if text[:1] in ("=", "+", "-", "@") else text
+    if len(text) > CSV_CELL_LIMIT:
+        mark = " [cut at the spreadsheet's cell limit]"
+        text = text[: CSV_CELL_LIMIT - len(mark)] + mark
+    return text
 
 
 def _table_text(text: object) -> str:
@@ -212,7 +262,23 @@ def _fenced(text: str) -> str:
     return "````text\n" + clean_text(text).replace("````", "'''") + "\n````"
 
 
+def strict_json(data: object) -> str:
+    """`data` as strict JSON (RFC 8259): infinities become the strings "inf"/"-inf" and NaN
+    becomes null, where Python's json would write `Infinity` and `NaN`."""
+    return json.dumps(_finite(data), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+
+
+def _finite(value: object) -> object:
+    if isinstance(value, float) and not math.isfinite(value):
+        return None if math.isnan(value) else ("inf" if value > 0 else "-inf")
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    return value
+
+
 def _write_json(path: Path, data: object) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    path.write_text(strict_json(data), encoding="utf-8")
     return path

@@ -22,16 +22,16 @@ from dataclasses import dataclass, field
 from multiprocessing.context import BaseContext
 from pathlib import Path
 
-from puzzles.grader import GradeError, grade_puzzle, limit_row, plan, read_cells, read_submission
+from puzzles.grader import (
+    GradeError,
+    grade_puzzle,
+    limit_row,
+    parse_notebook,
+    plan,
+    read_submission,
+)
 from puzzles.grading.assignment import Limits
-
-
-@dataclass(frozen=True)
-class Submission:
-    """One student's work: an id (from the file or folder name) and their notebooks."""
-
-    id: str
-    files: tuple[Path, ...]
+from puzzles.grading.intake import IntakeError, Submission, read_notebooks
 
 
 @dataclass
@@ -44,6 +44,16 @@ class Outcome:
     kernels: dict[int, str] = field(default_factory=dict)
     error: str = ""
     seconds: float = 0.0
+
+    @property
+    def status(self) -> str:
+        """"graded", "not graded", "refused" (see `intake`) or "missing" (on the roster,
+        nothing handed in)."""
+        if self.submission.missing:
+            return "missing"
+        if self.submission.refused:
+            return "refused"
+        return "not graded" if self.error else "graded"
 
 
 def context() -> BaseContext:
@@ -78,7 +88,7 @@ class SubmissionRun:
         receiver, sender = self.ctx.Pipe(duplex=False)
         self.process = self.ctx.Process(
             target=work, daemon=True,
-            args=(sender, self.submission.files, self.assigned, self.seed,
+            args=(sender, self.submission.files, self.assigned, self.seed, self.submission.id,
                   self.limits.memory_bytes, frozenset(self.rows)))
         self.process.start()
         sender.close()
@@ -174,18 +184,22 @@ class SubmissionRun:
 
 
 def work(sender: multiprocessing.connection.Connection, files: tuple[Path, ...],
-         assigned: list[int] | None, seed: int, memory_bytes: int,
+         assigned: list[int] | None, seed: int, student: str, memory_bytes: int,
          skip: frozenset[int]) -> None:
-    """The worker: cap memory, read the submission statically, grade puzzle after puzzle."""
+    """The worker: cap memory, read the submission statically, grade puzzle after puzzle
+    (each on hidden cases drawn for `student` from the secret `seed`)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
     _cap_memory(memory_bytes)
     try:
-        if not files:
-            raise GradeError("no notebook (.ipynb) in the submission")
-        cells: list[str] = []
+        notebooks = []
         for path in files:
-            cells += read_cells(path)
-        reading = read_submission(cells)
+            try:
+                notebooks += [parse_notebook(f) for f in read_notebooks(path)]
+            except IntakeError as exc:
+                raise GradeError(f"{exc}; not graded") from None
+        if not notebooks:
+            raise GradeError("no notebook (.ipynb) in the submission")
+        reading = read_submission(notebooks)
         numbers = plan(reading, assigned)
         worked_on = set(reading.found) | {row["puzzle"] for row in reading.broken}
         if assigned and not worked_on & set(assigned):
@@ -199,7 +213,7 @@ def work(sender: multiprocessing.connection.Connection, files: tuple[Path, ...],
                 continue
             sender.send(("start", number))
             try:
-                row = grade_puzzle(reading, number, seed)
+                row = grade_puzzle(reading, number, seed, student)
             except MemoryError:
                 row = limit_row(number, "memory-limit",
                                 f"grading needed more than the memory cap of "

@@ -4,17 +4,25 @@ subset of Python over `ast`.
 Cells are read in notebook order. What the evaluator understands: string, number, bool and
 None literals (implicit concatenation included); `+`, `*` and `+=` on them; f-strings whose
 parts are constants; `textwrap.dedent`, `.strip()`/`.lstrip()`/`.rstrip()`, `.format(...)`,
-`.replace(...)`, `.join(...)`, `.upper()`/`.lower()`; lists and tuples; names assigned earlier,
-in any earlier cell; `if`/`else` (the branch taken when the condition is a constant, otherwise
-both, which must agree or the name is "ambiguous"); functions defined with `def` or `lambda`
-(called with what is known of their arguments); `MetalKernel(...)` with any of its arguments
-(positional or keyword), whatever name `MetalKernel` was imported under.
+`.replace(...)`, `.join(...)`, `.upper()`/`.lower()`; lists and tuples, changed in place by
+`.append`/`.insert`/`.extend` and `+=` (shared by every name bound to them, as in Python);
+names assigned earlier, in any earlier cell; `global` and `nonlocal` in functions; `if`/`else`
+(the branch taken when the condition is a constant, otherwise both, which must agree or the
+name is "ambiguous"); functions defined with `def` or `lambda` (called with what is known of
+their arguments; default values bound at definition); `MetalKernel(...)` with any of its
+arguments (positional or keyword), whatever name `MetalKernel` was imported under; and
+`MetalProblem(title, fn, ...)`, whose kernel is what `fn` returns at the problem's
+`.check()` (as `check()` calls it then), or at the end of the notebook if it is never checked.
 
 Nothing is ever executed, and every value is bounded: strings, lists, integers, nesting,
 calls and the total of characters built, so no notebook can make the reader allocate much or
 loop long. Whatever falls outside the subset becomes an `Unknown` value carrying the line and
 the reason; using it for a kernel argument gives a clear "could not read this statically"
-message, never a wrong verdict.
+message, never a wrong verdict. A list that code the reader does not follow may have changed
+(a loop, an unknown call, `.pop()`, an item assignment, an undecidable `if`) is "tainted":
+reading it later is unreadable too, never its stale value. A function is read once when it is
+defined (to find kernels built by name outside any problem) without any effect on the
+notebook's state.
 """
 
 from __future__ import annotations
@@ -22,6 +30,7 @@ from __future__ import annotations
 import ast
 import string
 import textwrap
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 MAX_STRING = 1 << 20        # characters in any string built
@@ -53,7 +62,16 @@ class Unreadable(Exception):
 
 
 class OutOfSteps(Unreadable):
-    """The notebook needs more evaluation steps than the reader allows: reading stops."""
+    """The notebook needs more evaluation steps, or builds more characters, than the reader
+    allows: reading stops, and the message names the grader's limit."""
+
+
+class _DryRun(Unreadable):
+    """A function read at its definition would change the notebook's state: stop reading it
+    (its effects happen when it is really called)."""
+
+    def __init__(self) -> None:
+        super().__init__("the function changes state outside itself", None)
 
 
 @dataclass(frozen=True)
@@ -79,6 +97,8 @@ class Function:
     node: ast.FunctionDef | ast.Lambda = field(compare=False)
     scope: Scope = field(compare=False)
     line: int
+    defaults: tuple[object, ...] = field(default=(), compare=False)
+    kw_defaults: tuple[tuple[str, object], ...] = field(default=(), compare=False)
 
 
 @dataclass(frozen=True)
@@ -104,12 +124,29 @@ class ProblemCall:
     line: int
 
 
+@dataclass(eq=False)
+class Problem:
+    """A `MetalProblem(title, fn, ...)` object: `check()` calls `fn` when it runs (not when
+    the problem is built), so its kernel is read at the problem's `.check()` call, or at the
+    end of the notebook if it is never checked."""
+
+    title: str
+    fn: object
+    line: int
+    cell: int
+    checked: bool = False
+    read: ProblemCall | None = None  # its kernel as last read (at a check(), or the end)
+    read_in: int = 0                 # the cell where it was read
+
+
 class Scope:
-    """Names bound in one function call (or the notebook's globals), looked up outwards."""
+    """Names bound in one function call (or the notebook's globals), looked up outwards;
+    `declared` holds the names a `global` or `nonlocal` statement sends elsewhere."""
 
     def __init__(self, parent: Scope | None = None) -> None:
         self.names: dict[str, object] = {}
         self.parent = parent
+        self.declared: dict[str, str] = {}
 
     def lookup(self, name: str) -> object | None:
         scope: Scope | None = self
@@ -148,6 +185,12 @@ class NotebookReader:
         self.steps = 0
         self.collect = True
         self.exhausted: Unreadable | None = None
+        self.built: list[Problem] = []
+        self.tainted: dict[int, tuple[list, Unknown]] = {}
+        self.dry = 0         # > 0 while a function is read at its definition, without effects
+        self.fresh: dict[int, list] = {}   # lists made during that reading (free to change)
+        self.branching = 0   # > 0 inside both branches of an `if` the reader cannot decide
+        self._names: dict[ast.AST, tuple[str, ...]] = {}  # the names used in a node
 
     # --- statements ---------------------------------------------------------------------------
 
@@ -161,6 +204,18 @@ class NotebookReader:
             self._block(tree.body, self.globals)
         except Unreadable as exc:
             self.exhausted = exc
+
+    def finish(self) -> None:
+        """After the last cell: problems never checked get the kernel their function returns
+        with the notebook's final state (what a `check()` run then would use); `problems`
+        lists every problem in the order they were built (the last one of a title wins)."""
+        for problem in self.built:
+            if not problem.checked and self.exhausted is None:
+                try:
+                    self._settle(problem, problem.cell)
+                except OutOfSteps as exc:
+                    self.exhausted = exc
+        self.problems = [(p.read_in, p.read) for p in self.built if p.read is not None]
 
     def _block(self, body: list[ast.stmt], scope: Scope) -> _Returned | None:
         for stmt in body:
@@ -193,7 +248,15 @@ class NotebookReader:
         elif isinstance(stmt, ast.Delete):
             for target in stmt.targets:
                 if isinstance(target, ast.Name):
-                    scope.names.pop(target.id, None)
+                    self._store(scope, target.id, Unknown("it was deleted", stmt.lineno),
+                                stmt.lineno)
+                else:
+                    self._taint_names(target, scope, "it is changed by a `del` the grader "
+                                      "does not follow", stmt.lineno)
+        elif isinstance(stmt, (ast.Global, ast.Nonlocal)):
+            kind = "global" if isinstance(stmt, ast.Global) else "nonlocal"
+            for name in stmt.names:
+                scope.declared[name] = kind
         else:
             self._opaque(stmt, scope)
         return None
@@ -212,7 +275,9 @@ class NotebookReader:
             elif isinstance(node, (ast.Import, ast.ImportFrom)):
                 names = [(a.asname or a.name).split(".")[0] for a in node.names]
             for name in names:
-                scope.names[name] = Unknown(reason, stmt.lineno)
+                self._store(scope, name, Unknown(reason, stmt.lineno), stmt.lineno)
+        self._taint_names(stmt, scope, f"it may be changed inside a `{kind}` statement (line "
+                          f"{stmt.lineno}), which the grader does not follow", stmt.lineno)
         for node in ast.walk(stmt):
             if isinstance(node, ast.Call) and self._callee(node.func, scope) in (
                     Builtin("MetalKernel"), Builtin("MetalProblem")):
@@ -226,10 +291,15 @@ class NotebookReader:
         if taken is not None:
             return self._block(stmt.body if taken else stmt.orelse, scope)
         branches = []
-        for body in (stmt.body, stmt.orelse):
-            branch = Scope(scope.parent)
-            branch.names = dict(scope.names)
-            branches.append((branch, self._block(body, branch)))
+        self.branching += 1
+        try:
+            for body in (stmt.body, stmt.orelse):
+                branch = Scope(scope.parent)
+                branch.names = dict(scope.names)
+                branch.declared = scope.declared
+                branches.append((branch, self._block(body, branch)))
+        finally:
+            self.branching -= 1
         (yes, yes_returned), (no, no_returned) = branches
         where = f"the `if` on line {stmt.lineno}"
         if yes_returned is not None and no_returned is not None:
@@ -243,22 +313,109 @@ class NotebookReader:
                                        where, stmt.lineno)
         return None
 
+    # --- binding names, and what changes values in place ----------------------------------
+
+    def _store(self, scope: Scope, name: str, value: object, line: int | None) -> None:
+        """Bind `name` in `scope`, or where a `global`/`nonlocal` statement sends it."""
+        kind = scope.declared.get(name)
+        target = scope
+        if kind == "global":
+            target = self.globals
+        elif kind == "nonlocal":
+            target = scope.parent  # type: ignore[assignment]
+            while target is not None and target is not self.globals and \
+                    name not in target.names:
+                target = target.parent  # type: ignore[assignment]
+            if target is None or target is self.globals:
+                raise Unreadable(f"`nonlocal {name}` names no enclosing function's variable",
+                                 line)
+        if target is not scope:
+            if self.dry:
+                raise _DryRun()
+            if self.branching:
+                value = Unknown(f"it is assigned (through `{kind}`) inside an `if` whose "
+                                "condition the grader cannot evaluate", line, True)
+        target.names[name] = value
+
+    def _mutable(self, items: list, line: int | None) -> None:
+        """Allow changing `items` in place, or say why the reader cannot follow it."""
+        if self.dry and id(items) not in self.fresh:
+            raise _DryRun()
+        if self.branching:
+            reason = Unknown("it is changed inside an `if` whose condition the grader cannot "
+                             "evaluate", line, True)
+            self.tainted[id(items)] = (items, reason)
+            raise Unreadable(reason.reason, line, True)
+
+    def _new_list(self, items: list) -> list:
+        if self.dry:
+            self.fresh[id(items)] = items
+        return items
+
+    def _taint_names(self, node: ast.AST, scope: Scope, reason: str | Callable[[], str],
+                     line: int | None) -> None:
+        """Mark every list reachable from the names in `node` as changed in a way the reader
+        does not follow: reading it later is "unreadable", never a stale value. `reason` may
+        be a function, called only if there is a list (this runs on every failed read)."""
+        names = self._names.get(node)
+        if names is None:
+            names = self._names[node] = tuple(
+                {n.id for n in ast.walk(node) if isinstance(n, ast.Name)})
+        for name in names:
+            value = scope.lookup(name)
+            if isinstance(value, (list, tuple)):
+                self._taint(value, Unknown(reason if isinstance(reason, str) else reason(),
+                                           line), 0)
+
+    def _taint(self, value: object, reason: Unknown, depth: int) -> None:
+        if isinstance(value, (list, tuple)) and depth < MAX_DEPTH:
+            if isinstance(value, list) and id(value) not in self.tainted:
+                self.tainted[id(value)] = (value, reason)
+            for item in value:
+                self._taint(item, reason, depth + 1)
+
+    def _untainted(self, value: object, line: int | None, depth: int = 0) -> object:
+        """`value`, unless a list in it was changed in a way the reader does not follow."""
+        if isinstance(value, (list, tuple)) and self.tainted and depth < MAX_DEPTH:
+            if isinstance(value, list) and id(value) in self.tainted:
+                reason = self.tainted[id(value)][1]
+                raise Unreadable(f"a list it uses could not be read: {reason.reason}",
+                                 reason.line or line, reason.ambiguous)
+            for item in value:
+                self._untainted(item, line, depth + 1)
+        return value
+
     def _define(self, stmt: ast.FunctionDef | ast.AsyncFunctionDef, scope: Scope) -> None:
-        function = Function(stmt, scope, stmt.lineno)  # type: ignore[arg-type]
-        scope.names[stmt.name] = function
+        function = self._function(stmt, scope, stmt.lineno)
+        self._store(scope, stmt.name, function, stmt.lineno)
         if scope is self.globals and any(
                 isinstance(node, ast.Call) for node in ast.walk(stmt)):
-            # A kernel built in a function that no MetalProblem uses is still found by its name.
+            # A kernel built in a function that no MetalProblem uses is still found by its
+            # name. Reading it here must change nothing: a change of a global or of a list
+            # made elsewhere stops this reading (_DryRun).
+            self.dry += 1
             try:
                 self._call_function(function, [], {}, stmt.lineno, collect_only=True)
             except OutOfSteps:
                 raise
             except Unreadable:
                 pass  # what it builds is collected; its return value does not matter here
+            finally:
+                self.dry -= 1
+                if not self.dry:
+                    self.fresh.clear()
+
+    def _function(self, node: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda,
+                  scope: Scope, line: int) -> Function:
+        """A function value; its default values are evaluated now, as Python does."""
+        defaults = tuple(self._value(d, scope) for d in node.args.defaults)
+        kw_defaults = tuple((p.arg, self._value(d, scope)) for p, d in
+                            zip(node.args.kwonlyargs, node.args.kw_defaults) if d is not None)
+        return Function(node, scope, line, defaults, kw_defaults)  # type: ignore[arg-type]
 
     def _bind(self, target: ast.expr, value: object, scope: Scope, line: int) -> None:
         if isinstance(target, ast.Name):
-            scope.names[target.id] = value
+            self._store(scope, target.id, value, line)
             return
         if isinstance(target, (ast.Tuple, ast.List)) and isinstance(value, (tuple, list)) \
                 and len(value) == len(target.elts) and not any(
@@ -266,44 +423,59 @@ class NotebookReader:
             for t, v in zip(target.elts, value):
                 self._bind(t, v, scope, line)
             return
+        if isinstance(target, (ast.Subscript, ast.Attribute)):
+            self._taint_names(target, scope, f"an item or attribute of it is assigned on line "
+                              f"{line}, which the grader does not follow", line)
+            return
         for node in ast.walk(target):
             if isinstance(node, ast.Name):
-                scope.names[node.id] = Unknown("it is assigned by unpacking the grader does not "
-                                               "follow", line)
+                self._store(scope, node.id, Unknown("it is assigned by unpacking the grader "
+                                                    "does not follow", line), line)
 
     def _augmented(self, stmt: ast.AugAssign, scope: Scope) -> None:
         if not isinstance(stmt.target, ast.Name):
+            self._taint_names(stmt.target, scope, f"an item or attribute of it is changed on "
+                              f"line {stmt.lineno}, which the grader does not follow",
+                              stmt.lineno)
             return
-        old = scope.names.get(stmt.target.id)
-        if old is None:
-            old = scope.lookup(stmt.target.id)
+        if scope.declared.get(stmt.target.id) == "global":
+            old = self.globals.names.get(stmt.target.id)
+        else:
+            old = scope.names.get(stmt.target.id)
+            if old is None:
+                old = scope.lookup(stmt.target.id)
         value = self._value(stmt.value, scope)
         try:
             if isinstance(old, Unknown):
                 raise Unreadable(old.reason, old.line, old.ambiguous)
             if isinstance(value, Unknown):
                 raise Unreadable(value.reason, value.line, value.ambiguous)
-            result = self._operate(stmt.op, old, value, stmt.lineno)
+            if isinstance(old, list) and isinstance(value, (list, tuple)) and \
+                    isinstance(stmt.op, ast.Add):
+                result = self._extend(old, value, stmt.lineno)  # `+=` changes a list in place
+            else:
+                result = self._operate(stmt.op, old, value, stmt.lineno)
         except Unreadable as exc:
             result = Unknown(exc.message, exc.line, exc.ambiguous)
-        scope.names[stmt.target.id] = result
+        self._store(scope, stmt.target.id, result, stmt.lineno)
 
     def _import(self, stmt: ast.Import | ast.ImportFrom, scope: Scope) -> None:
         if isinstance(stmt, ast.Import):
             for alias in stmt.names:
                 if alias.asname is None:
                     top = alias.name.split(".")[0]
-                    scope.names[top] = Builtin(f"module {top}")
+                    self._store(scope, top, Builtin(f"module {top}"), stmt.lineno)
                 else:
-                    scope.names[alias.asname] = Builtin(f"module {alias.name}")
+                    self._store(scope, alias.asname, Builtin(f"module {alias.name}"),
+                                stmt.lineno)
             return
         module = stmt.module or ""
         for alias in stmt.names:
             known = _MODULE_MEMBERS.get((module, alias.name))
-            scope.names[alias.asname or alias.name] = (
+            self._store(scope, alias.asname or alias.name, (
                 Builtin(known) if known else
                 Unknown(f"it is imported from `{module}`, which the grader does not run",
-                        stmt.lineno))
+                        stmt.lineno)), stmt.lineno)
 
     # --- expressions --------------------------------------------------------------------------
 
@@ -312,7 +484,14 @@ class NotebookReader:
         Unreadable is raised instead of returning Unknown."""
         try:
             return self._eval(node, scope)
+        except _DryRun:
+            raise
         except Unreadable as exc:
+            # What the reader could not evaluate may have changed a list it was given.
+            line = exc.line or _line(node)
+            message = exc.message
+            self._taint_names(node, scope, lambda: f"it is passed to code the grader does not "
+                              f"follow (line {line}: {message})", line)
             if strict:
                 raise
             return Unknown(exc.message, exc.line, exc.ambiguous)
@@ -320,8 +499,11 @@ class NotebookReader:
     def _step(self, node: ast.AST) -> None:
         self.steps += 1
         if self.steps > MAX_STEPS:
-            raise OutOfSteps(f"reading the notebook takes more than {MAX_STEPS} steps; the "
-                             "grader stopped here", _line(node))
+            raise OutOfSteps(f"reading the notebook takes more than {MAX_STEPS} steps, the "
+                             "grader's limit; it stopped reading here", _line(node))
+        if self.work > MAX_WORK:
+            raise OutOfSteps(f"the notebook builds more than {MAX_WORK} characters of strings, "
+                             "the grader's limit; it stopped reading here", _line(node))
 
     def _eval(self, node: ast.expr, scope: Scope) -> object:
         self._step(node)
@@ -349,7 +531,7 @@ class NotebookReader:
                 reason = value.reason if nested else f"`{node.id}` could not be read: " \
                     f"{value.reason}"
                 raise Unreadable(reason, value.line or line, value.ambiguous)
-            return value
+            return self._untainted(value, line) if self.tainted else value
         if isinstance(node, ast.JoinedStr):
             return self._checked("".join(self._formatted(part, scope) for part in node.values),
                                  line)
@@ -364,7 +546,7 @@ class NotebookReader:
             if any(isinstance(e, ast.Starred) for e in node.elts):
                 raise Unreadable("`*` unpacking inside a list", line)
             items = [self._eval(e, scope) for e in node.elts]
-            return items if isinstance(node, ast.List) else tuple(items)
+            return self._new_list(items) if isinstance(node, ast.List) else tuple(items)
         if isinstance(node, ast.Attribute):
             base = self._eval(node.value, scope)
             if isinstance(base, Builtin) and base.name.startswith("module "):
@@ -387,7 +569,7 @@ class NotebookReader:
                 result = v
             return result
         if isinstance(node, ast.Lambda):
-            return Function(node, scope, line or 0)
+            return self._function(node, scope, line or 0)
         raise Unreadable(f"a {_describe(node)}, which the grader does not evaluate", line)
 
     def _checked(self, value: object, line: int | None) -> object:
@@ -403,7 +585,7 @@ class NotebookReader:
         elif isinstance(value, (list, tuple)) and len(value) > MAX_ITEMS:
             raise Unreadable(f"a list of more than {MAX_ITEMS} items", line)
         elif not isinstance(value, (str, int, float, bool, type(None), list, tuple,
-                                    KernelCall, Builtin, Function)):
+                                    KernelCall, Builtin, Function, Problem)):
             raise Unreadable(f"a {type(value).__name__} value", line)
         return value
 
@@ -434,7 +616,9 @@ class NotebookReader:
             limit = MAX_STRING if isinstance(left, str) else MAX_ITEMS
             if len(left) + len(right) > limit:
                 raise Unreadable(f"a value longer than the grader's limit ({limit})", line)
-            return self._checked(left + right, line)
+            joined = left + right
+            return self._checked(self._new_list(joined) if isinstance(joined, list) else joined,
+                                 line)
         if isinstance(op, ast.Mult):
             if isinstance(right, (str, list, tuple)):
                 left, right = right, left
@@ -443,7 +627,9 @@ class NotebookReader:
                 if len(left) * max(right, 0) > limit:
                     raise Unreadable(f"a repetition longer than the grader's limit ({limit})",
                                      line)
-                return self._checked(left * right, line)
+                repeated = left * right
+                return self._checked(self._new_list(repeated) if isinstance(repeated, list)
+                                     else repeated, line)
         if isinstance(left, numbers) and isinstance(right, numbers):
             return self._arithmetic(op, left, right, line)
         raise Unreadable(f"`{_OPERATORS.get(type(op), '?')}` on {type(left).__name__} and "
@@ -515,6 +701,12 @@ class NotebookReader:
             base = self._callee(node.func.value, scope)
             if isinstance(base, str):
                 return self._string_method(base, method, node, scope)
+            if isinstance(base, list):
+                return self._list_method(base, method, node, scope)
+            if isinstance(base, Problem):
+                if method == "check":
+                    self._settle(base, self.cell)
+                return None  # show(), hint(), explore(), ... build no kernel
         callee = self._callee(node.func, scope)
         if any(isinstance(a, ast.Starred) for a in node.args) or any(
                 k.arg is None for k in node.keywords):
@@ -532,7 +724,42 @@ class NotebookReader:
             args = [self._value(a, scope) for a in node.args]
             kwargs = {k.arg: self._value(k.value, scope) for k in node.keywords if k.arg}
             return self._call_function(callee, args, kwargs, line)
+        self._taint_names(node, scope, lambda: f"it is passed to `{_describe_callee(node.func)}` "
+                          f"on line {line}, which the grader does not run", line)
         raise Unreadable(f"a call to `{_describe_callee(node.func)}`", line)
+
+    def _list_method(self, items: list, method: str, node: ast.Call, scope: Scope) -> None:
+        """`append`, `insert` and `extend`, which change the list in place (and every name
+        bound to it); any other method makes the list unreadable from here on."""
+        line = _line(node)
+        args = [self._eval(a, scope) for a in node.args]
+        if node.keywords or method not in ("append", "insert", "extend") or len(args) != (
+                2 if method == "insert" else 1):
+            self._taint(items, Unknown(f"`.{method}(...)` on line {line} changes it in a way "
+                                       "the grader does not follow", line), 0)
+            raise Unreadable(f"the list method `.{method}(...)` with these arguments", line)
+        self._mutable(items, line)
+        if method == "extend":
+            if not isinstance(args[0], (list, tuple)):
+                raise Unreadable("`.extend(...)` of something that is not a list", line)
+            self._extend(items, args[0], line)
+            return None
+        if len(items) + 1 > MAX_ITEMS:
+            raise Unreadable(f"a list of more than {MAX_ITEMS} items", line)
+        if method == "append":
+            items.append(args[0])
+        elif not isinstance(args[0], int) or isinstance(args[0], bool):
+            raise Unreadable("`.insert(...)` at a position that is not an integer", line)
+        else:
+            items.insert(args[0], args[1])
+        return None
+
+    def _extend(self, items: list, more: list | tuple, line: int | None) -> list:
+        self._mutable(items, line)
+        if len(items) + len(more) > MAX_ITEMS:
+            raise Unreadable(f"a list of more than {MAX_ITEMS} items", line)
+        items.extend(more)
+        return items
 
     def _string_method(self, text: str, method: str, node: ast.Call, scope: Scope) -> object:
         line = _line(node)
@@ -617,7 +844,7 @@ class NotebookReader:
         for extra in (params.vararg, params.kwarg):
             if extra is not None:
                 local.names[extra.arg] = Unknown("a `*` parameter", function.line)
-        self._defaults(node, positional, args, kwargs, local, function.scope)
+        self._defaults(function, positional, args, kwargs, local)
         self.depth += 1
         saved = self.collect
         self.collect = collect_only or self.collect
@@ -633,18 +860,18 @@ class NotebookReader:
             raise Unreadable(value.reason, value.line, value.ambiguous)
         return value
 
-    def _defaults(self, node: ast.FunctionDef | ast.Lambda, positional: list[ast.arg],
-                  args: list[object], kwargs: dict[str, object], local: Scope,
-                  outer: Scope) -> None:
-        """Parameters not passed take their default value (evaluated in the defining scope)."""
-        defaults = node.args.defaults
-        for param, default in zip(positional[len(positional) - len(defaults):], defaults):
-            index = positional.index(param)
-            if index >= len(args) and param.arg not in kwargs:
-                local.names[param.arg] = self._value(default, outer)
-        for param, default in zip(node.args.kwonlyargs, node.args.kw_defaults):
-            if default is not None and param.arg not in kwargs:
-                local.names[param.arg] = self._value(default, outer)
+    def _defaults(self, function: Function, positional: list[ast.arg], args: list[object],
+                  kwargs: dict[str, object], local: Scope) -> None:
+        """Parameters not passed take their default value (evaluated when the function was
+        defined, as Python does)."""
+        defaults = function.defaults
+        for index, param in enumerate(positional):
+            k = index - (len(positional) - len(defaults))
+            if k >= 0 and index >= len(args) and param.arg not in kwargs:
+                local.names[param.arg] = defaults[k]
+        for name, default in function.kw_defaults:
+            if name not in kwargs:
+                local.names[name] = default
 
     def _arguments(self, node: ast.Call, names: tuple[str, ...], scope: Scope,
                    what: str) -> dict[str, ast.expr]:
@@ -684,7 +911,9 @@ class NotebookReader:
                 raise Unreadable(f"MetalKernel(...) has no `{key}` argument", line)
         for key, expr in given.items():
             try:
-                values[key] = self._eval(expr, scope)
+                values[key] = self._untainted(self._eval(expr, scope), line)
+            except _DryRun:
+                raise
             except Unreadable as exc:
                 raise Unreadable(f"the kernel's `{key}`: {exc.message}",
                                  exc.line or line, exc.ambiguous) from None
@@ -706,37 +935,59 @@ class NotebookReader:
             ensure_row_contiguous=bool(values.get("ensure_row_contiguous", True)),
             atomic_outputs=bool(values.get("atomic_outputs", False)), line=line or 0)
 
-    def _problem(self, node: ast.Call, scope: Scope) -> Unknown:
+    def _problem(self, node: ast.Call, scope: Scope) -> Problem | Unknown:
         line = _line(node) or 0
         title_node = node.args[0] if node.args else next(
             (k.value for k in node.keywords if k.arg == "name"), None)
         fn_node = node.args[1] if len(node.args) > 1 else next(
             (k.value for k in node.keywords if k.arg == "fn"), None)
         title = self._value(title_node, scope) if title_node is not None else None
-        if isinstance(title, str):
-            kernel: KernelCall | Unreadable
+        if not isinstance(title, str):
+            return Unknown("it is a MetalProblem whose title the grader cannot read", line)
+        fn: object = Unreadable("MetalProblem(...) has no kernel function", line)
+        if fn_node is not None:
+            value = self._value(fn_node, scope)
+            fn = value if isinstance(value, Function) else Unreadable(
+                "MetalProblem's second argument is not a function defined in this notebook",
+                line)
+        problem = Problem(title, fn, line, self.cell)
+        if self.collect and not self.dry:
+            self.built.append(problem)
+        return problem
+
+    def _settle(self, problem: Problem, cell: int) -> None:
+        """Record the kernel `problem.check()` would check now: what its function returns
+        (called twice: a function whose kernel changes from call to call is unreadable, since
+        `check()` calls it once per case)."""
+        if self.dry:
+            raise _DryRun()
+        problem.checked = True
+        kernel: KernelCall | Unreadable
+        try:
+            if isinstance(problem.fn, Unreadable):
+                raise problem.fn
+            fn = problem.fn
+            assert isinstance(fn, Function)
+            saved = self.collect
+            self.collect = False  # the problem's kernel is recorded as the problem's
             try:
-                if fn_node is None:
-                    raise Unreadable("MetalProblem(...) has no kernel function", line)
-                fn = self._eval(fn_node, scope)
-                if not isinstance(fn, Function):
-                    raise Unreadable("MetalProblem's second argument is not a function "
-                                     "defined in this notebook", line)
-                saved = self.collect
-                self.collect = False  # the problem's kernel is recorded as the problem's
-                try:
-                    result = self._call_function(fn, [], {}, line)
-                finally:
-                    self.collect = saved
-                if not isinstance(result, KernelCall):
-                    raise Unreadable(f"the function given to MetalProblem (line {fn.line}) "
-                                     "does not return a MetalKernel(...)", line)
-                kernel = result
-            except Unreadable as exc:
-                kernel = exc
-            if self.collect:
-                self.problems.append((self.cell, ProblemCall(title, kernel, line)))
-        return Unknown("it is a MetalProblem", line)
+                first = self._call_function(fn, [], {}, problem.line)
+                again = self._call_function(fn, [], {}, problem.line)
+            finally:
+                self.collect = saved
+            if not isinstance(first, KernelCall):
+                raise Unreadable(f"the function given to MetalProblem (line {fn.line}) does "
+                                 "not return a MetalKernel(...)", problem.line)
+            if first != again:
+                raise Unreadable(f"the function given to MetalProblem (line {fn.line}) returns "
+                                 "a different kernel each time it is called, and check() calls "
+                                 "it once per case", problem.line)
+            kernel = first
+        except OutOfSteps:
+            raise
+        except Unreadable as exc:
+            kernel = exc
+        problem.read, problem.read_in = ProblemCall(problem.title, kernel, problem.line), cell
 
 
 def _merge(a: object, b: object, where: str, line: int) -> object:

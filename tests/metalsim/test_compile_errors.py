@@ -349,3 +349,33 @@ def test_mutated_cpp_feature_kernels_only_raise_compile_errors(name):
 def test_infinite_loop_ends_with_a_step_limit_diagnostic():
     run = call("while (true) { }\nout[0] = 1;")
     assert [d.kind for d in run.report.errors] == ["step-limit"]
+
+
+@pytest.mark.parametrize(("source", "name", "metal"), [
+    ("uint i = threadIdx.x;\nout[i] = a[i];", "threadIdx", "thread_position_in_threadgroup"),
+    ("uint i = blockIdx.x;\nout[i] = a[i];", "blockIdx", "threadgroup_position_in_grid"),
+    ("uint i = thread_position_in_grid.x;\n__syncthreads();\nout[i] = a[i];", "__syncthreads",
+     "threadgroup_barrier"),
+    ("__shared__ float t[8];\nuint i = thread_position_in_grid.x;\nout[i] = a[i];",
+     "__shared__", "threadgroup address space"),
+    ("uint i = thread_position_in_grid.x;\nout[i] = a[i] + warpSize;", "warpSize",
+     "threads_per_simdgroup"),
+])
+def test_cuda_names_are_compile_errors_whose_hint_names_metals(source, name, metal):
+    with pytest.raises(metalsim.CompileError) as info:
+        call(source)
+    d = info.value.diagnostic
+    assert f"'{name}'" in d.message and metal in d.hint and "CUDA" in d.hint
+
+
+def test_a_kernel_function_in_the_source_is_explained_but_one_in_the_header_is_not():
+    pasted = ("kernel void f(device const float* a [[buffer(0)]], device float* out "
+              "[[buffer(1)]], uint i [[thread_position_in_grid]]) {\n    out[i] = a[i];\n}\n")
+    with pytest.raises(metalsim.CompileError) as info:
+        call(pasted)
+    assert "'f' is a whole kernel function" in info.value.diagnostic.message
+    assert "header=" in info.value.diagnostic.hint
+    # In the header a kernel function is fine: the body's own mistake is what is reported.
+    with pytest.raises(metalsim.CompileError) as info:
+        call("uint i = thread_position_in_grid.x\nout[i] = a[i];", header=pasted)
+    assert info.value.diagnostic.message.startswith("expected ';'")

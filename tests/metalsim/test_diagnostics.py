@@ -45,6 +45,56 @@ def test_threads_beyond_the_data_write_out_of_bounds():
     assert {t for d in run.report.errors for t in d.threads} == {(8, 0, 0), (9, 0, 0)}
 
 
+TRANSPOSED_2D = ("uint x = thread_position_in_grid.x;\n"
+                 "uint y = thread_position_in_grid.y;\n"
+                 "uint rows = a_shape[0];\n"
+                 "uint cols = a_shape[1];\n")
+
+
+def out_of_bounds_hint(source: str) -> str:
+    """The hint of the one out-of-bounds error of `source` on a 2x4 input (rows x columns)."""
+    run = simulate(TRANSPOSED_2D + source, [mx.arange(8).reshape(2, 4)], (2, 4), (4, 2, 1),
+                   (4, 2, 1))
+    [d] = run.report.errors
+    assert d.kind == "out-of-bounds"
+    return d.hint
+
+
+def test_out_of_bounds_without_a_test_hints_at_a_bounds_check():
+    hint = out_of_bounds_hint("out[y * cols + x] = a[x * cols + y + 4];")
+    assert hint == "guard the access with a bounds check such as `if (i < n)`"
+
+
+def test_out_of_bounds_inside_a_bounds_check_blames_the_index_and_names_the_test():
+    hint = out_of_bounds_hint("if (x < cols && y < rows) {\n"
+                              "    out[y * cols + x] = a[x * cols + y];\n"
+                              "}")
+    assert hint.startswith("this access is already behind the test at line 5, yet its index "
+                           "goes past the end: the index expression is likely wrong")
+    assert "rows and columns swapped" in hint and "guard the access" not in hint
+
+
+def test_out_of_bounds_after_an_early_return_blames_the_index():
+    hint = out_of_bounds_hint("if (x >= cols || y >= rows) return;\n"
+                              "float v = a[x * cols + y];\n"
+                              "out[y * cols + x] = v;")
+    assert hint.startswith("this access is already behind the test at line 5")
+
+
+def test_a_test_that_compares_nothing_is_no_bounds_check():
+    hint = out_of_bounds_hint("if (x != 99) {\n"
+                              "    out[y * cols + x] = a[x * cols + y];\n"
+                              "}")
+    assert hint.startswith("guard the access")
+
+
+def test_the_condition_of_a_bounds_check_is_not_behind_it():
+    hint = out_of_bounds_hint("if (a[x * cols + y] < 100.0f) {\n"
+                              "    out[y * cols + x] = 1;\n"
+                              "}")
+    assert hint.startswith("guard the access")
+
+
 def test_short_circuit_guard_never_reads_past_the_end():
     run = simulate("uint i = thread_position_in_grid.x;\n"
                    "if (i < a_shape[0] && a[i] > 2) out[i] = 1; else if (i < 8) out[i] = 0;",

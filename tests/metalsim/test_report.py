@@ -100,3 +100,14 @@ def test_output_elements_no_thread_wrote_are_listed_even_when_zero_filled():
                                 output_dtypes=[mx.float32], grid=(8, 1, 1),
                                 threadgroup=(8, 1, 1), init_value=init_value)
         assert run.report.unwritten["out"].tolist() == [1, 2, 4, 5, 7]
+
+
+def test_simd_launch_bound_is_the_threads_over_the_lanes_of_their_simd_groups():
+    small = report("out[thread_position_in_grid.x] = a[thread_position_in_grid.x];",
+                   [mx.ones(9)], (9,), (9, 1, 1), (3, 1, 1))
+    assert small.simd_launch_bound == 9 / (3 * 32)   # three threadgroups of 3 threads
+    tiles = report("out[0] = 1.0f;", [mx.ones(1)], (1,), (9, 9, 1), (3, 3, 1))
+    assert tiles.simd_launch_bound == 81 / (9 * 32)
+    partial = report("out[0] = 1.0f;", [mx.ones(1)], (1,), (1000, 1, 1), (256, 1, 1))
+    assert partial.simd_launch_bound == 1000 / 1024   # the last threadgroup has 232 threads
+    assert small.simd_efficiency <= small.simd_launch_bound

@@ -92,10 +92,10 @@ def _events_of(trace, groups):
 
 @pytest.mark.parametrize("groups", [[0], [3], [1, 2]])
 def test_tracing_chosen_threadgroups_records_exactly_their_part_of_the_full_trace(groups):
-    from metalsim.viz.examples import MATMUL_TILED
+    from metalsim.viz.examples import TRANSPOSE_TILED
 
     a, b = mx.arange(36).reshape(6, 6), mx.ones((6, 6))
-    kernel = metalsim.metal_kernel("k", ["a", "b"], ["out"], MATMUL_TILED,
+    kernel = metalsim.metal_kernel("k", ["a", "b"], ["out"], TRANSPOSE_TILED,
                                    header="#define TILE 3\n")
     call = dict(inputs=[a, b], output_shapes=[(6, 6)], output_dtypes=[mx.float32],
                 grid=(6, 6, 1), threadgroup=(3, 3, 1))

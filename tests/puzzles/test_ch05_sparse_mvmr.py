@@ -87,7 +87,8 @@ float old = atomic_load_explicit(&out[idx[t] * C + c], memory_order_relaxed);
 atomic_store_explicit(&out[idx[t] * C + c], old + x[t * C + c], memory_order_relaxed);
 """
     result = check_kernel(ch05.SCATTER_ADD, body(ch05.SCATTER_ADD, code))
-    assert result.status == "fail"
+    assert result.status == "error"
+    assert any(d.kind == "lost-update" for d in result.diagnostics)
 
 
 # --- 23 MVMR --------------------------------------------------------------------------------

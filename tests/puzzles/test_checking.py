@@ -58,12 +58,20 @@ def test_unwritten_outputs_never_match():
 
 
 def test_error_diagnostic_fails_even_when_values_match():
-    # Every thread writes out[0]: the sum is right, but the writes race.
+    # Every thread adds into out[0] unatomically: the writes race (with different values).
+    source = DOT.solution().replace("out[0] = total;", "out[0] = out[0] + shared[local_i];")
+    result = check_kernel(DOT, source.replace("if (local_i == 0) {", "{"))
+    assert result.status == "error"
+    assert any(d.kind == "race" and d.severity == "error" for d in result.diagnostics)
+
+
+def test_same_value_writes_fail_as_redundant_writes_not_as_a_race_error():
+    # Every thread writes the right sum to out[0]: metalsim warns; the puzzle wants one writer.
     source = DOT.solution().replace("if (local_i == 0) {", "{")
     result = check_kernel(DOT, source)
-    assert result.status == "error"
+    assert result.status == "fail" and result.cause.kind == "redundant-writes"
     assert all(not c.mismatches for c in result.cases)
-    assert any(d.kind == "race" for d in result.diagnostics)
+    assert not any(d.severity == "error" for d in result.diagnostics)
 
 
 def test_correct_kernel_over_budget_does_not_pass():
@@ -81,7 +89,8 @@ def test_budget_applies_over_every_case():
 def test_hidden_cases_run_only_when_asked():
     assert [c.label for c in check_kernel(MAP, MAP.solution(), hidden=False).cases] == [
         "visible"]
-    assert len(check_kernel(MAP, MAP.solution()).cases) == 4
+    hidden = MAP.hidden(np.random.default_rng(0))
+    assert len(check_kernel(MAP, MAP.solution()).cases) == 1 + len(hidden)
 
 
 def test_seed_draws_other_hidden_values():
@@ -145,3 +154,11 @@ def test_an_expected_infinity_is_matched_only_by_the_same_infinity():
     expected = np.array([-np.inf, 1.0, np.inf], np.float32)
     assert mismatches(expected, np.array([4.0, 1.0, np.inf], np.float32), "float32") == [(0,)]
     assert mismatches(expected, expected.copy(), "float32") == []
+
+
+def test_json_row_names_the_cause_and_lists_it_first_among_the_diagnostics():
+    source = "uint i = thread_position_in_threadgroup.x;\nout[i] = a[i] + 10;\n"
+    row = check_kernel(find("Threadgroups"), source).to_json()
+    assert row["cause"] == "wrong-index" and row["status"] == "fail"
+    assert row["diagnostics"][0].startswith("source:2:1: error: wrong index: out[0] is written")
+    assert json.loads(json.dumps(row)) == row

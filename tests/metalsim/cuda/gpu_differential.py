@@ -94,7 +94,9 @@ def check(launch: object, exact_floats: bool) -> dict:
             sims = [as_numpy(o) for o in run.outputs]
         else:
             sims = [(o, None) for o in launch.sim_outputs]
-        gpus = [as_numpy(o) for o in metalsim.cuda.run_on_gpu(launch.kernel, **launch.kwargs)]
+        with metalsim.cuda.exact_matrix_products(exact_floats):   # bit for bit: CUDA cores
+            gpus = [as_numpy(o)
+                    for o in metalsim.cuda.run_on_gpu(launch.kernel, **launch.kwargs)]
         ok, worst = True, 0.0
         for (sim, _), (gpu, dtype) in zip(sims, gpus):
             agrees, err = compare(np.asarray(sim).reshape(gpu.shape) if sim.size == gpu.size

@@ -291,6 +291,100 @@ def test_simdgroup_matrix_elements_written_by_some_lanes_between_products_are_us
     assert not np.array_equal(gpu[0][:64], gpu[0][64:128])   # the writes changed the product
 
 
+# Four chained products d = a_s b_s + d of random floats (s = 0..3, 8x8 each), stored; with
+# SHOW_ELEMENTS the lanes also write what thread_elements() shows (the runtime then keeps the
+# matrices in Metal's lane layout; without it, in the tensor cores' own).
+CHAINED_PRODUCTS = """
+    simdgroup_matrix<T, 8, 8> ma, mb, acc = make_filled_simdgroup_matrix<T, 8, 8>(0.5f);
+    for (int s = 0; s < 4; ++s) {
+        simdgroup_load(ma, in0 + 64 * s, 8);
+        simdgroup_load(mb, in1 + 64 * s, 8, ulong2(0, 0), s % 2 == 1);
+        simdgroup_multiply_accumulate(acc, ma, mb, acc);
+    }
+    simdgroup_store(acc, out0, 8);
+"""
+SHOW_ELEMENTS = """
+    out1[thread_index_in_simdgroup * 2] = acc.thread_elements()[0];
+    out1[thread_index_in_simdgroup * 2 + 1] = acc.thread_elements()[1];
+"""
+
+
+def _chained_products(dtype: mx.Dtype, elements: bool, seed: int = 11
+                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(GPU result, float64 reference, what thread_elements() gave) of CHAINED_PRODUCTS."""
+    rng = np.random.default_rng(seed)
+    a = mx.array(rng.standard_normal((4, 8, 8)).astype(np.float32)).astype(dtype)
+    b = mx.array(rng.standard_normal((4, 8, 8)).astype(np.float32)).astype(dtype)
+    kernel = metalsim.metal_kernel("chain", ["in0", "in1"], ["out0", "out1"],
+                                   CHAINED_PRODUCTS + (SHOW_ELEMENTS if elements else ""))
+    gpu = metalsim.cuda.run_on_gpu(
+        kernel, inputs=[a, b], output_shapes=[(64,), (64,)], output_dtypes=[dtype, dtype],
+        grid=(32, 1, 1), threadgroup=(32, 1, 1),
+        template=[("T", dtype)], init_value=0)
+    an, bn = (np.array(x.astype(mx.float32)).astype(np.float64) for x in (a, b))
+    want = np.full((8, 8), 0.5)
+    for s in range(4):
+        want = an[s] @ (bn[s].T if s % 2 else bn[s]) + want
+    got, shown = (np.array(x.astype(mx.float32)).astype(np.float64) for x in gpu)
+    return got.reshape(8, 8), want, shown
+
+
+@pytest.mark.parametrize("elements", [False, True])
+def test_float_products_on_tensor_cores_keep_float32_accuracy(elements):
+    # 3xTF32: TF32 alone (10-bit mantissas) would be off by about 1e-3.
+    got, want, shown = _chained_products(mx.float32, elements)
+    assert np.abs(got - want).max() / np.abs(want).max() < 2e-6
+    if elements:   # lane L shows (r, c), (r, c + 1) of Metal's layout
+        lanes = np.arange(32)
+        rows, cols = (lanes // 16) * 4 + (lanes // 2) % 4, ((lanes // 8) % 2) * 4 + (lanes % 2) * 2
+        np.testing.assert_array_equal(shown.reshape(32, 2), np.stack(
+            [got[rows, cols], got[rows, cols + 1]], axis=1))
+
+
+def test_exact_matrix_products_are_fused_multiply_adds_over_k_in_order():
+    with metalsim.cuda.exact_matrix_products():
+        got, _, _ = _chained_products(mx.float32, False)
+    rng = np.random.default_rng(11)
+    a = rng.standard_normal((4, 8, 8)).astype(np.float32)
+    b = rng.standard_normal((4, 8, 8)).astype(np.float32)
+    want = np.full((8, 8), 0.5, np.float32)
+    for s in range(4):
+        bs = b[s].T if s % 2 else b[s]
+        for k in range(8):   # one rounding per step: the float64 a * b + acc is exact here
+            want = (a[s][:, k:k + 1].astype(np.float64) * bs[k] + want).astype(np.float32)
+    np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("dtype", [mx.float16, mx.bfloat16])
+def test_half_and_bfloat_products_on_tensor_cores_agree_with_the_simulator(dtype):
+    # Each product is summed in float and rounded to the type, on both sides; the tensor
+    # cores' float sum may differ in its last bits, which can move a rounding by one ulp.
+    rng = np.random.default_rng(12)
+    a, b = (mx.array(rng.standard_normal((4, 8, 8)).astype(np.float32)).astype(dtype)
+            for _ in range(2))
+    sim, gpu = both(CHAINED_PRODUCTS, [a, b], [(64,), (64,)], [dtype, dtype], (32, 1, 1),
+                    (32, 1, 1), init_value=0, template=[("T", dtype)])
+    ulp = 2.0 ** (np.floor(np.log2(np.abs(sim[0]))) - (10 if dtype == mx.float16 else 7))
+    assert (np.abs(gpu[0] - sim[0]) <= ulp).all()
+    assert (gpu[0] != 0).all()
+
+
+def test_infinities_and_nans_pass_through_tensor_core_products():
+    a = np.ones((8, 8), np.float32)
+    a[0, 3], a[1, 2] = np.inf, np.nan
+    source = """
+        simdgroup_float8x8 ma, mb, mc;
+        simdgroup_load(ma, in0, 8);
+        simdgroup_load(mb, in1, 8);
+        simdgroup_multiply(mc, ma, mb);
+        simdgroup_store(mc, out0, 8);
+    """
+    sim, gpu = both(source, [mx.array(a), mx.array(np.ones((8, 8), np.float32))], [(64,)],
+                    [mx.float32], (32, 1, 1), (32, 1, 1))
+    assert_same(sim, gpu)
+    assert np.isinf(gpu[0][:8]).all() and np.isnan(gpu[0][8:16]).all()
+
+
 def test_math_functions_are_within_two_ulps_of_the_simulators_correct_rounding():
     x = mx.array(np.linspace(0.01, 20.0, 512, dtype=np.float32))
     source = """

@@ -20,7 +20,8 @@ import metalsim
 import metalsim.cuda
 from metalsim.cuda import nvrtc
 from metalsim.cuda.prelude import PRELUDE
-from metalsim.cuda.translate import ENTRY, rounded_bits, translate
+from metalsim.cuda.runtime import matrix_defines
+from metalsim.cuda.translate import ENTRY, Translation, rounded_bits, translate
 from puzzles.catalog import SOLUTIONS, all_puzzles
 
 GOLDEN = Path(__file__).parent / "golden"
@@ -29,30 +30,33 @@ needs_nvrtc = pytest.mark.skipif(not nvrtc.available(),
 
 
 def compile_all(launches: list[cuda_launches.Launch]) -> None:
-    """Compile every distinct translation: together in one NVRTC program (each kernel in a
-    namespace of its own, one prelude), and one by one where that fails, to name the kernel."""
-    bodies, labels, seen = [], [], set()
+    """Compile every distinct translation with the matrix switches the runtime would give it:
+    those that share the switches together in one NVRTC program (each kernel in a namespace
+    of its own, one prelude), and one by one where that fails, to name the kernel."""
+    groups: dict[tuple[str, ...], list[tuple[str, Translation]]] = {}
+    seen = set()
     for launch in launches:
         translation = translate(cuda_launches.generated(launch))
         if translation.source in seen:
             continue
         seen.add(translation.source)
-        bodies.append(translation)
-        labels.append(launch.label)
-    parts = [PRELUDE]
-    for i, t in enumerate(bodies):
-        body = t.kernel_text.replace(ENTRY, f"{ENTRY}_{i}")
-        body = body.replace("namespace metal {", f"namespace metal {{ namespace k{i} {{", 1)
-        parts.append(body.replace("}  // namespace metal", "}}  // namespace metal"))
-    try:
-        nvrtc.compile_ptx("\n".join(parts))
-    except nvrtc.NvrtcError:
-        for label, t in zip(labels, bodies):
-            try:
-                nvrtc.compile_ptx(t.source)
-            except nvrtc.NvrtcError as error:
-                pytest.fail(f"{label}: NVRTC rejects the translation:\n{error}")
-        raise
+        groups.setdefault(matrix_defines(translation), []).append((launch.label, translation))
+    for defines, members in groups.items():
+        opts = (*nvrtc.OPTIONS, *defines)
+        parts = [PRELUDE]
+        for i, (_, t) in enumerate(members):
+            body = t.kernel_text.replace(ENTRY, f"{ENTRY}_{i}")
+            body = body.replace("namespace metal {", f"namespace metal {{ namespace k{i} {{", 1)
+            parts.append(body.replace("}  // namespace metal", "}}  // namespace metal"))
+        try:
+            nvrtc.compile_ptx("\n".join(parts), opts=opts)
+        except nvrtc.NvrtcError:
+            for label, t in members:
+                try:
+                    nvrtc.compile_ptx(t.source, opts=opts)
+                except nvrtc.NvrtcError as error:
+                    pytest.fail(f"{label}: NVRTC rejects the translation:\n{error}")
+            raise
 
 
 @needs_nvrtc
@@ -200,12 +204,9 @@ def test_patch_with_the_cuda_backend_installs_the_cuda_factory_and_restores_mlx(
 
 
 
-@needs_nvrtc
-def test_the_grouped_mvmr_compiles_for_its_launch_with_fused_matrix_products():
-    """Each 8x8x8 product is 16 fused multiply-adds per lane after 8 + 2 x 8 shuffles (a
-    SIMD-group does 4 x 2 products per 8 channels), the launch's 256 threads reach the PTX as
-    .maxntid (registers are not capped at the 64 of a 1024-thread block), and the packed
-    4-vector loads of the staging become 16-byte loads (behind an alignment test)."""
+def _grouped_mvmr_translation() -> Translation:
+    """The grouped MVMR's launch at C = M = 128 (a SIMD-group does 4 x 2 products per 8
+    channels, a slice of 16 channels unrolled: 16 products)."""
     from solutions import mvmr_grouped
 
     k, t, c, m = 27, 40, 128, 128
@@ -216,15 +217,116 @@ def test_the_grouped_mvmr_compiles_for_its_launch_with_fused_matrix_products():
         mx.zeros((k, 1, c, m)), mx.zeros((8, 1, c)), mx.zeros(t, mx.int32),
         mx.zeros(t, mx.int32), mx.array(runs), 8, metalsim.metal_kernel)
     assert mvmr_grouped.tiles(t, k, c, m) == (64, 64, 16, 256)
-    source = translate(kernel._prepare((), args).gen).source
-    ptx = nvrtc.compile_ptx(source, opts=(*nvrtc.options("safe"), "-DMETALSIM_MAX_THREADS=256"))
+    return translate(kernel._prepare((), args).gen)
+
+
+def _grouped_mvmr_ptx() -> str:
+    """Its PTX, with the options and matrix switches the runtime would use."""
+    translation = _grouped_mvmr_translation()
+    return nvrtc.compile_ptx(translation.source, opts=(
+        *nvrtc.options("safe"), "-DMETALSIM_MAX_THREADS=256", *matrix_defines(translation)))
+
+
+@needs_nvrtc
+def test_the_grouped_mvmr_compiles_for_its_launch_with_tensor_core_products():
+    """Each 8x8x8 product is two m16n8k8 TF32 tensor-core products (3xTF32: four operands
+    split in two parts each) on operands loaded in the tensor cores' layout, then 2 shuffles
+    that keep the copy in Metal's layout which the kernel reads with thread_elements(); the
+    launch's 256 threads reach the PTX as .maxntid (registers are not capped at the 64 of a
+    1024-thread block), and the packed 4-vector loads of the staging become 16-byte loads
+    (behind an alignment test)."""
+    assert matrix_defines(_grouped_mvmr_translation()) == ("-DMETALSIM_SGM_ELEMENTS_READ",)
+    ptx = _grouped_mvmr_ptx()
     assert ".maxntid 256" in ptx
-    assert len(re.findall(r"\bfma\.rn\.f32", ptx)) == 8 * 16
-    assert len(re.findall(r"\bmul\.rn\.f32", ptx)) == 0
-    # 8 x 24 in the inner loop, 3 broadcasts of the chunk's slot, first triplet and length
-    assert len(re.findall(r"\bshfl\.sync", ptx)) == 8 * 24 + 3
+    assert len(re.findall(r"\bmma\.sync\.aligned\.m16n8k8\.row\.col\.f32\.tf32", ptx)) == 16 * 2
+    assert len(re.findall(r"\bcvt\.rna\.tf32\.f32", ptx)) == 16 * 4 * 2
+    assert len(re.findall(r"\bfma\.rn\.f32", ptx)) == 0
+    # 16 x 2 in the inner loop, 3 broadcasts of the chunk's slot, first triplet and length
+    assert len(re.findall(r"\bshfl\.sync", ptx)) == 16 * 2 + 3
     # one feature vector and one weight vector per thread and slice
     assert len(re.findall(r"\bld\.global\.v4\.[uf]32", ptx)) == 2
+
+
+@needs_nvrtc
+def test_exact_matrix_products_compile_to_fused_multiply_adds_in_k_order():
+    """Inside exact_matrix_products(): 16 fused multiply-adds per lane and product after
+    8 + 2 x 8 shuffles, no tensor-core instruction, no separate multiply."""
+    with metalsim.cuda.exact_matrix_products():
+        ptx = _grouped_mvmr_ptx()
+    assert len(re.findall(r"\bmma\.sync", ptx)) == 0
+    assert len(re.findall(r"\bfma\.rn\.f32", ptx)) == 16 * 16
+    assert len(re.findall(r"\bmul\.rn\.f32", ptx)) == 0
+    assert len(re.findall(r"\bshfl\.sync", ptx)) == 16 * 24 + 3
+
+
+@needs_nvrtc
+@pytest.mark.parametrize(("kind", "instruction"), [("half", "f16"), ("bfloat", "bf16")])
+def test_half_and_bfloat_products_compile_to_one_tensor_core_product_each(kind, instruction):
+    """Without thread_elements() the matrices stay in the tensor cores' layout, and a loaded
+    operand comes with the column pairs a B operand needs: no shuffle at all."""
+    kernel = metalsim.metal_kernel("hmm", ["a"], ["out"], f"""
+        simdgroup_{kind}8x8 ma, mb;
+        simdgroup_load(ma, a, 8);
+        simdgroup_load(mb, a + 64, 8);
+        simdgroup_multiply_accumulate(ma, ma, mb, ma);
+        simdgroup_store(ma, out, 8);
+    """)
+    dtype = mx.float16 if kind == "half" else mx.bfloat16
+    translation = translate(kernel._prepare((), dict(
+        inputs=[mx.zeros(128, dtype)], output_shapes=[(64,)], output_dtypes=[dtype],
+        grid=(32, 1, 1), threadgroup=(32, 1, 1))).gen)
+    assert matrix_defines(translation) == ()
+    ptx = nvrtc.compile_ptx(translation.source)
+    assert len(re.findall(rf"\bmma\.sync\.aligned\.m16n8k8\.row\.col\.f32\.{instruction}\.",
+                          ptx)) == 1
+    assert len(re.findall(r"\bshfl\.sync", ptx)) == 0
+
+
+@needs_nvrtc
+@pytest.mark.parametrize(("use", "defines", "shuffles"), [
+    ("float2 v = mc.thread_elements(); out[64 + lane] = v.x;", ("-DMETALSIM_SGM_ELEMENTS_READ",),
+     2 + 2),
+    ("mc.thread_elements()[1] = 2.0f;", ("-DMETALSIM_SGM_METAL_LAYOUT",), 2 * 8),
+    ("if (lane == 3) { mc.thread_elements().x += 1.0f; }", ("-DMETALSIM_SGM_METAL_LAYOUT",),
+     2 * 8),
+])
+def test_the_lane_layout_follows_what_the_kernel_does_with_thread_elements(use, defines,
+                                                                          shuffles):
+    """Read: a copy in Metal's layout follows every product (2 shuffles each); written: the
+    matrices live in Metal's layout and every product shuffles its two operands, its
+    accumulator and its result (8 shuffles)."""
+    kernel = metalsim.metal_kernel("te", ["a"], ["out"], f"""
+        uint lane = thread_index_in_simdgroup;
+        simdgroup_float8x8 ma, mb, mc;
+        simdgroup_load(ma, a, 8);
+        simdgroup_load(mb, a + 64, 8);
+        simdgroup_multiply(mc, ma, mb);
+        {use}
+        simdgroup_multiply_accumulate(mc, ma, mb, mc);
+        simdgroup_store(mc, out, 8);
+    """)
+    translation = translate(kernel._prepare((), dict(
+        inputs=[mx.zeros(128)], output_shapes=[(128,)], output_dtypes=[mx.float32],
+        grid=(32, 1, 1), threadgroup=(32, 1, 1))).gen)
+    assert matrix_defines(translation) == defines
+    ptx = nvrtc.compile_ptx(translation.source, opts=(*nvrtc.OPTIONS, *defines))
+    assert len(re.findall(r"\bshfl\.sync", ptx)) == shuffles
+    assert len(re.findall(r"\bmma\.sync", ptx)) == 2 * 2
+
+
+@needs_nvrtc
+def test_loops_over_simdgroup_matrices_are_unrolled_and_keep_them_in_registers():
+    """NVVM leaves a loop of tensor-core products rolled; the array of accumulators it
+    indexes then lives in local memory. The translation asks for unrolling."""
+    from solutions import gemm
+
+    a = mx.zeros((2048, 2048))
+    kernel, args = gemm.launch(a, a, metalsim.metal_kernel)
+    translation = translate(kernel._prepare((), args).gen)
+    assert translation.kernel_text.count("#pragma unroll") >= 4
+    ptx = nvrtc.compile_ptx(translation.source, opts=(
+        *nvrtc.options("safe"), "-DMETALSIM_MAX_THREADS=512", *matrix_defines(translation)))
+    assert ".local" not in ptx
 
 
 @needs_nvrtc

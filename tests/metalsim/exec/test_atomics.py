@@ -190,3 +190,73 @@ def test_64_bit_atomic_max_on_a_device_ulong_returns_nothing():
     with pytest.raises(metalsim.CompileError, match="device atomic_ulong"):
         run("atomic_max_explicit(&out[0], 1u, memory_order_relaxed);", [mx.arange(4)], ["x"],
             (1,), mx.uint32, (4, 1, 1), (4, 1, 1))
+
+
+LOAD_THEN_STORE = """
+uint i = thread_position_in_grid.x;
+float old = atomic_load_explicit(&out[{where}], memory_order_relaxed);
+atomic_store_explicit(&out[{where}], old + x[i], memory_order_relaxed);
+"""
+
+
+def test_atomic_load_then_store_by_several_threads_is_a_lost_update():
+    source = LOAD_THEN_STORE.format(where="i % 2")
+    r = run(source, [mx.ones(8)], ["x"], (2,), mx.float32, (8, 1, 1), (4, 1, 1))
+    lost = [d for d in r.report.diagnostics if d.kind == "lost-update"]
+    assert len(lost) == 1 and lost[0].severity == "error" and lost[0].line == 4
+    assert "load element 0 of 'out' at line 3 and store it here" in lost[0].detail
+    assert np.array(r.outputs[0]).tolist() == [1.0, 1.0]   # every update but one lost
+
+
+def test_atomic_load_then_store_of_each_threads_own_element_loses_nothing():
+    r = run(LOAD_THEN_STORE.format(where="i"), [mx.ones(8)], ["x"], (8,), mx.float32,
+            (8, 1, 1), (4, 1, 1))
+    assert r.report.diagnostics == []
+
+
+def test_atomic_load_then_fetch_add_loses_nothing():
+    source = """
+    uint i = thread_position_in_grid.x;
+    float seen = atomic_load_explicit(&out[0], memory_order_relaxed);
+    atomic_fetch_add_explicit(&out[0], x[i] + 0.0f * seen, memory_order_relaxed);
+    """
+    r = run(source, [mx.ones(8)], ["x"], (1,), mx.float32, (8, 1, 1), (4, 1, 1))
+    assert not any(d.kind == "lost-update" for d in r.report.diagnostics)
+
+
+def test_threadgroup_load_then_store_in_turns_ordered_by_barriers_loses_nothing():
+    # Thread 0 then thread 1 of each threadgroup update a threadgroup counter, a barrier
+    # between their turns; other threadgroups have their own counter.
+    source = """
+    threadgroup atomic_int counter;
+    uint t = thread_position_in_threadgroup.x;
+    if (t == 0) { atomic_store_explicit(&counter, 0, memory_order_relaxed); }
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    for (uint turn = 0; turn < 2; ++turn) {
+        if (t == turn) {
+            int old = atomic_load_explicit(&counter, memory_order_relaxed);
+            atomic_store_explicit(&counter, old + 1, memory_order_relaxed);
+        }
+        threadgroup_barrier(mem_flags::mem_threadgroup);
+    }
+    if (t == 0) {
+        out[thread_position_in_grid.x / 2] = atomic_load_explicit(&counter,
+                                                                  memory_order_relaxed);
+    }
+    """
+    r = run(source, [mx.ones(8)], ["x"], (4,), mx.int32, (8, 1, 1), (2, 1, 1), atomic=False)
+    assert r.report.diagnostics == []
+    assert np.array(r.outputs[0]).tolist() == [2, 2, 2, 2]
+
+
+def test_atomic_load_then_plain_store_by_several_threads_is_a_lost_update_and_a_race():
+    source = """
+    uint i = thread_position_in_grid.x;
+    device atomic<float>* o = (device atomic<float>*)out;
+    float old = atomic_load_explicit(&o[i % 2], memory_order_relaxed);
+    out[i % 2] = old + x[i];
+    """
+    r = run(source, [mx.ones(8)], ["x"], (2,), mx.float32, (8, 1, 1), (4, 1, 1), atomic=False)
+    kinds = {d.kind: d for d in r.report.diagnostics}
+    assert kinds["lost-update"].severity == "error" and kinds["race"].severity == "error"
+    assert "loaded atomically at line 4" in kinds["race"].detail

@@ -56,3 +56,13 @@ def test_enumerator_as_a_template_argument():
 def test_what_cxx_refuses_about_enumerations_is_refused(header, body, message):
     with pytest.raises(metalsim.CompileError, match=message):
         metalsim_outputs(header, body, 1)
+
+
+@pytest.mark.parametrize("body, message", [
+    ("E e = A; e++; out[0] = e;", "cannot increment expression of enum type 'E'"),
+    ("E e = A; --e; out[0] = e;", "cannot decrement expression of enum type 'E'"),
+    ("E e = A; e += 1; out[0] = e;", "assigning to 'E' from incompatible type 'int'"),
+])
+def test_enumerations_are_not_incremented_or_compound_assigned(body, message):
+    with pytest.raises(metalsim.CompileError, match=message):
+        metalsim_outputs("enum E { A, B };", body, 1)

@@ -114,3 +114,20 @@ def test_a_negative_offset_is_out_of_bounds_in_device_and_threadgroup_memory(sou
     still fall outside every buffer."""
     out, report = simulate(source, [mx.ones(8)])
     assert ("out-of-bounds", "error") in kinds(report)
+
+
+def test_an_unsigned_index_below_zero_is_named_as_wrapped_around():
+    source = "uint i = thread_position_in_grid.x;\nout[i] = in0[i - 1];"
+    _, report = simulate(source, [mx.ones(8)])
+    oob = next(d for d in report.diagnostics if d.kind == "out-of-bounds")
+    assert "element 4294967295" in oob.detail and "-1 wrapped around" in oob.detail
+    assert "`0u - 1` is 4294967295" in oob.detail
+    assert "a `uint` never goes below 0" in oob.hint
+
+
+def test_a_signed_negative_index_is_not_called_wrapped_around():
+    source = "int i = int(thread_position_in_grid.x) - 1;\nout[thread_position_in_grid.x] = in0[i];"
+    _, report = simulate(source, [mx.ones(8)])
+    oob = next(d for d in report.diagnostics if d.kind == "out-of-bounds")
+    assert "element -1" in oob.detail and "wrapped" not in oob.detail
+    assert "bounds check" in oob.hint

@@ -70,7 +70,7 @@ def drawn_edges(root):
     return edges
 
 
-@pytest.mark.parametrize("name", ["map", "pooling", "dot_product", "matmul_tiled", "racy"])
+@pytest.mark.parametrize("name", ["map", "reverse", "count_greater", "transpose_tiled", "racy"])
 def test_arrows_are_the_provenance_edges_of_the_shown_threadgroups(name):
     run, inputs = traced(name)
     root = parse(draw(run, inputs=inputs))
@@ -80,7 +80,7 @@ def test_arrows_are_the_provenance_edges_of_the_shown_threadgroups(name):
     assert drawn_edges(root) == provenance_edges(run, shown)
 
 
-@pytest.mark.parametrize("name", ["map", "pooling", "dot_product", "matmul_tiled", "racy"])
+@pytest.mark.parametrize("name", ["map", "reverse", "count_greater", "transpose_tiled", "racy"])
 def test_every_buffer_is_drawn_cell_by_cell_in_every_frame(name):
     run, inputs = traced(name)
     root = parse(draw(run, inputs=inputs))
@@ -98,20 +98,20 @@ def test_every_buffer_is_drawn_cell_by_cell_in_every_frame(name):
 
 
 def test_two_dimensional_buffers_keep_their_rows_and_columns():
-    run, inputs = traced("matmul_tiled")
+    run, inputs = traced("transpose_tiled")
     root = parse(draw(run, inputs=inputs, threadgroups=[4]))
     indices = {c.get("data-index") for c in find(root, "cell", buffer="a")}
     assert indices == {f"{r},{c}" for r in range(8) for c in range(8)}
-    tile = find(root, "cell", buffer="a_tile", phase=0)
-    assert {c.get("data-index") for c in tile} == {f"{r},{c}" for r in range(3) for c in range(3)}
+    tile = find(root, "cell", buffer="tile", phase=0)  # TILE x (TILE + 1), padded
+    assert {c.get("data-index") for c in tile} == {f"{r},{c}" for r in range(3) for c in range(4)}
     # a cell of row 1 is drawn one cell size below the same column of row 0
     rect = {c.get("data-index"): c.find(f"{SVG}rect") for c in find(root, "cell", buffer="a")}
     assert float(rect["1,2"].get("y")) > float(rect["0,2"].get("y"))
     assert rect["1,2"].get("x") == rect["0,2"].get("x")
 
 
-@pytest.mark.parametrize("name, phases", [("pooling", [0, 1]), ("dot_product", [0, 1]),
-                                          ("matmul_tiled", [0, 1, 2, 3, 4, 5])])
+@pytest.mark.parametrize("name, phases", [("reverse", [0, 1]), ("count_greater", [0, 1]),
+                                          ("transpose_tiled", [0, 1])])
 def test_threadgroup_memory_is_drawn_once_per_barrier_phase(name, phases):
     run, inputs = traced(name)
     root = parse(draw(run, inputs=inputs))
@@ -145,26 +145,26 @@ def test_reads_past_the_end_appear_as_cells_outside_the_buffer():
 
 
 def test_score_table_shows_the_maximum_per_thread_and_atomics_only_when_used():
-    run, inputs = traced("pooling")
+    run, inputs = traced("count_greater")
     scores = {s.get("data-count"): s.text for s in find(parse(draw(run)), "score")}
     best = run.report.max_per_thread()
     assert scores == {"global_reads": str(best["global_reads"]),
                       "global_writes": str(best["global_writes"]),
-                      "threadgroup_reads": "3", "threadgroup_writes": "1", "barriers": "1"}
-    histogram, _ = traced("histogram")
+                      "threadgroup_reads": "8", "threadgroup_writes": "1", "barriers": "1"}
+    histogram, _ = traced("count_positive")
     assert find(parse(draw(histogram)), "score", count="atomics")[0].text == "1"
 
 
 def test_a_budget_marks_counts_over_it():
-    run, _ = traced("pooling")
-    root = parse(draw(run, budget={"global_reads": 1, "threadgroup_reads": 2}))
+    run, _ = traced("count_greater")
+    root = parse(draw(run, budget={"global_reads": 2, "threadgroup_reads": 2}))
     reads = find(root, "score", count="threadgroup_reads")[0]
-    assert reads.text == "3 / 2" and reads.get("data-over") == "1"
+    assert reads.text == "8 / 2" and reads.get("data-over") == "1"
     assert find(root, "score", count="global_reads")[0].get("data-over") is None
 
 
 def test_large_launches_show_a_few_threadgroups_and_say_how_many_are_omitted():
-    run, inputs = traced("matmul_tiled")
+    run, inputs = traced("transpose_tiled")
     root = parse(draw(run, inputs=inputs, max_threadgroups=4))
     assert [int(f.get("data-threadgroup")) for f in find(root, "frame")] == [0, 1, 2, 8]
     note = find(root, "shown")[0]
@@ -173,9 +173,9 @@ def test_large_launches_show_a_few_threadgroups_and_say_how_many_are_omitted():
 
 
 def test_a_diagram_too_large_for_several_threadgroups_draws_one_and_says_how_to_see_others():
-    from metalsim.viz.examples import MATMUL_TILED
+    from metalsim.viz.examples import TRANSPOSE_TILED
 
-    kernel = metalsim.metal_kernel("mm", ["a", "b"], ["out"], MATMUL_TILED,
+    kernel = metalsim.metal_kernel("mm", ["a", "b"], ["out"], TRANSPOSE_TILED,
                                    header="#define TILE 8\n")
     inputs = [mx.ones((48, 48)), mx.ones((48, 48))]
     run = metalsim.simulate(kernel, trace=[5, 6], inputs=inputs, output_shapes=[(48, 48)],
@@ -207,7 +207,7 @@ def test_above_the_cell_limit_only_the_first_threadgroup_with_a_finding_is_drawn
     assert [int(c.get("data-element")) for c in find(root, "ghost-cell")] == [1023, 1024]
     labels = [t.text for t in find(root, "buffer-label")]
     assert "a  (input, float[1023]) [960:1023] shown" in labels
-    small = parse(draw(EXAMPLES["pooling"].simulate(), inputs=list(EXAMPLES["pooling"].inputs)))
+    small = parse(draw(EXAMPLES["reverse"].simulate(), inputs=list(EXAMPLES["reverse"].inputs)))
     assert len(find(small, "frame")) == 2  # small frames: several are still drawn
 
 
@@ -239,15 +239,15 @@ def test_cells_show_input_values_and_the_outputs_final_values():
         texts = [t.text for t in cell.iter(f"{SVG}text") if "value" in classes(t)]
         return texts[0] if texts else None
 
-    assert value("a", 5) == "5" and value("out", 5) == "15"
-    assert value("out", 0) == "10"  # written by threadgroup 0: shown, though not touched here
+    assert value("a", 5) == "5" and value("out", 5) == "11"
+    assert value("out", 0) == "1"  # written by threadgroup 0: shown, though not touched here
     assert find(root, "cell", buffer="out", element=0)[0].get("class") == "cell untouched"
 
 
 def test_threadgroup_memory_cells_show_the_values_they_held_in_each_phase():
-    # Pooling's shared memory holds a[8:16] (a = arange) in threadgroup 1: written in phase
+    # Reverse's shared memory holds a[8:16] (a = arange) in threadgroup 1: written in phase
     # 0, read in phase 1.
-    run, inputs = traced("pooling")
+    run, inputs = traced("reverse")
     root = parse(draw(run, inputs=inputs, threadgroups=[1]))
     for phase in (0, 1):
         cells = find(root, "cell", buffer="shared", threadgroup=1, phase=phase)
@@ -257,41 +257,40 @@ def test_threadgroup_memory_cells_show_the_values_they_held_in_each_phase():
 
 
 def test_markers_name_the_threads_that_read_and_wrote_each_cell():
-    run, inputs = traced("pooling")
+    run, inputs = traced("reverse")
     root = parse(draw(run, inputs=inputs, threadgroups=[0]))
     cell = find(root, "cell", buffer="shared", element=2, phase=1)[0]
     markers = [(m.get("data-role"), m.get("data-local")) for m in find(cell, "thread-marker")]
-    assert sorted(markers) == [("reader", "2"), ("reader", "3"), ("reader", "4")]
+    assert sorted(markers) == [("reader", "5")]  # thread 5 reads shared[8 - 1 - 5]
     written = find(root, "cell", buffer="shared", element=2, phase=0)[0]
     assert [m.get("data-local") for m in find(written, "thread-marker")] == ["2"]
 
 
 def test_a_selection_highlights_its_cells_and_fades_other_arrows():
-    run, inputs = traced("pooling")
+    run, inputs = traced("reverse")
     root = parse(draw(run, inputs=inputs, threadgroups=[0],
                       selection=Selection(0, frozenset({3}), 1)))
     selected = {(r.get("data-buffer"), r.get("data-element"), r.get("data-phase"))
                 for r in find(root, "selected") if r.tag == f"{SVG}rect"}
-    assert selected == {("shared", "1", "1"), ("shared", "2", "1"), ("shared", "3", "1"),
-                        ("out", "3", None)}
+    assert selected == {("shared", "4", "1"), ("out", "3", None)}
     focused = [a for a in find(root, "arrow") if "selected" in classes(a)]
     assert {a.get("data-to") for a in focused} == {"out:3"}
 
 
 def test_untraced_launches_get_a_summary_of_counts_and_structure():
-    ex = EXAMPLES["matmul_256"]
+    ex = EXAMPLES["transpose_256"]
     run = ex.simulate(trace=False)
     root = parse(draw(run, title=ex.title))
     assert not find(root, "cell") and not find(root, "arrow")
     assert len(find(root, "threadgroup-tile")) == 16 * 16
-    assert find(root, "score", count="global_reads")[0].text == "32"
+    assert find(root, "score", count="global_reads")[0].text == "2"
     assert {t.get("data-buffer") for t in find(root, "traffic")} == {"a", "b", "out"}
     assert find(root, "summary-note")
 
 
 def test_the_same_run_draws_the_same_svg():
-    run, inputs = traced("matmul_tiled")
-    again, _ = traced("matmul_tiled")
+    run, inputs = traced("transpose_tiled")
+    again, _ = traced("transpose_tiled")
     assert draw(run, inputs=inputs).svg == draw(again, inputs=inputs).svg
 
 
@@ -390,6 +389,6 @@ def test_a_frame_with_too_many_arrows_says_so_and_keeps_the_selected_threads_arr
 
 
 def test_the_plain_text_form_is_short_so_notebooks_hold_the_svg_once():
-    run, _ = traced("matmul_tiled")
+    run, _ = traced("transpose_tiled")
     diagram = draw(run)
     assert len(repr(diagram)) < 80 and "Diagram" in repr(diagram)

@@ -25,44 +25,45 @@ def selected_cells(svg):
 
 
 def test_it_starts_on_the_first_threadgroup_with_every_thread_and_phase():
-    e = explorer("pooling")
+    e = explorer("reverse")
     assert (e.threadgroup, e.thread, e.simdgroup, e.phase) == (0, None, None, None)
-    assert len(e.listing) == 8 + 8 + 3 * 8 - 3 + 8  # a reads, shared writes/reads, out writes
+    assert len(e.listing) == 8 * 4  # a reads, shared writes, shared reads, out writes
     assert 'data-threadgroup="0"' in e.view_svg and 'data-threadgroup="1"' not in e.view_svg
 
 
 def test_selecting_a_thread_and_phase_lists_its_accesses_with_source_lines():
-    e = explorer("matmul_tiled")
-    e.select(threadgroup=4, thread=4, phase=1)
+    e = explorer("transpose_tiled")
+    e.select(threadgroup=4, thread=5, phase=1)
+    # thread (5, 4) of the grid, (2, 1) of its threadgroup, reads in phase 1 its element of a
+    # and, across the tile, the element of b its neighbour (1, 2) loaded: b[5][4]
     assert [(r.kind, r.cell) for r in e.listing] == [
-        ("read", "a_tile[1][0]"), ("read", "b_tile[0][1]"), ("read", "a_tile[1][1]"),
-        ("read", "b_tile[1][1]"), ("read", "a_tile[1][2]"), ("read", "b_tile[2][1]")]
-    assert {r.thread for r in e.listing} == {4} and {r.phase for r in e.listing} == {1}
-    assert all(r.code.startswith("for (uint k = 0; k < TILE; ++k) acc +=") for r in e.listing)
-    # thread (4, 4) reads, in phase 1, the tiles loaded from a[4, 0:3] and b[0:3, 4]
-    a, b = EXAMPLES["matmul_tiled"].inputs
-    expected = [v for k in range(3) for v in (a[4, k], b[k, 4])]
+        ("read", "a[4][5]"), ("read", "tile[2][1]"), ("write", "out[4][5]")]
+    assert {r.thread for r in e.listing} == {5} and {r.phase for r in e.listing} == {1}
+    assert all(r.code.startswith("if (row < n && col < n) out[") for r in e.listing)
+    a, b = EXAMPLES["transpose_tiled"].inputs
+    expected = [a[4, 5], b[5, 4], a[4, 5] + b[5, 4]]
     assert [r.value for r in e.listing] == [str(int(v)) for v in expected]
 
 
 def test_the_diagram_highlights_the_selection():
-    e = explorer("matmul_tiled")
-    e.select(threadgroup=4, thread=4, phase=1)
-    assert selected_cells(e.view_svg) == {
-        ("a_tile", str(3 + k), "1") for k in range(3)} | {
-        ("b_tile", str(3 * k + 1), "1") for k in range(3)}
+    e = explorer("transpose_tiled")
+    e.select(threadgroup=4, thread=5, phase=1)
+    assert selected_cells(e.view_svg) == {("a", str(4 * 8 + 5), None),
+                                          ("tile", str(2 * 4 + 1), "1"),
+                                          ("out", str(4 * 8 + 5), None)}
     before = e.view_svg
-    e.select(phase=0)
+    e.select(phase=0)  # it loaded b[4][5] into tile[1][2]
     assert e.view_svg != before
-    assert {c[0] for c in selected_cells(e.view_svg)} == {"a", "b", "a_tile", "b_tile"}
+    assert selected_cells(e.view_svg) == {("b", str(4 * 8 + 5), None),
+                                          ("tile", str(1 * 4 + 2), "0")}
 
 
 def test_each_access_is_listed_with_the_value_it_read_or_wrote():
     e = explorer("map")
     e.select(threadgroup=1, thread=2)
     assert [(r.kind, r.cell, r.value, r.line) for r in e.listing] == [
-        ("read", "a[6]", "6", 2), ("write", "out[6]", "16", 2)]
-    assert e.listing[0].code == "out[i] = a[i] + 10;"
+        ("read", "a[6]", "6", 2), ("write", "out[6]", "13", 2)]
+    assert e.listing[0].code == "out[i] = 2 * a[i] + 1;"
 
 
 def test_a_simdgroup_selects_its_32_threads():
@@ -82,29 +83,29 @@ def test_a_simdgroup_selects_its_32_threads():
 
 
 def test_counts_are_the_selected_threads():
-    e = explorer("dot_product")
-    e.select(thread=0)
+    e = explorer("count_greater")
+    e.select(thread=7)  # the thread that counts
     assert e.counts["threadgroup_reads"] == 8 and e.counts["global_reads"] == 2
     e.select(thread=5)
     assert e.counts["threadgroup_reads"] == 0 and e.counts["threadgroup_writes"] == 1
 
 
 def test_the_widgets_drive_the_selection_and_show_its_view():
-    e = explorer("pooling")
+    e = explorer("reverse")
     controls = e.widget and e.controls
     controls["threadgroup"].value = 1
     assert e.threadgroup == 1 and 'data-threadgroup="1"' in e.view_svg
     controls["thread"].value = 5
     controls["phase"].value = 1
     assert (e.thread, e.phase) == (5, 1)
-    assert {r.cell for r in e.listing} == {"shared[3]", "shared[4]", "shared[5]", "out[13]"}
-    assert "shared[4]" in e.listing_html() and e._list_html.value == e.listing_html()
+    assert {r.cell for r in e.listing} == {"shared[2]", "out[13]"}  # out[13] = a[8 + 7 - 5]
+    assert "shared[2]" in e.listing_html() and e._list_html.value == e.listing_html()
     e.select(threadgroup=0)  # and the state drives the widgets
     assert controls["threadgroup"].value == 0 and controls["thread"].value == 5
 
 
 def test_the_dropdowns_show_all_and_choosing_all_clears_the_choice():
-    e = explorer("pooling")
+    e = explorer("reverse")
     controls = e.widget and e.controls
     for key in ("thread", "simdgroup", "phase"):
         label = dict((v, k) for k, v in controls[key].options)[controls[key].value]
@@ -128,7 +129,7 @@ def test_an_untraced_run_is_refused():
 
 
 def test_the_dropdowns_offer_a_real_all_option_selected_by_default():
-    e = explorer("pooling")
+    e = explorer("reverse")
     controls = e.widget and e.controls
     for key in ("thread", "simdgroup", "phase"):
         assert controls[key].options[0] == ("all", "all")
@@ -190,7 +191,7 @@ def test_a_selected_thread_sees_the_value_it_read_not_a_later_write_of_the_phase
 
 
 def test_an_untraced_threadgroup_is_traced_on_demand():
-    ex = EXAMPLES["matmul_tiled"]
+    ex = EXAMPLES["transpose_tiled"]
     call = dict(inputs=[mx.array(x) for x in ex.inputs], output_shapes=[ex.output_shape],
                 output_dtypes=[mx.float32], grid=ex.grid, threadgroup=ex.threadgroup)
     traced = []

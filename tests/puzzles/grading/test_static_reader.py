@@ -7,8 +7,11 @@ import ast
 import dataclasses
 import time
 
+import nbformat
 import pytest
+from classroom import kernel_function, learner, map_cell, replace_map_cell
 
+from puzzles.grader import grade
 from puzzles.grading.static_reader import (
     KERNEL_PARAMETERS,
     MAX_STEPS,
@@ -26,6 +29,7 @@ def read(*cells: str) -> NotebookReader:
     reader = NotebookReader()
     for index, cell in enumerate(cells):
         reader.read_cell(index, ast.parse(cell))
+    reader.finish()
     return reader
 
 
@@ -164,3 +168,118 @@ def test_nothing_is_executed(tmp_path):
 def test_format_specs_with_other_digits_are_refused_not_crashing():
     kernel = problem_kernel(function("source = f'{1:\u00b2}'"))
     assert isinstance(kernel, Unreadable) and "formatting failed" in kernel.message
+
+
+# --- forms a learner's notebook runs, which the reader follows exactly or calls unreadable --
+
+APPEND = function("parts = ['uint i = thread_position_in_grid.x;']",
+                  "parts.append('out[i] = a[i] + 10;')", "source = '\\n'.join(parts) + '\\n'")
+CHECK = 'problem.check()'
+
+
+@pytest.mark.parametrize(("cells", "expected"), [
+    ([APPEND], BODY),
+    ([function("parts = ['out[i] = a[i] + 10;']",
+               "parts.insert(0, 'uint i = thread_position_in_grid.x;')",
+               "parts.extend([''])", "source = '\\n'.join(parts)")], BODY),
+    ([function("parts = []", "alias = parts", "alias.append('x;')", "parts += ['y;']",
+               "source = ''.join(parts)")], "x;y;"),
+    (["SRC = 'template;'", f"def set_source():\n    global SRC\n    SRC = {BODY!r}",
+      "set_source()", function("source = SRC")], BODY),
+    ([f"SRC = {BODY!r}", "def map_test(a, source=SRC):\n    return MetalKernel(name='map', "
+      "input_names=['a'], output_names=['out'], source=source)", "SRC = 'changed later;'"],
+     BODY),
+    (["def outer():\n    s = 'a;'\n    def inner():\n        nonlocal s\n        s = 'b;'\n"
+      "    inner()\n    return s", function("source = outer()")], "b;"),
+])
+def test_forms_the_notebook_runs_give_its_kernel(cells, expected):
+    kernel = problem_kernel(*cells)
+    assert isinstance(kernel, KernelCall), kernel
+    assert kernel.source == expected
+
+
+def checked_kernel(*cells: str) -> KernelCall | Unreadable:
+    reader = read(*cells)
+    return reader.problems[-1][1].kernel
+
+
+def test_a_global_fixed_in_a_later_cell_before_check_is_what_check_runs():
+    problem = 'problem = MetalProblem("Map", map_test, [a], (4,), grid=(4, 1, 1))'
+    cells = [function("source = SRC"), "SRC = 'wrong;'", problem, "SRC = 'fixed;'", CHECK]
+    assert checked_kernel(*cells).source == "fixed;"
+    # After the last check(), a change no longer counts...
+    assert checked_kernel(*cells, "SRC = 'after the check;'").source == "fixed;"
+    # ...and a problem never checked gets its kernel as the notebook ends.
+    assert checked_kernel(*cells[:4]).source == "fixed;"
+
+
+def test_a_function_defined_with_global_changes_nothing_until_it_is_called():
+    reader = read("SRC = 'kept;'", "def f():\n    global SRC\n    SRC = 'changed;'\n"
+                  "    return MetalKernel(name='map', input_names=['a'], output_names=['out'], "
+                  "source=SRC)")
+    assert reader.globals.lookup("SRC") == "kept;"
+
+
+@pytest.mark.parametrize(("cells", "message"), [
+    ([function("parts = ['x;']", "parts.pop()", "source = ''.join(parts)")], "`.pop(...)`"),
+    ([function("parts = []", "for k in range(2):\n        parts.append('x;')",
+               "source = ''.join(parts)")], "`for` statement"),
+    (["import helpers", function("parts = ['x;']", "helpers.fill(parts)",
+                                 "source = ''.join(parts)")], "helpers.fill"),
+    ([function("parts = ['x;']", "parts[0] = 'y;'", "source = ''.join(parts)")],
+     "item or attribute"),
+    ([function("parts = ['x;']", "if a.size > 2:\n        parts.append('y;')",
+               "source = ''.join(parts)")], "inside an `if`"),
+    (["PARTS = []", function("PARTS.append('x;')", "source = ''.join(PARTS)")],
+     "different kernel each time"),
+])
+def test_forms_the_reader_cannot_follow_are_unreadable_never_a_stale_value(cells, message):
+    kernel = problem_kernel(*cells)
+    assert isinstance(kernel, Unreadable), kernel
+    assert message in kernel.message, kernel.message
+
+
+# The five forms of the issue, in a learner's notebook, through the grader: each passes.
+MAP_LINES = ("'uint i = thread_position_in_grid.x;'", "'out[i] = a[i] + 10;'")
+NOTEBOOK_FORMS = {
+    "append": ("", kernel_function(
+        f"parts = [{MAP_LINES[0]}]\nparts.append({MAP_LINES[1]})\nsource = '\\n'.join(parts)")),
+    "insert": ("", kernel_function(
+        f"parts = [{MAP_LINES[1]}]\nparts.insert(0, {MAP_LINES[0]})\n"
+        "source = '\\n'.join(parts)")),
+    "global": ("SRC = 'template;'\n\ndef use_mine():\n    global SRC\n    SRC = "
+               f"{BODY!r}\n\nuse_mine()", kernel_function("source = SRC")),
+    "default": (f"SRC = {BODY!r}", "def map_test(a: mx.array, source=SRC):\n    return "
+                "MetalKernel(name='map', input_names=['a'], output_names=['out'], "
+                "source=source)\n\nSRC = 'out[0] = 0;'"),
+}
+
+
+@pytest.mark.parametrize("form", [*NOTEBOOK_FORMS, "later-cell"])
+def test_the_forms_pass_under_the_grader_as_they_do_in_the_notebook(tmp_path, form):
+    nb = learner("01_threads.ipynb")
+    if form == "later-cell":
+        replace_map_cell(nb, map_cell(kernel_function("source = SRC")), "SRC = 'out[0] = 0;'")
+        index = next(i for i, c in enumerate(nb.cells) if "def map_test(" in c.source)
+        nb.cells.insert(index + 1, nbformat.v4.new_code_cell(f"SRC = {BODY!r}\nproblem.check()"))
+    else:
+        before, function_text = NOTEBOOK_FORMS[form]
+        replace_map_cell(nb, map_cell(function_text), before)
+    path = tmp_path / "form.ipynb"
+    nbformat.write(nb, path)
+    row = next(r for r in grade(path, seed=11) if r["puzzle"] == 1)
+    assert row["status"] == "pass", row["reason"]
+
+
+def test_of_two_problems_for_one_puzzle_the_one_built_last_wins_checked_or_not():
+    first = function("source = 'first;'").replace("map_test", "first_test")
+    second = function("source = 'second;'").replace("map_test", "second_test")
+    build = 'p{k} = MetalProblem("Map", {fn}, [a], (4,), grid=(4, 1, 1))'
+    unchecked_then_checked = checked_kernel(
+        first, second, build.format(k=1, fn="first_test"), build.format(k=2, fn="second_test"),
+        "p2.check()")
+    assert unchecked_then_checked.source == "second;"
+    checked_then_unchecked = checked_kernel(
+        first, second, build.format(k=1, fn="first_test"), "p1.check()",
+        build.format(k=2, fn="second_test"))
+    assert checked_then_unchecked.source == "second;"

@@ -6,6 +6,7 @@ __device__ __forceinline__ void custom_kernel_simdgroup_matmul_float_float_float
   uint K = a_shape[1];
   uint N = b_shape[1];
   simdgroup_float8x8 acc = simdgroup_float8x8(0x0.0p+0f);
+  #pragma unroll
   for (uint k = 0; (k < K); (k += 8))
   {
     simdgroup_float8x8 a_tile;
