@@ -29,6 +29,7 @@ import numpy as np
 
 from metalsim.cuda.prelude import PRELUDE
 from metalsim.diagnostics import CompileError, SourceMap
+from metalsim.exec.prelude import MLX_TYPEDEFS
 from metalsim.lang import ast
 from metalsim.lang.parser import parse
 from metalsim.lang.preprocess import preprocess
@@ -104,9 +105,13 @@ class _Untranslatable(Exception):
 
 def translate(gen: GeneratedKernel, math_mode: str = "safe") -> Translation:
     """The CUDA C++ translation of MLX's generated source `gen` (see the module docstring)."""
-    source_map = SourceMap(gen.text, gen.sections)
+    # MLX's typedefs go first, for the parser to know their names; the CUDA prelude has its own.
+    shift = len(MLX_TYPEDEFS)
+    source_map = SourceMap(MLX_TYPEDEFS + gen.text, [("prelude", 0, shift)] + [
+        (name, start + shift, end + shift) for name, start, end in gen.sections])
     predefined = {"__FAST_MATH__": "1"} if math_mode == "fast" else None
-    unit = parse(preprocess(gen.text, source_map, predefined), source_map)
+    unit = parse(preprocess(MLX_TYPEDEFS + gen.text, source_map, predefined), source_map)
+    unit.items = unit.items[MLX_TYPEDEFS.count(";"):]
     try:
         return _Printer().unit(unit)
     except _Untranslatable as error:

@@ -175,15 +175,45 @@ def _type_trait_value(c, node, scope) -> E:
     if node.qualifier in TYPE_TRAITS and node.name != "value":
         c.error(f"no member named '{node.name}' in '{trait}<...>'", node)
     args = [c.resolve_type(a, scope) for a in node.template_args or []]
+    if trait == "is_convertible" and len(args) == 2:
+        return constant(c.implicitly_convertible(*args, node.coord), ty.BOOL, node.coord)
     value = _type_trait(trait, args)
     if value is None:
-        c.error(f"'{trait}' takes {'two' if trait == 'is_same' else 'one'} type argument(s)",
-                node)
+        two = trait in ("is_same", "is_convertible")
+        c.error(f"'{trait}' takes {'two' if two else 'one'} type argument(s)", node)
     return constant(value, ty.BOOL, node.coord)
 
 
 TYPE_TRAITS = ("is_same", "is_integral", "is_floating_point", "is_signed", "is_unsigned",
-               "is_arithmetic")
+               "is_arithmetic", "is_convertible")
+
+
+def _trait_value(c, arg: ast.Node, scope) -> bool:
+    """`arg::value` for a trait named as a type: Metal's built-in ones (`is_same<T, int>`) or
+    a struct with a static `value` (`bool_constant<...>`)."""
+    if isinstance(arg, ast.Name) and arg.template_args is not None and not arg.qualifier:
+        arg = ast.NamedType(arg.coord, arg.name, arg.template_args)   # parsed as a value
+    if not isinstance(arg, ast.NamedType):
+        c.error("expected a type trait such as 'is_same<T, U>'", arg)
+    if arg.name in TYPE_TRAITS and arg.member_of is None:
+        name = ast.Name(arg.coord, "value", arg.name, arg.template_args,
+                        args_on_qualifier=True)
+        return bool(_type_trait_value(c, name, scope).const)
+    e = c.expr(ast.Name(arg.coord, "value", owner=arg), scope)
+    if e.const is None:
+        c.error(f"'{arg.name}::value' is not a constant", arg)
+    return bool(e.const)
+
+
+def _logical_trait(any_of: bool):
+    """Metal's internal `_disjunction<B...>::value` (any `B::value`) and `_conjunction`
+    (all), as MLX's atomic.h uses them."""
+    def handler(c, node, scope) -> E:
+        if node.name != "value":
+            c.error(f"no member named '{node.name}' in '{node.qualifier}<...>'", node)
+        values = [_trait_value(c, a, scope) for a in node.template_args or []]
+        return constant(any(values) if any_of else all(values), ty.BOOL, node.coord)
+    return handler
 
 
 def _is_empty(c, node, scope) -> E:
@@ -191,6 +221,23 @@ def _is_empty(c, node, scope) -> E:
     any)."""
     t = c.resolve_type(node.args[0], scope)
     return constant(isinstance(t, ty.StructType) and not t.members, ty.BOOL, node.coord)
+
+
+def _function_constant_defined(c, node, scope) -> E:
+    """`is_function_constant_defined(name)`: false, as mx.fast.metal_kernel sets none."""
+    named = node.args[0] if len(node.args) == 1 else None
+    if not isinstance(named, ast.Name) or getattr(
+            scope.lookup(named.name), "kind", None) != "function_constant":
+        c.error("the argument of 'is_function_constant_defined' must be a function constant",
+                node)
+    return constant(False, ty.BOOL, node.coord)
+
+
+def _make_uniform(c, node, scope) -> E:
+    """`make_uniform(x)`: x, as a `uniform<T>` (which metalsim computes as T)."""
+    if len(node.args) != 1:
+        c.error("'make_uniform' takes one argument", node)
+    return c.rvalue(c.expr(node.args[0], scope))
 
 
 def _named_constant(value, t):
@@ -212,6 +259,10 @@ def build_builtins() -> dict:
         ("qualified_name", "Limits"): _limits_member(False),
         ("call", "atomic_thread_fence"): _fence,
         ("call", "__is_empty"): _is_empty,
+        ("call", "is_function_constant_defined"): _function_constant_defined,
+        ("call", "make_uniform"): _make_uniform,
+        ("qualified_name", "_disjunction"): _logical_trait(True),
+        ("qualified_name", "_conjunction"): _logical_trait(False),
     }
     for trait in TYPE_TRAITS:
         table[("name", "", f"{trait}_v")] = _type_trait_value

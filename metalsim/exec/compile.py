@@ -39,7 +39,7 @@ from metalsim.exec.struct_templates import (
     argument_text,
 )
 from metalsim.exec.structs import StructCompiler, StructMethods, thread_object
-from metalsim.exec.uses import fixed_names, uses
+from metalsim.exec.uses import fixed_names, uses, walk
 from metalsim.exec.values import Frame, MemLoc, PtrSlot, VarLoc
 from metalsim.lang import ast
 from metalsim.lang import types as ty
@@ -93,6 +93,8 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
         self.fn: FunctionCode | None = None
         self.address_taken: set[str] = set()
         self.fixed_names: set[str] = set()   # see `uses.fixed_names`
+        # The prelude's own structs standing in for MLX's (complex64_t), which MLX's replace.
+        self.prelude_structs: set[StructType] = set()
         self.decl_ids = 0
         # code that runs only where a comparison let it: its coordinates -> the comparison's
         self.guarded: dict[Coord, Coord] = {}
@@ -114,17 +116,28 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
     # --- translation unit -------------------------------------------------------------------
     def declare_globals(self) -> None:
         for item in self.unit.items:
-            if isinstance(item, ast.FunctionDef) and is_explicit_specialization(item):
+            if isinstance(item, ast.MemberFunction) and item.owner is not None:
+                self.define_member_outside(item)
+            elif isinstance(item, ast.FunctionDef) and is_explicit_specialization(item):
                 self.declare_function_specialization(item)
                 self.functions.setdefault(item.name, []).append(item)
             elif isinstance(item, ast.FunctionDef):
                 self.functions.setdefault(item.name, []).append(item)
+            elif isinstance(item, ast.VariableTemplate) and item.specialization is not None:
+                primary = self.globals.names.get(item.name)
+                if not (isinstance(primary, tuple) and primary[0] == "variable_template"):
+                    self.error(f"explicit specialization of undeclared template "
+                               f"'{item.name}'", item)
+                primary[1].specializations.append(item)
             elif isinstance(item, ast.VariableTemplate):
-                self.globals.names[item.name] = ("variable_template", item)  # type: ignore
+                self.globals.names[item.name] = (  # type: ignore[assignment]
+                    "variable_template", StructTemplate(item, self.globals))  # type: ignore
             elif isinstance(item, ast.StructDef) and item.specialization is not None:
                 self.declare_specialization(item, self.globals)
             elif isinstance(item, ast.StructDef) and item.template_params:
                 self.declare_struct_template(item, self.globals)
+            elif isinstance(item, ast.StructDef) and item.coord.section == "prelude":
+                self.prelude_structs.add(self.define_struct(item, self.globals))
             elif isinstance(item, ast.StructDef):
                 self.define_struct(item, self.globals)
             elif isinstance(item, ast.TypeAlias):
@@ -133,7 +146,7 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
                 elif item.template_params:
                     self.globals.names[item.name] = ("alias_template", item)  # type: ignore
                 else:
-                    self.globals.names[item.name] = self.resolve_type(item.type, self.globals)
+                    self.declare_alias(item, self.globals)
             elif isinstance(item, ast.DeclStmt):
                 for d in item.decls:
                     self.declare_global_var(d)
@@ -142,13 +155,61 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
             elif isinstance(item, ast.EnumDef):
                 self.define_enum(item, self.globals)
 
+    def define_member_outside(self, fn: ast.MemberFunction) -> None:
+        """`R S::f(params) {...}`: the body of the member function `S` declared with the same
+        parameter types and qualifiers."""
+        st = self.globals.lookup(fn.owner)
+        methods = self.struct_methods.get(st) if isinstance(st, StructType) else None
+        if methods is None:
+            self.error(f"'{fn.owner}' is not a struct with member functions", fn)
+        params = [self.resolve_type(p.type, methods.scope) for p in fn.params]
+        for decl in methods.overloads.get(fn.name, []):
+            if (decl.body is None and decl.const == fn.const and decl.space == fn.space
+                    and len(decl.params) == len(params) and all(
+                        self.resolve_type(p.type, methods.scope) == t
+                        for p, t in zip(decl.params, params))):
+                decl.body, decl.params = fn.body, fn.params
+                self.member_code(st, decl, {})   # compiled, as one defined in the struct
+                return
+        self.error(f"out-of-line definition of '{fn.name}' does not match any declaration in "
+                   f"'{fn.owner}'", fn)
+
+    def declare_alias(self, node: ast.TypeAlias, scope: Scope) -> None:
+        """`typedef T name;` or `using name = T;` in `scope`. Declaring a name again for the
+        same type is legal C++ (MLX's bf16.h repeats its preamble's `typedef bfloat
+        bfloat16_t;`); for another type it is an error, never a silent replacement. Types
+        spelled alike count as the same: namespaces being flattened, MLX's
+        `mlx::steel::true_type` redeclares the prelude's Metal `true_type` through MLX's own
+        `integral_constant`, which replaced Metal's. MLX's own definition of a name the
+        prelude defines as a struct of its own (`typedef complex_t<float> complex64_t;`)
+        replaces the prelude's."""
+        t = self.resolve_type(node.type, scope)
+        previous = scope.names.get(node.name)
+        if isinstance(previous, Type) and str(previous) != str(t) and (
+                previous not in self.prelude_structs):
+            self.error(f"typedef redefinition with different types ('{t}' vs '{previous}')",
+                       node)
+        scope.names[node.name] = t
+
     def declare_global_var(self, d: ast.VarDecl) -> None:
         t, const, space = self.resolve_decl_type(d.type, self.globals)
         if space != "constant" and not d.constexpr:
             self.error("program scope variable must reside in constant address space", d,
                        hint="declare it 'constant' (program-scope values are read-only)")
+        if any(a.name == "function_constant" for a in d.attributes):
+            # Set when a pipeline is created, which mx.fast.metal_kernel never does: reading
+            # one is an error (`x_Name`), `is_function_constant_defined` is false.
+            self.globals.names[d.name] = Var("function_constant", t, readonly=True, name=d.name)
+            return
         if d.init is None:
             self.error(f"default initialization of an object of const type '{t}'", d)
+        if isinstance(t, StructType) and not self.data_members(t) and isinstance(
+                d.init, ast.Construct):
+            # `constant mlx::os_log logger("mlx", "ops");`: a constexpr constructor of an
+            # object with no data members has nothing to compute.
+            self.globals.names[d.name] = Var("global_region", t, readonly=True, space="constant",
+                                             region=mem.Region(d.name, "constant", t, t.size))
+            return
         if self.has_constructors(t):
             self.error(f"metalsim does not run constructors at compile time, so a program-scope "
                        f"constant of type '{t}' cannot be initialized", d,
@@ -220,8 +281,9 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
         """The leaves of aggregate `t` taken from `items[pos:]`, and the position after them."""
         if isinstance(t, ArrayType):
             elements = [(t.elem, base + i * t.elem.size) for i in range(t.length)]
-        else:
-            elements = [(m.type, base + m.offset) for m in t.members]
+        else:   # a union's braces initialise its first member (C++ [dcl.init.aggr]/16)
+            members = t.members[:1] if t.union else t.members
+            elements = [(m.type, base + m.offset) for m in members]
         leaves: list = []
         for et, off in elements:
             if pos >= len(items):
@@ -268,7 +330,14 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
             yield base, t, ast.IntLiteral(coord, 0, text="0")
 
     def static_assert(self, node: ast.StaticAssert, scope: Scope) -> None:
+        """Check a `static_assert`. One whose condition calls a function or constructs an
+        object (complex.h's `(complex_t<half>{1, 2} * complex_t<half>{3, 4}).real == -5`)
+        is compiled, so it must be valid, but not checked: metalsim runs no code at compile
+        time."""
         e = self.expr(node.cond, scope)
+        if e.const is None and any(isinstance(n, ast.Call | ast.MethodCall | ast.Construct)
+                                   for n in walk(node.cond)):
+            return
         if e.const is None:
             self.error("static_assert expression is not an integral constant expression",
                        node.cond)
@@ -324,6 +393,13 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
             if not isinstance(elem, ScalarType) or n not in (2, 3, 4):
                 self.error(f"invalid vector type vec<{elem}, {n}>", node)
             return VectorType(elem, n, packed=name == "packed_vec")
+        if name == "uniform":
+            # MSL 2.3's uniform<T>: a T the program promises is the same in every thread of
+            # the dispatch; it computes and converts as T (make_uniform is the identity).
+            args = node.template_args or []
+            if len(args) != 1:
+                self.error("uniform<T> takes one template argument", node)
+            return self.resolve_type(args[0], scope)
         if name == "conditional_t":
             args = node.template_args or []
             if len(args) != 3:
@@ -374,10 +450,7 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
         if isinstance(found, Type):
             return found
         if isinstance(found, tuple) and found[0] == "alias_template":
-            alias = found[1]
-            inner = Scope(self.bind_template(alias.template_params, node.template_args or [],
-                                             scope, node), self.globals)
-            return self.resolve_type(alias.type, inner)
+            return self.alias_instance(found, node, scope)
         t = ty.TYPE_NAMES.get(name)
         if t is not None:
             return t
@@ -392,6 +465,14 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
                                             if isinstance(scope.lookup(k), Type)]
         self.error(f"unknown type name '{name}'", node, hint=self.suggest(name, candidates),
                    width=len(name))
+
+    def alias_instance(self, found: tuple, node: ast.NamedType, scope: Scope) -> Type:
+        """The type an alias template (`("alias_template", alias[, its struct's scope])`)
+        names for the template arguments of `node`, resolved in `scope`."""
+        alias, where = found[1], found[2] if len(found) > 2 else self.globals
+        inner = Scope(self.bind_template(alias.template_params, node.template_args or [],
+                                         scope, node), where)
+        return self.resolve_type(alias.type, inner)
 
     def bind_template(self, params: list[ast.TemplateParam], args: list, scope: Scope,
                       where: ast.Node) -> dict:
@@ -429,9 +510,12 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
             self.error(f"template argument for '{p.name}' must be a constant", arg)
         return Var("const", t, readonly=True, const=self.convert(e, t, arg).const)
 
-    def variable_template(self, vt: ast.VariableTemplate, node: ast.Name, scope: Scope) -> Var:
-        """The value of the variable template `vt` for the template arguments of `node`
-        (`is_integral_v<T>`), evaluated once per argument list."""
+    def variable_template(self, tmpl: StructTemplate, node: ast.Name, scope: Scope) -> Var:
+        """The value of the variable template `tmpl` (its node an `ast.VariableTemplate`, with
+        its specialisations) for the template arguments of `node` (`is_integral_v<T>`),
+        evaluated once per argument list, from the most specialised definition that
+        matches them, as for a struct template."""
+        vt = tmpl.node
         if node.template_args is None:
             self.error(f"use of variable template '{vt.name}' requires template arguments",
                        node, width=len(vt.name))
@@ -439,7 +523,8 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
         key = (id(vt), tuple(argument_key(v) for v in bound.values()))
         value = self.variable_instances.get(key)
         if value is None:
-            d, inner = vt.decl, Scope(bound, self.globals)
+            definition, bindings = self.specialization_for(tmpl, bound, node)
+            d, inner = definition.decl, Scope(bindings, self.globals)
             shown = f"{vt.name}<{', '.join(argument_text(v) for v in bound.values())}>"
             with self.instantiating(f"'{shown}'"):
                 if not d.constexpr or d.init is None:
@@ -692,13 +777,20 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
             if notes is not None:
                 notes.append(str(conflict))
             return None
+        return self.with_default_arguments(params, bindings, scope, notes)
+
+    def with_default_arguments(self, params: list[ast.TemplateParam], bindings: dict,
+                               scope: Scope, notes: list[str] | None = None) -> dict | None:
+        """`bindings` completed by the default arguments of the parameters deduction left
+        unbound, or None where one has none or its substitution fails (SFINAE: the candidate
+        is not viable, `typename = enable_if_t<...>`)."""
         for p in params:
             if p.name not in bindings:
                 if p.default is None:
                     return None
                 try:
                     bindings[p.name] = self.template_value(p, p.default, Scope(bindings, scope))
-                except CompileError as failure:   # SFINAE: the candidate is not viable
+                except CompileError as failure:
                     if notes is not None:
                         notes.append(f"candidate template ignored: {failure.diagnostic.message}")
                     return None

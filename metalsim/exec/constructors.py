@@ -48,25 +48,46 @@ class ConstructorCompiler:
             bool(self.constructors_of(t)) or t in self.member_defaults
             or any(self.has_constructors(m.type) for m in t.members))
 
-    def constructor_code(self, st: StructType, fn: ast.Constructor) -> FunctionCode:
+    def constructor_code(self, st: StructType, fn: ast.Constructor,
+                         bindings: dict) -> FunctionCode:
+        """The compiled constructor (for `bindings` of a constructor template's parameters)."""
         with self.instantiating_member(st, fn):
-            return self.instantiate(fn, {}, self.struct_methods[st].scope,
+            return self.instantiate(fn, bindings, self.struct_methods[st].scope,
                                     PointerType(st, "thread", False))
 
+    def constructor_cost(self, st: StructType, fn: ast.Constructor, args: list[E]
+                         ) -> tuple[float, dict] | None:
+        """What converting `args` to `fn`'s parameters costs, with the template arguments of
+        a constructor template deduced from them (a substitution failure in its default
+        template arguments, `typename = enable_if_t<...>`, rules it out); None if not viable.
+        As for functions, a template costs a little more than a non-template."""
+        required = sum(1 for p in fn.params if p.default is None)
+        if not required <= len(args) <= len(fn.params):
+            return None
+        outer = self.struct_methods[st].scope
+        bindings: dict | None = {}
+        if fn.template_params:
+            bindings = self.deduce(fn, [], args, outer)
+        if bindings is None:
+            return None
+        cost = self.match_cost(fn, bindings, args, outer)
+        if cost is None:
+            return None
+        return cost + (0.5 + 0.1 * self.generic_params(fn) if fn.template_params else 0), bindings
+
     def resolve_constructor(self, st: StructType, args: list[E], where: ast.Node | Coord,
-                            implicit: bool = False) -> ast.Constructor | None:
-        """The constructor C++ picks for `args` (None: the implicit copy constructor).
-        `implicit` (a conversion) leaves out `explicit` ones."""
+                            implicit: bool = False) -> tuple[ast.Constructor, dict] | None:
+        """The constructor C++ picks for `args` and its template arguments (None: the
+        implicit copy constructor). `implicit` (a conversion) leaves out `explicit` ones."""
         if len(args) == 1 and args[0].type == st:
             return None
         outer = self.struct_methods[st].scope
         viable = []
         for fn in self.constructors_of(st):
-            required = sum(1 for p in fn.params if p.default is None)
-            if (not implicit or not fn.explicit) and required <= len(args) <= len(fn.params):
-                cost = self.match_cost(fn, {}, args, outer)
-                if cost is not None:
-                    viable.append((cost, fn))
+            if not implicit or not fn.explicit:
+                found = self.constructor_cost(st, fn, args)
+                if found is not None:
+                    viable.append((found[0], fn, found[1]))
         if not viable and implicit:
             src = self.rvalue(args[0]).type
             explicit = [fn for fn in self.constructors_of(st) if fn.explicit]
@@ -77,11 +98,12 @@ class ConstructorCompiler:
             shown = ", ".join(str(self.rvalue(a).type) for a in args)
             candidates = "; ".join(
                 f"{st}({', '.join(str(self.resolve_type(p.type, outer)) for p in fn.params)})"
-                for fn in self.constructors_of(st))
+                if not fn.template_params else f"a constructor template of {len(fn.params)} "
+                "parameter(s)" for fn in self.constructors_of(st))
             self.error(f"no matching constructor for initialization of '{st}' from "
                        f"({shown})", where, hint=f"candidates: {candidates}")
-        best = min(cost for cost, _ in viable)
-        chosen = [fn for cost, fn in viable if cost == best]
+        best = min(cost for cost, _, _ in viable)
+        chosen = [(fn, bindings) for cost, fn, bindings in viable if cost == best]
         if len(chosen) > 1:
             self.error(f"call to constructor of '{st}' is ambiguous", where)
         return chosen[0]
@@ -89,20 +111,19 @@ class ConstructorCompiler:
     def converts_implicitly(self, a: E, st: StructType) -> bool:
         """Whether a non-explicit constructor of `st` takes `a` alone (a user-defined
         conversion, for overload resolution)."""
-        outer = self.struct_methods[st].scope
-        return any(not fn.explicit and fn.params and sum(
-            1 for p in fn.params if p.default is None) <= 1 and self.match_cost(
-            fn, {}, [a], outer) is not None for fn in self.constructors_of(st))
+        return any(not fn.explicit and fn.params and self.constructor_cost(st, fn, [a])
+                   is not None for fn in self.constructors_of(st))
 
     def construct_step(self, st: StructType, args: list[E], where: ast.Node | Coord,
                        off: int = 0, implicit: bool = False) -> Step:
         """Construct an `st` from `args` at `off` from the base pointer."""
         coord = where if isinstance(where, Coord) else where.coord
-        fn = self.resolve_constructor(st, args, where, implicit)
-        if fn is None:
+        chosen = self.resolve_constructor(st, args, where, implicit)
+        if chosen is None:
             return self.store_step(off, st, self.convert(args[0], st, coord), coord)
-        code = self.constructor_code(st, fn)
-        outer = self.struct_methods[st].scope
+        fn, bindings = chosen
+        code = self.constructor_code(st, fn, bindings)
+        outer = Scope(dict(bindings), self.struct_methods[st].scope)
         # `this` for the call: a stack, as a delegating constructor may re-enter this step.
         this: list[Ptr] = []
         bound = self.bind_arguments(code.params[1:], fn, args, outer)

@@ -11,7 +11,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from metalsim.diagnostics import Coord
+from metalsim.diagnostics import CompileError, Coord
 from metalsim.exec import arith, pointers
 from metalsim.exec.compiled import E, Scope, Var, constant, lane_zeros
 from metalsim.exec.machine import KernelStop
@@ -127,6 +127,17 @@ class ExpressionCompiler:
                        hint=f"convert explicitly: {t}(...) or static_cast<{t}>(...)")
         return self.map_value(e, t, lambda v: arith.convert(np.asarray(v), src, t))
 
+    def implicitly_convertible(self, src: Type, t: Type, coord: Coord) -> bool:
+        """`is_convertible_v<src, t>`: whether a `src` value converts to `t` implicitly (so
+        `float` to `bfloat` does not, MSL 2.22)."""
+        if t == ty.VOID or src == ty.VOID:
+            return src == t
+        try:
+            self.convert(E(src, lambda f, lanes: None, coord), t, coord)
+        except CompileError:
+            return False
+        return True
+
     def check_enum_conversion(self, src: Type, t: Type, coord: Coord) -> None:
         """Integers become enumerations, and `enum class` values anything, only explicitly."""
         if isinstance(t, ScalarType) and t.enum:
@@ -208,6 +219,11 @@ class ExpressionCompiler:
             if v.kind == "method":
                 self.error(f"reference to non-static member function '{node.name}' must be "
                            f"called", node, hint=f"call it: '{node.name}(...)'")
+            if v.kind == "function_constant":
+                self.error(f"function constant '{node.name}' has no value: "
+                           "mx.fast.metal_kernel sets no function constants", node,
+                           width=len(node.name), hint="use a template parameter instead "
+                           "(metal_kernel(..., template=[...]))")
             if v.kind == "enclosing_local":
                 self.error(f"reference to local variable '{node.name}' declared in enclosing "
                            f"function", node, width=len(node.name),
@@ -625,7 +641,9 @@ class ExpressionCompiler:
 
     def x_Assign(self, node: ast.Assign, scope: Scope) -> E:
         target = self.expr(node.target, scope)
-        value = self.expr(node.value, scope)
+        value = (self.braced_value(target.type, node.value, scope)
+                 if isinstance(node.value, ast.InitList) and node.op == "="
+                 else self.expr(node.value, scope))
         if node.op != "=" and (isinstance(target.type, StructType)
                                or isinstance(value.type, StructType)):
             return self.struct_operator(node.op, [target, value], node, scope)
@@ -959,6 +977,21 @@ class ExpressionCompiler:
         if isinstance(node, ast.Unary) and node.op == "*":
             return isinstance(node.operand, ast.This)
         return isinstance(node, ast.Name) and self.is_member(scope, node.name, "member")
+
+    def braced_value(self, t: Type, init: ast.InitList, scope: Scope) -> E:
+        """A temporary of type `t` initialised by `init`, as the right side of `v = {...}`
+        or a `return {...}` (radix.h's `w[0] = {T(a), T(b)}`)."""
+        if isinstance(t, StructType):
+            return self.aggregate(t, init, scope)
+        if isinstance(t, VectorType):
+            return self.expr(ast.Construct(init.coord, ast.NamedType(init.coord, t.name),
+                                           init.items), scope)
+        if len(init.items) > 1:
+            self.error("excess elements in scalar initializer", init.items[1])
+        if not init.items:
+            return self.convert(self.expr(ast.IntLiteral(init.coord, 0, text="0"), scope), t,
+                                init)
+        return self.expr(init.items[0], scope)
 
     def x_InitList(self, node: ast.InitList, scope: Scope) -> E:
         self.error("an initializer list can only initialize a declared variable", node)

@@ -1,8 +1,11 @@
 """MLX's `utils.h` helpers that kernel bodies may call, written in MSL for metalsim to compile.
 
-It starts with Metal's own `integral_constant`, `bool_constant`, `true_type` and `false_type`
-(<metal_type_traits>); as metalsim flattens namespaces, a program that defines its own (MLX's
-`mlx::steel::integral_constant`) replaces them, which is sound as both mean the same.
+It starts with MLX's `typedef`s of `bfloat16_t` and `float16_t` (bf16.h, utils.h; MLX's
+headers may declare them again, as C++ allows), then Metal's own `integral_constant`,
+`bool_constant`, `true_type`, `false_type`, `enable_if` (<metal_type_traits>) and `array`
+(<metal_array>, for thread objects); as metalsim
+flattens namespaces, a program that defines its own (MLX's `mlx::steel::integral_constant`)
+replaces them, which is sound as both mean the same.
 
 MLX prepends its `utils.h` to every custom kernel; these are the indexing helpers from it that
 user kernels call (and MLX's `log1p`, which Metal's library lacks), with the same signatures
@@ -11,7 +14,13 @@ from the element argument; the `uint3` overload defaults to `int64_t`). metalsim
 text in front of the generated source, as its own section, so diagnostics inside it are clear.
 """
 
-PRELUDE = """\
+# MLX's names for its float16 and bfloat16 dtypes, which its generated kernel source uses.
+MLX_TYPEDEFS = """\
+typedef bfloat bfloat16_t;
+typedef half float16_t;
+"""
+
+PRELUDE = MLX_TYPEDEFS + """
 template <typename T, T v>
 struct integral_constant {
   static constexpr constant T value = v;
@@ -24,6 +33,21 @@ template <bool B>
 using bool_constant = integral_constant<bool, B>;
 typedef bool_constant<true> true_type;
 typedef bool_constant<false> false_type;
+
+template <typename T, size_t N>
+struct array {
+  T __elems[N];
+  constexpr size_t size() const thread { return N; }
+  thread T& operator[](size_t i) thread { return __elems[i]; }
+  const thread T& operator[](size_t i) const thread { return __elems[i]; }
+};
+
+template <bool B, typename T = void>
+struct enable_if {};
+template <typename T>
+struct enable_if<true, T> {
+  typedef T type;
+};
 
 struct complex64_t {
   float real;

@@ -156,9 +156,10 @@ class StatementCompiler:
     def s_TypeAlias(self, node: ast.TypeAlias, scope: Scope) -> Run:
         if node.template_params:
             self.error("alias templates must be declared at program scope", node)
-        scope.names[node.name] = (self.define_struct(node.type, scope)
-                                  if isinstance(node.type, ast.StructDef)
-                                  else self.resolve_type(node.type, scope))
+        if isinstance(node.type, ast.StructDef):
+            scope.names[node.name] = self.define_struct(node.type, scope)
+        else:
+            self.declare_alias(node, scope)
         return lambda f, lanes: lanes
 
     def s_UsingNamespace(self, node: ast.UsingNamespace, scope: Scope) -> Run:
@@ -319,7 +320,7 @@ class StatementCompiler:
             self.error(f"threadgroup variable '{d.name}' of type '{t}' needs a constructor "
                        f"that can construct threadgroup memory", d, width=len(d.name),
                        hint="a Metal constructor constructs a thread object unless marked "
-                            "'threadgroup', which metalsim does not support: use a struct "
+                            "'threadgroup', and metalsim does not run those: use a struct "
                             "without constructors, have one thread initialize it, then call "
                             "threadgroup_barrier")
         slot = self.new_slot()
@@ -596,8 +597,8 @@ class StatementCompiler:
         else:
             if rt == ty.VOID:
                 self.error(f"void function '{self.fn.name}' should not return a value", node)
-            value = (self.aggregate(rt, node.value, scope) if isinstance(rt, StructType)
-                     and isinstance(node.value, ast.InitList) else self.expr(node.value, scope))
+            value = (self.braced_value(rt, node.value, scope)
+                     if isinstance(node.value, ast.InitList) else self.expr(node.value, scope))
             vev = self.convert(value, rt, node.value).ev
         shape = ty.lane_shape(rt)
 

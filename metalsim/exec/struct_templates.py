@@ -18,6 +18,7 @@ import numpy as np
 from metalsim.diagnostics import CompileError
 from metalsim.exec.compiled import Scope, Var
 from metalsim.exec.deduction import DeductionConflict, bind_deduced
+from metalsim.exec.uses import walk
 from metalsim.lang import ast
 from metalsim.lang import types as ty
 from metalsim.lang.types import StructType, Type
@@ -25,12 +26,14 @@ from metalsim.lang.types import StructType, Type
 
 @dataclass(eq=False)
 class StructTemplate:
-    """A struct template, what its definition sees, and its instances by argument list."""
+    """A struct template, what its definition sees, and its instances by argument list; a
+    variable template too (`node` an `ast.VariableTemplate`), whose specialisations are
+    chosen the same way."""
 
-    node: ast.StructDef
+    node: ast.StructDef | ast.VariableTemplate
     scope: Scope
     instances: dict[tuple, StructType] = field(default_factory=dict)
-    specializations: list[ast.StructDef] = field(default_factory=list)  # partial and explicit
+    specializations: list = field(default_factory=list)  # partial and explicit
 
 
 def argument_key(v: Type | Var) -> object:
@@ -63,7 +66,15 @@ class StructTemplateCompiler:
         if not isinstance(tmpl, StructTemplate):
             self.error(f"explicit specialization of non-template struct '{node.name}'", node)
         params = tmpl.node.template_params or []
-        if len(node.specialization or []) != len(params):
+        given = node.specialization or []
+        missing = params[len(given):]
+        # `template <> struct Init<complex64_t>` of `template <typename T, typename = void>`:
+        # the left-out arguments are the defaults, where they name no other parameter.
+        names = {q.name for q in params}
+        if missing and all(p.default is not None and not any(
+                getattr(n, "name", None) in names for n in walk(p.default)) for p in missing):
+            node.specialization = given = [*given, *(p.default for p in missing)]
+        if len(given) != len(params):
             self.error(f"a specialization of '{node.name}' must give all {len(params)} template "
                        f"arguments in metalsim", node,
                        hint=f"'{node.name}' has parameters: "

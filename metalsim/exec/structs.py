@@ -25,6 +25,7 @@ import numpy as np
 from metalsim.diagnostics import Coord
 from metalsim.exec import memory as mem
 from metalsim.exec.compiled import E, FunctionCode, Scope, Var, constant
+from metalsim.exec.deduction import DeductionConflict
 from metalsim.exec.machine import Lanes, Machine
 from metalsim.exec.struct_templates import StructTemplate
 from metalsim.exec.values import MemLoc, Ptr
@@ -186,7 +187,8 @@ class StructCompiler:
             if any(name == d.name for name, _, _ in fields):
                 self.error(f"duplicate member '{d.name}'", d, width=len(d.name))
             fields.append((d.name, t, const))
-        st = ty.struct_type(instance or node.name, fields, self.struct_alignment(node, body))
+        st = ty.struct_type(instance or node.name, fields, self.struct_alignment(node, body),
+                            node.union)
         scope.names[node.name] = st
         defaults = {d.name: d.init for d in node.members if d.init is not None}
         if defaults:
@@ -223,11 +225,12 @@ class StructCompiler:
             # Compiled now, called or not, as C++ compiles every member function it defines
             # (a member function template only for the arguments of a call).
             for fns in overloads.values():
-                for fn in fns:
-                    if not fn.template_params:
+                for fn in fns:   # (one declared only is compiled where it is defined)
+                    if not fn.template_params and fn.body is not None:
                         self.member_code(st, fn, {})
             for ctor in node.constructors:
-                self.constructor_code(st, ctor)
+                if not ctor.template_params:
+                    self.constructor_code(st, ctor, {})
         return st
 
     def base_classes(self, node: ast.StructDef, scope: Scope) -> list[StructType]:
@@ -301,9 +304,10 @@ class StructCompiler:
         return E(t, lambda f, lanes: get(bev(f, lanes), offset, t), coord)
 
     def conversion_function(self, st: StructType, t: Type, explicit: bool
-                            ) -> tuple[StructType, ast.ConversionFunction] | None:
+                            ) -> tuple[StructType, ast.ConversionFunction, dict] | None:
         """The conversion function (`operator T()`) of `st` or a base that converts a `st`
-        to `t`: one returning `t` exactly, else the only one whose result converts to `t` by a
+        to `t`, with the template arguments of a conversion function template (deduced from
+        `t`): one returning `t` exactly, else the only one whose result converts to `t` by a
         standard conversion; None if there is none. `explicit` ones count only in casts."""
         owners = [st]
         candidates = []
@@ -311,25 +315,42 @@ class StructCompiler:
             owner = owners.pop(0)
             for fn in self.methods_of(owner).get(ast.CONVERSION, []):
                 if explicit or not fn.explicit:
-                    rt = self.resolve_type(fn.return_type, self.struct_methods[owner].scope)
-                    candidates.append((owner, fn, rt))
+                    scope = self.struct_methods[owner].scope
+                    bindings = self.conversion_arguments(fn, t, scope)
+                    if bindings is not None:
+                        rt = self.resolve_type(fn.return_type, Scope(bindings, scope))
+                        candidates.append((owner, fn, bindings, rt))
             owners += self.struct_bases.get(owner, [])
-        exact = [(owner, fn) for owner, fn, rt in candidates if rt == t]
+        exact = [(owner, fn, bindings) for owner, fn, bindings, rt in candidates if rt == t]
         if exact:
             return exact[0]
-        standard = [(owner, fn) for owner, fn, rt in candidates
+        standard = [(owner, fn, bindings) for owner, fn, bindings, rt in candidates
                     if ty.is_arithmetic(rt) and ty.is_arithmetic(t)]
         return standard[0] if len(standard) == 1 else None
 
+    def conversion_arguments(self, fn: ast.ConversionFunction, t: Type,
+                             scope: Scope) -> dict | None:
+        """The template arguments of conversion function template `fn` for a conversion to
+        `t` (`template <typename U> operator U()`: U is `t`), {} for a plain conversion
+        function; None where deduction or substitution fails."""
+        if not fn.template_params:
+            return {}
+        bindings: dict = {}
+        try:
+            self.deduce_from(fn.return_type, t, {p.name for p in fn.template_params}, bindings)
+        except DeductionConflict:
+            return None
+        return self.with_default_arguments(fn.template_params, bindings, scope)
+
     def call_conversion(self, obj: E, owner: StructType, fn: ast.ConversionFunction,
-                        coord) -> E:
+                        bindings: dict, coord) -> E:
         """`obj.operator T()`: the conversion function `fn` of `owner` (obj's class or a base)
-        called on `obj`."""
+        called on `obj`, for `bindings` of a conversion function template's parameters."""
         if owner is not obj.type:
             member = next((m for m in obj.type.members if m.type is owner
                            and m.name.startswith(ty.BASE_PREFIX)), None)
             obj = self.subobject(obj, owner, member.offset if member else 0, coord)
-        code = self.member_code(owner, fn, {})
+        code = self.member_code(owner, fn, bindings)
         return self.call_code(code, [("ptr", this_pointer(obj, coord))], coord)
 
     def struct_alignment(self, node: ast.StructDef, scope: Scope) -> int:
@@ -358,9 +379,11 @@ class StructCompiler:
             if isinstance(d, ast.StructDef):  # a nested struct, named `S::Inner` outside
                 types[d.name] = self.define_struct(d, Scope({}, seen), f"{shown}::{d.name}")
                 continue
+            if isinstance(d, ast.TypeAlias) and d.template_params is not None:
+                # a member alias template, instantiated where named (`alias_instance`)
+                types[d.name] = ("alias_template", d, seen)  # type: ignore[assignment]
+                continue
             if isinstance(d, ast.TypeAlias):
-                if d.template_params is not None:
-                    self.error("member alias templates are not supported by metalsim", d)
                 if isinstance(d.type, ast.NamedType) and d.type.name == node.name and not (
                         d.type.template_args or d.type.member_of):
                     types[d.name] = None  # the injected class name: the struct, once laid out
@@ -387,6 +410,8 @@ class StructCompiler:
         if found is None:
             self.error(f"no type named '{node.name}' in '{owner}'", node,
                        width=len(node.name))
+        if isinstance(found, tuple):   # `typename S::template dtype_frag_t<U>`
+            return self.alias_instance(found, node, scope)
         return found
 
     def static_member(self, node: ast.Name, scope: Scope) -> E | None:

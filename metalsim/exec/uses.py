@@ -25,6 +25,15 @@ def children(node: ast.Node) -> list[ast.Node]:
     return found
 
 
+def walk(node: ast.Node):
+    """`node` and every node under it."""
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        yield n
+        stack.extend(children(n))
+
+
 def mentions(node: ast.Node, name: str) -> bool:
     """Whether the name `name` (unqualified) appears anywhere under `node`."""
     stack = [node]

@@ -244,6 +244,7 @@ class VarDecl(Node):
     init: Expr | None = None
     constexpr: bool = False
     static: bool = False
+    attributes: list[Attribute] = field(default_factory=list)  # `[[function_constant(0)]]`
 
 
 @dataclass(eq=False)
@@ -348,6 +349,7 @@ class StructDef(Node):
     # A (partial) specialisation's arguments: `template <typename T> struct S<T*> {...}`
     specialization: list[Node] | None = None
     align: Expr | None = None  # `struct alignas(n) S`
+    union: bool = False  # `union name { ... };`: every member at offset 0
 
 
 Stmt = (DeclStmt | ExprStmt | Compound | If | For | While | DoWhile | Switch | CaseLabel | Break
@@ -409,6 +411,7 @@ class MemberFunction(FunctionDef):
     const: bool = False
     space: str | None = None
     static: bool = False
+    owner: str | None = None  # the struct of a definition outside it: `int S::f() {...}`
 
 
 @dataclass(eq=False)
@@ -475,6 +478,8 @@ class VariableTemplate(Node):
     name: str
     decl: VarDecl
     template_params: list[TemplateParam]
+    # the arguments of a (partial) specialisation: `is_complex_v<complex_t<T>>`
+    specialization: list | None = None
 
 
 @dataclass(eq=False)

@@ -64,7 +64,8 @@ _EXTRA_TYPES = frozenset(
     | {f"{e}{r}x{c}" for e in ("float", "half") for r in (2, 3, 4) for c in (2, 3, 4)}
 )
 # `metal::` type traits that name a type (resolved by the compiler).
-_TYPE_TRAITS = frozenset({"conditional_t", "remove_cv_t", "remove_addrspace_t", "enable_if_t"})
+_TYPE_TRAITS = frozenset({"conditional_t", "remove_cv_t", "remove_addrspace_t", "enable_if_t",
+                          "uniform"})
 _TYPE_TEMPLATES = BUILTIN_TYPE_TEMPLATES | {"simdgroup_matrix"} | _TYPE_TRAITS
 _BUILTIN_TYPE_WORDS = frozenset(TYPE_NAMES) | _INT_WORDS | _EXTRA_TYPES | _TYPE_TEMPLATES
 
@@ -72,9 +73,10 @@ _BUILTIN_TYPE_WORDS = frozenset(TYPE_NAMES) | _INT_WORDS | _EXTRA_TYPES | _TYPE_
 _BUILTIN_TEMPLATES = frozenset({
     "make_filled_simdgroup_matrix", "numeric_limits", "Limits", "elem_to_loc", "elem_to_loc_1",
     "elem_to_loc_2", "elem_to_loc_3", "elem_to_loc_2_nd", "elem_to_loc_3_nd",
-    "max", "min", "clamp", "abs", "select",
+    "max", "min", "clamp", "abs", "select", "_disjunction", "_conjunction",
 }) | {f"{trait}{suffix}" for trait in ("is_same", "is_integral", "is_floating_point", "is_signed",
-                                        "is_unsigned", "is_arithmetic") for suffix in ("", "_v")}
+                                        "is_unsigned", "is_arithmetic", "is_convertible")
+    for suffix in ("", "_v")}
 _CASTS = frozenset({"static_cast", "reinterpret_cast", "as_type"})
 # Metal's texture and sampler types: MLX binds no textures to a custom kernel.
 _TEXTURE_TYPES = frozenset(
@@ -93,6 +95,7 @@ _QUALIFIERS = _ADDRESS_SPACES | {"const", "volatile"}  # may precede the type in
 _DECL_WORDS = _ADDRESS_SPACES | {"const", "volatile", "constexpr", "static", "inline", "extern",
                                   "typename", "__attribute__"}
 _UNSUPPORTED_DECLARATIONS = frozenset({"namespace", "struct", "class", "union"})
+_CLASS_KEYS = frozenset({"struct", "union"})   # a union's members share its storage
 _KEYWORDS = frozenset({
     "if", "else", "for", "while", "do", "switch", "case", "default", "break", "continue",
     "return", "goto", "sizeof", "alignof", "typedef", "using", "namespace", "template",
@@ -169,6 +172,7 @@ class _Parser:
         # Names of member types (`typedef T type;` in a struct): `S::type` names a type where
         # one of these follows `::`, as C++ knows from S's definition; after `typename`, any.
         self.member_types: set[str] = set()
+        self.member_alias_templates: set[str] = set()  # `template <...> using` in a struct
         self.member_templates: set[str] = set()  # names of member function templates
         self.switch_depth = 0
         self.failed: dict[tuple[str, int], Token] = {}  # speculations known to fail
@@ -351,8 +355,8 @@ class _Parser:
                 stray = _unbalanced_brackets(self.tokens, self.sm)
                 if stray is not None:
                     raise stray
-            if self.at("namespace") and self.peek(1).kind == "ident" and (
-                    self.at("{", 2) or self.at("::", 2)):
+            if self.at("namespace") and (self.at("{", 1) or self.peek(1).kind == "ident" and (
+                    self.at("{", 2) or self.at("::", 2))):
                 items += self.namespace_definition()
                 continue
             if self.namespace_alias_at():
@@ -391,10 +395,12 @@ class _Parser:
 
         Namespaces are flattened: what they declare is declared at file scope, remembered as a
         member of its namespace so that qualified names (`mlx::steel::Foo`) are checked; a name
-        two namespaces (the global one included) declare is refused (`check_flattened`)."""
+        two namespaces (the global one included) declare is refused (`check_flattened`).
+        An unnamed namespace (`namespace { ... }`) declares its members in the enclosing one,
+        as its implicit using-directive makes them visible there."""
         self.advance()
-        parts = [self.identifier("expected a namespace name").text]
-        while self.accept("::"):
+        parts = [] if self.at("{") else [self.identifier("expected a namespace name").text]
+        while parts and self.accept("::"):
             parts.append(self.identifier("expected a namespace name").text)
         open_ = self.expect("{", "expected '{' after the namespace name")
         outer = self.namespace
@@ -412,14 +418,14 @@ class _Parser:
                 if self.namespace_alias_at():
                     self.namespace_alias()
                     continue
-                if self.at("namespace") and self.peek(1).kind == "ident":
+                if self.at("namespace") and (self.peek(1).kind == "ident" or self.at("{", 1)):
                     items += self.namespace_definition()   # records its own names
                     continue
                 first, before = self.peek(), set(self.scopes[0])
                 items.append(self.external_declaration())
                 declared = set(self.scopes[0]) - before | _declared_names(items[-1])
                 self.check_flattened(declared, path, first)
-                self.namespaces[path] |= declared
+                (self.namespaces[path] if path else self.global_names).update(declared)
         finally:
             self.namespace = outer
         return items
@@ -520,11 +526,11 @@ class _Parser:
             return self.alias_declaration()
         if word == "static_assert":
             return self.static_assert()
-        if word == "struct" and self.struct_definition_at():
+        if word in _CLASS_KEYS and self.struct_definition_at():
             return self.struct_declaration()
         if word == "enum":
             return self.enum_declaration()
-        if word in _UNSUPPORTED_DECLARATIONS and word != "struct":
+        if word in _UNSUPPORTED_DECLARATIONS - _CLASS_KEYS:
             return self.misplaced()
         if self.at("}"):
             raise self.error("extraneous closing brace ('}')")
@@ -544,16 +550,20 @@ class _Parser:
         specs = self.specifiers(allow_kernel=True)
         name, type_ = self.declarator(specs.type, stop_at_paren=True)
         assert name is not None
-        if template_params == [] and self.accept("<"):   # `template <> int f<0>(...)`
-            args = self.template_arguments()
-            if not self.at("("):
-                raise self.error("expected '(' after the explicit specialization's template "
-                                 "arguments", hint="metalsim supports explicit specializations "
-                                                   "of function templates only")
-            fdef = self.function(start, specs, name, type_, template_params)
-            fdef.specialization_args = args
-            return fdef
-        if self.at("("):
+        specialization = None
+        if template_params is not None and self.accept("<"):
+            # `template <> int f<0>(...)`, or a variable template's (partial) specialisation
+            specialization = self.template_arguments()
+            if template_params == [] and self.at("("):
+                fdef = self.function(start, specs, name, type_, template_params)
+                fdef.specialization_args = specialization
+                return fdef
+        if template_params is None and self.at("::") and self.lookup(name.text) == _TYPE:
+            return self.out_of_class_member(start, specs, name, type_)
+        if self.at("(") and not self.parenthesized_initializer_at():
+            if specialization is not None:
+                raise self.error("a partial specialization of a function template is not "
+                                 "C++", hint="overload the function template instead")
             return self.function(start, specs, name, type_, template_params)
         decls = self.init_declarators(specs, name, type_, file_scope=True)
         self.expect(";", "expected ';' after top level declarator")
@@ -561,7 +571,8 @@ class _Parser:
             if len(decls) != 1:
                 raise self.error("a variable template declares one variable", start)
             self.declare(name.text, _TEMPLATE, file_scope=True)
-            return ast.VariableTemplate(self.coord(start), name.text, decls[0], template_params)
+            return ast.VariableTemplate(self.coord(start), name.text, decls[0], template_params,
+                                        specialization)
         return ast.DeclStmt(self.coord(start), decls)
 
     def function(self, start: Token, specs: _Specifiers, name: Token, return_type: ast.TypeNode,
@@ -643,12 +654,10 @@ class _Parser:
                 return alias
             if self.at("template"):
                 raise self.error("nested template declarations are not supported by metalsim")
-            if self.at("struct") and self.at(";", 2):
-                raise self.error("declaring a struct template without defining it is not "
-                                 "supported by metalsim", width=6,
-                                 hint="define it here: 'template <...> struct S { ... };'")
+            if self.peek().text in _CLASS_KEYS and self.at(";", 2):
+                return self.struct_template_declaration(tmpl)
             if self.struct_definition_at() or (
-                    self.at("struct") and self.peek(1).text in self.struct_templates
+                    self.peek().text in _CLASS_KEYS and self.peek(1).text in self.struct_templates
                     and self.at("<", 2)):
                 node = self.struct_template(params)
             else:
@@ -657,6 +666,16 @@ class _Parser:
             self.scopes.pop()
         node.coord = self.coord(tmpl)
         return node
+
+    def struct_template_declaration(self, tmpl: Token) -> ast.Empty:
+        """`template <...> struct S;`: declares the template's name, for the definition to
+        come (MLX's complex.h names `complex_t<T>` before defining it)."""
+        self.advance()
+        name = self.identifier("expected a struct name")
+        self.expect(";")
+        self.declare(name.text, _TYPE_TEMPLATE, file_scope=True)
+        self.struct_templates.add(name.text)
+        return ast.Empty(self.coord(tmpl))
 
     def struct_template(self, params: list[ast.TemplateParam]) -> ast.StructDef:
         """class-template: 'template' '<' params '>' struct-declaration, where a (partial)
@@ -705,11 +724,13 @@ class _Parser:
             else:
                 kind = self.specifiers().type
                 pack = bool(self.accept("..."))
-                name = self.identifier("expected a template parameter name")
+                # unnamed too: `enable_if_t<cond, bool> = true`
+                unnamed = self.at("=") or self.at(",") or self.at(">")
+                name = f"__unnamed{len(params)}" if unnamed else self.identifier(
+                    "expected a template parameter name").text
                 default = self.template_default(self.conditional)
-                self.declare(name.text, _VALUE)
-                params.append(ast.TemplateParam(self.coord(tok), name.text, kind, default,
-                                                pack))
+                self.declare(name, _VALUE)
+                params.append(ast.TemplateParam(self.coord(tok), name, kind, default, pack))
             if not self.accept(","):
                 break
         self.close_angle()
@@ -775,6 +796,15 @@ class _Parser:
             if not struct.name:
                 struct.name = name.text  # `typedef struct {...} Name;`: the struct's name
             self.expect(";", "expected ';' after typedef")
+            self.declare(name.text, _TYPE)
+            return ast.TypeAlias(self.coord(start), name.text, struct)
+        if start.text == "using" and self.peek().kind == "ident" and self.at("=", 1) and (
+                self.peek(2).text in _CLASS_KEYS and self.at("{", 3)):
+            name = self.advance()   # `using Name = union { ... };` (MLX's cexpf.h)
+            self.advance()
+            struct = self.struct_definition(typedef=True)
+            struct.name = name.text
+            self.expect(";", "expected ';' after alias declaration")
             self.declare(name.text, _TYPE)
             return ast.TypeAlias(self.coord(start), name.text, struct)
         if start.text == "typedef":
@@ -1038,12 +1068,17 @@ class _Parser:
 
     def member_types_of(self, named: ast.NamedType, typename: bool, start: Token
                         ) -> ast.NamedType:
-        """`named` followed by `::type` ...: the member types it names."""
+        """`named` followed by `::type` ...: the member types it names; `::template
+        name<args>` names an instance of a member alias template."""
         while self.at("::") and self.peek(1).kind == "ident" and (
                 typename or self.peek(1).text in self.member_types):
             self.advance()
+            template = self.accept("template") is not None
             member = self.advance()
-            named = ast.NamedType(self.coord(start), member.text, None, member_of=named)
+            args = self.template_arguments() if (
+                template or member.text in self.member_alias_templates) and self.accept(
+                "<") else None
+            named = ast.NamedType(self.coord(start), member.text, args, member_of=named)
         return named
 
     def type_name(self) -> ast.TypeNode:
@@ -1166,10 +1201,14 @@ class _Parser:
         decls: list[ast.VarDecl] = []
         while True:
             init = None
+            attributes = self.attributes() if file_scope else []
             if self.accept("="):
                 init = self.initializer()
             elif self.at("{"):
                 init = self.init_list()
+            elif self.at("(") and file_scope and self.parenthesized_initializer_at():
+                # `constant mlx::os_log logger("mlx", "binary_ops");`
+                init = ast.Construct(self.coord(name), type_, self.call_arguments())
             elif self.at("(") and not file_scope:
                 if self.defines_function():
                     raise self.error(f"function definition is not allowed here: '{name.text}' "
@@ -1184,12 +1223,17 @@ class _Parser:
                 init = ast.Construct(self.coord(name), type_, self.call_arguments())
             self.declare(name.text, _VALUE, file_scope)
             decls.append(ast.VarDecl(self.coord(name), name.text, type_, init, specs.constexpr,
-                                     specs.static))
+                                     specs.static, attributes))
             if not self.accept(","):
                 return decls
             named, type_ = self.declarator(copy.copy(specs.type))
             assert named is not None
             name = named
+
+    def parenthesized_initializer_at(self) -> bool:
+        """Whether the '(' after a declarator at file scope opens constructor arguments
+        rather than a parameter list: it is followed by a literal."""
+        return self.at("(") and self.peek(1).kind in ("int", "float", "string", "char")
 
     def initializer(self) -> ast.Expr:
         """initializer: assignment-expression | init-list"""
@@ -1218,7 +1262,7 @@ class _Parser:
     def struct_definition_at(self) -> bool:
         """Whether `struct [alignas(n)] [name] {` (a definition, not an elaborated type) begins
         here."""
-        return self.at("struct") and (self.at("{", 1) or self.at("alignas", 1) or (
+        return self.peek().text in _CLASS_KEYS and (self.at("{", 1) or self.at("alignas", 1) or (
             self.peek(1).kind == "ident" and self.peek(1).text not in _RESERVED
             and self.peek(2).text in ("{", ":")))
 
@@ -1233,7 +1277,7 @@ class _Parser:
         return struct
 
     def struct_definition(self, typedef: bool = False) -> ast.StructDef:
-        """struct-definition: 'struct' [name] '{' member-declaration* '}'"""
+        """struct-definition: ('struct' | 'union') [name] '{' member-declaration* '}'"""
         start = self.advance()
         name = ""
         specialization: list[ast.Node] | None = None
@@ -1281,7 +1325,10 @@ class _Parser:
                     raise self.error("expected '}' to match this '{'", open_)
                 for item in self.member_declaration(name):
                     if isinstance(item, ast.Constructor):
-                        constructors.append(item)
+                        # metalsim constructs objects in thread memory only (kernel locals);
+                        # one for threadgroup, device or constant objects is never called
+                        if item.space == "thread":
+                            constructors.append(item)
                     elif isinstance(item, ast.VarDecl) and item.static or isinstance(
                             item, ast.TypeAlias | ast.StaticAssert | ast.StructDef):
                         statics.append(item)
@@ -1293,7 +1340,7 @@ class _Parser:
             self.scopes.pop()
         return ast.StructDef(self.coord(start), name, members, methods, constructors,
                              statics=statics, bases=bases, specialization=specialization,
-                             align=align)
+                             align=align, union=start.text == "union")
 
     def member_declaration(self, struct: str) -> list[ast.Node]:
         """member-declaration: specifiers declarator (',' declarator)* ';' | member-function
@@ -1343,7 +1390,7 @@ class _Parser:
             k += 1
         if self.at("operator", k) and self.peek(k + 1).kind == "ident":
             return [self.conversion_function(k)]
-        if tok.text == "struct" and self.struct_definition_at():  # a nested class
+        if tok.text in _CLASS_KEYS and self.struct_definition_at():  # a nested class
             nested = self.struct_declaration()
             if not nested.name:
                 raise self.error("anonymous structs are not supported by metalsim", tok)
@@ -1361,9 +1408,10 @@ class _Parser:
             assert name is not None
             if self.at("(") and not members:
                 return [self.member_function(tok, specs, name, type_)]
-            if specs.static and specs.constexpr and self.accept("="):
-                # `static constexpr constant T k = ...;` (MLX's STEEL_CONST): a constant of the
-                # struct, used as `S::k` or by its member functions.
+            if specs.static and (specs.constexpr or specs.type.const) and self.accept("="):
+                # `static constexpr constant T k = ...;` (MLX's STEEL_CONST), or `static const`
+                # (utils.h's Limits): a constant of the struct, used as `S::k` or by its
+                # member functions.
                 members.append(ast.VarDecl(self.coord(name), name.text, type_,
                                            self.initializer(), True, True))
                 if not self.accept(","):
@@ -1390,26 +1438,40 @@ class _Parser:
         self.expect(";", "expected ';' at end of declaration list")
         return members
 
-    def member_template(self, struct: str) -> ast.MemberFunction:
-        """member-template: 'template' '<' template-params '>' member-function"""
+    def member_template(self, struct: str) -> ast.MemberFunction | ast.TypeAlias:
+        """member-template: 'template' '<' template-params '>' (member-function | constructor
+        | conversion-function | alias-declaration)"""
         start = self.advance()
         self.expect("<", "expected '<' after 'template'")
         self.scopes.append({})
+        alias = None
         try:
             params = self.template_parameters()
-            args = self.specialization_arguments() if not params else None
-            items = self.member_declaration(struct)
+            if self.at("using"):   # a member alias template
+                alias = self.alias_declaration(params)
+            else:
+                args = self.specialization_arguments() if not params else None
+                items = self.member_declaration(struct)
         finally:
             self.scopes.pop()
-        if len(items) != 1 or type(items[0]) is not ast.MemberFunction:
-            raise self.error("member templates other than member functions are not supported "
-                             "by metalsim", start, width=len(start.text),
+        if isinstance(alias, ast.TypeAlias):
+            alias.coord = self.coord(start)
+            self.declare(alias.name, _TYPE_TEMPLATE)
+            self.member_types.add(alias.name)
+            self.member_alias_templates.add(alias.name)
+            return alias
+        if len(items) != 1 or type(items[0]) not in (ast.MemberFunction, ast.Constructor,
+                                                     ast.ConversionFunction):
+            raise self.error("member templates other than member functions, constructors and "
+                             "conversion functions are not supported by metalsim", start,
+                             width=len(start.text),
                              hint="template the struct instead: 'template <typename T> "
                                   "struct S { ... };'")
         fn = items[0]
         fn.template_params, fn.coord = params, self.coord(start)
         fn.specialization_args = args
-        self.member_templates.add(fn.name)
+        if type(fn) is ast.MemberFunction:
+            self.member_templates.add(fn.name)
         return fn
 
     def specialization_arguments(self) -> list[ast.Node] | None:
@@ -1491,16 +1553,28 @@ class _Parser:
             if self.at("&") or self.at("&&"):
                 raise self.error("ref-qualified member functions are not supported by metalsim")
             return_type = self.trailing_return_type(return_type)
-            if self.at(";"):
-                raise self.error("metalsim needs a member function defined in the struct body",
-                                 hint=f"write its body here: '{name.text}(...) {{ ... }}'")
-            if not self.at("{"):
-                raise self.error("expected function body after function declarator")
-            body = self.compound()
+            body = None   # declared only: defined after the struct (`S::f(...) {...}`)
+            if not self.accept(";"):
+                if not self.at("{"):
+                    raise self.error("expected function body after function declarator")
+                body = self.compound()
         finally:
             self.scopes.pop()
         return ast.MemberFunction(self.coord(start), name.text, return_type, params, body,
                                   None, specs.attributes, const, space, specs.static)
+
+    def out_of_class_member(self, start: Token, specs: _Specifiers, struct: Token,
+                            return_type: ast.TypeNode) -> ast.MemberFunction:
+        """`R S::f(params) qualifiers { ... }` at file scope: the definition of a member
+        function `S` declares (MLX's unary_ops.h defines `ArcCos::operator()` so)."""
+        self.expect("::")
+        name = self.operator_name() if self.at("operator") else self.identifier(
+            "expected a member function name after '::'")
+        fn = self.member_function(start, specs, name, return_type)
+        if fn.body is None:
+            raise self.error(f"expected the body of '{struct.text}::{name.text}'")
+        fn.owner = struct.text
+        return fn
 
     def constructor(self, start: Token, explicit: bool) -> ast.Constructor:
         """constructor: ['explicit'] name '(' params ')' [':' member-init (',' member-init)*]
@@ -1509,12 +1583,11 @@ class _Parser:
         self.scopes.append({})
         try:
             params = self.parameters()
-            self.accept("thread")   # what metalsim constructs: objects in thread memory
+            # The address space of the objects it constructs (Metal's default: thread).
+            space = self.advance().text if self.peek().text in _ADDRESS_SPACES else "thread"
             if self.peek().text in _QUALIFIERS:
-                raise self.error("qualified constructors are not supported by metalsim",
-                                 width=len(self.peek().text),
-                                 hint="a constructor constructs a thread object: declare "
-                                      f"'{name.text}(...) {{ ... }}'")
+                raise self.error(f"'{self.peek().text}' qualifier is not allowed on a "
+                                 "constructor", width=len(self.peek().text))
             if self.at("="):
                 raise self.error("defaulted and deleted constructors are not supported by "
                                  "metalsim", hint=f"define it: '{name.text}() {{}}'")
@@ -1542,7 +1615,7 @@ class _Parser:
             self.scopes.pop()
         void = ast.NamedType(self.coord(name), "void")
         return ast.Constructor(self.coord(start), name.text, void, params, body, None, [],
-                               inits=inits, explicit=explicit)
+                               space=space, inits=inits, explicit=explicit)
 
     def destructor(self, struct: str) -> None:
         """destructor: '~' name '(' ')' '{' '}' -- accepted only empty, where it does nothing
@@ -1799,6 +1872,8 @@ class _Parser:
             return self.conditional_rest(left, self.assignment)
         if tok.text in _ASSIGN_OPS and not (self.no_gt and tok.text == ">>="):
             self.advance()
+            if tok.text == "=" and self.at("{"):   # `v = {a, b}`: a braced temporary
+                return ast.Assign(left.coord, tok.text, left, self.init_list())
             return ast.Assign(left.coord, tok.text, left, self.assignment())
         return left
 
@@ -1880,6 +1955,8 @@ class _Parser:
                 else:  # a function object: `Op()(a, b)`, `ops[i](a, b)`
                     expr = ast.MethodCall(expr.coord, expr, "operator()",
                                           self.call_arguments())
+            elif text in (".", "->") and self.at("operator", 1):
+                expr = self.explicit_operator_call(expr, self.advance().text == "->")
             elif text in (".", "->"):
                 self.advance()
                 template = self.accept("template")  # `x.template f<T>(...)`
@@ -1965,6 +2042,9 @@ class _Parser:
                 return self.named_cast()
             if text == "this":
                 return ast.This(self.coord(self.advance()))
+            if text == "operator" and self.peek(1).kind == "punct":
+                # `operator>=(b, a)`: an operator function called by its name
+                return ast.Name(self.coord(tok), self.operator_name().text)
             if text in _TEXTURE_TYPES:
                 raise self.unknown_type(tok)
             if text == "__is_empty":  # clang's type-trait intrinsic: takes a type
@@ -2010,6 +2090,32 @@ class _Parser:
             parts.append(self.advance().value)
         return ast.StringLiteral(self.coord(first), "".join(parts))
 
+    def later_member_template_arguments(self) -> list[ast.Node] | None:
+        """`load_unsafe<AccT>(...)` in a member function, calling a member function template
+        the struct declares further down (its body sees the whole class): a name followed by
+        `<`, a type, and a template argument list closed before a call's `(` is a template's
+        (`i < float(n)` is not: a type does not begin a comparison's operand list)."""
+        start = self.pos
+        self.advance()
+        args = self.speculate(self.template_arguments)
+        if args is not None and self.at("(") and isinstance(args[0], ast.TypeNode):
+            return args
+        self.pos = start
+        return None
+
+    def explicit_operator_call(self, obj: ast.Expr, arrow: bool) -> ast.Expr:
+        """`x.operator+(y)`, or `this->operator float16_t()` (MLX's fp4.h): a conversion
+        function called by name is the conversion, `static_cast<float16_t>(*this)`."""
+        if self.peek(1).kind == "punct":
+            name = self.operator_name()
+            return ast.MethodCall(obj.coord, obj, name.text, self.call_arguments(), arrow)
+        start = self.advance()
+        target = self.type_name()
+        self.expect("(", "expected '(' after the conversion function's name")
+        self.expect(")", "a conversion function takes no arguments")
+        base = ast.Unary(obj.coord, "*", obj) if arrow else obj
+        return ast.Cast(self.coord(start), target, base, "static_cast")
+
     def named_cast(self) -> ast.Cast:
         """named-cast: ('static_cast' | 'reinterpret_cast' | 'as_type') '<' type '>' '(' e ')'"""
         tok = self.advance()
@@ -2053,18 +2159,22 @@ class _Parser:
             self.check_namespace_member(namespace, self.peek())
         parts: list[tuple[str, list[ast.Node] | None]] = []
         while True:
+            # `F::template row_reduce<Op>(...)`: the keyword says a template's name follows
+            template = bool(parts) and self.accept("template") is not None
             tok = self.peek()
             if tok.kind != "ident":
                 raise self.error("expected identifier after '::'")
             self.advance()
             args = None
             # A member of a class template instance (`Limits<T>::min`) is not itself a
-            # template here: C++ would need the `template` keyword for that.
+            # template here unless the `template` keyword says so.
             member = any(part_args is not None for _, part_args in parts)
-            if self.at("<") and not member and (self.is_template(tok.text) or (
-                    parts and tok.text in self.member_templates)):
+            if self.at("<") and (template or not member and (self.is_template(tok.text) or (
+                    parts and tok.text in self.member_templates))):
                 self.advance()
                 args = self.template_arguments()
+            elif self.at("<") and not parts and self.type_at(1):
+                args = self.later_member_template_arguments()
             parts.append((tok.text, args))
             if not (self.at("::") and self.peek(1).kind == "ident"):
                 break

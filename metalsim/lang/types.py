@@ -171,6 +171,7 @@ class StructType:
     size: int
     align: int
     narrowest: ScalarType  # the smallest scalar in it: memory tracks structs at this grain
+    union: bool = False     # members overlap at offset 0; braces initialise the first
     dtype = np.dtype(np.uint8)
 
     def member(self, name: str) -> Member | None:
@@ -189,21 +190,24 @@ class StructType:
         return self.name
 
 
-def struct_type(name: str, fields: list[tuple[str, Type, bool]], align: int = 1) -> StructType:
+def struct_type(name: str, fields: list[tuple[str, Type, bool]], align: int = 1,
+                union: bool = False) -> StructType:
     """Lay out (name, type, const) fields as the Metal compiler does (C++ standard layout);
-    `align` is a stricter alignment asked for (`struct alignas(16) S`)."""
-    members, offset, narrowest = [], 0, UCHAR
+    `align` is a stricter alignment asked for (`struct alignas(16) S`). A union's members all
+    start at offset 0 and it is as large as the largest."""
+    members, offset, narrowest, end = [], 0, UCHAR, 0
     for i, (field_name, t, const) in enumerate(fields):
-        offset = -(-offset // t.align) * t.align
+        offset = 0 if union else -(-offset // t.align) * t.align
         members.append(Member(field_name, t, offset, const))
         offset += t.size
+        end = max(end, offset)
         align = max(align, t.align)
         leaf = array_shape(t)[1]
         leaf = leaf.narrowest if isinstance(leaf, StructType) else scalar_of(leaf)
         narrowest = leaf if i == 0 or leaf.size < narrowest.size else narrowest
     # An empty struct still occupies one byte in C++.
-    size = max(1, -(-offset // align) * align)
-    return StructType(name, tuple(members), size, align, narrowest)
+    size = max(1, -(-end // align) * align)
+    return StructType(name, tuple(members), size, align, narrowest, union)
 
 
 @dataclass(frozen=True)
@@ -240,11 +244,12 @@ QUAD_VOTE = ScalarType("quad_vote", np.dtype(np.uint16), "int", False, 3, USHORT
 
 SCALARS = (BOOL, CHAR, UCHAR, SHORT, USHORT, INT, UINT, LONG, ULONG, HALF, BFLOAT, FLOAT)
 
+# Metal's own names; `float16_t` and `bfloat16_t` are MLX's typedefs, declared by its preamble
+# (metalsim.exec.prelude) and again, legally, by MLX's headers.
 _SCALAR_NAMES: dict[str, ScalarType] = {t.name: t for t in SCALARS} | {
     "int8_t": CHAR, "uint8_t": UCHAR, "int16_t": SHORT, "uint16_t": USHORT,
     "int32_t": INT, "uint32_t": UINT, "int64_t": LONG, "uint64_t": ULONG,
-    "size_t": ULONG, "ptrdiff_t": LONG, "float16_t": HALF, "bfloat16_t": BFLOAT,
-    "float32_t": FLOAT, "unsigned": UINT, "signed": INT,
+    "size_t": ULONG, "ptrdiff_t": LONG, "float32_t": FLOAT, "unsigned": UINT, "signed": INT,
 }
 
 ATOMIC_NAMES = {"atomic_int": INT, "atomic_uint": UINT, "atomic_float": FLOAT,

@@ -182,7 +182,7 @@ def test_a_kernel_sees_none_of_the_names_of_the_kernels_compiled_before_it():
     np.testing.assert_array_equal(run_on_eight(uses, header), np.arange(8) / 2)
     for source, message in [("Foo x = 1; out[0] = x;", "unknown type name 'Foo'"),
                             ("out[0] = helper(1.0f);", "undeclared identifier 'helper'"),
-                            ("out[0] = twice<float>(1.0f);", "'float' is a type"),
+                            ("out[0] = twice<float>(1.0f);", "undeclared identifier 'twice'"),
                             ("S s{1.0f}; out[0] = s.v;", "unknown type name 'S'")]:
         with pytest.raises(metalsim.CompileError, match=message):
             run_on_eight(source)

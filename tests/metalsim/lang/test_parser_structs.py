@@ -120,8 +120,6 @@ def test_call_operator_is_a_member_function_and_calls_parse_on_any_callee():
 
 
 @pytest.mark.parametrize("text, message, hint, column", [
-    ("struct P { int get(); };", "member function defined in the struct body",
-     "get(...) { ... }", 21),
     ("struct P { static int k; };", "static data members are not supported",
      "static constexpr constant int k", 12),
     ("struct P { static int get() const { return 1; } };",
@@ -134,8 +132,7 @@ def test_call_operator_is_a_member_function_and_calls_parse_on_any_callee():
      "conflicting address spaces 'device' and 'threadgroup'", "", 29),
     ("struct P { int get() & { return 1; } };", "ref-qualified member functions", "", 22),
     ("struct P { P() = default; };", "defaulted and deleted constructors", "P() {}", 16),
-    ("struct P { P() const {} };", "qualified constructors", "P(...) { ... }", 16),
-    ("struct P { P() threadgroup {} };", "qualified constructors", "P(...) { ... }", 16),
+    ("struct P { P() const {} };", "'const' qualifier is not allowed on a constructor", "", 16),
     ("struct P { P() : n(1) };", "expected function body after constructor", "", 23),
     ("struct P { P() : (1) {} };", "expected a member name", "", 18),
     ("struct P { P() : n; };", "or '{' after member 'n'", "", 19),
@@ -147,8 +144,6 @@ def test_call_operator_is_a_member_function_and_calls_parse_on_any_callee():
     ("struct Q { int a; }; struct P : virtual Q { int n; };", "virtual base classes", "", 33),
     ("struct { int a; };", "anonymous structs", "give the struct a name", 1),
     ("struct P { int n; } p;", "declaring a variable in a struct definition", "P p;", 21),
-    ("struct P { template <typename T> void f(); };",
-     "needs a member function defined in the struct body", "write its body here", 42),
     ("struct P { struct Q { int a; } q; };", "declaring a variable in a struct definition",
      "Q q;", 32),
     ("struct P { struct { int a; }; };", "anonymous structs", "", 12),
@@ -197,11 +192,8 @@ def test_member_function_template_keeps_its_parameters():
     ("template <typename T> struct A { T x; }; kernel void k() { A a; }",
      "use of class template 'A' requires template arguments"),
     ("struct S { template <typename T> T v; };",
-     "member templates other than member functions are not supported by metalsim"),
-    ("struct S { template <typename T> S(T x) {} };",
-     "member templates other than member functions are not supported by metalsim"),
-    ("template <typename T> struct S;",
-     "declaring a struct template without defining it is not supported by metalsim"),
+     "member templates other than member functions, constructors and conversion functions "
+     "are not supported by metalsim"),
 ])
 def test_template_misuse_is_refused_while_parsing(text, message):
     with pytest.raises(CompileError, match=message.replace("(", r"\(").replace(")", r"\)")):
