@@ -10,6 +10,7 @@ Drop-in compatible with Metal-Puzzles' `utils.py` (same fields, same methods):
     problem.report()    # memory traffic, coalescing, bank conflicts, beside the reference
     problem.check()     # prints the verdict (and keeps it in `problem.result`)
     problem.hint()      # the next hint, for catalog puzzles
+    problem.solution()  # the reference solution with a walkthrough, once you have tried
     problem.run_metal() # the kernel's output on this case (the GPU on a Mac, else metalsim)
 
 Metal-Puzzles' puzzles, and problems outside the catalog, start with zero-filled outputs, as
@@ -26,6 +27,8 @@ from __future__ import annotations
 
 import math
 import os
+import re
+import textwrap
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -98,6 +101,9 @@ def build_kernel(args: KernelArgs) -> Any:
 # Hints given so far, per puzzle number: kept by the module, not the problem, so that re-running
 # a puzzle's cell (which makes a new MetalProblem) does not start the hints over.
 _HINTS_GIVEN: dict[int, int] = {}
+# Puzzles (by number) whose check() has run on a kernel body the learner changed from the
+# template: solution() shows theirs. Kept by the module for the same reason.
+_TRIED: set[int] = set()
 
 
 def catalog_puzzle(title: str) -> Puzzle | None:
@@ -150,8 +156,11 @@ class MetalProblem:
         if os.environ.get("VERBOSE") == "1":
             self._print_source(visible)
         if self.puzzle is not None:
-            cases = puzzle_cases(self.puzzle, visible, title=self.name)
-            result = check_puzzle(self.puzzle, cases, self._kernel_for, title=self.name)
+            p = self.puzzle
+            if self._body_changed(visible):
+                _TRIED.add(p.number)
+            cases = puzzle_cases(p, visible, title=self.name)
+            result = check_puzzle(p, cases, self._kernel_for, title=self.name)
         else:
             result = check_cases(
                 self.name, [("visible", visible)], self.spec or _missing_spec,
@@ -351,10 +360,46 @@ class MetalProblem:
         hints, given = self.puzzle.hints, _HINTS_GIVEN.get(self.puzzle.number, 0)
         if given >= len(hints):
             print(f"That was the last hint ({len(hints)} of {len(hints)}); "
-                  "the reference solution is in solutions/.")
+                  "`problem.solution()` shows the reference solution with a walkthrough.")
             return
         _HINTS_GIVEN[self.puzzle.number] = given + 1
         print(f"Hint {given + 1} of {len(hints)}: {hints[given]}")
+
+    def solution(self, insist: bool = False) -> None:
+        """Print the catalog puzzle's reference solution and its walkthrough (why this indexing,
+        where the barriers go, what the budget teaches) once you have tried: after check() ran
+        on a kernel body you changed from the template, or after the last hint. `insist=True`
+        shows it anyway."""
+        if self.puzzle is None:
+            print(f"No reference solution: {self.name!r} is not a puzzle of the catalog.")
+            return
+        p = self.puzzle
+        tried = p.number in _TRIED or _HINTS_GIVEN.get(p.number, 0) >= len(p.hints)
+        if not (tried or insist):
+            print("Try it first: write your kernel and run `problem.check()` (`problem.hint()` "
+                  "helps). After that, `problem.solution()` shows the reference solution with "
+                  "a walkthrough; `problem.solution(insist=True)` shows it now.")
+            return
+        try:
+            body, walkthrough = p.solution(), p.walkthrough()
+        except FileNotFoundError:
+            print("This copy of the puzzles has no reference solutions: your course's release "
+                  "leaves them out, to be published later.")
+            return
+        parts = [f"Reference solution of puzzle {p.number}: {p.title}", ""]
+        if p.header:
+            parts += ["header:", textwrap.indent(p.header.rstrip("\n"), "    "), ""]
+        parts += ["source:", textwrap.indent(body.rstrip("\n"), "    "), "", walkthrough]
+        print("\n".join(parts))
+
+    def _body_changed(self, visible: Case) -> bool:
+        """Whether the kernel body differs from the puzzle's template in more than comments
+        and whitespace (a kernel whose `fn` fails counts as changed: the learner wrote it)."""
+        try:
+            source = self._kernel_for(visible).source
+        except Exception:
+            return True
+        return _code_only(source) != _code_only(self.puzzle.template)
 
     def _print_source(self, visible: Case) -> None:
         try:
@@ -406,6 +451,11 @@ def _costly_lines(report: metalsim.Report, kernel: metalsim.Kernel) -> list[str]
         out.append(f"  line {line}: {code}\n    {t.per_access:.1f} {unit} per SIMD-group "
                    f"access, ideal {t.ideal / t.accesses:.1f} ({space} memory)")
     return out
+
+
+def _code_only(source: str) -> str:
+    """Metal source without `//` comments and whitespace."""
+    return "".join(re.sub(r"//.*", "", source).split())
 
 
 def _missing_spec(*_inputs: mx.array) -> mx.array:

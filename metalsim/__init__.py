@@ -7,12 +7,14 @@
     run = metalsim.simulate(kernel, inputs=[...], ..., trace=False)   # run.outputs, run.report
     text = metalsim.source(kernel, inputs=[...], ...)                  # MLX's generated source
     with metalsim.patch(): ...     # mx.fast.metal_kernel itself runs in the simulator
+    with metalsim.patch(include_dirs=[metalsim.mlx_include_dir()]): ...   # MLX's kernel headers
 """
 
 from metalsim.api import Kernel, Run, metal_kernel, simulate, source
 from metalsim.diagnostics import CompileError, Diagnostic, KernelFault, TransformError
+from metalsim.mlx_headers import mlx_include_dir
 from metalsim.patch import NoMetalDevice, patch
 from metalsim.report import Report
 
 __all__ = ["CompileError", "Diagnostic", "Kernel", "KernelFault", "NoMetalDevice", "Report", "Run",
-           "TransformError", "metal_kernel", "patch", "simulate", "source"]
+           "TransformError", "metal_kernel", "mlx_include_dir", "patch", "simulate", "source"]

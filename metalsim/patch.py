@@ -23,19 +23,24 @@ generated source translated to CUDA C++; it needs CuPy), on any machine, Mac or 
 by zero, a shift out of range, a SIMD-group read of an inactive lane, behaviour the Metal spec
 leaves open): what a test suite usually wants, since Metal gives such code no defined result.
 
-While a patch that simulates is active, MLX's Metal availability checks say yes:
-`mx.metal.is_available()` and `mx.is_available(mx.gpu)` return True and `mx.default_device()`
-returns the GPU, so a project's wrapper takes the branch that launches its kernel, as it would
-on a Mac, rather than its non-Metal fallback (MLX itself still computes on the CPU). What
-still needs a real GPU raises a clear `metalsim.NoMetalDevice` error instead of misbehaving:
-`mx.set_default_device(mx.gpu)`, `mx.metal.device_info()`, `mx.metal.start_capture` (MLX
-operations given `stream=mx.gpu` raise MLX's own "Cannot get gpu stream" ValueError).
-`patch(metal_available=False)` leaves the checks as they are.
+While a patch that simulates is active, MLX's GPU is pretended (`metalsim.pretend_gpu`), so a
+project runs as it would on a Mac, taking the branch that launches its kernel rather than its
+non-Metal fallback: `mx.metal.is_available()` and `mx.is_available(mx.gpu)` return True,
+`mx.default_device()` returns the GPU, and `with mx.stream(mx.gpu):`, `mx.set_default_device(
+mx.gpu)` and `stream=mx.gpu` given to MLX operations run, on the CPU (MLX itself computes there;
+the custom kernels are simulated). What needs a real GPU's properties raises a clear
+`metalsim.NoMetalDevice` error instead of misbehaving: `mx.metal.device_info()`,
+`mx.metal.start_capture`. `patch(metal_available=False)` leaves MLX as it is.
+
+`patch(platform="darwin")` also sets `sys.platform` to "darwin" while it is active, for packages
+that refuse to import elsewhere (`if sys.platform != "darwin": raise ImportError(...)`): import
+them inside the patch. Only `sys.platform` changes (not `platform.system()` or `os.uname()`).
 
 `patch(max_steps=..., max_seconds=...)` sets the limits of the kernels it builds: the work of
 one launch in expression nodes evaluated (default 1,000,000) and its wall time (default: none).
 `patch(include_dirs=[...])` gives its kernels the directories `#include "..."` reads from (a
-compiler's `-I`), e.g. MLX's installed `include` directory for its `steel` headers.
+compiler's `-I`), e.g. `metalsim.mlx_include_dir()`, the installed MLX's `include` directory,
+for MLX's own kernel headers (`#include "mlx/backend/metal/kernels/steel/gemm/gemm.h"`).
 
 With pytest, the `metalsim_patch` fixture (registered by this package's pytest plugin) does
 the same for one test. Code that imported `metal_kernel` by name before patching keeps the
@@ -47,64 +52,15 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
+import sys
 from collections.abc import Sequence
 
 import mlx.core as mx
 
 from metalsim.api import Kernel, metal_kernel
+from metalsim.pretend_gpu import NoMetalDevice, PretendGpu, metal_available
 
-_REAL_METAL_IS_AVAILABLE = mx.metal.is_available
-_REAL_IS_AVAILABLE = mx.is_available
-
-
-def metal_available() -> bool:
-    """Whether MLX here really has a Metal back end that can run kernels (patched or not)."""
-    return bool(_REAL_METAL_IS_AVAILABLE())
-
-
-class NoMetalDevice(RuntimeError):  # noqa: N818 - named for what is missing, like MLX's errors
-    """Something other than a custom kernel needed the GPU that `metalsim.patch()` pretends."""
-
-    def __init__(self, what: str) -> None:
-        super().__init__(
-            f"{what} needs a real Metal GPU, and there is none: metalsim.patch() reports Metal "
-            "as available only so that mx.fast.metal_kernel code runs in the simulator.\n"
-            "    hint: run MLX operations on the CPU (the default here), or pass "
-            "metalsim.patch(metal_available=False) to keep MLX's availability checks false.")
-
-
-def _needs_gpu(what: str):  # noqa: ANN202 - a replacement for an MLX function of any signature
-    def refuse(*_: object, **__: object) -> None:
-        raise NoMetalDevice(what)
-
-    return refuse
-
-
-def _is_gpu(device: object) -> bool:
-    """`mx.gpu` or a `mx.Device` of that type."""
-    return device is mx.gpu or getattr(device, "type", None) is mx.gpu
-
-
-def _set_default_device(device: object) -> None:
-    if _is_gpu(device):
-        raise NoMetalDevice("mx.set_default_device(mx.gpu)")
-    _REAL_SET_DEFAULT_DEVICE(device)
-
-
-def _is_available(device: object) -> bool:
-    return _is_gpu(device) or _REAL_IS_AVAILABLE(device)
-
-
-_REAL_SET_DEFAULT_DEVICE = mx.set_default_device
-# what the patch replaces while it pretends Metal is there: (module, name) -> replacement
-_PRETEND_METAL = {
-    (mx.metal, "is_available"): lambda: True,
-    (mx, "is_available"): _is_available,
-    (mx, "default_device"): lambda: mx.Device(mx.gpu, 0),
-    (mx, "set_default_device"): _set_default_device,
-    (mx.metal, "device_info"): _needs_gpu("mx.metal.device_info()"),
-    (mx.metal, "start_capture"): _needs_gpu("mx.metal.start_capture()"),
-}
+__all__ = ["NoMetalDevice", "metal_available", "patch"]
 
 
 class patch(contextlib.ContextDecorator):  # noqa: N801 - used like a function, as in unittest.mock
@@ -115,9 +71,12 @@ class patch(contextlib.ContextDecorator):  # noqa: N801 - used like a function, 
     def __init__(self, force: bool = False, strict: bool = False, backend: str = "sim",
                  metal_available: bool = True, max_steps: int | None = None,
                  max_seconds: float | None = None,
-                 include_dirs: Sequence[str | os.PathLike] = ()) -> None:
+                 include_dirs: Sequence[str | os.PathLike] = (),
+                 platform: str | None = None) -> None:
         if backend not in ("sim", "cuda"):
             raise ValueError(f"backend must be 'sim' or 'cuda', not {backend!r}")
+        if platform not in (None, "darwin"):
+            raise ValueError(f"platform must be None or 'darwin', not {platform!r}")
         self.force = force or backend == "cuda"
         self.strict = strict
         self.backend = backend
@@ -125,19 +84,23 @@ class patch(contextlib.ContextDecorator):  # noqa: N801 - used like a function, 
         self.max_steps = max_steps
         self.max_seconds = max_seconds
         self.include_dirs = tuple(str(d) for d in include_dirs)
-        self._saved: list[tuple[object, bool, dict]] = []
+        self.platform = platform
+        # per entry: the factory it replaced, whether it replaced it, its PretendGpu (or None)
+        # and the sys.platform it replaced
+        self._saved: list[tuple[object, bool, PretendGpu | None, str]] = []
 
     def __enter__(self) -> patch:
         replaces = self.force or not metal_available()
-        pretends = self.pretend_metal and not metal_available()
-        saved = {key: getattr(*key) for key in _PRETEND_METAL} if pretends else {}
-        self._saved.append((mx.fast.metal_kernel, replaces, saved))
+        gpu = PretendGpu() if self.pretend_metal and not metal_available() else None
+        self._saved.append((mx.fast.metal_kernel, replaces, gpu, sys.platform))
         if replaces:
             mx.fast.metal_kernel = self._factory()
             patch.active += 1
             mx.disable_compile()
-        for (module, name), replacement in _PRETEND_METAL.items() if pretends else ():
-            setattr(module, name, replacement)
+        if gpu:
+            gpu.install()
+        if self.platform:
+            sys.platform = self.platform
         return self
 
     def _factory(self) -> object:
@@ -150,9 +113,9 @@ class patch(contextlib.ContextDecorator):  # noqa: N801 - used like a function, 
         return metal_kernel
 
     def __exit__(self, *exc_info: object) -> None:
-        mx.fast.metal_kernel, replaced, saved = self._saved.pop()
-        for (module, name), original in saved.items():
-            setattr(module, name, original)
+        mx.fast.metal_kernel, replaced, gpu, sys.platform = self._saved.pop()
+        if gpu:
+            gpu.restore()
         if replaced:
             patch.active -= 1
             if patch.active == 0 and not os.environ.get("MLX_DISABLE_COMPILE"):

@@ -16,6 +16,9 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 SOLUTIONS = ROOT / "solutions"
+# Each puzzle's walkthrough of its reference solution, `<solution file's stem>.md`. Solution
+# material, like the kernels: the student release leaves both out.
+WALKTHROUGHS = SOLUTIONS / "walkthroughs"
 
 CHAPTERS = ("ch01_threads", "ch02_threadgroup_memory", "ch03_reductions", "ch04_matmul",
             "ch05_sparse_mvmr", "ch06_segment_reduce", "ch07_distances")
@@ -66,12 +69,13 @@ class Puzzle:
     """A puzzle: everything the notebooks, `check()`, the CLI and the grader need.
 
     `spec(*inputs)` computes the expected output with plain MLX ops from `mx.array` inputs.
-    `hidden(rng)` returns the hidden cases (random values; other sizes for "general case"
-    puzzles). `template` is the kernel body shipped to learners, with `// FILL ME IN`; the
-    reference body is `solutions/<solution_file>`. `titles` are the names a `MetalProblem` may
-    use for this puzzle (the first is the catalog title; Metal-Puzzles titles such as
-    "1D Conv (Full)" are listed too, each mapping to its visible case in `cases_by_title`; a
-    stepping-stone title maps to its own hidden cases in `hidden_by_title`).
+    `hidden(rng)` returns the hidden cases (random values, at the visible sizes and at others
+    drawn from `rng`). `template` is the kernel body shipped to learners, with `// FILL ME IN`;
+    the reference body is `solutions/<solution_file>`, explained in `solutions/walkthroughs/`.
+    `titles` are the names a `MetalProblem` may use for this puzzle (the first is the catalog
+    title; Metal-Puzzles titles such as "1D Conv (Full)" are listed too, each mapping to its
+    visible case in `cases_by_title`; a stepping-stone title maps to its own hidden cases in
+    `hidden_by_title`).
     """
 
     number: int
@@ -125,6 +129,10 @@ class Puzzle:
     def solution(self) -> str:
         return (SOLUTIONS / self.solution_file).read_text()
 
+    def walkthrough(self) -> str:
+        """Why the reference solution is written as it is (Markdown)."""
+        return (WALKTHROUGHS / Path(self.solution_file).with_suffix(".md")).read_text().strip()
+
 
 def random_like(rng: np.random.Generator, x: np.ndarray, low: int = -20, high: int = 20
                 ) -> np.ndarray:
@@ -142,6 +150,21 @@ def random_cases(case: Case, n: int = 3, low: int = -20, high: int = 20,
     def hidden(rng: np.random.Generator) -> list[Case]:
         return [replace(c, inputs=tuple(random_like(rng, x, low, high) for x in c.inputs))
                 for c in [case] * n + list(also)]
+
+    return hidden
+
+
+def resized_cases(case: Case, resize: Callable[[np.random.Generator], list[Case]], n: int = 3,
+                  low: int = -20, high: int = 20
+                  ) -> Callable[[np.random.Generator], list[Case]]:
+    """A `hidden` generator: `n` copies of `case` with random inputs, then the cases of other
+    sizes `resize(rng)` draws (sizes and launches from the seed), with random inputs. A kernel
+    that hard-codes the visible sizes, or swaps rows and columns, fails those."""
+
+    def hidden(rng: np.random.Generator) -> list[Case]:
+        cases = [case] * n + resize(rng)
+        return [replace(c, inputs=tuple(random_like(rng, x, low, high) for x in c.inputs))
+                for c in cases]
 
     return hidden
 

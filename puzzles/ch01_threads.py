@@ -1,7 +1,9 @@
 """Notebook 01, threads and grids: puzzles 1-7 (Map ... Threadgroups 2D).
 
-Names, shapes and launch sizes are those of Metal-Puzzles. Hidden cases keep the sizes and draw
-random values, so a kernel that hard-codes the visible answer fails.
+Names, shapes and launch sizes of the visible cases are those of Metal-Puzzles. Hidden cases
+draw random values, at the visible sizes and at other sizes drawn from the seed (2-D ones tall
+and wide), launched as each puzzle's text says: a kernel that hard-codes the visible answer, the
+visible sizes, or swaps rows and columns fails.
 """
 
 from __future__ import annotations
@@ -9,7 +11,7 @@ from __future__ import annotations
 import mlx.core as mx
 import numpy as np
 
-from puzzles.catalog import GLOBAL_INDEX_X, Budget, Case, Puzzle, random_cases, register
+from puzzles.catalog import GLOBAL_INDEX_X, Budget, Case, Puzzle, register, resized_cases
 
 TITLE = "Threads and grids"
 
@@ -152,6 +154,73 @@ THREADGROUPS = _case(np.arange(9, dtype=_int), grid=(12, 1, 1), threadgroup=(4, 
 THREADGROUPS_2D = _case(np.ones((5, 5), dtype=np.float32), grid=(6, 6, 1),
                         threadgroup=(3, 3, 1))
 
+# Sizes of the hidden cases, never the visible ones: lengths for 1-D puzzles, sides for 2-D
+# ones (from 4, so that Threadgroups 2D keeps more rows and columns than its 3x3 threadgroup).
+LENGTHS = range(5, 33)
+SIDES = range(4, 10)
+
+
+def _lengths(rng: np.random.Generator, visible: int) -> list[int]:
+    """Two distinct lengths other than the visible one."""
+    return [int(n) for n in rng.choice([n for n in LENGTHS if n != visible], 2, replace=False)]
+
+
+def _tall_and_wide(rng: np.random.Generator) -> list[tuple[int, int]]:
+    """Two (rows, cols) shapes, one with more rows than columns and one with fewer."""
+    short, long = sorted(int(n) for n in rng.choice(SIDES, 2, replace=False))
+    return [(long, short), (short, long)]
+
+
+def _past_the_end(n: int, width: int) -> int:
+    """Whole threadgroups of `width` threads with more threads than `n` positions, as the
+    visible launches of Threadgroups (9 in 12) and Threadgroups 2D (5 in 6) have."""
+    return (n // width + 1) * width
+
+
+def _ints(*shape: int) -> np.ndarray:
+    return np.zeros(shape, dtype=_int)
+
+
+def map_sizes(rng: np.random.Generator) -> list[Case]:
+    """1 thread per position."""
+    return [_case(_ints(n), grid=(n, 1, 1)) for n in _lengths(rng, MAP.inputs[0].size)]
+
+
+def zip_sizes(rng: np.random.Generator) -> list[Case]:
+    return [_case(_ints(n), _ints(n), grid=(n, 1, 1)) for n in _lengths(rng, ZIP.inputs[0].size)]
+
+
+def guard_sizes(rng: np.random.Generator) -> list[Case]:
+    """More threads than positions: twice as many, as the visible 8 threads for 4."""
+    return [_case(_ints(n), grid=(2 * n, 1, 1)) for n in _lengths(rng, GUARD.inputs[0].size)]
+
+
+def map_2d_sizes(rng: np.random.Generator) -> list[Case]:
+    """One more thread than positions in each direction, as the visible 3x3 grid for 2x2."""
+    return [_case(_ints(rows, cols), grid=(cols + 1, rows + 1, 1))
+            for rows, cols in _tall_and_wide(rng)]
+
+
+def broadcast_sizes(rng: np.random.Generator) -> list[Case]:
+    return [_case(_ints(rows, 1), _ints(1, cols), grid=(cols + 1, rows + 1, 1),
+                  output_shape=(rows, cols))
+            for rows, cols in _tall_and_wide(rng)]
+
+
+def threadgroups_sizes(rng: np.random.Generator) -> list[Case]:
+    width = THREADGROUPS.threadgroup[0]
+    return [_case(_ints(n), grid=(_past_the_end(n, width), 1, 1), threadgroup=(width, 1, 1))
+            for n in _lengths(rng, THREADGROUPS.inputs[0].size)]
+
+
+def threadgroups_2d_sizes(rng: np.random.Generator) -> list[Case]:
+    width, height, _ = THREADGROUPS_2D.threadgroup
+    return [Case(inputs=(np.zeros((rows, cols), np.float32),), output_shape=(rows, cols),
+                 grid=(_past_the_end(cols, width), _past_the_end(rows, height), 1),
+                 threadgroup=THREADGROUPS_2D.threadgroup)
+            for rows, cols in _tall_and_wide(rng)]
+
+
 ONE_READ_ONE_WRITE = Budget(global_reads=1, global_writes=1, threadgroup_reads=0,
                             threadgroup_writes=0)
 TWO_READS_ONE_WRITE = Budget(global_reads=2, global_writes=1, threadgroup_reads=0,
@@ -164,16 +233,16 @@ register(
         titles=("Map",),
         chapter="ch01_threads",
         description="""\
-Implement a kernel that adds 10 to each position of the array `a` and stores it in the array
-`out`. You have 1 thread per position.
+`out` gets every element of `a` plus 10. The grid has exactly one thread per element, so each
+thread owns the element at its own position.
 
-**Note:** the `source` string is only the *body* of your kernel; MLX generates the signature,
-with the buffers named as in `input_names` and `output_names`. `a` holds `int32` values and
-`out` is `float32`: the assignment converts, as in C++.""",
+**Note:** `source` holds the kernel's *body* only. MLX writes the function around it, with one
+buffer parameter per name in `input_names` and `output_names`. The values of `a` are `int32`
+and `out` is `float32`; storing an `int` into it converts, as C++ does.""",
         input_names=("a",),
         spec=map_spec,
         visible=MAP,
-        hidden=random_cases(MAP),
+        hidden=resized_cases(MAP, map_sizes),
         template="""\
 uint local_i = thread_position_in_grid.x;
 // FILL ME IN (roughly 1 line)
@@ -194,12 +263,11 @@ uint local_i = thread_position_in_grid.x;
         titles=("Zip",),
         chapter="ch01_threads",
         description="""\
-Implement a kernel that adds each element of `a` to the element of `b` at the same position
-and stores the sum in `out`. You have 1 thread per position.""",
+Two inputs this time: `out[i]` is `a[i] + b[i]`. Again one thread per element.""",
         input_names=("a", "b"),
         spec=zip_spec,
         visible=ZIP,
-        hidden=random_cases(ZIP),
+        hidden=resized_cases(ZIP, zip_sizes),
         template="""\
 uint local_i = thread_position_in_grid.x;
 // FILL ME IN (roughly 1 line)
@@ -219,18 +287,17 @@ uint local_i = thread_position_in_grid.x;
         titles=("Guard",),
         chapter="ch01_threads",
         description="""\
-Implement a kernel that adds 10 to each position of `a` and stores it in `out`. You have more
-threads than positions.
+The same `+ 10` as Map, but the grid now has more threads than `a` has elements.
 
-**Warning:** threads past the end of `a` must not touch memory: reading or writing outside a
-buffer is undefined behaviour on the GPU, and the checker reports it as an error.
+**Warning:** a thread whose position lies past the end of `a` must leave memory alone. Touching
+a buffer outside its bounds is undefined behaviour on a GPU, and the checker calls it an error.
 
-**Note:** append `_shape`, `_strides` or `_ndim` to an input's name to get that information in
-your kernel: here `a_shape[0]` is the length of `a`.""",
+**Note:** for an input named `a`, the body may use `a_shape`, `a_strides` and `a_ndim` (the same
+suffixes work for every input): `a_shape[0]` is how many elements `a` has.""",
         input_names=("a",),
         spec=map_spec,
         visible=GUARD,
-        hidden=random_cases(GUARD),
+        hidden=resized_cases(GUARD, guard_sizes),
         template="""\
 uint local_i = thread_position_in_grid.x;
 // FILL ME IN (roughly 1-3 lines)
@@ -251,16 +318,16 @@ uint local_i = thread_position_in_grid.x;
         titles=("Map 2D",),
         chapter="ch01_threads",
         description="""\
-Implement a kernel that adds 10 to each position of `a` and stores it in `out`. Input `a` is 2D
-and square. You have more threads than positions.
+`+ 10` once more, now on a 2D `a` (square in the visible case, of any shape in the hidden
+ones), with a 2D grid that is larger than `a` in both directions.
 
-**Note:** all memory in Metal is one-dimensional: element `[row][col]` of a row-major array
-with `n` columns lives at index `row * n + col`. Throughout these notebooks the grid's `x`
-runs along columns and `y` along rows (and `z`, where used, along the outermost axis).""",
+**Note:** a buffer is one flat run of elements, whatever its shape: in a row-major array of `n`
+columns, `[row][col]` sits at `row * n + col`. In every notebook here the grid's `x` walks the
+columns and `y` the rows (`z`, where it appears, the outermost axis).""",
         input_names=("a",),
         spec=map_spec,
         visible=MAP_2D,
-        hidden=random_cases(MAP_2D),
+        hidden=resized_cases(MAP_2D, map_2d_sizes),
         template="""\
 uint thread_x = thread_position_in_grid.x;
 uint thread_y = thread_position_in_grid.y;
@@ -281,13 +348,13 @@ uint thread_y = thread_position_in_grid.y;
         titles=("Broadcast",),
         chapter="ch01_threads",
         description="""\
-Implement a kernel that adds `a` and `b` and stores it in `out`. `a` is a column (shape
-`(n, 1)`) and `b` a row (shape `(1, n)`), so `out[i][j] = a[i] + b[j]`, broadcasting as numpy
-and MLX do. You have more threads than positions.""",
+`a` is a column of shape `(rows, 1)` and `b` a row of shape `(1, cols)`; their sum, broadcast
+the way numpy and MLX broadcast, is the `rows x cols` matrix `out[i][j] = a[i] + b[j]`. The grid
+is again larger than the output.""",
         input_names=("a", "b"),
         spec=zip_spec,
         visible=BROADCAST,
-        hidden=random_cases(BROADCAST),
+        hidden=resized_cases(BROADCAST, broadcast_sizes),
         template="""\
 uint thread_x = thread_position_in_grid.x;
 uint thread_y = thread_position_in_grid.y;
@@ -309,16 +376,16 @@ uint thread_y = thread_position_in_grid.y;
         titles=("Threadgroups",),
         chapter="ch01_threads",
         description="""\
-Implement a kernel that adds 10 to each position of `a` and stores it in `out`. There are fewer
-threads per threadgroup than elements in `a`, but more threads in the grid than positions.
+`+ 10` on a 1D `a` that is longer than one threadgroup: the grid holds several threadgroups,
+and together they have more threads than `a` has elements.
 
-**Note:** a threadgroup is a block of threads within the grid. A threadgroup's size is limited,
-but a grid can hold many threadgroups; `threadgroup_position_in_grid` tells a thread which one
-it is in.""",
+**Note:** the grid is cut into threadgroups, blocks of threads of a bounded size; there can be
+as many of them as the data needs. `threadgroup_position_in_grid` says which block a thread
+belongs to, and `thread_position_in_threadgroup` where it sits inside it.""",
         input_names=("a",),
         spec=map_spec,
         visible=THREADGROUPS,
-        hidden=random_cases(THREADGROUPS),
+        hidden=resized_cases(THREADGROUPS, threadgroups_sizes),
         template=GLOBAL_INDEX_X + """\
 // FILL ME IN (roughly 1-3 lines)
 """,
@@ -337,12 +404,12 @@ it is in.""",
         titles=("Threadgroups 2D",),
         chapter="ch01_threads",
         description="""\
-Implement the same kernel in 2D. There are fewer threads per threadgroup than the size of `a`
-in both directions, but more threads than positions in the grid.""",
+Threadgroups in two dimensions: the `+ 10` map over a 2D `a`, where one threadgroup is smaller
+than `a` along both axes and the whole grid is larger.""",
         input_names=("a",),
         spec=map_spec,
         visible=THREADGROUPS_2D,
-        hidden=random_cases(THREADGROUPS_2D),
+        hidden=resized_cases(THREADGROUPS_2D, threadgroups_2d_sizes),
         template=GLOBAL_INDEX_X + """\
 // FILL ME IN (roughly 5 lines)
 """,

@@ -209,15 +209,15 @@ register(
         titles=("Threadgroup Memory",),
         chapter="ch02_threadgroup_memory",
         description="""\
-Implement a kernel that adds 10 to each position of `a` and stores it in `out`. There are fewer
-threads per threadgroup than elements in `a`.
+`+ 10` again, with threadgroups smaller than `a`, but the value travels through
+**threadgroup memory**, the scratch space the threads of one threadgroup share.
 
-The kernel already copies each thread's element into threadgroup memory and waits at a barrier
-(outside the `if`, so that every thread of the threadgroup reaches it); finish it by reading the
-value back from threadgroup memory. (This puzzle does not need
-threadgroup memory; it is a demonstration of the mechanics.)
+The given lines copy each thread's element into the threadgroup array and wait at a barrier
+(placed outside the `if`, so every thread of the threadgroup arrives there). What is left is to
+read the value back from that array. Nothing here really needs shared memory: the puzzle only
+shows the mechanics.
 
-**Note:** the `header` argument is placed before the kernel; here it defines the size of the
+**Note:** `header` is code placed ahead of the kernel function; here it declares the size of the
 threadgroup array.""",
         input_names=("a",),
         spec=map_spec,
@@ -254,14 +254,13 @@ threadgroup_barrier(mem_flags::mem_threadgroup);
         titles=("Pooling",),
         chapter="ch02_threadgroup_memory",
         description="""\
-Implement a kernel that sums together the last 3 positions of `a` and stores it in `out`:
-`out[i] = a[i-2] + a[i-1] + a[i]`, leaving out the terms before the start. You have 1 thread
-per position.
+Each output is a sliding sum of three: `out[i] = a[i-2] + a[i-1] + a[i]`, where terms before the
+start of `a` are dropped. One thread per element.
 
-**Note:** each thread may make only 1 global read and 1 global write. Load the values into
-threadgroup memory once, then read the neighbours from there.
+**Note:** a thread may read device memory once and write it once. Copy the values into
+threadgroup memory first, then take the neighbours from there.
 
-**Tip:** remember the barrier between the writes to threadgroup memory and the reads.""",
+**Tip:** the reads of a neighbour's value must come after a barrier that follows its write.""",
         input_names=("a",),
         spec=pooling_spec,
         visible=POOLING,
@@ -293,12 +292,11 @@ uint local_i = thread_position_in_threadgroup.x;
         titles=("Dot Product",),
         chapter="ch02_threadgroup_memory",
         description="""\
-Implement a kernel that computes the dot product of `a` and `b` and stores it in `out[0]`. You
-have 1 thread per position, all in one threadgroup. Each thread may make 2 global reads and 1
-global write.
+`out[0]` receives `a · b`, the sum of the products `a[i] * b[i]`. One thread per element, all in
+a single threadgroup; per thread, 2 reads and 1 write of device memory.
 
-**Note:** reads and writes of threadgroup memory are not limited here; a faster way to add
-them up comes in the next notebook.""",
+**Note:** threadgroup memory reads and writes are free in this puzzle; the next notebook shows
+a quicker way to add them up.""",
         input_names=("a", "b"),
         spec=dot_spec,
         visible=DOT,
@@ -328,14 +326,14 @@ uint local_i = thread_position_in_threadgroup.x;
         titles=("1D Convolution", "1D Conv (Simple)", "1D Conv (Full)"),
         chapter="ch02_threadgroup_memory",
         description="""\
-Implement a kernel that computes a 1D convolution of `a` with the filter `b` and stores it in
-`out`, ML-style (a cross-correlation, with `a` read as zero past its end):
+Convolve `a` with the filter `b` (of `k` taps) into `out`, in the sense ML libraries use (a
+cross-correlation, `a` counted as zero past its end):
 `out[i] = a[i] * b[0] + a[i+1] * b[1] + ... + a[i+k-1] * b[k-1]`.
 
-You need to handle the general case: inputs longer than a threadgroup (threadgroups of 8, up to
-4 filter taps). A threadgroup's output window needs `k - 1` input elements past its own tile
-(the **halo**), which belong to the next threadgroup. Each thread may make 2 global reads and 1
-global write; threadgroup memory is not limited.
+`a` may span several threadgroups of 8 threads, and the filter has at most 4 taps. The outputs
+of one threadgroup also need the `k - 1` inputs just past its own slice (the **halo**), which
+belong to the next threadgroup. Per thread: 2 reads and 1 write of device memory; threadgroup
+memory is not limited.
 
 Hidden cases use other lengths and filter sizes too.""",
         input_names=("a", "b"),

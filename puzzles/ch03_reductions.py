@@ -187,9 +187,9 @@ BLOCK_SUM = Puzzle(
     titles=("Block Sum", "Prefix Sum (Simple)", "Prefix Sum (Full)"),
     chapter=CHAPTER,
     description="""\
-Compute the sum of `a` and store it in `out`. If `a` is longer than a threadgroup, store one
-sum **per threadgroup**: `out[g]` is the sum of `a[8g], ..., a[8g + 7]` (elements past the end
-count as 0). Threadgroups have 8 threads, one per element.
+Add up `a`, one total **per threadgroup** when `a` spans several: `out[g]` is
+`a[8g] + ... + a[8g + 7]`, with elements past the end of `a` counting as 0. Each threadgroup
+has 8 threads, one per element.
 
 Use a **tree reduction** in the threadgroup array `cache`: every thread copies its element in,
 then in each step the lower half of the threads adds the upper half's values onto its own,

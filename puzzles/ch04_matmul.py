@@ -179,7 +179,7 @@ MATMUL_SIMPLE = Puzzle(
     titles=("Matmul (Simple)",),
     chapter=CHAPTER,
     description="""\
-Multiply the square matrices `a` and `b` and store the result in `out`: `out[i][j]` is the sum
+`out` is the matrix product of the square matrices `a` and `b`: `out[i][j]` is the sum
 over `k` of `a[i][k] * b[k][j]`. Here the matrices are small (at most 3x3) and a single 3x3
 threadgroup covers the whole output: the thread in row `i` (the grid's `y`) and column `j`
 (its `x`) computes `out[i][j]`. Matrices are stored

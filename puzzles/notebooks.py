@@ -14,11 +14,13 @@ puzzles, the module may define (all optional):
   kernel, shown in a collapsed `<details>` block before the code;
 - `REAL_KERNEL_REPORT`: Markdown after the code that explains every figure it prints.
 
-Each puzzle gets a Markdown cell (title and description) and Metal-Puzzles-style code cells:
-the spec, `def <slug>_test(...)` building a `MetalKernel` from `source = \"\"\"...\"\"\"`, the
-`MetalProblem` with `problem.show()`, then `problem.check()`; a puzzle with Metal-Puzzles
-titles (`cases_by_title`) gets one problem per title. A spec that uses nothing but `mx` and
-`np` is copied into the notebook; otherwise the notebook imports it from the chapter module.
+Each puzzle gets a Markdown cell (title and description) and code cells in Metal-Puzzles' API:
+the spec, `def <slug>_test(...)` returning a `MetalKernel` whose body is `source = \"\"\"...\"\"\"`,
+the `MetalProblem` with `problem.show()`, then `problem.check()`; a puzzle with Metal-Puzzles
+titles (`cases_by_title`) gets one problem per title, named in its Markdown. A puzzle's cells
+need only the setup cell, so puzzles run in any order. Solved copies end each puzzle with its
+walkthrough (`solutions/walkthroughs/`). A spec that uses nothing but `mx` and `np` is copied
+into the notebook; otherwise the notebook imports it from the chapter module.
 """
 
 from __future__ import annotations
@@ -86,9 +88,8 @@ def render(module: types.ModuleType, solved: bool = False) -> str:
     intro = getattr(module, "INTRO", [])
     cells += [("markdown", text) for text in ([intro] if isinstance(intro, str) else intro)]
     cells += [("code", COLAB_INSTALL_CODE), ("code", SETUP_CODE)]
-    defined: set[str] = set()
     for puzzle in puzzles:
-        cells += _puzzle_cells(puzzle, module, solved, defined)
+        cells += _puzzle_cells(puzzle, module, solved)
     if getattr(module, "OUTRO", ""):
         cells.append(("markdown", module.OUTRO))
     code = getattr(module, "REAL_KERNEL_CODE", "")
@@ -128,23 +129,33 @@ def build(root: Path = ROOT) -> list[Path]:
 # --- puzzle cells ---------------------------------------------------------------------------
 
 
-def _puzzle_cells(puzzle: Puzzle, module: types.ModuleType, solved: bool,
-                  defined: set[str]) -> list[tuple[str, str]]:
-    cells = [("markdown", f"## Puzzle {puzzle.number}: {puzzle.title}\n\n{puzzle.description}")]
-    spec_name = puzzle.spec.__name__
-    first = ""
-    if spec_name not in defined:
-        defined.add(spec_name)
-        first = _spec_code(puzzle, module) + "\n\n\n"
-    first += _test_function(puzzle, solved)
+def _puzzle_cells(puzzle: Puzzle, module: types.ModuleType, solved: bool
+                  ) -> list[tuple[str, str]]:
+    """The puzzle's cells. They need only the setup cell: each puzzle defines its own spec
+    (puzzles sharing one define it again), so the puzzles run in any order. A solved copy
+    ends the puzzle with its walkthrough."""
     titled = list(puzzle.cases_by_title.items()) or [(puzzle.title, puzzle.visible)]
+    cells = [("markdown", f"## Puzzle {puzzle.number}: {puzzle.title}\n\n{puzzle.description}"
+              + _test_names(puzzle, [title for title, _ in titled]))]
+    first = _spec_code(puzzle, module) + "\n\n\n" + _test_function(puzzle, solved)
     for n, (title, case) in enumerate(titled, 1):
         code = _problem_code(puzzle, title, case)
-        if len(titled) > 1:
-            code = f"# Test {n}\n{code}"
         cells.append(("code", f"{first}\n\n\n{code}" if n == 1 else code))
         cells.append(("code", "problem.check()"))
+    if solved:
+        cells.append(("markdown", f"### Walkthrough: {puzzle.title}\n\n{puzzle.walkthrough()}"))
     return cells
+
+
+def _test_names(puzzle: Puzzle, titles: list[str]) -> str:
+    """A closing paragraph naming the problems the cells check, where their names (those of
+    Metal-Puzzles, which `check()` prints) are not the puzzle's."""
+    if titles == [puzzle.title]:
+        return ""
+    names = " and ".join(f"**{title}**" for title in titles)
+    tests = "test carries" if len(titles) == 1 else "tests carry"
+    return (f"\n\nThe {tests} Metal-Puzzles' name{'s' if len(titles) > 1 else ''} for this "
+            f"puzzle, which `check()` prints: {names}.")
 
 
 def _spec_code(puzzle: Puzzle, module: types.ModuleType) -> str:
@@ -157,46 +168,56 @@ def _spec_code(puzzle: Puzzle, module: types.ModuleType) -> str:
 
 
 def _test_function(puzzle: Puzzle, solved: bool) -> str:
+    """`def <slug>_test(...)`: the header (if any) as a string, the body as a block string, and
+    one `return MetalKernel(...)` with keyword arguments."""
     body = puzzle.solution() if solved else puzzle.template
     params = ", ".join(f"{name}: mx.array" for name in puzzle.input_names)
-    lines = [f"def {puzzle.slug}_test({params}):"]
+    lines = [f"def {puzzle.slug}_test({params}) -> MetalKernel:"]
+    arguments = [f"name={json.dumps(puzzle.kernel)}",
+                 f"input_names={json.dumps(list(puzzle.input_names))}",
+                 f"output_names={json.dumps(list(puzzle.output_names))}"]
     if puzzle.header:
-        lines += _string_assignment("header", puzzle.header)
-    lines += _string_assignment("source", body)
-    lines += [
-        "",
-        "    kernel = MetalKernel(",
-        f"        name={json.dumps(puzzle.kernel)},",
-        f"        input_names={json.dumps(list(puzzle.input_names))},",
-        f"        output_names={json.dumps(list(puzzle.output_names))},",
-    ]
-    if puzzle.header:
-        lines.append("        header=header,")
-    lines.append("        source=source,")
+        lines += _header_assignment(puzzle.header)
+        arguments.append("header=header")
+    lines += ['    source = """', *body.rstrip("\n").split("\n"), '"""']
+    arguments.append("source=source")
     if puzzle.atomic_outputs:
-        lines.append("        atomic_outputs=True,")
-    lines += ["    )", "", "    return kernel"]
-    return "\n".join(lines)
+        arguments.append("atomic_outputs=True")
+    return "\n".join(lines + _call("    return MetalKernel(", arguments))
 
 
-def _string_assignment(name: str, text: str) -> list[str]:
-    return [f'    {name} = """', *text.rstrip("\n").split("\n"), '"""']
+def _header_assignment(header: str) -> list[str]:
+    """`header = "..."`; a header of several lines as adjacent literals, one line each."""
+    parts = [json.dumps(line + "\n") for line in header.strip("\n").split("\n")]
+    if len(parts) == 1:
+        return [f"    header = {json.dumps(header.strip())}"]
+    return [f"    header = ({parts[0]}", *(f"              {part}" for part in parts[1:-1]),
+            f"              {parts[-1]})"]
+
+
+def _call(opening: str, arguments: list[str], width: int = 99) -> list[str]:
+    """`opening` + the arguments + `)`, wrapped at `width` with continuation lines aligned
+    after the parenthesis."""
+    indent = " " * len(opening)
+    lines, line = [], opening
+    for n, argument in enumerate(arguments):
+        text = argument + (")" if n == len(arguments) - 1 else ",")
+        fresh = line in (opening, indent)
+        if not fresh and len(line) + 1 + len(text) > width:
+            lines.append(line)
+            line, fresh = indent, True
+        line += text if fresh else " " + text
+    return lines + [line]
 
 
 def _problem_code(puzzle: Puzzle, title: str, case: Case) -> str:
     lines = [f"{name} = {array_code(x)}" for name, x in zip(puzzle.input_names, case.inputs)]
-    lines += [f"output_shape = {tuple(case.output_shape)!r}", "", "problem = MetalProblem("]
-    lines += [
-        f'    "{title}",',
-        f"    {puzzle.slug}_test,",
-        f"    [{', '.join(puzzle.input_names)}],",
-        "    output_shape,",
-        f"    grid={tuple(case.grid)!r},",
-    ]
+    arguments = [json.dumps(title), f"{puzzle.slug}_test", f"[{', '.join(puzzle.input_names)}]",
+                 repr(tuple(case.output_shape)), f"grid={tuple(case.grid)!r}"]
     if tuple(case.threadgroup) != (1, 1, 1):
-        lines.append(f"    threadgroup={tuple(case.threadgroup)!r},")
-    lines += [f"    spec={puzzle.spec.__name__},", ")", "problem.show()"]
-    return "\n".join(lines)
+        arguments.append(f"threadgroup={tuple(case.threadgroup)!r}")
+    arguments.append(f"spec={puzzle.spec.__name__}")
+    return "\n".join(lines + _call("problem = MetalProblem(", arguments) + ["problem.show()"])
 
 
 def array_code(x: np.ndarray) -> str:

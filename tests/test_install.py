@@ -6,6 +6,7 @@ Slow by nature (about a minute, mostly pip resolving and unpacking MLX from pip'
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -124,3 +125,67 @@ def test_installed_project_explores_and_saves_png(installed, tmp_path):
     assert result["passed"]
     assert result["controls"] == ["SIMD-group", "phase", "thread", "threadgroup"]
     assert result["png"] == b"\x89PNG\r\n\x1a\n".hex()
+
+
+# Printed by a learner's session in the installed copy: every walkthrough, and one through
+# problem.solution().
+WALKTHROUGH_SESSION = """\
+import mlx.core as mx
+from puzzles.catalog import all_puzzles
+from utils import MetalKernel, MetalProblem
+
+print(sum(bool(p.walkthrough()) for p in all_puzzles()))
+def map_test(a):
+    return MetalKernel(name="map", input_names=["a"], output_names=["out"], source="")
+MetalProblem("Map", map_test, [mx.arange(4)], (4,), grid=(4, 1, 1)).solution(insist=True)
+"""
+
+
+def test_installed_project_shows_every_walkthrough(installed, tmp_path):
+    python, env = installed
+    (tmp_path / "session.py").write_text(WALKTHROUGH_SESSION)
+    ran = subprocess.run([str(python), "session.py"], cwd=tmp_path, env=env,
+                         capture_output=True, text=True, timeout=300)
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    count, *shown = ran.stdout.splitlines()
+    assert int(count) == 32
+    assert "Reference solution of puzzle 1: Map" in shown and "**Indexing.**" in "\n".join(shown)
+
+
+def readme_block(heading: str) -> list[str]:
+    """The commands of the first ```sh block under `## heading` in README.md (as .ci/run
+    reads them)."""
+    section = (ROOT / "README.md").read_text().split(f"\n## {heading}\n", 1)[1].split("\n## ")[0]
+    block = section.split("```sh\n", 1)[1].split("```", 1)[0]
+    return [line for line in block.splitlines() if line.strip()]
+
+
+def installed_requirements(commands: list[str]) -> set[str]:
+    """The names of the packages the `pip install -r FILE` commands install (nested `-r`
+    files followed)."""
+    names: set[str] = set()
+    files = [part.split()[0] for command in commands
+             for part in command.split("pip install -r ")[1:]]
+    while files:
+        for line in (ROOT / files.pop()).read_text().splitlines():
+            line = line.split("#")[0].strip()
+            if line.startswith("-r "):
+                files.append(line[3:].strip())
+            elif line and not line.startswith("-"):
+                names.add(re.split(r"[\[=<>;\s]", line, maxsplit=1)[0].lower())
+    return names
+
+
+TEST_TOOLING = {"pytest", "hypothesis", "ruff", "playwright", "nvidia-cuda-nvrtc"}
+
+
+def test_the_quick_start_installs_the_project_and_jupyter_and_no_test_tooling():
+    commands = readme_block("Quick start")
+    names = installed_requirements(commands)
+    assert {"mlx", "jupyterlab", "ipykernel"} <= names
+    assert not names & TEST_TOOLING
+    assert "-e ." in (ROOT / "requirements.txt").read_text().splitlines()
+
+
+def test_the_developing_commands_install_the_test_tooling():
+    assert installed_requirements(readme_block("Developing")) >= TEST_TOOLING

@@ -1,19 +1,26 @@
-"""Metal-Puzzles' own notebook, vendored unchanged, runs beside this `utils.py`: unsolved, every
-cell runs and every check fails gracefully; with its `// FILL ME IN` lines filled in, all 17
-checks pass, hidden cases included. Each notebook runs in one fresh Jupyter kernel, as a learner
-runs it."""
+"""A notebook in Metal-Puzzles' API (tests/metal_puzzles_cells.py: its calls, titles and launch
+sizes, this project's text and kernels) runs beside this `utils.py`: as a template, every cell
+runs and every check fails gracefully; with its `// FILL ME IN` lines filled in, all 17 checks
+pass, hidden cases included. Each notebook runs in one fresh Jupyter kernel, as a learner runs
+it."""
 
-import hashlib
 import os
 from pathlib import Path
 
 import nbformat
+import numpy as np
 import pytest
-from metal_puzzles_cells import NOTEBOOK, notebook, solved_notebook
+from metal_puzzles_cells import CELLS, PRELUDE, notebook, solved_notebook
 from nbclient import NotebookClient
 
+from puzzles.catalog import all_puzzles
+
 ROOT = Path(__file__).resolve().parent.parent
-UPSTREAM_BLOB = "4d48ea618864837ce285b6838ce9fc4a34626efe"
+# Metal-Puzzles' titles, in its notebook's order: 14 puzzles, three of them with two tests.
+METAL_PUZZLES_TITLES = [
+    "Map", "Zip", "Guard", "Map 2D", "Broadcast", "Threadgroups", "Threadgroups 2D",
+    "Threadgroup Memory", "Pooling", "Dot Product", "1D Conv (Simple)", "1D Conv (Full)",
+    "Prefix Sum (Simple)", "Prefix Sum (Full)", "Axis Sum", "Matmul (Simple)", "Matmul (Full)"]
 
 
 def execute(nb: nbformat.NotebookNode, cwd: Path, monkeypatch) -> nbformat.NotebookNode:
@@ -49,11 +56,29 @@ def ran(tmp_path_factory) -> dict[str, nbformat.NotebookNode]:
                 for name, nb in (("unsolved", notebook()), ("solved", solved_notebook()))}
 
 
-def test_the_fixture_is_the_upstream_notebook_byte_for_byte():
-    data = NOTEBOOK.read_bytes()
-    blob = hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
-    assert blob == UPSTREAM_BLOB  # git's id of metal_puzzles.ipynb at commit d631c7f
-    assert sum("// FILL ME IN" in c.source for c in code_cells(notebook())) == 14
+def test_the_template_has_metal_puzzles_titles_and_one_blank_per_puzzle():
+    cells = code_cells(notebook())
+    assert list(CELLS) == METAL_PUZZLES_TITLES
+    assert sum("// FILL ME IN" in c.source for c in cells) == 14
+    assert len(check_cells(notebook())) == 17
+
+
+def test_each_title_launches_as_the_catalog_case_of_that_title():
+    # The catalog holds Metal-Puzzles' inputs and launch sizes per title; the notebook's cells
+    # must launch exactly those, so the drop-in is tested on the launches learners have.
+    namespace: dict = {}
+    exec(PRELUDE, namespace)
+    for title, code in CELLS.items():
+        exec(code, namespace)
+        problem = namespace["problem"]
+        [puzzle] = [p for p in all_puzzles() if title in p.titles]
+        case = puzzle.cases_by_title.get(title, puzzle.visible)
+        assert (problem.grid, problem.threadgroup) == (case.grid, case.threadgroup), title
+        assert problem.output_shapes == tuple(case.output_shape), title
+        inputs = [np.array(x) for x in problem.inputs]
+        assert [(x.dtype, x.shape) for x in inputs] == [
+            (x.dtype, x.shape) for x in case.inputs], title
+        assert all(np.array_equal(x, y) for x, y in zip(inputs, case.inputs)), title
 
 
 def test_unsolved_notebook_runs_with_no_cell_error_and_every_check_fails(ran):

@@ -1,6 +1,7 @@
-"""utils.py: Metal-Puzzles' cells run unchanged; check() uses the catalog's hidden cases and
-budgets; show(), hint(), VERBOSE; Metal-Puzzles' API (fields, methods, output format); the real
-MLX binding accepts exactly what the harness passes."""
+"""utils.py: cells in Metal-Puzzles' API (tests/metal_puzzles_cells.py) run unchanged; check()
+uses the catalog's hidden cases and budgets; show(), hint(), VERBOSE; Metal-Puzzles' API
+(fields, methods, output format); the real MLX binding accepts exactly what the harness
+passes."""
 
 import mlx.core as mx
 import numpy as np
@@ -8,15 +9,16 @@ import pytest
 from metal_puzzles_cells import CELLS, PRELUDE
 
 import metalsim
+import puzzles.catalog
 import puzzles.checking
 import utils
-from puzzles.catalog import Case
+from puzzles.catalog import Case, all_puzzles
 from puzzles.checking import CheckResult, call_kwargs
 from utils import MetalKernel, MetalProblem
 
 
 def run_cells(*titles: str) -> dict:
-    """Execute the Metal-Puzzles cells up to and including `titles`, in notebook order."""
+    """Execute the Metal-Puzzles-API cells up to and including `titles`, in notebook order."""
     namespace: dict = {}
     exec(PRELUDE, namespace)
     order = list(CELLS)
@@ -266,6 +268,96 @@ def test_hints_come_one_at_a_time(capsys, monkeypatch):
     problem.hint()
     problem.hint()
     assert "last hint" in capsys.readouterr().out
+
+
+def test_the_last_hint_points_to_solution_not_to_files_a_pip_learner_lacks(capsys, monkeypatch):
+    monkeypatch.setattr(utils, "_HINTS_GIVEN", {})
+    problem = map_problem(MAP_BODY)
+    for _ in range(4):
+        problem.hint()
+    last = capsys.readouterr().out.strip().splitlines()[-1]
+    assert "problem.solution()" in last and "solutions/" not in last
+
+
+MAP_TEMPLATE = "uint local_i = thread_position_in_grid.x;\n// FILL ME IN (roughly 1 line)\n"
+
+
+@pytest.fixture
+def fresh_learner(monkeypatch):
+    """No hints given and no puzzle tried yet."""
+    monkeypatch.setattr(utils, "_HINTS_GIVEN", {})
+    monkeypatch.setattr(utils, "_TRIED", set())
+
+
+def test_solution_waits_until_the_learner_has_tried(capsys, fresh_learner):
+    problem = map_problem(MAP_TEMPLATE)
+    problem.solution()
+    assert "Try it first" in capsys.readouterr().out
+    problem.check()   # the template, unchanged: not yet an attempt
+    capsys.readouterr()
+    problem.solution()
+    assert "Try it first" in capsys.readouterr().out
+
+
+def test_solution_after_a_check_of_a_changed_kernel_shows_the_kernel_and_its_walkthrough(
+        capsys, fresh_learner):
+    attempt = map_problem("uint local_i = thread_position_in_grid.x;\nout[local_i] = 1;\n")
+    attempt.check()
+    capsys.readouterr()
+    map_problem(MAP_TEMPLATE).solution()   # the cell re-run: the attempt still counts
+    out = capsys.readouterr().out
+    puzzle = utils.catalog_puzzle("Map")
+    assert "Reference solution of puzzle 1: Map" in out
+    assert "out[local_i] = a[local_i] + 10;" in out
+    assert puzzle.walkthrough() in out
+
+
+def test_solution_after_the_last_hint_or_when_insisted(capsys, fresh_learner):
+    problem = map_problem(MAP_TEMPLATE)
+    problem.solution(insist=True)
+    assert "Reference solution" in capsys.readouterr().out
+    for _ in range(3):
+        problem.hint()
+    problem.solution()
+    assert "Reference solution" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("puzzle", all_puzzles(), ids=lambda p: f"{p.number}-{p.slug}")
+def test_solution_shows_every_puzzles_kernel_and_walkthrough(puzzle, capsys):
+    def fn(*_inputs):
+        return MetalKernel(name=puzzle.kernel, input_names=list(puzzle.input_names),
+                           output_names=list(puzzle.output_names), source="")
+
+    case = puzzle.visible
+    MetalProblem(puzzle.title, fn, [mx.array(x) for x in case.inputs], case.output_shape,
+                 grid=case.grid, threadgroup=case.threadgroup).solution(insist=True)
+    out = capsys.readouterr().out
+    assert puzzle.solution().strip().splitlines()[-1] in out
+    assert puzzle.walkthrough() in out
+
+
+def test_solution_shows_the_header_of_puzzles_that_have_one(capsys, fresh_learner):
+    def pooling_test(a):
+        return MetalKernel(name="pooling", input_names=["a"], output_names=["out"], source="")
+
+    MetalProblem("Pooling", pooling_test, [mx.arange(8)], (8,), grid=(8, 1, 1),
+                 threadgroup=(8, 1, 1)).solution(insist=True)
+    out = capsys.readouterr().out
+    assert "header:\n    constant uint THREADGROUP_MEM_SIZE = 8;" in out
+    assert "threadgroup_barrier" in out
+
+
+def test_solution_in_a_copy_without_solutions_says_so(capsys, fresh_learner, monkeypatch,
+                                                       tmp_path):
+    monkeypatch.setattr(puzzles.catalog, "SOLUTIONS", tmp_path)
+    monkeypatch.setattr(puzzles.catalog, "WALKTHROUGHS", tmp_path / "walkthroughs")
+    map_problem(MAP_TEMPLATE).solution(insist=True)
+    assert "no reference solutions" in capsys.readouterr().out
+
+
+def test_solution_of_a_problem_outside_the_catalog(capsys):
+    map_problem(MAP_BODY, name="My own map").solution(insist=True)
+    assert "not a puzzle of the catalog" in capsys.readouterr().out
 
 
 def test_hint_counter_survives_re_running_the_cell(capsys, monkeypatch):

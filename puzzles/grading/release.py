@@ -2,8 +2,9 @@
 
     DIR/student/     the learner notebooks and the code they run (utils.py, metalsim/,
                      puzzles/, requirements.txt); no solution text, no `solutions` import
-    DIR/solutions/   the bundle to publish later: the reference kernels and modules, and the
-                     solved notebooks
+    DIR/solutions/   the bundle to publish later: the reference kernels and modules, their
+                     walkthroughs, and the solved notebooks (which end each puzzle with its
+                     walkthrough); `problem.solution()` in the student copy says so
 
 The closing "real kernel" section of a chapter imports `solutions.*`, so the student copy
 leaves it out.
@@ -17,7 +18,7 @@ from pathlib import Path
 
 import nbformat
 
-from puzzles.catalog import ROOT, SOLUTIONS
+from puzzles.catalog import ROOT, SOLUTIONS, WALKTHROUGHS
 from puzzles.notebooks import chapter_modules, notebook_name, render
 
 STUDENT_CODE = ("utils.py", "metalsim", "puzzles")
@@ -52,6 +53,7 @@ def build_release(out: Path) -> list[Path]:
     for path in sorted(SOLUTIONS.iterdir()):
         if path.is_file() and path.suffix in (".metal", ".py"):
             shutil.copy2(path, bundle / path.name)
+    shutil.copytree(WALKTHROUGHS, bundle / WALKTHROUGHS.name, ignore=IGNORED)
     written += sorted(p for p in out.rglob("*") if p.is_file() and p not in written)
     return written
 

@@ -58,6 +58,22 @@ def test_every_case_keeps_the_visible_cases_dtypes(puzzle):
         assert case.output_dtype == visible.output_dtype, label
 
 
+# Every problem title checked on its own hidden cases: each puzzle's, and each stepping stone's.
+TITLED = [(p, title) for p in PUZZLES for title in (p.title, *p.hidden_by_title)]
+
+
+def sizes(case):
+    return [x.shape for x in case.inputs], case.output_shape
+
+
+@pytest.mark.parametrize(("puzzle", "title"), TITLED, ids=[t for _, t in TITLED])
+def test_every_puzzle_has_a_hidden_case_of_other_sizes_than_the_visible_one(puzzle, title):
+    # A kernel that hard-codes the visible sizes must fail somewhere.
+    visible = puzzle.cases_by_title.get(title, puzzle.visible)
+    hidden = puzzle.hidden_cases(np.random.default_rng(0), title)
+    assert any(sizes(case) != sizes(visible) for case in hidden)
+
+
 def test_hidden_cases_follow_a_learners_visible_dtypes():
     map_puzzle = find("Map")
     learner = replace(map_puzzle.visible,
@@ -114,3 +130,15 @@ def statements(code: str) -> set[str]:
 def test_the_last_hint_leads_rather_than_giving_a_line_of_the_solution(puzzle):
     given = set().union(*(statements(span) for span in puzzle.hints[-1].split("`")[1::2]))
     assert not given & statements(puzzle.solution()), puzzle.hints[-1]
+
+
+@pytest.mark.parametrize("puzzle", PUZZLES, ids=lambda p: f"{p.number}-{p.slug}")
+def test_walkthrough_explains_the_indexing_the_barriers_and_the_budget(puzzle):
+    text = puzzle.walkthrough()
+    assert text.startswith("**Indexing.**")
+    assert "budget" in text.lower()
+    if "threadgroup_barrier" in puzzle.solution():
+        assert "barrier" in text
+    if "atomic_" in puzzle.solution():
+        assert "atomic" in text.lower()
+    assert "solutions/" not in text   # a pip or Colab learner has no such folder

@@ -3,6 +3,7 @@ every notebook runs top to bottom in a fresh kernel (learner copies report unsol
 solved copies report every puzzle passed)."""
 
 import importlib
+import re
 import textwrap
 import types
 
@@ -119,6 +120,24 @@ def test_notebook_runs_top_to_bottom_in_a_fresh_kernel(module, solved):
     assert size <= MAX_EXECUTED_BYTES, f"{size:,} bytes executed"
 
 
+def test_calls_wrap_before_the_width_with_arguments_aligned_after_the_parenthesis():
+    lines = notebooks._call("x = f(", ["alpha=1", "beta=22", "gamma=333"], width=20)
+    assert lines == ["x = f(alpha=1,", "      beta=22,", "      gamma=333)"]
+    assert notebooks._call("f(", ["a", "b"]) == ["f(a, b)"]
+
+
+@pytest.mark.parametrize(("header", "code"), [
+    ("constant uint N = 4;", '    header = "constant uint N = 4;"'),
+    ("constant uint A = 1;\nconstant uint B = 2;\n",
+     '    header = ("constant uint A = 1;\\n"\n              "constant uint B = 2;\\n")')])
+def test_headers_are_written_as_python_that_gives_them_back(header, code):
+    lines = notebooks._header_assignment(header)
+    assert "\n".join(lines) == code
+    namespace: dict = {}
+    exec(textwrap.dedent("\n".join(lines)), namespace)
+    assert namespace["header"].strip() == header.strip()
+
+
 def test_array_code_writes_infinities_and_nans_as_valid_python():
     import mlx.core as mx
 
@@ -171,3 +190,61 @@ def test_axpby_report_explained_is_the_one_printed():
             for figure in line.replace(",", "").split():
                 if figure[0].isdigit() or figure[0] == "(":
                     assert figure.strip(",") in ch01_threads.REAL_KERNEL_REPORT, line
+
+
+def puzzle_sections(nb: nbformat.NotebookNode) -> tuple[list[str], dict[str, list[str]]]:
+    """The code cells before the first puzzle (the setup), and each puzzle's code cells by its
+    heading ("## Puzzle 19: Matmul (Tiled)"), up to the next puzzle or the closing section."""
+    setup: list[str] = []
+    sections: dict[str, list[str]] = {}
+    current = None
+    for cell in nb.cells:
+        if cell.cell_type == "markdown" and cell.source.startswith("## "):
+            heading = cell.source.splitlines()[0]
+            if heading.startswith("## Puzzle "):
+                current = heading
+            elif current is not None:
+                current = "end"
+            sections.setdefault(current, [])
+        elif cell.cell_type == "code":
+            (setup if current is None else sections[current]).append(cell.source)
+    sections.pop("end", None)
+    sections.pop(None, None)
+    return setup, sections
+
+
+@pytest.mark.parametrize("module", MODULES, ids=notebook_name)
+def test_every_puzzle_runs_right_after_the_setup_cells_in_any_order(module, capsys):
+    # Puzzle 19 used to need the `matmul_spec` that only puzzle 18's cell defined.
+    setup, sections = puzzle_sections(nbformat.read(path_of(module, True), as_version=4))
+    assert sections
+    for heading, cells in reversed(sections.items()):
+        namespace: dict = {}
+        for code in [*setup, *cells]:
+            exec(code, namespace)
+        out = capsys.readouterr().out
+        assert out.count("Passed Tests!") == sum(c == "problem.check()" for c in cells), (
+            heading, out)
+
+
+@pytest.mark.parametrize(("module", "solved"), COPIES, ids=IDS)
+def test_the_names_check_prints_are_in_the_puzzles_markdown(module, solved):
+    # Each MetalProblem's name (what its verdict prints) appears in the puzzle's Markdown.
+    nb = nbformat.read(path_of(module, solved), as_version=4)
+    markdown = ""
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            markdown = cell.source if cell.source.startswith("## Puzzle ") else markdown
+        for name in re.findall(r'MetalProblem\(\s*"([^"]+)"', cell.source):
+            assert name in markdown, (name, markdown.splitlines()[0])
+
+
+@pytest.mark.parametrize("module", MODULES, ids=notebook_name)
+def test_solved_notebooks_end_each_puzzle_with_its_walkthrough(module):
+    chapter = module.__name__.split(".")[-1]
+    solved = "\n".join(c.source for c in nbformat.read(path_of(module, True), 4).cells)
+    learner = "\n".join(c.source for c in nbformat.read(path_of(module, False), 4).cells)
+    for puzzle in (p for p in all_puzzles() if p.chapter == chapter):
+        walkthrough = f"### Walkthrough: {puzzle.title}\n\n{puzzle.walkthrough()}"
+        assert walkthrough in solved
+        assert puzzle.walkthrough() not in learner

@@ -1,10 +1,14 @@
-"""mlx-lm's custom kernels (ml-explore/mlx-lm), run unchanged under metalsim.patch() through
-mlx-lm's own functions and compared with references written here in numpy."""
+"""mlx-lm's custom kernels, from the installed mlx-lm (requirements-test.txt), run unchanged under
+metalsim.patch() through mlx-lm's own functions and compared with references written here in
+numpy."""
+
+from types import ModuleType
 
 import mlx.core as mx
 import numpy as np
 import pytest
-from corpus import load, log_softmax, softmax
+from installed import import_fresh
+from references import log_softmax, softmax
 
 import metalsim
 
@@ -37,7 +41,7 @@ def gated_delta_reference(q, k, v, g, beta, state, mask=None):
 @pytest.mark.parametrize("vectorized", [False, True], ids=["scalar-gate", "vector-gate"])
 @pytest.mark.parametrize("masked", [False, True], ids=["no-mask", "mask"])
 def test_gated_delta_kernel(metalsim_patch, vectorized, masked):
-    mod = load("ml-explore__mlx-lm/gated_delta.py")
+    mod = import_fresh("mlx_lm.models.gated_delta")
     B, T, Hk, Hv, Dk, Dv = 2, 3, 1, 2, 32, 4
     q, k = normal(B, T, Hk, Dk, scale=0.3), normal(B, T, Hk, Dk, scale=0.3)
     v = normal(B, T, Hv, Dv)
@@ -47,36 +51,36 @@ def test_gated_delta_kernel(metalsim_patch, vectorized, masked):
     # All steps on: a masked-off step has every lane of a SIMD-group store the same 0 (a benign
     # race, reported as an error until metalsim grades those as warnings).
     mask = np.ones((B, T), bool) if masked else None
-    y, new_state = mod["gated_delta_kernel"](
+    y, new_state = mod.gated_delta_kernel(
         *map(mx.array, (q, k, v, g, beta, state)), None if mask is None else mx.array(mask))
     y_ref, state_ref = gated_delta_reference(q, k, v, g, beta, state, mask)
     np.testing.assert_allclose(np.array(y), y_ref, rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(np.array(new_state), state_ref, rtol=1e-4, atol=1e-5)
 
 
-def test_gated_delta_update_takes_the_kernel_path_inside_the_patch(metalsim_patch):
-    mod = load("ml-explore__mlx-lm/gated_delta.py")
+def test_gated_delta_update_takes_the_kernel_path_inside_the_patch(metalsim_patch, monkeypatch):
+    mod = import_fresh("mlx_lm.models.gated_delta")
     calls = []
-    kernel = mod["gated_delta_kernel"]
-    mod["gated_delta_kernel"] = lambda *a: calls.append(1) or kernel(*a)
+    kernel = mod.gated_delta_kernel
+    monkeypatch.setattr(mod, "gated_delta_kernel", lambda *a: calls.append(1) or kernel(*a))
     B, T, H, D = 1, 2, 1, 32
     args = [mx.array(normal(B, T, H, D, scale=0.3)) for _ in range(3)]
     a, b = mx.array(normal(B, T, H)), mx.array(normal(B, T, H))
-    y, _ = mod["gated_delta_update"](*args, a, b, mx.zeros(H), mx.zeros(H))
+    y, _ = mod.gated_delta_update(*args, a, b, mx.zeros(H), mx.zeros(H))
     assert calls == [1]
-    y_ops, _ = mod["gated_delta_update"](*args, a, b, mx.zeros(H), mx.zeros(H), use_kernel=False)
+    y_ops, _ = mod.gated_delta_update(*args, a, b, mx.zeros(H), mx.zeros(H), use_kernel=False)
     np.testing.assert_allclose(np.array(y), np.array(y_ops), rtol=1e-4, atol=1e-5)
 
 
 def test_ssm_update_kernel(metalsim_patch):
-    mod = load("ml-explore__mlx-lm/ssm.py")
+    mod = import_fresh("mlx_lm.models.ssm")
     n, h, d, groups, ds = 2, 4, 8, 2, 32
     x = normal(n, 1, h, d)
     A_log, D = normal(h, scale=0.5), normal(h)
     Bm, Cm = normal(n, groups, ds), normal(n, groups, ds)
     dt, dt_bias = normal(n, h), normal(h)
     state = normal(n, h, d, ds, scale=0.1)
-    out, new_state = mod["ssm_update_kernel"](
+    out, new_state = mod.ssm_update_kernel(
         *map(mx.array, (x, A_log, Bm, Cm, D, dt, dt_bias, state)), (0.0, 100.0))
     dtv = np.clip(np.log1p(np.exp(dt.astype(np.float64) + dt_bias)), 0.0, 100.0)   # softplus
     dA = np.exp(-np.exp(A_log)[None, :] * dtv)                                      # [n, h]
@@ -90,9 +94,9 @@ def test_ssm_update_kernel(metalsim_patch):
 
 @pytest.mark.parametrize("invert", [False, True])
 def test_bitlinear_packed_ternary_matmul(metalsim_patch, invert):
-    mod = load("ml-explore__mlx-lm/bitlinear_layers.py")
+    mod = import_fresh("mlx_lm.models.bitlinear_layers")
     batch, fin, fout = 3, 256, 8
-    layer = mod["BitLinear"](fin, fout, bias=True, invert_weight_scales=invert)
+    layer = mod.BitLinear(fin, fout, bias=True, invert_weight_scales=invert)
     ternary = RNG.integers(0, 3, (fout, fin))          # stored as value + 1 in two bits
     packed = np.zeros((fout // 4, fin), np.uint8)
     for part in range(4):
@@ -107,14 +111,15 @@ def test_bitlinear_packed_ternary_matmul(metalsim_patch, invert):
 
 
 def test_kl_div_loss_forward_is_diagnosed_a_missing_threadgroup_barrier(metalsim_patch):
-    """Upstream bug (in all four KL/JS kernels): `shared` is reused for the sums right after the
-    maxima were read from it, with no barrier between (a SIMD-group that is ahead overwrites a
-    maximum another has not read yet); and the final exchange is ordered by
-    threadgroup_barrier(mem_flags::mem_none), which orders no memory."""
-    mod = load("ml-explore__mlx-lm/losses.py")
+    """Upstream bug, in mlx-lm 0.31.3's mlx_lm/tuner/losses.py (all four KL/JS kernels):
+    `shared` is reused for the sums right after the maxima were read from it, with no barrier
+    between (a SIMD-group that is ahead overwrites a maximum another has not read yet); and
+    the final exchange is ordered by threadgroup_barrier(mem_flags::mem_none), which orders no
+    memory. Still there in 0.32.2 (the latest release checked)."""
+    mod = import_fresh("mlx_lm.tuner.losses")
     q, p = mx.array(normal(2, 64)), mx.array(normal(2, 64))
     with pytest.raises(metalsim.KernelFault) as info:
-        mod["kl_div_loss"](q, p)
+        mod.kl_div_loss(q, p)
     races = [d for d in info.value.diagnostics if d.kind == "race"]
     assert races and all("'shared'" in d.message for d in races)
     assert "shared[simd_group_id * 2 + 0] = sum_exp_q" in races[0].excerpt
@@ -125,19 +130,19 @@ def test_kl_div_loss_forward_is_diagnosed_a_missing_threadgroup_barrier(metalsim
 
 
 def test_kl_div_loss_with_the_barrier_fixed_is_right_and_its_vjp_kernel_too(metalsim_patch):
-    mod = load("ml-explore__mlx-lm/losses.py")
-    fixed = _with_barriers_fixed(mod)
+    fixed = _with_barriers_fixed()
     q, p = normal(2, 64), normal(2, 64)
     ref = (softmax(p) * (log_softmax(p) - log_softmax(q))).sum(-1)
-    np.testing.assert_allclose(np.array(fixed["kl_div_loss"](mx.array(q), mx.array(p))), ref,
+    np.testing.assert_allclose(np.array(fixed.kl_div_loss(mx.array(q), mx.array(p))), ref,
                                rtol=1e-4, atol=1e-6)
-    grad = mx.grad(lambda a: fixed["kl_div_loss"](a, mx.array(p)).sum())(mx.array(q))
+    grad = mx.grad(lambda a: fixed.kl_div_loss(a, mx.array(p)).sum())(mx.array(q))
     np.testing.assert_allclose(np.array(grad), softmax(q) - softmax(p), rtol=1e-4, atol=1e-6)
 
 
-def _with_barriers_fixed(mod: dict) -> dict:
-    """The module with its kernels' two barrier bugs fixed: a barrier before `shared` is reused
-    for the sums, and mem_threadgroup for mem_none (mlx-lm's code otherwise unchanged)."""
+def _with_barriers_fixed() -> ModuleType:
+    """mlx-lm's losses module imported with its kernels' two barrier bugs fixed: a barrier
+    before `shared` is reused for the sums, and mem_threadgroup for mem_none (mlx-lm's code
+    otherwise unchanged)."""
     factory = mx.fast.metal_kernel
 
     def fixed_factory(*args, **kwargs):
@@ -149,24 +154,24 @@ def _with_barriers_fixed(mod: dict) -> dict:
 
     mx.fast.metal_kernel = fixed_factory
     try:
-        return load("ml-explore__mlx-lm/losses.py")
+        return import_fresh("mlx_lm.tuner.losses")
     finally:
         mx.fast.metal_kernel = factory
 
 
 def test_js_div_loss_forward_is_diagnosed_a_missing_threadgroup_barrier(metalsim_patch):
-    mod = load("ml-explore__mlx-lm/losses.py")
+    mod = import_fresh("mlx_lm.tuner.losses")
     with pytest.raises(metalsim.KernelFault, match="data race on 'shared'"):
-        mod["js_div_loss"](mx.array(normal(2, 64)), mx.array(normal(2, 64)))
+        mod.js_div_loss(mx.array(normal(2, 64)), mx.array(normal(2, 64)))
 
 
 def test_js_div_loss_with_the_barrier_fixed(metalsim_patch):
-    fixed = _with_barriers_fixed(load("ml-explore__mlx-lm/losses.py"))
+    fixed = _with_barriers_fixed()
     q, p = normal(2, 64), normal(2, 64)
     m = 0.5 * (softmax(p) + softmax(q))
     ref = 0.5 * ((softmax(p) * (log_softmax(p) - np.log(m))).sum(-1)
                  + (softmax(q) * (log_softmax(q) - np.log(m))).sum(-1))
-    np.testing.assert_allclose(np.array(fixed["js_div_loss"](mx.array(q), mx.array(p))), ref,
+    np.testing.assert_allclose(np.array(fixed.js_div_loss(mx.array(q), mx.array(p))), ref,
                                rtol=1e-4, atol=1e-6)
 
 
@@ -177,21 +182,21 @@ def _js_reference(q: mx.array, p: mx.array) -> mx.array:
 
 
 def test_js_div_loss_vjp_kernel_with_the_barrier_fixed(metalsim_patch):
-    fixed = _with_barriers_fixed(load("ml-explore__mlx-lm/losses.py"))
+    fixed = _with_barriers_fixed()
     q, p = mx.array(normal(2, 64)), mx.array(normal(2, 64))
     weights = mx.array(normal(2))
-    grad = mx.grad(lambda a: (fixed["js_div_loss"](a, p) * weights).sum())(q)
+    grad = mx.grad(lambda a: (fixed.js_div_loss(a, p) * weights).sum())(q)
     ref = mx.grad(lambda a: (_js_reference(a, p) * weights).sum())(q)
     np.testing.assert_allclose(np.array(grad), np.array(ref), rtol=1e-4, atol=1e-6)
 
 
 def test_rwkv7_wkv7_kernel(metalsim_patch):
-    mod = load("ml-explore__mlx-lm/rwkv7_wkv7.py")
+    mod = import_fresh("mlx_lm.models.rwkv7")
     B, T, H, D = 2, 3, 2, 32
     r, k, v, a, b = (normal(B, T, H, D, scale=0.3) for _ in range(5))
     w = RNG.uniform(0.6, 1.0, (B, T, H, D)).astype(np.float32)
     state = normal(B, H, D, D, scale=0.1)
-    y, new_state = mod["wkv7_kernel"](*map(mx.array, (r, w, k, v, a, b, state)))
+    y, new_state = mod.wkv7_kernel(*map(mx.array, (r, w, k, v, a, b, state)))
     s = state.astype(np.float64)                     # [B, H, Dv, Dk]
     y_ref = np.zeros((B, T, H, D))
     for t in range(T):

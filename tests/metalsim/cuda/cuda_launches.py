@@ -1,6 +1,7 @@
 """The kernels the CUDA back end is checked on: every puzzle solution on each of its cases, the
-real kernels of solutions/ (through their MLX functions, forward and backward), the MLX
-documentation's kernels, and kernels of the gcc-oracle generator (`tests/metalsim/cgen.py`).
+real kernels of solutions/ (through their MLX functions, forward and backward), kernels in the
+shape of the MLX documentation's examples, and kernels of the gcc-oracle generator
+(`tests/metalsim/cgen.py`).
 
 Each is a `Launch`: a metalsim kernel and the keyword arguments of one call. The CI test
 translates and compiles them all with NVRTC; `gpu_differential.py` beside this file runs them
@@ -24,7 +25,7 @@ from puzzles.checking import call_kwargs
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "exec"))
 import cgen  # noqa: E402  (the gcc-oracle generator, a sibling test helper)
-import test_grid_sample  # noqa: E402  (the MLX docs' grid_sample kernels)
+import test_grid_sample  # noqa: E402  (bilinear sampling, shaped like the MLX docs' example)
 
 
 @dataclass
@@ -184,18 +185,17 @@ def real_kernel_launches(scale: int = 1) -> list[Launch]:
 # --- the MLX documentation's kernels -------------------------------------------------------
 
 EXP_SOURCE = """
-    uint elem = thread_position_in_grid.x;
-    uint loc = elem_to_loc(elem, inp_shape, inp_strides, inp_ndim);
-    T tmp = inp[loc];
-    out[elem] = metal::exp(tmp);
+    uint k = thread_position_in_grid.x;
+    y[k] = metal::exp(v[elem_to_loc(k, v_shape, v_strides, v_ndim)]);
 """
 
 def docs_launches() -> list[Launch]:
-    """The strided `exp` of MLX's custom-kernel docs in three dtypes, and its `grid_sample`
-    forward and VJP (atomics, `simd_sum`) as `tests/metalsim/test_grid_sample.py` has them."""
+    """Kernels shaped like the MLX custom-kernel docs' examples: an `exp` that reads its input
+    through its strides, in three dtypes, and the bilinear grid sample forward and VJP
+    (atomics, `simd_sum`) of `tests/metalsim/test_grid_sample.py`."""
     rng = np.random.default_rng(3)
-    exp = metalsim.metal_kernel(name="myexp_strided", input_names=["inp"],
-                                output_names=["out"], source=EXP_SOURCE,
+    exp = metalsim.metal_kernel(name="exp_strided", input_names=["v"],
+                                output_names=["y"], source=EXP_SOURCE,
                                 ensure_row_contiguous=False)
     a = _normal(rng, 16, 33)[::2].T
     launches = []

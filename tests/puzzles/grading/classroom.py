@@ -97,13 +97,14 @@ def kernel_function(source_lines: str, call: str = "") -> str:
 
 def lookup_table_kernel() -> str:
     """A Map kernel that knows the answers of every case learners see (the visible case and
-    the hidden cases of their own seed) and looks them up by the first input value."""
+    the hidden cases of their own seed) and looks them up by the length and the first input
+    value."""
     lines = ["uint i = thread_position_in_grid.x;", "int first = a[0];"]
     for _label, case in puzzle_cases(find(1), hidden=True, seed=LEARNER_SEED):
         a = case.inputs[0]
         answers = ", ".join(f"{float(v) + 10:g}" for v in a)
-        lines.append(f"if (first == {int(a[0])}) {{ const float t[] = {{{answers}}}; "
-                     "out[i] = t[i]; return; }")
+        lines.append(f"if (a_shape[0] == {a.size} && first == {int(a[0])}) {{ "
+                     f"const float t[] = {{{answers}}}; out[i] = t[i]; return; }}")
     return "\n".join(lines) + "\n"
 
 

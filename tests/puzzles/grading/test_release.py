@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
 import pytest
 
@@ -108,3 +109,14 @@ def test_the_bundle_has_every_solution_and_solved_notebook(release):
         assert (bundle / solution.name).read_text() == solution.read_text()
     assert len(list((bundle / "notebooks").glob("*.ipynb"))) == len(
         list((release / "student" / "notebooks").glob("*.ipynb")))
+
+
+def test_walkthroughs_are_in_the_bundle_and_not_in_the_student_copy(release):
+    texts = {name: " ".join("\n".join(lines).split())
+             for name, lines in student_lines(release).items()}
+    for puzzle in all_puzzles():
+        walkthrough = puzzle.walkthrough()
+        assert not any(" ".join(walkthrough.split()) in content for content in texts.values())
+        name = Path(puzzle.solution_file).with_suffix(".md").name
+        bundled = release / "solutions" / "walkthroughs" / name
+        assert bundled.read_text().strip() == walkthrough
