@@ -5,6 +5,8 @@
     python -m puzzles check PUZZLE --source FILE     # exit 0 iff it passes
     python -m puzzles grade NOTEBOOK.ipynb [--puzzle P ...] [--json FILE]   # 0 iff all pass
     python -m puzzles grade SUBMISSIONS/ --assignment A.toml --out DIR [--jobs N] [--roster CSV]
+        [--resume | --only ID ...]     # finish a stopped run; regrade a few into DIR
+    python -m puzzles grade --rescore --assignment NEW.toml --out DIR   # new points, no re-run
     python -m puzzles build [--root DIR] [--release DIR]
 """
 
@@ -40,8 +42,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     check.add_argument("--json", action="store_true", help="print JSON instead of text")
     grade = commands.add_parser(
         "grade", help="grade a notebook, or a folder of submissions (runs no learner Python)")
-    grade.add_argument("path", type=Path, help="a notebook (or .zip of notebooks), or a folder "
-                       "with one notebook, .zip or folder per student")
+    grade.add_argument("path", type=Path, nargs="?", help="a notebook (or .zip of notebooks), "
+                       "or a folder with one notebook, .zip or folder per student")
     grade.add_argument("--assignment", type=Path, metavar="TOML",
                        help="assigned puzzles, points, partial credit, limits, secret seed")
     grade.add_argument("--out", type=Path, metavar="DIR", help="write grades.csv, grades.json, "
@@ -57,6 +59,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     grade.add_argument("--roster", type=Path, metavar="CSV", help="the class's student ids "
                        "(column `id`, or the first): those without a submission get a "
                        "\"missing\" row")
+    grade.add_argument("--resume", action="store_true", help="finish an interrupted run: grade "
+                       "only the submissions --out's journal (grades.jsonl) does not hold")
+    grade.add_argument("--only", nargs="+", metavar="ID", help="regrade these students and "
+                       "merge them into the existing --out")
+    grade.add_argument("--rescore", action="store_true", help="rebuild --out from its journal "
+                       "with the assignment's points (no PATH; nothing is simulated)")
     build = commands.add_parser("build", help="regenerate notebooks/ and solutions/notebooks/")
     build.add_argument("--root", type=Path, default=ROOT,
                        help="write under this folder instead of the repository")
@@ -72,7 +80,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             parser.error("check needs --solutions, or a PUZZLE and --source FILE")
         return _check_one(args.puzzle, args.source, args.header, args.json)
     if args.command == "grade":
-        if args.path.is_dir() and args.out is None:
+        if (args.resume or args.only or args.rescore) and args.out is None:
+            parser.error("--resume, --only and --rescore work on an existing --out DIR")
+        if args.path is None and not args.rescore:
+            parser.error("grade needs a notebook or a folder of submissions")
+        if args.path is not None and args.path.is_dir() and args.out is None:
             parser.error("grading a folder needs --out DIR")
         if args.gradescope is not None and (args.path.is_dir() or args.out is not None):
             parser.error("--gradescope is for one notebook (a folder writes results/<id>/)")
@@ -81,7 +93,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return grading.grade(args.path, assignment=args.assignment, out=args.out,
                               jobs=args.jobs, puzzles=args.puzzle, json_path=args.json,
                               seed=args.seed, gradescope_path=args.gradescope,
-                              roster=args.roster)
+                              roster=args.roster, resume=args.resume, only=args.only,
+                              rescore=args.rescore)
     if args.release is not None:
         from puzzles.grading import commands as grading
 

@@ -5,6 +5,7 @@ and the secret seed of the hidden cases.
     name = "Week 1: threads"
     seed = 918273645          # secret; absent: a random seed, recorded in grades.json
     time_limit = 30           # seconds per puzzle
+    submission_time_limit = 300  # seconds per submission, all its puzzles together
     memory_limit_mb = 2048    # per submission's worker process
 
     [partial_credit]
@@ -36,10 +37,12 @@ class AssignmentError(Exception):
 
 @dataclass(frozen=True)
 class Limits:
-    """What one submission may use: wall time per puzzle and the memory of its worker."""
+    """What one submission may use: wall time per puzzle, wall time in all (its budget, so
+    one slow submission cannot hold a worker for long) and the memory of its worker."""
 
     seconds: float = 30.0
     memory_bytes: int = 2 << 30
+    submission_seconds: float = 300.0
 
 
 @dataclass(frozen=True)
@@ -108,7 +111,8 @@ def parse(data: dict[str, object], where: str = "the assignment") -> Assignment:
         raise AssignmentError(f"{where}: unknown table(s) {sorted(unknown)}")
     head = _table(data, "assignment", where)
     partial = _table(data, "partial_credit", where)
-    _only(head, {"name", "seed", "time_limit", "memory_limit_mb"}, f"{where} [assignment]")
+    _only(head, {"name", "seed", "time_limit", "submission_time_limit",
+                 "memory_limit_mb"}, f"{where} [assignment]")
     _only(partial, {"over_budget", "warnings"}, f"{where} [partial_credit]")
     seed = head.get("seed")
     if seed is not None and (not isinstance(seed, int) or isinstance(seed, bool) or seed < 0):
@@ -118,7 +122,8 @@ def parse(data: dict[str, object], where: str = "the assignment") -> Assignment:
                               "pick a secret one (or leave it out for a random one)")
     limits = Limits(
         seconds=_number(head, "time_limit", 30.0, where, low=0.1),
-        memory_bytes=int(_number(head, "memory_limit_mb", 2048, where, low=64)) << 20)
+        memory_bytes=int(_number(head, "memory_limit_mb", 2048, where, low=64)) << 20,
+        submission_seconds=_number(head, "submission_time_limit", 300.0, where, low=0.1))
     return Assignment(
         name=str(head.get("name", "")),
         points=_puzzles(data.get("puzzles", []), where),
