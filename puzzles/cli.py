@@ -7,6 +7,8 @@
     python -m puzzles grade SUBMISSIONS/ --assignment A.toml --out DIR [--jobs N] [--roster CSV]
         [--resume | --only ID ...]     # finish a stopped run; regrade a few into DIR
     python -m puzzles grade --rescore --assignment NEW.toml --out DIR   # new points, no re-run
+    python -m puzzles gradescope --assignment A.toml   # Gradescope's run_autograder
+    python -m puzzles gradescope-files DIR             # write setup.sh and run_autograder
     python -m puzzles build [--root DIR] [--release DIR]
 """
 
@@ -65,6 +67,19 @@ def main(argv: Sequence[str] | None = None) -> int:
                        "merge them into the existing --out")
     grade.add_argument("--rescore", action="store_true", help="rebuild --out from its journal "
                        "with the assignment's points (no PATH; nothing is simulated)")
+    scope = commands.add_parser("gradescope", help="Gradescope's run_autograder: grade the upload "
+                                "folder as one submission and write results.json")
+    scope.add_argument("--assignment", type=Path, metavar="TOML", required=True)
+    scope.add_argument("--submission", type=Path, default=Path("/autograder/submission"))
+    scope.add_argument("--metadata", type=Path,
+                       default=Path("/autograder/submission_metadata.json"))
+    scope.add_argument("--results", type=Path,
+                       default=Path("/autograder/results/results.json"))
+    scope_files = commands.add_parser("gradescope-files", help="write Gradescope's setup.sh and "
+                                      "run_autograder into DIR")
+    scope_files.add_argument("dir", type=Path)
+    scope_files.add_argument("--assignment-name", default="assignment.toml",
+                             help="the assignment file's name at the autograder zip's root")
     build = commands.add_parser("build", help="regenerate notebooks/ and solutions/notebooks/")
     build.add_argument("--root", type=Path, default=ROOT,
                        help="write under this folder instead of the repository")
@@ -95,6 +110,17 @@ def main(argv: Sequence[str] | None = None) -> int:
                               seed=args.seed, gradescope_path=args.gradescope,
                               roster=args.roster, resume=args.resume, only=args.only,
                               rescore=args.rescore)
+    if args.command == "gradescope":
+        from puzzles.grading import commands as grading
+
+        return grading.gradescope_autograder(args.assignment, args.submission, args.metadata,
+                                             args.results)
+    if args.command == "gradescope-files":
+        from puzzles.grading import gradescope
+
+        for path in gradescope.write_files(args.dir, args.assignment_name):
+            print(f"wrote {path}")
+        return 0
     if args.release is not None:
         from puzzles.grading import commands as grading
 

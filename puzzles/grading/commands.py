@@ -12,6 +12,7 @@ from puzzles.catalog import find
 from puzzles.grader import format_table
 from puzzles.grading.assignment import LEARNER_SEED, Assignment, AssignmentError, load
 from puzzles.grading.batch import grade_all, peak_memory_of_this_process
+from puzzles.grading.gradescope import run_autograder
 from puzzles.grading.intake import (
     IntakeError,
     Submission,
@@ -208,6 +209,19 @@ def _assignment(path: Path | None, puzzles: list[str] | None, seed: int | None) 
                                   "the grader needs a secret one")
         plan = replace(plan, seed=seed)
     return plan
+
+
+def gradescope_autograder(assignment: Path, submission: Path, metadata: Path,
+                          results: Path) -> int:
+    """Grade Gradescope's upload folder and write its results.json (exit 0 once written)."""
+    try:
+        plan = load(assignment)
+    except AssignmentError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    data = run_autograder(submission, results, plan, metadata)
+    print(clean_text(str(data["output"])))
+    return 0
 
 
 def release(out: Path) -> int:
