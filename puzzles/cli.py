@@ -9,6 +9,7 @@
     python -m puzzles grade --rescore --assignment NEW.toml --out DIR   # new points, no re-run
     python -m puzzles gradescope --assignment A.toml   # Gradescope's run_autograder
     python -m puzzles gradescope-files DIR             # write setup.sh and run_autograder
+    python -m puzzles prairielearn --assignment A.toml # PrairieLearn's external grader
     python -m puzzles build [--root DIR] [--release DIR]
 """
 
@@ -75,6 +76,13 @@ def main(argv: Sequence[str] | None = None) -> int:
                        default=Path("/autograder/submission_metadata.json"))
     scope.add_argument("--results", type=Path,
                        default=Path("/autograder/results/results.json"))
+    prairie = commands.add_parser("prairielearn", help="PrairieLearn's external grader: grade "
+                                  "/grade/student and write /grade/results/results.json")
+    prairie.add_argument("--assignment", type=Path, metavar="TOML", required=True)
+    prairie.add_argument("--root", type=Path, default=Path("/grade"),
+                         help="the job's folder (default /grade)")
+    prairie.add_argument("--timeout", type=float, default=30.0,
+                         help="the job's timeout in seconds (info.json's, default 30)")
     scope_files = commands.add_parser("gradescope-files", help="write Gradescope's setup.sh and "
                                       "run_autograder into DIR")
     scope_files.add_argument("dir", type=Path)
@@ -115,6 +123,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return grading.gradescope_autograder(args.assignment, args.submission, args.metadata,
                                              args.results)
+    if args.command == "prairielearn":
+        from puzzles.grading import commands as grading
+
+        return grading.prairielearn_job(args.assignment, args.root, args.timeout)
     if args.command == "gradescope-files":
         from puzzles.grading import gradescope
 

@@ -23,6 +23,7 @@ from puzzles.grading.intake import (
 from puzzles.grading.integrity import clean_text
 from puzzles.grading.journal import Header, Journal, JournalError, record
 from puzzles.grading.outputs import gradescope, write_gradebook, write_student_files
+from puzzles.grading.prairielearn import grade_job
 from puzzles.grading.release import build_release
 from puzzles.grading.sandbox import Outcome
 from puzzles.grading.strict_json import strict_json, strict_json_line
@@ -221,6 +222,18 @@ def gradescope_autograder(assignment: Path, submission: Path, metadata: Path,
         return 2
     data = run_autograder(submission, results, plan, metadata)
     print(clean_text(str(data["output"])))
+    return 0
+
+
+def prairielearn_job(assignment: Path, root: Path, timeout: float) -> int:
+    """Grade PrairieLearn's job under `root` (exit 0 once results.json is written)."""
+    try:
+        plan = load(assignment)
+    except AssignmentError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    results = grade_job(plan, root, timeout)
+    print(clean_text(str(results["message"])))
     return 0
 
 
