@@ -73,9 +73,7 @@ def find_submissions(path: Path) -> list[Submission]:
         return [_submission(path, path.name)]
     entries = sorted((e for e in os.scandir(path) if not e.name.startswith(".")),
                      key=lambda e: e.name)
-    found = [(e.name, _submission(Path(e.path), e.name)) for e in entries
-             if e.is_symlink() or e.is_dir(follow_symlinks=False)
-             or e.name.endswith((NOTEBOOK, ARCHIVE))]
+    found = [(e.name, _submission(Path(e.path), e.name)) for e in entries if _is_submission(e)]
     by_id: dict[str, list[str]] = {}
     for name, s in found:
         by_id.setdefault(s.id, []).append(name)
@@ -98,9 +96,14 @@ def skipped_entries(path: Path) -> list[str]:
     silently)."""
     if not path.is_dir():
         return []
-    return sorted(e.name for e in os.scandir(path) if not e.name.startswith(".")
-                  and not (e.is_symlink() or e.is_dir(follow_symlinks=False)
-                           or e.name.endswith((NOTEBOOK, ARCHIVE))))
+    return sorted(e.name for e in os.scandir(path)
+                  if not e.name.startswith(".") and not _is_submission(e))
+
+
+def _is_submission(entry: os.DirEntry) -> bool:
+    """A folder, notebook or archive, or something posing as one (a link to a folder, a FIFO
+    named like a notebook): those are refused, not skipped."""
+    return entry.name.endswith((NOTEBOOK, ARCHIVE)) or entry.is_dir()
 
 
 def student_id(name: str) -> str:

@@ -4,17 +4,25 @@ subset of Python over `ast`.
 Cells are read in notebook order. What the evaluator understands: string, number, bool and
 None literals (implicit concatenation included); `+`, `*` and `+=` on them; f-strings whose
 parts are constants; `textwrap.dedent`, `.strip()`/`.lstrip()`/`.rstrip()`, `.format(...)`,
-`.replace(...)`, `.join(...)`, `.upper()`/`.lower()`; lists and tuples; names assigned earlier,
-in any earlier cell; `if`/`else` (the branch taken when the condition is a constant, otherwise
-both, which must agree or the name is "ambiguous"); functions defined with `def` or `lambda`
-(called with what is known of their arguments); `MetalKernel(...)` with any of its arguments
-(positional or keyword), whatever name `MetalKernel` was imported under.
+`.replace(...)`, `.join(...)`, `.upper()`/`.lower()`; lists and tuples, changed in place by
+`.append`/`.insert`/`.extend` and `+=` (shared by every name bound to them, as in Python);
+names assigned earlier, in any earlier cell; `global` and `nonlocal` in functions; `if`/`else`
+(the branch taken when the condition is a constant, otherwise both, which must agree or the
+name is "ambiguous"); functions defined with `def` or `lambda` (called with what is known of
+their arguments; default values bound at definition); `MetalKernel(...)` with any of its
+arguments (positional or keyword), whatever name `MetalKernel` was imported under; and
+`MetalProblem(title, fn, ...)`, whose kernel is what `fn` returns at the problem's
+`.check()` (as `check()` calls it then), or at the end of the notebook if it is never checked.
 
 Nothing is ever executed, and every value is bounded: strings, lists, integers, nesting,
 calls and the total of characters built, so no notebook can make the reader allocate much or
 loop long. Whatever falls outside the subset becomes an `Unknown` value carrying the line and
 the reason; using it for a kernel argument gives a clear "could not read this statically"
-message, never a wrong verdict.
+message, never a wrong verdict. A list that code the reader does not follow may have changed
+(a loop, an unknown call, `.pop()`, an item assignment, an undecidable `if`) is "tainted":
+reading it later is unreadable too, never its stale value. A function is read once when it is
+defined (to find kernels built by name outside any problem) without any effect on the
+notebook's state.
 """
 
 from __future__ import annotations
@@ -22,6 +30,7 @@ from __future__ import annotations
 import ast
 import string
 import textwrap
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 MAX_STRING = 1 << 20        # characters in any string built
@@ -343,9 +352,11 @@ class NotebookReader:
             self.fresh[id(items)] = items
         return items
 
-    def _taint_names(self, node: ast.AST, scope: Scope, reason: str, line: int | None) -> None:
+    def _taint_names(self, node: ast.AST, scope: Scope, reason: str | Callable[[], str],
+                     line: int | None) -> None:
         """Mark every list reachable from the names in `node` as changed in a way the reader
-        does not follow: reading it later is "unreadable", never a stale value."""
+        does not follow: reading it later is "unreadable", never a stale value. `reason` may
+        be a function, called only if there is a list (this runs on every failed read)."""
         names = self._names.get(node)
         if names is None:
             names = self._names[node] = tuple(
@@ -353,7 +364,8 @@ class NotebookReader:
         for name in names:
             value = scope.lookup(name)
             if isinstance(value, (list, tuple)):
-                self._taint(value, Unknown(reason, line), 0)
+                self._taint(value, Unknown(reason if isinstance(reason, str) else reason(),
+                                           line), 0)
 
     def _taint(self, value: object, reason: Unknown, depth: int) -> None:
         if isinstance(value, (list, tuple)) and depth < MAX_DEPTH:
@@ -476,9 +488,10 @@ class NotebookReader:
             raise
         except Unreadable as exc:
             # What the reader could not evaluate may have changed a list it was given.
-            self._taint_names(node, scope, f"it is passed to code the grader does not follow "
-                              f"(line {exc.line or _line(node)}: {exc.message})",
-                              exc.line or _line(node))
+            line = exc.line or _line(node)
+            message = exc.message
+            self._taint_names(node, scope, lambda: f"it is passed to code the grader does not "
+                              f"follow (line {line}: {message})", line)
             if strict:
                 raise
             return Unknown(exc.message, exc.line, exc.ambiguous)
@@ -518,7 +531,7 @@ class NotebookReader:
                 reason = value.reason if nested else f"`{node.id}` could not be read: " \
                     f"{value.reason}"
                 raise Unreadable(reason, value.line or line, value.ambiguous)
-            return self._untainted(value, line)
+            return self._untainted(value, line) if self.tainted else value
         if isinstance(node, ast.JoinedStr):
             return self._checked("".join(self._formatted(part, scope) for part in node.values),
                                  line)
@@ -711,8 +724,8 @@ class NotebookReader:
             args = [self._value(a, scope) for a in node.args]
             kwargs = {k.arg: self._value(k.value, scope) for k in node.keywords if k.arg}
             return self._call_function(callee, args, kwargs, line)
-        self._taint_names(node, scope, f"it is passed to `{_describe_callee(node.func)}` on "
-                          f"line {line}, which the grader does not run", line)
+        self._taint_names(node, scope, lambda: f"it is passed to `{_describe_callee(node.func)}` "
+                          f"on line {line}, which the grader does not run", line)
         raise Unreadable(f"a call to `{_describe_callee(node.func)}`", line)
 
     def _list_method(self, items: list, method: str, node: ast.Call, scope: Scope) -> None:

@@ -175,3 +175,16 @@ def test_the_table_never_prints_control_characters(tmp_path):
     table = format_table(grade(save(nb, tmp_path), seed=5))
     assert "\x1b" not in table and "\u202e" not in table
     assert "[2K[1A passed" in table
+
+
+def test_each_notebook_is_read_on_its_own_as_its_own_python_kernel_runs_it():
+    from puzzles.grader import Notebook, read_submission
+
+    defines = Notebook("a.ipynb", ["SRC = 'uint i = thread_position_in_grid.x;\\nout[i] = 1;'"])
+    uses = Notebook("b.ipynb", [
+        "def map_test(a):\n    return MetalKernel(name='map', input_names=['a'], "
+        "output_names=['out'], source=SRC)",
+        "problem = MetalProblem('Map', map_test, [a], (4,))"])
+    found = read_submission([defines, uses]).found[1]
+    assert found.kernel is None and "`SRC` has no value" in found.error
+    assert found.notebook == "b.ipynb"
