@@ -22,6 +22,7 @@ from puzzles.grading.intake import (
 )
 from puzzles.grading.integrity import clean_text
 from puzzles.grading.journal import Header, Journal, JournalError, record
+from puzzles.grading.lms_exports import read_roster_details
 from puzzles.grading.outputs import gradescope, write_gradebook, write_student_files
 from puzzles.grading.prairielearn import grade_job
 from puzzles.grading.release import build_release
@@ -44,9 +45,10 @@ def grade(path: Path | None, *, assignment: Path | None = None, out: Path | None
     try:
         plan = _assignment(assignment, puzzles, seed)
         ids = read_roster(roster) if roster is not None else None
+        details = read_roster_details(roster) if roster is not None else {}
         if rescore:
             assert out is not None
-            return _rescore(out, plan)
+            return _rescore(out, plan, details)
     except (AssignmentError, IntakeError, JournalError) as exc:
         print(f"error: {clean_text(str(exc))}", file=sys.stderr)
         return 2
@@ -95,7 +97,7 @@ def grade(path: Path | None, *, assignment: Path | None = None, out: Path | None
     _, pairs = write_gradebook(out, journal, plan, {
         "seconds": round(result.seconds, 3), "cpu_seconds": round(result.cpu_seconds, 2),
         "peak_memory_bytes": memory.tree_bytes, "parent_peak_memory_bytes": memory.parent_bytes,
-        "largest_worker_memory_bytes": memory.largest_worker_bytes})
+        "largest_worker_memory_bytes": memory.largest_worker_bytes}, roster=details)
     memory = replace(memory, parent_bytes=peak_memory_of_this_process())
     if json_path is not None:
         _write_rows(json_path, journal)
@@ -167,7 +169,7 @@ def _journal(out: Path, plan: Assignment, submissions: list[Submission], resume:
     return journal, plan, [found[sid] for sid in dict.fromkeys(only or [])]
 
 
-def _rescore(out: Path, plan: Assignment) -> int:
+def _rescore(out: Path, plan: Assignment, roster: dict[str, dict[str, str]]) -> int:
     """Rebuild the gradebook and each student's files from the journal with new points."""
     journal = Journal.open(out)
     graded = journal.header.puzzles
@@ -176,7 +178,8 @@ def _rescore(out: Path, plan: Assignment) -> int:
                            "graded in this run: re-scoring cannot add puzzles; grade again")
     plan = replace(plan, seed=journal.header.seed)
     started = time.monotonic()
-    written, _ = write_gradebook(out, journal, plan, {"rescored": True}, student_files=True)
+    written, _ = write_gradebook(out, journal, plan, {"rescored": True}, student_files=True,
+                                 roster=roster)
     print(f"re-scored {len(journal.offsets)} student(s) from {journal.path} in "
           f"{time.monotonic() - started:.1f} s (nothing simulated); wrote {len(written)} files")
     return 0

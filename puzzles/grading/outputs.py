@@ -28,6 +28,7 @@ from puzzles.grading.assignment import Assignment
 from puzzles.grading.disclosure import student_view
 from puzzles.grading.integrity import clean_text
 from puzzles.grading.journal import Journal, outcome_of
+from puzzles.grading.lms_exports import LmsExports
 from puzzles.grading.sandbox import Outcome
 from puzzles.grading.similarity import Pair, ranked_pairs
 from puzzles.grading.strict_json import strict_json
@@ -48,13 +49,17 @@ def write_student_files(out: Path, outcome: Outcome, assignment: Assignment) -> 
 
 
 def write_gradebook(out: Path, journal: Journal, assignment: Assignment,
-                    run: dict[str, object], student_files: bool = False
+                    run: dict[str, object], student_files: bool = False,
+                    roster: dict[str, dict[str, str]] | None = None
                     ) -> tuple[list[Path], list[Pair]]:
-    """grades.csv, grades.json and similarity.csv from the journal, one record at a time (see
+    """grades.csv, grades.json, similarity.csv and the LMS exports (see `lms_exports`, with
+    the `roster`'s names and ids) from the journal, one record at a time (see
     `Journal.lines`); with `student_files`, each student's files again too (new points).
     `run` says what the last run took (seconds, CPU, memory). Returns the paths written and
     the similar pairs."""
     columns, pairs = _first_pass(journal, assignment)
+    exports = LmsExports(out, assignment.name, sum(assignment.points_of(n) for n in columns),
+                         roster or {})
     csv_path, json_path = out / "grades.csv", out / "grades.json"
     written = [csv_path, json_path, write_similarity(out / "similarity.csv", pairs)]
     titles = {p.number: p.title for p in all_puzzles()}
@@ -76,6 +81,7 @@ def write_gradebook(out: Path, journal: Journal, assignment: Assignment,
         for k, line in enumerate(journal.lines()):
             outcome, notes = outcome_of(line), list(line["notes"])
             writer.writerow(csv_row(outcome, columns, assignment, notes))
+            exports.add(outcome.submission.id, _score(outcome, assignment)[0])
             json_file.write(("," if k else "") + "\n" + _indented(
                 instructor_record(outcome, assignment, notes)))
             if student_files:
@@ -83,7 +89,7 @@ def write_gradebook(out: Path, journal: Journal, assignment: Assignment,
         similarity = [{"student": p.first, "other": p.second, "puzzles": p.puzzles}
                       for p in pairs]
         json_file.write('\n  ],\n  "similarity": ' + _indented(similarity).lstrip() + "\n}\n")
-    return written, pairs
+    return written + exports.close(), pairs
 
 
 def _first_pass(journal: Journal, assignment: Assignment) -> tuple[list[int], list[Pair]]:
