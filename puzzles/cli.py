@@ -2,7 +2,7 @@
 
     python -m puzzles list
     python -m puzzles check --solutions [--json]     # exit 0 iff every reference solution passes
-    python -m puzzles check PUZZLE --source FILE     # exit 0 iff it passes
+    python -m puzzles check PUZZLE --source FILE [--seed S]  # exit 0 iff it passes
     python -m puzzles grade NOTEBOOK.ipynb [--puzzle P ...] [--json FILE]   # 0 iff all pass
     python -m puzzles grade SUBMISSIONS/ --assignment A.toml --out DIR [--jobs N] [--roster CSV]
         [--resume | --only ID ...]     # finish a stopped run; regrade a few into DIR
@@ -43,6 +43,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                        "puzzle's own)")
     check.add_argument("--solutions", action="store_true", help="check every reference solution")
     check.add_argument("--json", action="store_true", help="print JSON instead of text")
+    check.add_argument("--seed", type=int, default=0, help="draw the hidden cases from this "
+                       "seed: a row's `seed` in grades.json reproduces the grader's verdict")
     grade = commands.add_parser(
         "grade", help="grade a notebook, or a folder of submissions (runs no learner Python)")
     grade.add_argument("path", type=Path, nargs="?", help="a notebook (or .zip of notebooks), "
@@ -101,7 +103,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _check_solutions(args.json)
         if args.puzzle is None or args.source is None:
             parser.error("check needs --solutions, or a PUZZLE and --source FILE")
-        return _check_one(args.puzzle, args.source, args.header, args.json)
+        return _check_one(args.puzzle, args.source, args.header, args.json, args.seed)
     if args.command == "grade":
         if (args.resume or args.only or args.rescore) and args.out is None:
             parser.error("--resume, --only and --rescore work on an existing --out DIR")
@@ -174,7 +176,8 @@ def _check_solutions(as_json: bool) -> int:
     return 0 if all(r.passed for r in results) else 1
 
 
-def _check_one(key: str, source: Path, header: Path | None, as_json: bool) -> int:
+def _check_one(key: str, source: Path, header: Path | None, as_json: bool,
+               seed: int = 0) -> int:
     puzzle = find(key)
     if puzzle is None:
         print(f"no puzzle {key!r}; `python -m puzzles list` shows them", file=sys.stderr)
@@ -192,6 +195,6 @@ def _check_one(key: str, source: Path, header: Path | None, as_json: bool) -> in
     from puzzles.checking import check_kernel
     from puzzles.grading.integrity import clean_text
 
-    result = check_kernel(puzzle, body, head)
+    result = check_kernel(puzzle, body, head, seed=seed)
     print(json.dumps(result.to_json(), indent=2) if as_json else clean_text(result.text))
     return 0 if result.passed else 1

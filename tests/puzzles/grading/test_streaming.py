@@ -204,3 +204,28 @@ def test_a_slow_submission_stops_at_its_budget_with_every_puzzle_left_a_timeout(
     assert statuses == {1: "timeout", 2: "timeout", 3: "timeout"}
     assert "time limit of 4 s" in str(outcome.rows[0]["reason"])  # the puzzle's own limit
     assert "submission's time budget of 6 s" in str(outcome.rows[-1]["reason"])
+
+
+def test_check_with_a_rows_seed_reproduces_the_graders_verdict(tmp_path):
+    """A kernel right on the visible case only: which hidden cases fail depends on the
+    per-submission seed, and `check N --seed S` with the row's seed finds the same ones."""
+    body = "uint i = thread_position_in_grid.x;\nif (i < 4) { out[i] = a[i] + 10; }\n"
+    nb = learner("01_threads.ipynb")
+    solve(nb, 1, body)
+    nbformat.write(nb, tmp_path / "s.ipynb")
+    (tmp_path / "kernel.metal").write_text(body)
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    graded = subprocess.run(
+        [sys.executable, "-m", "puzzles", "grade", str(tmp_path / "s.ipynb"), "--puzzle", "1",
+         "--seed", "2718", "--json", str(tmp_path / "rows.json")], cwd=ROOT, env=env,
+        capture_output=True, text=True, timeout=300)
+    row, = json.loads((tmp_path / "rows.json").read_text())
+    assert graded.returncode == 1 and row["status"] == "fail"
+    checked = subprocess.run(
+        [sys.executable, "-m", "puzzles", "check", "1", "--source",
+         str(tmp_path / "kernel.metal"),
+         "--seed", str(row["seed"]), "--json"], cwd=ROOT, env=env, capture_output=True,
+        text=True, timeout=300)
+    assert checked.returncode == 1, checked.stderr
+    again = json.loads(checked.stdout)
+    assert again["cases"] == row["cases"] and again["status"] == row["status"] == "fail"
