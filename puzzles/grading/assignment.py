@@ -80,6 +80,8 @@ class Assignment:
         number = row.get("puzzle")
         if not isinstance(number, int):
             return 0.0
+        if "override_points" in row:  # the instructor's, from overrides.csv
+            return float(row["override_points"])
         warned = bool(row.get("warnings"))
         return self.points_of(number) * self.credit(str(row["status"]), warned)
 

@@ -24,6 +24,7 @@ from puzzles.grading.integrity import clean_text
 from puzzles.grading.journal import Header, Journal, JournalError, record
 from puzzles.grading.lms_exports import read_roster_details
 from puzzles.grading.outputs import gradescope, write_gradebook, write_student_files
+from puzzles.grading.overrides import Overrides, OverridesError
 from puzzles.grading.prairielearn import grade_job
 from puzzles.grading.release import build_release
 from puzzles.grading.sandbox import Outcome
@@ -46,10 +47,12 @@ def grade(path: Path | None, *, assignment: Path | None = None, out: Path | None
         plan = _assignment(assignment, puzzles, seed)
         ids = read_roster(roster) if roster is not None else None
         details = read_roster_details(roster) if roster is not None else {}
+        if out is not None:
+            Overrides.load(out)  # a mistake in it is said now, not after grading
         if rescore:
             assert out is not None
             return _rescore(out, plan, details)
-    except (AssignmentError, IntakeError, JournalError) as exc:
+    except (AssignmentError, IntakeError, JournalError, OverridesError) as exc:
         print(f"error: {clean_text(str(exc))}", file=sys.stderr)
         return 2
     assert path is not None

@@ -29,6 +29,7 @@ from puzzles.grading.disclosure import student_view
 from puzzles.grading.integrity import clean_text
 from puzzles.grading.journal import Journal, outcome_of
 from puzzles.grading.lms_exports import LmsExports
+from puzzles.grading.overrides import Overrides
 from puzzles.grading.sandbox import Outcome
 from puzzles.grading.similarity import Pair, ranked_pairs
 from puzzles.grading.strict_json import strict_json
@@ -53,11 +54,12 @@ def write_gradebook(out: Path, journal: Journal, assignment: Assignment,
                     roster: dict[str, dict[str, str]] | None = None
                     ) -> tuple[list[Path], list[Pair]]:
     """grades.csv, grades.json, similarity.csv and the LMS exports (see `lms_exports`, with
-    the `roster`'s names and ids) from the journal, one record at a time (see
-    `Journal.lines`); with `student_files`, each student's files again too (new points).
-    `run` says what the last run took (seconds, CPU, memory). Returns the paths written and
-    the similar pairs."""
+    the `roster`'s names and ids) from the journal and the instructor's overrides (see
+    `overrides`), one record at a time (see `Journal.lines`); with `student_files`, each
+    student's files again too (new points). `run` says what the last run took (seconds, CPU,
+    memory). Returns the paths written and the similar pairs."""
     columns, pairs = _first_pass(journal, assignment)
+    overrides = Overrides.load(out)
     exports = LmsExports(out, assignment.name, sum(assignment.points_of(n) for n in columns),
                          roster or {})
     csv_path, json_path = out / "grades.csv", out / "grades.json"
@@ -79,7 +81,7 @@ def write_gradebook(out: Path, journal: Journal, assignment: Assignment,
                 **run}
         json_file.write(strict_json(head).rstrip()[:-1].rstrip() + ',\n  "students": [')
         for k, line in enumerate(journal.lines()):
-            outcome, notes = outcome_of(line), list(line["notes"])
+            outcome, notes = overrides.apply(outcome_of(line)), list(line["notes"])
             writer.writerow(csv_row(outcome, columns, assignment, notes))
             exports.add(outcome.submission.id, _score(outcome, assignment)[0])
             json_file.write(("," if k else "") + "\n" + _indented(

@@ -5,6 +5,8 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
+import pytest
+
 from puzzles.grading.assignment import Assignment
 from puzzles.grading.intake import Submission
 from puzzles.grading.journal import Header, Journal, record
@@ -16,6 +18,7 @@ from puzzles.grading.lms_exports import (
     read_roster_details,
 )
 from puzzles.grading.outputs import write_gradebook
+from puzzles.grading.overrides import Overrides, OverridesError
 from puzzles.grading.sandbox import Outcome
 
 PLAN = Assignment(name="Week 1", points={1: 2, 2: 3}, seed=11)
@@ -57,3 +60,26 @@ def test_the_totals_of_the_exports_match_grades_csv(tmp_path):
     scores = {r["SID"]: r["Total Score"]
               for r in csv.DictReader((tmp_path / GRADESCOPE).open(encoding="utf-8"))}
     assert scores == grades
+
+
+def test_overrides_set_points_in_every_output_and_survive_a_rebuild(tmp_path):
+    (tmp_path / "overrides.csv").write_text(
+        'id,puzzle,points,reason\nbob,2,3,"benign race"\n=cmd,Map,1,\n')
+    journal = journal_of(tmp_path)
+    for _ in range(2):  # the gradebook is rebuilt (a regrade, a re-score): still applied
+        write_gradebook(tmp_path, journal, PLAN, {})
+        rows = {r["student"].lstrip("'"): r
+                for r in csv.DictReader((tmp_path / "grades.csv").open(encoding="utf-8"))}
+        assert (rows["bob"]["2 Zip"], rows["bob"]["total"]) == ("3", "5")
+        assert "3 points set by the instructor: benign race" in rows["bob"]["notes"]
+        assert rows["=cmd"]["total"] == "1" and rows["ada"]["total"] == "5"
+        scores = {r["SID"]: r["Total Score"]
+                  for r in csv.DictReader((tmp_path / GRADESCOPE).open(encoding="utf-8"))}
+        assert scores == {"ada": "5", "bob": "5", "=cmd": "1"}
+    assert (tmp_path / "overrides.csv").read_text().startswith("id,puzzle,points,reason")
+
+
+def test_a_bad_override_line_is_named(tmp_path):
+    (tmp_path / "overrides.csv").write_text("id,puzzle,points\nbob,99,1\n")
+    with pytest.raises(OverridesError, match="line 2"):
+        Overrides.load(tmp_path)
