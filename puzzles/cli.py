@@ -2,9 +2,14 @@
 
     python -m puzzles list
     python -m puzzles check --solutions [--json]     # exit 0 iff every reference solution passes
-    python -m puzzles check PUZZLE --source FILE     # exit 0 iff it passes
+    python -m puzzles check PUZZLE --source FILE [--seed S]  # exit 0 iff it passes
     python -m puzzles grade NOTEBOOK.ipynb [--puzzle P ...] [--json FILE]   # 0 iff all pass
     python -m puzzles grade SUBMISSIONS/ --assignment A.toml --out DIR [--jobs N] [--roster CSV]
+        [--resume | --only ID ...]     # finish a stopped run; regrade a few into DIR
+    python -m puzzles grade --rescore --assignment NEW.toml --out DIR   # new points, no re-run
+    python -m puzzles gradescope --assignment A.toml   # Gradescope's run_autograder
+    python -m puzzles gradescope-files DIR             # write setup.sh and run_autograder
+    python -m puzzles prairielearn --assignment A.toml # PrairieLearn's external grader
     python -m puzzles build [--root DIR] [--release DIR]
 """
 
@@ -38,10 +43,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                        "puzzle's own)")
     check.add_argument("--solutions", action="store_true", help="check every reference solution")
     check.add_argument("--json", action="store_true", help="print JSON instead of text")
+    check.add_argument("--seed", type=int, default=0, help="draw the hidden cases from this "
+                       "seed: a row's `seed` in grades.json reproduces the grader's verdict")
     grade = commands.add_parser(
         "grade", help="grade a notebook, or a folder of submissions (runs no learner Python)")
-    grade.add_argument("path", type=Path, help="a notebook (or .zip of notebooks), or a folder "
-                       "with one notebook, .zip or folder per student")
+    grade.add_argument("path", type=Path, nargs="?", help="a notebook (or .zip of notebooks), "
+                       "or a folder with one notebook, .zip or folder per student")
     grade.add_argument("--assignment", type=Path, metavar="TOML",
                        help="assigned puzzles, points, partial credit, limits, secret seed")
     grade.add_argument("--out", type=Path, metavar="DIR", help="write grades.csv, grades.json, "
@@ -57,6 +64,32 @@ def main(argv: Sequence[str] | None = None) -> int:
     grade.add_argument("--roster", type=Path, metavar="CSV", help="the class's student ids "
                        "(column `id`, or the first): those without a submission get a "
                        "\"missing\" row")
+    grade.add_argument("--resume", action="store_true", help="finish an interrupted run: grade "
+                       "only the submissions --out's journal (grades.jsonl) does not hold")
+    grade.add_argument("--only", nargs="+", metavar="ID", help="regrade these students and "
+                       "merge them into the existing --out")
+    grade.add_argument("--rescore", action="store_true", help="rebuild --out from its journal "
+                       "with the assignment's points (no PATH; nothing is simulated)")
+    scope = commands.add_parser("gradescope", help="Gradescope's run_autograder: grade the upload "
+                                "folder as one submission and write results.json")
+    scope.add_argument("--assignment", type=Path, metavar="TOML", required=True)
+    scope.add_argument("--submission", type=Path, default=Path("/autograder/submission"))
+    scope.add_argument("--metadata", type=Path,
+                       default=Path("/autograder/submission_metadata.json"))
+    scope.add_argument("--results", type=Path,
+                       default=Path("/autograder/results/results.json"))
+    prairie = commands.add_parser("prairielearn", help="PrairieLearn's external grader: grade "
+                                  "/grade/student and write /grade/results/results.json")
+    prairie.add_argument("--assignment", type=Path, metavar="TOML", required=True)
+    prairie.add_argument("--root", type=Path, default=Path("/grade"),
+                         help="the job's folder (default /grade)")
+    prairie.add_argument("--timeout", type=float, default=30.0,
+                         help="the job's timeout in seconds (info.json's, default 30)")
+    scope_files = commands.add_parser("gradescope-files", help="write Gradescope's setup.sh and "
+                                      "run_autograder into DIR")
+    scope_files.add_argument("dir", type=Path)
+    scope_files.add_argument("--assignment-name", default="assignment.toml",
+                             help="the assignment file's name at the autograder zip's root")
     build = commands.add_parser("build", help="regenerate notebooks/ and solutions/notebooks/")
     build.add_argument("--root", type=Path, default=ROOT,
                        help="write under this folder instead of the repository")
@@ -70,9 +103,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _check_solutions(args.json)
         if args.puzzle is None or args.source is None:
             parser.error("check needs --solutions, or a PUZZLE and --source FILE")
-        return _check_one(args.puzzle, args.source, args.header, args.json)
+        return _check_one(args.puzzle, args.source, args.header, args.json, args.seed)
     if args.command == "grade":
-        if args.path.is_dir() and args.out is None:
+        if (args.resume or args.only or args.rescore) and args.out is None:
+            parser.error("--resume, --only and --rescore work on an existing --out DIR")
+        if args.path is None and not args.rescore:
+            parser.error("grade needs a notebook or a folder of submissions")
+        if args.path is not None and args.path.is_dir() and args.out is None:
             parser.error("grading a folder needs --out DIR")
         if args.gradescope is not None and (args.path.is_dir() or args.out is not None):
             parser.error("--gradescope is for one notebook (a folder writes results/<id>/)")
@@ -81,7 +118,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         return grading.grade(args.path, assignment=args.assignment, out=args.out,
                               jobs=args.jobs, puzzles=args.puzzle, json_path=args.json,
                               seed=args.seed, gradescope_path=args.gradescope,
-                              roster=args.roster)
+                              roster=args.roster, resume=args.resume, only=args.only,
+                              rescore=args.rescore)
+    if args.command == "gradescope":
+        from puzzles.grading import commands as grading
+
+        return grading.gradescope_autograder(args.assignment, args.submission, args.metadata,
+                                             args.results)
+    if args.command == "prairielearn":
+        from puzzles.grading import commands as grading
+
+        return grading.prairielearn_job(args.assignment, args.root, args.timeout)
+    if args.command == "gradescope-files":
+        from puzzles.grading import gradescope
+
+        for path in gradescope.write_files(args.dir, args.assignment_name):
+            print(f"wrote {path}")
+        return 0
     if args.release is not None:
         from puzzles.grading import commands as grading
 
@@ -123,7 +176,8 @@ def _check_solutions(as_json: bool) -> int:
     return 0 if all(r.passed for r in results) else 1
 
 
-def _check_one(key: str, source: Path, header: Path | None, as_json: bool) -> int:
+def _check_one(key: str, source: Path, header: Path | None, as_json: bool,
+               seed: int = 0) -> int:
     puzzle = find(key)
     if puzzle is None:
         print(f"no puzzle {key!r}; `python -m puzzles list` shows them", file=sys.stderr)
@@ -141,6 +195,6 @@ def _check_one(key: str, source: Path, header: Path | None, as_json: bool) -> in
     from puzzles.checking import check_kernel
     from puzzles.grading.integrity import clean_text
 
-    result = check_kernel(puzzle, body, head)
+    result = check_kernel(puzzle, body, head, seed=seed)
     print(json.dumps(result.to_json(), indent=2) if as_json else clean_text(result.text))
     return 0 if result.passed else 1

@@ -5,7 +5,11 @@ and the secret seed of the hidden cases.
     name = "Week 1: threads"
     seed = 918273645          # secret; absent: a random seed, recorded in grades.json
     time_limit = 30           # seconds per puzzle
+    submission_time_limit = 300  # seconds per submission, all its puzzles together
     memory_limit_mb = 2048    # per submission's worker process
+    due = 2026-03-01T23:59:00Z   # optional: the due date (TOML date-time, with its offset)
+    late_penalty_per_day = 0.1   # the fraction of the score lost per day (or part) late
+    hidden_visibility = "after_due_date"  # Gradescope: when hidden-case details show
 
     [partial_credit]
     over_budget = 0.5         # right values, over the per-thread budget
@@ -20,9 +24,11 @@ Without a file, every puzzle of the chapters a notebook works on is graded, one 
 
 from __future__ import annotations
 
+import math
 import secrets
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from datetime import datetime
 from pathlib import Path
 
 from puzzles.catalog import find
@@ -36,10 +42,12 @@ class AssignmentError(Exception):
 
 @dataclass(frozen=True)
 class Limits:
-    """What one submission may use: wall time per puzzle and the memory of its worker."""
+    """What one submission may use: wall time per puzzle, wall time in all (its budget, so
+    one slow submission cannot hold a worker for long) and the memory of its worker."""
 
     seconds: float = 30.0
     memory_bytes: int = 2 << 30
+    submission_seconds: float = 300.0
 
 
 @dataclass(frozen=True)
@@ -53,13 +61,15 @@ class Assignment:
     warnings: float = 1.0
     limits: Limits = Limits()
     seed: int | None = None
+    due: datetime | None = None
+    late_penalty_per_day: float = 0.0
+    hidden_visibility: str = "after_due_date"
 
     def with_seed(self) -> Assignment:
         """This assignment with a seed: its own, or a fresh random one (to be recorded)."""
         if self.seed is not None:
             return self
-        return Assignment(self.name, self.points, self.over_budget, self.warnings, self.limits,
-                          secrets.randbelow(2**63 - 1) + 1)
+        return replace(self, seed=secrets.randbelow(2**63 - 1) + 1)
 
     def points_of(self, number: int) -> float:
         """The points puzzle `number` is worth (one each without an assignment file)."""
@@ -70,6 +80,8 @@ class Assignment:
         number = row.get("puzzle")
         if not isinstance(number, int):
             return 0.0
+        if "override_points" in row:  # the instructor's, from overrides.csv
+            return float(row["override_points"])
         warned = bool(row.get("warnings"))
         return self.points_of(number) * self.credit(str(row["status"]), warned)
 
@@ -80,6 +92,16 @@ class Assignment:
         if self.points:
             return earned, sum(self.points.values())
         return earned, float(sum(isinstance(row.get("puzzle"), int) for row in rows))
+
+    def late_factor(self, submitted: datetime | None, due: datetime | None = None) -> float:
+        """The share of the score a submission keeps: 1 on time, less
+        `late_penalty_per_day` per day or part of a day after `due` (the assignment's, unless
+        given, e.g. a student's extended one), never below 0."""
+        due = due or self.due
+        if submitted is None or due is None or submitted <= due:
+            return 1.0
+        days = math.ceil((submitted - due).total_seconds() / 86400)
+        return max(0.0, 1.0 - days * self.late_penalty_per_day)
 
     def credit(self, status: str, warned: bool) -> float:
         """The fraction of a puzzle's points a verdict earns."""
@@ -108,7 +130,8 @@ def parse(data: dict[str, object], where: str = "the assignment") -> Assignment:
         raise AssignmentError(f"{where}: unknown table(s) {sorted(unknown)}")
     head = _table(data, "assignment", where)
     partial = _table(data, "partial_credit", where)
-    _only(head, {"name", "seed", "time_limit", "memory_limit_mb"}, f"{where} [assignment]")
+    _only(head, {"name", "seed", "time_limit", "submission_time_limit", "memory_limit_mb",
+                 "due", "late_penalty_per_day", "hidden_visibility"}, f"{where} [assignment]")
     _only(partial, {"over_budget", "warnings"}, f"{where} [partial_credit]")
     seed = head.get("seed")
     if seed is not None and (not isinstance(seed, int) or isinstance(seed, bool) or seed < 0):
@@ -118,7 +141,8 @@ def parse(data: dict[str, object], where: str = "the assignment") -> Assignment:
                               "pick a secret one (or leave it out for a random one)")
     limits = Limits(
         seconds=_number(head, "time_limit", 30.0, where, low=0.1),
-        memory_bytes=int(_number(head, "memory_limit_mb", 2048, where, low=64)) << 20)
+        memory_bytes=int(_number(head, "memory_limit_mb", 2048, where, low=64)) << 20,
+        submission_seconds=_number(head, "submission_time_limit", 300.0, where, low=0.1))
     return Assignment(
         name=str(head.get("name", "")),
         points=_puzzles(data.get("puzzles", []), where),
@@ -126,7 +150,33 @@ def parse(data: dict[str, object], where: str = "the assignment") -> Assignment:
         warnings=_number(partial, "warnings", 1.0, where, high=1.0),
         limits=limits,
         seed=seed,
+        due=_due(head.get("due"), where),
+        late_penalty_per_day=_number(head, "late_penalty_per_day", 0.0, where, high=1.0),
+        hidden_visibility=_visibility(head.get("hidden_visibility", "after_due_date"), where),
     )
+
+
+VISIBILITIES = ("hidden", "after_due_date", "after_published", "visible")  # Gradescope's
+
+
+def _due(value: object, where: str) -> datetime | None:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        try:
+            value = datetime.fromisoformat(value)
+        except ValueError:
+            value = None
+    if not isinstance(value, datetime) or value.tzinfo is None:
+        raise AssignmentError(f"{where}: due must be a date-time with its offset, e.g. "
+                              "2026-03-01T23:59:00-05:00")
+    return value
+
+
+def _visibility(value: object, where: str) -> str:
+    if value not in VISIBILITIES:
+        raise AssignmentError(f"{where}: hidden_visibility must be one of {VISIBILITIES}")
+    return str(value)
 
 
 def _table(data: dict[str, object], key: str, where: str) -> dict[str, object]:

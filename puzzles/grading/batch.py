@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import multiprocessing.connection
 import os
+import signal
 import sys
+import threading
 import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from puzzles.grading.assignment import Assignment
 from puzzles.grading.intake import Submission
@@ -22,59 +24,123 @@ SAMPLE_SECONDS = 0.1
 
 @dataclass
 class BatchResult:
-    """Every submission's outcome (in submission order), the seed the hidden cases were drawn
-    from, the wall time, and the peak memory and CPU time of the process tree (see
-    `TreeUsage`)."""
+    """What a batch took: the seed the hidden cases were drawn from, how many submissions
+    were graded, the wall time, the CPU time of the process tree, and memory (see `Memory`).
+    `outcomes` holds every outcome (in submission order) only where no `on_outcome` took them
+    as they came."""
 
-    outcomes: list[Outcome]
     seed: int
+    graded: int
     seconds: float
-    peak_memory_bytes: int
     cpu_seconds: float
+    memory: Memory
+    outcomes: list[Outcome] = field(default_factory=list)
+
+    @property
+    def peak_memory_bytes(self) -> int:
+        return self.memory.tree_bytes
+
+
+@dataclass(frozen=True)
+class Memory:
+    """Peak memory over the whole run: the parent's own (its high-water mark, read at the end,
+    so the writing of the outputs counts), the largest worker's (as each reported it, or as
+    sampled), and the process tree's: the largest sampled sum of every live process's peak,
+    or, where larger, the parent and fork server plus `jobs` of the largest worker, a bound
+    that a worker living between two samples cannot escape."""
+
+    parent_bytes: int
+    largest_worker_bytes: int
+    tree_bytes: int
 
 
 def grade_all(submissions: list[Submission], assignment: Assignment, jobs: int = 1,
-              progress: Callable[[str], None] | None = None) -> BatchResult:
-    """Grade every submission, at most `jobs` at once. `assignment.seed` must be set. A
-    refused or missing submission gets its outcome without a worker."""
+              progress: Callable[[str], None] | None = None,
+              on_outcome: Callable[[Outcome], None] | None = None) -> BatchResult:
+    """Grade every submission, at most `jobs` at once, handing each outcome to `on_outcome`
+    as it finishes (or keeping them all in the result where there is none). `assignment.seed`
+    must be set. A refused or missing submission gets its outcome without a worker. On
+    Ctrl-C the workers are stopped and KeyboardInterrupt goes on up: what `on_outcome` took
+    is all there is."""
     assert assignment.seed is not None, "call Assignment.with_seed() first"
     progress = progress or (lambda line: print(line, file=sys.stderr, flush=True))
+    kept: dict[int, Outcome] = {}
+    done = 0
+
+    def finish(index: int, outcome: Outcome) -> None:
+        nonlocal done
+        done += 1
+        progress(progress_line(outcome, assignment, done, len(submissions)))
+        if on_outcome is None:
+            kept[index] = outcome
+        else:
+            on_outcome(outcome)
+
     ctx = context()
     assigned = list(assignment.points) or None
-    finished: dict[int, Outcome] = {}  # by position: ids of refused entries may repeat
+    pending: deque[int] = deque()
     for index, s in enumerate(submissions):
         if s.refused or s.missing:
-            finished[index] = Outcome(s, error=s.refused or "nothing handed in")
-            progress(progress_line(finished[index], assignment, len(finished), len(submissions)))
-    pending = deque(index for index in range(len(submissions)) if index not in finished)
+            finish(index, Outcome(s, error=s.refused or "nothing handed in"))
+        else:
+            pending.append(index)
     position: dict[int, int] = {}
     running: list[SubmissionRun] = []
     usage = TreeUsage()
     started = time.monotonic()
     next_sample = 0.0
-    while pending or running:
-        while pending and len(running) < max(jobs, 1):
-            index = pending.popleft()
-            run = SubmissionRun(submissions[index], assigned, assignment.seed,
-                                assignment.limits, ctx)
-            position[id(run)] = index
-            running.append(run)
-        multiprocessing.connection.wait([r.connection for r in running], SAMPLE_SECONDS)
-        now = time.monotonic()
+    interrupted = _CtrlC()
+    try:
+        while pending or running:
+            interrupted.check()
+            while pending and len(running) < max(jobs, 1):
+                index = pending.popleft()
+                run = SubmissionRun(submissions[index], assigned, assignment.seed,
+                                    assignment.limits, ctx)
+                position[id(run)] = index
+                running.append(run)
+            multiprocessing.connection.wait([r.connection for r in running], SAMPLE_SECONDS)
+            now = time.monotonic()
+            for run in running:
+                run.receive()
+                run.check_time(now)
+            if now >= next_sample:
+                usage.sample()
+                next_sample = now + SAMPLE_SECONDS
+            interrupted.check()  # a worker Ctrl-C reached too is not a result
+            for run in [r for r in running if r.done]:
+                running.remove(run)
+                usage.worker(run.peak_bytes)
+                finish(position.pop(id(run)), run.outcome())
+    finally:
+        interrupted.restore()
         for run in running:
-            run.receive()
-            run.check_time(now)
-        if now >= next_sample:
-            usage.sample()
-            next_sample = now + SAMPLE_SECONDS
-        for run in [r for r in running if r.done]:
-            running.remove(run)
-            outcome = run.outcome()
-            finished[position.pop(id(run))] = outcome
-            progress(progress_line(outcome, assignment, len(finished), len(submissions)))
+            run.stop()
     usage.sample()
-    return BatchResult([finished[index] for index in range(len(submissions))], assignment.seed,
-                       time.monotonic() - started, usage.peak, usage.cpu_seconds())
+    return BatchResult(assignment.seed, done, time.monotonic() - started, usage.cpu_seconds(),
+                       usage.memory(jobs), [kept[i] for i in sorted(kept)])
+
+
+class _CtrlC:
+    """Ctrl-C noted, not raised wherever the parent happens to be (half-way through starting
+    a worker, say): `check` raises KeyboardInterrupt between steps of the loop."""
+
+    def __init__(self) -> None:
+        self.seen = False
+        self.previous = None
+        if threading.current_thread() is threading.main_thread():
+            self.previous = signal.signal(signal.SIGINT, self._note)
+
+    def _note(self, _signum: int, _frame: object) -> None:
+        self.seen = True
+
+    def check(self) -> None:
+        if self.seen:
+            raise KeyboardInterrupt
+
+    def restore(self) -> None:
+        if self.previous is not None:
+            signal.signal(signal.SIGINT, self.previous)
 
 
 def progress_line(outcome: Outcome, assignment: Assignment, done: int, total: int) -> str:
@@ -96,11 +162,13 @@ def progress_line(outcome: Outcome, assignment: Assignment, done: int, total: in
 class TreeUsage:
     """The memory and CPU time of this process and all its descendants, sampled. Each sample
     adds up every live process's peak resident size (VmHWM), an upper bound of the tree's
-    resident memory at that moment; `peak` is the largest sample. CPU time is each process's
-    user and system time when last seen (so it misses at most one sampling period of each)."""
+    resident memory at that moment; `peak` is the largest sample. Workers also report their
+    own peak when they finish (`worker`). CPU time is each process's user and system time when
+    last seen (so it misses at most one sampling period of each)."""
 
     def __init__(self) -> None:
         self.peak = 0
+        self.largest_worker = 0
         self.cpu_ticks: dict[int, int] = {}
 
     def sample(self) -> int:
@@ -113,8 +181,28 @@ class TreeUsage:
         self.peak = max(self.peak, total)
         return total
 
+    def worker(self, peak_bytes: int) -> None:
+        """A finished worker's own peak, as it reported it."""
+        self.largest_worker = max(self.largest_worker, peak_bytes)
+
+    def memory(self, jobs: int) -> Memory:
+        """The run's peaks (see `Memory`); call after the last `sample`."""
+        me = os.getpid()
+        parent = _peak_rss(me)
+        children = _descendants(me)
+        workers = [_peak_rss(pid) for pid in children]
+        largest = max([self.largest_worker, *workers])
+        helpers = sum(workers)  # the fork server (and any worker still alive)
+        bound = parent + helpers + max(jobs, 1) * largest
+        return Memory(parent, largest, max(self.peak, bound))
+
     def cpu_seconds(self) -> float:
         return sum(self.cpu_ticks.values()) / os.sysconf("SC_CLK_TCK")
+
+
+def peak_memory_of_this_process() -> int:
+    """This process's peak resident size so far (0 where there is no /proc)."""
+    return _peak_rss(os.getpid())
 
 
 def _descendants(root: int) -> set[int]:

@@ -4,13 +4,15 @@
 from __future__ import annotations
 
 import sys
+import time
 from dataclasses import replace
 from pathlib import Path
 
-from puzzles.catalog import all_puzzles, find
+from puzzles.catalog import find
 from puzzles.grader import format_table
 from puzzles.grading.assignment import LEARNER_SEED, Assignment, AssignmentError, load
-from puzzles.grading.batch import grade_all
+from puzzles.grading.batch import grade_all, peak_memory_of_this_process
+from puzzles.grading.gradescope import run_autograder
 from puzzles.grading.intake import (
     IntakeError,
     Submission,
@@ -19,26 +21,41 @@ from puzzles.grading.intake import (
     skipped_entries,
 )
 from puzzles.grading.integrity import clean_text
-from puzzles.grading.outputs import gradescope, strict_json, write_all
+from puzzles.grading.journal import Header, Journal, JournalError, record
+from puzzles.grading.lms_exports import read_roster_details
+from puzzles.grading.outputs import gradescope, write_gradebook, write_student_files
+from puzzles.grading.overrides import Overrides, OverridesError
+from puzzles.grading.prairielearn import grade_job
 from puzzles.grading.release import build_release
-from puzzles.grading.similarity import ranked_pairs
+from puzzles.grading.sandbox import Outcome
+from puzzles.grading.strict_json import strict_json, strict_json_line
 
 
-def grade(path: Path, *, assignment: Path | None = None, out: Path | None = None,
+def grade(path: Path | None, *, assignment: Path | None = None, out: Path | None = None,
           jobs: int = 1, puzzles: list[str] | None = None, json_path: Path | None = None,
           seed: int | None = None, gradescope_path: Path | None = None,
-          roster: Path | None = None) -> int:
+          roster: Path | None = None, resume: bool = False, only: list[str] | None = None,
+          rescore: bool = False) -> int:
     """Grade one notebook (a table; exit 0 iff every graded puzzle passes, 1 otherwise) or a
     folder of submissions (the outputs under `out`; exit 0 iff every submission was graded).
-    Exit 2 when something could not be graded. `gradescope_path` (one notebook) also writes
-    Gradescope's results.json there, as its autograder expects. `roster` (a CSV of ids) adds
-    a "missing" row for each student without a submission."""
+    Exit 2 when something could not be graded, 130 when interrupted (`resume` finishes the
+    run). `gradescope_path` (one notebook) also writes Gradescope's results.json there, as
+    its autograder expects. `roster` (a CSV of ids) adds a "missing" row for each student
+    without a submission. `only` regrades those ids into the existing `out`; `rescore`
+    rebuilds `out` from its journal with the assignment's points, simulating nothing."""
     try:
         plan = _assignment(assignment, puzzles, seed)
         ids = read_roster(roster) if roster is not None else None
-    except (AssignmentError, IntakeError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        details = read_roster_details(roster) if roster is not None else {}
+        if out is not None:
+            Overrides.load(out)  # a mistake in it is said now, not after grading
+        if rescore:
+            assert out is not None
+            return _rescore(out, plan, details)
+    except (AssignmentError, IntakeError, JournalError, OverridesError) as exc:
+        print(f"error: {clean_text(str(exc))}", file=sys.stderr)
         return 2
+    assert path is not None
     if not path.exists() and not path.is_symlink():
         print(f"error: {path} does not exist", file=sys.stderr)
         return 2
@@ -56,38 +73,45 @@ def grade(path: Path, *, assignment: Path | None = None, out: Path | None = None
     if not submissions:
         print(f"error: no notebook (.ipynb), .zip or folder in {path}", file=sys.stderr)
         return 2
-    single = path.is_file() and out is None
-    result = grade_all(submissions, plan, jobs,
-                       progress=(lambda _line: None) if single else None)
-    if single:
-        outcome = result.outcomes[0]
-        if gradescope_path is not None:
-            gradescope_path.parent.mkdir(parents=True, exist_ok=True)
-            gradescope_path.write_text(strict_json(gradescope(outcome, plan)), encoding="utf-8")
-        if outcome.error:
-            print(f"error: {clean_text(outcome.error)}", file=sys.stderr)
-            return 2
-        print(format_table(outcome.rows))
-        if json_path is not None:
-            json_path.write_text(strict_json(outcome.rows), encoding="utf-8")
-        return 0 if all(row["status"] == "pass" for row in outcome.rows) else 1
-    assert out is not None
-    kernels = {o.submission.id: {n: text for n, text in o.kernels.items()
-                                 if any(row["puzzle"] == n for row in o.rows)}
-               for o in result.outcomes if not o.error}
-    pairs = ranked_pairs(kernels, {p.number: p.solution() for p in all_puzzles()},
-                         {p.number: p.template for p in all_puzzles()})
-    write_all(out, result, plan, pairs, notes)
+    if out is None:
+        return _one_notebook(submissions, plan, jobs, json_path, gradescope_path)
+    try:
+        journal, plan, todo = _journal(out, plan, submissions, resume, only)
+    except JournalError as exc:
+        print(f"error: {clean_text(str(exc))}", file=sys.stderr)
+        return 2
+    failed: list[tuple[str, str, str]] = []
+
+    def keep(outcome: Outcome) -> None:
+        sid = outcome.submission.id
+        journal.append(record(outcome, notes.get(sid, [])))
+        write_student_files(out, outcome, plan)
+        if outcome.error and not outcome.submission.missing:
+            failed.append((sid, outcome.status, outcome.error))
+
+    try:
+        result = grade_all(todo, plan, jobs, on_outcome=keep)
+    except KeyboardInterrupt:
+        print(f"\ninterrupted: {len(journal.offsets)} submission(s) graded so far are kept in "
+              f"{journal.path}; the same command with --resume grades the rest",
+              file=sys.stderr)
+        return 130
+    memory = result.memory
+    _, pairs = write_gradebook(out, journal, plan, {
+        "seconds": round(result.seconds, 3), "cpu_seconds": round(result.cpu_seconds, 2),
+        "peak_memory_bytes": memory.tree_bytes, "parent_peak_memory_bytes": memory.parent_bytes,
+        "largest_worker_memory_bytes": memory.largest_worker_bytes}, roster=details)
+    memory = replace(memory, parent_bytes=peak_memory_of_this_process())
     if json_path is not None:
-        json_path.write_text(strict_json({o.submission.id: o.rows for o in result.outcomes}),
-                             encoding="utf-8")
-    failed = [o for o in result.outcomes if o.error and not o.submission.missing]
-    missing = [o.submission.id for o in result.outcomes if o.submission.missing]
-    handed_in = len(submissions) - len(missing)
+        _write_rows(json_path, journal)
+    missing = [s.id for s in todo if s.missing]
+    handed_in = len(todo) - len(missing)
     print(f"graded {handed_in - len(failed)} of {handed_in} submissions in "
-          f"{result.seconds:.1f} s with {jobs} job(s); peak memory of the process tree "
-          f"{result.peak_memory_bytes / 2**20:.0f} MiB; hidden cases drawn per submission "
-          f"from seed {result.seed}; wrote {out}")
+          f"{result.seconds:.1f} s with {jobs} job(s) ({result.cpu_seconds:.1f} s of CPU); "
+          f"peak memory: grader {memory.parent_bytes / 2**20:.0f} MiB, largest worker "
+          f"{memory.largest_worker_bytes / 2**20:.0f} MiB, process tree "
+          f"{memory.tree_bytes / 2**20:.0f} MiB; hidden cases drawn per submission from seed "
+          f"{result.seed}; {len(journal.offsets)} student(s) in {out}")
     if missing:
         print(clean_text(f"missing (on the roster, nothing handed in): {', '.join(missing)}"))
     for pair in pairs[:10]:
@@ -95,9 +119,83 @@ def grade(path: Path, *, assignment: Path | None = None, out: Path | None = None
                          f"kernels on puzzle(s) {', '.join(map(str, pair.puzzles))}"))
     if len(pairs) > 10:
         print(f"similar: {len(pairs) - 10} more pair(s) in {out / 'similarity.csv'}")
-    for outcome in failed:
-        print(clean_text(f"{outcome.status.upper()}: {outcome.submission.id}: {outcome.error}"))
+    for sid, status, error in failed:
+        print(clean_text(f"{status.upper()}: {sid}: {error}"))
     return 2 if failed else 0
+
+
+def _one_notebook(submissions: list[Submission], plan: Assignment, jobs: int,
+                  json_path: Path | None, gradescope_path: Path | None) -> int:
+    """Grade one notebook and print its table."""
+    plan = plan.with_seed()
+    outcome = grade_all(submissions, plan, jobs, progress=lambda _line: None).outcomes[0]
+    if gradescope_path is not None:
+        gradescope_path.parent.mkdir(parents=True, exist_ok=True)
+        gradescope_path.write_text(strict_json(gradescope(outcome, plan)), encoding="utf-8")
+    if outcome.error:
+        print(f"error: {clean_text(outcome.error)}", file=sys.stderr)
+        return 2
+    print(format_table(outcome.rows))
+    if json_path is not None:
+        json_path.write_text(strict_json(outcome.rows), encoding="utf-8")
+    return 0 if all(row["status"] == "pass" for row in outcome.rows) else 1
+
+
+def _journal(out: Path, plan: Assignment, submissions: list[Submission], resume: bool,
+             only: list[str] | None) -> tuple[Journal, Assignment, list[Submission]]:
+    """The journal to append to, the plan with its seed (the journal's where one goes on; an
+    assignment's own seed must be the same), and the
+    submissions left to grade: all of them for a new run; those without a line for
+    `resume`; the ones named for `only`."""
+    if not resume and not only:
+        plan = plan.with_seed()
+        header = Header(int(plan.seed or 0), list(plan.points) or None, plan.name,
+                        tuple(s.id for s in submissions))
+        return Journal.start(out, header), plan, submissions
+    journal = Journal.open(out)
+    if journal.header.puzzles != (list(plan.points) or None):
+        before = journal.header.puzzles or "by chapter"
+        raise JournalError(f"{journal.path} grades puzzles {before}, this assignment "
+                           f"{list(plan.points) or 'by chapter'}: grade the class again "
+                           "without --resume/--only")
+    if plan.seed is not None and plan.seed != journal.header.seed:
+        raise JournalError(f"{journal.path} drew hidden cases from another seed than this "
+                           "assignment's: grade the class again without --resume/--only")
+    plan = replace(plan, seed=journal.header.seed)
+    if resume:
+        return journal, plan, [s for s in submissions if s.id not in journal.offsets]
+    found = {s.id: s for s in submissions}
+    unknown = [sid for sid in only or [] if sid not in found]
+    if unknown:
+        raise JournalError(f"no submission with id {', '.join(map(repr, unknown))} in the "
+                           "folder (ids are the submissions' file or folder names)")
+    return journal, plan, [found[sid] for sid in dict.fromkeys(only or [])]
+
+
+def _rescore(out: Path, plan: Assignment, roster: dict[str, dict[str, str]]) -> int:
+    """Rebuild the gradebook and each student's files from the journal with new points."""
+    journal = Journal.open(out)
+    graded = journal.header.puzzles
+    if graded is not None and set(plan.points) - set(graded):
+        raise JournalError(f"puzzle(s) {sorted(set(plan.points) - set(graded))} were not "
+                           "graded in this run: re-scoring cannot add puzzles; grade again")
+    plan = replace(plan, seed=journal.header.seed)
+    started = time.monotonic()
+    written, _ = write_gradebook(out, journal, plan, {"rescored": True}, student_files=True,
+                                 roster=roster)
+    print(f"re-scored {len(journal.offsets)} student(s) from {journal.path} in "
+          f"{time.monotonic() - started:.1f} s (nothing simulated); wrote {len(written)} files")
+    return 0
+
+
+def _write_rows(path: Path, journal: Journal) -> None:
+    """Every student's rows as one JSON object (by id), written one student at a time."""
+    with path.open("w", encoding="utf-8") as f:
+        f.write("{")
+        for k, line in enumerate(journal.lines()):
+            f.write(("," if k else "") + "\n  " + strict_json_line(str(line["id"])) + ": "
+                    + strict_json_line(line["rows"]))
+        f.write("\n}\n")
 
 
 def _assignment(path: Path | None, puzzles: list[str] | None, seed: int | None) -> Assignment:
@@ -117,7 +215,32 @@ def _assignment(path: Path | None, puzzles: list[str] | None, seed: int | None) 
             raise AssignmentError(f"seed {LEARNER_SEED} is the one learners' check() uses; "
                                   "the grader needs a secret one")
         plan = replace(plan, seed=seed)
-    return plan.with_seed()
+    return plan
+
+
+def gradescope_autograder(assignment: Path, submission: Path, metadata: Path,
+                          results: Path) -> int:
+    """Grade Gradescope's upload folder and write its results.json (exit 0 once written)."""
+    try:
+        plan = load(assignment)
+    except AssignmentError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    data = run_autograder(submission, results, plan, metadata)
+    print(clean_text(str(data["output"])))
+    return 0
+
+
+def prairielearn_job(assignment: Path, root: Path, timeout: float) -> int:
+    """Grade PrairieLearn's job under `root` (exit 0 once results.json is written)."""
+    try:
+        plan = load(assignment)
+    except AssignmentError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    results = grade_job(plan, root, timeout)
+    print(clean_text(str(results["message"])))
+    return 0
 
 
 def release(out: Path) -> int:

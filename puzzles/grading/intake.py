@@ -16,6 +16,7 @@ limit named. Nothing is ever extracted to disk.
 from __future__ import annotations
 
 import csv
+import dataclasses
 import datetime
 import io
 import os
@@ -298,3 +299,9 @@ def read_roster(path: Path) -> list[str]:
             raise IntakeError(f"the roster {path} lists {sid!r} twice (line {number})")
         ids.append(sid)
     return ids
+
+
+def folder_submission(path: Path, sid: str) -> Submission:
+    """The folder `path` as one student's submission (Gradescope's, PrairieLearn's), with the
+    id `sid`: every notebook or archive inside it, whatever its name, read as in a class."""
+    return dataclasses.replace(_submission(path, path.name), id=sid)

@@ -1,5 +1,7 @@
 """What a batch writes: the gradebook for the instructor, and what each student may see.
 
+    OUT/grades.jsonl               the journal: one line per student as each finishes (see
+                                   `journal`); everything else is built from it
     OUT/grades.csv                 one row per student: points and status per puzzle, total,
                                    max, the submission's status, notes
     OUT/grades.json                everything, for the instructor only (hidden cases and their
@@ -17,83 +19,127 @@ stripped of control characters; all JSON is strict (no NaN or Infinity).
 from __future__ import annotations
 
 import csv
-import json
-import math
+from collections.abc import Iterator
 from pathlib import Path
 
 from puzzles.catalog import all_puzzles
 from puzzles.checking import COUNT_LABELS, COUNT_NAMES
 from puzzles.grading.assignment import Assignment
-from puzzles.grading.batch import BatchResult
 from puzzles.grading.disclosure import student_view
 from puzzles.grading.integrity import clean_text
+from puzzles.grading.journal import Journal, outcome_of
+from puzzles.grading.lms_exports import LmsExports
+from puzzles.grading.overrides import Overrides
 from puzzles.grading.sandbox import Outcome
-from puzzles.grading.similarity import Pair
+from puzzles.grading.similarity import Pair, ranked_pairs
+from puzzles.grading.strict_json import strict_json
 
 CSV_CELL_LIMIT = 32_767  # the most characters a spreadsheet cell holds (Excel's limit)
 
 
-def write_all(out: Path, result: BatchResult, assignment: Assignment,
-              pairs: list[Pair], notes: dict[str, list[str]] | None = None) -> list[Path]:
-    """Write every output under `out`; return the paths written. `notes` adds a note per
-    student (e.g. "not on the roster")."""
-    notes = notes or {}
-    out.mkdir(parents=True, exist_ok=True)
-    written = [write_csv(out / "grades.csv", result, assignment, notes),
-               write_instructor_json(out / "grades.json", result, assignment, pairs, notes),
-               write_similarity(out / "similarity.csv", pairs)]
-    for outcome in result.outcomes:
-        if outcome.submission.missing:
-            continue  # nothing handed in: a gradebook row, no feedback
-        sid = outcome.submission.id
-        written.append(_write_json(out / "results" / sid / "results.json",
-                                   gradescope(outcome, assignment)))
-        path = out / "feedback" / f"{sid}.md"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(feedback(outcome, assignment), encoding="utf-8")
-        written.append(path)
-    return written
+def write_student_files(out: Path, outcome: Outcome, assignment: Assignment) -> list[Path]:
+    """What one student may see (results.json and feedback), written as they finish."""
+    if outcome.submission.missing:
+        return []  # nothing handed in: a gradebook row, no feedback
+    sid = outcome.submission.id
+    path = out / "feedback" / f"{sid}.md"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(feedback(outcome, assignment), encoding="utf-8")
+    return [_write_json(out / "results" / sid / "results.json", gradescope(outcome, assignment)),
+            path]
 
 
-def puzzle_columns(result: BatchResult, assignment: Assignment) -> list[int]:
-    """The puzzles of the gradebook: the assigned ones, or every one graded for anybody."""
-    if assignment.points:
-        return list(assignment.points)
-    graded = {int(row["puzzle"]) for o in result.outcomes for row in o.rows
-              if isinstance(row.get("puzzle"), int)}
-    return sorted(graded)
-
-
-def write_csv(path: Path, result: BatchResult, assignment: Assignment,
-              notes: dict[str, list[str]]) -> Path:
-    """One row per student: per puzzle its points and its status (pass, fail, over-budget,
-    error, unreadable, timeout, memory-limit, crashed; or the submission's own status:
-    not graded, refused, missing), then total, max, the submission's status and notes."""
-    columns = puzzle_columns(result, assignment)
+def write_gradebook(out: Path, journal: Journal, assignment: Assignment,
+                    run: dict[str, object], student_files: bool = False,
+                    roster: dict[str, dict[str, str]] | None = None
+                    ) -> tuple[list[Path], list[Pair]]:
+    """grades.csv, grades.json, similarity.csv and the LMS exports (see `lms_exports`, with
+    the `roster`'s names and ids) from the journal and the instructor's overrides (see
+    `overrides`), one record at a time (see `Journal.lines`); with `student_files`, each
+    student's files again too (new points). `run` says what the last run took (seconds, CPU,
+    memory). Returns the paths written and the similar pairs."""
+    columns, pairs = _first_pass(journal, assignment)
+    overrides = Overrides.load(out)
+    exports = LmsExports(out, assignment.name, sum(assignment.points_of(n) for n in columns),
+                         roster or {})
+    csv_path, json_path = out / "grades.csv", out / "grades.json"
+    written = [csv_path, json_path, write_similarity(out / "similarity.csv", pairs)]
     titles = {p.number: p.title for p in all_puzzles()}
-    with path.open("w", newline="", encoding="utf-8") as f:
-        writer = csv.writer(f)
+    with csv_path.open("w", newline="", encoding="utf-8") as csv_file, \
+            json_path.open("w", encoding="utf-8") as json_file:
+        writer = csv.writer(csv_file)
         writer.writerow(["student", *(f"{n} {titles[n]}{suffix}" for n in columns
                                       for suffix in ("", " status")),
                          "total", "max", "status", "notes"])
-        for outcome in result.outcomes:
-            by_number = {row["puzzle"]: row for row in outcome.rows}
-            cells = []
-            for n in columns:
-                row = by_number.get(n)
-                cells += [f"{assignment.earned(row) if row else 0.0:g}",
-                          str(row["status"]) if row else
-                          (outcome.status if outcome.status != "graded" else "missing")]
-            total, best = _score(outcome, assignment)
-            writer.writerow([_cell(outcome.submission.id), *cells, f"{total:g}", f"{best:g}",
-                             outcome.status, _cell("; ".join(_notes(outcome, notes)))])
-    return path
+        head = {"assignment": assignment.name, "seed": journal.header.seed,
+                "points": {str(n): assignment.points_of(n) for n in columns},
+                "partial_credit": {"over_budget": assignment.over_budget,
+                                   "warnings": assignment.warnings},
+                "limits": {"seconds_per_puzzle": assignment.limits.seconds,
+                           "seconds_per_submission": assignment.limits.submission_seconds,
+                           "memory_bytes": assignment.limits.memory_bytes},
+                **run}
+        json_file.write(strict_json(head).rstrip()[:-1].rstrip() + ',\n  "students": [')
+        for k, line in enumerate(journal.lines()):
+            outcome, notes = overrides.apply(outcome_of(line)), list(line["notes"])
+            writer.writerow(csv_row(outcome, columns, assignment, notes))
+            exports.add(outcome.submission.id, _score(outcome, assignment)[0])
+            json_file.write(("," if k else "") + "\n" + _indented(
+                instructor_record(outcome, assignment, notes)))
+            if student_files:
+                written += write_student_files(out, outcome, assignment)
+        similarity = [{"student": p.first, "other": p.second, "puzzles": p.puzzles}
+                      for p in pairs]
+        json_file.write('\n  ],\n  "similarity": ' + _indented(similarity).lstrip() + "\n}\n")
+    return written + exports.close(), pairs
 
 
-def _notes(outcome: Outcome, notes: dict[str, list[str]]) -> list[str]:
+def _first_pass(journal: Journal, assignment: Assignment) -> tuple[list[int], list[Pair]]:
+    """The gradebook's puzzle columns (the assigned ones, or every one graded for anybody)
+    and the similarity pairs, from one pass over the journal."""
+    graded: set[int] = set()
+
+    def kernels() -> Iterator[tuple[str, dict[int, str]]]:
+        for line in journal.lines():
+            outcome = outcome_of(line)
+            numbers = {row["puzzle"] for row in outcome.rows}
+            graded.update(n for n in numbers if isinstance(n, int))
+            if not outcome.error:
+                yield outcome.submission.id, {n: text for n, text in outcome.kernels.items()
+                                              if n in numbers}
+
+    pairs = ranked_pairs(kernels(), {p.number: p.solution() for p in all_puzzles()},
+                         {p.number: p.template for p in all_puzzles()})
+    return (list(assignment.points) if assignment.points else sorted(graded)), pairs
+
+
+def _indented(data: object) -> str:
+    """`data` as strict JSON indented to sit inside grades.json's top-level object."""
+    return "    " + strict_json(data).rstrip("\n").replace("\n", "\n    ")
+
+
+def csv_row(outcome: Outcome, columns: list[int], assignment: Assignment,
+            notes: list[str]) -> list[str]:
+    """A student's grades.csv row: per puzzle its points and its status (pass, fail,
+    over-budget, error, unreadable, timeout, memory-limit, crashed; or the submission's own
+    status: not graded, refused, missing), then total, max, the submission's status and
+    notes."""
+    by_number = {row["puzzle"]: row for row in outcome.rows}
+    cells = []
+    for n in columns:
+        row = by_number.get(n)
+        cells += [f"{assignment.earned(row) if row else 0.0:g}",
+                  str(row["status"]) if row else
+                  (outcome.status if outcome.status != "graded" else "missing")]
+    total, best = _score(outcome, assignment)
+    return [_cell(outcome.submission.id), *cells, f"{total:g}", f"{best:g}", outcome.status,
+            _cell("; ".join(_notes(outcome, notes)))]
+
+
+def _notes(outcome: Outcome, notes: list[str]) -> list[str]:
     """What the gradebook row says besides points: the submission's own notes, why it was not
     graded, and which notebook was graded where there were several."""
-    said = list(notes.get(outcome.submission.id, []))
+    said = list(notes)
     if outcome.error:
         said.append(outcome.error)
     for row in outcome.rows:
@@ -114,39 +160,22 @@ def write_similarity(path: Path, pairs: list[Pair]) -> Path:
     return path
 
 
-def write_instructor_json(path: Path, result: BatchResult, assignment: Assignment,
-                          pairs: list[Pair], notes: dict[str, list[str]]) -> Path:
-    columns = puzzle_columns(result, assignment)
-    students = []
-    for outcome in result.outcomes:
-        total, best = _score(outcome, assignment)
-        students.append({
-            "id": outcome.submission.id,
-            "files": [str(f) for f in outcome.submission.files],
-            "graded": not outcome.error,
-            "status": outcome.status,
-            "error": clean_text(outcome.error),
-            "score": total,
-            "max_score": best,
-            "notes": _notes(outcome, notes),
-            "seconds": round(outcome.seconds, 3),
-            "rows": [_clean(row) for row in outcome.rows],
-        })
-    return _write_json(path, {
-        "assignment": assignment.name,
-        "seed": result.seed,
-        "points": {str(n): assignment.points_of(n) for n in columns},
-        "partial_credit": {"over_budget": assignment.over_budget,
-                           "warnings": assignment.warnings},
-        "limits": {"seconds_per_puzzle": assignment.limits.seconds,
-                   "memory_bytes": assignment.limits.memory_bytes},
-        "seconds": round(result.seconds, 3),
-        "peak_memory_bytes": result.peak_memory_bytes,
-        "cpu_seconds": round(result.cpu_seconds, 2),
-        "students": students,
-        "similarity": [{"student": p.first, "other": p.second, "puzzles": p.puzzles}
-                       for p in pairs],
-    })
+def instructor_record(outcome: Outcome, assignment: Assignment,
+                      notes: list[str]) -> dict[str, object]:
+    """A student's entry in grades.json: everything, hidden cases included."""
+    total, best = _score(outcome, assignment)
+    return {
+        "id": outcome.submission.id,
+        "files": [str(f) for f in outcome.submission.files],
+        "graded": not outcome.error,
+        "status": outcome.status,
+        "error": clean_text(outcome.error),
+        "score": total,
+        "max_score": best,
+        "notes": _notes(outcome, notes),
+        "seconds": round(outcome.seconds, 3),
+        "rows": [_clean(row) for row in outcome.rows],
+    }
 
 
 def student_row(row: dict[str, object]) -> dict[str, object]:
@@ -260,22 +289,6 @@ def _table_text(text: object) -> str:
 def _fenced(text: str) -> str:
     """Text in a Markdown code block, which it cannot close early."""
     return "````text\n" + clean_text(text).replace("````", "'''") + "\n````"
-
-
-def strict_json(data: object) -> str:
-    """`data` as strict JSON (RFC 8259): infinities become the strings "inf"/"-inf" and NaN
-    becomes null, where Python's json would write `Infinity` and `NaN`."""
-    return json.dumps(_finite(data), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
-
-
-def _finite(value: object) -> object:
-    if isinstance(value, float) and not math.isfinite(value):
-        return None if math.isnan(value) else ("inf" if value > 0 else "-inf")
-    if isinstance(value, (list, tuple)):
-        return [_finite(v) for v in value]
-    if isinstance(value, dict):
-        return {k: _finite(v) for k, v in value.items()}
-    return value
 
 
 def _write_json(path: Path, data: object) -> Path:

@@ -13,10 +13,12 @@ memory is "memory-limit".
 
 from __future__ import annotations
 
+import math
 import multiprocessing
 import multiprocessing.connection
 import resource
 import signal
+import sys
 import time
 from dataclasses import dataclass, field
 from multiprocessing.context import BaseContext
@@ -60,7 +62,7 @@ def context() -> BaseContext:
     """The multiprocessing context workers are started from (a fork server with the grader
     already imported)."""
     ctx = multiprocessing.get_context("forkserver")
-    ctx.set_forkserver_preload([__name__])
+    ctx.set_forkserver_preload(["puzzles.grading.fork_server_signals", __name__])
     return ctx
 
 
@@ -75,7 +77,8 @@ class SubmissionRun:
         self.seed = seed
         self.limits = limits
         self.ctx = ctx
-        self.started = time.monotonic()
+        self.budget_end = math.inf
+        self.peak_bytes = 0
         self.order: list[int] | None = None
         self.rows: dict[int, dict[str, object]] = {}
         self.kernels: dict[int, str] = {}
@@ -83,6 +86,10 @@ class SubmissionRun:
         self.done = False
         self.current: int | None = None
         self._spawn()
+        # The budget starts once the worker runs (not while the fork server starts up).
+        self.started = time.monotonic()
+        self.budget_end = self.started + limits.submission_seconds
+        self._next_deadline()
 
     def _spawn(self) -> None:
         receiver, sender = self.ctx.Pipe(duplex=False)
@@ -94,7 +101,11 @@ class SubmissionRun:
         sender.close()
         self.connection = receiver
         self.current = None
-        self.deadline = time.monotonic() + self.limits.seconds
+        self._next_deadline()
+
+    def _next_deadline(self) -> None:
+        """The current step's limit, never past the submission's budget."""
+        self.deadline = min(time.monotonic() + self.limits.seconds, self.budget_end)
 
     def receive(self) -> None:
         """Handle every message waiting on the pipe (or the worker's death)."""
@@ -123,16 +134,22 @@ class SubmissionRun:
             self.current = None
         elif kind == "failed":
             self.error = message[1]
+        elif kind == "memory":
+            self.peak_bytes = max(self.peak_bytes, message[1])
         if kind == "done" or kind == "failed":
             self._finish()
             return
-        self.deadline = time.monotonic() + self.limits.seconds
+        self._next_deadline()
 
     def check_time(self, now: float) -> None:
-        """Kill the worker if its current step ran past the wall-time limit."""
+        """Kill the worker if its current step ran past the wall-time limit, or the submission
+        past its budget (then every puzzle without a row is a timeout)."""
         if self.done or now <= self.deadline:
             return
         self._kill()
+        if now >= self.budget_end:
+            self._out_of_budget()
+            return
         limit = f"{self.limits.seconds:g} s"
         if self.current is None:
             self.error = f"reading the submission took longer than the limit ({limit})"
@@ -141,6 +158,22 @@ class SubmissionRun:
         self.rows[self.current] = limit_row(
             self.current, "timeout", f"grading stopped after the time limit of {limit}")
         self._continue()
+
+    def _out_of_budget(self) -> None:
+        budget = (f"the submission's time budget of {self.limits.submission_seconds:g} s "
+                  "(the assignment's submission_time_limit)")
+        if self.order is None:
+            self.error = f"reading the submission took longer than {budget}"
+        for number in self.order or []:
+            if number not in self.rows:
+                self.rows[number] = limit_row(number, "timeout",
+                                              f"grading stopped: {budget} ran out")
+        self._finish()
+
+    def stop(self) -> None:
+        """Stop the worker (the batch was interrupted); no outcome is recorded."""
+        if not self.done:
+            self._finish()
 
     def _died(self) -> None:
         self.process.join(5)
@@ -222,18 +255,27 @@ def work(sender: multiprocessing.connection.Connection, files: tuple[Path, ...],
                 row = limit_row(number, "crashed", f"the grader failed: {type(exc).__name__}: "
                                                    f"{str(exc)[:300]}")
             sender.send(("row", row))
-        sender.send(("done",))
+        _last(sender, ("done",))
     except GradeError as exc:
-        sender.send(("failed", str(exc)))
+        _last(sender, ("failed", str(exc)))
     except MemoryError:
-        sender.send(("failed", f"reading the submission needed more than the memory cap of "
+        _last(sender, ("failed", f"reading the submission needed more than the memory cap of "
                                f"{memory_bytes >> 20} MiB"))
     except Exception as exc:  # e.g. a library that cannot load under too small a memory cap
-        sender.send(("failed", f"the grader failed while reading the submission (memory cap "
+        _last(sender, ("failed", f"the grader failed while reading the submission (memory cap "
                                f"{memory_bytes >> 20} MiB): {type(exc).__name__}: "
                                f"{str(exc)[:300]}"))
     finally:
         sender.close()
+
+
+def _last(sender: multiprocessing.connection.Connection, message: tuple) -> None:
+    """Send the worker's last message, after its peak memory (which the parent adds up)."""
+    sender.send(("memory", resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * RU_MAXRSS_UNIT))
+    sender.send(message)
+
+
+RU_MAXRSS_UNIT = 1 if sys.platform == "darwin" else 1024  # bytes on macOS, KiB on Linux
 
 
 def _cap_memory(memory_bytes: int) -> None:

@@ -10,10 +10,11 @@ copy of the solutions bundle shows up too.
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import re
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from metalsim.lang.types import TYPE_NAMES
@@ -76,23 +77,29 @@ def written_tokens(solution: str, template: str) -> int:
     return sum(n for n in left.values() if n > 0)
 
 
-def ranked_pairs(kernels: Mapping[str, Mapping[int, str]], references: Mapping[int, str],
-                 templates: Mapping[int, str]) -> list[Pair]:
+def ranked_pairs(kernels: Mapping[str, Mapping[int, str]]
+                 | Iterable[tuple[str, Mapping[int, str]]],
+                 references: Mapping[int, str], templates: Mapping[int, str]) -> list[Pair]:
     """Pairs with at least one identical non-trivial kernel, most identical first (then by
     name). A kernel equal to its template, or shared by more than a common share of the
-    class, counts for nobody."""
+    class, counts for nobody. `kernels` (each student's kernels by puzzle) may be a stream:
+    only a digest of each normalised kernel is kept."""
     nontrivial = {n for n, text in references.items()
                   if written_tokens(text, templates.get(n, "")) >= MIN_WRITTEN_TOKENS}
-    common = max(MIN_COMMON, int(COMMON_SHARE * len(kernels)))
-    owners: dict[tuple[int, str], list[str]] = {}
-    everyone = {**kernels, REFERENCE: references}
-    for student, by_puzzle in everyone.items():
+    owners: dict[tuple[int, bytes], list[str]] = {}
+    given = {n: normalise(text) for n, text in templates.items()}
+    students = 0
+    stream = kernels.items() if isinstance(kernels, Mapping) else kernels
+    for student, by_puzzle in itertools.chain(stream, [(REFERENCE, references)]):
+        students += student != REFERENCE
         for number, source in by_puzzle.items():
             if number not in nontrivial:
                 continue
             text = normalise(source)
-            if text and text != normalise(templates.get(number, "")):
-                owners.setdefault((number, text), []).append(student)
+            if text and text != given.get(number, ""):
+                digest = hashlib.blake2b(text.encode(), digest_size=16).digest()
+                owners.setdefault((number, digest), []).append(student)
+    common = max(MIN_COMMON, int(COMMON_SHARE * students))
     shared: dict[tuple[str, str], list[int]] = {}
     for (number, _text), students in owners.items():
         if len(students) < 2 or len([s for s in students if s != REFERENCE]) > common:

@@ -1,0 +1,82 @@
+"""PrairieLearn's external grader: one container per submission, CPU only, no network, 30 s by
+default. `python -m puzzles prairielearn --assignment A.toml` reads the job PrairieLearn lays
+out under /grade (the student's files in /grade/student/, the question's data in
+/grade/data/data.json) and writes /grade/results/results.json: `gradable`, `score` (0 to 1),
+`message`, `output` and one test per puzzle (`name`, `description`, `points`, `max_points`,
+`message`, `output`), with what a student may see of hidden cases only (see `disclosure`).
+
+A question's info.json points PrairieLearn at it:
+
+    "gradingMethod": "External",
+    "externalGradingOptions": {
+        "enabled": true,
+        "image": "<an image with this repository and its requirements installed>",
+        "entrypoint": "python -m puzzles prairielearn --assignment /grade/tests/assignment.toml",
+        "timeout": 60
+    }
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+from puzzles.grading.assignment import Assignment
+from puzzles.grading.batch import grade_all
+from puzzles.grading.gradescope import results_json
+from puzzles.grading.intake import folder_submission
+from puzzles.grading.strict_json import strict_json
+
+GRADE = Path("/grade")
+STARTUP_SECONDS = 5.0  # of the job's timeout, left for Python and the grader to start
+
+
+def job_plan(plan: Assignment, timeout: float) -> Assignment:
+    """`plan` with a submission budget inside the job's timeout."""
+    seconds = max(timeout - STARTUP_SECONDS, 1.0)
+    limits = replace(plan.limits,
+                     submission_seconds=min(plan.limits.submission_seconds, seconds),
+                     seconds=min(plan.limits.seconds, seconds))
+    return replace(plan, limits=limits)
+
+
+def grade_job(plan: Assignment, root: Path = GRADE, timeout: float = 30.0) -> dict[str, object]:
+    """Grade the job under `root` and write its results.json; return what was written."""
+    data = _data(root / "data" / "data.json")
+    sid = str(data.get("variant_seed") or "submission")
+    plan = job_plan(plan.with_seed(), timeout)
+    outcome, = grade_all([folder_submission(root / "student", sid)], plan,
+                         progress=lambda _line: None).outcomes
+    scope = results_json(outcome, plan, hide=[str((root / "student").resolve()),
+                                              str(root / "student"),
+                                              str(Path(__file__).resolve().parents[2])])
+    best = sum(float(t["max_score"]) for t in scope["tests"])
+    tests = [{"name": t["name"], "description": "score and verdict",
+              "points": t["score"], "max_points": t["max_score"],
+              "message": "passed" if t.get("status") == "passed" else "not passed",
+              "output": t["output"]}
+             for t in scope["tests"] if t["max_score"]]
+    details = {t["name"].removesuffix(" (details)"): t["output"] for t in scope["tests"]
+               if not t["max_score"]}
+    for test in tests:
+        test["output"] = f"{test['output']}\n{details.get(str(test['name']), '')}".strip()
+    results = {
+        "gradable": not outcome.error,
+        "score": round(float(scope["score"]) / best, 6) if best and not outcome.error else 0.0,
+        "message": scope["output"],
+        "output": "",
+        "tests": tests,
+    }
+    path = root / "results" / "results.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(strict_json(results), encoding="utf-8")
+    return results
+
+
+def _data(path: Path) -> dict[str, object]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
