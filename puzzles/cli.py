@@ -59,11 +59,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     grade.add_argument("--json", type=Path, metavar="FILE", help="also write the rows as JSON")
     grade.add_argument("--gradescope", type=Path, metavar="FILE", help="one notebook: also "
                        "write Gradescope's results.json (e.g. /autograder/results/results.json)")
+    grade.add_argument("--metadata", type=Path, metavar="JSON", help="with --gradescope: "
+                       "Gradescope's submission_metadata.json (the submission id the hidden "
+                       "cases are drawn for, the submission time for the late policy)")
     grade.add_argument("--seed", type=int, help="seed of the hidden cases (default: the "
                        "assignment's, else a random one, recorded in grades.json)")
     grade.add_argument("--roster", type=Path, metavar="CSV", help="the class's student ids "
                        "(column `id`, or the first): those without a submission get a "
-                       "\"missing\" row")
+                       "\"missing\" row; optional columns `submitted`, `due` and "
+                       "`extension_days` for the late policy")
     grade.add_argument("--resume", action="store_true", help="finish an interrupted run: grade "
                        "only the submissions --out's journal (grades.jsonl) does not hold")
     grade.add_argument("--only", nargs="+", metavar="ID", help="regrade these students and "
@@ -78,6 +82,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                        default=Path("/autograder/submission_metadata.json"))
     scope.add_argument("--results", type=Path,
                        default=Path("/autograder/results/results.json"))
+    scope.add_argument("--roster", type=Path, metavar="CSV", help="extensions: students' "
+                       "own `due` or `extension_days`, by email or Gradescope id in `id`")
     prairie = commands.add_parser("prairielearn", help="PrairieLearn's external grader: grade "
                                   "/grade/student and write /grade/results/results.json")
     prairie.add_argument("--assignment", type=Path, metavar="TOML", required=True)
@@ -113,18 +119,20 @@ def main(argv: Sequence[str] | None = None) -> int:
             parser.error("grading a folder needs --out DIR")
         if args.gradescope is not None and (args.path.is_dir() or args.out is not None):
             parser.error("--gradescope is for one notebook (a folder writes results/<id>/)")
+        if args.metadata is not None and args.gradescope is None:
+            parser.error("--metadata goes with --gradescope")
         from puzzles.grading import commands as grading
 
         return grading.grade(args.path, assignment=args.assignment, out=args.out,
                               jobs=args.jobs, puzzles=args.puzzle, json_path=args.json,
                               seed=args.seed, gradescope_path=args.gradescope,
-                              roster=args.roster, resume=args.resume, only=args.only,
-                              rescore=args.rescore)
+                              metadata=args.metadata, roster=args.roster,
+                              resume=args.resume, only=args.only, rescore=args.rescore)
     if args.command == "gradescope":
         from puzzles.grading import commands as grading
 
         return grading.gradescope_autograder(args.assignment, args.submission, args.metadata,
-                                             args.results)
+                                             args.results, args.roster)
     if args.command == "prairielearn":
         from puzzles.grading import commands as grading
 

@@ -76,14 +76,16 @@ class Assignment:
         return self.points.get(number, 0.0) if self.points else 1.0
 
     def earned(self, row: dict[str, object]) -> float:
-        """The points one graded row earns."""
+        """The points one graded row earns: the instructor's override, else its verdict's
+        credit, times the share a late submission keeps (see `late_policy`)."""
         number = row.get("puzzle")
         if not isinstance(number, int):
             return 0.0
+        late = float(row.get("late_factor", 1.0))  # type: ignore[arg-type]
         if "override_points" in row:  # the instructor's, from overrides.csv
-            return float(row["override_points"])
+            return round(float(row["override_points"]) * late, 6)  # type: ignore[arg-type]
         warned = bool(row.get("warnings"))
-        return self.points_of(number) * self.credit(str(row["status"]), warned)
+        return round(self.points_of(number) * self.credit(str(row["status"]), warned) * late, 6)
 
     def score(self, rows: list[dict[str, object]]) -> tuple[float, float]:
         """(points earned, points possible) of one submission's rows. With an assignment file

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import signal
 import sys
 import time
 from dataclasses import replace
@@ -10,7 +11,9 @@ from pathlib import Path
 
 from puzzles.catalog import find
 from puzzles.grader import format_table
+from puzzles.grading import late_policy
 from puzzles.grading.assignment import LEARNER_SEED, Assignment, AssignmentError, load
+from puzzles.grading.atomic import FileSet, write_text
 from puzzles.grading.batch import grade_all, peak_memory_of_this_process
 from puzzles.grading.gradescope import run_autograder
 from puzzles.grading.intake import (
@@ -21,9 +24,9 @@ from puzzles.grading.intake import (
     skipped_entries,
 )
 from puzzles.grading.integrity import clean_text
-from puzzles.grading.journal import Header, Journal, JournalError, record
+from puzzles.grading.journal import JOURNAL, Header, Journal, JournalError, record
 from puzzles.grading.lms_exports import read_roster_details
-from puzzles.grading.outputs import gradescope, write_gradebook, write_student_files
+from puzzles.grading.outputs import as_scored, write_gradebook, write_student_files
 from puzzles.grading.overrides import Overrides, OverridesError
 from puzzles.grading.prairielearn import grade_job
 from puzzles.grading.release import build_release
@@ -34,21 +37,54 @@ from puzzles.grading.strict_json import strict_json, strict_json_line
 def grade(path: Path | None, *, assignment: Path | None = None, out: Path | None = None,
           jobs: int = 1, puzzles: list[str] | None = None, json_path: Path | None = None,
           seed: int | None = None, gradescope_path: Path | None = None,
-          roster: Path | None = None, resume: bool = False, only: list[str] | None = None,
-          rescore: bool = False) -> int:
+          metadata: Path | None = None, roster: Path | None = None, resume: bool = False,
+          only: list[str] | None = None, rescore: bool = False) -> int:
     """Grade one notebook (a table; exit 0 iff every graded puzzle passes, 1 otherwise) or a
     folder of submissions (the outputs under `out`; exit 0 iff every submission was graded).
-    Exit 2 when something could not be graded, 130 when interrupted (`resume` finishes the
-    run). `gradescope_path` (one notebook) also writes Gradescope's results.json there, as
-    its autograder expects. `roster` (a CSV of ids) adds a "missing" row for each student
-    without a submission. `only` regrades those ids into the existing `out`; `rescore`
-    rebuilds `out` from its journal with the assignment's points, simulating nothing."""
+    Exit 2 when something could not be graded, 130 when interrupted, wherever that happens
+    (every file is written whole, see `atomic`; `resume` finishes the run). `gradescope_path`
+    (one notebook) also writes Gradescope's results.json there, as its autograder expects,
+    for the submission `metadata` (submission_metadata.json) describes. `roster` (a CSV of
+    ids) adds a "missing" row for each student without a submission, and gives submission
+    times and extensions (see `late_policy`). `only` regrades those ids into the existing
+    `out`; `rescore` rebuilds `out` from its journal with the assignment's points,
+    simulating nothing."""
+    try:
+        return _grade(path, assignment=assignment, out=out, jobs=jobs, puzzles=puzzles,
+                      json_path=json_path, seed=seed, gradescope_path=gradescope_path,
+                      metadata=metadata, roster=roster, resume=resume, only=only,
+                      rescore=rescore)
+    except KeyboardInterrupt:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C: no traceback either
+        print(f"\n{_interrupted(out, rescore)}", file=sys.stderr)
+        return 130
+
+
+def _interrupted(out: Path | None, rescore: bool) -> str:
+    """What an interrupted run left behind, and how to finish it."""
+    if out is None:
+        return "interrupted: nothing was written"
+    if rescore:
+        return (f"interrupted: the gradebook in {out} is as it was (its files are replaced "
+                "together); run --rescore again")
+    try:
+        kept = len(Journal.open(out).offsets)
+    except JournalError:
+        return "interrupted before grading began: nothing was written"
+    return (f"interrupted: {kept} submission(s) graded so far are kept in {out / JOURNAL}; "
+            "the same command with --resume grades the rest and writes the gradebook")
+
+
+def _grade(path: Path | None, *, assignment: Path | None, out: Path | None, jobs: int,
+           puzzles: list[str] | None, json_path: Path | None, seed: int | None,
+           gradescope_path: Path | None, metadata: Path | None, roster: Path | None,
+           resume: bool, only: list[str] | None, rescore: bool) -> int:
     try:
         plan = _assignment(assignment, puzzles, seed)
         ids = read_roster(roster) if roster is not None else None
         details = read_roster_details(roster) if roster is not None else {}
-        if out is not None:
-            Overrides.load(out)  # a mistake in it is said now, not after grading
+        lateness = late_policy.from_roster(details, plan)
+        overrides = Overrides.load(out) if out is not None else Overrides({})
         if rescore:
             assert out is not None
             return _rescore(out, plan, details)
@@ -74,7 +110,8 @@ def grade(path: Path | None, *, assignment: Path | None = None, out: Path | None
         print(f"error: no notebook (.ipynb), .zip or folder in {path}", file=sys.stderr)
         return 2
     if out is None:
-        return _one_notebook(submissions, plan, jobs, json_path, gradescope_path)
+        return _one_notebook(submissions, plan, jobs, json_path, gradescope_path, metadata,
+                             details)
     try:
         journal, plan, todo = _journal(out, plan, submissions, resume, only)
     except JournalError as exc:
@@ -83,19 +120,16 @@ def grade(path: Path | None, *, assignment: Path | None = None, out: Path | None
     failed: list[tuple[str, str, str]] = []
 
     def keep(outcome: Outcome) -> None:
+        """A student's files, then their journal line: a crash between the two regrades
+        them on --resume."""
         sid = outcome.submission.id
-        journal.append(record(outcome, notes.get(sid, [])))
-        write_student_files(out, outcome, plan)
+        late = lateness.get(sid)
+        write_student_files(out, as_scored(outcome, plan, overrides, late), plan)
+        journal.append(record(outcome, notes.get(sid, []), late.to_json() if late else None))
         if outcome.error and not outcome.submission.missing:
             failed.append((sid, outcome.status, outcome.error))
 
-    try:
-        result = grade_all(todo, plan, jobs, on_outcome=keep)
-    except KeyboardInterrupt:
-        print(f"\ninterrupted: {len(journal.offsets)} submission(s) graded so far are kept in "
-              f"{journal.path}; the same command with --resume grades the rest",
-              file=sys.stderr)
-        return 130
+    result = grade_all(todo, plan, jobs, on_outcome=keep)
     memory = result.memory
     _, pairs = write_gradebook(out, journal, plan, {
         "seconds": round(result.seconds, 3), "cpu_seconds": round(result.cpu_seconds, 2),
@@ -125,19 +159,22 @@ def grade(path: Path | None, *, assignment: Path | None = None, out: Path | None
 
 
 def _one_notebook(submissions: list[Submission], plan: Assignment, jobs: int,
-                  json_path: Path | None, gradescope_path: Path | None) -> int:
-    """Grade one notebook and print its table."""
-    plan = plan.with_seed()
-    outcome = grade_all(submissions, plan, jobs, progress=lambda _line: None).outcomes[0]
+                  json_path: Path | None, gradescope_path: Path | None,
+                  metadata: Path | None, roster: dict[str, dict[str, str]]) -> int:
+    """Grade one notebook and print its table (with `gradescope_path`, as Gradescope's
+    autograder grades it: see `gradescope.run_autograder`)."""
     if gradescope_path is not None:
-        gradescope_path.parent.mkdir(parents=True, exist_ok=True)
-        gradescope_path.write_text(strict_json(gradescope(outcome, plan)), encoding="utf-8")
+        outcome, _ = run_autograder(submissions[0].files[0], gradescope_path, plan, metadata,
+                                    roster)
+    else:
+        outcome = grade_all(submissions, plan.with_seed(), jobs,
+                            progress=lambda _line: None).outcomes[0]
     if outcome.error:
         print(f"error: {clean_text(outcome.error)}", file=sys.stderr)
         return 2
     print(format_table(outcome.rows))
     if json_path is not None:
-        json_path.write_text(strict_json(outcome.rows), encoding="utf-8")
+        write_text(json_path, strict_json(outcome.rows))
     return 0 if all(row["status"] == "pass" for row in outcome.rows) else 1
 
 
@@ -190,7 +227,8 @@ def _rescore(out: Path, plan: Assignment, roster: dict[str, dict[str, str]]) -> 
 
 def _write_rows(path: Path, journal: Journal) -> None:
     """Every student's rows as one JSON object (by id), written one student at a time."""
-    with path.open("w", encoding="utf-8") as f:
+    with FileSet() as files:
+        f = files.open(path)
         f.write("{")
         for k, line in enumerate(journal.lines()):
             f.write(("," if k else "") + "\n  " + strict_json_line(str(line["id"])) + ": "
@@ -219,14 +257,16 @@ def _assignment(path: Path | None, puzzles: list[str] | None, seed: int | None) 
 
 
 def gradescope_autograder(assignment: Path, submission: Path, metadata: Path,
-                          results: Path) -> int:
-    """Grade Gradescope's upload folder and write its results.json (exit 0 once written)."""
+                          results: Path, roster: Path | None = None) -> int:
+    """Grade Gradescope's upload folder and write its results.json (exit 0 once written);
+    `roster` gives students' own due dates (by email or Gradescope id, see `late_policy`)."""
     try:
         plan = load(assignment)
-    except AssignmentError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        details = read_roster_details(roster) if roster is not None else {}
+    except (AssignmentError, IntakeError) as exc:
+        print(f"error: {clean_text(str(exc))}", file=sys.stderr)
         return 2
-    data = run_autograder(submission, results, plan, metadata)
+    _, data = run_autograder(submission, results, plan, metadata, details)
     print(clean_text(str(data["output"])))
     return 0
 

@@ -1,27 +1,28 @@
 """Gradescope's autograder: one container per submission (768 MB and 10 minutes by default).
 `python -m puzzles gradescope` grades the whole upload folder as one submission (notebooks are
-found by what their cells build, whatever they were named), applies the late policy from
-`submission_metadata.json`, and writes `results/results.json`; `gradescope-files DIR` writes
-the `setup.sh` and `run_autograder` that install and call it.
+found by what their cells build, whatever they were named), applies the late policy (see
+`late_policy`) from `submission_metadata.json` and an optional extensions roster, and writes
+`results/results.json` (see `gradescope_results`); `gradescope-files DIR` writes the
+`setup.sh` and `run_autograder` that install and call it.
 
-Each puzzle is two tests: its score and verdict (visible), and the details of its checks
-(diagnostics, hidden cases by kind and line only) with the assignment's `hidden_visibility`
-(`after_due_date` by default), so a student cannot probe the hidden cases before the due date.
+The hidden cases are drawn for Gradescope's submission id (the metadata's `id`), so no two
+submissions share them however their files are named.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import replace
+import sys
+from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
 
-from puzzles.checking import COUNT_LABELS, COUNT_NAMES
+from puzzles.grading import late_policy
 from puzzles.grading.assignment import Assignment
 from puzzles.grading.batch import grade_all
+from puzzles.grading.gradescope_results import results_json
 from puzzles.grading.intake import folder_submission
-from puzzles.grading.integrity import clean_text
-from puzzles.grading.outputs import student_row
+from puzzles.grading.late_policy import Lateness, parse_time
 from puzzles.grading.sandbox import Outcome
 from puzzles.grading.strict_json import strict_json
 
@@ -29,9 +30,19 @@ from puzzles.grading.strict_json import strict_json
 # and for setting the container up: the assignment's limits are lowered to these.
 CONTAINER_MEMORY_BYTES = 512 << 20
 CONTAINER_SECONDS = 480.0
-MAX_TEST_OUTPUT = 4_000     # characters of one test's output
-MAX_TOTAL_OUTPUT = 60_000   # characters of all outputs together
-CUT = "\n[... cut: the grader's output limit]"
+NO_METADATA = "submission"
+
+
+@dataclass(frozen=True)
+class Metadata:
+    """What the grader uses of submission_metadata.json: the submission's id (the student id
+    its hidden cases are drawn for), its users' emails and Gradescope ids (to find them in an
+    extensions roster), when it was submitted and the assignment's due date."""
+
+    sid: str = NO_METADATA
+    users: tuple[str, ...] = ()
+    submitted: datetime | None = None
+    due: datetime | None = None
 
 
 def container_plan(plan: Assignment) -> Assignment:
@@ -42,91 +53,52 @@ def container_plan(plan: Assignment) -> Assignment:
     return replace(plan, limits=limits)
 
 
-def read_metadata(path: Path) -> tuple[str, datetime | None, datetime | None]:
-    """(student id, submission time, due date) from submission_metadata.json: the id is the
-    first user's email (else "submission"); the due date is the one Gradescope applies to
-    this student (extensions included). Missing or unreadable: ("submission", None, None)."""
+def read_metadata(path: Path) -> Metadata:
+    """submission_metadata.json's fields (see `Metadata`); missing or unreadable: the
+    defaults, with a warning (every such submission would draw the same hidden cases)."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return "submission", None, None
-    users = data.get("users") or [{}]
-    sid = str(users[0].get("email") or users[0].get("id") or "submission")
-    due = (data.get("assignment") or {}).get("due_date")
-    return sid, _time(data.get("created_at")), _time(due)
+    except (OSError, ValueError) as exc:
+        print(f"warning: no submission metadata ({path}: {exc}); hidden cases are drawn for "
+              f"the id {NO_METADATA!r}", file=sys.stderr)
+        return Metadata()
+    if not isinstance(data, dict):
+        return Metadata()
+    users = [u for u in data.get("users") or [] if isinstance(u, dict)]
+    keys = tuple(str(u[k]) for u in users for k in ("email", "id") if u.get(k) is not None)
+    sid = f"gradescope-{data['id']}" if data.get("id") is not None else \
+        (keys[0] if keys else NO_METADATA)
+    return Metadata(sid, keys, parse_time(data.get("created_at")),
+                    parse_time((data.get("assignment") or {}).get("due_date")))
 
 
-def _time(text: object) -> datetime | None:
-    try:
-        stamp = datetime.fromisoformat(str(text))
-    except ValueError:
-        return None
-    return stamp if stamp.tzinfo is not None else None
+def lateness(metadata: Metadata, plan: Assignment,
+             roster: dict[str, dict[str, str]]) -> Lateness:
+    """The submission's `Lateness`: its time, and the due date of the first of its users the
+    extensions roster lists (by email or Gradescope id), else the metadata's."""
+    plan = replace(plan, due=metadata.due or plan.due)
+    extended = late_policy.from_roster(
+        {key: roster[key] for key in metadata.users if key in roster}, plan)
+    own = next((extended[key].due for key in metadata.users if key in extended), None)
+    return Lateness(metadata.submitted, own or plan.due)
 
 
 def run_autograder(submission: Path, results: Path, plan: Assignment,
-                   metadata: Path | None = None) -> dict[str, object]:
-    """Grade the folder `submission` and write Gradescope's results.json to `results`."""
-    sid, submitted, due = read_metadata(metadata) if metadata else ("submission", None, None)
+                   metadata: Path | None = None, roster: dict[str, dict[str, str]] | None = None
+                   ) -> tuple[Outcome, dict[str, object]]:
+    """Grade `submission` (the upload folder, or one notebook) as one submission, write
+    Gradescope's results.json to `results`, and return the outcome (late rows carrying their
+    factor) and what was written."""
+    about = read_metadata(metadata) if metadata else Metadata()
     plan = container_plan(plan.with_seed())
-    outcome, = grade_all([folder_submission(submission, sid)], plan,
+    outcome, = grade_all([folder_submission(submission, about.sid)], plan,
                          progress=lambda _line: None).outcomes
-    data = results_json(outcome, plan, plan.late_factor(submitted, due),
-                         hide=[str(submission.resolve()), str(submission),
-                               str(Path(__file__).resolve().parents[2])])
+    outcome = late_policy.apply(outcome, plan, lateness(about, plan, roster or {}))
+    data = results_json(outcome, plan, hide=[str(submission.resolve()), str(submission),
+                                             str(Path(__file__).resolve().parents[2])])
     results.parent.mkdir(parents=True, exist_ok=True)
     results.write_text(strict_json(data), encoding="utf-8")
-    return data
-
-
-def results_json(outcome: Outcome, plan: Assignment, late_factor: float = 1.0,
-                 hide: list[str] | None = None) -> dict[str, object]:
-    """Gradescope's results.json for one outcome: per puzzle a scored, visible test and a
-    details test (`plan.hidden_visibility`); the late factor applied to every score; outputs
-    capped; the paths in `hide` never shown."""
-    budget = [MAX_TOTAL_OUTPUT]
-
-    def text(value: str) -> str:
-        for path in sorted(hide or [], key=len, reverse=True):
-            value = value.replace(path + "/", "").replace(path, "")
-        value = clean_text(value)
-        limit = min(MAX_TEST_OUTPUT, max(budget[0], 0))
-        if len(value) > limit:
-            value = (value[: limit - len(CUT)] + CUT) if limit > len(CUT) else CUT.lstrip("\n")
-        budget[0] -= len(value)
-        return value
-
-    tests: list[dict[str, object]] = []
-    for row in map(student_row, outcome.rows):
-        number = row.get("puzzle")
-        if not isinstance(number, int):
-            continue
-        name = f"Puzzle {number}: {row['title']}"
-        counts, limits = row["counts"], row["budget"]
-        verdict = [f"Status: {row['status']}"]
-        if row.get("notice"):
-            verdict.append(f"Note: {row['notice']}")
-        verdict.append("Max per thread: " + ", ".join(
-            f"{COUNT_LABELS[n].lower()} {counts.get(n, 0)}"
-            + (f" (budget {limits[n]})" if n in limits else "") for n in COUNT_NAMES))
-        details = ([f"Why: {row['reason']}"] if row.get("reason") else []) + [
-            str(d) for d in row.get("diagnostics") or []]
-        tests.append({"name": name, "score": round(plan.earned(row) * late_factor, 4),
-                      "max_score": plan.points_of(number), "status":
-                      "passed" if row["status"] == "pass" else "failed",
-                      "output": text("\n".join(verdict)), "visibility": "visible"})
-        tests.append({"name": f"{name} (details)", "score": 0, "max_score": 0,
-                      "output": text("\n".join(details) or "No diagnostics."),
-                      "visibility": plan.hidden_visibility})
-    total = round(sum(float(t["score"]) for t in tests), 4)
-    best = sum(float(t["max_score"]) for t in tests)
-    summary = (f"Could not be graded: {outcome.error}" if outcome.error else
-               f"{total:g} of {best:g} points.")
-    if late_factor < 1.0:
-        summary += f" Submitted late: scores multiplied by {late_factor:g} (the late policy)."
-    return {"score": total, "execution_time": round(outcome.seconds, 3),
-            "output": text(summary), "visibility": "visible",
-            "stdout_visibility": "hidden", "tests": tests}
+    return outcome, data
 
 
 SETUP_SH = """\
@@ -141,11 +113,16 @@ python3 -m venv /autograder/venv
 RUN_AUTOGRADER = """\
 #!/usr/bin/env bash
 # Gradescope runs this for every submission: grade the upload folder as one submission.
+# Students' own due dates (extensions), if any, are in extensions.csv beside the assignment.
 set -uo pipefail
 cd /autograder/source
+extensions=()
+if [ -f /autograder/source/extensions.csv ]; then
+    extensions=(--roster /autograder/source/extensions.csv)
+fi
 /autograder/venv/bin/python -m puzzles gradescope --assignment /autograder/source/{assignment} \\
     --submission /autograder/submission --metadata /autograder/submission_metadata.json \\
-    --results /autograder/results/results.json
+    --results /autograder/results/results.json "${{extensions[@]}}"
 """
 
 

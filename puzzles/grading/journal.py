@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from puzzles.grading.atomic import interrupts_held, write_text
 from puzzles.grading.intake import Submission
 from puzzles.grading.sandbox import Outcome
 from puzzles.grading.strict_json import strict_json_line
@@ -39,13 +40,14 @@ class Header:
     order: tuple[str, ...] = ()
 
 
-def record(outcome: Outcome, notes: list[str]) -> dict[str, object]:
+def record(outcome: Outcome, notes: list[str], late: dict[str, str | None] | None = None
+           ) -> dict[str, object]:
     """One submission's line: everything the gradebook, the feedback and the similarity
-    report are built from."""
+    report are built from (`late`: when it was handed in and due, see `late_policy`)."""
     s = outcome.submission
     return {"id": s.id, "files": [str(f) for f in s.files], "refused": s.refused,
             "missing": s.missing, "error": outcome.error, "seconds": round(outcome.seconds, 3),
-            "notes": notes, "rows": outcome.rows,
+            "notes": notes, "late": late, "rows": outcome.rows,
             "kernels": {str(n): text for n, text in outcome.kernels.items()}}
 
 
@@ -71,9 +73,9 @@ class Journal:
         """A new journal (replacing any earlier one)."""
         out.mkdir(parents=True, exist_ok=True)
         journal = cls(out, header)
-        with journal.path.open("w", encoding="utf-8") as f:
-            f.write(_line({"journal": FORMAT, "seed": header.seed, "puzzles": header.puzzles,
-                           "assignment": header.assignment, "order": list(header.order)}))
+        write_text(journal.path, _line({
+            "journal": FORMAT, "seed": header.seed, "puzzles": header.puzzles,
+            "assignment": header.assignment, "order": list(header.order)}))
         return journal
 
     @classmethod
@@ -106,12 +108,14 @@ class Journal:
         return journal
 
     def append(self, line: dict[str, object]) -> None:
-        """Add one submission's line and flush it to disk before going on."""
-        with self.path.open("ab") as f:
+        """Add one submission's line and flush it to disk before going on (a Ctrl-C meanwhile
+        waits until the line is whole and indexed)."""
+        data = _line(line).encode("utf-8")
+        with interrupts_held(), self.path.open("ab") as f:
             offset = f.tell()
-            f.write(_line(line).encode("utf-8"))
+            f.write(data)
             f.flush()
-        self.offsets[str(line["id"])] = offset
+            self.offsets[str(line["id"])] = offset
 
     def read(self, sid: str) -> dict[str, object]:
         with self.path.open("rb") as f:

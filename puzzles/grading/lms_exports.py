@@ -17,8 +17,8 @@ import csv
 import io
 import unicodedata
 from pathlib import Path
-from typing import TextIO
 
+from puzzles.grading.atomic import FileSet
 from puzzles.grading.intake import IntakeError
 
 CANVAS = "canvas.csv"
@@ -45,14 +45,14 @@ def read_roster_details(path: Path) -> dict[str, dict[str, str]]:
 
 
 class LmsExports:
-    """The two export files, open while the gradebook is written."""
+    """The two export files, opened in the gradebook's `FileSet` while it is written."""
 
-    def __init__(self, out: Path, assignment: str, best: float,
+    def __init__(self, files: FileSet, out: Path, assignment: str, best: float,
                  roster: dict[str, dict[str, str]]) -> None:
         self.roster = roster
-        self.files: list[TextIO] = [(out / CANVAS).open("w", newline="", encoding="utf-8"),
-                                    (out / GRADESCOPE).open("w", newline="", encoding="utf-8")]
-        self.canvas, self.gradescope = (csv.writer(f) for f in self.files)
+        self.paths = [out / CANVAS, out / GRADESCOPE]
+        self.canvas, self.gradescope = (csv.writer(files.open(path, newline=""))
+                                        for path in self.paths)
         self.canvas.writerow([*CANVAS_HEADER, assignment or "Metal Puzzles"])
         self.canvas.writerow(["Points Possible", "", "", "", "", f"{best:g}"])
         self.gradescope.writerow(GRADESCOPE_HEADER)
@@ -64,11 +64,6 @@ class LmsExports:
                               who.get("section", ""), f"{total:g}"])
         self.gradescope.writerow([_text(who.get("name", sid)), sid, who.get("email", ""),
                                   f"{total:g}"])
-
-    def close(self) -> list[Path]:
-        for f in self.files:
-            f.close()
-        return [Path(f.name) for f in self.files]
 
 
 def _text(value: str) -> str:

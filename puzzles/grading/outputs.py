@@ -20,14 +20,25 @@ from __future__ import annotations
 
 import csv
 from collections.abc import Iterator
+from datetime import datetime
 from pathlib import Path
+from typing import TextIO
 
+from puzzles.catalog import ROOT as GRADER_ROOT
 from puzzles.catalog import all_puzzles
 from puzzles.checking import COUNT_LABELS, COUNT_NAMES
+from puzzles.grading import late_policy
 from puzzles.grading.assignment import Assignment
-from puzzles.grading.disclosure import student_view
+from puzzles.grading.atomic import FileSet
+from puzzles.grading.gradescope_results import (
+    clean,
+    results_json,
+    student_row,
+    verdict_lines,
+)
 from puzzles.grading.integrity import clean_text
 from puzzles.grading.journal import Journal, outcome_of
+from puzzles.grading.late_policy import Lateness
 from puzzles.grading.lms_exports import LmsExports
 from puzzles.grading.overrides import Overrides
 from puzzles.grading.sandbox import Outcome
@@ -38,15 +49,26 @@ CSV_CELL_LIMIT = 32_767  # the most characters a spreadsheet cell holds (Excel's
 
 
 def write_student_files(out: Path, outcome: Outcome, assignment: Assignment) -> list[Path]:
-    """What one student may see (results.json and feedback), written as they finish."""
+    """What one student may see (results.json, as Gradescope's autograder writes it, and the
+    feedback), each file whole or not at all. `outcome` is as the gradebook scores it (see
+    `as_scored`)."""
     if outcome.submission.missing:
         return []  # nothing handed in: a gradebook row, no feedback
     sid = outcome.submission.id
-    path = out / "feedback" / f"{sid}.md"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(feedback(outcome, assignment), encoding="utf-8")
-    return [_write_json(out / "results" / sid / "results.json", gradescope(outcome, assignment)),
-            path]
+    hide = [str(GRADER_ROOT)] + [str(folder) for f in outcome.submission.files
+                                 for folder in (f.parent, f.parent.resolve())]
+    with FileSet() as files:
+        files.open(out / "feedback" / f"{sid}.md").write(feedback(outcome, assignment))
+        files.open(out / "results" / sid / "results.json").write(
+            strict_json(results_json(outcome, assignment, hide)))
+    return files.paths
+
+
+def as_scored(outcome: Outcome, assignment: Assignment, overrides: Overrides,
+              lateness: Lateness | None) -> Outcome:
+    """`outcome` as every output scores it: the instructor's overrides, then the late
+    policy."""
+    return late_policy.apply(overrides.apply(outcome), assignment, lateness)
 
 
 def write_gradebook(out: Path, journal: Journal, assignment: Assignment,
@@ -54,20 +76,24 @@ def write_gradebook(out: Path, journal: Journal, assignment: Assignment,
                     roster: dict[str, dict[str, str]] | None = None
                     ) -> tuple[list[Path], list[Pair]]:
     """grades.csv, grades.json, similarity.csv and the LMS exports (see `lms_exports`, with
-    the `roster`'s names and ids) from the journal and the instructor's overrides (see
-    `overrides`), one record at a time (see `Journal.lines`); with `student_files`, each
-    student's files again too (new points). `run` says what the last run took (seconds, CPU,
-    memory). Returns the paths written and the similar pairs."""
+    the `roster`'s names and ids) from the journal, the instructor's overrides (see
+    `overrides`) and the late policy (each student's times as the journal recorded them, or
+    as the `roster` now says, see `late_policy`), one record at a time (see
+    `Journal.lines`); with `student_files`, each student's files again too (new points).
+    `run` says what the last run took (seconds, CPU, memory). The files replace the old ones
+    together once all are written (see `atomic`). Returns the paths written and the similar
+    pairs."""
     columns, pairs = _first_pass(journal, assignment)
     overrides = Overrides.load(out)
-    exports = LmsExports(out, assignment.name, sum(assignment.points_of(n) for n in columns),
-                         roster or {})
-    csv_path, json_path = out / "grades.csv", out / "grades.json"
-    written = [csv_path, json_path, write_similarity(out / "similarity.csv", pairs)]
+    extended = late_policy.from_roster(roster or {}, assignment)
+    written: list[Path] = []
     titles = {p.number: p.title for p in all_puzzles()}
-    with csv_path.open("w", newline="", encoding="utf-8") as csv_file, \
-            json_path.open("w", encoding="utf-8") as json_file:
-        writer = csv.writer(csv_file)
+    with FileSet() as files:
+        exports = LmsExports(files, out, assignment.name,
+                             sum(assignment.points_of(n) for n in columns), roster or {})
+        write_similarity(files.open(out / "similarity.csv", newline=""), pairs)
+        writer = csv.writer(files.open(out / "grades.csv", newline=""))
+        json_file = files.open(out / "grades.json")
         writer.writerow(["student", *(f"{n} {titles[n]}{suffix}" for n in columns
                                       for suffix in ("", " status")),
                          "total", "max", "status", "notes"])
@@ -75,23 +101,28 @@ def write_gradebook(out: Path, journal: Journal, assignment: Assignment,
                 "points": {str(n): assignment.points_of(n) for n in columns},
                 "partial_credit": {"over_budget": assignment.over_budget,
                                    "warnings": assignment.warnings},
+                "late_policy": {"due": _iso(assignment.due),
+                                "late_penalty_per_day": assignment.late_penalty_per_day},
                 "limits": {"seconds_per_puzzle": assignment.limits.seconds,
                            "seconds_per_submission": assignment.limits.submission_seconds,
                            "memory_bytes": assignment.limits.memory_bytes},
                 **run}
         json_file.write(strict_json(head).rstrip()[:-1].rstrip() + ',\n  "students": [')
         for k, line in enumerate(journal.lines()):
-            outcome, notes = overrides.apply(outcome_of(line)), list(line["notes"])
+            sid = str(line["id"])
+            lateness = extended.get(sid) or Lateness.from_json(line.get("late"))
+            outcome = as_scored(outcome_of(line), assignment, overrides, lateness)
+            notes = list(line["notes"])  # type: ignore[call-overload]
             writer.writerow(csv_row(outcome, columns, assignment, notes))
-            exports.add(outcome.submission.id, _score(outcome, assignment)[0])
+            exports.add(sid, _score(outcome, assignment)[0])
             json_file.write(("," if k else "") + "\n" + _indented(
-                instructor_record(outcome, assignment, notes)))
+                {**instructor_record(outcome, assignment, notes), "late": lateness.to_json()}))
             if student_files:
                 written += write_student_files(out, outcome, assignment)
         similarity = [{"student": p.first, "other": p.second, "puzzles": p.puzzles}
                       for p in pairs]
         json_file.write('\n  ],\n  "similarity": ' + _indented(similarity).lstrip() + "\n}\n")
-    return written + exports.close(), pairs
+    return files.paths + written, pairs
 
 
 def _first_pass(journal: Journal, assignment: Assignment) -> tuple[list[int], list[Pair]]:
@@ -140,6 +171,8 @@ def _notes(outcome: Outcome, notes: list[str]) -> list[str]:
     """What the gradebook row says besides points: the submission's own notes, why it was not
     graded, and which notebook was graded where there were several."""
     said = list(notes)
+    if late_policy.note(outcome):
+        said.append(late_policy.note(outcome))
     if outcome.error:
         said.append(outcome.error)
     for row in outcome.rows:
@@ -148,16 +181,14 @@ def _notes(outcome: Outcome, notes: list[str]) -> list[str]:
     return said
 
 
-def write_similarity(path: Path, pairs: list[Pair]) -> Path:
+def write_similarity(f: TextIO, pairs: list[Pair]) -> None:
     """The similarity report: one line per pair of students with identical non-trivial
     kernels, most first."""
-    with path.open("w", newline="", encoding="utf-8") as f:
-        writer = csv.writer(f)
-        writer.writerow(["rank", "student", "other", "identical", "puzzles"])
-        for rank, pair in enumerate(pairs, 1):
-            writer.writerow([rank, _cell(pair.first), _cell(pair.second), len(pair.puzzles),
-                             " ".join(map(str, pair.puzzles))])
-    return path
+    writer = csv.writer(f)
+    writer.writerow(["rank", "student", "other", "identical", "puzzles"])
+    for rank, pair in enumerate(pairs, 1):
+        writer.writerow([rank, _cell(pair.first), _cell(pair.second), len(pair.puzzles),
+                         " ".join(map(str, pair.puzzles))])
 
 
 def instructor_record(outcome: Outcome, assignment: Assignment,
@@ -174,38 +205,8 @@ def instructor_record(outcome: Outcome, assignment: Assignment,
         "max_score": best,
         "notes": _notes(outcome, notes),
         "seconds": round(outcome.seconds, 3),
-        "rows": [_clean(row) for row in outcome.rows],
+        "rows": [clean(row) for row in outcome.rows],
     }
-
-
-def student_row(row: dict[str, object]) -> dict[str, object]:
-    """A row as a student may see it, its text cleaned."""
-    return {key: _clean(value) for key, value in student_view(row).items()}
-
-
-def gradescope(outcome: Outcome, assignment: Assignment) -> dict[str, object]:
-    """Gradescope's results.json: `score`, and per puzzle a test with `name`, `score`,
-    `max_score`, `status`, `output` and `visibility`."""
-    tests = []
-    for row in map(student_row, outcome.rows):
-        number = row.get("puzzle")
-        if not isinstance(number, int):
-            continue
-        earned = assignment.earned(row)
-        best = assignment.points_of(number)
-        tests.append({
-            "name": f"Puzzle {number}: {row['title']}",
-            "score": earned,
-            "max_score": best,
-            "status": "passed" if row["status"] == "pass" else "failed",
-            "output": _row_text(row),
-            "visibility": "visible",
-        })
-    total = sum(t["score"] for t in tests)
-    output = (f"Could not be graded: {clean_text(outcome.error)}" if outcome.error else
-              f"{total:g} of {sum(t['max_score'] for t in tests):g} points.")
-    return {"score": total, "execution_time": round(outcome.seconds, 3), "output": output,
-            "visibility": "visible", "stdout_visibility": "hidden", "tests": tests}
 
 
 def feedback(outcome: Outcome, assignment: Assignment) -> str:
@@ -217,18 +218,21 @@ def feedback(outcome: Outcome, assignment: Assignment) -> str:
         lines += [f"Assignment: {clean_text(assignment.name)}", ""]
     if outcome.error:
         lines += ["Your submission could not be graded:", "", _fenced(outcome.error), ""]
-    lines += [f"**{total:g} of {best:g} points.**", "",
+    lines += [f"**{total:g} of {best:g} points.**", ""]
+    if late_policy.note(outcome):
+        lines += [f"{late_policy.note(outcome).capitalize()}.", ""]
+    lines += [
               "| Puzzle | Status | Points | " + " | ".join(COUNT_LABELS[n] for n in COUNT_NAMES)
               + " |", "|---" * (3 + len(COUNT_NAMES)) + "|"]
     rows = [student_row(r) for r in outcome.rows]
-    for row in rows:
+    for graded, row in zip(outcome.rows, rows, strict=True):
         if not isinstance(row.get("puzzle"), int):
             continue
         counts, budget = row["counts"], row["budget"]
         cells = [f"{counts.get(n, 0)}" + (f" / {budget[n]}" if n in budget else "")
                  for n in COUNT_NAMES]
         lines.append(f"| {row['puzzle']} {_table_text(row['title'])} | {row['status']} | "
-                     f"{assignment.earned(row):g} / {assignment.points_of(row['puzzle']):g} | "
+                     f"{assignment.earned(graded):g} / {assignment.points_of(row['puzzle']):g} | "
                      + " | ".join(cells) + " |")
     lines += ["", "Counts are the maximum per thread, with the budget after the slash.", ""]
     for row in rows:
@@ -240,18 +244,12 @@ def feedback(outcome: Outcome, assignment: Assignment) -> str:
 
 
 def _row_text(row: dict[str, object]) -> str:
-    text = [f"Status: {row['status']}"]
-    if row.get("notice"):
-        text.append(f"Note: {row['notice']}")
+    text = verdict_lines(row)
     if row.get("reason"):
         text.append(f"Why: {row['reason']}")
-    counts, budget = row["counts"], row["budget"]
-    text.append("Max per thread: " + ", ".join(
-        f"{COUNT_LABELS[n].lower()} {counts.get(n, 0)}"
-        + (f" (budget {budget[n]})" if n in budget else "") for n in COUNT_NAMES))
     if row.get("diagnostics"):
-        text += ["", "Diagnostics:", *row["diagnostics"]]
-    return clean_text("\n".join(map(str, text)))
+        text += ["", "Diagnostics:", *map(str, row["diagnostics"])]  # type: ignore[call-overload]
+    return clean_text("\n".join(text))
 
 
 def _score(outcome: Outcome, assignment: Assignment) -> tuple[float, float]:
@@ -259,16 +257,6 @@ def _score(outcome: Outcome, assignment: Assignment) -> tuple[float, float]:
     if outcome.error and not assignment.points:
         best = 0.0
     return total, best
-
-
-def _clean(value: object) -> object:
-    if isinstance(value, str):
-        return clean_text(value)
-    if isinstance(value, list):
-        return [_clean(v) for v in value]
-    if isinstance(value, dict):
-        return {k: _clean(v) for k, v in value.items()}
-    return value
 
 
 def _cell(text: str) -> str:
@@ -291,7 +279,5 @@ def _fenced(text: str) -> str:
     return "````text\n" + clean_text(text).replace("````", "'''") + "\n````"
 
 
-def _write_json(path: Path, data: object) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(strict_json(data), encoding="utf-8")
-    return path
+def _iso(stamp: datetime | None) -> str | None:
+    return stamp.isoformat() if stamp is not None else None

@@ -1,19 +1,29 @@
 """PrairieLearn's external grader: one container per submission, CPU only, no network, 30 s by
-default. `python -m puzzles prairielearn --assignment A.toml` reads the job PrairieLearn lays
-out under /grade (the student's files in /grade/student/, the question's data in
-/grade/data/data.json) and writes /grade/results/results.json: `gradable`, `score` (0 to 1),
-`message`, `output` and one test per puzzle (`name`, `description`, `points`, `max_points`,
-`message`, `output`), with what a student may see of hidden cases only (see `disclosure`).
+default. `python -m puzzles prairielearn --assignment A.toml --timeout T` reads the job
+PrairieLearn lays out under /grade (the student's files in /grade/student/, the question's
+data in /grade/data/data.json) and writes /grade/results/results.json as PrairieLearn's
+external grading documents it: `gradable`, `score` (0 to 1), `message`, `output`, one test per
+puzzle (`name`, `description`, `points`, `max_points`, `message`, `output`: both points on
+every test, which PrairieLearn needs for its per-test display), and `format_errors` where the
+submission could not be graded; the tests are built from the Gradescope results (see
+`gradescope_results`), so they show what a student may see of hidden cases only.
 
-A question's info.json points PrairieLearn at it:
+A question's info.json points PrairieLearn at it (the entrypoint must start with an absolute
+path; `--timeout` repeats the job's timeout, at most 600 s, so the submission's budget ends
+before PrairieLearn kills the job):
 
     "gradingMethod": "External",
     "externalGradingOptions": {
         "enabled": true,
-        "image": "<an image with this repository and its requirements installed>",
-        "entrypoint": "python -m puzzles prairielearn --assignment /grade/tests/assignment.toml",
+        "image": "<an image with this repository in /opt/metal-puzzles and its requirements>",
+        "entrypoint": "/usr/local/bin/python3 -m puzzles prairielearn --assignment
+                       /grade/tests/assignment.toml --timeout 60",
+        "environment": {"PYTHONPATH": "/opt/metal-puzzles"},
         "timeout": 60
     }
+
+The hidden cases are drawn for the question variant (`variant_seed`). Late policy is
+PrairieLearn's own (its access rules' credit), so none is applied here.
 """
 
 from __future__ import annotations
@@ -24,7 +34,7 @@ from pathlib import Path
 
 from puzzles.grading.assignment import Assignment
 from puzzles.grading.batch import grade_all
-from puzzles.grading.gradescope import results_json
+from puzzles.grading.gradescope_results import results_json
 from puzzles.grading.intake import folder_submission
 from puzzles.grading.strict_json import strict_json
 
@@ -61,13 +71,15 @@ def grade_job(plan: Assignment, root: Path = GRADE, timeout: float = 30.0) -> di
                if not t["max_score"]}
     for test in tests:
         test["output"] = f"{test['output']}\n{details.get(str(test['name']), '')}".strip()
-    results = {
+    results: dict[str, object] = {
         "gradable": not outcome.error,
         "score": round(float(scope["score"]) / best, 6) if best and not outcome.error else 0.0,
         "message": scope["output"],
         "output": "",
         "tests": tests,
     }
+    if outcome.error:
+        results["format_errors"] = [scope["output"]]
     path = root / "results" / "results.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(strict_json(results), encoding="utf-8")

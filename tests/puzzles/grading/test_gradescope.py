@@ -14,14 +14,12 @@ import nbformat
 import pytest
 
 from puzzles.grading.assignment import parse
-from puzzles.grading.gradescope import (
-    CONTAINER_MEMORY_BYTES,
+from puzzles.grading.gradescope import CONTAINER_MEMORY_BYTES, container_plan, write_files
+from puzzles.grading.gradescope_results import (
     CUT,
     MAX_TEST_OUTPUT,
     MAX_TOTAL_OUTPUT,
-    container_plan,
     results_json,
-    write_files,
 )
 from puzzles.grading.intake import Submission
 from puzzles.grading.sandbox import Outcome
