@@ -17,6 +17,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
 
+from puzzles.catalog import ROOT as GRADER_ROOT
 from puzzles.grading import late_policy
 from puzzles.grading.assignment import Assignment
 from puzzles.grading.batch import grade_all
@@ -95,7 +96,7 @@ def run_autograder(submission: Path, results: Path, plan: Assignment,
                          progress=lambda _line: None).outcomes
     outcome = late_policy.apply(outcome, plan, lateness(about, plan, roster or {}))
     data = results_json(outcome, plan, hide=[str(submission.resolve()), str(submission),
-                                             str(Path(__file__).resolve().parents[2])])
+                                             str(GRADER_ROOT)])
     results.parent.mkdir(parents=True, exist_ok=True)
     results.write_text(strict_json(data), encoding="utf-8")
     return outcome, data

@@ -32,10 +32,13 @@ import json
 from dataclasses import replace
 from pathlib import Path
 
+from puzzles.catalog import ROOT as GRADER_ROOT
 from puzzles.grading.assignment import Assignment
+from puzzles.grading.atomic import write_text
 from puzzles.grading.batch import grade_all
 from puzzles.grading.gradescope_results import results_json
 from puzzles.grading.intake import folder_submission
+from puzzles.grading.sandbox import Outcome
 from puzzles.grading.strict_json import strict_json
 
 GRADE = Path("/grade")
@@ -58,19 +61,23 @@ def grade_job(plan: Assignment, root: Path = GRADE, timeout: float = 30.0) -> di
     plan = job_plan(plan.with_seed(), timeout)
     outcome, = grade_all([folder_submission(root / "student", sid)], plan,
                          progress=lambda _line: None).outcomes
-    scope = results_json(outcome, plan, hide=[str((root / "student").resolve()),
-                                              str(root / "student"),
-                                              str(Path(__file__).resolve().parents[2])])
-    best = sum(float(t["max_score"]) for t in scope["tests"])
-    tests = [{"name": t["name"], "description": "score and verdict",
-              "points": t["score"], "max_points": t["max_score"],
-              "message": "passed" if t.get("status") == "passed" else "not passed",
-              "output": t["output"]}
-             for t in scope["tests"] if t["max_score"]]
-    details = {t["name"].removesuffix(" (details)"): t["output"] for t in scope["tests"]
-               if not t["max_score"]}
-    for test in tests:
-        test["output"] = f"{test['output']}\n{details.get(str(test['name']), '')}".strip()
+    results = job_results(outcome, plan, hide=[str((root / "student").resolve()),
+                                               str(root / "student"), str(GRADER_ROOT)])
+    write_text(root / "results" / "results.json", strict_json(results))
+    return results
+
+
+def job_results(outcome: Outcome, plan: Assignment, hide: list[str]) -> dict[str, object]:
+    """PrairieLearn's results for one outcome: one test per puzzle, its verdict and its
+    details (the Gradescope results' two tests of the puzzle) together."""
+    scope = results_json(outcome, plan, hide)
+    pairs = zip(scope["tests"][::2], scope["tests"][1::2], strict=True)  # type: ignore[index]
+    tests = [{"name": score["name"], "description": "score and verdict",
+              "points": score["score"], "max_points": score["max_score"],
+              "message": "passed" if score["status"] == "passed" else "not passed",
+              "output": f"{score['output']}\n{details['output']}"}
+             for score, details in pairs]
+    best = sum(float(t["max_points"]) for t in tests)
     results: dict[str, object] = {
         "gradable": not outcome.error,
         "score": round(float(scope["score"]) / best, 6) if best and not outcome.error else 0.0,
@@ -80,9 +87,6 @@ def grade_job(plan: Assignment, root: Path = GRADE, timeout: float = 30.0) -> di
     }
     if outcome.error:
         results["format_errors"] = [scope["output"]]
-    path = root / "results" / "results.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(strict_json(results), encoding="utf-8")
     return results
 
 

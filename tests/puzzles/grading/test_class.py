@@ -22,47 +22,9 @@ import pytest
 from classroom import ASSIGNMENT_TOML, ATTACK_STATUSES, write_class
 
 from puzzles.catalog import ROOT
+from tests.puzzles.grading.schemas import GRADESCOPE_SCHEMA
 
 PLANTED = Path("/tmp/planted-by-a-student")
-
-# Gradescope's autograder results format ("Autograder Specifications", results.json): the
-# top-level keys and the keys of each test, with their types and the visibility values.
-VISIBILITY = {"enum": ["hidden", "after_due_date", "after_published", "visible"]}
-GRADESCOPE_SCHEMA = {
-    "type": "object",
-    "additionalProperties": False,
-    "properties": {
-        "score": {"type": "number"},
-        "execution_time": {"type": "number"},
-        "output": {"type": "string"},
-        "output_format": {"enum": ["text", "html", "simple_format", "md", "ansi"]},
-        "test_output_format": {"enum": ["text", "html", "simple_format", "md", "ansi"]},
-        "test_name_format": {"enum": ["text", "html", "simple_format", "md", "ansi"]},
-        "visibility": VISIBILITY,
-        "stdout_visibility": VISIBILITY,
-        "extra_data": {"type": "object"},
-        "leaderboard": {"type": "array"},
-        "tests": {"type": "array", "items": {
-            "type": "object",
-            "additionalProperties": False,
-            "required": ["name", "score", "max_score"],
-            "properties": {
-                "score": {"type": "number"},
-                "max_score": {"type": "number"},
-                "status": {"enum": ["passed", "failed"]},
-                "name": {"type": "string"},
-                "name_format": {"type": "string"},
-                "number": {"type": "string"},
-                "output": {"type": "string"},
-                "output_format": {"type": "string"},
-                "tags": {"type": "array", "items": {"type": "string"}},
-                "visibility": VISIBILITY,
-                "extra_data": {"type": "object"},
-            },
-        }},
-    },
-}
-
 
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
@@ -170,8 +132,11 @@ def test_results_json_follows_gradescopes_schema(graded):
         jsonschema.validate(results, GRADESCOPE_SCHEMA)
         assert results["score"] == students(graded)[sid]["score"]
     solved = json.loads((graded["out"] / "results" / "solved" / "results.json").read_text())
-    assert [(t["name"], t["score"], t["max_score"]) for t in solved["tests"]] == [
-        ("Puzzle 1: Map", 2, 2), ("Puzzle 8: Threadgroup Memory", 3, 3)]
+    assert [(t["name"], t["score"], t["max_score"], t["visibility"])
+            for t in solved["tests"]] == [
+        ("Puzzle 1: Map", 2, 2, "visible"), ("Puzzle 1: Map (details)", 0, 0, "after_due_date"),
+        ("Puzzle 8: Threadgroup Memory", 3, 3, "visible"),
+        ("Puzzle 8: Threadgroup Memory (details)", 0, 0, "after_due_date")]
 
 
 def test_student_outputs_never_show_a_hidden_case(graded):

@@ -14,40 +14,15 @@ import jsonschema
 import nbformat
 
 from puzzles.grading.assignment import parse
-from puzzles.grading.prairielearn import STARTUP_SECONDS, job_plan
+from puzzles.grading.intake import Submission
+from puzzles.grading.prairielearn import STARTUP_SECONDS, job_plan, job_results
+from puzzles.grading.sandbox import Outcome
 from tests.puzzles.grading.classroom import MAP, learner, solve
+from tests.puzzles.grading.schemas import PRAIRIELEARN_MAX_BYTES, PRAIRIELEARN_SCHEMA
 
 ROOT = Path(__file__).resolve().parents[3]
 TOML = "[assignment]\nseed = 5150\n\n[[puzzles]]\npuzzle = 1\npoints = 2\n\n" \
        "[[puzzles]]\npuzzle = 8\npoints = 3\n"
-# PrairieLearn's documented results.json for external graders: a score from 0 to 1 (the
-# only required field), whether the submission was gradable, a message and output, and
-# tests each with a name, description, points, max_points, message and output.
-RESULTS_SCHEMA = {
-    "type": "object",
-    "required": ["score"],
-    "properties": {
-        "gradable": {"type": "boolean"},
-        "score": {"type": "number", "minimum": 0, "maximum": 1},
-        "message": {"type": "string"},
-        "output": {"type": "string"},
-        "tests": {"type": "array", "items": {
-            "type": "object",
-            "required": ["name"],
-            "additionalProperties": False,
-            "properties": {
-                "name": {"type": "string"},
-                "description": {"type": "string"},
-                "points": {"type": "number", "minimum": 0},
-                "max_points": {"type": "number", "minimum": 0},
-                "message": {"type": "string"},
-                "output": {"type": "string"},
-                "images": {"type": "array"},
-            },
-        }},
-        "images": {"type": "array"},
-    },
-}
 
 
 def run_job(tmp_path: Path, notebooks: dict[str, nbformat.NotebookNode]) -> tuple[dict, str]:
@@ -71,7 +46,7 @@ def test_a_job_writes_results_that_follow_prairielearns_schema(tmp_path):
     one, two = learner("01_threads.ipynb"), learner("02_threadgroup_memory.ipynb")
     solve(one, 1, MAP)
     results, root = run_job(tmp_path, {"a.ipynb": one, "second try.ipynb": two})
-    jsonschema.validate(results, RESULTS_SCHEMA)
+    jsonschema.validate(results, PRAIRIELEARN_SCHEMA)
     assert results["gradable"] is True
     assert results["score"] == 2 / 5
     assert [(t["name"], t["points"], t["max_points"]) for t in results["tests"]] == [
@@ -81,12 +56,34 @@ def test_a_job_writes_results_that_follow_prairielearns_schema(tmp_path):
 
 def test_a_job_without_notebooks_is_not_gradable(tmp_path):
     results, _ = run_job(tmp_path, {})
-    jsonschema.validate(results, RESULTS_SCHEMA)
+    jsonschema.validate(results, PRAIRIELEARN_SCHEMA)
     assert results["gradable"] is False and results["score"] == 0
     assert "Could not be graded" in results["message"]
+    assert results["format_errors"] == [results["message"]]  # what PrairieLearn shows
 
 
 def test_the_budget_fits_inside_the_jobs_timeout():
     plan = job_plan(parse({}), 30.0)
     assert plan.limits.submission_seconds == 30.0 - STARTUP_SECONDS
     assert plan.limits.seconds <= plan.limits.submission_seconds
+
+
+def test_the_tests_pair_each_puzzles_verdict_with_its_details_and_carry_both_points():
+    rows = [{"puzzle": n, "title": t, "status": s, "reason": "why", "counts": {},
+             "budget": {}, "diagnostics": ["hidden case 1: error: race (line 3): threads"]}
+            for n, t, s in ((1, "Map", "pass"), (2, "Zip", "fail"))]
+    plan = parse({"puzzles": [{"puzzle": 1, "points": 0}, {"puzzle": 2, "points": 4}]})
+    results = job_results(Outcome(Submission("s", ()), rows), plan, hide=[])
+    jsonschema.validate(results, PRAIRIELEARN_SCHEMA)
+    assert [(t["name"], t["points"], t["max_points"]) for t in results["tests"]] == [
+        ("Puzzle 1: Map", 0, 0), ("Puzzle 2: Zip", 0, 4)]  # a 0-point puzzle keeps its test
+    assert all("race (line 3)" in t["output"] for t in results["tests"])
+
+
+def test_the_largest_results_stay_under_prairielearns_one_megabyte():
+    row = {"puzzle": 1, "title": "Map", "status": "fail", "reason": "x" * 50_000,
+           "counts": {}, "budget": {}, "diagnostics": ["d" * 100] * 5_000}
+    results = job_results(Outcome(Submission("s", ()), [row] * 17),
+                          parse({"puzzles": [{"puzzle": 1}]}), hide=[])
+    jsonschema.validate(results, PRAIRIELEARN_SCHEMA)
+    assert len(json.dumps(results).encode()) < PRAIRIELEARN_MAX_BYTES
