@@ -25,6 +25,7 @@ from puzzles.grading.intake import (
 )
 from puzzles.grading.integrity import clean_text
 from puzzles.grading.journal import JOURNAL, Header, Journal, JournalError, record
+from puzzles.grading.late_policy import Lateness
 from puzzles.grading.lms_exports import read_roster_details
 from puzzles.grading.outputs import as_scored, write_gradebook, write_student_files
 from puzzles.grading.overrides import Overrides, OverridesError
@@ -123,7 +124,7 @@ def _grade(path: Path | None, *, assignment: Path | None, out: Path | None, jobs
         """A student's files, then their journal line: a crash between the two regrades
         them on --resume."""
         sid = outcome.submission.id
-        late = lateness.get(sid)
+        late = lateness.get(sid) or _recorded_lateness(journal, sid)
         write_student_files(out, as_scored(outcome, plan, overrides, late), plan)
         journal.append(record(outcome, notes.get(sid, []), late.to_json() if late else None))
         if outcome.error and not outcome.submission.missing:
@@ -176,6 +177,14 @@ def _one_notebook(submissions: list[Submission], plan: Assignment, jobs: int,
     if json_path is not None:
         write_text(json_path, strict_json(outcome.rows))
     return 0 if all(row["status"] == "pass" for row in outcome.rows) else 1
+
+
+def _recorded_lateness(journal: Journal, sid: str) -> Lateness | None:
+    """The times a student's earlier line recorded (a regrade with --only and no roster keeps
+    their late policy)."""
+    if sid not in journal.offsets:
+        return None
+    return Lateness.from_json(journal.read(sid).get("late"))
 
 
 def _journal(out: Path, plan: Assignment, submissions: list[Submission], resume: bool,

@@ -219,10 +219,10 @@ def feedback(outcome: Outcome, assignment: Assignment) -> str:
     if outcome.error:
         lines += ["Your submission could not be graded:", "", _fenced(outcome.error), ""]
     lines += [f"**{total:g} of {best:g} points.**", ""]
-    if late_policy.note(outcome):
-        lines += [f"{late_policy.note(outcome).capitalize()}.", ""]
-    lines += [
-              "| Puzzle | Status | Points | " + " | ".join(COUNT_LABELS[n] for n in COUNT_NAMES)
+    late = late_policy.note(outcome)
+    if late:
+        lines += [f"{late[0].upper()}{late[1:]}.", ""]
+    lines += ["| Puzzle | Status | Points | " + " | ".join(COUNT_LABELS[n] for n in COUNT_NAMES)
               + " |", "|---" * (3 + len(COUNT_NAMES)) + "|"]
     rows = [student_row(r) for r in outcome.rows]
     for graded, row in zip(outcome.rows, rows, strict=True):

@@ -163,6 +163,49 @@ def test_rescoring_with_new_points_matches_a_full_regrade(small_class, one_run):
     assert gradebook(out) != gradebook(one_run)
 
 
+def totals(out: Path) -> dict[str, str]:
+    return {r["student"]: r["total"] for r in csv.DictReader((out / "grades.csv").open())}
+
+
+def test_the_late_policy_survives_rescore_only_and_a_newer_roster(small_class):
+    """s0 (3 points) hands in a day late, s4 (3 points) three days late with a three-day
+    extension: the penalty is in the journal, so a re-score or a regrade without the roster
+    keeps it, and a roster granting s0 an extension lifts it."""
+    (small_class / "late.toml").write_text(
+        TOML.format(map_points=2).replace(
+            "time_limit = 20", 'time_limit = 20\ndue = 2026-03-01T23:59:00-05:00\n'
+            "late_penalty_per_day = 0.5"))
+    times = {"s0": ("2026-03-02T12:00:00-05:00", ""), "s1": ("2026-03-01T10:00:00-05:00", ""),
+             "s4": ("2026-03-04T09:00:00-05:00", "3")}
+    lines = ["id,submitted,extension_days"] + [
+        f"s{k},{times.get(f's{k}', ('', ''))[0]},{times.get(f's{k}', ('', ''))[1]}"
+        for k in range(6)]
+    (small_class / "roster.csv").write_text("\n".join(lines) + "\n")
+    out = small_class / "late"
+    done = grade(small_class, out, "--roster", str(small_class / "roster.csv"),
+                 toml="late.toml")
+    assert done.returncode == 0, done.stderr
+    expected = {"s0": "1.5", "s1": "1", "s2": "2", "s3": "0", "s4": "3", "s5": "0"}
+    assert totals(out) == expected
+    assert "submitted late: points multiplied by 0.5" in (out / "feedback" / "s0.md").read_text(
+        ).lower()
+    rescored = grade(small_class, out, "--rescore", toml="late.toml", path=False)
+    assert rescored.returncode == 0, rescored.stderr
+    assert totals(out) == expected
+    regraded = grade(small_class, out, "--only", "s0", toml="late.toml")
+    assert regraded.returncode == 0, regraded.stderr
+    assert totals(out) == expected
+    (small_class / "roster.csv").write_text(
+        "\n".join(lines).replace("s0,2026-03-02T12:00:00-05:00,", "s0,2026-03-02T12:00:00-05:00,1")
+        + "\n")
+    extended = grade(small_class, out, "--rescore", "--roster", str(small_class / "roster.csv"),
+                     toml="late.toml", path=False)
+    assert extended.returncode == 0, extended.stderr
+    assert totals(out) == {**expected, "s0": "3"}
+    results = json.loads((out / "results" / "s0" / "results.json").read_text())
+    assert results["score"] == 3
+
+
 def test_rescoring_cannot_add_a_puzzle_that_was_not_graded(small_class, one_run, tmp_path):
     (tmp_path / "more.toml").write_text(TOML.format(map_points=1)
                                         + '\n[[puzzles]]\npuzzle = 3\npoints = 1\n')
