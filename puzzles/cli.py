@@ -10,6 +10,7 @@
     python -m puzzles gradescope --assignment A.toml   # Gradescope's run_autograder
     python -m puzzles gradescope-files DIR             # write setup.sh and run_autograder
     python -m puzzles prairielearn --assignment A.toml # PrairieLearn's external grader
+    python -m puzzles classroom-workflow --template O/R --commit SHA --assignment A.toml
     python -m puzzles build [--root DIR] [--release DIR]
 """
 
@@ -96,6 +97,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     scope_files.add_argument("dir", type=Path)
     scope_files.add_argument("--assignment-name", default="assignment.toml",
                              help="the assignment file's name at the autograder zip's root")
+    classroom = commands.add_parser("classroom-workflow", help="write GitHub Classroom's "
+                                    "workflow: the grader from the template at a pinned commit")
+    classroom.add_argument("--template", required=True, metavar="OWNER/REPO",
+                           help="the instructor's template repository")
+    classroom.add_argument("--commit", required=True, metavar="SHA",
+                           help="the template's commit to grade with (full SHA)")
+    classroom.add_argument("--assignment", required=True, metavar="TOML",
+                           help="the assignment file, a path inside the template (run this "
+                           "from the template's root)")
+    classroom.add_argument("--token-secret", metavar="NAME", help="a private template: the "
+                           "repository secret holding a read-only token for it")
+    classroom.add_argument("--out", type=Path, default=Path(".github/workflows/classroom.yml"))
     build = commands.add_parser("build", help="regenerate notebooks/ and solutions/notebooks/")
     build.add_argument("--root", type=Path, default=ROOT,
                        help="write under this folder instead of the repository")
@@ -137,6 +150,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         from puzzles.grading import commands as grading
 
         return grading.prairielearn_job(args.assignment, args.root, args.timeout)
+    if args.command == "classroom-workflow":
+        from puzzles.grading import commands as grading
+
+        return grading.classroom_workflow(args.template, args.commit, args.assignment,
+                                          args.token_secret, args.out)
     if args.command == "gradescope-files":
         from puzzles.grading import gradescope
 

@@ -15,6 +15,7 @@ from puzzles.grading import late_policy
 from puzzles.grading.assignment import LEARNER_SEED, Assignment, AssignmentError, load
 from puzzles.grading.atomic import FileSet, write_text
 from puzzles.grading.batch import grade_all, peak_memory_of_this_process
+from puzzles.grading.classroom import WorkflowError, workflow
 from puzzles.grading.gradescope import run_autograder
 from puzzles.grading.intake import (
     IntakeError,
@@ -289,6 +290,19 @@ def prairielearn_job(assignment: Path, root: Path, timeout: float) -> int:
         return 2
     results = grade_job(plan, root, timeout)
     print(clean_text(str(results["message"])))
+    return 0
+
+
+def classroom_workflow(template: str, commit: str, assignment: str, token_secret: str | None,
+                       out: Path) -> int:
+    """Write GitHub Classroom's workflow (see `classroom`) to `out`."""
+    try:
+        text = workflow(load(Path(assignment)), template, commit, assignment, token_secret)
+    except (AssignmentError, WorkflowError) as exc:
+        print(f"error: {clean_text(str(exc))}", file=sys.stderr)
+        return 2
+    write_text(out, text)
+    print(f"wrote {out}: grades with {template} at {commit[:12]}")
     return 0
 
 
