@@ -62,7 +62,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                        "write Gradescope's results.json (e.g. /autograder/results/results.json)")
     grade.add_argument("--metadata", type=Path, metavar="JSON", help="with --gradescope: "
                        "Gradescope's submission_metadata.json (the submission id the hidden "
-                       "cases are drawn for, the submission time for the late policy)")
+                       "cases are drawn for, the submission time for the late policy; default "
+                       "/autograder/submission_metadata.json)")
     grade.add_argument("--seed", type=int, help="seed of the hidden cases (default: the "
                        "assignment's, else a random one, recorded in grades.json)")
     grade.add_argument("--roster", type=Path, metavar="CSV", help="the class's student ids "
@@ -134,6 +135,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             parser.error("--gradescope is for one notebook (a folder writes results/<id>/)")
         if args.metadata is not None and args.gradescope is None:
             parser.error("--metadata goes with --gradescope")
+        if args.gradescope is not None and args.metadata is None:
+            args.metadata = Path("/autograder/submission_metadata.json")
         from puzzles.grading import commands as grading
 
         return grading.grade(args.path, assignment=args.assignment, out=args.out,

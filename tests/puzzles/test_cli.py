@@ -87,7 +87,8 @@ def test_grade_writes_gradescope_results_for_one_notebook(tmp_path, capsys):
                  "--gradescope", str(results)]) == 0
     data = json.loads(results.read_text())
     assert data["score"] == 2 and [t["name"] for t in data["tests"]] == [
-        "Puzzle 1: Map", "Puzzle 2: Zip"]
+        "Puzzle 1: Map", "Puzzle 1: Map (details)", "Puzzle 2: Zip", "Puzzle 2: Zip (details)"]
+    assert "no submission metadata" in capsys.readouterr().err  # said, not silently shared
 
 
 def test_grade_of_an_empty_notebook_is_an_error(tmp_path, capsys):
