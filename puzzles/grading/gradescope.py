@@ -20,6 +20,7 @@ from pathlib import Path
 from puzzles.catalog import ROOT as GRADER_ROOT
 from puzzles.grading import late_policy
 from puzzles.grading.assignment import Assignment
+from puzzles.grading.atomic import write_text
 from puzzles.grading.batch import grade_all
 from puzzles.grading.gradescope_results import results_json
 from puzzles.grading.intake import folder_submission
@@ -97,8 +98,7 @@ def run_autograder(submission: Path, results: Path, plan: Assignment,
     outcome = late_policy.apply(outcome, plan, lateness(about, plan, roster or {}))
     data = results_json(outcome, plan, hide=[str(submission.resolve()), str(submission),
                                              str(GRADER_ROOT)])
-    results.parent.mkdir(parents=True, exist_ok=True)
-    results.write_text(strict_json(data), encoding="utf-8")
+    write_text(results, strict_json(data))
     return outcome, data
 
 
