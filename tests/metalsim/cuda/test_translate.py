@@ -205,11 +205,11 @@ def test_patch_with_the_cuda_backend_installs_the_cuda_factory_and_restores_mlx(
 
 
 def _grouped_mvmr_translation() -> Translation:
-    """The grouped MVMR's launch at C = M = 128 (a SIMD-group does 4 x 2 products per 8
+    """The grouped MVMR's launch at C = M = 64 (a SIMD-group does 4 x 2 products per 8
     channels, a slice of 16 channels unrolled: 16 products)."""
     from solutions import mvmr_grouped
 
-    k, t, c, m = 27, 40, 128, 128
+    k, t, c, m = 27, 40, 64, 64
     rng = np.random.default_rng(0)
     a_idx = np.sort(rng.integers(0, k, t)).astype(np.int32)
     runs = np.searchsorted(a_idx, np.arange(k + 1)).astype(np.int32)
