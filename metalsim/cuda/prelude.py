@@ -992,7 +992,8 @@ __device__ inline bool atomic_compare_exchange_strong_explicit(atomic<T>* o, T* 
 // Metal's lane layout is what thread_elements() shows. The runtime chooses where the elements
 // live from what the kernel does with thread_elements():
 // - never called: where mma.sync's accumulator has them (lane 4 r + c / 2), so that products
-//   need no shuffles into or out of the tensor cores' layout;
+//   need no shuffles into or out of the tensor cores' layout, and float products keep the
+//   two halves of 3xTF32 apart until the value is read (METALSIM_SGM_DEFERRED);
 // - only read (METALSIM_SGM_ELEMENTS_READ): there too, with a copy in Metal's layout that
 //   every operation writing the matrix keeps up to date (a product: two shuffles), so that a
 //   lane can read its elements anywhere, in divergent code too;
@@ -1058,7 +1059,7 @@ __device__ inline tf32_pair tf32_split(vec<float, 2> x) {
   return p;
 }
 // Two m16n8k8 products: rows 0-7 of the 16-row shape take a_lo b_hi and then a_hi b_lo, rows
-// 8-15 a_hi b_hi + acc; the lane adds its two halves. Where a_hi b_hi + acc is not finite (an
+// 8-15 a_hi b_hi + acc; the lane adds its two halves (sgm_combine). Where a_hi b_hi + acc is not finite (an
 // infinite or NaN operand, or overflow) it is the result: the split parts of an infinity
 // would add inf * 0 = NaN.
 __device__ inline vec<float, 2> sgm_mma(const tf32_pair& a, const tf32_pair& b, vec<float, 2> acc) {
@@ -1192,11 +1193,12 @@ __device__ inline void simdgroup_multiply(simdgroup_matrix<T>& d, const simdgrou
 // column pair (2t, g), (2t + 1, g) that mma.sync takes as B, is loaded with it (the compiler
 // drops those loads where the matrix is never a B operand) and gathered from the other lanes
 // only for a product's result; with METALSIM_SGM_ELEMENTS_READ, `m` is Metal's row pair.
-// A float matrix that is loaded or filled also keeps the TF32 parts of e and bt (`e_split`,
-// `bt_split`, where `split_valid`), so that the products using it do not split it again each.
-// Without the Metal copy, a float product keeps its two halves apart (`deferred`: e holds rows
-// 8-15 of the tensor cores' sum, `part` rows 0-7) and the next product accumulates into both
-// in place; they are added where the value is read (a store, or an operand of a product).
+// Without the Metal copy (METALSIM_SGM_DEFERRED), a float matrix that is loaded or filled
+// also keeps the TF32 parts of e and bt (`e_split`, `bt_split`, where `split_valid`), so that
+// the products using it do not split it again each, and a float product keeps its two halves
+// apart (`deferred`: e holds rows 8-15 of the tensor cores' sum, `part` rows 0-7): the next
+// product accumulates into both in place, and they are added where the value is read (a
+// store, or an operand of a product), not on every product's dependency chain.
 // The flags are the same in every lane: only whole-SIMD-group operations change them.
 #ifndef METALSIM_SGM_ELEMENTS_READ
 #define METALSIM_SGM_DEFERRED 1
@@ -1224,15 +1226,18 @@ template <class T, int R = 8, int C = 8> struct simdgroup_matrix {
     keep_operands();
   }
   // e and bt are the elements: split a float matrix's operands once (the compiler drops the
-  // parts no product uses).
+  // parts no product uses); with the Metal copy, the products split their operands each
+  // (measured faster there: the GEMM of notebook 04 was 2% slower with the parts kept).
   __device__ void keep_operands() {
     bt_valid = true;
     deferred = false;
+#ifdef METALSIM_SGM_DEFERRED
     if constexpr (is_same<T, float>::value) {
       e_split = tf32_split(e);
       bt_split = tf32_split(bt);
       split_valid = true;
     }
+#endif
   }
   // The lane's two elements.
   __device__ vec<T, 2> value() const {
