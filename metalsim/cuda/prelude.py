@@ -1281,27 +1281,26 @@ __device__ inline void simdgroup_store(const simdgroup_matrix<T>& x, P* dst, S s
   for (int k = 0; k < 2; ++k) *sgm_address(dst, stride, origin, transpose, g, 2 * t + k) = P(v[k]);
 }
 __device__ inline int sgm_native_lane(int r, int c) { return 4 * r + (c >> 1); }
-// d = a * b + c (with_c) or a * b; d may be a, b or c.
+// d = a * b + *c, or a * b where c is null; d may be a, b or *c.
 template <class T>
 __device__ inline void sgm_set_product(simdgroup_matrix<T>& d, const simdgroup_matrix<T>& a,
-                                       const simdgroup_matrix<T>& b, const simdgroup_matrix<T>& c,
-                                       bool with_c) {
+                                       const simdgroup_matrix<T>& b, const simdgroup_matrix<T>* c) {
   vec<T, 2> bc = b.bt_valid ? b.bt : sgm_column_pair(b.value(), ((int)lane_id() >> 2) & 1, sgm_native_lane);
   if constexpr (is_same<T, float>::value) {
     tf32_pair as = a.split_valid ? a.e_split : tf32_split(a.value());
     tf32_pair bs = b.split_valid ? b.bt_split : tf32_split(bc);
 #ifdef METALSIM_SGM_DEFERRED
-    vec<float, 2> hi = with_c ? c.e : vec<float, 2>(0.0f);
-    vec<float, 2> part = with_c && c.deferred ? c.part : vec<float, 2>(0.0f);
+    vec<float, 2> hi = c ? c->e : vec<float, 2>(0.0f);
+    vec<float, 2> part = c && c->deferred ? c->part : vec<float, 2>(0.0f);
     sgm_mma_deferred(as, bs, hi, part);
     d.e = hi;
     d.part = part;
     d.deferred = true;
 #else
-    d.e = sgm_mma(as, bs, with_c ? c.value() : vec<float, 2>(0.0f));
+    d.e = sgm_mma(as, bs, c ? c->value() : vec<float, 2>(0.0f));
 #endif
   } else {
-    d.e = vec<T, 2>(sgm_mma(a.e, bc, with_c ? vec<float, 2>(c.e) : vec<float, 2>(0.0f)));
+    d.e = vec<T, 2>(sgm_mma(a.e, bc, c ? vec<float, 2>(c->e) : vec<float, 2>(0.0f)));
   }
   d.bt_valid = false;
   d.split_valid = false;
@@ -1314,12 +1313,12 @@ template <class T>
 __device__ inline void simdgroup_multiply_accumulate(simdgroup_matrix<T>& d, const simdgroup_matrix<T>& a,
                                                      const simdgroup_matrix<T>& b,
                                                      const simdgroup_matrix<T>& c) {
-  sgm_set_product(d, a, b, c, true);
+  sgm_set_product(d, a, b, &c);
 }
 template <class T>
 __device__ inline void simdgroup_multiply(simdgroup_matrix<T>& d, const simdgroup_matrix<T>& a,
                                           const simdgroup_matrix<T>& b) {
-  sgm_set_product(d, a, b, d, false);
+  sgm_set_product<T>(d, a, b, nullptr);
 }
 #endif
 typedef simdgroup_matrix<float> simdgroup_float8x8;
