@@ -33,10 +33,14 @@ grouped ("FSG"/"TIG") engines do, on Apple's 8x8 matrix units:
    fall in 32 different banks (the 4 rows a load's lanes start on lie 8 banks apart, 8
    consecutive words per row). The staging stores are conflict-free too: a SIMD-group stores
    one channel (output) of 32 consecutive triplets (channels).
-6. **One atomic per output element and chunk.** Each lane adds its two accumulator elements
-   straight from registers (`thread_elements()`) to `out[o_idx[t]]` with
-   `atomic_fetch_add_explicit`: two triplets of one chunk never share a slot, so they can share
-   an output row only when the list repeats a triplet, which the atomics handle.
+6. **One atomic per output element and chunk.** Each SIMD-group stores its accumulators, one
+   8x8 piece at a time, transposed in its own 96 words of the (now free) feature tile with
+   `simdgroup_store` (a column every 12 words: no bank conflict), and its lanes add them to
+   `out[o_idx[t]]` with `atomic_fetch_add_explicit`, 8 consecutive outputs of 4 triplets per
+   access. (Adding straight from `thread_elements()` touches 8 rows per access, and on the
+   CUDA back end makes every product keep a copy in Metal's lane layout.) Two triplets of one
+   chunk never share a slot, so they can share an output row only when the list repeats a
+   triplet, which the atomics handle.
 
 The output is float32 (accumulated in float32 whatever the input type), `(n_o, G, M)`.
 """
@@ -239,26 +243,24 @@ SOURCE = """
         }
     }
 
-    // 4. Lane `lane` holds elements (r, c) and (r, c + 1) of each accumulator: add them to
-    //    the output rows of their triplets.
-    uint quad = lane / 4;
-    uint r = (quad & 4) + (lane / 2) % 4;
-    uint c = (quad & 2) * 2 + (lane % 2) * 2;
+    // 4. Piece by piece, each SIMD-group stores an 8 x 8 accumulator transposed in its own
+    //    96 words of the feature tile (a column of 8 outputs every 12 words: 32 banks for
+    //    each store and read), then its lanes add 4 triplets x 8 outputs at a time.
+    threadgroup_barrier(mem_flags::mem_threadgroup);    // every SIMD-group is done with feat_t
+    threadgroup float* part_t = feat_t + sg * 96;
     for (uint i = 0; i < TM; ++i) {
-        int o = rows_o[r0 + 8 * i + r];
-        if (o < 0) {
-            continue;
-        }
         for (uint j = 0; j < TN; ++j) {
-            uint m = m0 + n0 + 8 * j + c;
-            vec<float, 2> v = acc[i][j].thread_elements();
-            size_t at = (size_t(o) * G + g) * M + m;
-            if (m < M) {
-                atomic_fetch_add_explicit(&out[at], v.x, memory_order_relaxed);
+            simdgroup_store(acc[i][j], part_t, 12, ulong2(0, 0), true);
+            simdgroup_barrier(mem_flags::mem_threadgroup);
+            for (uint e = lane; e < 64; e += 32) {
+                int o = rows_o[r0 + 8 * i + e / 8];
+                uint m = m0 + n0 + 8 * j + e % 8;
+                if (o >= 0 && m < M) {
+                    atomic_fetch_add_explicit(&out[(size_t(o) * G + g) * M + m],
+                                              part_t[(e % 8) * 12 + e / 8], memory_order_relaxed);
+                }
             }
-            if (m + 1 < M) {
-                atomic_fetch_add_explicit(&out[at + 1], v.y, memory_order_relaxed);
-            }
+            simdgroup_barrier(mem_flags::mem_threadgroup);
         }
     }
 """
@@ -375,26 +377,24 @@ VVOR_SOURCE = """
         }
     }
 
-    // 4. One atomic per element of the tile and part (a plain store would do with one part,
-    //    but the output is shared by the parts of a run).
-    uint quad = lane / 4;
-    uint er = (quad & 4) + (lane / 2) % 4;
-    uint ec = (quad & 2) * 2 + (lane % 2) * 2;
+    // 4. One atomic per element of the tile and part (the parts of a run share the output),
+    //    piece by piece as in the MVMR: each SIMD-group stores an accumulator transposed in
+    //    its own 96 words of the a rows' tile, then its lanes add 4 rows x 8 columns at a time.
+    threadgroup_barrier(mem_flags::mem_threadgroup);    // every SIMD-group is done with a_s
+    threadgroup float* part_t = a_s + sg * 96;
     for (uint i = 0; i < TM; ++i) {
-        uint m = m0 + mr0 + 8 * i + er;
-        if (m >= M) {
-            continue;
-        }
         for (uint j = 0; j < TN; ++j) {
-            uint c = c0 + cn0 + 8 * j + ec;
-            vec<float, 2> v = acc[i][j].thread_elements();
-            size_t at = ((size_t(r) * G + g) * M + m) * C + c;
-            if (c < C) {
-                atomic_fetch_add_explicit(&out[at], v.x, memory_order_relaxed);
+            simdgroup_store(acc[i][j], part_t, 12, ulong2(0, 0), true);
+            simdgroup_barrier(mem_flags::mem_threadgroup);
+            for (uint e = lane; e < 64; e += 32) {
+                uint m = m0 + mr0 + 8 * i + e / 8;
+                uint c = c0 + cn0 + 8 * j + e % 8;
+                if (m < M && c < C) {
+                    atomic_fetch_add_explicit(&out[((size_t(r) * G + g) * M + m) * C + c],
+                                              part_t[(e % 8) * 12 + e / 8], memory_order_relaxed);
+                }
             }
-            if (c + 1 < C) {
-                atomic_fetch_add_explicit(&out[at + 1], v.y, memory_order_relaxed);
-            }
+            simdgroup_barrier(mem_flags::mem_threadgroup);
         }
     }
 """
@@ -420,15 +420,17 @@ def _kernels(factory: Callable) -> dict[str, Callable]:
 
 def tiles(t: int, k: int, c: int, m: int) -> tuple[int, int, int, int]:
     """(BL, BM, BC, NT): 64 triplets x 64 output channels on 256 threads (32 or 16 outputs on
-    128 threads where M is that small), slices of 16 channels (32 from C = 256 on). Each
+    128 threads where M is that small), slices of 16 channels (32 from C = 128 on). Each
     SIMD-group then holds 4 x 2 (4 x 1) accumulators. Measured on the CUDA translation (H100,
     the three benchmark shapes): 64 x 64 on 256 threads is 7-9% faster than 64 x 32 on 128 at
     C = M = 128 and 256; 32 triplets were 20% slower, 128 twice as slow (with tensor-core
     products still 1.3-1.4x slower). Slices of 32 channels were 3-5% slower with the products
     on CUDA cores; on tensor cores they are 5% faster at C = 256 (0.075 -> 0.072 ms), 3% slower
-    at C = 128 and 11% slower at C = 32 (`benchmarks/bench_tiles.py`)."""
+    at C = 128 and 11% slower at C = 32 (`benchmarks/bench_tiles.py`). With the products'
+    halves kept apart and the epilogue through threadgroup memory, 32 channels are 4% faster
+    at C = 128 too (0.0645 -> 0.0622 ms) and still 4% slower at C = 32."""
     del t, k                       # the tile depends on the channels alone
-    bc = 32 if c >= 256 else 16
+    bc = 32 if c >= 128 else 16
     if m > 32:
         return 64, 64, bc, 2 * THREADS
     return 64, (32 if m > 16 else 16), bc, THREADS
@@ -456,6 +458,15 @@ def c_parts(threadgroups: int, slices: int) -> int:
     return parts
 
 
+EPILOGUE_WORDS = 96    # threadgroup words per SIMD-group in the epilogue (8 columns of 12)
+
+
+def epilogue_fits(bl: int, bc: int, nt: int) -> bool:
+    """Whether the SIMD-groups' epilogue words fit in the feature tile (BC x (BL + 4) floats),
+    which the epilogue reuses."""
+    return (nt // 32) * EPILOGUE_WORDS <= bc * (bl + 4)
+
+
 def launch(a: mx.array, b: mx.array, b_idx: mx.array, o_idx: mx.array, runs: mx.array,
            n_o: int, factory: Callable | None = None) -> tuple[Callable, dict]:
     """The grouped MVMR kernel and its call's arguments, for triplets sorted by slot with
@@ -463,6 +474,8 @@ def launch(a: mx.array, b: mx.array, b_idx: mx.array, o_idx: mx.array, runs: mx.
     k, g, c, m = a.shape
     t = o_idx.shape[0]
     bl, bm, bc, nt = tiles(t, k, c, m)
+    if not epilogue_fits(bl, bc, nt):
+        raise ValueError(f"mvmr: tiles {(bl, bm, bc, nt)} leave no room for the epilogue")
     chunks = -(-t // bl) + k
     parts = c_parts(chunks * -(-m // bm) * g, -(-c // bc))
     args = {"inputs": [a, b, b_idx, o_idx, runs], "output_shapes": [(n_o, g, m)],
@@ -492,6 +505,8 @@ def vvor_launch(a: mx.array, a_idx: mx.array, b: mx.array, b_idx: mx.array, runs
     c = b.shape[2]
     t = a_idx.shape[0]
     bm, bn = vvor_tiles(m, c)
+    if VVOR_STEP * (bm + 4) < (THREADS // 32) * EPILOGUE_WORDS:   # it reuses the a rows' tile
+        raise ValueError(f"vvor: a tile of {bm} rows leaves no room for the epilogue")
     tiles = -(-m // bm) * -(-c // bn)
     parts = max(1, min(-(-VVOR_THREADGROUPS // (n_o * tiles * g)), t // (n_o * VVOR_MIN_PART)))
     args = {"inputs": [a, a_idx, b, b_idx, runs], "output_shapes": [(n_o, g, m, c)],

@@ -992,7 +992,8 @@ __device__ inline bool atomic_compare_exchange_strong_explicit(atomic<T>* o, T* 
 // Metal's lane layout is what thread_elements() shows. The runtime chooses where the elements
 // live from what the kernel does with thread_elements():
 // - never called: where mma.sync's accumulator has them (lane 4 r + c / 2), so that products
-//   need no shuffles into or out of the tensor cores' layout;
+//   need no shuffles into or out of the tensor cores' layout, and float products keep the
+//   two halves of 3xTF32 apart until the value is read (METALSIM_SGM_DEFERRED);
 // - only read (METALSIM_SGM_ELEMENTS_READ): there too, with a copy in Metal's layout that
 //   every operation writing the matrix keeps up to date (a product: two shuffles), so that a
 //   lane can read its elements anywhere, in divergent code too;
@@ -1047,19 +1048,44 @@ __device__ inline void mma_tf32(float (&d)[4], unsigned a0, unsigned a1, unsigne
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
       : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
 }
+// The TF32 parts of a lane's two elements of an operand.
+struct tf32_pair {
+  unsigned hi[2], lo[2];
+};
+__device__ inline tf32_pair tf32_split(vec<float, 2> x) {
+  tf32_pair p;
+  tf32_split(x[0], p.hi[0], p.lo[0]);
+  tf32_split(x[1], p.hi[1], p.lo[1]);
+  return p;
+}
 // Two m16n8k8 products: rows 0-7 of the 16-row shape take a_lo b_hi and then a_hi b_lo, rows
-// 8-15 a_hi b_hi + acc; the lane adds its two halves. Where a_hi b_hi + acc is not finite (an
+// 8-15 a_hi b_hi + acc; the lane adds its two halves (sgm_combine). Where a_hi b_hi + acc is not finite (an
 // infinite or NaN operand, or overflow) it is the result: the split parts of an infinity
 // would add inf * 0 = NaN.
-__device__ inline vec<float, 2> sgm_mma(vec<float, 2> a, vec<float, 2> b, vec<float, 2> acc) {
-  unsigned ah0, al0, ah1, al1, bh0, bl0, bh1, bl1;
-  tf32_split(a[0], ah0, al0); tf32_split(a[1], ah1, al1);
-  tf32_split(b[0], bh0, bl0); tf32_split(b[1], bh1, bl1);
+__device__ inline vec<float, 2> sgm_mma(const tf32_pair& a, const tf32_pair& b, vec<float, 2> acc) {
   float d[4] = {0.0f, 0.0f, acc[0], acc[1]};
-  mma_tf32(d, al0, ah0, al1, ah1, bh0, bh1);
-  mma_tf32(d, ah0, 0u, ah1, 0u, bl0, bl1);
+  mma_tf32(d, a.lo[0], a.hi[0], a.lo[1], a.hi[1], b.hi[0], b.hi[1]);
+  mma_tf32(d, a.hi[0], 0u, a.hi[1], 0u, b.lo[0], b.lo[1]);
   return vec<float, 2>(fabsf(d[2]) <= 3.40282347e38f ? d[0] + d[2] : d[2],
                        fabsf(d[3]) <= 3.40282347e38f ? d[1] + d[3] : d[3]);
+}
+__device__ inline vec<float, 2> sgm_mma(vec<float, 2> a, vec<float, 2> b, vec<float, 2> acc) {
+  return sgm_mma(tf32_split(a), tf32_split(b), acc);
+}
+// The same two products with the halves kept apart: `hi` (rows 8-15) and `part` (rows 0-7)
+// accumulate in place, product after product, and are added only where the value is read.
+__device__ inline void sgm_mma_deferred(const tf32_pair& a, const tf32_pair& b, vec<float, 2>& hi,
+                                        vec<float, 2>& part) {
+  float d[4] = {part[0], part[1], hi[0], hi[1]};
+  mma_tf32(d, a.lo[0], a.hi[0], a.lo[1], a.hi[1], b.hi[0], b.hi[1]);
+  mma_tf32(d, a.hi[0], 0u, a.hi[1], 0u, b.lo[0], b.lo[1]);
+  part = vec<float, 2>(d[0], d[1]);
+  hi = vec<float, 2>(d[2], d[3]);
+}
+// hi + part, or hi where it is not finite (see sgm_mma).
+__device__ inline vec<float, 2> sgm_combine(vec<float, 2> hi, vec<float, 2> part) {
+  return vec<float, 2>(fabsf(hi[0]) <= 3.40282347e38f ? part[0] + hi[0] : hi[0],
+                       fabsf(hi[1]) <= 3.40282347e38f ? part[1] + hi[1] : hi[1]);
 }
 template <class T> struct mma_half_kind;
 template <> struct mma_half_kind<half> { static constexpr bool bf16 = false; };
@@ -1167,14 +1193,28 @@ __device__ inline void simdgroup_multiply(simdgroup_matrix<T>& d, const simdgrou
 // column pair (2t, g), (2t + 1, g) that mma.sync takes as B, is loaded with it (the compiler
 // drops those loads where the matrix is never a B operand) and gathered from the other lanes
 // only for a product's result; with METALSIM_SGM_ELEMENTS_READ, `m` is Metal's row pair.
+// Without the Metal copy (METALSIM_SGM_DEFERRED), a float matrix that is loaded or filled
+// also keeps the TF32 parts of e and bt (`e_split`, `bt_split`, where `split_valid`), so that
+// the products using it do not split it again each, and a float product keeps its two halves
+// apart (`deferred`: e holds rows 8-15 of the tensor cores' sum, `part` rows 0-7): the next
+// product accumulates into both in place, and they are added where the value is read (a
+// store, or an operand of a product), not on every product's dependency chain.
+// The flags are the same in every lane: only whole-SIMD-group operations change them.
+#ifndef METALSIM_SGM_ELEMENTS_READ
+#define METALSIM_SGM_DEFERRED 1
+#endif
 template <class T, int R = 8, int C = 8> struct simdgroup_matrix {
   vec<T, 2> e, bt;
-  bool bt_valid;
+  bool bt_valid = false;
+  bool split_valid = false;
+  bool deferred = false;
+  tf32_pair e_split, bt_split;
+  vec<float, 2> part;
 #ifdef METALSIM_SGM_ELEMENTS_READ
   vec<T, 2> m;
 #endif
-  __device__ simdgroup_matrix() : bt_valid(false) {}
-  __device__ simdgroup_matrix(T v) : bt_valid(true) {
+  simdgroup_matrix() = default;
+  __device__ simdgroup_matrix(T v) {
     int l = (int)lane_id(), g = l >> 2, t = l & 3;
     for (int k = 0; k < 2; ++k) {
       e[k] = g == 2 * t + k ? v : T(0);
@@ -1183,6 +1223,28 @@ template <class T, int R = 8, int C = 8> struct simdgroup_matrix {
       m[k] = sgm_metal_row(l) == sgm_metal_col(l) + k ? v : T(0);
 #endif
     }
+    keep_operands();
+  }
+  // e and bt are the elements: split a float matrix's operands once (the compiler drops the
+  // parts no product uses); with the Metal copy, the products split their operands each
+  // (measured faster there: the GEMM of notebook 04 was 2% slower with the parts kept).
+  __device__ void keep_operands() {
+    bt_valid = true;
+    deferred = false;
+#ifdef METALSIM_SGM_DEFERRED
+    if constexpr (is_same<T, float>::value) {
+      e_split = tf32_split(e);
+      bt_split = tf32_split(bt);
+      split_valid = true;
+    }
+#endif
+  }
+  // The lane's two elements.
+  __device__ vec<T, 2> value() const {
+    if constexpr (is_same<T, float>::value) {
+      if (deferred) return sgm_combine(e, part);
+    }
+    return e;
   }
 #ifdef METALSIM_SGM_ELEMENTS_READ
   __device__ const vec<T, 2>& thread_elements() const { return m; }
@@ -1192,10 +1254,10 @@ template <class T, int R = 8, int C = 8, class V>
 __device__ inline simdgroup_matrix<T, R, C> make_filled_simdgroup_matrix(V v) {
   simdgroup_matrix<T, R, C> x;
   x.e = x.bt = vec<T, 2>(T(v));
-  x.bt_valid = true;
 #ifdef METALSIM_SGM_ELEMENTS_READ
   x.m = x.e;
 #endif
+  x.keep_operands();
   return x;
 }
 template <class T, class P, class S = int, class O = ulong2>
@@ -1209,22 +1271,39 @@ __device__ inline void simdgroup_load(simdgroup_matrix<T>& x, const P* src, S st
     x.m[k] = T(sgm_element(src, stride, origin, transpose, sgm_metal_row(l), sgm_metal_col(l) + k));
 #endif
   }
-  x.bt_valid = true;
+  x.keep_operands();
 }
 template <class T, class P, class S = int, class O = ulong2>
 __device__ inline void simdgroup_store(const simdgroup_matrix<T>& x, P* dst, S stride = 8,
                                        O origin = O(0, 0), bool transpose = false) {
   int l = (int)lane_id(), g = l >> 2, t = l & 3;
-  for (int k = 0; k < 2; ++k) *sgm_address(dst, stride, origin, transpose, g, 2 * t + k) = P(x.e[k]);
+  vec<T, 2> v = x.value();
+  for (int k = 0; k < 2; ++k) *sgm_address(dst, stride, origin, transpose, g, 2 * t + k) = P(v[k]);
 }
 __device__ inline int sgm_native_lane(int r, int c) { return 4 * r + (c >> 1); }
+// d = a * b + *c, or a * b where c is null; d may be a, b or *c.
 template <class T>
 __device__ inline void sgm_set_product(simdgroup_matrix<T>& d, const simdgroup_matrix<T>& a,
-                                       const simdgroup_matrix<T>& b, vec<float, 2> acc) {
-  // bt_valid is the same in every lane: only whole-SIMD-group operations change it.
-  vec<T, 2> bc = b.bt_valid ? b.bt : sgm_column_pair(b.e, ((int)lane_id() >> 2) & 1, sgm_native_lane);
-  d.e = vec<T, 2>(sgm_mma(a.e, bc, acc));
+                                       const simdgroup_matrix<T>& b, const simdgroup_matrix<T>* c) {
+  vec<T, 2> bc = b.bt_valid ? b.bt : sgm_column_pair(b.value(), ((int)lane_id() >> 2) & 1, sgm_native_lane);
+  if constexpr (is_same<T, float>::value) {
+    tf32_pair as = a.split_valid ? a.e_split : tf32_split(a.value());
+    tf32_pair bs = b.split_valid ? b.bt_split : tf32_split(bc);
+#ifdef METALSIM_SGM_DEFERRED
+    vec<float, 2> hi = c ? c->e : vec<float, 2>(0.0f);
+    vec<float, 2> part = c && c->deferred ? c->part : vec<float, 2>(0.0f);
+    sgm_mma_deferred(as, bs, hi, part);
+    d.e = hi;
+    d.part = part;
+    d.deferred = true;
+#else
+    d.e = sgm_mma(as, bs, c ? c->value() : vec<float, 2>(0.0f));
+#endif
+  } else {
+    d.e = vec<T, 2>(sgm_mma(a.e, bc, c ? vec<float, 2>(c->e) : vec<float, 2>(0.0f)));
+  }
   d.bt_valid = false;
+  d.split_valid = false;
 #ifdef METALSIM_SGM_ELEMENTS_READ
   int l = (int)lane_id();
   d.m = shfl(0xffffffffu, d.e, 4 * sgm_metal_row(l) + sgm_metal_col(l) / 2);
@@ -1234,12 +1313,12 @@ template <class T>
 __device__ inline void simdgroup_multiply_accumulate(simdgroup_matrix<T>& d, const simdgroup_matrix<T>& a,
                                                      const simdgroup_matrix<T>& b,
                                                      const simdgroup_matrix<T>& c) {
-  sgm_set_product(d, a, b, vec<float, 2>(c.e));
+  sgm_set_product(d, a, b, &c);
 }
 template <class T>
 __device__ inline void simdgroup_multiply(simdgroup_matrix<T>& d, const simdgroup_matrix<T>& a,
                                           const simdgroup_matrix<T>& b) {
-  sgm_set_product(d, a, b, vec<float, 2>(0.0f));
+  sgm_set_product<T>(d, a, b, nullptr);
 }
 #endif
 typedef simdgroup_matrix<float> simdgroup_float8x8;

@@ -307,10 +307,11 @@ def test_grouped_mvmr_inner_loop_has_no_bank_conflicts_and_the_notebook_quotes_t
     assert f"{grouped.simd_efficiency:.0%}" in text
 
 
-@pytest.mark.parametrize("c", [136, 200])
+@pytest.mark.parametrize("c", [264, 392])
 def test_grouped_mvmr_split_over_c_adds_parts_of_unequal_slices(c):
-    """Few threadgroups and many slices: the C reduction is split in 2 parts of 5 + 4
-    (136 channels) or 7 + 6 slices (200, the last one partial), each added atomically."""
+    """Few threadgroups and many slices of 32 channels: the C reduction is split in 2 parts
+    of 5 + 4 (264 channels) or 7 + 6 slices (392), the last one partial, each added
+    atomically."""
     from solutions import mvmr_grouped
 
     rng = np.random.default_rng(3)

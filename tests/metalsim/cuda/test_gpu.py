@@ -385,6 +385,39 @@ def test_infinities_and_nans_pass_through_tensor_core_products():
     assert np.isinf(gpu[0][:8]).all() and np.isnan(gpu[0][8:16]).all()
 
 
+# Products whose results are operands of further products: `mc` as A and as the
+# accumulator, `md` as B (its column pairs gathered from a product) and as the accumulator.
+PRODUCTS_OF_PRODUCTS = """
+    simdgroup_float8x8 ma, mb, mc, md;
+    simdgroup_load(ma, in0, 8);
+    simdgroup_load(mb, in1, 8);
+    simdgroup_multiply(mc, ma, mb);
+    simdgroup_multiply_accumulate(md, mc, mb, mc);
+    simdgroup_multiply_accumulate(md, ma, md, md);
+    simdgroup_store(md, out0, 8);
+"""
+
+
+@pytest.mark.parametrize("special", [False, True])
+def test_products_of_products_keep_float32_accuracy_and_infinities(special):
+    """A product's halves, kept apart on the tensor cores until the value is read, are added
+    where a later product takes it as A, B or accumulator; an infinity or NaN in an operand
+    ends where the simulator's does."""
+    rng = np.random.default_rng(13)
+    a, b = (rng.standard_normal((8, 8)).astype(np.float32) for _ in range(2))
+    if special:
+        a[2, 5], a[6, 0] = np.inf, np.nan
+    sim, gpu = both(PRODUCTS_OF_PRODUCTS, [mx.array(a), mx.array(b)], [(64,)], [mx.float32],
+                    (32, 1, 1), (32, 1, 1))
+    got, want = gpu[0].reshape(8, 8), sim[0].reshape(8, 8)
+    finite = np.isfinite(want)
+    assert finite.all() != special     # an infinity or NaN reaches every row of the last product
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    np.testing.assert_array_equal(got[np.isinf(want)], want[np.isinf(want)])
+    assert np.abs(got - want)[finite].max(initial=0.0) <= 2e-6 * np.abs(want).max(
+        where=finite, initial=0.0)
+
+
 def test_math_functions_are_within_two_ulps_of_the_simulators_correct_rounding():
     x = mx.array(np.linspace(0.01, 20.0, 512, dtype=np.float32))
     source = """

@@ -205,11 +205,11 @@ def test_patch_with_the_cuda_backend_installs_the_cuda_factory_and_restores_mlx(
 
 
 def _grouped_mvmr_translation() -> Translation:
-    """The grouped MVMR's launch at C = M = 128 (a SIMD-group does 4 x 2 products per 8
+    """The grouped MVMR's launch at C = M = 64 (a SIMD-group does 4 x 2 products per 8
     channels, a slice of 16 channels unrolled: 16 products)."""
     from solutions import mvmr_grouped
 
-    k, t, c, m = 27, 40, 128, 128
+    k, t, c, m = 27, 40, 64, 64
     rng = np.random.default_rng(0)
     a_idx = np.sort(rng.integers(0, k, t)).astype(np.int32)
     runs = np.searchsorted(a_idx, np.arange(k + 1)).astype(np.int32)
@@ -229,20 +229,23 @@ def _grouped_mvmr_ptx() -> str:
 
 @needs_nvrtc
 def test_the_grouped_mvmr_compiles_for_its_launch_with_tensor_core_products():
-    """Each 8x8x8 product is two m16n8k8 TF32 tensor-core products (3xTF32: four operands
-    split in two parts each) on operands loaded in the tensor cores' layout, then 2 shuffles
-    that keep the copy in Metal's layout which the kernel reads with thread_elements(); the
-    launch's 256 threads reach the PTX as .maxntid (registers are not capped at the 64 of a
-    1024-thread block), and the packed 4-vector loads of the staging become 16-byte loads
-    (behind an alignment test)."""
-    assert matrix_defines(_grouped_mvmr_translation()) == ("-DMETALSIM_SGM_ELEMENTS_READ",)
+    """Each 8x8x8 product is two m16n8k8 TF32 tensor-core products (3xTF32) on operands loaded
+    in the tensor cores' layout (the kernel never calls thread_elements(): no Metal-layout
+    copy, no shuffle but the 3 broadcasts of the chunk's slot, first triplet and length); each
+    loaded piece is split into its TF32 parts once, not once per product (per 8 channels 4
+    feature and 2 weight pieces, 2 elements, 2 cvt each), and the accumulators keep the
+    products' two halves apart, added only where the epilogue stores them (8 accumulators x 2
+    elements); the launch's 256 threads reach the PTX as .maxntid (registers are not capped at
+    the 64 of a 1024-thread block), and the packed 4-vector loads of the staging become
+    16-byte loads (behind an alignment test)."""
+    assert matrix_defines(_grouped_mvmr_translation()) == ()
     ptx = _grouped_mvmr_ptx()
     assert ".maxntid 256" in ptx
     assert len(re.findall(r"\bmma\.sync\.aligned\.m16n8k8\.row\.col\.f32\.tf32", ptx)) == 16 * 2
-    assert len(re.findall(r"\bcvt\.rna\.tf32\.f32", ptx)) == 16 * 4 * 2
+    assert len(re.findall(r"\bcvt\.rna\.tf32\.f32", ptx)) == 2 * (4 + 2) * 2 * 2
     assert len(re.findall(r"\bfma\.rn\.f32", ptx)) == 0
-    # 16 x 2 in the inner loop, 3 broadcasts of the chunk's slot, first triplet and length
-    assert len(re.findall(r"\bshfl\.sync", ptx)) == 16 * 2 + 3
+    assert len(re.findall(r"\badd\.rn\.f32", ptx)) == 8 * 2
+    assert len(re.findall(r"\bshfl\.sync", ptx)) == 3
     # one feature vector and one weight vector per thread and slice
     assert len(re.findall(r"\bld\.global\.v4\.[uf]32", ptx)) == 2
 
