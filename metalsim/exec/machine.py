@@ -418,6 +418,13 @@ class Machine:
             return self.traced_lanes
         return lanes[self.lane_traced[lanes]]
 
+    def traced_of(self, lanes: Lanes) -> np.ndarray:
+        """`traced(lanes.indices())`, without listing every lane when all are active (the
+        common case of uniform control flow, at every read and write of a traced run)."""
+        if self.lane_traced is not None and lanes.is_all and lanes.n == self.batch.size:
+            return self.traced_lanes
+        return self.traced(lanes.indices())
+
     def begin_statement(self) -> None:
         self.flow = {}
 
@@ -432,9 +439,10 @@ class Machine:
                 flow[lane] = got | {cell}
 
     def note_sources(self, lanes: np.ndarray, sources: dict) -> None:
-        """Lanes read a variable whose value came from `sources` (lane -> cells)."""
+        """Traced lanes `lanes` read a variable whose value came from `sources` (lane ->
+        cells)."""
         flow = self.flow
-        for lane in self.traced(lanes).tolist():
+        for lane in lanes.tolist():
             cells = sources.get(lane)
             if cells:
                 merge_flow(flow, lane, cells)

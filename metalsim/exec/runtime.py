@@ -25,7 +25,7 @@ def load_loc(f: Frame, lanes: Lanes, where, t: Type, coord: Coord):
         if isinstance(arr, PtrSlot):
             return arr.get(lanes)
         if where.sources is not None:
-            f.m.note_sources(lanes.indices(), where.sources)
+            f.m.note_sources(f.m.traced_of(lanes), where.sources)
         if where.init is not None:
             written = read_components(where.init[lanes.idx], where.comps, lanes.n)
             if not written.all():
@@ -162,7 +162,7 @@ def checked_condition(ev: Ev, coord: Coord) -> Ev:
 def record_sources(f: Frame, lanes: Lanes, where: VarLoc) -> None:
     """Trace mode: a variable now holds what flowed into the current statement; a write of
     some components keeps what the other components came from."""
-    traced = f.m.traced(lanes.indices())
+    traced = f.m.traced_of(lanes)
     lane_ids = traced.tolist()
     new = f.m.sources(traced)
     if where.comps is None:
