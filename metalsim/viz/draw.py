@@ -225,6 +225,11 @@ class _Scene:
         self.limit = limit
         self.single_group = view.threadgroup_count == 1
         self._collect()
+        # The elements each copy's detailed threads touched, readers' then writers' keys in
+        # order (what `touched` windows on, asked once per grid and cell size).
+        self.touched_in: dict[tuple[str, int | None, int | None], list[int]] = {}
+        for b, e, p, g in [*self.readers, *self.writers]:
+            self.touched_in.setdefault((b, p, g), []).append(e)
         self.written, self.writer_groups = self._launch_writes()
         self.untraced_writers = not self.single_group and any(
             (name, e) not in self.writer_groups
@@ -354,8 +359,7 @@ class _Scene:
             mine = self.focus_touched.get(buffer)
             if mine:
                 return [*flagged, *mine]
-        keys = [*self.readers, *self.writers]
-        return [*flagged, *(e for b, e, p, g in keys if (b, p, g) == (buffer, phase, group))]
+        return [*flagged, *self.touched_in.get((buffer, phase, group), ())]
 
     # --- layout -----------------------------------------------------------------------------
     def _all_grids(self) -> list[Grid]:

@@ -199,7 +199,11 @@ def logical_index(shape: tuple[int, ...], element: int) -> tuple[int, ...]:
     """The row-major index of `element` in `shape` (the flat element past the end stays flat)."""
     if not shape or not 0 <= element < math.prod(shape):
         return (element,)
-    return tuple(int(i) for i in np.unravel_index(element, shape))
+    index = []
+    for size in reversed(shape):   # (plain arithmetic: a tooltip per drawn cell asks)
+        element, i = divmod(element, size)
+        index.append(i)
+    return tuple(reversed(index))
 
 
 def simd_group(local: int) -> int:
