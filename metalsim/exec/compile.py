@@ -677,14 +677,14 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
                     frame.vars[var.slot] = bind_argument(kind, var, value, lanes, size)
             caller_flow = m.flow
             if tracing:
-                traced = m.traced(lanes.indices())
+                traced = m.traced_of(lanes)
                 arrived = dict(zip(traced.tolist(), m.sources(traced)))
                 for var, _ in code.params:
                     frame.sources[var.slot] = arrived
             code.body(frame, lanes)
             if tracing:
                 m.flow = caller_flow
-                m.note_sources(lanes.indices(), frame.ret_sources)
+                m.note_sources(m.traced_of(lanes), frame.ret_sources)
             if by_ref is not None:
                 return returned_location(frame.ret, lanes, code.name, coord)
             if rt == ty.VOID:

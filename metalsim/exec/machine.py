@@ -88,6 +88,19 @@ def union(total: int, parts: list[Lanes]) -> Lanes:
 
 
 EMPTY = Lanes(np.empty(0, np.int64), 0)
+NOTHING: frozenset = frozenset()
+
+
+def merge_flow(flow: dict[int, frozenset], lane: int, cells) -> None:
+    """Add `cells` to what flowed into `lane`. The sets are frozen, so a variable's provenance
+    is handed on without copying, and a new set is made only when something is new: in a loop
+    like `acc += a[k] * b[k]`, copying `acc`'s growing provenance at every step was most of a
+    traced run's time."""
+    got = flow.get(lane)
+    if got is None:
+        flow[lane] = cells if cells.__class__ is frozenset else frozenset(cells)
+    elif not got.issuperset(cells):
+        flow[lane] = got.union(cells)
 
 
 COUNTS = ("global_reads", "global_writes", "threadgroup_reads", "threadgroup_writes", "atomics",
@@ -249,7 +262,7 @@ class Machine:
         self.tg_generation = 0
         # Provenance while tracing: for each lane, the memory cells whose values flowed into
         # what the current statement computed so far (see `note_cells` and `sources`).
-        self.flow: dict[int, set] = {}
+        self.flow: dict[int, frozenset] = {}
         self.buffers: dict[str, dict] = {}   # name -> role, space, shape, dtype (for diagrams)
         # Without a trace an uninitialised read cannot be followed to where it matters; it is
         # reported as a warning at the read, and `launch` runs the kernel again traced.
@@ -405,6 +418,13 @@ class Machine:
             return self.traced_lanes
         return lanes[self.lane_traced[lanes]]
 
+    def traced_of(self, lanes: Lanes) -> np.ndarray:
+        """`traced(lanes.indices())`, without listing every lane when all are active (the
+        common case of uniform control flow, at every read and write of a traced run)."""
+        if self.lane_traced is not None and lanes.is_all and lanes.n == self.batch.size:
+            return self.traced_lanes
+        return self.traced(lanes.indices())
+
     def begin_statement(self) -> None:
         self.flow = {}
 
@@ -412,21 +432,26 @@ class Machine:
         """Lanes `lanes` read `cells` (one per lane) in the current statement."""
         flow = self.flow
         for lane, cell in zip(lanes.tolist(), cells):
-            flow.setdefault(lane, set()).add(cell)
+            got = flow.get(lane)
+            if got is None:
+                flow[lane] = frozenset((cell,))
+            elif cell not in got:
+                flow[lane] = got | {cell}
 
     def note_sources(self, lanes: np.ndarray, sources: dict) -> None:
-        """Lanes read a variable whose value came from `sources` (lane -> cells)."""
+        """Traced lanes `lanes` read a variable whose value came from `sources` (lane ->
+        cells)."""
         flow = self.flow
-        for lane in self.traced(lanes).tolist():
+        for lane in lanes.tolist():
             cells = sources.get(lane)
             if cells:
-                flow.setdefault(lane, set()).update(cells)
+                merge_flow(flow, lane, cells)
 
     def sources(self, lanes: np.ndarray) -> list[frozenset]:
         """What flowed into each lane's current value: the cells it read, directly or through
         variables, in the statement being executed (and `Undefined` reads among them)."""
         flow = self.flow
-        return [frozenset(flow.get(lane, ())) for lane in lanes.tolist()]
+        return [flow.get(lane, NOTHING) for lane in lanes.tolist()]
 
     # --- definedness ----------------------------------------------------------------------
     def undefined_read(self, lanes: np.ndarray, origin: Undefined, detail: str = "") -> None:

@@ -351,6 +351,12 @@ def _per_lane(x: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
     return x if x.shape == shape else np.broadcast_to(x, shape)
 
 
+def _banks_per_lane(bank) -> bool:
+    """Whether `bank` (from `Region.bank`) holds a bank per lane rather than one for all (what
+    `np.ndim` would say, without its dispatch: this is asked at every access)."""
+    return getattr(bank, "ndim", 0) > 0
+
+
 def _cells(region: Region, bank, off: np.ndarray, t: Type) -> np.ndarray:
     """The values of type `t` at byte offsets `off` (one row of components per lane for
     vectors), as a copy: what a load reads, and what the trace records after an access."""
@@ -358,7 +364,7 @@ def _cells(region: Region, bank, off: np.ndarray, t: Type) -> np.ndarray:
     view, first = region.view(elem.dtype), _divide(off, elem.size)
     if comps == 1:
         return view[bank, first]
-    return view[np.asarray(bank)[..., None] if np.ndim(bank) else bank,
+    return view[np.asarray(bank)[..., None] if _banks_per_lane(bank) else bank,
                 first[:, None] + np.arange(comps)]
 
 
@@ -427,7 +433,7 @@ def store(m: Machine, region: Region, idx: np.ndarray | slice, n: int, off: np.n
         if comps == 1:
             view[bank, first] = value
         else:
-            view[np.asarray(bank)[..., None] if np.ndim(bank) else bank,
+            view[np.asarray(bank)[..., None] if _banks_per_lane(bank) else bank,
                  first[:, None] + np.arange(comps)] = value
 
     def identical() -> np.ndarray:  # per lane: its value is what memory holds after the store
@@ -481,7 +487,7 @@ def _after_access(m: Machine, region: Region, idx: np.ndarray | slice, bank, off
         return
     if flat is None:
         g = _granules(region, off, t)
-        if np.ndim(bank):
+        if _banks_per_lane(bank):
             bank = bank[:, None] if g.ndim > 1 else bank
             flat = bank * region.granules + g
         else:
@@ -535,7 +541,7 @@ def _record(m: Machine, region: Region, lanes: np.ndarray, bank, off: np.ndarray
     if m.lane_traced is not None:  # only the chosen threadgroups are traced
         keep = m.lane_traced[lanes]
         lanes, off = lanes[keep], off[keep]
-        bank = bank[keep] if np.ndim(bank) else bank
+        bank = bank[keep] if _banks_per_lane(bank) else bank
         if lanes.size == 0:
             return
     b = m.batch
@@ -946,7 +952,7 @@ def atomic_update(m: Machine, region: Region, idx: np.ndarray | slice, n: int, o
     view = region.view(t.dtype)
     columns = view.shape[1]
     flat_elem = _divide(off, t.size)   # one key per location
-    if np.ndim(bank):
+    if _banks_per_lane(bank):
         flat_elem += np.asarray(bank, np.int64) * columns
     if reads and region.track_init:
         _check_atomic_init(m, region, lanes, bank, off, t, coord)
@@ -996,7 +1002,7 @@ def _check_atomic_init(m: Machine, region: Region, lanes, bank, off, t, coord) -
     if region.fully_written():
         return
     g = _granules(region, off, t)
-    flat = np.asarray(bank) * region.granules + g if np.ndim(bank) else g
+    flat = np.asarray(bank) * region.granules + g if _banks_per_lane(bank) else g
     seen = region.init[flat]
     if not seen.all():
         where = "threadgroup memory" if region.space == "threadgroup" else "memory"
@@ -1034,7 +1040,7 @@ def _after_atomic(m: Machine, region: Region, lanes: np.ndarray, idx: np.ndarray
     if not (region.track_init or region.track_races):
         return
     g = _granules(region, off, t)
-    flat = np.asarray(bank) * region.granules + g if np.ndim(bank) else g
+    flat = np.asarray(bank) * region.granules + g if _banks_per_lane(bank) else g
     if writes and region.track_init:
         region.note_init(flat)
     if writes and region.written is not None:

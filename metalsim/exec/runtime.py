@@ -8,7 +8,7 @@ import numpy as np
 from metalsim.diagnostics import Coord
 from metalsim.exec import memory as mem
 from metalsim.exec.compiled import Ev, Var
-from metalsim.exec.machine import Lanes, Undefined
+from metalsim.exec.machine import Lanes, Undefined, merge_flow
 from metalsim.exec.pointers import load_pointer, store_pointer
 from metalsim.exec.values import Frame, MemLoc, Ptr, PtrSlot, RefSlot, VarLoc
 from metalsim.lang import types as ty
@@ -25,7 +25,7 @@ def load_loc(f: Frame, lanes: Lanes, where, t: Type, coord: Coord):
         if isinstance(arr, PtrSlot):
             return arr.get(lanes)
         if where.sources is not None:
-            f.m.note_sources(lanes.indices(), where.sources)
+            f.m.note_sources(f.m.traced_of(lanes), where.sources)
         if where.init is not None:
             written = read_components(where.init[lanes.idx], where.comps, lanes.n)
             if not written.all():
@@ -150,7 +150,10 @@ def checked_condition(ev: Ev, coord: Coord) -> Ev:
         value = ev(f, lanes)
         m.check_flow_defined(coord, "decides a branch or loop condition")
         for lane, cells in m.flow.items():
-            kept.setdefault(lane, set()).update(c for c in cells if c.__class__ is not Undefined)
+            if any(c.__class__ is Undefined for c in cells):
+                cells = frozenset(c for c in cells if c.__class__ is not Undefined)
+            if cells:
+                merge_flow(kept, lane, cells)
         m.flow = kept
         return value
     return ev_condition
@@ -159,7 +162,7 @@ def checked_condition(ev: Ev, coord: Coord) -> Ev:
 def record_sources(f: Frame, lanes: Lanes, where: VarLoc) -> None:
     """Trace mode: a variable now holds what flowed into the current statement; a write of
     some components keeps what the other components came from."""
-    traced = f.m.traced(lanes.indices())
+    traced = f.m.traced_of(lanes)
     lane_ids = traced.tolist()
     new = f.m.sources(traced)
     if where.comps is None:

@@ -44,7 +44,7 @@ import numpy as np
 from metalsim.diagnostics import Coord
 from metalsim.exec import arith
 from metalsim.exec.compiled import E
-from metalsim.exec.machine import SIMD_WIDTH, Lanes, Machine
+from metalsim.exec.machine import SIMD_WIDTH, Lanes, Machine, merge_flow
 from metalsim.exec.values import Frame
 from metalsim.lang import ast
 from metalsim.lang import types as ty
@@ -151,7 +151,7 @@ class Call:
         for reader, source in zip(ids[readers].tolist(), ids[take[readers]].tolist()):
             cells = flow.get(source)
             if cells:
-                out.setdefault(reader, set()).update(cells)
+                merge_flow(out, reader, cells)
 
     def flow_combine(self, arg: int, scope: str) -> None:
         """Trace mode: each result combines argument `arg` of the active lanes of the group:
@@ -168,14 +168,14 @@ class Call:
         for lane, row in zip(ids, rows):
             running = gathered.setdefault(row, set())
             if scope == "exclusive" and running:
-                out.setdefault(lane, set()).update(running)
+                merge_flow(out, lane, running)
             running.update(flow.get(lane, ()))
             if scope == "inclusive" and running:
-                out.setdefault(lane, set()).update(running)
+                merge_flow(out, lane, running)
         if scope == "all":
             for lane, row in zip(ids, rows):
                 if gathered[row]:
-                    out.setdefault(lane, set()).update(gathered[row])
+                    merge_flow(out, lane, gathered[row])
 
 
 Run = Callable[[Call, list[np.ndarray]], np.ndarray]

@@ -607,7 +607,7 @@ class StatementCompiler:
             if vev is not None:
                 v = vev(f, lanes)
                 if m.trace is not None:
-                    traced = m.traced(lanes.indices())
+                    traced = m.traced_of(lanes)
                     f.ret_sources.update(zip(traced.tolist(), m.sources(traced)))
                 if isinstance(rt, PointerType):
                     if f.ret is None:

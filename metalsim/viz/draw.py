@@ -225,6 +225,11 @@ class _Scene:
         self.limit = limit
         self.single_group = view.threadgroup_count == 1
         self._collect()
+        # The elements each copy's detailed threads touched, readers' then writers' keys in
+        # order (what `touched` windows on, asked once per grid and cell size).
+        self.touched_in: dict[tuple[str, int | None, int | None], list[int]] = {}
+        for b, e, p, g in [*self.readers, *self.writers]:
+            self.touched_in.setdefault((b, p, g), []).append(e)
         self.written, self.writer_groups = self._launch_writes()
         self.untraced_writers = not self.single_group and any(
             (name, e) not in self.writer_groups
@@ -256,16 +261,25 @@ class _Scene:
         for a in self.accesses:
             if a.threadgroup == self.focus_group and not shared[a.buffer]:
                 self.focus_touched.setdefault(a.buffer, []).append(a.element)
-        for a in self.accesses:  # (the hot loop of a large launch: kept plain)
+        # (the hot loop of a large launch: kept plain, no empty list or set built per access)
+        readers, writers, lines = self.readers, self.writers, self.lines
+        for a in self.accesses:
             in_shared = shared[a.buffer]
             key = ((a.buffer, a.element, a.phase, a.threadgroup) if in_shared
                    else (a.buffer, a.element, None, None))
             if in_shared and a.value is not None:
                 self.held[key] = a.value
-            who = (self.readers if a.kind == "read" else self.writers).setdefault(key, [])
-            if a.local not in who:
+            by_key = readers if a.kind == "read" else writers
+            who = by_key.get(key)
+            if who is None:
+                by_key[key] = [a.local]
+            elif a.local not in who:
                 who.append(a.local)
-            self.lines.setdefault(key, set()).add(a.line)
+            at = lines.get(key)
+            if at is None:
+                lines[key] = {a.line}
+            else:
+                at.add(a.line)
             if sel is not None and sel.covers(a):
                 if narrowed and a.value is not None:
                     self.seen[key] = a.value
@@ -354,8 +368,7 @@ class _Scene:
             mine = self.focus_touched.get(buffer)
             if mine:
                 return [*flagged, *mine]
-        keys = [*self.readers, *self.writers]
-        return [*flagged, *(e for b, e, p, g in keys if (b, p, g) == (buffer, phase, group))]
+        return [*flagged, *self.touched_in.get((buffer, phase, group), ())]
 
     # --- layout -----------------------------------------------------------------------------
     def _all_grids(self) -> list[Grid]:

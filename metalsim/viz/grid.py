@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from metalsim.viz import style
 from metalsim.viz.model import logical_index
-from metalsim.viz.svg import MONO, Svg, escape, num
+from metalsim.viz.svg import MONO, SANS, Svg, escape, num
 from metalsim.viz.text import MIN_FONT, clip, compact, width
 
 WRAP = 32              # a 1-D buffer wraps after this many cells (one SIMD-group's worth)
@@ -217,7 +217,9 @@ class Grid:
 
     def render_labels(self, svg: Svg) -> None:
         """The label lane (name and findings) and the index lanes."""
-        svg.open("g", class_="labels")
+        # The index texts are written bare (thousands of them): they take the group's family,
+        # the one `width` measured them in (else a browser draws its default serif).
+        svg.open("g", class_="labels", font_family=SANS)
         label = clip(self.label, LABEL_SIZE, self.max_width)
         svg.text(self.x, self.y + 12, label, LABEL_SIZE, fill=style.INK, class_="buffer-label",
                  **style.HALO)

@@ -149,19 +149,22 @@ class TraceView:
         accesses = self.accesses([g])
         if threads is not None:
             accesses = [a for a in accesses if a.local in threads]
+        # (one pass and plain lookups: a large threadgroup has tens of thousands of accesses)
+        shared = {name for name in self.buffers if self.is_threadgroup_memory(name)}
         read_phases: dict[tuple[int, str, int], list[int]] = {}
+        writes = []
         for a in accesses:
             if a.kind != "write":
                 read_phases.setdefault((a.local, a.buffer, a.element), []).append(a.phase)
+            if a.kind != "read":   # a write or an atomic (`a.writes`)
+                writes.append(a)
         edges: dict[tuple, Edge] = {}
-        for a in accesses:
-            if not a.writes:
-                continue
+        for a in writes:
             target = self.copy_of(a)
             for buffer, owner, element in a.sources:
                 if buffer not in self.buffers or owner not in (-1, g):
                     continue
-                if self.is_threadgroup_memory(buffer):
+                if buffer in shared:
                     # The copies of the source this thread read, up to the write.
                     phases = {p for p in read_phases.get((a.local, buffer, element), ())
                               if p <= a.phase} or {a.phase}
@@ -171,8 +174,10 @@ class TraceView:
                     phases.discard(target[2])  # a copy feeding itself is not drawn
                 if not phases:
                     continue
-                edge = edges.setdefault((buffer, element, target),
-                                        Edge(source=(buffer, element), target=target))
+                edge = edges.get((buffer, element, target))
+                if edge is None:
+                    edge = edges[buffer, element, target] = Edge(source=(buffer, element),
+                                                                 target=target)
                 edge.source_phases |= phases
                 edge.threads.add(a.local)
         return [edges[k] for k in sorted(edges, key=_edge_key)]
@@ -199,7 +204,11 @@ def logical_index(shape: tuple[int, ...], element: int) -> tuple[int, ...]:
     """The row-major index of `element` in `shape` (the flat element past the end stays flat)."""
     if not shape or not 0 <= element < math.prod(shape):
         return (element,)
-    return tuple(int(i) for i in np.unravel_index(element, shape))
+    index = []
+    for size in reversed(shape):   # (plain arithmetic: a tooltip per drawn cell asks)
+        element, i = divmod(element, size)
+        index.append(i)
+    return tuple(reversed(index))
 
 
 def simd_group(local: int) -> int:

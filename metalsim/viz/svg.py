@@ -6,7 +6,7 @@ tests read them back by their semantic attributes (`class="cell" data-buffer="a"
 composes shapes through a tree of transforms, which is slow at that size, and it gives no way to
 put our own attributes on the elements it emits; its PNG path needs system cairo. Writing the
 elements directly keeps the output fast, deterministic (no generated ids, stable ordering) and
-dependency-free. PNG comes from `resvg-py`, whose wheels bundle the renderer (no system
+dependency-free. PNG comes from resvg (`png.py`), whose wheels bundle the renderer (no system
 libraries); it draws text with the system's fonts.
 """
 
@@ -110,12 +110,10 @@ class Diagram:
         return f'<div class="metalsim-diagram-box" style="overflow-x:auto">{self.svg}</div>'
 
     def to_png(self, scale: float = PNG_SCALE) -> bytes:
-        """PNG bytes, `scale` pixels per SVG unit (1.5: sharp text on high-DPI screens, and
-        export stays fast: resvg's time grows with the pixels)."""
-        import resvg_py  # imported here: only PNG export needs it
+        """PNG bytes, `scale` pixels per SVG unit (1.5: sharp text on high-DPI screens)."""
+        from metalsim.viz.png import svg_to_png
 
-        return bytes(resvg_py.svg_to_bytes(svg_string=self.svg, zoom=scale,
-                                           background="white"))
+        return svg_to_png(self.svg, scale)
 
     def save(self, path: str | Path, scale: float = PNG_SCALE) -> Path:
         """Write `path`: SVG text for `.svg`, a PNG image (see `to_png`) for `.png`."""

@@ -378,6 +378,23 @@ def png_pixels(data: bytes) -> np.ndarray:
     return out.reshape(height, width, channels)
 
 
+@pytest.mark.parametrize("name", ["map", "transpose_tiled", "racy"])
+def test_every_text_names_the_font_family_it_was_measured_in(name):
+    # Without one a browser draws its default serif, and resvg draws nothing.
+    run, inputs = traced(name)
+    bare = []
+
+    def walk(el, family):
+        family = el.get("font-family") or family
+        if el.tag == SVG + "text" and family is None:
+            bare.append(el.text)
+        for child in el:
+            walk(child, family)
+
+    walk(parse(draw(run, inputs=inputs)), None)
+    assert bare == []
+
+
 def test_a_diagram_renders_to_a_png_that_is_not_blank(tmp_path):
     run, inputs = traced("racy")
     path = draw(run, inputs=inputs).save(tmp_path / "racy.png", scale=0.6)
