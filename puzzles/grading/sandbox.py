@@ -1,8 +1,9 @@
 """Grading one submission in a worker process of its own, so that no submission can stall the
 grader or take another's memory.
 
-The worker is forked from a server process that has imported the grader and nothing else (it
-never runs MLX, which is not safe to fork once used), so starting one costs milliseconds. It
+The worker is forked from a server process that has imported the grader and the simulator and
+built what every kernel needs (`fork_server_warmup`; it never runs MLX, which is not safe to
+fork once used), so starting one costs milliseconds and each submission pays only for itself. It
 caps its own address space with `resource.setrlimit` before reading the notebook, then reports
 each step on a pipe: the puzzles it will grade and their kernels, then "start" and the row of
 each puzzle. The parent gives every step a wall-time limit; when one is exceeded it kills the
@@ -60,9 +61,10 @@ class Outcome:
 
 def context() -> BaseContext:
     """The multiprocessing context workers are started from (a fork server with the grader
-    already imported)."""
+    already imported and warmed up, see `fork_server_warmup`)."""
     ctx = multiprocessing.get_context("forkserver")
-    ctx.set_forkserver_preload(["puzzles.grading.fork_server_signals", __name__])
+    ctx.set_forkserver_preload(["puzzles.grading.fork_server_signals", __name__,
+                                "puzzles.grading.fork_server_warmup"])
     return ctx
 
 
