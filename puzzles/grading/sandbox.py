@@ -59,12 +59,16 @@ class Outcome:
         return "not graded" if self.error else "graded"
 
 
+# What the fork server imports, in order, before it forks any worker.
+FORK_SERVER_PRELOAD = ("puzzles.grading.fork_server_signals", __name__,
+                       "puzzles.grading.fork_server_warmup")
+
+
 def context() -> BaseContext:
     """The multiprocessing context workers are started from (a fork server with the grader
     already imported and warmed up, see `fork_server_warmup`)."""
     ctx = multiprocessing.get_context("forkserver")
-    ctx.set_forkserver_preload(["puzzles.grading.fork_server_signals", __name__,
-                                "puzzles.grading.fork_server_warmup"])
+    ctx.set_forkserver_preload(list(FORK_SERVER_PRELOAD))
     return ctx
 
 
