@@ -26,7 +26,6 @@ from puzzles.grading.lms_exports import read_roster_details
 from puzzles.grading.outputs import gradescope, write_gradebook, write_student_files
 from puzzles.grading.overrides import Overrides, OverridesError
 from puzzles.grading.prairielearn import grade_job
-from puzzles.grading.release import build_release
 from puzzles.grading.sandbox import Outcome
 from puzzles.grading.strict_json import strict_json, strict_json_line
 
@@ -245,6 +244,8 @@ def prairielearn_job(assignment: Path, root: Path, timeout: float) -> int:
 
 def release(out: Path) -> int:
     """Write the student release and the solutions bundle."""
+    from puzzles.grading.release import build_release  # nbformat: see `grader.parse_notebook`
+
     files = build_release(out)
     print(f"wrote {len(files)} files: {out / 'student'} (for students) and "
           f"{out / 'solutions'} (the solutions bundle, to publish later)")
