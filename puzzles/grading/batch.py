@@ -1,6 +1,12 @@
 """Grading a whole class: find the submissions in a folder, grade them `jobs` at a time (each in
 its own worker, see `sandbox`), print one progress line per finished student, and measure the
-memory of the whole process tree while it runs."""
+memory and CPU time of the whole process tree.
+
+Scheduling is fair to the students behind a slow one: submissions start in class order, and
+one whose puzzle runs past the per-puzzle time limit gives its worker up (that puzzle is a
+"timeout") and goes to the back of the queue for its other puzzles. So a slow submission
+delays those behind it by at most one puzzle's limit per turn, never by its whole budget;
+the budget (the time its workers ran, over all its turns) still ends it."""
 
 from __future__ import annotations
 
@@ -82,7 +88,7 @@ def grade_all(submissions: list[Submission], assignment: Assignment, jobs: int =
 
     ctx = context()
     assigned = list(assignment.points) or None
-    pending: deque[int] = deque()
+    pending: deque[int | SubmissionRun] = deque()  # not started, or waiting for a turn
     for index, s in enumerate(submissions):
         if s.refused or s.missing:
             finish(index, Outcome(s, error=s.refused or "nothing handed in"))
@@ -98,10 +104,14 @@ def grade_all(submissions: list[Submission], assignment: Assignment, jobs: int =
         while pending or running:
             interrupted.check()
             while pending and len(running) < max(jobs, 1):
-                index = pending.popleft()
-                run = SubmissionRun(submissions[index], assigned, assignment.seed,
+                turn = pending.popleft()
+                if isinstance(turn, SubmissionRun):
+                    turn.resume()
+                    running.append(turn)
+                    continue
+                run = SubmissionRun(submissions[turn], assigned, assignment.seed,
                                     assignment.limits, ctx)
-                position[id(run)] = index
+                position[id(run)] = turn
                 running.append(run)
             multiprocessing.connection.wait([r.connection for r in running], POLL_SECONDS)
             now = time.monotonic()
@@ -112,6 +122,9 @@ def grade_all(submissions: list[Submission], assignment: Assignment, jobs: int =
                 usage.sample()
                 next_sample = now + SAMPLE_SECONDS
             interrupted.check()  # a worker Ctrl-C reached too is not a result
+            for run in [r for r in running if r.waiting]:
+                running.remove(run)
+                pending.append(run)
             for run in [r for r in running if r.done]:
                 running.remove(run)
                 usage.worker(run.peak_bytes)

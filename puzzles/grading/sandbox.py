@@ -7,9 +7,11 @@ fork once used), so starting one costs milliseconds and each submission pays onl
 caps its own address space with `resource.setrlimit` before reading the notebook, then reports
 each step on a pipe: the puzzles it will grade and their kernels, then "start" and the row of
 each puzzle. The parent gives every step a wall-time limit; when one is exceeded it kills the
-worker, records that puzzle as "timeout", and starts a fresh worker for the puzzles left. A
-worker that dies records its puzzle as "crashed"; a simulation that runs out of the capped
-memory is "memory-limit".
+worker, records that puzzle as "timeout", and the submission waits for another turn (see
+`batch`) to grade the puzzles left in a fresh worker. A worker that dies records its puzzle
+as "crashed" (and the submission waits likewise); a simulation that runs out of the capped
+memory is "memory-limit". The submission's budget counts the time its workers ran, whatever
+the turns.
 """
 
 from __future__ import annotations
@@ -40,7 +42,8 @@ from puzzles.grading.intake import IntakeError, Submission, read_notebooks
 @dataclass
 class Outcome:
     """What grading one submission gave: rows in grading order, the kernel read for each
-    puzzle (for the integrity checks), and `error` when it could not be graded."""
+    puzzle (for the integrity checks), `error` when it could not be graded, and the seconds
+    its workers ran."""
 
     submission: Submission
     rows: list[dict[str, object]] = field(default_factory=list)
@@ -74,7 +77,9 @@ def context() -> BaseContext:
 
 class SubmissionRun:
     """The parent's side of grading one submission: start the worker, take its messages, and
-    enforce the limits. `done` once every puzzle has a row (or the submission failed)."""
+    enforce the limits. `done` once every puzzle has a row (or the submission failed);
+    `waiting` when a puzzle was stopped and others are left: it holds no worker until
+    `resume`."""
 
     def __init__(self, submission: Submission, assigned: list[int] | None, seed: int,
                  limits: Limits, ctx: BaseContext) -> None:
@@ -90,11 +95,19 @@ class SubmissionRun:
         self.kernels: dict[int, str] = {}
         self.error = ""
         self.done = False
+        self.waiting = False
         self.current: int | None = None
+        self.held = 0.0  # seconds its earlier workers ran
+        self.holding = False
+        self.resume()
+
+    def resume(self) -> None:
+        """Start a worker for the puzzles without a row, within what is left of the budget."""
+        self.waiting = False
         self._spawn()
-        # The budget starts once the worker runs (not while the fork server starts up).
-        self.started = time.monotonic()
-        self.budget_end = self.started + limits.submission_seconds
+        # The budget counts once the worker runs (not while the fork server starts up).
+        self.holding, self.held_since = True, time.monotonic()
+        self.budget_end = self.held_since + self.limits.submission_seconds - self.held
         self._next_deadline()
 
     def _spawn(self) -> None:
@@ -107,7 +120,6 @@ class SubmissionRun:
         sender.close()
         self.connection = receiver
         self.current = None
-        self._next_deadline()
 
     def _next_deadline(self) -> None:
         """The current step's limit, never past the submission's budget."""
@@ -115,7 +127,7 @@ class SubmissionRun:
 
     def receive(self) -> None:
         """Handle every message waiting on the pipe (or the worker's death)."""
-        while not self.done:
+        while not self.done and not self.waiting:
             try:
                 if not self.connection.poll():
                     return
@@ -150,7 +162,7 @@ class SubmissionRun:
     def check_time(self, now: float) -> None:
         """Kill the worker if its current step ran past the wall-time limit, or the submission
         past its budget (then every puzzle without a row is a timeout)."""
-        if self.done or now <= self.deadline:
+        if self.done or self.waiting or now <= self.deadline:
             return
         self._kill()
         if now >= self.budget_end:
@@ -182,7 +194,7 @@ class SubmissionRun:
             self._finish()
 
     def _died(self) -> None:
-        self.process.join(5)
+        self._kill()
         code = self.process.exitcode
         how = f"signal {-code}" if code is not None and code < 0 else f"exit code {code}"
         if self.current is None:
@@ -198,18 +210,21 @@ class SubmissionRun:
         self._continue()
 
     def _continue(self) -> None:
-        """A fresh worker for the puzzles without a row, if any are left."""
+        """Wait for another turn if puzzles are left without a row; else done."""
         self.connection.close()
-        left = [n for n in self.order or [] if n not in self.rows]
-        if left:
-            self._spawn()
+        if any(n not in self.rows for n in self.order or []):
+            self.waiting = True
         else:
             self._finish()
 
     def _kill(self) -> None:
+        """Stop the worker (if it still runs) and add its time to what the budget used."""
         if self.process.is_alive():
             self.process.kill()
         self.process.join(5)
+        if self.holding:
+            self.holding = False
+            self.held += time.monotonic() - self.held_since
 
     def _finish(self) -> None:
         self._kill()
@@ -218,8 +233,7 @@ class SubmissionRun:
 
     def outcome(self) -> Outcome:
         rows = [self.rows[n] for n in self.order or [] if n in self.rows]
-        return Outcome(self.submission, rows, self.kernels, self.error,
-                       time.monotonic() - self.started)
+        return Outcome(self.submission, rows, self.kernels, self.error, self.held)
 
 
 def work(sender: multiprocessing.connection.Connection, files: tuple[Path, ...],
