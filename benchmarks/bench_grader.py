@@ -11,7 +11,8 @@ class size), the largest worker's, and the whole process tree's.
 submissions cycling through the class's ordinary kinds (no attacks: their limits, not the
 grader, would set the time); each copy is a student of its own, with hidden cases of its own.
 `--slow K` grades K submissions whose every puzzle of chapter 1 runs past the per-puzzle limit
-(2 s): seven puzzles would hold a worker 14 s, the submission budget (5 s) stops each at 5 s.
+(2 s): seven puzzles would hold a worker 14 s, the submission budget (5 s) stops each at 5 s
+of worker time, over the turns it gets (each timeout sends it to the back of the queue).
 `--keep DIR` keeps what the grader wrote (grades.csv, grades.json, ...) in DIR.
 """
 

@@ -29,8 +29,6 @@ import secrets
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import nbformat
-
 from puzzles.catalog import Puzzle, all_puzzles
 from puzzles.checking import COUNT_NAMES, KernelArgs, check_puzzle, puzzle_cases
 from puzzles.grading.disclosure import student_summary, student_view
@@ -124,6 +122,10 @@ def parse_notebook(file: NotebookFile) -> Notebook:
     if not isinstance(data, dict):
         raise GradeError(f"{where} is not a notebook: its JSON is not an object")
     if isinstance(data.get("nbformat"), int) and data["nbformat"] < 4:
+        # Imported here, not for every submission: nbformat imports jsonschema, whose URI
+        # format checks build some 40 grammars on import (seconds of CPU per process).
+        import nbformat
+
         try:  # old notebooks keep cells in worksheets; nbformat converts them
             data = nbformat.reads(text, as_version=4)
         except Exception as exc:

@@ -1,6 +1,12 @@
 """Grading a whole class: find the submissions in a folder, grade them `jobs` at a time (each in
 its own worker, see `sandbox`), print one progress line per finished student, and measure the
-memory of the whole process tree while it runs."""
+memory and CPU time of the whole process tree.
+
+Scheduling is fair to the students behind a slow one: submissions start in class order, and
+one whose puzzle runs past the per-puzzle time limit gives its worker up (that puzzle is a
+"timeout") and goes to the back of the queue for its other puzzles. So a slow submission
+delays those behind it by at most one puzzle's limit per turn, never by its whole budget;
+the budget (the time its workers ran, over all its turns) still ends it."""
 
 from __future__ import annotations
 
@@ -19,7 +25,11 @@ from puzzles.grading.intake import Submission
 from puzzles.grading.integrity import clean_text
 from puzzles.grading.sandbox import Outcome, SubmissionRun, context
 
-SAMPLE_SECONDS = 0.1
+# How long the parent waits for a worker's message before it checks the time limits again,
+# and how often it adds up the process tree's memory (a /proc scan, some milliseconds of CPU
+# on a busy machine; `Memory.tree_bytes` bounds what falls between two samples anyway).
+POLL_SECONDS = 0.1
+SAMPLE_SECONDS = 1.0
 
 
 @dataclass
@@ -78,7 +88,7 @@ def grade_all(submissions: list[Submission], assignment: Assignment, jobs: int =
 
     ctx = context()
     assigned = list(assignment.points) or None
-    pending: deque[int] = deque()
+    pending: deque[int | SubmissionRun] = deque()  # not started, or waiting for a turn
     for index, s in enumerate(submissions):
         if s.refused or s.missing:
             finish(index, Outcome(s, error=s.refused or "nothing handed in"))
@@ -94,12 +104,16 @@ def grade_all(submissions: list[Submission], assignment: Assignment, jobs: int =
         while pending or running:
             interrupted.check()
             while pending and len(running) < max(jobs, 1):
-                index = pending.popleft()
-                run = SubmissionRun(submissions[index], assigned, assignment.seed,
+                turn = pending.popleft()
+                if isinstance(turn, SubmissionRun):
+                    turn.resume()
+                    running.append(turn)
+                    continue
+                run = SubmissionRun(submissions[turn], assigned, assignment.seed,
                                     assignment.limits, ctx)
-                position[id(run)] = index
+                position[id(run)] = turn
                 running.append(run)
-            multiprocessing.connection.wait([r.connection for r in running], SAMPLE_SECONDS)
+            multiprocessing.connection.wait([r.connection for r in running], POLL_SECONDS)
             now = time.monotonic()
             for run in running:
                 run.receive()
@@ -108,6 +122,9 @@ def grade_all(submissions: list[Submission], assignment: Assignment, jobs: int =
                 usage.sample()
                 next_sample = now + SAMPLE_SECONDS
             interrupted.check()  # a worker Ctrl-C reached too is not a result
+            for run in [r for r in running if r.waiting]:
+                running.remove(run)
+                pending.append(run)
             for run in [r for r in running if r.done]:
                 running.remove(run)
                 usage.worker(run.peak_bytes)
@@ -160,24 +177,22 @@ def progress_line(outcome: Outcome, assignment: Assignment, done: int, total: in
 
 
 class TreeUsage:
-    """The memory and CPU time of this process and all its descendants, sampled. Each sample
+    """The memory and CPU time of this process and all its descendants. Each memory sample
     adds up every live process's peak resident size (VmHWM), an upper bound of the tree's
     resident memory at that moment; `peak` is the largest sample. Workers also report their
-    own peak when they finish (`worker`). CPU time is each process's user and system time when
-    last seen (so it misses at most one sampling period of each)."""
+    own peak when they finish (`worker`). CPU time is exact, not sampled (a worker may live
+    a few milliseconds): this process's own user and system time plus, for each child (the
+    fork server), its own and that of the children it has reaped (every worker, killed ones
+    too), counted from the moment the usage was created."""
 
     def __init__(self) -> None:
         self.peak = 0
         self.largest_worker = 0
-        self.cpu_ticks: dict[int, int] = {}
+        self.cpu_at_start = _tree_cpu_ticks()
 
     def sample(self) -> int:
         pids = _descendants(os.getpid()) | {os.getpid()}
         total = sum(_peak_rss(pid) for pid in pids)
-        for pid in pids:
-            ticks = _cpu_ticks(pid)
-            if ticks is not None:
-                self.cpu_ticks[pid] = ticks
         self.peak = max(self.peak, total)
         return total
 
@@ -197,7 +212,8 @@ class TreeUsage:
         return Memory(parent, largest, max(self.peak, bound))
 
     def cpu_seconds(self) -> float:
-        return sum(self.cpu_ticks.values()) / os.sysconf("SC_CLK_TCK")
+        """CPU time since the usage was created; call once every worker has been joined."""
+        return (_tree_cpu_ticks() - self.cpu_at_start) / os.sysconf("SC_CLK_TCK")
 
 
 def peak_memory_of_this_process() -> int:
@@ -205,23 +221,25 @@ def peak_memory_of_this_process() -> int:
     return _peak_rss(os.getpid())
 
 
-def _descendants(root: int) -> set[int]:
-    """The processes below `root`, from /proc (none where there is no /proc, e.g. macOS)."""
+def _children() -> dict[int, list[int]]:
+    """Every process's children, from /proc (none where there is no /proc, e.g. macOS)."""
     children: dict[int, list[int]] = {}
     try:
         entries = os.listdir("/proc")
     except OSError:
-        return set()
+        return children
     for entry in entries:
         if not entry.isdigit():
             continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as f:
-                stat = f.read()
-        except OSError:
-            continue
-        fields = stat[stat.rfind(b")") + 2:].split()
-        children.setdefault(int(fields[1]), []).append(int(entry))
+        fields = _stat_fields(int(entry))
+        if fields is not None:
+            children.setdefault(int(fields[1]), []).append(int(entry))
+    return children
+
+
+def _descendants(root: int) -> set[int]:
+    """The processes below `root`."""
+    children = _children()
     found: set[int] = set()
     todo = [root]
     while todo:
@@ -232,14 +250,32 @@ def _descendants(root: int) -> set[int]:
     return found
 
 
-def _cpu_ticks(pid: int) -> int | None:
+def _tree_cpu_ticks() -> int:
+    """This process's user and system time, plus each child's own and that of the children it
+    waited for (its descendants that have ended), in clock ticks."""
+    me = os.getpid()
+    total = _cpu_ticks(me, reaped=False)
+    for child in _children().get(me, []):
+        total += _cpu_ticks(child, reaped=True)
+    return total
+
+
+def _cpu_ticks(pid: int, reaped: bool) -> int:
+    fields = _stat_fields(pid)
+    if fields is None:
+        return 0
+    # utime, stime, then cutime, cstime (fields 14 to 17 of /proc/PID/stat)
+    return sum(int(f) for f in fields[11:15 if reaped else 13])
+
+
+def _stat_fields(pid: int) -> list[bytes] | None:
+    """/proc/PID/stat from its third field (the state) on, or None if it is gone."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as f:
             stat = f.read()
     except OSError:
         return None
-    fields = stat[stat.rfind(b")") + 2:].split()
-    return int(fields[11]) + int(fields[12])  # utime and stime (fields 14 and 15 of stat)
+    return stat[stat.rfind(b")") + 2:].split()
 
 
 def _peak_rss(pid: int) -> int:

@@ -31,7 +31,6 @@ from puzzles.grading.lms_exports import read_roster_details
 from puzzles.grading.outputs import as_scored, write_gradebook, write_student_files
 from puzzles.grading.overrides import Overrides, OverridesError
 from puzzles.grading.prairielearn import grade_job
-from puzzles.grading.release import build_release
 from puzzles.grading.sandbox import Outcome
 from puzzles.grading.strict_json import strict_json, strict_json_line
 
@@ -308,6 +307,8 @@ def classroom_workflow(template: str, commit: str, assignment: str, token_secret
 
 def release(out: Path) -> int:
     """Write the student release and the solutions bundle."""
+    from puzzles.grading.release import build_release  # nbformat: see `grader.parse_notebook`
+
     files = build_release(out)
     print(f"wrote {len(files)} files: {out / 'student'} (for students) and "
           f"{out / 'solutions'} (the solutions bundle, to publish later)")

@@ -1,14 +1,17 @@
 """Grading one submission in a worker process of its own, so that no submission can stall the
 grader or take another's memory.
 
-The worker is forked from a server process that has imported the grader and nothing else (it
-never runs MLX, which is not safe to fork once used), so starting one costs milliseconds. It
+The worker is forked from a server process that has imported the grader and the simulator and
+built what every kernel needs (`fork_server_warmup`; it never runs MLX, which is not safe to
+fork once used), so starting one costs milliseconds and each submission pays only for itself. It
 caps its own address space with `resource.setrlimit` before reading the notebook, then reports
 each step on a pipe: the puzzles it will grade and their kernels, then "start" and the row of
 each puzzle. The parent gives every step a wall-time limit; when one is exceeded it kills the
-worker, records that puzzle as "timeout", and starts a fresh worker for the puzzles left. A
-worker that dies records its puzzle as "crashed"; a simulation that runs out of the capped
-memory is "memory-limit".
+worker, records that puzzle as "timeout", and the submission waits for another turn (see
+`batch`) to grade the puzzles left in a fresh worker. A worker that dies records its puzzle
+as "crashed" (and the submission waits likewise); a simulation that runs out of the capped
+memory is "memory-limit". The submission's budget counts the time its workers ran, whatever
+the turns.
 """
 
 from __future__ import annotations
@@ -39,7 +42,8 @@ from puzzles.grading.intake import IntakeError, Submission, read_notebooks
 @dataclass
 class Outcome:
     """What grading one submission gave: rows in grading order, the kernel read for each
-    puzzle (for the integrity checks), and `error` when it could not be graded."""
+    puzzle (for the integrity checks), `error` when it could not be graded, and the seconds
+    its workers ran."""
 
     submission: Submission
     rows: list[dict[str, object]] = field(default_factory=list)
@@ -58,17 +62,24 @@ class Outcome:
         return "not graded" if self.error else "graded"
 
 
+# What the fork server imports, in order, before it forks any worker.
+FORK_SERVER_PRELOAD = ("puzzles.grading.fork_server_signals", __name__,
+                       "puzzles.grading.fork_server_warmup")
+
+
 def context() -> BaseContext:
     """The multiprocessing context workers are started from (a fork server with the grader
-    already imported)."""
+    already imported and warmed up, see `fork_server_warmup`)."""
     ctx = multiprocessing.get_context("forkserver")
-    ctx.set_forkserver_preload(["puzzles.grading.fork_server_signals", __name__])
+    ctx.set_forkserver_preload(list(FORK_SERVER_PRELOAD))
     return ctx
 
 
 class SubmissionRun:
     """The parent's side of grading one submission: start the worker, take its messages, and
-    enforce the limits. `done` once every puzzle has a row (or the submission failed)."""
+    enforce the limits. `done` once every puzzle has a row (or the submission failed);
+    `waiting` when a puzzle was stopped and others are left: it holds no worker until
+    `resume`."""
 
     def __init__(self, submission: Submission, assigned: list[int] | None, seed: int,
                  limits: Limits, ctx: BaseContext) -> None:
@@ -84,11 +95,19 @@ class SubmissionRun:
         self.kernels: dict[int, str] = {}
         self.error = ""
         self.done = False
+        self.waiting = False
         self.current: int | None = None
+        self.held = 0.0  # seconds its earlier workers ran
+        self.holding = False
+        self.resume()
+
+    def resume(self) -> None:
+        """Start a worker for the puzzles without a row, within what is left of the budget."""
+        self.waiting = False
         self._spawn()
-        # The budget starts once the worker runs (not while the fork server starts up).
-        self.started = time.monotonic()
-        self.budget_end = self.started + limits.submission_seconds
+        # The budget counts once the worker runs (not while the fork server starts up).
+        self.holding, self.held_since = True, time.monotonic()
+        self.budget_end = self.held_since + self.limits.submission_seconds - self.held
         self._next_deadline()
 
     def _spawn(self) -> None:
@@ -101,7 +120,6 @@ class SubmissionRun:
         sender.close()
         self.connection = receiver
         self.current = None
-        self._next_deadline()
 
     def _next_deadline(self) -> None:
         """The current step's limit, never past the submission's budget."""
@@ -109,7 +127,7 @@ class SubmissionRun:
 
     def receive(self) -> None:
         """Handle every message waiting on the pipe (or the worker's death)."""
-        while not self.done:
+        while not self.done and not self.waiting:
             try:
                 if not self.connection.poll():
                     return
@@ -144,7 +162,7 @@ class SubmissionRun:
     def check_time(self, now: float) -> None:
         """Kill the worker if its current step ran past the wall-time limit, or the submission
         past its budget (then every puzzle without a row is a timeout)."""
-        if self.done or now <= self.deadline:
+        if self.done or self.waiting or now <= self.deadline:
             return
         self._kill()
         if now >= self.budget_end:
@@ -176,7 +194,7 @@ class SubmissionRun:
             self._finish()
 
     def _died(self) -> None:
-        self.process.join(5)
+        self._kill()
         code = self.process.exitcode
         how = f"signal {-code}" if code is not None and code < 0 else f"exit code {code}"
         if self.current is None:
@@ -192,18 +210,21 @@ class SubmissionRun:
         self._continue()
 
     def _continue(self) -> None:
-        """A fresh worker for the puzzles without a row, if any are left."""
+        """Wait for another turn if puzzles are left without a row; else done."""
         self.connection.close()
-        left = [n for n in self.order or [] if n not in self.rows]
-        if left:
-            self._spawn()
+        if any(n not in self.rows for n in self.order or []):
+            self.waiting = True
         else:
             self._finish()
 
     def _kill(self) -> None:
+        """Stop the worker (if it still runs) and add its time to what the budget used."""
         if self.process.is_alive():
             self.process.kill()
         self.process.join(5)
+        if self.holding:
+            self.holding = False
+            self.held += time.monotonic() - self.held_since
 
     def _finish(self) -> None:
         self._kill()
@@ -212,8 +233,7 @@ class SubmissionRun:
 
     def outcome(self) -> Outcome:
         rows = [self.rows[n] for n in self.order or [] if n in self.rows]
-        return Outcome(self.submission, rows, self.kernels, self.error,
-                       time.monotonic() - self.started)
+        return Outcome(self.submission, rows, self.kernels, self.error, self.held)
 
 
 def work(sender: multiprocessing.connection.Connection, files: tuple[Path, ...],

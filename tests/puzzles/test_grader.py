@@ -188,3 +188,13 @@ def test_each_notebook_is_read_on_its_own_as_its_own_python_kernel_runs_it():
     found = read_submission([defines, uses]).found[1]
     assert found.kernel is None and "`SRC` has no value" in found.error
     assert found.notebook == "b.ipynb"
+
+
+def test_an_nbformat_3_notebook_with_cells_in_worksheets_is_converted_and_graded(tmp_path):
+    nb = learner_notebook()
+    solve(nb, "Guard")
+    path = tmp_path / "old.ipynb"
+    path.write_text(nbformat.writes(nbformat.convert(nb, 3), version=3))
+    assert "worksheets" in json.loads(path.read_text())
+    rows = by_title(grade(path))
+    assert rows["Guard"]["status"] == "pass" and rows["Map"]["note"] == "unsolved"

@@ -249,6 +249,30 @@ def test_a_slow_submission_stops_at_its_budget_with_every_puzzle_left_a_timeout(
     assert "submission's time budget of 6 s" in str(outcome.rows[-1]["reason"])
 
 
+def test_a_slow_submission_goes_behind_the_class_after_each_timeout(tmp_path):
+    """Fair scheduling with one worker: the slow student, first in the class, gives the
+    worker up at its first puzzle's time limit, so the students behind it finish first."""
+    slow = learner("01_threads.ipynb")
+    solve(slow, 1, SLOW)
+    solve(slow, 2, SLOW.replace("a[local_i] + 10", "a[local_i] + b[local_i]"))
+    solve(slow, 3, SLOW)
+    nbformat.write(slow, tmp_path / "a-slow.ipynb")
+    for sid in ("b-fast", "c-fast", "d-fast"):
+        fast = learner("01_threads.ipynb")
+        solve(fast, 1)
+        nbformat.write(fast, tmp_path / f"{sid}.ipynb")
+    plan = Assignment(points={1: 1, 2: 1, 3: 1},
+                      limits=Limits(seconds=2.0, submission_seconds=30.0), seed=5)
+    finished = []
+    grade_all(find_submissions(tmp_path), plan, jobs=1, progress=lambda _line: None,
+              on_outcome=finished.append)
+    assert [o.submission.id for o in finished] == ["b-fast", "c-fast", "d-fast", "a-slow"]
+    assert [row["status"] for row in finished[0].rows] == ["pass", "fail", "fail"]
+    assert [row["status"] for row in finished[-1].rows] == ["timeout"] * 3
+    assert all("time limit of 2 s" in str(row["reason"]) for row in finished[-1].rows)
+    assert 3 * 2.0 <= finished[-1].seconds < 3 * 2.0 + 6.0  # its three turns, no waiting
+
+
 def test_check_with_a_rows_seed_reproduces_the_graders_verdict(tmp_path):
     """A kernel right on the visible case only: which hidden cases fail depends on the
     per-submission seed, and `check N --seed S` with the row's seed finds the same ones."""
