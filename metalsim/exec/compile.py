@@ -842,9 +842,11 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
                 pt = self.param_type(p, inner)
             except CompileError:
                 return None
-            at = self.rvalue(a).type
             if isinstance(p.type, ast.ReferenceType):
+                at = a.type   # bound, not copied (a struct holding an atomic cannot be)
                 cost += self.reference_binding_cost(p, inner, a)
+            else:
+                at = self.rvalue(a).type
             if pt == at or (isinstance(pt, ArrayType) and pt == a.type):  # `T (&a)[N]`
                 continue
             if isinstance(pt, StructType) and self.is_base_of(pt, at):
