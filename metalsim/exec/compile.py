@@ -116,7 +116,10 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
     # --- translation unit -------------------------------------------------------------------
     def declare_globals(self) -> None:
         for item in self.unit.items:
-            if isinstance(item, ast.MemberFunction) and item.owner is not None:
+            if isinstance(item, ast.MemberFunction) and item.owner is not None and (
+                    item.owner_args is not None or is_explicit_specialization(item)):
+                self.define_member_specialization(item)
+            elif isinstance(item, ast.MemberFunction) and item.owner is not None:
                 self.define_member_outside(item)
             elif isinstance(item, ast.FunctionDef) and is_explicit_specialization(item):
                 self.declare_function_specialization(item)
