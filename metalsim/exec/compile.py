@@ -24,6 +24,7 @@ from metalsim.exec.constructors import ConstructorCompiler
 from metalsim.exec.deduction import DeductionConflict, bind_deduced
 from metalsim.exec.enums import EnumCompiler
 from metalsim.exec.expressions import ExpressionCompiler
+from metalsim.exec.function_pointers import FunctionPointerCompiler
 from metalsim.exec.function_specializations import (
     FunctionSpecializationCompiler,
     is_explicit_specialization,
@@ -49,6 +50,7 @@ from metalsim.lang.types import (
     INT,
     ArrayType,
     AtomicType,
+    FunctionPointerType,
     PointerType,
     ScalarType,
     StructType,
@@ -62,7 +64,8 @@ MAX_INSTANTIATION_DEPTH = 1024
 
 class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, ConstructorCompiler,
                StructTemplateCompiler, OperatorCompiler, ReferenceCompiler,
-               FunctionSpecializationCompiler, EnumCompiler, LambdaCompiler):
+               FunctionSpecializationCompiler, EnumCompiler, LambdaCompiler,
+               FunctionPointerCompiler):
     """Compiles one translation unit's kernel (and what it calls) for one instantiation."""
 
     def __init__(self, unit: ast.TranslationUnit, source_map: SourceMap,
@@ -80,6 +83,9 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
         self.specialized_structs: set[StructType] = set()  # member specialisations matched
         self.closures: dict[StructType, Closure] = {}   # lambdas' closure types
         self.lambdas: dict[tuple[int, int], E] = {}   # by (lambda, enclosing function code)
+        # functions named by template arguments of function pointer type: (function, its
+        # template arguments) -> (index, function, template arguments)
+        self.pointed_functions: dict[tuple, tuple[int, ast.FunctionDef, dict]] = {}
         self.enum_members: dict[ScalarType, dict[str, Var]] = {}   # enumerators by enumeration
         self.globals = Scope({})
         self.instances: dict[tuple, FunctionCode] = {}
@@ -374,6 +380,8 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
             if n <= 0:
                 self.error(f"array size must be positive (it is {n})", node.size)
             return ArrayType(elem, n), const, space
+        if isinstance(node, ast.FunctionPointerType):
+            return self.function_pointer_type(node, scope), False, None
         if isinstance(node, ast.PointerType):
             pointee, const, space = self.resolve_decl_type(node.pointee, scope)
             if space is None:
@@ -505,6 +513,8 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
                            f"be a type", arg)
             return self.resolve_type(arg, scope)
         t = self.resolve_type(p.kind, params_scope or scope)
+        if isinstance(t, FunctionPointerType):
+            return self.function_argument(t, arg, scope)
         if isinstance(arg, ast.NamedType) and not arg.template_args and not isinstance(
                 scope.lookup(arg.name) or ty.TYPE_NAMES.get(arg.name), Type):
             arg = ast.Name(arg.coord, arg.name)  # a bare name parsed as a type: `Buf<T, N>`
@@ -573,6 +583,8 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
             static = self.call_static(node, scope)
             if static is not None:
                 return static
+        if isinstance(v, Var) and v.kind == "function":
+            return self.call_function_pointer(node, v, scope)
         if isinstance(v, Var) and v.kind != "method":
             self.error(f"called object type '{v.type}' is not a function", name,
                        width=len(name.name),

@@ -256,6 +256,8 @@ class ExpressionCompiler:
     def var_expr(self, v: Var, node: ast.Node) -> E:
         if v.kind in ("captured", "uncaptured"):
             return self.captured_expr(v, node)
+        if v.kind == "function":
+            self.refuse_function_value(v, node)
         coord = node.coord
         slot, t = v.slot, v.type
         if v.kind == "const":

@@ -739,11 +739,15 @@ class _Parser:
                 params.append(ast.TemplateParam(self.coord(tok), name, None, default, pack))
             else:
                 kind = self.specifiers().type
+                pointer = None
+                if self.at("(") and self.at("*", 1):   # `void (*f)(int)`
+                    pointer, kind = self.function_pointer_declarator(kind, kind, None)
                 pack = bool(self.accept("..."))
                 # unnamed too: `enable_if_t<cond, bool> = true`
                 unnamed = self.at("=") or self.at(",") or self.at(">")
-                name = f"__unnamed{len(params)}" if unnamed else self.identifier(
-                    "expected a template parameter name").text
+                name = pointer.text if pointer is not None else (
+                    f"__unnamed{len(params)}" if unnamed else self.identifier(
+                        "expected a template parameter name").text)
                 default = self.template_default(self.conditional)
                 self.declare(name, _VALUE)
                 params.append(ast.TemplateParam(self.coord(tok), name, kind, default, pack))
@@ -1128,6 +1132,8 @@ class _Parser:
         if self.at("(") and self.at("&", 1) and not abstract and (
                 self.at(")", 3) or self.at(")", 2)):
             return self.array_reference_declarator(type_, base)
+        if self.at("(") and self.at("*", 1) and (self.at(")", 2) or self.at(")", 3)):
+            return self.function_pointer_declarator(type_, base, abstract)
         if not abstract and tok.kind == "ident" and tok.text not in _RESERVED:
             name = self.advance()
         elif abstract is False:
@@ -1157,6 +1163,26 @@ class _Parser:
                              hint="metalsim supports references to arrays: 'T (&a)[N]'")
         _, array = self.declarator(base, abstract=True)
         return name, ast.ReferenceType(base.coord, _with_element(array, element))
+
+    def function_pointer_declarator(self, result: ast.TypeNode, base: ast.NamedType,
+                                    abstract: bool | None) -> tuple[Token | None, ast.TypeNode]:
+        """'(' '*' name? ')' '(' params ')': a pointer to a function, `R (*f)(P...)`."""
+        self.advance()
+        self.advance()
+        name = None
+        if self.peek().kind == "ident":
+            if abstract:
+                raise self.error("expected ')'")
+            name = self.advance()
+        elif abstract is False:
+            raise self.error("expected identifier")
+        self.expect(")")
+        self.scopes.append({})
+        try:
+            params = [p.type for p in self.parameters()]
+        finally:
+            self.scopes.pop()
+        return name, ast.FunctionPointerType(base.coord, result, params)
 
     def operator_name(self) -> Token:
         """operator-function-id: 'operator' overloadable-operator, as one name token

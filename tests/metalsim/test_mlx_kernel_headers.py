@@ -4,18 +4,16 @@ before them (`mlx_header_census`), and why each of the others stops, pinned so t
 shows and a regression fails. `python benchmarks/mlx_header_census.py` prints the same.
 
 51 of 98 compile (27 before the first round of this work, 44 before structs with atomic
-members, member specialisations outside the struct, lambdas and the SIMD lane builtin). Each reason is the first
+members, member specialisations outside the struct, lambdas and the SIMD lane builtin;
+function pointers as template arguments come into play past the namespaces, in fft.h). Each reason is the first
 error: `file:line: message`. What stops them, and the plan:
 
 - CAUSE_1, every header that includes utils.h: bf16_math.h declares bfloat overloads of
   Metal's math in `metal`, `metal::fast` and `metal::precise`, which metalsim's flattened
   namespaces cannot keep apart. Plan: namespace lookup (the C++ lookup work). With the clash
-  check bypassed locally, 85 of 98 compile (66 before this round), and the rest stop at:
+  check bypassed locally, 86 of 98 compile (66 before this round), and the rest stop at:
   - calls that see the three namespaces' overloads at once (complex.h:269, fp4.h:14,
     fp8.h:61; 8 headers): namespace lookup too;
-  - fft.h:73, a function pointer type as a template parameter (`RadixFunc<T> radix_func`,
-    passed `radix2<T>`, called `radix_func(x, y)`): plan, a function-pointer type in
-    declarators whose template arguments name a function (template), called as that function;
   - Metal 4's MetalPerformancePrimitives (`#include <MetalPerformancePrimitives/...>`, which
     metalsim does not provide): `using namespace mpp;` (gated_delta_nax_ops.h:12, 3 headers)
     and `metal::dextents`/`metal::tensor` (steel_gemm_thin_nax.h:33). The NAX headers that

@@ -1058,3 +1058,14 @@ def test_a_class_template_members_specialisation_names_its_owner_and_arguments()
                                                                             None)
     assert (g.owner, [show(a) for a in g.owner_args], g.template_params,
             [show(a) for a in g.specialization_args]) == ("S", ["int"], [], ["2"])
+
+
+def test_a_function_pointer_type_in_an_alias_and_a_template_parameter():
+    unit, _ = parse_source("template <typename T> using F = void (*)(thread T*, int);\n"
+                           "template <int N, void (*g)(int)> int h();\n")
+    alias, fn = unit.items
+    assert isinstance(alias.type, ast.FunctionPointerType)
+    assert show(alias.type.result) == "void"
+    assert [show(p) for p in alias.type.params] == ["thread T*", "int"]
+    g = fn.template_params[1]
+    assert g.name == "g" and isinstance(g.kind, ast.FunctionPointerType)
