@@ -20,6 +20,7 @@ from metalsim.diagnostics import CompileError, Coord, SourceMap
 from metalsim.exec import mathlib
 from metalsim.exec import memory as mem
 from metalsim.exec.compiled import E, FunctionCode, Scope, Var, constant, lane_zeros
+from metalsim.exec.constant_calls import ConstantCallCompiler
 from metalsim.exec.constructors import ConstructorCompiler
 from metalsim.exec.deduction import DeductionConflict, bind_deduced
 from metalsim.exec.enums import EnumCompiler
@@ -65,7 +66,7 @@ MAX_INSTANTIATION_DEPTH = 1024
 class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, ConstructorCompiler,
                StructTemplateCompiler, OperatorCompiler, ReferenceCompiler,
                FunctionSpecializationCompiler, EnumCompiler, LambdaCompiler,
-               FunctionPointerCompiler):
+               FunctionPointerCompiler, ConstantCallCompiler):
     """Compiles one translation unit's kernel (and what it calls) for one instantiation."""
 
     def __init__(self, unit: ast.TranslationUnit, source_map: SourceMap,
@@ -627,8 +628,9 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
         code = self.instantiate(fdef, bindings)
         # Default arguments are evaluated where the function is declared (`T step = T(2)`).
         declared = Scope(dict(bindings), self.globals)
-        return self.call_code(code, self.bind_arguments(code.params, fdef, args, declared),
+        call = self.call_code(code, self.bind_arguments(code.params, fdef, args, declared),
                               node.coord)
+        return self.constant_call(fdef, call, args)
 
     def default_argument(self, t: Type, default: ast.Node, scope: Scope) -> E:
         """The value of a default argument; braces (`S s = {}`) copy-list-initialize."""
