@@ -161,3 +161,18 @@ def test_returning_a_lambda_is_refused():
     header = "auto make(int k) { return [=](int x) { return x + k; }; }\n"
     with pytest.raises(metalsim.CompileError, match="returning a lambda is not supported"):
         metalsim_outputs(header, "auto f = make(2); out[0] = f(1);", 1)
+
+
+def test_a_race_through_a_lambda_is_found_with_the_lambdas_line():
+    """A threadgroup array captured by reference is the same memory, checked as ever: the
+    missing barrier between the lambda's write and the next read is a race."""
+    source = """
+threadgroup float sh[32];
+auto store = [&](int j) { sh[j] = a[j]; };
+store(thread_position_in_threadgroup.x);
+out[thread_position_in_grid.x] = sh[(thread_position_in_threadgroup.x + 1) % 32];"""
+    kernel = metalsim.metal_kernel("lambda_race", ["a"], ["out"], source)
+    run = metalsim.simulate(kernel, inputs=[mx.zeros(32)], output_shapes=[(32,)],
+                            output_dtypes=[mx.float32], grid=(32, 1, 1), threadgroup=(32, 1, 1))
+    (race,) = [d for d in run.report.diagnostics if d.kind == "race"]
+    assert race.line == 5 and "wrote at line 3" in race.detail
