@@ -89,6 +89,14 @@ _TEXTURE_TYPES = frozenset(
 _UNMODELLED_TRAIT_CLASSES = frozenset({"integral_constant", "bool_constant", "true_type",
                                        "false_type"})
 
+# Metal 4's tensors (<metal_tensor>) and MetalPerformancePrimitives (`mpp::tensor_ops`), which
+# MLX's NAX kernels use and metalsim does not model (tests/metalsim/test_mlx_kernel_headers.py
+# says what they would take).
+_METAL4_TENSOR_NAMES = frozenset({"tensor", "dextents", "extents", "tensor_inline",
+                                  "tensor_handle", "tensor_offset", "cooperative_tensor",
+                                  "execution_simdgroup", "execution_simdgroups",
+                                  "execution_thread", "dynamic_extent"})
+
 _ADDRESS_SPACES = frozenset({"device", "constant", "threadgroup", "thread"})
 _QUALIFIERS = _ADDRESS_SPACES | {"const", "volatile"}  # may precede the type in a type-name
 # Words that can only begin a declaration (besides type names).
@@ -335,6 +343,15 @@ class _Parser:
                               "support", tok, width=len(tok.text),
                               hint="mx.fast.metal_kernel passes only buffers: read the data "
                                    "from a device array")
+        i = self.tokens.index(tok) if self.at("::", 1) else -1
+        member = self.tokens[i + 2].text if i >= 0 and self.tokens[i + 2].kind == "ident" else ""
+        if tok.text in ("metal", "mpp") and member:
+            close = difflib.get_close_matches(member, _BUILTIN_TYPE_WORDS, n=1)
+            hint = ("Metal 4's tensors and MetalPerformancePrimitives tensor ops are not "
+                    "modelled by metalsim" if tok.text == "mpp" or member in _METAL4_TENSOR_NAMES
+                    else f"did you mean 'metal::{close[0]}'?" if close else "")
+            return self.error(f"no type named '{member}' in namespace '{tok.text}'", tok,
+                              hint, width=len(tok.text) + 2 + len(member))
         known = [n for scope in self.scopes for n, k in scope.items() if k == _TYPE]
         close = difflib.get_close_matches(tok.text, [*_BUILTIN_TYPE_WORDS, *known], n=1)
         hint = f"did you mean '{close[0]}'?" if close else ""

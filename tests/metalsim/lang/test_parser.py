@@ -1069,3 +1069,12 @@ def test_a_function_pointer_type_in_an_alias_and_a_template_parameter():
     assert [show(p) for p in alias.type.params] == ["thread T*", "int"]
     g = fn.template_params[1]
     assert g.name == "g" and isinstance(g.kind, ast.FunctionPointerType)
+
+
+def test_metal4_tensor_types_are_named_as_not_modelled():
+    err = error("using extents_t = metal::dextents<int32_t, 2>;\n")
+    assert "no type named 'dextents' in namespace 'metal'" in str(err)
+    assert "Metal 4's tensors and MetalPerformancePrimitives" in err.diagnostic.hint
+    err = error("metal::flaot4 x;\n")
+    assert "no type named 'flaot4' in namespace 'metal'" in str(err)
+    assert err.diagnostic.hint == "did you mean 'metal::float4'?"
