@@ -343,10 +343,11 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
             yield base, t, ast.IntLiteral(coord, 0, text="0")
 
     def static_assert(self, node: ast.StaticAssert, scope: Scope) -> None:
-        """Check a `static_assert`. One whose condition calls a function or constructs an
-        object (complex.h's `(complex_t<half>{1, 2} * complex_t<half>{3, 4}).real == -5`)
-        is compiled, so it must be valid, but not checked: metalsim runs no code at compile
-        time."""
+        """Check a `static_assert`. One whose condition calls a constexpr function with
+        constant arguments is checked (`constant_calls`); one that calls anything else or
+        constructs an object (complex.h's `(complex_t<half>{1, 2} * complex_t<half>{3,
+        4}).real == -5`) is compiled, so it must be valid, but not checked: metalsim runs no
+        other code at compile time."""
         e = self.expr(node.cond, scope)
         if e.const is None and any(isinstance(n, ast.Call | ast.MethodCall | ast.Construct)
                                    for n in walk(node.cond)):

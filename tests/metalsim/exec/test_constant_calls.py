@@ -42,3 +42,9 @@ def test_constexpr_calls_with_constant_arguments_are_constants(body, n):
 def test_a_call_that_is_no_constant_expression_is_refused_as_a_template_argument(header, body):
     with pytest.raises(metalsim.CompileError, match="must be a constant"):
         metalsim_outputs(header, body, 1)
+
+
+def test_a_static_assert_calling_a_constexpr_function_is_checked():
+    header = "constexpr int sq(int v) { return v * v; }\nstatic_assert(sq(3) == 10, \"nine\");\n"
+    with pytest.raises(metalsim.CompileError, match="static assertion failed: nine"):
+        metalsim_outputs(header, "out[0] = 1;", 1)
