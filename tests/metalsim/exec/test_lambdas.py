@@ -28,6 +28,7 @@ template <typename F> void dispatch_bool(bool v, F f) {
   if (v) { f(Bool<true>{}); } else { f(Bool<false>{}); }
 }
 template <typename F> int twice(F f, int x) { return f(f(x)); }
+struct P { int a; int b; int sum() const thread { return a + b; } };
 """
 
 
@@ -43,6 +44,11 @@ template <typename F> int twice(F f, int x) { return f(f(x)); }
     ("int a = 2, b = 5; auto f = [a, &b](int x) { b += x; return a * b; }; a = 9;\n"
      "out[0] = f(1); out[1] = b; auto g = [=, &b]() { b = a; }; g(); out[2] = b;\n"
      "auto h = [&, a]() { return a + b; }; a = 40; out[3] = h();", 4),
+    # copies of a struct and of a pointer (the pointee is still shared)
+    ("P p{1, 2}; int arr[3] = {5, 6, 7}; thread int* q = arr;\n"
+     "auto f = [=]() { return p.sum() * 100 + q[1]; };\n"
+     "auto g = [p, q]() mutable { p.a += 10; q += 1; return p.a * 10 + *q; };\n"
+     "p.a = 50; arr[1] = 60; out[0] = f(); out[1] = g(); out[2] = g(); out[3] = p.a;", 4),
     # generic: each call instantiates the body for its argument types
     ("int k = 3; auto f = [&](auto x) { return x + k; }; out[0] = f(2);\n"
      "out[1] = int(f(1.5f) * 2); out[2] = int(f(short(4)));", 3),
