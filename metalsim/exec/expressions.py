@@ -966,6 +966,8 @@ class ExpressionCompiler:
     def x_MethodCall(self, node: ast.MethodCall, scope: Scope) -> E:
         base = self.expr(node.base, scope)
         t = base.type
+        if node.name == "operator()" and t in self.closures:   # `[&] { ... }()`
+            return self.call_closure(node, self.closures[t], t, scope, made=base)
         pointee = t.pointee if isinstance(t, PointerType) else (
             t.elem if isinstance(t, ArrayType) and node.arrow else None)
         if isinstance(t, StructType) or isinstance(pointee, StructType):

@@ -49,6 +49,9 @@ struct P { int a; int b; int sum() const thread { return a + b; } };
      "auto f = [=]() { return p.sum() * 100 + q[1]; };\n"
      "auto g = [p, q]() mutable { p.a += 10; q += 1; return p.a * 10 + *q; };\n"
      "p.a = 50; arr[1] = 60; out[0] = f(); out[1] = g(); out[2] = g(); out[3] = p.a;", 4),
+    # called as it is made
+    ("int k = 3; const int x = [&] { return k * 2; }(); int y = [=](int m) { return k * m; }(5);"
+     "\n[&]() { k = 40; }(); out[0] = x; out[1] = y; out[2] = k;", 3),
     # generic: each call instantiates the body for its argument types
     ("int k = 3; auto f = [&](auto x) { return x + k; }; out[0] = f(2);\n"
      "out[1] = int(f(1.5f) * 2); out[2] = int(f(short(4)));", 3),
