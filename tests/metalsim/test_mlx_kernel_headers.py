@@ -37,9 +37,10 @@ error: `file:line: message`. What stops them, and the plan:
     model takes the layout from Apple's headers (or `get_multidimensional_index` printed on a
     Metal 4 GPU with NAX, which MLX alone dispatches these kernels to) rather than from the
     code it would check, so it is left. (MLX's NAX GEMM and attention headers compile alone,
-    not needing utils.h, so they count among the 51.) Their fragments are also Metal 4's
-    8-element vectors (`dtype_frag_t<T>` is `metal::vec<T, 8>`), which metalsim's vector types
-    (2, 3 and 4 elements) refuse: "invalid vector type vec<float, 8>".
+    not needing utils.h, so they count among the 51.) Their fragments are also 8-element
+    vectors (`dtype_frag_t<T>` is `metal::vec<T, 8>`), which the Metal compiler accepts for
+    them and metalsim's vector types (2 to 4 elements, as the MSL specification lists)
+    refuse: "invalid vector type vec<float, 8>".
 """
 
 import mlx_header_census
