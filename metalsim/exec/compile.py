@@ -20,14 +20,17 @@ from metalsim.diagnostics import CompileError, Coord, SourceMap
 from metalsim.exec import mathlib
 from metalsim.exec import memory as mem
 from metalsim.exec.compiled import E, FunctionCode, Scope, Var, constant, lane_zeros
+from metalsim.exec.constant_calls import ConstantCallCompiler
 from metalsim.exec.constructors import ConstructorCompiler
 from metalsim.exec.deduction import DeductionConflict, bind_deduced
 from metalsim.exec.enums import EnumCompiler
 from metalsim.exec.expressions import ExpressionCompiler
+from metalsim.exec.function_pointers import FunctionPointerCompiler
 from metalsim.exec.function_specializations import (
     FunctionSpecializationCompiler,
     is_explicit_specialization,
 )
+from metalsim.exec.lambdas import Closure, LambdaCompiler
 from metalsim.exec.operators import OperatorCompiler
 from metalsim.exec.references import ReferenceCompiler, returned_location
 from metalsim.exec.runtime import bind_argument
@@ -48,6 +51,7 @@ from metalsim.lang.types import (
     INT,
     ArrayType,
     AtomicType,
+    FunctionPointerType,
     PointerType,
     ScalarType,
     StructType,
@@ -61,7 +65,8 @@ MAX_INSTANTIATION_DEPTH = 1024
 
 class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, ConstructorCompiler,
                StructTemplateCompiler, OperatorCompiler, ReferenceCompiler,
-               FunctionSpecializationCompiler, EnumCompiler):
+               FunctionSpecializationCompiler, EnumCompiler, LambdaCompiler,
+               FunctionPointerCompiler, ConstantCallCompiler):
     """Compiles one translation unit's kernel (and what it calls) for one instantiation."""
 
     def __init__(self, unit: ast.TranslationUnit, source_map: SourceMap,
@@ -77,6 +82,11 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
         # (id of a function template, its argument keys) -> its explicit specialisation
         self.function_specializations: dict[tuple, ast.FunctionDef] = {}
         self.specialized_structs: set[StructType] = set()  # member specialisations matched
+        self.closures: dict[StructType, Closure] = {}   # lambdas' closure types
+        self.lambdas: dict[tuple[int, int], E] = {}   # by (lambda, enclosing function code)
+        # functions named by template arguments of function pointer type: (function, its
+        # template arguments) -> (index, function, template arguments)
+        self.pointed_functions: dict[tuple, tuple[int, ast.FunctionDef, dict]] = {}
         self.enum_members: dict[ScalarType, dict[str, Var]] = {}   # enumerators by enumeration
         self.globals = Scope({})
         self.instances: dict[tuple, FunctionCode] = {}
@@ -116,7 +126,10 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
     # --- translation unit -------------------------------------------------------------------
     def declare_globals(self) -> None:
         for item in self.unit.items:
-            if isinstance(item, ast.MemberFunction) and item.owner is not None:
+            if isinstance(item, ast.MemberFunction) and item.owner is not None and (
+                    item.owner_args is not None or is_explicit_specialization(item)):
+                self.define_member_specialization(item)
+            elif isinstance(item, ast.MemberFunction) and item.owner is not None:
                 self.define_member_outside(item)
             elif isinstance(item, ast.FunctionDef) and is_explicit_specialization(item):
                 self.declare_function_specialization(item)
@@ -330,10 +343,11 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
             yield base, t, ast.IntLiteral(coord, 0, text="0")
 
     def static_assert(self, node: ast.StaticAssert, scope: Scope) -> None:
-        """Check a `static_assert`. One whose condition calls a function or constructs an
-        object (complex.h's `(complex_t<half>{1, 2} * complex_t<half>{3, 4}).real == -5`)
-        is compiled, so it must be valid, but not checked: metalsim runs no code at compile
-        time."""
+        """Check a `static_assert`. One whose condition calls a constexpr function with
+        constant arguments is checked (`constant_calls`); one that calls anything else or
+        constructs an object (complex.h's `(complex_t<half>{1, 2} * complex_t<half>{3,
+        4}).real == -5`) is compiled, so it must be valid, but not checked: metalsim runs no
+        other code at compile time."""
         e = self.expr(node.cond, scope)
         if e.const is None and any(isinstance(n, ast.Call | ast.MethodCall | ast.Construct)
                                    for n in walk(node.cond)):
@@ -368,6 +382,8 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
             if n <= 0:
                 self.error(f"array size must be positive (it is {n})", node.size)
             return ArrayType(elem, n), const, space
+        if isinstance(node, ast.FunctionPointerType):
+            return self.function_pointer_type(node, scope), False, None
         if isinstance(node, ast.PointerType):
             pointee, const, space = self.resolve_decl_type(node.pointee, scope)
             if space is None:
@@ -499,6 +515,8 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
                            f"be a type", arg)
             return self.resolve_type(arg, scope)
         t = self.resolve_type(p.kind, params_scope or scope)
+        if isinstance(t, FunctionPointerType):
+            return self.function_argument(t, arg, scope)
         if isinstance(arg, ast.NamedType) and not arg.template_args and not isinstance(
                 scope.lookup(arg.name) or ty.TYPE_NAMES.get(arg.name), Type):
             arg = ast.Name(arg.coord, arg.name)  # a bare name parsed as a type: `Buf<T, N>`
@@ -557,6 +575,8 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
             return self.x_MethodCall(ast.MethodCall(node.coord, ast.This(node.coord), name.name,
                                                     node.args, True, name.template_args), scope)
         v = self.lookup_scope(name, scope).lookup(name.name) if not name.qualifier else None
+        if isinstance(v, Var) and v.type in self.closures:
+            return self.call_closure(node, self.closures[v.type], v.type, scope)
         if isinstance(v, Var) and isinstance(v.type, StructType):
             # `op(a, b)` on a function object calls its `operator()`.
             return self.x_MethodCall(ast.MethodCall(node.coord, name, "operator()", node.args),
@@ -565,6 +585,8 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
             static = self.call_static(node, scope)
             if static is not None:
                 return static
+        if isinstance(v, Var) and v.kind == "function":
+            return self.call_function_pointer(node, v, scope)
         if isinstance(v, Var) and v.kind != "method":
             self.error(f"called object type '{v.type}' is not a function", name,
                        width=len(name.name),
@@ -607,8 +629,9 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
         code = self.instantiate(fdef, bindings)
         # Default arguments are evaluated where the function is declared (`T step = T(2)`).
         declared = Scope(dict(bindings), self.globals)
-        return self.call_code(code, self.bind_arguments(code.params, fdef, args, declared),
+        call = self.call_code(code, self.bind_arguments(code.params, fdef, args, declared),
                               node.coord)
+        return self.constant_call(fdef, call, args)
 
     def default_argument(self, t: Type, default: ast.Node, scope: Scope) -> E:
         """The value of a default argument; braces (`S s = {}`) copy-list-initialize."""
@@ -660,7 +683,7 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
         def ev(f, lanes):
             m = f.m
             size = m.batch.size
-            frame = Frame(m, code.nslots)
+            frame = Frame(m, code.nslots, caller=f, code=code)
             for (var, _), (kind, aev) in zip(code.params, arg_evs):
                 value = aev(f, lanes)
                 if kind == "region":  # a struct passed by value: a copy in thread memory
@@ -842,9 +865,11 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
                 pt = self.param_type(p, inner)
             except CompileError:
                 return None
-            at = self.rvalue(a).type
             if isinstance(p.type, ast.ReferenceType):
+                at = a.type   # bound, not copied (a struct holding an atomic cannot be)
                 cost += self.reference_binding_cost(p, inner, a)
+            else:
+                at = self.rvalue(a).type
             if pt == at or (isinstance(pt, ArrayType) and pt == a.type):  # `T (&a)[N]`
                 continue
             if isinstance(pt, StructType) and self.is_base_of(pt, at):

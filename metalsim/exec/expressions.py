@@ -42,6 +42,7 @@ from metalsim.lang.types import (
     StructType,
     Type,
     VectorType,
+    holds_atomic,
 )
 
 SWIZZLE = {c: i for i, c in enumerate("xyzw")} | {c: i for i, c in enumerate("rgba")}
@@ -68,6 +69,10 @@ class ExpressionCompiler:
         if isinstance(e.type, AtomicType):
             self.error(f"an atomic ('{e.type}') cannot be read directly", e.coord,
                        hint="use atomic_load_explicit(&x, memory_order_relaxed)")
+        if isinstance(e.type, StructType) and holds_atomic(e.type):
+            self.error(f"'{e.type}' cannot be copied: it holds an atomic, whose copy "
+                       "constructor and assignment are deleted", e.coord,
+                       hint="use the object through a pointer or reference")
         if isinstance(e.type, ArrayType) and e.loc is not None:
             loc, elem, space = e.loc, e.type.elem, e.space
 
@@ -249,6 +254,10 @@ class ExpressionCompiler:
                    width=len(node.name))
 
     def var_expr(self, v: Var, node: ast.Node) -> E:
+        if v.kind in ("captured", "uncaptured"):
+            return self.captured_expr(v, node)
+        if v.kind == "function":
+            self.refuse_function_value(v, node)
         coord = node.coord
         slot, t = v.slot, v.type
         if v.kind == "const":
@@ -750,7 +759,14 @@ class ExpressionCompiler:
         base = self.expr(node.base, scope)
         if isinstance(base.type, StructType):
             return self.struct_operator("[]", [base, self.expr(node.index, scope)], node, scope)
-        index = self.rvalue(self.expr(node.index, scope))
+        index = self.expr(node.index, scope)
+        if isinstance(index.type, StructType):
+            # an object with a conversion to an integer (`a[r]` with MLX's `Int<N>`)
+            found = self.conversion_function(index.type, ty.LONG, False)
+            if found is not None and ty.is_integer(
+                    (converted := self.call_conversion(index, *found, index.coord)).type):
+                index = converted
+        index = self.rvalue(index)
         if not ty.is_integer(index.type) or isinstance(index.type, VectorType):
             self.error(f"array subscript is not an integer ('{index.type}')", node.index)
         if isinstance(base.type, VectorType):
@@ -950,6 +966,8 @@ class ExpressionCompiler:
     def x_MethodCall(self, node: ast.MethodCall, scope: Scope) -> E:
         base = self.expr(node.base, scope)
         t = base.type
+        if node.name == "operator()" and t in self.closures:   # `[&] { ... }()`
+            return self.call_closure(node, self.closures[t], t, scope, made=base)
         pointee = t.pointee if isinstance(t, PointerType) else (
             t.elem if isinstance(t, ArrayType) and node.arrow else None)
         if isinstance(t, StructType) or isinstance(pointee, StructType):
@@ -963,7 +981,10 @@ class ExpressionCompiler:
 
     def x_This(self, node: ast.This, scope: Scope) -> E:
         v = scope.lookup("this")
-        if v is None or v.kind != "ptr":  # none here, or an enclosing function's
+        if v is not None and v.kind == "uncaptured":
+            self.error("'this' cannot be implicitly captured in this context", node, width=4,
+                       hint="capture it: '[this]' (or '[&]', '[=]')")
+        if v is None or v.kind not in ("ptr", "captured"):  # none, or an enclosing function's
             self.error("invalid use of 'this' outside of a non-static member function", node,
                        width=4)
         return E(v.type, self.var_expr(v, node).ev, node.coord)  # a prvalue: no location

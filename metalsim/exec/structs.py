@@ -31,7 +31,15 @@ from metalsim.exec.struct_templates import StructTemplate
 from metalsim.exec.values import MemLoc, Ptr
 from metalsim.lang import ast
 from metalsim.lang import types as ty
-from metalsim.lang.types import ArrayType, PointerType, ScalarType, StructType, Type, VectorType
+from metalsim.lang.types import (
+    ArrayType,
+    AtomicType,
+    PointerType,
+    ScalarType,
+    StructType,
+    Type,
+    VectorType,
+)
 
 Leaf = ScalarType | VectorType
 
@@ -180,7 +188,8 @@ class StructCompiler:
             if space is not None:
                 self.error("field may not be qualified with an address space", d)
             inner = ty.array_shape(t)[1]
-            if not isinstance(inner, ScalarType | VectorType | StructType | PointerType):
+            if not isinstance(inner, ScalarType | VectorType | StructType | PointerType
+                              | AtomicType):
                 self.error(f"a member of type '{t}' is not supported by metalsim", d)
             if isinstance(t, ArrayType) and t.length < 0:
                 self.error("flexible array members are not supported by metalsim", d)
@@ -478,6 +487,11 @@ class StructCompiler:
         """`s.name`: an lvalue in the object's memory, or a value taken from a struct rvalue."""
         st: StructType = base.type
         member = st.member(node.name)
+        static = self.struct_statics.get(st, {}).get(node.name)
+        if member is None and static is not None:
+            # `idx.value`: a static member named through an object (C++ [expr.ref]); a
+            # constant expression where the static is (MLX's `frag_at<idx.value>()`)
+            return self.var_expr(static, node)
         if member is None:
             if node.name in self.methods_of(st):
                 self.error(f"reference to non-static member function '{node.name}' must be "

@@ -58,7 +58,15 @@ class ArrayType(Node):
     size: Expr | None  # None for `T a[] = {...}`
 
 
-TypeNode = NamedType | PointerType | ReferenceType | ArrayType
+@dataclass(eq=False)
+class FunctionPointerType(Node):
+    """`R (*)(P...)`, the type of a pointer to a function."""
+
+    result: TypeNode
+    params: list[TypeNode]
+
+
+TypeNode = NamedType | PointerType | ReferenceType | ArrayType | FunctionPointerType
 
 
 # --- Expressions -------------------------------------------------------------------------------
@@ -228,9 +236,25 @@ class InitList(Node):
     items: list[Expr]
 
 
+@dataclass(eq=False)
+class Lambda(Node):
+    """`[captures](params) mutable -> R { body }`. `default` is the capture-default ('&', '='
+    or None); `captures` the captures listed, as (name, by reference), `this` named 'this'. A
+    generic lambda's `auto` parameters are its invented template parameters
+    (`template_params`, None for none); `return_type` is `auto` unless given."""
+
+    default: str | None
+    captures: list[tuple[str, bool]]
+    params: list[Param]
+    return_type: TypeNode
+    body: Compound
+    template_params: list[TemplateParam] | None = None
+    mutable: bool = False
+
+
 Expr = (IntLiteral | FloatLiteral | BoolLiteral | StringLiteral | Name | Unary | Postfix | Binary
         | Assign | Conditional | Call | MethodCall | Construct | Cast | Index | Member | This
-        | SizeOf | InitList)
+        | SizeOf | InitList | Lambda)
 
 
 # --- Statements --------------------------------------------------------------------------------
@@ -372,7 +396,7 @@ class TemplateParam(Node):
     for a parameter pack (`typename... Ts`)."""
 
     name: str
-    kind: NamedType | None = None
+    kind: NamedType | FunctionPointerType | None = None
     default: Node | None = None
     pack: bool = False
 
@@ -400,6 +424,7 @@ class FunctionDef(Node):
     template_params: list[TemplateParam] | None = None
     attributes: list[Attribute] = field(default_factory=list)
     specialization_args: list[Node] | None = field(default=None, kw_only=True)
+    constexpr: bool = field(default=False, kw_only=True)
 
 
 @dataclass(eq=False)
@@ -412,6 +437,7 @@ class MemberFunction(FunctionDef):
     space: str | None = None
     static: bool = False
     owner: str | None = None  # the struct of a definition outside it: `int S::f() {...}`
+    owner_args: list[Node] | None = None  # its template arguments: `template <> int S<A>::f()`
 
 
 @dataclass(eq=False)

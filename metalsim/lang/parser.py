@@ -89,6 +89,14 @@ _TEXTURE_TYPES = frozenset(
 _UNMODELLED_TRAIT_CLASSES = frozenset({"integral_constant", "bool_constant", "true_type",
                                        "false_type"})
 
+# Metal 4's tensors (<metal_tensor>) and MetalPerformancePrimitives (`mpp::tensor_ops`), which
+# MLX's NAX kernels use and metalsim does not model (tests/metalsim/test_mlx_kernel_headers.py
+# says what they would take).
+_METAL4_TENSOR_NAMES = frozenset({"tensor", "dextents", "extents", "tensor_inline",
+                                  "tensor_handle", "tensor_offset", "cooperative_tensor",
+                                  "execution_simdgroup", "execution_simdgroups",
+                                  "execution_thread", "dynamic_extent"})
+
 _ADDRESS_SPACES = frozenset({"device", "constant", "threadgroup", "thread"})
 _QUALIFIERS = _ADDRESS_SPACES | {"const", "volatile"}  # may precede the type in a type-name
 # Words that can only begin a declaration (besides type names).
@@ -335,6 +343,15 @@ class _Parser:
                               "support", tok, width=len(tok.text),
                               hint="mx.fast.metal_kernel passes only buffers: read the data "
                                    "from a device array")
+        i = self.tokens.index(tok) if self.at("::", 1) else -1
+        member = self.tokens[i + 2].text if i >= 0 and self.tokens[i + 2].kind == "ident" else ""
+        if tok.text in ("metal", "mpp") and member:
+            close = difflib.get_close_matches(member, _BUILTIN_TYPE_WORDS, n=1)
+            hint = ("Metal 4's tensors and MetalPerformancePrimitives tensor ops are not "
+                    "modelled by metalsim" if tok.text == "mpp" or member in _METAL4_TENSOR_NAMES
+                    else f"did you mean 'metal::{close[0]}'?" if close else "")
+            return self.error(f"no type named '{member}' in namespace '{tok.text}'", tok,
+                              hint, width=len(tok.text) + 2 + len(member))
         known = [n for scope in self.scopes for n, k in scope.items() if k == _TYPE]
         close = difflib.get_close_matches(tok.text, [*_BUILTIN_TYPE_WORDS, *known], n=1)
         hint = f"did you mean '{close[0]}'?" if close else ""
@@ -544,8 +561,10 @@ class _Parser:
                              hint="statements belong inside a function body")
         return self.declaration(None)
 
-    def declaration(self, template_params: list[ast.TemplateParam] | None) -> ast.Node:
-        """function-definition | declaration, at file scope"""
+    def declaration(self, template_params: list[ast.TemplateParam] | None,
+                    member_template: bool = False) -> ast.Node:
+        """function-definition | declaration, at file scope; `member_template` after
+        `template <> template <>`."""
         start = self.peek()
         specs = self.specifiers(allow_kernel=True)
         name, type_ = self.declarator(specs.type, stop_at_paren=True)
@@ -554,10 +573,17 @@ class _Parser:
         if template_params is not None and self.accept("<"):
             # `template <> int f<0>(...)`, or a variable template's (partial) specialisation
             specialization = self.template_arguments()
-            if template_params == [] and self.at("("):
+            if template_params == [] and self.at("(") and not member_template:
                 fdef = self.function(start, specs, name, type_, template_params)
                 fdef.specialization_args = specialization
                 return fdef
+        if template_params == [] and self.at("::") and (
+                specialization is not None or self.lookup(name.text) == _TYPE):
+            return self.member_specialization(start, specs, name, type_, specialization,
+                                              member_template)
+        if member_template:
+            raise self.error("expected a member of a class template's instance after "
+                             "'template <> template <>'", name, width=len(name.text))
         if template_params is None and self.at("::") and self.lookup(name.text) == _TYPE:
             return self.out_of_class_member(start, specs, name, type_)
         if self.at("(") and not self.parenthesized_initializer_at():
@@ -594,7 +620,7 @@ class _Parser:
         finally:
             self.scopes.pop()
         return ast.FunctionDef(self.coord(start), name.text, return_type, params, body,
-                               template_params, specs.attributes)
+                               template_params, specs.attributes, constexpr=specs.constexpr)
 
     def trailing_return_type(self, declared: ast.TypeNode) -> ast.TypeNode:
         """['->' type-name] after a function's parameters (and qualifiers): the return type of
@@ -652,6 +678,13 @@ class _Parser:
                 self.declare(alias.name, _TYPE_TEMPLATE, file_scope=True)
                 alias.coord = self.coord(tmpl)
                 return alias
+            if params == [] and self.at("template") and self.at("<", 1) and self.at(">", 2):
+                # `template <> template <> R S<A>::f<B>(...)`: a member function template's
+                # explicit specialisation for an instance of a class template
+                self.pos += 3
+                node = self.declaration([], member_template=True)
+                node.coord = self.coord(tmpl)
+                return node
             if self.at("template"):
                 raise self.error("nested template declarations are not supported by metalsim")
             if self.peek().text in _CLASS_KEYS and self.at(";", 2):
@@ -723,11 +756,15 @@ class _Parser:
                 params.append(ast.TemplateParam(self.coord(tok), name, None, default, pack))
             else:
                 kind = self.specifiers().type
+                pointer = None
+                if self.at("(") and self.at("*", 1):   # `void (*f)(int)`
+                    pointer, kind = self.function_pointer_declarator(kind, kind, None)
                 pack = bool(self.accept("..."))
                 # unnamed too: `enable_if_t<cond, bool> = true`
                 unnamed = self.at("=") or self.at(",") or self.at(">")
-                name = f"__unnamed{len(params)}" if unnamed else self.identifier(
-                    "expected a template parameter name").text
+                name = pointer.text if pointer is not None else (
+                    f"__unnamed{len(params)}" if unnamed else self.identifier(
+                        "expected a template parameter name").text)
                 default = self.template_default(self.conditional)
                 self.declare(name, _VALUE)
                 params.append(ast.TemplateParam(self.coord(tok), name, kind, default, pack))
@@ -1112,6 +1149,8 @@ class _Parser:
         if self.at("(") and self.at("&", 1) and not abstract and (
                 self.at(")", 3) or self.at(")", 2)):
             return self.array_reference_declarator(type_, base)
+        if self.at("(") and self.at("*", 1) and (self.at(")", 2) or self.at(")", 3)):
+            return self.function_pointer_declarator(type_, base, abstract)
         if not abstract and tok.kind == "ident" and tok.text not in _RESERVED:
             name = self.advance()
         elif abstract is False:
@@ -1141,6 +1180,26 @@ class _Parser:
                              hint="metalsim supports references to arrays: 'T (&a)[N]'")
         _, array = self.declarator(base, abstract=True)
         return name, ast.ReferenceType(base.coord, _with_element(array, element))
+
+    def function_pointer_declarator(self, result: ast.TypeNode, base: ast.NamedType,
+                                    abstract: bool | None) -> tuple[Token | None, ast.TypeNode]:
+        """'(' '*' name? ')' '(' params ')': a pointer to a function, `R (*f)(P...)`."""
+        self.advance()
+        self.advance()
+        name = None
+        if self.peek().kind == "ident":
+            if abstract:
+                raise self.error("expected ')'")
+            name = self.advance()
+        elif abstract is False:
+            raise self.error("expected identifier")
+        self.expect(")")
+        self.scopes.append({})
+        try:
+            params = [p.type for p in self.parameters()]
+        finally:
+            self.scopes.pop()
+        return name, ast.FunctionPointerType(base.coord, result, params)
 
     def operator_name(self) -> Token:
         """operator-function-id: 'operator' overloadable-operator, as one name token
@@ -1574,6 +1633,38 @@ class _Parser:
         if fn.body is None:
             raise self.error(f"expected the body of '{struct.text}::{name.text}'")
         fn.owner = struct.text
+        return fn
+
+    def member_specialization(self, start: Token, specs: _Specifiers, struct: Token,
+                              return_type: ast.TypeNode, struct_args: list[ast.Node] | None,
+                              member_template: bool) -> ast.MemberFunction:
+        """An explicit specialisation of a member, outside its struct (C++ [temp.expl.spec]):
+        `template <> R S::f<A>(...)` or `template <> R S::f(...)` of a member function template
+        of the struct `S`; `template <> R S<A>::f(...)`, the member function `f` of the
+        instance `S<A>` of a class template (MLX's fft/readwrite.h); and
+        `template <> template <> R S<A>::f<B>(...)`, a member function template's
+        specialisation for an instance."""
+        if struct_args is not None and struct.text not in self.struct_templates:
+            raise self.error(f"explicit specialization of non-template struct '{struct.text}'",
+                             struct, width=len(struct.text))
+        if member_template and struct_args is None:
+            raise self.error(f"'{struct.text}' is not a class template: its member's "
+                             "specialisation takes one 'template <>'", struct,
+                             width=len(struct.text))
+        self.expect("::")
+        name = self.operator_name() if self.at("operator") else self.identifier(
+            "expected a member function name after '::'")
+        member_args = self.template_arguments() if self.accept("<") else None
+        if struct_args is not None and member_args is not None and not member_template:
+            raise self.error("a member function template's specialisation for a class "
+                             "template's instance takes 'template <> template <>'", start,
+                             width=len(start.text))
+        fn = self.member_function(start, specs, name, return_type)
+        fn.owner, fn.owner_args = struct.text, struct_args
+        # a function template's specialisation has empty template parameters (`FunctionDef`);
+        # a member function of an instance specialised is an ordinary member function
+        fn.template_params = [] if member_template or struct_args is None else None
+        fn.specialization_args = member_args
         return fn
 
     def constructor(self, start: Token, explicit: bool) -> ast.Constructor:
@@ -2080,7 +2171,47 @@ class _Parser:
                 raise self.error("expected ')'")
             self.advance()
             return expr
+        elif self.at("[") and not self.at("[", 1):
+            return self.lambda_expression()
         raise self.error("expected expression", width=max(1, len(tok.text)))
+
+    def lambda_expression(self) -> ast.Lambda:
+        """lambda-expression: '[' [capture-default] [',' capture]* ']' ['(' params ')']
+        ['mutable'] ['->' type-name] compound, a capture being ['&'] name or 'this'."""
+        open_ = self.expect("[")
+        default, captures = None, []
+        while not self.accept("]"):
+            if captures or default:
+                self.expect(",", "expected ',' or ']' in the lambda's capture list")
+            default_at = self.at("&") or self.at("=")
+            if not captures and default is None and default_at and (
+                    self.at(",", 1) or self.at("]", 1)):
+                default = self.advance().text
+                continue
+            by_reference = bool(self.accept("&"))
+            if self.at("=") or self.at("*"):
+                raise self.error("metalsim does not support this capture (C++17's '*this', "
+                                 "init-captures)", width=1)
+            name = self.advance() if self.at("this") else self.identifier(
+                "expected a variable name or 'this' in the lambda's capture list")
+            if self.at("=") or self.at("..."):
+                raise self.error("init-captures and capture packs are not supported by "
+                                 "metalsim", width=1)
+            captures.append((name.text, by_reference or name.text == "this"))
+        self.scopes.append({})
+        try:
+            params = self.parameters() if self.at("(") else []
+            mutable = bool(self.accept("mutable"))
+            auto = ast.NamedType(self.coord(open_), "auto")
+            return_type = self.trailing_return_type(auto)
+            if not self.at("{"):
+                raise self.error("expected the lambda's body '{ ... }'")
+            body = self.compound()
+        finally:
+            self.scopes.pop()
+        invented = _invent_auto_parameters(params)
+        return ast.Lambda(self.coord(open_), default, captures, params, return_type, body,
+                          invented or None, mutable)
 
     def string_literal(self) -> ast.StringLiteral:
         """string-literal+ (adjacent literals concatenate)"""
@@ -2090,15 +2221,18 @@ class _Parser:
             parts.append(self.advance().value)
         return ast.StringLiteral(self.coord(first), "".join(parts))
 
-    def later_member_template_arguments(self) -> list[ast.Node] | None:
+    def later_member_template_arguments(self, member_template: bool) -> list[ast.Node] | None:
         """`load_unsafe<AccT>(...)` in a member function, calling a member function template
         the struct declares further down (its body sees the whole class): a name followed by
         `<`, a type, and a template argument list closed before a call's `(` is a template's
-        (`i < float(n)` is not: a type does not begin a comparison's operand list)."""
+        (`i < float(n)` is not: a type does not begin a comparison's operand list). The name
+        of a `member_template` declared before takes any arguments (MLX's NAX tiles call
+        `frag_at<idx_row.value, idx_col.value>()`)."""
         start = self.pos
         self.advance()
         args = self.speculate(self.template_arguments)
-        if args is not None and self.at("(") and isinstance(args[0], ast.TypeNode):
+        if args is not None and self.at("(") and (member_template or isinstance(
+                args[0], ast.TypeNode)):
             return args
         self.pos = start
         return None
@@ -2173,8 +2307,9 @@ class _Parser:
                     parts and tok.text in self.member_templates))):
                 self.advance()
                 args = self.template_arguments()
-            elif self.at("<") and not parts and self.type_at(1):
-                args = self.later_member_template_arguments()
+            elif self.at("<") and not parts and (self.type_at(1)
+                                                 or tok.text in self.member_templates):
+                args = self.later_member_template_arguments(tok.text in self.member_templates)
             parts.append((tok.text, args))
             if not (self.at("::") and self.peek(1).kind == "ident"):
                 break
@@ -2251,6 +2386,21 @@ def _unbalanced_brackets(tokens: list[Token], source_map: SourceMap) -> CompileE
                                 source_map.coord(tok.offset), source_map,
                                 hint=f"this '{tok.text}' is never closed")
     return None
+
+
+def _invent_auto_parameters(params: list[ast.Param]) -> list[ast.TemplateParam]:
+    """A generic lambda's parameter declared `auto` (`auto x`, `thread auto& t`, `const auto
+    x`) has a template parameter of its own (C++ [expr.prim.lambda.closure]/3): name each
+    `auto` so, and return those template parameters."""
+    invented = []
+    for p in params:
+        t = p.type
+        while isinstance(t, ast.ReferenceType | ast.PointerType):
+            t = t.referee if isinstance(t, ast.ReferenceType) else t.pointee
+        if isinstance(t, ast.NamedType) and t.name == "auto" and not t.template_args:
+            t.name = f"auto:{len(invented) + 1}"   # as clang names them
+            invented.append(ast.TemplateParam(t.coord, t.name))
+    return invented
 
 
 @dataclass(frozen=True)

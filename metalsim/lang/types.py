@@ -9,6 +9,7 @@ example, that `int(-1) / 4u` divides unsigned.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cache
 
 import ml_dtypes
 import numpy as np
@@ -144,6 +145,21 @@ class PointerType:
 
 
 @dataclass(frozen=True)
+class FunctionPointerType:
+    """`R (*)(P...)`: metalsim has function pointers only as template arguments, each naming
+    one function at compile time (MLX's fft.h passes its radix codelets so)."""
+
+    result: Type
+    params: tuple[Type, ...]
+
+    size = 8
+    align = 8
+
+    def __str__(self) -> str:
+        return f"{self.result} (*)({', '.join(str(p) for p in self.params)})"
+
+
+@dataclass(frozen=True)
 class Member:
     """One data member of a struct, at its byte offset."""
 
@@ -220,7 +236,7 @@ class VoidType:
 
 
 Type = (ScalarType | VectorType | SimdMatrixType | AtomicType | ArrayType | PointerType
-        | StructType | VoidType)
+        | StructType | VoidType | FunctionPointerType)
 
 VOID = VoidType()
 
@@ -294,6 +310,17 @@ def array_shape(t: Type) -> tuple[tuple[int, ...], Type]:
         dims.append(t.length)
         t = t.elem
     return tuple(dims), t
+
+
+@cache
+def holds_atomic(t: Type) -> bool:
+    """Whether `t` is an atomic or an array or struct with one inside (MLX's `mlx_atomic<T>`):
+    such an object lives only in device or threadgroup memory and cannot be copied, since
+    `atomic<T>`'s copy constructor and assignment are deleted."""
+    t = array_shape(t)[1]
+    if isinstance(t, StructType):
+        return any(holds_atomic(m.type) for m in t.members)
+    return isinstance(t, AtomicType)
 
 
 def lane_shape(t: Type) -> tuple[int, ...]:
