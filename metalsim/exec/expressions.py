@@ -14,6 +14,7 @@ import numpy as np
 from metalsim.diagnostics import CompileError, Coord
 from metalsim.exec import arith, pointers
 from metalsim.exec.compiled import E, Scope, Var, constant, lane_zeros
+from metalsim.exec.lvalues import chosen_location
 from metalsim.exec.machine import KernelStop
 from metalsim.exec.runtime import (
     address_only,
@@ -611,9 +612,10 @@ class ExpressionCompiler:
 
     def check_assignable(self, target: E, node: ast.Node, scope: Scope) -> None:
         if target.loc is None and isinstance(node, ast.Conditional):
-            self.error("a conditional expression as an lvalue ('(c ? a : b) = ...') is not "
-                       "supported by metalsim", node,
-                       hint="write 'if (c) a = ...; else b = ...;'")
+            self.error("a conditional expression is assignable only where both operands are "
+                       "lvalues of one type", node,
+                       hint="C++ makes 'c ? a : b' a temporary otherwise: write "
+                            "'if (c) a = ...; else b = ...;'")
         if target.loc is None:
             self.error("expression is not assignable", node)
         if (target.readonly and self.fn is not None and self.fn.this_const
@@ -705,8 +707,11 @@ class ExpressionCompiler:
 
     def x_Conditional(self, node: ast.Conditional, scope: Scope) -> E:
         cond = self.condition(self.expr(node.cond, scope), node.cond)
-        a = self.rvalue(self.expr(node.then, scope))
-        b = self.rvalue(self.expr(node.otherwise, scope))
+        then, otherwise = self.expr(node.then, scope), self.expr(node.otherwise, scope)
+        lvalue = self.conditional_lvalue(cond, then, otherwise, node)
+        if lvalue is not None and cond.const is not None:
+            return then if bool(cond.const) else otherwise
+        a, b = self.rvalue(then), self.rvalue(otherwise)
         # Pointers, structs and simdgroup matrices: both operands of one type, copied per lane.
         objects = PointerType | StructType | ty.SimdMatrixType
         if isinstance(a.type, objects) or isinstance(b.type, objects):
@@ -744,7 +749,31 @@ class ExpressionCompiler:
             out[c] = va
             out[~c] = vb
             return out
+        if lvalue is not None:   # read as a value above; located only where it is an lvalue
+            return replace(lvalue, ev=ev)
         return E(t, ev, coord)
+
+    def conditional_lvalue(self, cond: E, then: E, otherwise: E,
+                           node: ast.Conditional) -> E | None:
+        """`c ? a : b` as the lvalue it is where `a` and `b` are lvalues of one type in one
+        address space (C++ [expr.cond]/4), without its evaluator; None where it is a value."""
+        t = then.type
+        if (then.loc is None or otherwise.loc is None or t != otherwise.type
+                or isinstance(t, ArrayType | AtomicType)
+                or (then.space or "thread") != (otherwise.space or "thread")):
+            return None
+        cev, aloc, bloc, coord = cond.ev, then.loc, otherwise.loc, node.coord
+
+        def loc(f, lanes):
+            c = np.broadcast_to(cev(f, lanes), (lanes.n,))
+            yes, no = lanes.split(c)
+            if no.n == 0:
+                return aloc(f, lanes)
+            if yes.n == 0:
+                return bloc(f, lanes)
+            return chosen_location(c, aloc(f, yes), bloc(f, no), t, lanes, coord)
+        return E(t, None, coord, loc=loc, readonly=then.readonly or otherwise.readonly,
+                 space=then.space or otherwise.space)
 
     def x_Index(self, node: ast.Index, scope: Scope) -> E:
         base = self.expr(node.base, scope)

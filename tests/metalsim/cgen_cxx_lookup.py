@@ -8,9 +8,10 @@ blocks and parameters shadowing globals and namespace members, `na::K`, `::G`,
 `using namespace`, enumerators), namespaces (typedefs, overloads, structs, nested namespaces,
 aliases and using-declarations), inheritance (base members and methods, hiding, several
 levels, `d.B::f()`, `B::f()`, base initializers, slicing, `const B&`) and lvalues
-(`++(++a)`, `(a += k) ^= b`, `int& r = ++a`, `(c ? a : b) = k`). Some programs use a
-construct metalsim refuses (a name in the global namespace and in a namespace,
-`(c ? a : b) = k`): a CompileError is a "refusal", never a disagreement; a different value is.
+(`++(++a)`, `(a += k) ^= b`, `int& r = ++a`, `(c ? a : b) = k` on locals, struct members and
+array elements, references to and returns of `c ? a : b`). Some programs use a construct
+metalsim refuses (a name in the global namespace and in a namespace): a CompileError is a
+"refusal", never a disagreement; a different value is.
 
 Every program is valid C++14 whose meaning Metal shares: values stay small, integer overflow
 is avoided or wraps under `-fwrapv` as Metal's does, and narrowing conversions are the ones
@@ -268,8 +269,20 @@ def inheritance(ch: Chooser) -> Program:
 
 def lvalues(ch: Chooser) -> Program:
     g = _Gen(ch)
+    g.header.append("struct P { int x; int y; };")
+    g.header.append("thread int& pick(thread int& x, thread int& y, int c) "
+                    "{ return c ? x : y; }")
     g.body.append(f"int a = {g.inp()} + {g.small()};\nint b = {g.inp()} - {g.small()};\n"
-                  f"int c = {g.small(0, 1)};")
+                  f"int c = {g.small(0, 1)};\nint arr[3] = {{{g.inp()}, {g.small()}, "
+                  f"{g.inp()}}};\nP p = {{{g.small()}, {g.inp()}}};\nP q = {{{g.inp()}, "
+                  f"{g.small()}}};")
+
+    def elem() -> str:
+        return pick(ch, ["arr[0]", "arr[1]", "arr[2]", "arr[c]", "arr[c + 1]"])
+
+    def place() -> str:
+        return pick(ch, ["a", "b", "p.x", "p.y", "q.x", elem()])
+
     forms: list[Callable[[], str]] = [
         lambda: "++(++a);",
         lambda: "--(--b);",
@@ -280,13 +293,24 @@ def lvalues(ch: Chooser) -> Program:
         lambda: f"(a = b) += {g.small()};",
         lambda: f"--(a -= {g.small()});",
         lambda: f"(c ? a : b) = {g.small(10, 30)};",
+        lambda: f"(c ? {place()} : {place()}) += {g.small()};",
+        lambda: f"++(c ? {place()} : {place()});",
+        lambda: f"((c ? {place()} : {place()}) *= {g.small()}) ^= {place()};",
+        lambda: f"thread int& t{g.outs} = c ? {place()} : {place()}; t{g.outs} -= {g.small()};",
+        lambda: f"(c ? p : q).y = {g.small()};",
+        lambda: f"(c ? {place()} : (a > b ? {place()} : {place()})) = {g.small()};",
+        lambda: f"pick(a, {place()}, c) += {g.small()};",
+        lambda: f"{place()} = {place()} = {g.small()};",
+        lambda: f"({elem()} += {g.small()}) *= {g.small()};",
+        lambda: "c = !c;",
         lambda: f"b = ++(++a) * {g.small()};",
         lambda: "a += b++;",
         lambda: f"b = (a *= {g.small()}) * {g.small()};",
     ]
     for _ in range(g.small(2, 6)):
         g.body.append(pick(ch, forms)())
-        g.out(pick(ch, ["a", "b", "a * 31 + b"]))
+        g.out(pick(ch, ["a", "b", "a * 31 + b", "arr[0] + arr[1] * 7 + arr[2] * 49",
+                        "p.x * 13 + p.y", "q.x * 13 + q.y"]))
     g.out("a")
     g.out("b")
     return g.program("lvalues")

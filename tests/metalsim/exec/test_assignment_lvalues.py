@@ -48,7 +48,3 @@ def test_postfix_increment_and_arithmetic_remain_unassignable():
         with pytest.raises(metalsim.CompileError, match="expression is not assignable"):
             metalsim_outputs("", body, 1)
 
-
-def test_conditional_lvalue_is_refused_with_what_to_write_instead():
-    with pytest.raises(metalsim.CompileError, match=r"conditional expression as an lvalue"):
-        metalsim_outputs("", "int a = 1; int b = 2; int c = 1; (c ? a : b) = 5; out[0] = a;", 1)
