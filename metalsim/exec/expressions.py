@@ -317,14 +317,9 @@ class ExpressionCompiler:
         if op != "," and (isinstance(left.type, StructType) or isinstance(right.type,
                                                                           StructType)):
             return self.struct_operator(op, [left, right], node, scope)
-        left, right = self.rvalue(left), self.rvalue(right)
         if op == ",":
-            lev, rev = left.ev, right.ev
-
-            def ev_comma(f, lanes):
-                lev(f, lanes)
-                return rev(f, lanes)
-            return E(right.type, ev_comma, node.coord)
+            return self.comma(self.rvalue(left), right, node)
+        left, right = self.rvalue(left), self.rvalue(right)
         if isinstance(left.type, PointerType) or isinstance(right.type, PointerType):
             return self.pointer_arith(node, left, right)
         return self.binary(op, left, right, node)
@@ -488,6 +483,23 @@ class ExpressionCompiler:
         combine = np.logical_and if node.op == "&&" else np.logical_or
         aev, bev = a.ev, b.ev
         return E(bt, lambda f, lanes: combine(aev(f, lanes), bev(f, lanes)), node.coord)
+
+    def comma(self, left: E, right: E, node: ast.Binary) -> E:
+        """`a, b`: `a` for its side effects, then `b`, an lvalue where `b` is one."""
+        lev, value = left.ev, self.rvalue(right)
+        rev = value.ev
+
+        def ev_comma(f, lanes):
+            lev(f, lanes)
+            return rev(f, lanes)
+        if right.loc is None or value is not right:
+            return E(value.type, ev_comma, node.coord)
+        rloc = right.loc
+
+        def loc_comma(f, lanes):
+            lev(f, lanes)
+            return rloc(f, lanes)
+        return replace(right, ev=ev_comma, coord=node.coord, loc=loc_comma, const=None)
 
     def to_bool(self, e: E, node: ast.Node) -> E:
         e = self.rvalue(e)

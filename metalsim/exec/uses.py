@@ -91,6 +91,15 @@ def uses(nodes: list[ast.Node | None], builtin: Builtin, returns_value: bool) ->
             stack.append((n.cond, n, in_loop))
             stack.extend((branch, context, in_loop) for branch in (n.then, n.otherwise))
             continue
+        elif isinstance(n, ast.Binary) and n.op == ",":
+            # `(a, b) = 1` writes `b`: the right operand is used as the comma expression is.
+            read = _read_in(n, parent, builtin, returns_value)
+            stack.append((n.left, n, in_loop))
+            stack.append((n.right, n if read else parent, in_loop))
+            continue
+        elif isinstance(n, ast.Unary) and n.op == "&" and isinstance(
+                n.operand, ast.Assign | ast.Unary):
+            found.addressed.update(_lvalue_roots([n.operand]))   # `&(++a)`, `&(a = b)`
         in_loop = in_loop or isinstance(n, ast.For | ast.While | ast.DoWhile)
         for child in children(n):
             stack.append((child, n, in_loop))
