@@ -859,10 +859,14 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
                 cost += 10
             elif isinstance(pt, PointerType) or isinstance(at, PointerType):
                 if not (isinstance(pt, PointerType) and isinstance(at, PointerType)
-                        and pt.space == at.space and pt.pointee == at.pointee
-                        and (pt.const or not at.const)):
+                        and pt.space == at.space and (pt.const or not at.const)):
                     return None
-                cost += 1
+                if pt.pointee == at.pointee:
+                    cost += 1
+                elif self.base_offset(at.pointee, pt.pointee) is not None:
+                    cost += 2   # derived to base pointer: a conversion
+                else:
+                    return None
             elif isinstance(pt, VectorType) != isinstance(at, VectorType):
                 if isinstance(at, VectorType) or not ty.is_arithmetic(at):
                     return None

@@ -163,10 +163,26 @@ class ExpressionCompiler:
             self.error(f"cannot convert '{src}' to '{t}': address spaces differ", coord)
         if src.const and not t.const and not explicit:
             self.error(f"cannot convert '{src}' to '{t}': it drops 'const'", coord)
+        up, down = (self.base_offset(src.pointee, t.pointee),
+                    self.base_offset(t.pointee, src.pointee))
+        if up is not None or (down is not None and explicit):
+            # To a base class subobject (implicit), or back to the derived object (a cast).
+            return self.offset_by(e, t, up if up is not None else -down, coord)
         if src.pointee != t.pointee and not explicit:
             self.error(f"cannot convert '{src}' to '{t}' implicitly", coord,
                        hint=f"cast explicitly: ({t})")
         return E(t, e.ev, coord)
+
+    def offset_by(self, e: E, t: PointerType, k: int, coord: Coord) -> E:
+        """The pointer `e` moved by `k` bytes, as a `t`."""
+        if k == 0:
+            return E(t, e.ev, coord)
+        pev = e.ev
+
+        def ev(f, lanes):
+            p = pev(f, lanes)
+            return Ptr(p.region, p.off + k)
+        return E(t, ev, coord)
 
     def arith_operand(self, e: E, node: ast.Node) -> E:
         e = self.rvalue(e)
@@ -1057,14 +1073,21 @@ class ExpressionCompiler:
         """`reinterpret_cast<thread T&>(x)` (or `static_cast`) of an lvalue of type T: the same
         lvalue, as MLX steel views a simdgroup_matrix's `thread_elements()`; a cast that would
         reinterpret the bytes as another type is refused rather than guessed."""
-        t = self.resolve_type(node.type.referee, scope)
+        t, const, _ = self.resolve_decl_type(node.type, scope)
         e = self.expr(node.expr, scope)
         if e.loc is None:
             self.error("a reference cast needs an lvalue", node)
+        if e.type != t and node.style != "reinterpret_cast":
+            base = self.as_base(e, t, node.coord)   # `static_cast<B&>(d)`: the subobject
+            down = self.base_offset(t, e.type)      # `static_cast<D&>(b)`: its object
+            if base is not None:
+                e = base
+            elif down is not None:
+                e = self.subobject(e, t, -down, node.coord)
         if e.type != t:
             self.error(f"metalsim supports a cast to a reference only to the object's own type "
-                       f"('{e.type}', not '{t}')", node)
-        return replace(e, coord=node.coord)
+                       f"or a base class of it ('{e.type}', not '{t}')", node)
+        return replace(e, coord=node.coord, readonly=e.readonly or const)
 
     def as_type(self, e: E, t: Type, node: ast.Node) -> E:
         src = e.type

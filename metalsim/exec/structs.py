@@ -290,6 +290,19 @@ class StructCompiler:
                 return found
         return None
 
+    def base_offset(self, st: Type, base: Type) -> int | None:
+        """Where the subobject of (direct or indirect) base class `base` starts inside a
+        `st`, in bytes; None where `base` is not a base class of `st`."""
+        if not isinstance(st, StructType) or not isinstance(base, StructType):
+            return None
+        for b in self.struct_bases.get(st, []):
+            member = next((m for m in st.members if m.type is b
+                           and m.name.startswith(ty.BASE_PREFIX)), None)
+            inner = 0 if b == base else self.base_offset(b, base)
+            if inner is not None:
+                return (member.offset if member else 0) + inner
+        return None
+
     def subobject(self, obj: E, t: StructType, offset: int, coord) -> E:
         """The object of type `t` at byte `offset` inside the object `obj`."""
         if obj.loc is not None:
@@ -685,8 +698,8 @@ class StructCompiler:
             return self.aggregate(t, ast.InitList(node.coord, node.args), scope)
         if len(node.args) == 1:
             arg = self.expr(node.args[0], scope)
-            if arg.type == t:
-                return self.convert(arg, t, node)
+            if arg.type == t or self.base_offset(arg.type, t) is not None:
+                return self.convert(arg, t, node)   # a copy (of the base subobject: `B(d)`)
         self.error(f"no matching constructor for initialization of '{t}'", node,
                    hint=f"aggregate-initialize with braces: {t}{{...}}")
 

@@ -417,11 +417,13 @@ class MemberFunction(FunctionDef):
 @dataclass(eq=False)
 class MemberInit(Node):
     """`name(args)` or `name{args}` in a constructor's member initializer list; `name` is the
-    struct's own for a delegating constructor."""
+    struct's own for a delegating constructor. `base` is the type of a base class named with
+    template arguments or a qualifier (`B<T>(x)`, `ns::B(x)`)."""
 
     name: str
     args: list[Expr]
     braces: bool = False
+    base: NamedType | None = None
 
 
 @dataclass(eq=False)

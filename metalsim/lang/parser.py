@@ -1356,6 +1356,11 @@ class _Parser:
             return []
         if self.accept(";"):
             return []
+        if tok.text == "virtual":
+            raise self.error("virtual functions are not allowed in Metal", tok, width=7,
+                             hint="Metal has no virtual dispatch: call the function of the type "
+                                  "you have (d.f(), d.B::f()), or choose one with a template "
+                                  "parameter")
         if tok.text == "enum":
             raise self.error("an enum declared in a struct is not supported by metalsim", tok,
                              width=4, hint="declare the enum before the struct")
@@ -1594,7 +1599,12 @@ class _Parser:
             inits: list[ast.MemberInit] = []
             if self.accept(":"):
                 while True:
-                    member = self.identifier("expected a member name in the initializer list")
+                    # A base class named with template arguments or a qualifier: `B<T>(x)`.
+                    member = self.peek()
+                    base = (self.type_specifier() if self.type_at() and self.peek(1).text in (
+                        "<", "::") or self.at("::") else None)
+                    if base is None:
+                        self.identifier("expected a member name in the initializer list")
                     braces = self.at("{")
                     if braces:
                         args = self.nested(self.brace_items)
@@ -1602,7 +1612,8 @@ class _Parser:
                         args = self.call_arguments()
                     else:
                         raise self.error(f"expected '(' or '{{' after member '{member.text}'")
-                    inits.append(ast.MemberInit(self.coord(member), member.text, args, braces))
+                    inits.append(ast.MemberInit(self.coord(member), base.name if base
+                                                else member.text, args, braces, base))
                     if not self.accept(","):
                         break
             if self.at(";"):

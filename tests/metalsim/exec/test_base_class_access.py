@@ -2,9 +2,14 @@
 derived member function call the base's function on the base subobject; a derived object
 slices into a `B` (a copy), binds to `B&` and `const B&` (the subobject itself, not a copy)
 and converts to a by-value `B` parameter; the base's operators apply to it; a constructor
-initializes its bases (`D(int x) : B(x), w(1) {}`)."""
+initializes its bases (`D(int x) : B(x), w(1) {}`, `B<T>(x)`, a typedef's name); a `D*`
+converts to a `B*` (moved to the subobject where it is not the first), and casts reach the
+subobject (`static_cast<B&>(d)`) or the derived object again (`static_cast<D*>(pb)`)."""
 
-from cxx_oracle import agree, needs_gxx
+import pytest
+from cxx_oracle import agree, metalsim_outputs, needs_gxx
+
+import metalsim
 
 pytestmark = needs_gxx
 
@@ -72,3 +77,53 @@ struct F : A { int f; F(int x) : A{x + 1}, f(x) {} };
     body = ("D d(3, 4); out[0] = d.get() * 100 + d.w; D e; out[1] = e.get() * 100 + e.w;\n"
             "E x(2); out[2] = x.v * 10000 + x.w * 100 + x.z; F f(6); out[3] = f.a * 10 + f.f;")
     assert agree(header, body, 4) == [604, 105, 40306, 76]
+
+
+MULTIPLE = """
+struct A { int a; };
+struct B { int b; int get() const { return b * 2; } };
+struct D : A, B { int d; };
+int via_b(const thread B* p) { return p->get(); }
+int via_ptr(thread D* p) { return 1; }
+int via_ptr(thread A* p) { return 2; }
+"""
+
+
+def test_a_derived_pointer_converts_to_a_pointer_to_its_base_subobject():
+    """The second base starts after the first: the pointer moves to it, and back by a cast."""
+    body = ("D x; x.a = 1; x.b = 2; x.d = 3; thread B* pb = &x; pb->b = 7; out[0] = x.b;\n"
+            "thread D* back = static_cast<thread D*>(pb); out[1] = back->d;\n"
+            "out[2] = ((thread B*)&x)->b; out[3] = via_b(&x); thread A* pa = &x; out[4] = pa->a;\n"
+            "out[5] = via_ptr(&x) * 10 + via_ptr(pa); thread D* again = (thread D*)pb;\n"
+            "out[6] = again->a;")
+    assert agree(MULTIPLE, body, 7) == [7, 3, 7, 14, 1, 12, 1]
+
+
+def test_casts_to_a_base_reference_or_value_name_the_subobject_or_copy_it():
+    body = ("D x; x.a = 1; x.b = 2; x.d = 3; B other; other.b = 5;\n"
+            "static_cast<thread B&>(x) = other; out[0] = x.b * 10 + x.d;\n"
+            "((thread B&)x).b = 9; out[1] = x.b; out[2] = static_cast<const thread B&>(x).get();\n"
+            "out[3] = static_cast<B>(x).b + B(x).b + ((B)x).b;\n"
+            "thread B& rb = x; out[4] = static_cast<thread D&>(rb).d + ((thread D&)rb).a * 10;")
+    assert agree(MULTIPLE, body, 5) == [53, 9, 18, 27, 13]
+
+
+def test_a_const_base_reference_cast_is_read_only():
+    with pytest.raises(metalsim.CompileError, match="read-only"):
+        metalsim_outputs(MULTIPLE, "D x; static_cast<const thread B&>(x).b = 1; out[0] = x.b;",
+                         1)
+
+
+def test_base_initializers_name_template_and_typedef_bases():
+    header = """
+template <typename T> struct B { T v; B(T x) : v(x) {} };
+template <typename T> struct P { T p; };
+struct D : B<int> { int w; D(int x) : B<int>(x * 2), w(1) {} };
+template <typename T> struct E : B<T>, P<T> { T e; E(T x) : B<T>(x + 1), P<T>{x * 3}, e(x) {} };
+struct Q { int q; Q(int x) : q(x) {} };
+typedef Q Base;
+struct F : Base { int f; F(int x) : Base(x + 5), f(x) {} };
+"""
+    body = ("D d(6); out[0] = d.v * 10 + d.w; E<int> e(4); out[1] = e.v * 100 + e.p * 10 + e.e;\n"
+            "F f(2); out[2] = f.q * 10 + f.f;")
+    assert agree(header, body, 3) == [121, 624, 72]
