@@ -389,6 +389,12 @@ class StructCompiler:
             if d.name in statics or d.name in types:
                 self.error(f"duplicate member '{d.name}'", d, width=len(d.name))
             seen = Scope(statics | types, scope)
+            if isinstance(d, ast.EnumDef):  # a member type; unscoped, its enumerators too
+                declared = Scope({}, seen)
+                types[d.name] = self.define_enum(d, declared, f"{shown}::{d.name}")
+                if not d.scoped:
+                    statics |= {n: v for n, v in declared.names.items() if n != d.name}
+                continue
             if isinstance(d, ast.StructDef):  # a nested struct, named `S::Inner` outside
                 types[d.name] = self.define_struct(d, Scope({}, seen), f"{shown}::{d.name}")
                 continue

@@ -344,7 +344,8 @@ class StructDef(Node):
     template_params: list[TemplateParam] | None = None
     # `static constexpr T k = ...;`, member types (`typedef T type;`, `using type = T;`,
     # nested structs) and static_asserts, in declaration order: each sees those before it.
-    statics: list[VarDecl | TypeAlias | StaticAssert | StructDef] = field(default_factory=list)
+    statics: list[VarDecl | TypeAlias | StaticAssert | StructDef | EnumDef] = field(
+        default_factory=list)
     bases: list[NamedType] = field(default_factory=list)  # `struct D : B, C<T> {...}`
     # A (partial) specialisation's arguments: `template <typename T> struct S<T*> {...}`
     specialization: list[Node] | None = None
@@ -456,7 +457,8 @@ class Enumerator(Node):
 @dataclass(eq=False)
 class EnumDef(Node):
     """`enum Name [: type] { A, B = 3 };`, or with `scoped` `enum class Name ...` (its
-    enumerators named `Name::A` only, converted to integers only explicitly)."""
+    enumerators named `Name::A` only, converted to integers only explicitly). An anonymous
+    one's name is how it is shown, "(unnamed enum at ...)", which no program can write."""
 
     name: str
     scoped: bool

@@ -864,16 +864,19 @@ class _Parser:
         '{' [enumerator ['=' constant] (',' enumerator ['=' constant])* [',']] '}' ';'"""
         start = self.advance()
         scoped = bool(self.accept("class") or self.accept("struct"))
-        if self.at("{") or self.at(":"):
-            raise self.error("anonymous enums are not supported by metalsim",
-                             hint="give the enumeration a name: 'enum Name { ... };'")
-        name = self.identifier("expected an enumeration name")
+        anonymous = self.at("{") or self.at(":")
+        if anonymous and scoped:
+            raise self.error("scoped enumeration requires a name")
+        # An anonymous one's type cannot be named; it is shown as clang shows it.
+        name = start if anonymous else self.identifier("expected an enumeration name")
+        shown = (f"(unnamed enum at {self.coord(start)})" if anonymous else name.text)
         underlying = self.type_name() if self.accept(":") else None
         if not self.at("{"):
             raise self.error("declaring an enumeration without defining it is not supported "
                              "by metalsim", hint=f"define it here: 'enum {name.text} {{ ... }};'")
         open_ = self.advance()
-        self.declare(name.text, _TYPE)
+        if not anonymous:
+            self.declare(name.text, _TYPE)
         enumerators: list[ast.Enumerator] = []
         while not self.at("}"):
             if self.peek().kind == "eof":
@@ -889,9 +892,9 @@ class _Parser:
         if self.peek().kind == "ident":
             raise self.error("declaring a variable in an enum definition is not supported "
                              "by metalsim", hint=f"declare it separately: "
-                                                 f"'{name.text} {self.peek().text};'")
+                                                 f"'{shown} {self.peek().text};'")
         self.expect(";", "expected ';' after enum")
-        return ast.EnumDef(self.coord(start), name.text, scoped, underlying, enumerators)
+        return ast.EnumDef(self.coord(start), shown, scoped, underlying, enumerators)
 
     def static_assert(self) -> ast.StaticAssert:
         """static-assert: 'static_assert' '(' expression [',' string] ')' ';'"""
@@ -1330,7 +1333,8 @@ class _Parser:
                         if item.space == "thread":
                             constructors.append(item)
                     elif isinstance(item, ast.VarDecl) and item.static or isinstance(
-                            item, ast.TypeAlias | ast.StaticAssert | ast.StructDef):
+                            item, ast.TypeAlias | ast.StaticAssert | ast.StructDef
+                            | ast.EnumDef):
                         statics.append(item)
                     elif isinstance(item, ast.MemberFunction):
                         methods.append(item)
@@ -1361,9 +1365,10 @@ class _Parser:
                              hint="Metal has no virtual dispatch: call the function of the type "
                                   "you have (d.f(), d.B::f()), or choose one with a template "
                                   "parameter")
-        if tok.text == "enum":
-            raise self.error("an enum declared in a struct is not supported by metalsim", tok,
-                             width=4, hint="declare the enum before the struct")
+        if tok.text == "enum":   # a member type; an unscoped one's enumerators are members
+            enum = self.enum_declaration()
+            self.member_types.add(enum.name)
+            return [enum]
         if tok.text == "template":
             return [self.member_template(struct)]
         if tok.text == "static_assert":
