@@ -952,6 +952,8 @@ class ExpressionCompiler:
 
     def x_Member(self, node: ast.Member, scope: Scope) -> E:
         base = self.object_of(self.expr(node.base, scope), node)
+        if isinstance(base.type, StructType) and node.qualifier:   # `d.B::v`: B's member
+            base = self.qualified_subobject(base, node, scope)
         if isinstance(base.type, StructType):
             return self.struct_member(base, node)
         if not isinstance(base.type, VectorType):

@@ -439,6 +439,16 @@ class StructCompiler:
         st = self.qualifier_struct(node, scope)
         if st is None:
             return None
+        this = scope.lookup("this")
+        if (isinstance(this, Var) and node.name not in self.struct_statics.get(st, {})
+                and isinstance(st, StructType) and st.member(node.name) is not None
+                and (st == this.type.pointee or self.base_offset(this.type.pointee, st)
+                     is not None)):
+            # `B::v` in a member function: the data member of this object's `B` subobject.
+            obj = self.expr(ast.Unary(node.coord, "*", ast.Name(node.coord, "this")), scope)
+            if obj.type != st:
+                obj = self.as_base(obj, st, node.coord)
+            return self.struct_member(obj, ast.Member(node.coord, obj, node.name))
         v = self.static_of(st, node)
         return constant(v.const, v.type, node.coord)
 
@@ -528,15 +538,21 @@ class StructCompiler:
         self.error(f"no member named '{node.name}' in 'struct {st}'", node,
                    hint=self.suggest(node.name, names))
 
+    def qualified_subobject(self, obj: E, node: ast.Member | ast.MethodCall,
+                            scope: Scope) -> E:
+        """The object whose member `d.B::m` names: `d` itself, or its `B` subobject."""
+        named = self.resolve_type(ast.NamedType(node.coord, node.qualifier), scope)
+        found = obj if named == obj.type else self.as_base(obj, named, node.coord)
+        if found is None:
+            self.error(f"'{named}' is not a base of '{obj.type}'", node)
+        return found
+
     # --- member functions -------------------------------------------------------------------
     def call_member(self, obj: E, node: ast.MethodCall, scope: Scope) -> E:
         """`obj.name(args)`: a call of a member function with `this` pointing at `obj` (a
         temporary struct is first placed in thread memory, as C++ materializes it)."""
         if node.qualifier:   # `d.B::f()`: B's member function, on d's B subobject
-            named = self.resolve_type(ast.NamedType(node.coord, node.qualifier), scope)
-            obj = obj if named == obj.type else self.as_base(obj, named, node.coord)
-            if obj is None:
-                self.error(f"'{named}' is not a base of the object's type", node)
+            obj = self.qualified_subobject(obj, node, scope)
             node = replace(node, qualifier="")
         st: StructType = obj.type
         overloads = self.methods_of(st).get(node.name)

@@ -1373,6 +1373,11 @@ class _Parser:
             return [self.member_template(struct)]
         if tok.text == "static_assert":
             return [self.static_assert()]
+        if tok.text == "using" and self.type_at(1) and self.at("::", 2):
+            raise self.error("a using-declaration of a base class member ('using B::f;') is "
+                             "not supported by metalsim", tok, width=5,
+                             hint=f"call the base's function qualified: "
+                                  f"'{self.peek(1).text}::{self.peek(3).text}(...)'")
         if tok.text in ("typedef", "using"):
             alias = self.alias_declaration()
             if isinstance(alias, ast.UsingNamespace | ast.Empty):
@@ -1985,10 +1990,6 @@ class _Parser:
                     qualifier = name.text
                     self.advance()
                     name = self.advance()
-                    if not self.at("("):
-                        raise self.error("a qualified name of a data member ('d.B::m') is not "
-                                         "supported by metalsim", name, width=len(name.text),
-                                         hint="name the member unqualified: 'd.m'")
                 expr = ast.Member(expr.coord, expr, name.text, text == "->", qualifier)
                 if self.at("<") and (template or name.text in self.member_templates):
                     # Explicit arguments of a member function template; without `template`,

@@ -127,3 +127,31 @@ struct F : Base { int f; F(int x) : Base(x + 5), f(x) {} };
     body = ("D d(6); out[0] = d.v * 10 + d.w; E<int> e(4); out[1] = e.v * 100 + e.p * 10 + e.e;\n"
             "F f(2); out[2] = f.q * 10 + f.f;")
     assert agree(header, body, 3) == [121, 624, 72]
+
+
+def test_qualified_data_members_name_the_hidden_or_ambiguous_base_member():
+    header = """
+struct A { int v; };
+struct B { int v; };
+struct D : A, B { int v; int sum() const { return v * 100 + A::v * 10 + B::v; } };
+template <typename T> struct P { T v; };
+template <typename T> struct Q : P<T> {
+  T v;
+  void set(T x) { P<T>::v = x; v = x + 1; }
+  T base() const { return P<T>::v; }
+};
+"""
+    body = ("D d; d.v = 3; d.A::v = 1; d.B::v = 2; out[0] = d.sum(); out[1] = d.A::v + d.B::v;\n"
+            "d.D::v += 4; out[2] = d.v; Q<int> q; q.set(5); out[3] = q.v * 10 + q.base();")
+    assert agree(header, body, 4) == [312, 3, 7, 65]
+
+
+@pytest.mark.parametrize("header, message", [
+    ("struct B { virtual int f() const { return 1; } };", "virtual functions are not allowed"),
+    ("struct B { int v; };\nstruct D : virtual B { int w; };", "virtual base classes"),
+    ("struct B { int f() const { return 1; } };\nstruct D : B { using B::f; int f(int x) const "
+     "{ return x; } };", r"using-declaration of a base class member \('using B::f;'\)"),
+])
+def test_what_metalsim_refuses_about_classes_is_named(header, message):
+    with pytest.raises(metalsim.CompileError, match=message):
+        metalsim_outputs(header, "out[0] = 1;", 1)
