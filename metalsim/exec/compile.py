@@ -848,7 +848,7 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
             if pt == at or (isinstance(pt, ArrayType) and pt == a.type):  # `T (&a)[N]`
                 continue
             if isinstance(pt, StructType) and self.is_base_of(pt, at):
-                cost += 2   # derived to base: a conversion, as C++ ranks it
+                cost += self.derivation_cost(pt, at)   # derived to base: a conversion
             elif isinstance(pt, StructType) and self.constructors_of(pt):
                 if not self.converts_implicitly(a, pt):
                     return None
@@ -864,7 +864,7 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
                 if pt.pointee == at.pointee:
                     cost += 1
                 elif self.base_offset(at.pointee, pt.pointee) is not None:
-                    cost += 2   # derived to base pointer: a conversion
+                    cost += self.derivation_cost(pt.pointee, at.pointee)
                 else:
                     return None
             elif isinstance(pt, VectorType) != isinstance(at, VectorType):

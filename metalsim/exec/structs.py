@@ -275,6 +275,15 @@ class StructCompiler:
         return any(b == base or self.is_base_of(base, b)
                    for b in self.struct_bases.get(derived, []))
 
+    def derivation_cost(self, base: Type, derived: Type) -> float:
+        """How a derived-to-base conversion ranks: a conversion (2), the nearer base the
+        better (C++ [over.ics.rank]/4.4: `D` to `B` beats `D` to `A` where `B` derives from
+        `A`)."""
+        def steps(t: Type) -> int:
+            return min((1 if b == base else 1 + steps(b) for b in self.struct_bases.get(t, [])
+                        if b == base or self.is_base_of(base, b)), default=0)
+        return 2 + 0.001 * steps(derived)
+
     def as_base(self, obj: E, base: StructType, coord) -> E | None:
         """The subobject of `obj` of its (direct or indirect) base class `base`, as an object
         of that type; None if `base` is not a base of `obj`'s struct."""

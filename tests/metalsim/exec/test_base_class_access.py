@@ -155,3 +155,15 @@ template <typename T> struct Q : P<T> {
 def test_what_metalsim_refuses_about_classes_is_named(header, message):
     with pytest.raises(metalsim.CompileError, match=message):
         metalsim_outputs(header, "out[0] = 1;", 1)
+
+
+def test_overloads_prefer_the_nearest_base_class():
+    """C++ [over.ics.rank]/4.4: C to B beats C to A where B derives from A; pointers,
+    references and copies alike."""
+    header = ("struct A { int a; };\nstruct B : A { int b; };\nstruct C : B { int c; };\n"
+              "int f(thread A* p) { return 1; }\nint f(thread B* p) { return 2; }\n"
+              "int g(A x) { return 1; }\nint g(B x) { return 2; }\n"
+              "int h(const thread A& x) { return 1; }\nint h(const thread B& x) { return 2; }\n")
+    body = ("C c; c.a = 1; c.b = 2; c.c = 3; out[0] = f(&c) * 100 + g(c) * 10 + h(c);\n"
+            "A a; a.a = 0; out[1] = f(&a) * 100 + g(a) * 10 + h(a);")
+    assert agree(header, body, 2) == [222, 111]
