@@ -5,8 +5,8 @@ Five families, each a header and a kernel body writing ints to `out`: explicit
 specialisations of function templates (called as `f(x)`, `f<T>(x)`, from other templates, with
 partly given arguments, `template <> int h<0>()` ending a recursion), name lookup (locals,
 blocks and parameters shadowing globals and namespace members, `na::K`, `::G`,
-`using namespace`, enumerators, enumerations in structs and anonymous ones), namespaces (typedefs, overloads, structs, nested namespaces,
-aliases and using-declarations), inheritance (base members and methods, hiding, several
+`using namespace`, enumerators, enumerations in structs and anonymous ones), namespaces
+(typedefs, overloads, structs, nested namespaces, aliases and using-declarations), inheritance (base members and methods, hiding, several
 levels, `d.B::f()`, `B::f()`, base initializers, slicing, `const B&`, multiple bases with
 pointers, references and casts to and from them, overloads picking the nearest base, base class
 templates initialized as `TB<T>(x)`, hidden data members as `d.B::v`) and lvalues
