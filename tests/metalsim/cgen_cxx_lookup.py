@@ -6,14 +6,15 @@ specialisations of function templates (called as `f(x)`, `f<T>(x)`, from other t
 partly given arguments, `template <> int h<0>()` ending a recursion), name lookup (locals,
 blocks and parameters shadowing globals and namespace members, `na::K`, `::G`,
 `using namespace`, enumerators, enumerations in structs and anonymous ones), namespaces
-(typedefs, overloads, structs, nested namespaces, aliases and using-declarations), inheritance (base members and methods, hiding, several
-levels, `d.B::f()`, `B::f()`, base initializers, slicing, `const B&`, multiple bases with
-pointers, references and casts to and from them, overloads picking the nearest base, base class
-templates initialized as `TB<T>(x)`, hidden data members as `d.B::v`) and lvalues
-(`++(++a)`, `(a += k) ^= b`, `int& r = ++a`, `(c ? a : b) = k` on locals, struct members and
-array elements, references to and returns of `c ? a : b`). Some programs use a construct
-metalsim refuses (a name in the global namespace and in a namespace): a CompileError is a
-"refusal", never a disagreement; a different value is.
+(typedefs, overloads, structs, nested namespaces, aliases and using-declarations),
+inheritance (base members and methods, hiding, several levels, `d.B::f()`, `B::f()`, base
+initializers, slicing, `const B&`, multiple bases with pointers, references and casts to and
+from them, overloads picking the nearest base, base class templates initialized as
+`TB<T>(x)`, hidden data members as `d.B::v`) and lvalues (`++(++a)`, `(a += k) ^= b`,
+`int& r = ++a`, `(c ? a : b) = k` on locals, struct members and array elements, references
+to and returns of `c ? a : b`). Some programs use a construct metalsim refuses (a name in the
+global namespace and in a namespace): a CompileError is a "refusal", never a disagreement; a
+different value is.
 
 Every program is valid C++14 whose meaning Metal shares: values stay small, integer overflow
 is avoided or wraps under `-fwrapv` as Metal's does, and narrowing conversions are the ones
