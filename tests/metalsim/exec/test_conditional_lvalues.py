@@ -107,3 +107,20 @@ def test_a_vector_component_picked_by_a_conditional():
 def test_a_conditional_that_is_not_a_modifiable_lvalue_is_refused(body, message):
     with pytest.raises(metalsim.CompileError, match=message):
         metalsim_outputs("", body, 1)
+
+
+def test_the_trace_follows_values_through_a_conditional_lvalue():
+    """Each write is recorded at the element the thread's condition picked, with the input
+    cell its value came from, also through the local variable it picked."""
+    source = ("uint i = thread_position_in_grid.x;\nfloat x = 0; float y = 0;\n"
+              "(i % 2 ? x : y) = a[i];\n(i < 2 ? out[i] : out[i + 4]) = x + y;")
+    kernel = metalsim.metal_kernel("cond", ["a"], ["out"], source)
+    run = metalsim.simulate(kernel, inputs=[mx.arange(4, dtype=mx.float32)],
+                            output_shapes=[(8,)], output_dtypes=[mx.float32], grid=(4, 1, 1),
+                            threadgroup=(4, 1, 1), init_value=0, trace=True)
+    writes = {int(element): sources for event in run.report.trace
+              if event["kind"] == "write" and event["buffer"] == "out"
+              for element, sources in zip(event["element"], event["sources"])}
+    assert writes == {0: {("a", -1, 0)}, 1: {("a", -1, 1)}, 6: {("a", -1, 2)},
+                      7: {("a", -1, 3)}}
+    assert np.array(run.outputs[0]).tolist() == [0, 1, 0, 0, 0, 0, 2, 3]
