@@ -124,3 +124,22 @@ def test_the_trace_follows_values_through_a_conditional_lvalue():
     assert writes == {0: {("a", -1, 0)}, 1: {("a", -1, 1)}, 6: {("a", -1, 2)},
                       7: {("a", -1, 3)}}
     assert np.array(run.outputs[0]).tolist() == [0, 1, 0, 0, 0, 0, 2, 3]
+
+
+def test_threads_picking_different_register_variables_through_references_are_reported():
+    """What metalsim cannot follow (references to a caller's variables kept in registers,
+    picked differently by threads of one call) stops with the line, threads and a hint."""
+    header = "void sw(thread int& a, thread int& b, bool c) { (c ? a : b) = 1; }"
+    source = ("uint t = thread_position_in_grid.x; int x = 0; int y = 0; sw(x, y, t % 2);\n"
+              "out[t] = x * 10 + y;")
+    kernel = metalsim.metal_kernel("cond", ["a"], ["out"], source, header=header)
+    with pytest.raises(metalsim.KernelFault, match="cannot follow a conditional lvalue") as err:
+        kernel(inputs=[mx.zeros(1)], output_shapes=[(4,)], output_dtypes=[mx.int32],
+               grid=(4, 1, 1), threadgroup=(4, 1, 1), init_value=0)
+    assert "header:1:50" in str(err.value) and "hint: assign in an 'if'" in str(err.value)
+    # The same with one choice for every thread runs.
+    uniform = metalsim.metal_kernel("cond", ["a"], ["out"], source.replace("t % 2", "true"),
+                                    header=header)
+    out = uniform(inputs=[mx.zeros(1)], output_shapes=[(4,)], output_dtypes=[mx.int32],
+                  grid=(4, 1, 1), threadgroup=(4, 1, 1), init_value=0)[0]
+    assert np.array(out).tolist() == [10, 10, 10, 10]
