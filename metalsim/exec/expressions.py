@@ -691,8 +691,6 @@ class ExpressionCompiler:
                 val = vev(f, lanes)
                 store(f, lanes, loc(f, lanes), t, val, coord)
                 return val
-            if isinstance(t, StructType):
-                return E(t, ev, coord)
 
             def loc_assigned(f, lanes):   # `(a = b) += c`: the assignment is the lvalue `a`
                 val = vev(f, lanes)

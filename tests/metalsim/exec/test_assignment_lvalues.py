@@ -87,3 +87,11 @@ def test_device_accesses_of_lvalue_assignments_are_counted_once_each():
     np.testing.assert_array_equal(counts["global_reads"].ravel(), np.full(4, 6))
     np.testing.assert_array_equal(counts["global_writes"].ravel(), np.full(4, 6))
     assert np.array(result.outputs[0]).tolist() == [10, 10, 10, 10]
+
+
+def test_a_struct_assignment_is_the_assigned_object():
+    header = "struct S { int x; int y; int get() const { return x * 2 + y; } };\n"
+    body = ("S a{1, 2}; S b{3, 4}; S c{5, 6}; (a = b).x = 9; out[0] = a.x * 10 + a.y;\n"
+            "a = b = c; out[1] = a.x + b.y; thread S& r = (a = c); r.y = 7; out[2] = a.y;\n"
+            "out[3] = (b = a).get();")
+    assert agree(header, body, 4) == [94, 11, 7, 17]
