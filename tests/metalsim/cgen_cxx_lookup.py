@@ -12,9 +12,9 @@ initializers, slicing, `const B&`, multiple bases with pointers, references and 
 from them, overloads picking the nearest base, base class templates initialized as
 `TB<T>(x)`, hidden data members as `d.B::v`) and lvalues (`++(++a)`, `(a += k) ^= b`,
 `int& r = ++a`, `(c ? a : b) = k` on locals, struct members and array elements, references
-to and returns of `c ? a : b`). Some programs use a construct metalsim refuses (a name in the
-global namespace and in a namespace): a CompileError is a "refusal", never a disagreement; a
-different value is.
+to and returns of `c ? a : b`, `(p = q).x`, `(a, b) = k`, `*&(++a)`). Some programs use a
+construct metalsim refuses (a name in the global namespace and in a namespace): a CompileError
+is a "refusal", never a disagreement; a different value is.
 
 Every program is valid C++14 whose meaning Metal shares: values stay small, integer overflow
 is avoided or wraps under `-fwrapv` as Metal's does, and narrowing conversions are the ones
@@ -381,6 +381,9 @@ def lvalues(ch: Chooser) -> Program:
         lambda: f"{place()} = {place()} = {g.small()};",
         lambda: f"({elem()} += {g.small()}) *= {g.small()};",
         lambda: "c = !c;",
+        lambda: f"(p = q).x += {g.small()};",
+        lambda: f"({place()}, {place()}) = {g.small()};",
+        lambda: f"*&(++{place()}) *= {g.small()};",
         lambda: f"b = ++(++a) * {g.small()};",
         lambda: "a += b++;",
         lambda: f"b = (a *= {g.small()}) * {g.small()};",

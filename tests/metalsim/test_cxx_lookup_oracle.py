@@ -50,5 +50,6 @@ def test_the_generator_writes_every_construct_it_is_meant_to_cover() -> None:
                  r"static_cast<thread B&>\(mm\)", r"B\(mm\)", r"rank\(&\w+\)",
                  r"\(\(thread A&\)mm\)", r"TD\(T x\) : TB<T>\(", r"TB<int>\{x\}",
                  r"TB<T>::t", r"hh\.B::v = ", r"return v \* 10 \+ B::v",
-                 r"enum Kind \{ SA", r"S::M::M[XY]", r"enum \{ AW", r"by_mode<"):
+                 r"enum Kind \{ SA", r"\(p = q\)\.x \+= ", r"\(\w+(\.\w|\[[\w +]+\])?, \w+",
+                 r"\*&\(\+\+", r"S::M::M[XY]", r"enum \{ AW", r"by_mode<"):
         assert re.search(form, text), form
