@@ -19,7 +19,7 @@ import numpy as np
 
 from metalsim.diagnostics import CompileError, Coord
 from metalsim.exec import memory as mem
-from metalsim.exec import pointers
+from metalsim.exec import pointers, ranking
 from metalsim.exec.compiled import E, FunctionCode, Run, Scope, Var, constant
 from metalsim.exec.machine import Lanes
 from metalsim.exec.structs import load, store, thread_region
@@ -73,7 +73,8 @@ class ConstructorCompiler:
         cost = self.match_cost(fn, bindings, args, outer)
         if cost is None:
             return None
-        return cost + (0.5 + 0.1 * self.generic_params(fn) if fn.template_params else 0), bindings
+        return cost.plus_template(0.5 + 0.1 * self.generic_params(fn) if fn.template_params
+                                  else 0), bindings
 
     def resolve_constructor(self, st: StructType, args: list[E], where: ast.Node | Coord,
                             implicit: bool = False) -> tuple[ast.Constructor, dict] | None:
@@ -102,11 +103,10 @@ class ConstructorCompiler:
                 "parameter(s)" for fn in self.constructors_of(st))
             self.error(f"no matching constructor for initialization of '{st}' from "
                        f"({shown})", where, hint=f"candidates: {candidates}")
-        best = min(cost for cost, _, _ in viable)
-        chosen = [(fn, bindings) for cost, fn, bindings in viable if cost == best]
+        chosen = ranking.best(viable)
         if len(chosen) > 1:
             self.error(f"call to constructor of '{st}' is ambiguous", where)
-        return chosen[0]
+        return chosen[0][1:]
 
     def converts_implicitly(self, a: E, st: StructType) -> bool:
         """Whether a non-explicit constructor of `st` takes `a` alone (a user-defined

@@ -24,6 +24,7 @@ import numpy as np
 
 from metalsim.diagnostics import Coord
 from metalsim.exec import memory as mem
+from metalsim.exec import ranking
 from metalsim.exec.compiled import E, FunctionCode, Scope, Var, constant
 from metalsim.exec.deduction import DeductionConflict
 from metalsim.exec.machine import Lanes, Machine
@@ -675,7 +676,7 @@ class StructCompiler:
             if cost is not None:
                 # As for free functions: a non-template, then the more specialized, wins.
                 if fn.template_params:
-                    cost += 0.5 + 0.1 * self.generic_params(fn)
+                    cost = cost.plus_template(0.5 + 0.1 * self.generic_params(fn))
                 viable.append((cost, fn, bindings))
         name = node.name
         if not viable:
@@ -684,11 +685,14 @@ class StructCompiler:
                            hint=notes[0])
             shown = ", ".join(str(self.rvalue(a).type) for a in args)
             self.error(f"no matching member function for call to '{name}({shown})'", node)
-        fits = [(cost + (0.5 if fn.const and not const else 0), fn, bindings)
+        # The object is the first argument: a non-const one binds better to a non-const
+        # `this` than to a const one (C++ [over.ics.rank]/3.2.6).
+        fits = [(cost.with_object("" if const or fn.static else ranking.CONST_REF if fn.const
+                                  else ranking.REF), fn, bindings)
                 for cost, fn, bindings in viable
                 if fn.static or (fn.space or "thread") == space and (fn.const or not const)]
         if not fits:
-            fn = min(viable, key=lambda v: v[0])[1]
+            fn = ranking.best(viable)[0][1]
             if (fn.space or "thread") != space:
                 qualifier = f"{'const ' if fn.const else ''}{space}"
                 self.error(f"'this' argument to member function '{name}' is in the {space} "
@@ -698,11 +702,10 @@ class StructCompiler:
                                 f"'{name}(...) {qualifier} {{ ... }}'")
             self.error(f"'this' argument to member function '{name}' has type 'const {st}', "
                        f"but function is not marked const", node)
-        best = min(cost for cost, _, _ in fits)
-        chosen = [(fn, bindings) for cost, fn, bindings in fits if cost == best]
+        chosen = ranking.best(fits)
         if len(chosen) > 1:
             self.error(f"call to member function '{name}' is ambiguous", node)
-        return self.specialized(*chosen[0], owner=st)
+        return self.specialized(*chosen[0][1:], owner=st)
 
     def aggregate(self, t: StructType, init: ast.InitList, scope: Scope) -> E:
         """A struct temporary from an initializer list (`S{1, 2.0f}`, `return {a, b};`); for
