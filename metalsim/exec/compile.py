@@ -17,7 +17,7 @@ from collections.abc import Callable
 import numpy as np
 
 from metalsim.diagnostics import CompileError, Coord, SourceMap
-from metalsim.exec import mathlib
+from metalsim.exec import mathlib, ranking
 from metalsim.exec import memory as mem
 from metalsim.exec.compiled import E, FunctionCode, Scope, Var, constant, lane_zeros
 from metalsim.exec.constant_calls import ConstantCallCompiler
@@ -32,6 +32,7 @@ from metalsim.exec.function_specializations import (
 )
 from metalsim.exec.lambdas import Closure, LambdaCompiler
 from metalsim.exec.operators import OperatorCompiler
+from metalsim.exec.ranking import Rank
 from metalsim.exec.references import ReferenceCompiler, returned_location
 from metalsim.exec.runtime import bind_argument
 from metalsim.exec.statements import ATTRIBUTE_NAMES, StatementCompiler
@@ -655,10 +656,12 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
             if is_ref:
                 if isinstance(var.type, StructType) and a.loc is not None and a.type != var.type:
                     a = self.as_base(a, var.type, a.coord) or a   # a derived object's base
-                if a.loc is None:
+                if a.loc is None or (var.readonly and a.type != var.type):
                     if not var.readonly:
                         self.error("a non-const reference cannot bind to a temporary", a.coord)
-                    # The temporary lives in the callee's frame, and the reference names it.
+                    # The temporary (also one converted from an lvalue of another type, as
+                    # `const int&` binds a `short`) lives in the callee's frame, and the
+                    # reference names it.
                     kind = "object_ref" if isinstance(var.type, StructType) else "temp"
                     arg_evs.append((kind, self.convert(a, var.type, a.coord).ev))
                     continue
@@ -724,7 +727,7 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
     def resolve_overload(self, node: ast.Call, args: list[E], scope: Scope):
         name = node.func.name
         explicit = node.func.template_args or []
-        best, best_cost, tie = None, None, False
+        candidates: list[tuple[Rank, ast.FunctionDef, dict]] = []
         notes: list[str] = []
         for fdef in self.functions[name]:
             if fdef.body is None and any(o.body is not None for o in self.functions[name]
@@ -738,25 +741,23 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
             bindings = self.deduce(fdef, explicit, args, scope, notes)
             if bindings is None or not self.substitutes(fdef, bindings, notes):
                 continue
-            cost = self.match_cost(fdef, bindings, args)
-            if cost is None:
+            rank = self.match_cost(fdef, bindings, args)
+            if rank is None:
                 continue
             # C++ prefers non-templates, then the more specialized template: a parameter whose
             # type is a bare template parameter matches anything, so it costs a little.
-            cost += 0.5 if fdef.template_params else 0.0
-            cost += 0.1 * self.generic_params(fdef)
-            if best_cost is None or cost < best_cost:
-                best, best_cost, tie = (fdef, bindings), cost, False
-            elif cost == best_cost:
-                tie = True
-        if best is None:
+            rank = rank.plus_template((0.5 if fdef.template_params else 0.0)
+                                      + 0.1 * self.generic_params(fdef))
+            candidates.append((rank, fdef, bindings))
+        if not candidates:
             if notes:  # as clang words it, the reason in its note
                 self.error(f"no matching function for call to '{name}'", node, hint=notes[0])
             shown = ", ".join(str(self.rvalue(a).type) for a in args)
             self.error(f"no matching function for call to '{name}({shown})'", node)
-        if tie:
+        chosen = ranking.best(candidates)
+        if len(chosen) > 1:
             self.error(f"call to '{name}' is ambiguous", node)
-        return best
+        return chosen[0][1:]
 
     def substitutes(self, fdef: ast.FunctionDef, bindings: dict, notes: list[str]) -> bool:
         """Whether a template's return type is valid for `bindings` (SFINAE: a failure, such as
@@ -855,25 +856,28 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
         return count
 
     def match_cost(self, fdef: ast.FunctionDef, bindings: dict, args: list[E],
-                   outer: Scope | None = None) -> int | None:
-        """The cost of converting `args` to the parameters of `fdef` (whose types are resolved
-        in `outer`, by default program scope), or None where one does not convert."""
+                   outer: Scope | None = None) -> Rank | None:
+        """How converting `args` to the parameters of `fdef` (whose types are resolved in
+        `outer`, by default program scope) ranks, or None where one does not convert."""
         inner = Scope(dict(bindings), outer or self.globals)
-        cost = 0
+        cost: float = 0
+        kinds: list[str] = []
         for p, a in zip(fdef.params, args):
             try:
                 pt = self.param_type(p, inner)
             except CompileError:
                 return None
+            kinds.append("")
             if isinstance(p.type, ast.ReferenceType):
                 at = a.type   # bound, not copied (a struct holding an atomic cannot be)
-                cost += self.reference_binding_cost(p, inner, a)
+                penalty, kinds[-1] = self.reference_binding(p, inner, a, pt)
+                cost += penalty
             else:
                 at = self.rvalue(a).type
             if pt == at or (isinstance(pt, ArrayType) and pt == a.type):  # `T (&a)[N]`
                 continue
             if isinstance(pt, StructType) and self.is_base_of(pt, at):
-                cost += 2   # derived to base: a conversion, as C++ ranks it
+                cost += self.derivation_cost(pt, at)   # derived to base: a conversion
             elif isinstance(pt, StructType) and self.constructors_of(pt):
                 if not self.converts_implicitly(a, pt):
                     return None
@@ -884,10 +888,14 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
                 cost += 10
             elif isinstance(pt, PointerType) or isinstance(at, PointerType):
                 if not (isinstance(pt, PointerType) and isinstance(at, PointerType)
-                        and pt.space == at.space and pt.pointee == at.pointee
-                        and (pt.const or not at.const)):
+                        and pt.space == at.space and (pt.const or not at.const)):
                     return None
-                cost += 1
+                if pt.pointee == at.pointee:
+                    cost += 1
+                elif self.base_offset(at.pointee, pt.pointee) is not None:
+                    cost += self.derivation_cost(pt.pointee, at.pointee)
+                else:
+                    return None
             elif isinstance(pt, VectorType) != isinstance(at, VectorType):
                 if isinstance(at, VectorType) or not ty.is_arithmetic(at):
                     return None
@@ -901,18 +909,22 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
                 cost += 1 if isinstance(at, ScalarType) and ty.is_promotion(at, pt) else 2
             else:
                 return None
-        return cost
+        return Rank(cost, tuple(kinds))
 
-    def reference_binding_cost(self, p: ast.Param, scope: Scope, a: E) -> float:
-        """How a reference parameter ranks for argument `a`: `T&` binds only a modifiable
-        lvalue (else it is as good as not viable, and binding it reports why), and binds one
-        better than `const T&` does (C++ [over.ics.rank]), so `f(T&)` and `f(const T&)` are
-        told apart."""
+    def reference_binding(self, p: ast.Param, scope: Scope, a: E, pt: Type
+                          ) -> tuple[float, str]:
+        """How a reference parameter (to `pt`) binds argument `a`: what it costs beyond the
+        conversion, and how it ranks (`ranking.REF`, `CONST_REF` or ""). `T&` binds only a
+        modifiable lvalue of its type or a derived one (else it is as good as not viable,
+        and binding it reports why); it binds one better than `const T&` does."""
         const = self.resolve_decl_type(p.type, scope)[1]
         modifiable = a.loc is not None and not a.readonly
         if not const:
-            return 0 if modifiable else 100
-        return 0.01 if modifiable else 0
+            # A struct is bound, not loaded (one holding an atomic cannot be copied).
+            at = a.type if isinstance(a.type, StructType) else self.rvalue(a).type
+            fits = at == pt or a.type == pt or self.is_base_of(pt, at)
+            return (0, ranking.REF) if modifiable and fits else (100, "")
+        return 0, ranking.CONST_REF if modifiable else ""
 
     def instantiate(self, fdef: ast.FunctionDef, bindings: dict, outer: Scope | None = None,
                     this: PointerType | None = None) -> FunctionCode:

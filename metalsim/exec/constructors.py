@@ -17,9 +17,9 @@ from dataclasses import replace
 
 import numpy as np
 
-from metalsim.diagnostics import Coord
+from metalsim.diagnostics import CompileError, Coord
 from metalsim.exec import memory as mem
-from metalsim.exec import pointers
+from metalsim.exec import pointers, ranking
 from metalsim.exec.compiled import E, FunctionCode, Run, Scope, Var, constant
 from metalsim.exec.machine import Lanes
 from metalsim.exec.structs import load, store, thread_region
@@ -73,7 +73,8 @@ class ConstructorCompiler:
         cost = self.match_cost(fn, bindings, args, outer)
         if cost is None:
             return None
-        return cost + (0.5 + 0.1 * self.generic_params(fn) if fn.template_params else 0), bindings
+        return cost.plus_template(0.5 + 0.1 * self.generic_params(fn) if fn.template_params
+                                  else 0), bindings
 
     def resolve_constructor(self, st: StructType, args: list[E], where: ast.Node | Coord,
                             implicit: bool = False) -> tuple[ast.Constructor, dict] | None:
@@ -102,11 +103,10 @@ class ConstructorCompiler:
                 "parameter(s)" for fn in self.constructors_of(st))
             self.error(f"no matching constructor for initialization of '{st}' from "
                        f"({shown})", where, hint=f"candidates: {candidates}")
-        best = min(cost for cost, _, _ in viable)
-        chosen = [(fn, bindings) for cost, fn, bindings in viable if cost == best]
+        chosen = ranking.best(viable)
         if len(chosen) > 1:
             self.error(f"call to constructor of '{st}' is ambiguous", where)
-        return chosen[0]
+        return chosen[0][1:]
 
     def converts_implicitly(self, a: E, st: StructType) -> bool:
         """Whether a non-explicit constructor of `st` takes `a` alone (a user-defined
@@ -223,6 +223,23 @@ class ConstructorCompiler:
             return lanes
         return run
 
+    def initialized_base(self, st: StructType, init: ast.MemberInit,
+                         scope: Scope) -> StructType | None:
+        """The base class of `st` a member initializer names by a type other than its own
+        name (`B<T>(x)`, a typedef `Base(x)`); None where it names a member or its struct."""
+        bases = self.struct_bases.get(st, [])
+        if init.base is None and (st.member(init.name) is not None or init.name == st.name
+                                  or any(str(b) == init.name for b in bases)):
+            return None
+        try:
+            t = self.resolve_type(init.base or ast.NamedType(init.coord, init.name), scope)
+        except CompileError:
+            return None   # not a type: reported as an unknown member below
+        if t not in bases:
+            self.error(f"type '{t}' is not a direct base of '{st}'", init,
+                       width=len(init.name))
+        return t
+
     def member_initializers(self, fn: ast.Constructor, scope: Scope) -> Run:
         """What a constructor does before its body: each member initialized in the order the
         struct declares it, from its member initializer or by default; or, delegating, the
@@ -240,6 +257,9 @@ class ConstructorCompiler:
                 steps = [self.construct_step(st, [self.expr(a, scope) for a in init.args],
                                              init)]
                 break
+            base = self.initialized_base(st, init, scope)
+            if base is not None:
+                init = replace(init, name=base.name)
             if st.member(ty.BASE_PREFIX + init.name) is not None:   # a base class: `B(x)`
                 init = replace(init, name=ty.BASE_PREFIX + init.name)
             elif any(str(b) == init.name for b in self.struct_bases.get(st, [])) and (

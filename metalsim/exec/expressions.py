@@ -14,6 +14,7 @@ import numpy as np
 from metalsim.diagnostics import CompileError, Coord
 from metalsim.exec import arith, pointers
 from metalsim.exec.compiled import E, Scope, Var, constant, lane_zeros
+from metalsim.exec.lvalues import chosen_location
 from metalsim.exec.machine import KernelStop
 from metalsim.exec.runtime import (
     address_only,
@@ -167,10 +168,26 @@ class ExpressionCompiler:
             self.error(f"cannot convert '{src}' to '{t}': address spaces differ", coord)
         if src.const and not t.const and not explicit:
             self.error(f"cannot convert '{src}' to '{t}': it drops 'const'", coord)
+        up, down = (self.base_offset(src.pointee, t.pointee),
+                    self.base_offset(t.pointee, src.pointee))
+        if up is not None or (down is not None and explicit):
+            # To a base class subobject (implicit), or back to the derived object (a cast).
+            return self.offset_by(e, t, up if up is not None else -down, coord)
         if src.pointee != t.pointee and not explicit:
             self.error(f"cannot convert '{src}' to '{t}' implicitly", coord,
                        hint=f"cast explicitly: ({t})")
         return E(t, e.ev, coord)
+
+    def offset_by(self, e: E, t: PointerType, k: int, coord: Coord) -> E:
+        """The pointer `e` moved by `k` bytes, as a `t`."""
+        if k == 0:
+            return E(t, e.ev, coord)
+        pev = e.ev
+
+        def ev(f, lanes):
+            p = pev(f, lanes)
+            return Ptr(p.region, p.off + k)
+        return E(t, ev, coord)
 
     def arith_operand(self, e: E, node: ast.Node) -> E:
         e = self.rvalue(e)
@@ -325,14 +342,9 @@ class ExpressionCompiler:
         if op != "," and (isinstance(left.type, StructType) or isinstance(right.type,
                                                                           StructType)):
             return self.struct_operator(op, [left, right], node, scope)
-        left, right = self.rvalue(left), self.rvalue(right)
         if op == ",":
-            lev, rev = left.ev, right.ev
-
-            def ev_comma(f, lanes):
-                lev(f, lanes)
-                return rev(f, lanes)
-            return E(right.type, ev_comma, node.coord)
+            return self.comma(self.rvalue(left), right, node)
+        left, right = self.rvalue(left), self.rvalue(right)
         if isinstance(left.type, PointerType) or isinstance(right.type, PointerType):
             return self.pointer_arith(node, left, right)
         return self.binary(op, left, right, node)
@@ -497,6 +509,23 @@ class ExpressionCompiler:
         aev, bev = a.ev, b.ev
         return E(bt, lambda f, lanes: combine(aev(f, lanes), bev(f, lanes)), node.coord)
 
+    def comma(self, left: E, right: E, node: ast.Binary) -> E:
+        """`a, b`: `a` for its side effects, then `b`, an lvalue where `b` is one."""
+        lev, value = left.ev, self.rvalue(right)
+        rev = value.ev
+
+        def ev_comma(f, lanes):
+            lev(f, lanes)
+            return rev(f, lanes)
+        if right.loc is None or value is not right:
+            return E(value.type, ev_comma, node.coord)
+        rloc = right.loc
+
+        def loc_comma(f, lanes):
+            lev(f, lanes)
+            return rloc(f, lanes)
+        return replace(right, ev=ev_comma, coord=node.coord, loc=loc_comma, const=None)
+
     def to_bool(self, e: E, node: ast.Node) -> E:
         e = self.rvalue(e)
         if isinstance(e.type, VectorType):
@@ -620,9 +649,10 @@ class ExpressionCompiler:
 
     def check_assignable(self, target: E, node: ast.Node, scope: Scope) -> None:
         if target.loc is None and isinstance(node, ast.Conditional):
-            self.error("a conditional expression as an lvalue ('(c ? a : b) = ...') is not "
-                       "supported by metalsim", node,
-                       hint="write 'if (c) a = ...; else b = ...;'")
+            self.error("a conditional expression is assignable only where both operands are "
+                       "lvalues of one type", node,
+                       hint="C++ makes 'c ? a : b' a temporary otherwise: write "
+                            "'if (c) a = ...; else b = ...;'")
         if target.loc is None:
             self.error("expression is not assignable", node)
         if (target.readonly and self.fn is not None and self.fn.this_const
@@ -670,8 +700,6 @@ class ExpressionCompiler:
                 val = vev(f, lanes)
                 store(f, lanes, loc(f, lanes), t, val, coord)
                 return val
-            if isinstance(t, StructType):
-                return E(t, ev, coord)
 
             def loc_assigned(f, lanes):   # `(a = b) += c`: the assignment is the lvalue `a`
                 val = vev(f, lanes)
@@ -714,8 +742,11 @@ class ExpressionCompiler:
 
     def x_Conditional(self, node: ast.Conditional, scope: Scope) -> E:
         cond = self.condition(self.expr(node.cond, scope), node.cond)
-        a = self.rvalue(self.expr(node.then, scope))
-        b = self.rvalue(self.expr(node.otherwise, scope))
+        then, otherwise = self.expr(node.then, scope), self.expr(node.otherwise, scope)
+        lvalue = self.conditional_lvalue(cond, then, otherwise, node)
+        if lvalue is not None and cond.const is not None:
+            return then if bool(cond.const) else otherwise
+        a, b = self.rvalue(then), self.rvalue(otherwise)
         # Pointers, structs and simdgroup matrices: both operands of one type, copied per lane.
         objects = PointerType | StructType | ty.SimdMatrixType
         if isinstance(a.type, objects) or isinstance(b.type, objects):
@@ -753,7 +784,31 @@ class ExpressionCompiler:
             out[c] = va
             out[~c] = vb
             return out
+        if lvalue is not None:   # read as a value above; located only where it is an lvalue
+            return replace(lvalue, ev=ev)
         return E(t, ev, coord)
+
+    def conditional_lvalue(self, cond: E, then: E, otherwise: E,
+                           node: ast.Conditional) -> E | None:
+        """`c ? a : b` as the lvalue it is where `a` and `b` are lvalues of one type in one
+        address space (C++ [expr.cond]/4), without its evaluator; None where it is a value."""
+        t = then.type
+        if (then.loc is None or otherwise.loc is None or t != otherwise.type
+                or isinstance(t, ArrayType | AtomicType)
+                or (then.space or "thread") != (otherwise.space or "thread")):
+            return None
+        cev, aloc, bloc, coord = cond.ev, then.loc, otherwise.loc, node.coord
+
+        def loc(f, lanes):
+            c = np.broadcast_to(cev(f, lanes), (lanes.n,))
+            yes, no = lanes.split(c)
+            if no.n == 0:
+                return aloc(f, lanes)
+            if yes.n == 0:
+                return bloc(f, lanes)
+            return chosen_location(c, aloc(f, yes), bloc(f, no), t, lanes, coord)
+        return E(t, None, coord, loc=loc, readonly=then.readonly or otherwise.readonly,
+                 space=then.space or otherwise.space)
 
     def x_Index(self, node: ast.Index, scope: Scope) -> E:
         base = self.expr(node.base, scope)
@@ -911,6 +966,8 @@ class ExpressionCompiler:
 
     def x_Member(self, node: ast.Member, scope: Scope) -> E:
         base = self.object_of(self.expr(node.base, scope), node)
+        if isinstance(base.type, StructType) and node.qualifier:   # `d.B::v`: B's member
+            base = self.qualified_subobject(base, node, scope)
         if isinstance(base.type, StructType):
             return self.struct_member(base, node)
         if not isinstance(base.type, VectorType):
@@ -1037,14 +1094,21 @@ class ExpressionCompiler:
         """`reinterpret_cast<thread T&>(x)` (or `static_cast`) of an lvalue of type T: the same
         lvalue, as MLX steel views a simdgroup_matrix's `thread_elements()`; a cast that would
         reinterpret the bytes as another type is refused rather than guessed."""
-        t = self.resolve_type(node.type.referee, scope)
+        t, const, _ = self.resolve_decl_type(node.type, scope)
         e = self.expr(node.expr, scope)
         if e.loc is None:
             self.error("a reference cast needs an lvalue", node)
+        if e.type != t and node.style != "reinterpret_cast":
+            base = self.as_base(e, t, node.coord)   # `static_cast<B&>(d)`: the subobject
+            down = self.base_offset(t, e.type)      # `static_cast<D&>(b)`: its object
+            if base is not None:
+                e = base
+            elif down is not None:
+                e = self.subobject(e, t, -down, node.coord)
         if e.type != t:
             self.error(f"metalsim supports a cast to a reference only to the object's own type "
-                       f"('{e.type}', not '{t}')", node)
-        return replace(e, coord=node.coord)
+                       f"or a base class of it ('{e.type}', not '{t}')", node)
+        return replace(e, coord=node.coord, readonly=e.readonly or const)
 
     def as_type(self, e: E, t: Type, node: ast.Node) -> E:
         src = e.type

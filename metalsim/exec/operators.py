@@ -8,6 +8,7 @@ with a struct operand come here, so built-in operators compile (and run) as befo
 
 from __future__ import annotations
 
+from metalsim.exec import ranking
 from metalsim.exec.compiled import E, Scope
 from metalsim.exec.structs import this_pointer
 from metalsim.lang import ast
@@ -42,7 +43,8 @@ class OperatorCompiler:
                 bindings = self.deduce(fdef, [], operands, scope, notes)
                 cost = None if bindings is None else self.match_cost(fdef, bindings, operands)
                 if cost is not None:
-                    candidates.append((cost + self.template_cost(fdef), fdef, bindings, False))
+                    candidates.append((cost.plus_template(self.template_cost(fdef)), fdef,
+                                       bindings, False))
         shown = [str(self.rvalue(e).type) for e in operands]
         if not candidates and len(operands) == 2 and op not in COMPOUND and op != "[]":
             builtin = self.converted_operands(operands, node)
@@ -51,8 +53,7 @@ class OperatorCompiler:
         if not candidates:
             self.no_viable_operator(op, shown, isinstance(left.type, StructType), node,
                                     notes[0] if notes else "")
-        best = min(c[0] for c in candidates)
-        chosen = [c for c in candidates if c[0] == best]
+        chosen = ranking.best(candidates)
         if len(chosen) > 1:
             types = (f"with operand types '{shown[0]}' and '{shown[1]}'" if len(shown) == 2
                      else f"operand type '{shown[0]}'")
@@ -94,12 +95,11 @@ class OperatorCompiler:
                 notes.append(f"candidate function not viable: 'this' argument has type 'const "
                              f"{st}', but '{name}' is not marked const")
             else:
-                viable.append((cost + self.template_cost(fn), fn, bindings, True))
-        if any(not fn.const for _, fn, _, _ in viable):
-            # A non-const object binds better to a non-const `this` than to a const one; a
-            # free function's by-value first parameter is neither better nor worse (C++
-            # [over.ics.rank]), so that only members are ranked by it.
-            viable = [(cost + (0.5 if fn.const else 0), fn, b, m) for cost, fn, b, m in viable]
+                # The object is the first argument: a non-const one binds better to a non-const
+                # `this` than to a const one (C++ [over.ics.rank]/3.2.6).
+                rank = cost.plus_template(self.template_cost(fn)).with_object(
+                    "" if const else ranking.CONST_REF if fn.const else ranking.REF)
+                viable.append((rank, fn, bindings, True))
         return viable
 
     def converted_operands(self, operands: list[E], node: ast.Node) -> list[E] | None:

@@ -24,6 +24,7 @@ import numpy as np
 
 from metalsim.diagnostics import Coord
 from metalsim.exec import memory as mem
+from metalsim.exec import ranking
 from metalsim.exec.compiled import E, FunctionCode, Scope, Var, constant
 from metalsim.exec.deduction import DeductionConflict
 from metalsim.exec.machine import Lanes, Machine
@@ -284,6 +285,15 @@ class StructCompiler:
         return any(b == base or self.is_base_of(base, b)
                    for b in self.struct_bases.get(derived, []))
 
+    def derivation_cost(self, base: Type, derived: Type) -> float:
+        """How a derived-to-base conversion ranks: a conversion (2), the nearer base the
+        better (C++ [over.ics.rank]/4.4: `D` to `B` beats `D` to `A` where `B` derives from
+        `A`)."""
+        def steps(t: Type) -> int:
+            return min((1 if b == base else 1 + steps(b) for b in self.struct_bases.get(t, [])
+                        if b == base or self.is_base_of(base, b)), default=0)
+        return 2 + 0.001 * steps(derived)
+
     def as_base(self, obj: E, base: StructType, coord) -> E | None:
         """The subobject of `obj` of its (direct or indirect) base class `base`, as an object
         of that type; None if `base` is not a base of `obj`'s struct."""
@@ -297,6 +307,19 @@ class StructCompiler:
             found = sub if b == base else self.as_base(sub, base, coord)
             if found is not None:
                 return found
+        return None
+
+    def base_offset(self, st: Type, base: Type) -> int | None:
+        """Where the subobject of (direct or indirect) base class `base` starts inside a
+        `st`, in bytes; None where `base` is not a base class of `st`."""
+        if not isinstance(st, StructType) or not isinstance(base, StructType):
+            return None
+        for b in self.struct_bases.get(st, []):
+            member = next((m for m in st.members if m.type is b
+                           and m.name.startswith(ty.BASE_PREFIX)), None)
+            inner = 0 if b == base else self.base_offset(b, base)
+            if inner is not None:
+                return (member.offset if member else 0) + inner
         return None
 
     def subobject(self, obj: E, t: StructType, offset: int, coord) -> E:
@@ -385,6 +408,12 @@ class StructCompiler:
             if d.name in statics or d.name in types:
                 self.error(f"duplicate member '{d.name}'", d, width=len(d.name))
             seen = Scope(statics | types, scope)
+            if isinstance(d, ast.EnumDef):  # a member type; unscoped, its enumerators too
+                declared = Scope({}, seen)
+                types[d.name] = self.define_enum(d, declared, f"{shown}::{d.name}")
+                if not d.scoped:
+                    statics |= {n: v for n, v in declared.names.items() if n != d.name}
+                continue
             if isinstance(d, ast.StructDef):  # a nested struct, named `S::Inner` outside
                 types[d.name] = self.define_struct(d, Scope({}, seen), f"{shown}::{d.name}")
                 continue
@@ -429,6 +458,16 @@ class StructCompiler:
         st = self.qualifier_struct(node, scope)
         if st is None:
             return None
+        this = scope.lookup("this")
+        if (isinstance(this, Var) and node.name not in self.struct_statics.get(st, {})
+                and isinstance(st, StructType) and st.member(node.name) is not None
+                and (st == this.type.pointee or self.base_offset(this.type.pointee, st)
+                     is not None)):
+            # `B::v` in a member function: the data member of this object's `B` subobject.
+            obj = self.expr(ast.Unary(node.coord, "*", ast.Name(node.coord, "this")), scope)
+            if obj.type != st:
+                obj = self.as_base(obj, st, node.coord)
+            return self.struct_member(obj, ast.Member(node.coord, obj, node.name))
         v = self.static_of(st, node)
         return constant(v.const, v.type, node.coord)
 
@@ -523,15 +562,21 @@ class StructCompiler:
         self.error(f"no member named '{node.name}' in 'struct {st}'", node,
                    hint=self.suggest(node.name, names))
 
+    def qualified_subobject(self, obj: E, node: ast.Member | ast.MethodCall,
+                            scope: Scope) -> E:
+        """The object whose member `d.B::m` names: `d` itself, or its `B` subobject."""
+        named = self.resolve_type(ast.NamedType(node.coord, node.qualifier), scope)
+        found = obj if named == obj.type else self.as_base(obj, named, node.coord)
+        if found is None:
+            self.error(f"'{named}' is not a base of '{obj.type}'", node)
+        return found
+
     # --- member functions -------------------------------------------------------------------
     def call_member(self, obj: E, node: ast.MethodCall, scope: Scope) -> E:
         """`obj.name(args)`: a call of a member function with `this` pointing at `obj` (a
         temporary struct is first placed in thread memory, as C++ materializes it)."""
         if node.qualifier:   # `d.B::f()`: B's member function, on d's B subobject
-            named = self.resolve_type(ast.NamedType(node.coord, node.qualifier), scope)
-            obj = obj if named == obj.type else self.as_base(obj, named, node.coord)
-            if obj is None:
-                self.error(f"'{named}' is not a base of the object's type", node)
+            obj = self.qualified_subobject(obj, node, scope)
             node = replace(node, qualifier="")
         st: StructType = obj.type
         overloads = self.methods_of(st).get(node.name)
@@ -645,7 +690,7 @@ class StructCompiler:
             if cost is not None:
                 # As for free functions: a non-template, then the more specialized, wins.
                 if fn.template_params:
-                    cost += 0.5 + 0.1 * self.generic_params(fn)
+                    cost = cost.plus_template(0.5 + 0.1 * self.generic_params(fn))
                 viable.append((cost, fn, bindings))
         name = node.name
         if not viable:
@@ -654,11 +699,14 @@ class StructCompiler:
                            hint=notes[0])
             shown = ", ".join(str(self.rvalue(a).type) for a in args)
             self.error(f"no matching member function for call to '{name}({shown})'", node)
-        fits = [(cost + (0.5 if fn.const and not const else 0), fn, bindings)
+        # The object is the first argument: a non-const one binds better to a non-const
+        # `this` than to a const one (C++ [over.ics.rank]/3.2.6).
+        fits = [(cost.with_object("" if const or fn.static else ranking.CONST_REF if fn.const
+                                  else ranking.REF), fn, bindings)
                 for cost, fn, bindings in viable
                 if fn.static or (fn.space or "thread") == space and (fn.const or not const)]
         if not fits:
-            fn = min(viable, key=lambda v: v[0])[1]
+            fn = ranking.best(viable)[0][1]
             if (fn.space or "thread") != space:
                 qualifier = f"{'const ' if fn.const else ''}{space}"
                 self.error(f"'this' argument to member function '{name}' is in the {space} "
@@ -668,11 +716,10 @@ class StructCompiler:
                                 f"'{name}(...) {qualifier} {{ ... }}'")
             self.error(f"'this' argument to member function '{name}' has type 'const {st}', "
                        f"but function is not marked const", node)
-        best = min(cost for cost, _, _ in fits)
-        chosen = [(fn, bindings) for cost, fn, bindings in fits if cost == best]
+        chosen = ranking.best(fits)
         if len(chosen) > 1:
             self.error(f"call to member function '{name}' is ambiguous", node)
-        return self.specialized(*chosen[0], owner=st)
+        return self.specialized(*chosen[0][1:], owner=st)
 
     def aggregate(self, t: StructType, init: ast.InitList, scope: Scope) -> E:
         """A struct temporary from an initializer list (`S{1, 2.0f}`, `return {a, b};`); for
@@ -699,8 +746,8 @@ class StructCompiler:
             return self.aggregate(t, ast.InitList(node.coord, node.args), scope)
         if len(node.args) == 1:
             arg = self.expr(node.args[0], scope)
-            if arg.type == t:
-                return self.convert(arg, t, node)
+            if arg.type == t or self.base_offset(arg.type, t) is not None:
+                return self.convert(arg, t, node)   # a copy (of the base subobject: `B(d)`)
         self.error(f"no matching constructor for initialization of '{t}'", node,
                    hint=f"aggregate-initialize with braces: {t}{{...}}")
 

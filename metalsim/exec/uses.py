@@ -81,10 +81,53 @@ def uses(nodes: list[ast.Node | None], builtin: Builtin, returns_value: bool) ->
             found.defines_struct = True
         elif isinstance(n, ast.Call):
             found.called.add(n.func.name)
+        elif n.__class__ in _LVALUE_CONTEXTS:   # (one test for the three, as this runs often)
+            if n.__class__ is ast.Conditional:
+                # Its operands are used as the conditional is: `(c ? a : b) = 1` writes `a`.
+                context = n
+                if not _read_in(n, parent, builtin, returns_value):
+                    context = parent
+                    for name in _lvalue_roots([n.then, n.otherwise]):
+                        found.addressed.add(name)   # one location per lane: in memory
+                stack.append((n.cond, n, in_loop))
+                stack.extend((branch, context, in_loop) for branch in (n.then, n.otherwise))
+                continue
+            if n.__class__ is ast.Binary and n.op == ",":
+                # `(a, b) = 1` writes `b`: the right operand is used as the comma expression is.
+                read = _read_in(n, parent, builtin, returns_value)
+                stack.append((n.left, n, in_loop))
+                stack.append((n.right, n if read else parent, in_loop))
+                continue
+            if n.__class__ is ast.Unary and n.op == "&" and isinstance(
+                    n.operand, ast.Assign | ast.Unary):
+                found.addressed.update(_lvalue_roots([n.operand]))   # `&(++a)`, `&(a = b)`
         in_loop = in_loop or isinstance(n, ast.For | ast.While | ast.DoWhile)
         for child in children(n):
             stack.append((child, n, in_loop))
     return found
+
+
+# Nodes whose operands may be lvalues used in the node's own context.
+_LVALUE_CONTEXTS = frozenset({ast.Conditional, ast.Binary, ast.Unary})
+
+
+def _lvalue_roots(nodes: list[ast.Node]) -> list[str]:
+    """The local names whose objects the lvalue expressions `nodes` name (part of): `a`
+    in `a`, `a.x`, `a[i]`, `a = v`, `++a` and in either operand of `c ? a : b`."""
+    roots, stack = [], list(nodes)
+    while stack:
+        n = stack.pop()
+        if isinstance(n, ast.Name) and n.unqualified:
+            roots.append(n.name)
+        elif isinstance(n, ast.Member) and not n.arrow or isinstance(n, ast.Index):
+            stack.append(n.base)
+        elif isinstance(n, ast.Assign):
+            stack.append(n.target)
+        elif isinstance(n, ast.Unary) and n.op in ("++", "--"):
+            stack.append(n.operand)
+        elif isinstance(n, ast.Conditional):
+            stack.extend((n.then, n.otherwise))
+    return roots
 
 
 def only_read(name: str, nodes: list[ast.Node | None], builtin: Builtin,

@@ -368,7 +368,8 @@ class StructDef(Node):
     template_params: list[TemplateParam] | None = None
     # `static constexpr T k = ...;`, member types (`typedef T type;`, `using type = T;`,
     # nested structs) and static_asserts, in declaration order: each sees those before it.
-    statics: list[VarDecl | TypeAlias | StaticAssert | StructDef] = field(default_factory=list)
+    statics: list[VarDecl | TypeAlias | StaticAssert | StructDef | EnumDef] = field(
+        default_factory=list)
     bases: list[NamedType] = field(default_factory=list)  # `struct D : B, C<T> {...}`
     # A (partial) specialisation's arguments: `template <typename T> struct S<T*> {...}`
     specialization: list[Node] | None = None
@@ -443,11 +444,13 @@ class MemberFunction(FunctionDef):
 @dataclass(eq=False)
 class MemberInit(Node):
     """`name(args)` or `name{args}` in a constructor's member initializer list; `name` is the
-    struct's own for a delegating constructor."""
+    struct's own for a delegating constructor. `base` is the type of a base class named with
+    template arguments or a qualifier (`B<T>(x)`, `ns::B(x)`)."""
 
     name: str
     args: list[Expr]
     braces: bool = False
+    base: NamedType | None = None
 
 
 @dataclass(eq=False)
@@ -480,7 +483,8 @@ class Enumerator(Node):
 @dataclass(eq=False)
 class EnumDef(Node):
     """`enum Name [: type] { A, B = 3 };`, or with `scoped` `enum class Name ...` (its
-    enumerators named `Name::A` only, converted to integers only explicitly)."""
+    enumerators named `Name::A` only, converted to integers only explicitly). An anonymous
+    one's name is how it is shown, "(unnamed enum at ...)", which no program can write."""
 
     name: str
     scoped: bool

@@ -901,16 +901,19 @@ class _Parser:
         '{' [enumerator ['=' constant] (',' enumerator ['=' constant])* [',']] '}' ';'"""
         start = self.advance()
         scoped = bool(self.accept("class") or self.accept("struct"))
-        if self.at("{") or self.at(":"):
-            raise self.error("anonymous enums are not supported by metalsim",
-                             hint="give the enumeration a name: 'enum Name { ... };'")
-        name = self.identifier("expected an enumeration name")
+        anonymous = self.at("{") or self.at(":")
+        if anonymous and scoped:
+            raise self.error("scoped enumeration requires a name")
+        # An anonymous one's type cannot be named; it is shown as clang shows it.
+        name = start if anonymous else self.identifier("expected an enumeration name")
+        shown = (f"(unnamed enum at {self.coord(start)})" if anonymous else name.text)
         underlying = self.type_name() if self.accept(":") else None
         if not self.at("{"):
             raise self.error("declaring an enumeration without defining it is not supported "
                              "by metalsim", hint=f"define it here: 'enum {name.text} {{ ... }};'")
         open_ = self.advance()
-        self.declare(name.text, _TYPE)
+        if not anonymous:
+            self.declare(name.text, _TYPE)
         enumerators: list[ast.Enumerator] = []
         while not self.at("}"):
             if self.peek().kind == "eof":
@@ -926,9 +929,9 @@ class _Parser:
         if self.peek().kind == "ident":
             raise self.error("declaring a variable in an enum definition is not supported "
                              "by metalsim", hint=f"declare it separately: "
-                                                 f"'{name.text} {self.peek().text};'")
+                                                 f"'{shown} {self.peek().text};'")
         self.expect(";", "expected ';' after enum")
-        return ast.EnumDef(self.coord(start), name.text, scoped, underlying, enumerators)
+        return ast.EnumDef(self.coord(start), shown, scoped, underlying, enumerators)
 
     def static_assert(self) -> ast.StaticAssert:
         """static-assert: 'static_assert' '(' expression [',' string] ')' ';'"""
@@ -1389,7 +1392,8 @@ class _Parser:
                         if item.space == "thread":
                             constructors.append(item)
                     elif isinstance(item, ast.VarDecl) and item.static or isinstance(
-                            item, ast.TypeAlias | ast.StaticAssert | ast.StructDef):
+                            item, ast.TypeAlias | ast.StaticAssert | ast.StructDef
+                            | ast.EnumDef):
                         statics.append(item)
                     elif isinstance(item, ast.MemberFunction):
                         methods.append(item)
@@ -1415,13 +1419,24 @@ class _Parser:
             return []
         if self.accept(";"):
             return []
-        if tok.text == "enum":
-            raise self.error("an enum declared in a struct is not supported by metalsim", tok,
-                             width=4, hint="declare the enum before the struct")
+        if tok.text == "virtual":
+            raise self.error("virtual functions are not allowed in Metal", tok, width=7,
+                             hint="Metal has no virtual dispatch: call the function of the type "
+                                  "you have (d.f(), d.B::f()), or choose one with a template "
+                                  "parameter")
+        if tok.text == "enum":   # a member type; an unscoped one's enumerators are members
+            enum = self.enum_declaration()
+            self.member_types.add(enum.name)
+            return [enum]
         if tok.text == "template":
             return [self.member_template(struct)]
         if tok.text == "static_assert":
             return [self.static_assert()]
+        if tok.text == "using" and self.type_at(1) and self.at("::", 2):
+            raise self.error("a using-declaration of a base class member ('using B::f;') is "
+                             "not supported by metalsim", tok, width=5,
+                             hint=f"call the base's function qualified: "
+                                  f"'{self.peek(1).text}::{self.peek(3).text}(...)'")
         if tok.text in ("typedef", "using"):
             alias = self.alias_declaration()
             if isinstance(alias, ast.UsingNamespace | ast.Empty):
@@ -1685,7 +1700,12 @@ class _Parser:
             inits: list[ast.MemberInit] = []
             if self.accept(":"):
                 while True:
-                    member = self.identifier("expected a member name in the initializer list")
+                    # A base class named with template arguments or a qualifier: `B<T>(x)`.
+                    member = self.peek()
+                    base = (self.type_specifier() if self.type_at() and self.peek(1).text in (
+                        "<", "::") or self.at("::") else None)
+                    if base is None:
+                        self.identifier("expected a member name in the initializer list")
                     braces = self.at("{")
                     if braces:
                         args = self.nested(self.brace_items)
@@ -1693,7 +1713,8 @@ class _Parser:
                         args = self.call_arguments()
                     else:
                         raise self.error(f"expected '(' or '{{' after member '{member.text}'")
-                    inits.append(ast.MemberInit(self.coord(member), member.text, args, braces))
+                    inits.append(ast.MemberInit(self.coord(member), base.name if base
+                                                else member.text, args, braces, base))
                     if not self.accept(","):
                         break
             if self.at(";"):
@@ -2060,10 +2081,6 @@ class _Parser:
                     qualifier = name.text
                     self.advance()
                     name = self.advance()
-                    if not self.at("("):
-                        raise self.error("a qualified name of a data member ('d.B::m') is not "
-                                         "supported by metalsim", name, width=len(name.text),
-                                         hint="name the member unqualified: 'd.m'")
                 expr = ast.Member(expr.coord, expr, name.text, text == "->", qualifier)
                 if self.at("<") and (template or name.text in self.member_templates):
                     # Explicit arguments of a member function template; without `template`,

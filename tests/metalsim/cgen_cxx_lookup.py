@@ -5,12 +5,16 @@ Five families, each a header and a kernel body writing ints to `out`: explicit
 specialisations of function templates (called as `f(x)`, `f<T>(x)`, from other templates, with
 partly given arguments, `template <> int h<0>()` ending a recursion), name lookup (locals,
 blocks and parameters shadowing globals and namespace members, `na::K`, `::G`,
-`using namespace`, enumerators), namespaces (typedefs, overloads, structs, nested namespaces,
-aliases and using-declarations), inheritance (base members and methods, hiding, several
-levels, `d.B::f()`, `B::f()`, base initializers, slicing, `const B&`) and lvalues
-(`++(++a)`, `(a += k) ^= b`, `int& r = ++a`, `(c ? a : b) = k`). Some programs use a
-construct metalsim refuses (a name in the global namespace and in a namespace,
-`(c ? a : b) = k`): a CompileError is a "refusal", never a disagreement; a different value is.
+`using namespace`, enumerators, enumerations in structs and anonymous ones), namespaces
+(typedefs, overloads, structs, nested namespaces, aliases and using-declarations),
+inheritance (base members and methods, hiding, several levels, `d.B::f()`, `B::f()`, base
+initializers, slicing, `const B&`, multiple bases with pointers, references and casts to and
+from them, overloads picking the nearest base, base class templates initialized as
+`TB<T>(x)`, hidden data members as `d.B::v`) and lvalues (`++(++a)`, `(a += k) ^= b`,
+`int& r = ++a`, `(c ? a : b) = k` on locals, struct members and array elements, references
+to and returns of `c ? a : b`, `(p = q).x`, `(a, b) = k`, `*&(++a)`). Some programs use a
+construct metalsim refuses (a name in the global namespace and in a namespace): a CompileError
+is a "refusal", never a disagreement; a different value is.
 
 Every program is valid C++14 whose meaning Metal shares: values stay small, integer overflow
 is avoided or wraps under `-fwrapv` as Metal's does, and narrowing conversions are the ones
@@ -33,7 +37,7 @@ from cgen import Chooser, pick
 
 import metalsim
 
-N_OUT = 8      # ints each program may write
+N_OUT = 12     # ints each program may write
 N_INPUTS = 4   # ints each program may read, `inp[0]` .. `inp[3]`
 
 # What Metal spells and C++ does not.
@@ -180,9 +184,29 @@ def lookup(ch: Chooser) -> Program:
             g.out(ns_name)   # na's, through the using-directive
     else:
         g.out(f"na::nf({g.inp()})")
+    if g.chance(40):
+        _member_and_anonymous_enums(g)
     if g.chance(15):
         g.header.append(f"int nf(float x) {{ return int(x) + {g.small()}; }}")  # a clash
     return g.program("lookup")
+
+
+def _member_and_anonymous_enums(g: _Gen) -> None:
+    """Enumerations declared in a struct (named `S::SA`, `S::M::MY`, and by its members),
+    anonymous ones, and one whose values need an unsigned underlying type."""
+    g.header.append(f"struct S {{\n  enum Kind {{ SA = {g.small(-3, 3)}, SB, SC = SB * "
+                    f"{g.small()} }};\n  enum class M : {pick(g.ch, ['short', 'uchar', 'int'])} "
+                    f"{{ MX = {g.small()}, MY }};\n  Kind k;\n"
+                    f"  int get() const {{ return k == SB ? {g.small()} : k + SC; }}\n}};")
+    g.header.append(f"enum {{ AW = {g.small()}, AH = AW * {g.small()} }};")
+    g.header.append("enum Big { BX = 0x7fffffff, BY };")
+    g.header.append("template <S::M O> int by_mode() { return O == S::M::MY ? 7 : 3; }")
+    g.body.append(f"S s{{S::{pick(g.ch, ['SA', 'SB', 'SC'])}}};")
+    g.out("s.get() * 10 + S::SC")
+    g.out(f"static_cast<int>(S::M::{pick(g.ch, ['MX', 'MY'])}) + sizeof(S::M)")
+    g.out(f"AH - AW + {g.inp()}")
+    g.out(f"int(BY >> {g.small(1, 4)}) + (BY > {g.inp()})")
+    g.out(f"by_mode<S::M::{pick(g.ch, ['MX', 'MY'])}>()")
 
 
 def namespaces(ch: Chooser) -> Program:
@@ -263,13 +287,80 @@ def inheritance(ch: Chooser) -> Program:
     elif form == 2:
         g.body.append(f"const thread B& rb = d;\nd.v = {g.small()};")
         g.out("rb.get()")
+    for extra in (_multiple_bases, _template_base, _hidden_data_member):
+        if g.chance(35):
+            extra(g, three)
     return g.program("inheritance")
+
+
+def _multiple_bases(g: _Gen, three: bool) -> None:
+    """A second base after `B`'s sibling: pointers and references to it move to its subobject
+    and back; overloads pick the nearest base."""
+    ch = g.ch
+    g.header.append(f"struct A {{\n  int a;\n  int geta() const {{ return a * {g.small()}; }}\n"
+                    f"}};\nstruct M : A, B {{\n  int m;\n  int all() const {{ return A::a * 100 "
+                    f"+ B::v * 10 + m; }}\n}};")
+    g.header.append("int via(const thread B* p) { return p->get(); }\n"
+                    "int rank(thread B* p) { return 1; }\nint rank(thread D* p) { return 2; }\n"
+                    "int rank(B x) { return 3; }")
+    g.body.append(f"M mm;\nmm.a = {g.inp()};\nmm.v = {g.small()};\nmm.m = {g.inp()};")
+    target = "e" if three and g.chance(50) else "d"
+    forms = [
+        lambda: g.body.append(f"thread B* pb{len(g.body)} = &mm;\npb{len(g.body)}->v += "
+                              f"{g.small()};"),
+        lambda: g.out("static_cast<thread M*>(static_cast<thread B*>(&mm))->m + mm.all()"),
+        lambda: g.out("static_cast<const thread B&>(mm).get() + B(mm).base_only()"),
+        lambda: g.body.append(f"static_cast<thread B&>(mm).v = {g.small()};"),
+        lambda: g.out(f"via(&mm) + via(&{target})"),
+        lambda: g.out(f"rank(&{target}) * 10 + rank({target}) + rank(&mm) * 100"),
+        lambda: g.out("mm.A::a * 7 + mm.B::v + mm.geta()"),
+        lambda: g.body.append(f"((thread A&)mm).a = {g.inp()};"),
+    ]
+    for _ in range(g.small(2, 4)):
+        pick(ch, forms)()
+    g.out("mm.all()")
+
+
+def _template_base(g: _Gen, three: bool) -> None:
+    """A base class template initialized by name with its arguments."""
+    g.header.append(f"template <typename T> struct TB {{\n  T t;\n  TB(T x) : t(x) {{}}\n"
+                    f"  T twice() const {{ return t * T({g.small()}); }}\n}};\n"
+                    f"template <typename T> struct TD : TB<T> {{\n  T u;\n"
+                    f"  TD(T x) : TB<T>(x + T({g.small()})), u(x) {{}}\n"
+                    f"  T both() const {{ return TB<T>::twice() + u + TB<T>::t; }}\n}};\n"
+                    f"struct ID : TB<int> {{\n  int k;\n  ID(int x) : TB<int>{{x}}, k({g.small()}) "
+                    f"{{}}\n}};")
+    t = pick(g.ch, ["int", "short", "uint"])
+    g.body.append(f"TD<{t}> td({g.inp()});\nID id({g.inp()});")
+    g.out("td.both()")
+    g.out("id.twice() * 10 + id.k + id.t")
+
+
+def _hidden_data_member(g: _Gen, three: bool) -> None:
+    """A data member hiding a base's, reached qualified."""
+    g.header.append(f"struct H : B {{\n  int v;\n  int both() const {{ return v * 10 + B::v + "
+                    f"{g.small()}; }}\n}};")
+    g.body.append(f"H hh;\nhh.v = {g.inp()};\nhh.B::v = {g.small()};\nhh.H::v += hh.B::v;")
+    g.out("hh.both()")
+    g.out("hh.get() + hh.B::get()")
 
 
 def lvalues(ch: Chooser) -> Program:
     g = _Gen(ch)
+    g.header.append("struct P { int x; int y; };")
+    g.header.append("thread int& pick(thread int& x, thread int& y, int c) "
+                    "{ return c ? x : y; }")
     g.body.append(f"int a = {g.inp()} + {g.small()};\nint b = {g.inp()} - {g.small()};\n"
-                  f"int c = {g.small(0, 1)};")
+                  f"int c = {g.small(0, 1)};\nint arr[3] = {{{g.inp()}, {g.small()}, "
+                  f"{g.inp()}}};\nP p = {{{g.small()}, {g.inp()}}};\nP q = {{{g.inp()}, "
+                  f"{g.small()}}};")
+
+    def elem() -> str:
+        return pick(ch, ["arr[0]", "arr[1]", "arr[2]", "arr[c]", "arr[c + 1]"])
+
+    def place() -> str:
+        return pick(ch, ["a", "b", "p.x", "p.y", "q.x", elem()])
+
     forms: list[Callable[[], str]] = [
         lambda: "++(++a);",
         lambda: "--(--b);",
@@ -280,13 +371,27 @@ def lvalues(ch: Chooser) -> Program:
         lambda: f"(a = b) += {g.small()};",
         lambda: f"--(a -= {g.small()});",
         lambda: f"(c ? a : b) = {g.small(10, 30)};",
+        lambda: f"(c ? {place()} : {place()}) += {g.small()};",
+        lambda: f"++(c ? {place()} : {place()});",
+        lambda: f"((c ? {place()} : {place()}) *= {g.small()}) ^= {place()};",
+        lambda: f"thread int& t{g.outs} = c ? {place()} : {place()}; t{g.outs} -= {g.small()};",
+        lambda: f"(c ? p : q).y = {g.small()};",
+        lambda: f"(c ? {place()} : (a > b ? {place()} : {place()})) = {g.small()};",
+        lambda: f"pick(a, {place()}, c) += {g.small()};",
+        lambda: f"{place()} = {place()} = {g.small()};",
+        lambda: f"({elem()} += {g.small()}) *= {g.small()};",
+        lambda: "c = !c;",
+        lambda: f"(p = q).x += {g.small()};",
+        lambda: f"({place()}, {place()}) = {g.small()};",
+        lambda: f"*&(++{place()}) *= {g.small()};",
         lambda: f"b = ++(++a) * {g.small()};",
         lambda: "a += b++;",
         lambda: f"b = (a *= {g.small()}) * {g.small()};",
     ]
     for _ in range(g.small(2, 6)):
         g.body.append(pick(ch, forms)())
-        g.out(pick(ch, ["a", "b", "a * 31 + b"]))
+        g.out(pick(ch, ["a", "b", "a * 31 + b", "arr[0] + arr[1] * 7 + arr[2] * 49",
+                        "p.x * 13 + p.y", "q.x * 13 + q.y"]))
     g.out("a")
     g.out("b")
     return g.program("lvalues")

@@ -1,6 +1,8 @@
 """g++ as the oracle for C++ lookup: random programs over explicit specialisations, name
-lookup (enumerations included), namespaces (aliases, using-declarations), inheritance and
-lvalues (`cgen_cxx_lookup`) give the same ints in metalsim
+lookup (enumerations included), namespaces (aliases, using-declarations), inheritance (multiple
+and template bases, pointer and reference conversions, casts, qualified members) and lvalues
+(conditional, comma and assignment lvalues on locals, members, elements and references)
+(`cgen_cxx_lookup`) give the same ints in metalsim
 and compiled by g++ -std=c++14; a construct metalsim refuses with a CompileError is counted,
 never a different value. 400 programs here, one g++ compile per 100;
 `benchmarks/fuzz_cxx_lookup.py` runs more. Needs g++ on PATH."""
@@ -42,5 +44,12 @@ def test_the_generator_writes_every_construct_it_is_meant_to_cover() -> None:
                  r"thread int& r\d+ = \+\+a", r"\(a = b\) \+= \d", r"d\.B::get\(\)",
                  r"B sliced = d;", r"const thread B& rb = d;", r"C\(int a, int b\) : B\{a\}",
                  r"namespace al = na::nb;", r"using na::nb::inner;", r"enum class Level",
-                 r"na::KC"):
+                 r"na::KC", r"\(c \? \w+(\.\w|\[[\w +]+\])? : ", r"\+\+\(c \? ",
+                 r"thread int& t\d+ = c \? ", r"\(c \? p : q\)\.y = ", r"pick\(a, ",
+                 r"struct M : A, B", r"thread B\* pb\d+ = &mm;", r"static_cast<thread M\*>",
+                 r"static_cast<thread B&>\(mm\)", r"B\(mm\)", r"rank\(&\w+\)",
+                 r"\(\(thread A&\)mm\)", r"TD\(T x\) : TB<T>\(", r"TB<int>\{x\}",
+                 r"TB<T>::t", r"hh\.B::v = ", r"return v \* 10 \+ B::v",
+                 r"enum Kind \{ SA", r"\(p = q\)\.x \+= ", r"\(\w+(\.\w|\[[\w +]+\])?, \w+",
+                 r"\*&\(\+\+", r"S::M::M[XY]", r"enum \{ AW", r"by_mode<"):
         assert re.search(form, text), form

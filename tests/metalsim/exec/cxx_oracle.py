@@ -24,6 +24,7 @@ _CXX_PRELUDE = """\
 #define constant
 #define threadgroup
 #define METAL_FUNC inline
+typedef unsigned int uint;
 """
 
 
@@ -31,6 +32,11 @@ def gxx_outputs(header: str, body: str, n: int) -> list[int]:
     """The `n` ints `body` writes to `int* out` after `header`, compiled by g++ -std=c++17."""
     program = (f"{_CXX_PRELUDE}{header}\nint main() {{\n  int out[{n}] = {{0}};\n{body}\n"
                f"  for (int i = 0; i < {n}; ++i) std::printf(\"%d\\n\", out[i]);\n}}\n")
+    return _run_gxx(program)
+
+
+def _run_gxx(program: str) -> list[int]:
+    """The ints a C++ program prints, compiled by g++ -std=c++17."""
     with tempfile.TemporaryDirectory() as tmp:
         src, exe = Path(tmp) / "t.cpp", Path(tmp) / "t"
         src.write_text(program)
@@ -53,3 +59,24 @@ def agree(header: str, body: str, n: int) -> list[int]:
     expected = gxx_outputs(header, body, n)
     assert metalsim_outputs(header, body, n) == expected
     return expected
+
+
+def agree_per_thread(header: str, body: str, n: int, threads: int) -> list[list[int]]:
+    """`agree` for `threads` threads, each writing `n` ints: in metalsim one launch where
+    `tid` is the thread's index and `out` its own `n` ints (so the lanes of a simdgroup may
+    take different branches); in g++ the body run once per `tid`. Returns each thread's."""
+    program = (f"{_CXX_PRELUDE}{header}\nint main() {{\n  int all_out[{threads * n}] = {{0}};\n"
+               f"  for (unsigned tid = 0; tid < {threads}; ++tid) {{\n"
+               f"    int* out = all_out + tid * {n};\n{body}\n  }}\n"
+               f"  for (int i = 0; i < {threads * n}; ++i) std::printf(\"%d\\n\", all_out[i]);"
+               f"\n}}\n")
+    expected = _run_gxx(program)
+    source = (f"uint tid = thread_position_in_grid.x;\ndevice int* out = all_out + tid * {n};\n"
+              f"{body}")
+    kernel = metalsim.metal_kernel("oracle_threads", ["unused"], ["all_out"], source,
+                                   header=header)
+    got = kernel(inputs=[mx.zeros(1)], output_shapes=[(threads * n,)],
+                 output_dtypes=[mx.int32], grid=(threads, 1, 1), threadgroup=(threads, 1, 1),
+                 init_value=0)[0]
+    assert np.array(got).tolist() == expected
+    return [expected[k * n:(k + 1) * n] for k in range(threads)]

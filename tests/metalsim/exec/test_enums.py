@@ -1,7 +1,8 @@
 """`enum` and `enum class`, with g++ as the oracle: enumerator values (implicit, given, from
-earlier ones), promotion and overloads of unscoped enumerations, `E::A`, an underlying type,
-`switch` over either, enumerations in namespaces, blocks and template arguments; and the
-conversions C++ allows only explicitly."""
+earlier ones), promotion and overloads of unscoped enumerations, `E::A`, an underlying type
+(given, or the one an unscoped enumeration's values need), `switch` over either, enumerations in
+namespaces, blocks, structs and template arguments, anonymous ones; and the conversions C++
+allows only explicitly."""
 
 import pytest
 from cxx_oracle import agree, metalsim_outputs, needs_gxx
@@ -45,13 +46,53 @@ def test_enumerator_as_a_template_argument():
                  2) == [7, 12]
 
 
+def test_anonymous_enumerations_name_constants():
+    header = "enum { W = 4, H = 7 };\nenum : unsigned char { Small = 200 };\n"
+    body = ("out[0] = W * H; out[1] = Small + 100; out[2] = sizeof(Small); int arr[W];\n"
+            "arr[W - 1] = 2; out[3] = arr[3];")
+    assert agree(header, body, 4) == [28, 300, 1, 2]
+
+
+def test_an_unscoped_enumeration_holds_and_promotes_as_its_enumerators_need():
+    """int while every enumerator fits one, else unsigned int, long (C++ [conv.prom]/3)."""
+    header = ("enum Big { X = 0x7fffffff, Y };\nenum Neg { N1 = -1, N2 = 0x7fffffff };\n"
+              "enum Huge { H1 = -1, H2 = 0x80000000 };\n")
+    body = ("out[0] = sizeof(Big); out[1] = int(Y >> 1); out[2] = Y > 0; out[3] = sizeof(Huge);\n"
+            "out[4] = int(H2 >> 4); out[5] = H1 < 0; out[6] = -N1; out[7] = (Y - 1u) == "
+            "0x7fffffffu;")
+    assert agree(header, body, 8) == [4, 1073741824, 1, 8, 134217728, 1, 1, 1]
+
+
+def test_enumerations_declared_in_a_struct_are_its_members():
+    header = """
+struct S {
+  enum K { A, B = 5, C };
+  enum class M : short { X = 3, Y };
+  K k;
+  int v;
+  int get() const { return k == B ? v * 10 : v + C; }
+  int m() const { return static_cast<int>(M::Y); }
+};
+template <typename T> struct Buf { enum { N = sizeof(T) * 2 }; T data[N]; };
+struct D : S { int twice() const { return C * 2; } };
+template <S::M O> int pick() { return O == S::M::X ? 1 : 2; }
+"""
+    body = ("S s; s.k = S::B; s.v = 2; out[0] = s.get(); s.k = S::A; out[1] = s.get();\n"
+            "S::K k2 = S::C; out[2] = k2; out[3] = s.m() * 10 + static_cast<int>(S::M::X);\n"
+            "out[4] = sizeof(S::M); out[5] = Buf<short>::N * 10 + sizeof(Buf<int>);\n"
+            "D d; out[6] = d.twice() + D::B; out[7] = pick<S::M::Y>() * 10 + pick<S::M::X>();")
+    assert agree(header, body, 8) == [20, 8, 6, 43, 2, 72, 17, 21]
+
+
 @pytest.mark.parametrize("header, body, message", [
     ("enum class M { A };", "out[0] = M::A;", "no implicit conversion from scoped enumeration"),
     ("enum class M { A };", "int x = M::A + 1; out[0] = x;", "invalid operand of type 'M'"),
     ("enum E { A };", "E e = 1; out[0] = e;", "cannot initialize a value of type 'E'"),
     ("enum E { A };", "out[0] = E::Z;", "no member named 'Z' in 'E'"),
     ("enum E : uchar { A = 300 };", "out[0] = A;", "300 is not representable"),
-    ("struct S { enum K { A }; int v; };", "out[0] = 1;", "enum declared in a struct"),
+    ("enum class { A };", "out[0] = 1;", "scoped enumeration requires a name"),
+    ("enum E { A = -1, B = 0xffffffffffffffff };", "out[0] = A;",
+     "no integral type can represent all of the enumerator values"),
 ])
 def test_what_cxx_refuses_about_enumerations_is_refused(header, body, message):
     with pytest.raises(metalsim.CompileError, match=message):

@@ -54,6 +54,9 @@ def test_a_counter_used_only_as_a_value_is_only_read(body):
     "for (int k = 0; k < 8; ++k) { S s{k}; }",
     "for (int k = 0; (k = k + 1) < 8; ++k) { }",                 # written in the condition
     "for (int k = 0; k < 8; ++k) { ((thread int&)k) = 2; }",
+    "for (int k = 0; k < 8; ++k) { (n ? k : n) = 2; }",         # a conditional lvalue
+    "for (int k = 0; k < 8; ++k) { ++(n ? n : (n ? k : n)); }",
+    "for (int k = 0; k < 8; ++k) { thread int& r = n > 1 ? n : k; }",
 ])
 def test_a_counter_written_or_bound_to_a_reference_is_not_only_read(body):
     assert not counter_only_read(body)
@@ -99,3 +102,11 @@ def test_a_local_called_as_a_function_fixes_no_names():
     assert fixed_names(uses([body], is_min, returns_value=True)) == set()
     body = body_of("uint a = n; out[a] = min(a, 2u);")
     assert fixed_names(uses([body], is_min, returns_value=True)) == {"a"}
+
+
+def test_the_objects_a_conditional_lvalue_names_are_addressed():
+    """Each thread names one of them: they live in memory, so a location picks per lane."""
+    loop = loop_of("for (int k = 0; k < 8; ++k) { int a = 0; int b[2]; float4 v; "
+                   "(k ? a : b[1]) = 1; (k ? v.x : v.y) += 2.0f; out[k] = k ? a : b[0]; }")
+    found = uses([loop.body], lambda name: False, returns_value=True)
+    assert {"a", "b", "v"} <= found.addressed and "k" not in found.addressed
