@@ -66,6 +66,11 @@ class NamespaceTable:
         self.directives: dict[str, list[str]] = {}
         self.using: dict[str, dict[str, tuple[str, ...]]] = {}   # using-declarations
         self.functions: set[str] = set()   # program names of functions (overloadable)
+        # What metalsim's prelude declares for Metal (`integral_constant`): it gives way to a
+        # program's own declaration that a lookup finds beside it (MLX's
+        # `mlx::steel::integral_constant` through `using namespace mlx::steel;`), the two
+        # meaning the same.
+        self.metal_own: set[str] = set()
         self.aliases: dict[str, str] = {}  # "outer::al" -> "outer::inner"
         # Whether a namespace other than the global one and `metal` has appeared: until then
         # lookup is the flat lookup of a program without namespaces.

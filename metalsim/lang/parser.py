@@ -355,6 +355,8 @@ class _Parser:
         return self.overload_set(tok, list(found)) if found else (name, ())
 
     def overload_set(self, tok: Token, found: list[str]) -> tuple[str, tuple[str, ...]]:
+        if len(found) > 1:
+            found = [f for f in found if f not in self.namespaces.metal_own] or found
         if len(found) > 1 and not all(f in self.namespaces.functions for f in found):
             raise self.error(f"reference to '{tok.text}' is ambiguous", tok, width=len(tok.text),
                              hint="it names " + " and ".join(f"'{f}'" for f in found)
@@ -437,8 +439,12 @@ class _Parser:
         if self.namespace_alias_at():
             self.namespace_alias()
             return []
+        prelude = self.coord(self.peek()).section == "prelude"
+        before = set(self.scopes[0]) if prelude else set()
         item = self.external_declaration()
         self.name_declaration(item)
+        if prelude:
+            self.namespaces.metal_own |= set(self.scopes[0]) - before | _declared_names(item)
         return [item]
 
     def name_declaration(self, item: ast.Node) -> None:
