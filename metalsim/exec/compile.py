@@ -759,7 +759,9 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
             cost += 0.1 * self.generic_params(fdef)
             if best_cost is None or cost < best_cost:
                 best, best_cost, tie = (fdef, bindings), cost, False
-            elif cost == best_cost:
+            elif cost == best_cost and self.replaces_prelude(fdef, best[0]):
+                best = (fdef, bindings)   # MLX's own definition of what the prelude copies
+            elif cost == best_cost and not self.replaces_prelude(best[0], fdef):
                 tie = True
         if best is None:
             if notes:  # as clang words it, the reason in its note
@@ -769,6 +771,12 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
         if tie:
             self.error(f"call to '{name}' is ambiguous", node)
         return best
+
+    @staticmethod
+    def replaces_prelude(fdef: ast.FunctionDef, other: ast.FunctionDef) -> bool:
+        """Whether `fdef`, from MLX's headers, is the function `other` is metalsim's prelude's
+        copy of (MLX's utils.h's `log1p`, included by a program): the two match alike."""
+        return other.coord.section == "prelude" and fdef.coord.section != "prelude"
 
     def substitutes(self, fdef: ast.FunctionDef, bindings: dict, notes: list[str]) -> bool:
         """Whether a template's return type is valid for `bindings` (SFINAE: a failure, such as

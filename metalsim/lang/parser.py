@@ -341,11 +341,12 @@ class _Parser:
         name = tok.text
         if namespace is None:
             local = self.local_scope_of(name)
-            if local is not None:
+            if local is not None and not (name in self.injected and local.get(name) == _TYPE):
                 using = local.get(_USING_KEY + name)
                 return (name, ()) if using is None else self.overload_set(tok, using.split())
-            if name in self.injected or not self.namespaces.in_use:
+            if not self.namespaces.in_use:
                 return name, ()
+            # (the injected name of a struct template is the template's program name)
             found = self.namespace_entities(name)
         else:
             found = self.namespaces.qualified(namespace, name)
@@ -376,9 +377,8 @@ class _Parser:
             return True
         if namespace is None:
             return self.lookup(tok.text) in (_TYPE, _TYPE_TEMPLATE)
-        return any(self.scopes[0].get(e) in (_TYPE, _TYPE_TEMPLATE)
-                   for e in self.namespaces.qualified(namespace, tok.text)) or (
-            namespace.split("::")[0] == METAL and self.lookup(tok.text) in (_TYPE, _TYPE_TEMPLATE))
+        found = self.namespaces.qualified(namespace, tok.text) or (tok.text,)
+        return any(self.scopes[0].get(e) in (_TYPE, _TYPE_TEMPLATE) for e in found)
 
     def type_name_at(self, k: int = 0) -> bool:
         """Whether a type-name (a type possibly after qualifiers) begins `k` tokens ahead."""
@@ -386,10 +386,11 @@ class _Parser:
         return (tok.kind == "ident" and tok.text in (*_QUALIFIERS, "typename")
                 ) or self.type_at(k)
 
-    def is_template(self, name: str) -> bool:
+    def is_template(self, name: str, qualified: bool = False) -> bool:
+        """Whether `name` (a program name where `qualified`) names a template."""
         if name in self.injected:  # a struct template's own name may take arguments
             return True
-        kind = self.lookup(name)
+        kind = self.scopes[0].get(name) if qualified else self.lookup(name)
         if kind is not None:
             return kind in (_TEMPLATE, _TYPE_TEMPLATE)
         return name in _BUILTIN_TEMPLATES
@@ -1129,6 +1130,7 @@ class _Parser:
             self.advance()
         tok = self.advance()
         name = tok.text
+        injected = name in self.injected and namespace is None
         if name not in _BUILTIN_TYPE_WORDS:
             name = self.resolve(tok, namespace)[0]
         if name == "double":
@@ -1138,8 +1140,9 @@ class _Parser:
             name = _INT_COMBINATIONS[(name,)]
         args = None
         # The injected class name of a struct template may take arguments (`Acc<T>`) or not.
-        if name in _TYPE_TEMPLATES or self.lookup(name) == _TYPE_TEMPLATE or (
-                name in self.injected and self.at("<")):
+        kind = self.scopes[0].get(name) if namespace is not None else self.lookup(name)
+        if name in _TYPE_TEMPLATES or (kind == _TYPE_TEMPLATE and not injected) or (
+                injected and self.at("<")):
             if not self.accept("<"):
                 if name in self.struct_templates:  # C++14 deduces no class template arguments
                     raise self.error(f"use of class template '{name}' requires template "
@@ -2259,7 +2262,8 @@ class _Parser:
             # A member of a class template instance (`Limits<T>::min`) is not itself a
             # template here unless the `template` keyword says so.
             member = any(part_args is not None for _, part_args in parts)
-            if self.at("<") and (template or not member and (self.is_template(text) or (
+            if self.at("<") and (template or not member and (self.is_template(
+                    text, not parts and namespace is not None) or (
                     parts and tok.text in self.member_templates))):
                 self.advance()
                 args = self.template_arguments()
