@@ -120,6 +120,9 @@ _NOT_OVERLOADABLE = {
     "--": "write 'void operator-=(S o)' or a named member function",
 }
 
+# What follows the name a member declarator declares: `int n;`, `T f(...)`, `int a[4]`, ...
+_DECLARATOR_ENDS = frozenset({";", ",", "=", "(", "[", "{", ":"})
+
 # What a scope records about a name.
 _TYPE, _TYPE_TEMPLATE, _TEMPLATE, _VALUE = "type", "type template", "template", "value"
 _ENTITY = "entity"   # a local using-declaration's name: which entity, under `_USING_KEY`
@@ -150,6 +153,23 @@ def _declared_names(node: ast.Node) -> set[str]:
     return {name} if isinstance(name, str) and name else set()
 
 
+def _member_names(tokens: list[Token], pos: int) -> set[str]:
+    """The names a struct body starting at `tokens[pos]` (just after its `{`) declares:
+    each identifier at the body's own brace depth that a declarator ends with."""
+    names: set[str] = set()
+    depth = 0
+    for tok, following in zip(tokens[pos:], tokens[pos + 1:]):
+        if tok.kind == "punct" and tok.text in ("{", "(", "["):
+            depth += 1
+        elif tok.kind == "punct" and tok.text in ("}", ")", "]"):
+            if depth == 0:
+                break
+            depth -= 1
+        elif depth == 0 and tok.kind == "ident" and following.text in _DECLARATOR_ENDS:
+            names.add(tok.text)
+    return names
+
+
 def _with_element(array: ast.TypeNode, element: ast.TypeNode) -> ast.TypeNode:
     """The array type `array` (of `NamedType`s) with its innermost element type `element`."""
     if isinstance(array, ast.ArrayType):
@@ -175,6 +195,10 @@ class _Parser:
         self.namespace: list[str] = []               # the namespace being defined
         # Struct templates being defined: their bare name is the injected class name.
         self.injected: list[str] = []
+        # The names each struct being defined declares as members, which hide namespace
+        # members in its member functions (whose bodies see members declared after them).
+        self.member_names: list[set[str]] = []
+        self.struct_members: dict[str, set[str]] = {}   # by the struct's name, for its bases
         # Names of member types (`typedef T type;` in a struct): `S::type` names a type where
         # one of these follows `::`, as C++ knows from S's definition; after `typename`, any.
         self.member_types: set[str] = set()
@@ -344,7 +368,7 @@ class _Parser:
             if local is not None and not (name in self.injected and local.get(name) == _TYPE):
                 using = local.get(_USING_KEY + name)
                 return (name, ()) if using is None else self.overload_set(tok, using.split())
-            if not self.namespaces.in_use:
+            if not self.namespaces.in_use or any(name in m for m in self.member_names):
                 return name, ()
             # (the injected name of a struct template is the template's program name)
             found = self.namespace_entities(name)
@@ -1409,6 +1433,9 @@ class _Parser:
         constructors: list[ast.Constructor] = []
         statics: list[ast.VarDecl | ast.TypeAlias] = []
         self.scopes.append({})  # the member types
+        inherited = set().union(*(self.struct_members.get(b.name, ()) for b in bases))
+        declared = _member_names(self.tokens, self.pos) - {name} | inherited
+        self.member_names.append(declared)
         try:
             while not self.accept("}"):
                 if self.peek().kind == "eof":
@@ -1428,6 +1455,8 @@ class _Parser:
                         members.append(item)
         finally:
             self.scopes.pop()
+            self.member_names.pop()
+        self.struct_members[program_name(self.namespace_path(), name)] = declared
         return ast.StructDef(self.coord(start), name, members, methods, constructors,
                              statics=statics, bases=bases, specialization=specialization,
                              align=align, union=start.text == "union")
