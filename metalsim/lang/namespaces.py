@@ -121,6 +121,20 @@ class NamespaceTable:
                 return full
         return None
 
+    def nested(self, namespace: str, name: str) -> str | None:
+        """The namespace `namespace::name` names: a namespace nested in it, else (qualified
+        lookup) one nested in a namespace its using-directives nominate."""
+        searched: set[str] = set()
+        frontier = [namespace]
+        while frontier:
+            found = {self.unaliased(f"{at}::{name}") for at in frontier} & self.members.keys()
+            if len(found) == 1:
+                return found.pop()
+            searched.update(frontier)
+            frontier = [n for at in frontier for n in self.directives.get(at, ())
+                        if n not in searched]
+        return None
+
     def unaliased(self, path: str) -> str:
         """`path` with the namespace alias it begins with replaced."""
         parts = path.split("::")

@@ -569,8 +569,10 @@ class _Parser:
                 inner: str | None = METAL
             elif path == METAL and word in _METAL_VARIANTS:
                 break
+            elif path:
+                inner = self.namespaces.nested(path, word)
             else:
-                inner = self.find_namespace(f"{path}::{word}" if path else word, path is None)
+                inner = self.find_namespace(word, path is None)
             if inner is None:
                 break
             path = inner
