@@ -8,7 +8,10 @@ template parameter, function template and variable it has seen; built-in names c
 precedence and associativity without one method per level.
 
 Representation choices the compiler relies on:
-  * `metal::` is dropped from every name; other qualifiers stay in `Name.qualifier`.
+  * A name that a namespace declares is resolved where it is used, by C++'s lookup rules, to
+    its program name (`na::K`; see `metalsim.lang.namespaces`): declarations at namespace
+    scope carry it, and so do the names that refer to them. `metal::` names Metal's own
+    (bare) names; `fast::`/`precise::` and struct qualifiers stay in `Name.qualifier`.
   * A member of a class template instance, `numeric_limits<float>::max()`, is
     `Call(Name("max", qualifier="numeric_limits", template_args=[float]))`: the template arguments
     are those of the qualifying class.
