@@ -386,8 +386,9 @@ class _Parser:
         if len(found) > 1:
             found = [f for f in found if f not in self.namespaces.metal_own] or found
         if len(found) > 1 and not all(f in self.namespaces.functions for f in found):
+            shown = [re.sub(r"__unnamed\w*", "(anonymous namespace)", f) for f in found]
             raise self.error(f"reference to '{tok.text}' is ambiguous", tok, width=len(tok.text),
-                             hint="it names " + " and ".join(f"'{f}'" for f in found)
+                             hint="it names " + " and ".join(f"'{f}'" for f in shown)
                              + ": qualify it")
         return found[0], tuple(found[1:])
 
@@ -516,16 +517,22 @@ class _Parser:
         namespace-member* '}'
 
         A namespace may be reopened; `namespace a::b {` opens `b` inside `a`. An unnamed
-        namespace (`namespace { ... }`) declares its members in the enclosing one, as its
-        implicit using-directive makes them visible there."""
+        namespace (`namespace { ... }`) is one of its own, named by no one, with an implicit
+        using-directive in the enclosing one (C++ [namespace.unnamed]), so its names are
+        visible there, beside (not instead of) the enclosing namespace's own."""
         self.advance()
-        parts = [] if self.at("{") else [self.identifier("expected a namespace name").text]
-        while parts and self.accept("::"):
+        if self.at("{"):
+            parts = [f"__unnamed{self.coord(self.peek()).line}_{self.pos}"]
+        else:
+            parts = [self.identifier("expected a namespace name").text]
+        while self.accept("::"):
             parts.append(self.identifier("expected a namespace name").text)
         open_ = self.expect("{", "expected '{' after the namespace name")
         outer = self.namespace
         self.namespace = [*outer, *parts]
         self.namespaces.open(self.namespace)
+        if parts[0].startswith("__unnamed"):
+            self.namespaces.declare_directive("::".join(outer), "::".join(self.namespace))
         items: list[ast.Node] = []
         try:
             while not self.accept("}"):
