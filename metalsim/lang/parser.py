@@ -337,10 +337,26 @@ class _Parser:
 
     def declare(self, name: str, kind: str, file_scope: bool = False) -> None:
         if file_scope or len(self.scopes) == 1:   # at namespace scope
-            name = self.namespaces.declare(self.namespace_path(), name)
+            path = self.namespace_path()
+            if kind == _VALUE and path in ("", METAL):
+                self.check_metal_apart(name, path)
+            name = self.namespaces.declare(path, name)
             self.scopes[0][name] = kind
         else:
             self.scopes[-1][name] = kind
+
+    def check_metal_apart(self, name: str, path: str) -> None:
+        """Refuse a variable in `metal` (or the global namespace) that the other one declares
+        too: metalsim gives both namespaces' names one program name (`metal` is always
+        used), so the two would silently become one."""
+        other = "" if path == METAL else METAL
+        if name in self.namespaces.members.get(other, ()) and (
+                name not in self.namespaces.metal_own):
+            here, there = (("namespace 'metal'", "the global namespace") if path == METAL
+                           else ("the global namespace", "namespace 'metal'"))
+            raise self.error(f"'{name}' is declared in {here} and in {there}, which metalsim "
+                             "keeps as one (Metal programs say 'using namespace metal;')",
+                             self.peek(), hint=f"rename one of the two '{name}'s")
 
     def namespace_path(self) -> str:
         return "::".join(self.namespace)
