@@ -20,6 +20,7 @@ import numpy as np
 from metalsim.exec.compiled import E, Scope, Var
 from metalsim.lang import ast
 from metalsim.lang import types as ty
+from metalsim.lang.namespaces import enclosing_namespace
 from metalsim.lang.types import ScalarType
 
 
@@ -41,6 +42,10 @@ class EnumCompiler:
         # Inside its braces an enumerator has the underlying type, or without a fixed one a
         # type that holds its value (C++ [dcl.enum]/5).
         before: dict[str, Var] = {}
+        # An unscoped enumerator is a member of the enumeration's namespace, named by its
+        # program name in the next one's value.
+        namespace = enclosing_namespace(node.name)
+        prefix = f"{namespace}::" if namespace else ""
         value = -1
         for en in node.enumerators:
             if en.name in values:
@@ -52,8 +57,8 @@ class EnumCompiler:
                 self.error(f"enumerator value {value} is not representable in the underlying "
                            f"type '{fixed or ty.ULONG}'", en.value or en)
             values[en.name] = value
-            before[en.name] = Var("const", held, readonly=True,
-                                  const=np.asarray(value, held.dtype))
+            before[en.name] = before[prefix + en.name] = Var(
+                "const", held, readonly=True, const=np.asarray(value, held.dtype))
         underlying = fixed or _holding(list(values.values()) or [0])
         if underlying is None:
             self.error("no integral type can represent all of the enumerator values", node,
@@ -65,7 +70,7 @@ class EnumCompiler:
         members = {name: Var("const", t, readonly=True, const=np.asarray(v, underlying.dtype))
                    for name, v in values.items()}
         if not node.scoped:
-            scope.names.update(members)
+            scope.names.update({prefix + name: var for name, var in members.items()})
         self.enum_members[t] = members
         return t
 

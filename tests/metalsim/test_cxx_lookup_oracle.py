@@ -1,6 +1,7 @@
 """g++ as the oracle for C++ lookup: random programs over explicit specialisations, name
-lookup (enumerations included), namespaces (aliases, using-declarations), inheritance (multiple
-and template bases, pointer and reference conversions, casts, qualified members) and lvalues
+lookup (enumerations included), namespaces (aliases, using-declarations), namespace scoping
+(the same names in the global namespace and nested namespaces), inheritance (multiple and
+template bases, pointer and reference conversions, casts, qualified members) and lvalues
 (conditional, comma and assignment lvalues on locals, members, elements and references)
 (`cgen_cxx_lookup`) give the same ints in metalsim
 and compiled by g++ -std=c++14; a construct metalsim refuses with a CompileError is counted,
@@ -51,5 +52,9 @@ def test_the_generator_writes_every_construct_it_is_meant_to_cover() -> None:
                  r"\(\(thread A&\)mm\)", r"TD\(T x\) : TB<T>\(", r"TB<int>\{x\}",
                  r"TB<T>::t", r"hh\.B::v = ", r"return v \* 10 \+ B::v",
                  r"enum Kind \{ SA", r"\(p = q\)\.x \+= ", r"\(\w+(\.\w|\[[\w +]+\])?, \w+",
-                 r"\*&\(\+\+", r"S::M::M[XY]", r"enum \{ AW", r"by_mode<"):
+                 r"\*&\(\+\+", r"S::M::M[XY]", r"enum \{ AW", r"by_mode<",
+                 r"namespace na::nb \{", r"namespace \{ constant",
+                 r"namespace nc \{ using namespace na;", r"namespace nd \{ using na::f;",
+                 r"\{ using na::f;", r"int p\(int K\)", r"struct M \{ int get\(\)",
+                 r"namespace an = na::nb;", r"inline namespace v1"):
         assert re.search(form, text), form
