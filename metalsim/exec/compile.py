@@ -1012,13 +1012,18 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
                 var = Var("ptr", this, self.new_slot(), readonly=True)
                 scope.names["this"] = var
                 code.params.append((var, False))
+            copies = []
             for p in fdef.params:
                 var = self.declare_param(p, scope)
                 code.params.append((var, isinstance(p.type, ast.ReferenceType)))
+                if p.name in found.addressed and var.kind in ("value", "ptr"):
+                    copies.append(self.param_to_memory(p, var, scope))
             inits = (self.member_initializers(fdef, scope) if isinstance(fdef, ast.Constructor)
                      else None)
             body = self.block(fdef.body, scope, new_scope=False)
-            code.body = body if inits is None else sequence(inits, body)
+            for run in reversed([*copies, *([inits] if inits is not None else [])]):
+                body = sequence(run, body)
+            code.body = body
             if code.return_type is None:  # `auto` with no return statement
                 code.return_type = ty.VOID
         finally:
@@ -1057,6 +1062,13 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
                 self.error(f"redefinition of parameter '{p.name}'", p)
             scope.names[p.name] = var
         return var
+
+    def param_to_memory(self, p: ast.Param, var: Var, scope: Scope) -> Callable:
+        """Move by-value parameter `p` (held as `var`) into thread memory when its function takes
+        its address (`&x`, `*(thread uint*)&x`): as for a local so used, the name then names
+        an object in memory, which the call's argument initialises."""
+        copy = ast.VarDecl(p.coord, p.name, p.type, ast.Name(p.coord, p.name))
+        return self.declare_thread_memory(copy, var.type, var.readonly, scope)
 
     # --- the kernel -------------------------------------------------------------------------
     def compile_kernel(self) -> tuple[FunctionCode, dict[str, Var]]:
