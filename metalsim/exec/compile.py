@@ -620,7 +620,8 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
     def prefers_builtin(self, node: ast.Call, scope: Scope) -> bool:
         """Whether Metal's own function of the name wins over the program's overloads of it
         (MLX's bf16_math.h adds bfloat overloads of Metal's math): where none of them is
-        viable, or Metal's matches the arguments exactly and the best of them does not."""
+        viable, or Metal's converts the arguments at no more cost than the best of them does
+        (`pow(2, x)` with a float `x` calls Metal's `pow(float, float)`, not the bfloat one)."""
         name = node.func.name
         if name not in mathlib.FUNCTIONS and ("call", name) not in self.builtins:
             return False
@@ -631,14 +632,16 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
             if failure.diagnostic.message.startswith("no matching function"):
                 return True
             raise
-        if self.match_cost(fdef, bindings, args) == 0 or name not in mathlib.FUNCTIONS:
+        if name not in mathlib.FUNCTIONS:
             return False
         types = [self.rvalue(a).type for a in args]
         try:
             params, _ = mathlib.resolve(name, types)
         except LookupError:
             return False
-        return list(params) == types
+        costs = [arithmetic_cost(a, p) for a, p in zip(types, params)]
+        chosen = self.match_cost(fdef, bindings, args)
+        return None not in costs and (chosen is None or sum(costs) <= chosen.conversions)
 
     def call_math(self, node: ast.Call, args: list[E]) -> E:
         name = node.func.name
@@ -938,19 +941,11 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
                     cost += self.derivation_cost(pt.pointee, at.pointee)
                 else:
                     return None
-            elif isinstance(pt, VectorType) != isinstance(at, VectorType):
-                if isinstance(at, VectorType) or not ty.is_arithmetic(at):
-                    return None
-                cost += 3
-            elif ty.is_arithmetic(pt) and ty.is_arithmetic(at):
-                if isinstance(pt, VectorType) and pt.n != at.n:
-                    return None
-                # C++ ranks a promotion above every other conversion: `f(1u)` with `f(int)`
-                # and `f(float)` is ambiguous, `f(short(1))` calls `f(int)`; a vector's is
-                # never a promotion.
-                cost += 1 if isinstance(at, ScalarType) and ty.is_promotion(at, pt) else 2
             else:
-                return None
+                step = arithmetic_cost(at, pt)
+                if step is None:
+                    return None
+                cost += step
         return Rank(cost, tuple(kinds))
 
     def reference_binding(self, p: ast.Param, scope: Scope, a: E, pt: Type
@@ -1097,6 +1092,25 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
         code.threadgroup_granules = sum(c.threadgroup_granules
                                         for c in self.instances.values())
         return code, params
+
+
+def arithmetic_cost(at: Type, pt: Type) -> int | None:
+    """What converting a value of arithmetic type `at` to `pt` costs in overload ranking
+    (0 none, 1 a promotion, 2 another conversion, 3 a scalar splatted into a vector), or
+    None where it does not convert implicitly."""
+    if at == pt:
+        return 0
+    if isinstance(pt, VectorType) != isinstance(at, VectorType):
+        if isinstance(at, VectorType) or not ty.is_arithmetic(at):
+            return None
+        return 3
+    if not (ty.is_arithmetic(pt) and ty.is_arithmetic(at)):
+        return None
+    if isinstance(pt, VectorType) and pt.n != at.n:
+        return None
+    # C++ ranks a promotion above every other conversion: `f(1u)` with `f(int)` and
+    # `f(float)` is ambiguous, `f(short(1))` calls `f(int)`; a vector's is never a promotion.
+    return 1 if isinstance(at, ScalarType) and ty.is_promotion(at, pt) else 2
 
 
 def sequence(first: Callable, then: Callable) -> Callable:

@@ -67,6 +67,7 @@ class Uses:
 def uses(nodes: list[ast.Node | None], builtin: Builtin, returns_value: bool) -> Uses:
     """One walk over `nodes` (see `Uses`); `builtin` and `returns_value` as for `only_read`."""
     found = Uses()
+    aliases: dict[str, set[str]] = {}   # a reference's name: the names of what it is bound to
     stack = [(n, None, False) for n in nodes if n is not None]
     while stack:
         n, parent, in_loop = stack.pop()
@@ -77,6 +78,8 @@ def uses(nodes: list[ast.Node | None], builtin: Builtin, returns_value: bool) ->
                     found.addressed.add(n.name)
         elif isinstance(n, ast.VarDecl):
             found.declarations.setdefault(n.name, []).append((n, in_loop))
+            if isinstance(n.type, ast.ReferenceType) and n.init is not None:
+                aliases.setdefault(n.name, set()).update(_lvalue_roots([n.init]))
         elif isinstance(n, ast.StructDef):
             found.defines_struct = True
         elif isinstance(n, ast.Call):
@@ -104,6 +107,13 @@ def uses(nodes: list[ast.Node | None], builtin: Builtin, returns_value: bool) ->
         in_loop = in_loop or isinstance(n, ast.For | ast.While | ast.DoWhile)
         for child in children(n):
             stack.append((child, n, in_loop))
+    # `thread int& r = a; &r` takes `a`'s address: what a reference is bound to, transitively.
+    pending = [name for name in found.addressed if name in aliases]
+    while pending:
+        for root in aliases.pop(pending.pop(), ()):
+            found.addressed.add(root)
+            if root in aliases:
+                pending.append(root)
     return found
 
 

@@ -52,3 +52,34 @@ def test_a_variable_in_metal_and_in_the_global_namespace_is_refused_not_merged()
                                                     "in the global namespace"):
         kernel(inputs=[mx.zeros(1)], output_shapes=[(1,)], output_dtypes=[mx.float32],
                grid=(1, 1, 1), threadgroup=(1, 1, 1))
+
+
+POW_OVERLOAD = """
+struct Low { float v; Low(float x) : v(x) {} };
+namespace metal { float pow(Low a, Low b) { return -1.0f; } }
+namespace metal { half max(half a, half b) { return half(-1.0h); } }
+"""
+
+
+def test_metal_s_function_wins_where_it_converts_the_arguments_at_less_cost():
+    # pow(int, float): Metal's pow(float, float) converts one argument, the program's
+    # overload both (by constructor); max(int, int): Metal's is exact, the program's converts.
+    kernel = metalsim.metal_kernel("ranked", ["unused"], ["out"],
+                                   "out[0] = pow(2, 3.0f); out[1] = metal::max(2, 7);",
+                                   header=POW_OVERLOAD)
+    out = kernel(inputs=[mx.zeros(1)], output_shapes=[(2,)], output_dtypes=[mx.float32],
+                 grid=(1, 1, 1), threadgroup=(1, 1, 1), init_value=0)[0]
+    assert np.array(out).tolist() == [8.0, 7.0]
+
+
+def test_a_float_power_of_an_int_base_after_mlx_utils_is_metal_s_float_pow():
+    # MLX's bf16_math.h adds pow(bfloat16_t, bfloat16_t); pow(2, x) with a float x converts
+    # both arguments to it and only the int to Metal's pow(float, float), which C++ picks
+    # (MLX's expm1f does this).
+    header = '#include "mlx/backend/metal/kernels/utils.h"\n'
+    with metalsim.patch(force=True, include_dirs=[metalsim.mlx_include_dir()]):
+        kernel = mx.fast.metal_kernel("int_base", ["x"], ["out"], "out[0] = pow(2, x[0]);",
+                                      header=header)
+        (out,) = kernel(inputs=[mx.array([0.3])], output_shapes=[(1,)],
+                        output_dtypes=[mx.float32], grid=(1, 1, 1), threadgroup=(1, 1, 1))
+    assert out.item() == np.float32(2.0) ** np.float32(0.3)
