@@ -57,8 +57,12 @@ class EnumCompiler:
                 self.error(f"enumerator value {value} is not representable in the underlying "
                            f"type '{fixed or ty.ULONG}'", en.value or en)
             values[en.name] = value
-            before[en.name] = before[prefix + en.name] = Var(
-                "const", held, readonly=True, const=np.asarray(value, held.dtype))
+            before[en.name] = Var("const", held, readonly=True,
+                                  const=np.asarray(value, held.dtype))
+            if prefix:
+                # `na::KB`, as a namespace member's name, is looked up at program scope: there
+                # it has this type until the enumeration's own replaces it below.
+                scope.names[prefix + en.name] = before[en.name]
         underlying = fixed or _holding(list(values.values()) or [0])
         if underlying is None:
             self.error("no integral type can represent all of the enumerator values", node,

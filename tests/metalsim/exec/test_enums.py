@@ -39,6 +39,13 @@ def test_enumerations_in_a_namespace_and_a_block():
     assert agree(header, body, 3) == [2, 0, 9]
 
 
+def test_a_namespaced_enumerator_s_value_names_an_earlier_one():
+    header = ("namespace na { enum Kind { KA = 4, KB, KC = KB * 3 };\n"
+              "namespace nb { enum Deep { DA = KC, DB = DA + 1, DC = na::KA + DB }; } }\n")
+    body = "out[0] = na::KC; out[1] = na::nb::DB; out[2] = na::nb::DC;"
+    assert agree(header, body, 3) == [15, 16, 20]
+
+
 def test_enumerator_as_a_template_argument():
     header = ("enum class Op { Add, Mul };\n"
               "template <Op O> int apply(int a, int b) { return O == Op::Add ? a + b : a * b; }\n")
