@@ -48,6 +48,7 @@ from metalsim.exec.values import Frame, MemLoc, PtrSlot, VarLoc
 from metalsim.lang import ast
 from metalsim.lang import types as ty
 from metalsim.lang.cuda_names import cuda_hint
+from metalsim.lang.namespaces import enclosing_namespace, program_name
 from metalsim.lang.types import (
     INT,
     ArrayType,
@@ -80,6 +81,8 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
         self.builtins = builtins
         self.math_variant = math_variant
         self.functions: dict[str, list[ast.FunctionDef]] = {}   # explicit specialisations too
+        # How many `functions` there were and the bare names of those in namespaces then.
+        self.namespaced_names: tuple[int, set[str]] = (-1, set())
         # (id of a function template, its argument keys) -> its explicit specialisation
         self.function_specializations: dict[tuple, ast.FunctionDef] = {}
         self.specialized_structs: set[StructType] = set()  # member specialisations matched
@@ -592,7 +595,8 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
                        hint=f"'{name.name}' is a kernel parameter that MLX declares from the "
                             f"attribute, not a function: drop the '()'"
                        if name.name in ATTRIBUTE_NAMES else "")
-        if self.overload_candidates(name) and not self.prefers_builtin(node, scope):
+        if self.overload_candidates(name, self.adl_arguments(node, scope)) and not (
+                self.prefers_builtin(node, scope)):
             return self.call_user(node, scope)
         handler = self.builtins.get(("call", name.name))
         if handler is not None:
@@ -606,16 +610,74 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
                    hint=cuda_hint(name.name) or self.suggest(name.name, visible),
                    width=len(name.name))
 
-    def overload_candidates(self, name: ast.Name) -> list[ast.FunctionDef]:
+    def adl_arguments(self, node: ast.Call, scope: Scope) -> list[E] | None:
+        """The arguments whose types argument-dependent lookup looks at, for a call written
+        unqualified in a program with namespaces (None otherwise)."""
+        name = node.func
+        if not (name.written_unqualified and self.unit.namespaces and node.args):
+            return None
+        bare = name.name.rpartition("::")[2]
+        if len(self.functions) != self.namespaced_names[0]:
+            self.namespaced_names = (len(self.functions), {
+                k.rpartition("::")[2] for k in self.functions if "::" in k})
+        if bare not in self.namespaced_names[1] and (name.name == bare
+                                                     or bare not in self.functions):
+            return None   # no other namespace declares a function of the name
+        return [self.expr(a, scope) for a in node.args]
+
+    def overload_candidates(self, name: ast.Name, args: list[E] | None = None
+                            ) -> list[ast.FunctionDef]:
         """The program's functions a call of `name` chooses among: its program name's and
-        its overload set's others; for `fast::f` and `precise::f`, those the program
+        its overload set's others, and for a call `f(args)` written unqualified those that
+        argument-dependent lookup adds; for `fast::f` and `precise::f`, those the program
         declares in `metal::fast` and `metal::precise` (beside Metal's own)."""
         if name.qualifier in ("fast", "precise"):
             return self.functions.get(f"metal::{name.qualifier}::{name.name}", [])
         found = self.functions.get(name.name, [])
         for other in name.overloads:
             found = found + self.functions.get(other, [])
+        if args and name.written_unqualified and self.unit.namespaces:
+            bare = name.name.rpartition("::")[2]   # what was written, not what lookup found
+            found = found + [f for namespace in self.associated_namespaces(args)
+                             for f in self.functions.get(program_name(namespace, bare), [])
+                             if f not in found]
         return found
+
+    def associated_namespaces(self, args: list[E]) -> set[str]:
+        """The namespaces argument-dependent lookup searches for a call with `args` (C++
+        [basic.lookup.argdep]/2): for each argument of (pointer or array to) a class or an
+        enumeration, the innermost namespace enclosing it, its base classes, and the types
+        of a class template instance's type arguments."""
+        found: set[str] = set()
+        for a in args:
+            self.add_associated(a.type, found, set())
+        return found
+
+    def add_associated(self, t: Type, found: set[str], seen: set[Type]) -> None:
+        while isinstance(t, PointerType | ArrayType):
+            t = t.pointee if isinstance(t, PointerType) else t.elem
+        if isinstance(t, ScalarType) and t.enum is not None:
+            found.add(self.declaring_namespace(t.name))
+        if not isinstance(t, StructType) or t in seen:
+            return
+        seen.add(t)
+        classes = [t]
+        while classes:   # the class and its bases, direct and indirect
+            c = classes.pop()
+            found.add(self.declaring_namespace(c.name))
+            classes += self.struct_bases.get(c, [])
+        instance = self.instance_of.get(t)
+        for v in instance[1].values() if instance is not None else ():
+            if not isinstance(v, Var):
+                self.add_associated(v, found, seen)
+
+    def declaring_namespace(self, program: str) -> str:
+        """The innermost namespace enclosing the type named `program` (`na::S<nb::T>::In`
+        -> `na`; "" for the global one)."""
+        path = program.split("<")[0]
+        while path and path not in self.unit.namespaces:
+            path = enclosing_namespace(path)
+        return path
 
     def prefers_builtin(self, node: ast.Call, scope: Scope) -> bool:
         """Whether Metal's own function of the name wins over the program's overloads of it
@@ -764,7 +826,7 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
         explicit = node.func.template_args or []
         candidates: list[tuple[Rank, ast.FunctionDef, dict]] = []
         notes: list[str] = []
-        overloads = self.overload_candidates(node.func)
+        overloads = self.overload_candidates(node.func, args)
         for fdef in overloads:
             if fdef.body is None and any(o.body is not None for o in overloads
                                          if o is not fdef and o.name == fdef.name):

@@ -117,6 +117,9 @@ class Name(Node):
     # The program names of the rest of its overload set: functions of the same name that
     # other namespaces declare, found together (through using-directives or -declarations).
     overloads: tuple[str, ...] = ()
+    # Written without any qualifier (`f`, not `na::f` nor `::f`): a call of it also finds
+    # functions in its arguments' namespaces (argument-dependent lookup).
+    written_unqualified: bool = False
 
     @property
     def unqualified(self) -> bool:
@@ -534,3 +537,4 @@ class ExplicitInstantiation(Node):
 class TranslationUnit(Node):
     items: list[FunctionDef | DeclStmt | TypeAlias | UsingNamespace | ExplicitInstantiation
                 | StaticAssert | StructDef]
+    namespaces: frozenset[str] = frozenset()   # the full names of those the program declares

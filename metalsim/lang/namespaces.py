@@ -15,8 +15,9 @@ namespace's names visible as if declared in the nearest namespace enclosing both
 directive and the nominated namespace (so it never hides a name of a nearer namespace);
 qualified lookup searches the namespace's members, then, only if it declares none, the
 namespaces its using-directives nominate (transitively); a using-declaration declares the
-named entities in its scope; namespace aliases. Argument-dependent lookup is modelled for
-operators only (see `program_name`).
+named entities in its scope; namespace aliases. Argument-dependent lookup: operators keep
+one program-wide overload set (see `program_name`); the compiler adds to a call written
+unqualified the functions of its arguments' namespaces (`ast.TranslationUnit.namespaces`).
 """
 
 from __future__ import annotations

@@ -488,7 +488,8 @@ class _Parser:
                 if stray is not None:
                     raise stray
             items += self.namespace_member()
-        return ast.TranslationUnit(self.coord(start), items)
+        return ast.TranslationUnit(self.coord(start), items,
+                                   frozenset(self.namespaces.members) - {""})
 
     def namespace_member(self) -> list[ast.Node]:
         """One declaration at namespace scope, the declarations it holds given their program
@@ -2499,7 +2500,8 @@ class _Parser:
             args = scoped[0]
         return ast.Name(self.coord(start), name, "::".join(qualifier), args, None, bool(scoped),
                         namespace_scope=namespace not in (None, METAL) or found_elsewhere,
-                        overloads=overloads)
+                        overloads=overloads, written_unqualified=namespace is None
+                        and len(parts) == 1)
 
     def template_arguments(self) -> list[ast.Node]:
         """template-argument-list (after '<'): [(type-name | conditional) (',' ...)*] '>'"""
@@ -2615,7 +2617,8 @@ def parse(tokens: list[Token], source_map: SourceMap,
         unit = parser.translation_unit()
         if after is None:
             return unit
-        return replace(after.unit, items=[*after.unit.items, *unit.items])
+        return replace(after.unit, items=[*after.unit.items, *unit.items],
+                       namespaces=unit.namespaces)
     except RecursionError:
         raise parser.error("expression too deeply nested",
                            hint="split the expression into several statements") from None
