@@ -263,8 +263,10 @@ def scopes(ch: Chooser) -> Program:
     scope), qualified, through using-directives (in a namespace and in a block, which add a
     namespace's names where the directive's and the namespace's scopes meet) and
     using-declarations (which hide), aliases, `namespace na::nb {` reopening, unnamed and
-    inline namespaces, and locals, parameters and struct members that shadow them. Only unambiguous
-    uses are written: every program is valid C++."""
+    inline namespaces, and locals, parameters and struct members that shadow them; calls
+    argument-dependent lookup extends (na's functions of na's struct, enumeration, a pointer
+    to the struct and a template instance with it as argument, beside a global template).
+    Only unambiguous uses are written: every program is valid C++."""
     g = _Gen(ch)
     gk, ak, bk = g.chance(70), g.chance(70), g.chance(50)   # where a constant K is declared
     at, af, a_tw = g.chance(60), g.chance(70), g.chance(50)   # what na declares beside K
@@ -275,6 +277,8 @@ def scopes(ch: Chooser) -> Program:
     g.header.append(f"int f(float x) {{ return int(x) * {g.small()} + {g.small()}; }}")
     g.header.append(f"struct S {{ int v; int get() const {{ return v + {g.small()}; }} }};")
     g.header.append(f"template <typename U> U tw(U x) {{ return x + U({g.small()}); }}")
+    g.header.append(f"template <typename U> int ad(U x) {{ return int(sizeof(U)) + {g.small()}; }}")
+    g.header.append("template <typename U> struct Hold { U u; };")
     na = []
     if ak:
         na.append(f"constant constexpr int K = {g.small(6, 9)};")
@@ -285,12 +289,23 @@ def scopes(ch: Chooser) -> Program:
     if a_tw:
         na.append(f"template <typename U> U tw(U x) {{ return x * U({g.small(2, 4)}); }}")
     na.append(f"struct S {{ int v; int get() const {{ return v * {g.small(2, 5)}; }} }};")
+    # Found by argument-dependent lookup from outside na (a non-template beats ::ad's).
+    a_ad, a_hold = g.chance(70), g.chance(50)
+    if a_ad:
+        na.append(f"int ad(S s) {{ return s.v * {g.small(2, 5)} + {g.small(20, 40)}; }}")
+        na.append(f"enum Mode {{ MA = {g.small()}, MB }};")
+        na.append(f"int ad(Mode m) {{ return m * {g.small(2, 5)} + 100; }}")
+        na.append(f"int ad(thread S* p) {{ return p->v + {g.small(200, 300)}; }}")
+    if a_hold:   # more specialized than ::ad, found through the template argument S
+        na.append(f"template <typename U> int ad(Hold<U> h) {{ return {g.small(500, 600)}; }}")
     k_in_na = " + K" if gk or ak else ""
     na.append(f"int g(int x) {{ S s{{x}}; return f(x) + s.get(){k_in_na}; }}")
     nb = [f"constant constexpr int K = {g.small(10, 15)};"] if bk else []
     k_in_nb = " + K" if gk or ak or bk else ""
+    # na::S, so na::ad(S), or ::ad where na declares no ad (which would hide it)
+    ad_in_nb = " + ad(S{x})" if (a_ad or not a_hold) and g.chance(50) else ""
     nb.append(f"int h(int x) {{ T t = T(x + {g.small(60000, 70000)}); return f(x) + int(t)"
-              f"{k_in_nb}; }}")
+              f"{k_in_nb}{ad_in_nb}; }}")
     member = ak and g.chance(50)   # a struct member of na's constant's name
     if member:
         na.append(f"struct M {{ int get() const {{ return K + {g.small()}; }} int K; }};")
@@ -335,6 +350,11 @@ def scopes(ch: Chooser) -> Program:
     g.out(f"n + T({g.inp()} + {g.small(70000, 80000)}) + int(sizeof({na_t}))")
     g.out(f"na::S{{{g.inp()}}}.get() * 100 + S{{{g.inp()}}}.get()")
     g.out(f"{'na::tw' if a_tw else 'tw<int>'}({g.inp()}) + tw({g.inp()})")
+    g.out(f"ad(na::S{{{g.inp()}}}) * 1000 + ad({g.inp()})")
+    g.body.append(f"Hold<na::S> held{{{{{g.inp()}}}}};")
+    if a_ad:
+        g.body.append(f"na::S ps{{{g.inp()}}};")
+    g.out("ad(held) * 1000" + (" + ad(&ps) + ad(na::MB) * 7" if a_ad else ""))
     if member:
         g.body.append(f"na::M m{{{g.inp()}}};")
         g.out("m.get()")

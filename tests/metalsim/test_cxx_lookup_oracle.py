@@ -1,9 +1,9 @@
 """g++ as the oracle for C++ lookup: random programs over explicit specialisations, name
 lookup (enumerations included), namespaces (aliases, using-declarations), namespace scoping
-(the same names in the global namespace and nested namespaces), inheritance (multiple and
-template bases, pointer and reference conversions, casts, qualified members) and lvalues
-(conditional, comma and assignment lvalues on locals, members, elements and references)
-(`cgen_cxx_lookup`) give the same ints in metalsim
+(the same names in the global namespace and nested namespaces, argument-dependent lookup),
+inheritance (multiple and template bases, pointer and reference conversions, casts,
+qualified members) and lvalues (conditional, comma and assignment lvalues on locals,
+members, elements and references) (`cgen_cxx_lookup`) give the same ints in metalsim
 and compiled by g++ -std=c++14; a construct metalsim refuses with a CompileError is counted,
 never a different value. 400 programs here, one g++ compile per 100;
 `benchmarks/fuzz_cxx_lookup.py` runs more. Needs g++ on PATH."""
@@ -56,5 +56,6 @@ def test_the_generator_writes_every_construct_it_is_meant_to_cover() -> None:
                  r"namespace na::nb \{", r"namespace \{ constant",
                  r"namespace nc \{ using namespace na;", r"namespace nd \{ using na::f;",
                  r"\{ using na::f;", r"int p\(int K\)", r"struct M \{ int get\(\)",
-                 r"namespace an = na::nb;", r"inline namespace v1"):
+                 r"namespace an = na::nb;", r"inline namespace v1", r"ad\(na::S\{",
+                 r"ad\(held\)", r"ad\(&ps\)", r"int ad\(Hold<U> h\)", r"\+ ad\(S\{x\}\)"):
         assert re.search(form, text), form
