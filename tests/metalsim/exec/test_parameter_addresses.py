@@ -2,9 +2,13 @@
 address, reinterpret its bytes through a pointer cast (MLX's `FromFP8` reads its `uint8_t`
 as an `fp8_e4m3`), write through the pointer and read the parameter, or bind a reference to
 it and take that's address. metalsim gives such a parameter a thread-memory slot, initialised
-by the call's argument. g++ is the oracle."""
+by the call's argument. g++ is the oracle (but for a kernel's attribute parameter)."""
 
+import mlx.core as mx
+import numpy as np
 from cxx_oracle import agree, agree_per_thread, needs_gxx
+
+import metalsim
 
 pytestmark = needs_gxx
 
@@ -60,3 +64,12 @@ def test_each_thread_s_parameter_is_its_own():
     header = "int bump(int x) { thread int* p = &x; *p = *p * 3 + 1; return x; }\n"
     body = "out[0] = bump(int(tid)); out[1] = bump(int(tid) + 10);"
     assert agree_per_thread(header, body, 2, 4) == [[1, 31], [4, 34], [7, 37], [10, 40]]
+
+
+def test_the_address_of_a_kernel_s_attribute_parameter():
+    source = ("thread uint3* p = &thread_position_in_grid; (*p).x += 1;\n"
+              "out[thread_position_in_grid.x - 1] = int(p->x * 10 + thread_position_in_grid.y);")
+    kernel = metalsim.metal_kernel("attribute_address", ["unused"], ["out"], source)
+    out = kernel(inputs=[mx.zeros(1)], output_shapes=[(4,)], output_dtypes=[mx.int32],
+                 grid=(4, 1, 1), threadgroup=(4, 1, 1), init_value=0)[0]
+    assert np.array(out).tolist() == [10, 20, 30, 40]
