@@ -1,8 +1,8 @@
 """A by-value parameter is an object like a local (C++ [dcl.fct]): a function may take its
 address, reinterpret its bytes through a pointer cast (MLX's `FromFP8` reads its `uint8_t`
 as an `fp8_e4m3`), write through the pointer and read the parameter, or bind a reference to
-it and take that's address. metalsim gives such a parameter a thread-memory slot, initialised
-by the call's argument. g++ is the oracle (but for a kernel's attribute parameter)."""
+it and take the reference's address. metalsim gives such a parameter a thread-memory slot,
+initialised by the call's argument. g++ is the oracle (but for a kernel's attribute parameter)."""
 
 import mlx.core as mx
 import numpy as np
