@@ -57,8 +57,10 @@ class EnumCompiler:
                 self.error(f"enumerator value {value} is not representable in the underlying "
                            f"type '{fixed or ty.ULONG}'", en.value or en)
             values[en.name] = value
-            before[en.name] = before[prefix + en.name] = Var(
-                "const", held, readonly=True, const=np.asarray(value, held.dtype))
+            before[en.name] = Var("const", held, readonly=True,
+                                  const=np.asarray(value, held.dtype))
+            if not node.scoped:   # (named by its program name in the next one's value)
+                scope.names[prefix + en.name] = before[en.name]
         underlying = fixed or _holding(list(values.values()) or [0])
         if underlying is None:
             self.error("no integral type can represent all of the enumerator values", node,
