@@ -1,0 +1,66 @@
+"""One launch of a kernel built from MLX's own device-side building blocks (the installed MLX's
+Metal headers, `metalsim.mlx_include_dir()`), and the MLX CPU operation it must agree with.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import mlx.core as mx
+import numpy as np
+
+import metalsim
+
+# Unit roundoff of each output type: a correctly rounded result is within this of the exact
+# value, relative to its magnitude.
+EPSILON = {mx.float32: 2.0**-24, mx.float16: 2.0**-11, mx.bfloat16: 2.0**-8}
+
+
+@dataclass
+class BlockCase:
+    """A metalsim kernel, the keyword arguments of one call, and MLX's CPU result for them.
+
+    `rtol`/`atol` are what the outputs may differ by, element by element (`np.isclose`), each
+    set where the case is made, with the reason."""
+
+    label: str
+    kernel: metalsim.Kernel
+    kwargs: dict
+    expected: Callable[[], list[mx.array]]
+    rtol: float
+    atol: float
+
+
+def mlx_kernel(name: str, input_names: list[str], output_names: list[str], source: str,
+               header: str) -> metalsim.Kernel:
+    """`metalsim.metal_kernel` whose `#include`s find the installed MLX's kernel headers."""
+    kernel = metalsim.metal_kernel(name, input_names, output_names, source, header=header)
+    kernel.include_dirs = (str(metalsim.mlx_include_dir()),)
+    return kernel
+
+
+def ceil_div(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def as_float64(array: mx.array) -> np.ndarray:
+    return np.array(array.astype(mx.float32)).astype(np.float64)
+
+
+def differences(case: BlockCase, outputs: list[mx.array]) -> list[str]:
+    """What in `outputs` disagrees with MLX's result beyond the case's tolerance (none: [])."""
+    problems = []
+    for i, (got, want) in enumerate(zip(outputs, case.expected(), strict=True)):
+        if got.shape != want.shape or got.dtype != want.dtype:
+            problems.append(f"output {i}: {got.shape} {got.dtype}, MLX gives {want.shape} "
+                            f"{want.dtype}")
+            continue
+        g, w = as_float64(got), as_float64(want)
+        close = np.isclose(g, w, rtol=case.rtol, atol=case.atol)
+        if not close.all():
+            where = tuple(int(x) for x in np.argwhere(~close)[0])
+            problems.append(f"output {i}: {int((~close).sum())} of {close.size} elements differ "
+                            f"beyond rtol={case.rtol:.3g}, atol={case.atol:.3g}; first at {where}: "
+                            f"metalsim {g[where]!r}, MLX {w[where]!r}")
+    return problems
