@@ -21,7 +21,7 @@ from metalsim.exec import mathlib
 from metalsim.exec import memory as mem
 from metalsim.exec.compiled import E, FunctionCode, Scope, Var, constant, lane_zeros
 from metalsim.exec.constructors import ConstructorCompiler
-from metalsim.exec.deduction import DeductionConflict, bind_deduced
+from metalsim.exec.deduction import DeductionConflict, bind_deduced, substituted
 from metalsim.exec.enums import EnumCompiler
 from metalsim.exec.expressions import ExpressionCompiler
 from metalsim.exec.function_specializations import (
@@ -390,7 +390,7 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
                 self.error("vec<T, N> takes two template arguments", node)
             elem = self.resolve_type(args[0], scope)
             n = self.const_int(args[1], scope, "vector size")
-            if not isinstance(elem, ScalarType) or n not in (2, 3, 4):
+            if not isinstance(elem, ScalarType) or n not in (1, 2, 3, 4):
                 self.error(f"invalid vector type vec<{elem}, {n}>", node)
             return VectorType(elem, n, packed=name == "packed_vec")
         if name == "uniform":
@@ -770,9 +770,9 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
         try:
             for p, a in zip(fdef.params, args):
                 if isinstance(p.type, ast.ReferenceType):   # binds `a` itself: no decay
-                    self.deduce_from(p.type.referee, a.type, names, bindings)
+                    self.deduce_from(p.type.referee, a.type, names, bindings, scope)
                 else:
-                    self.deduce_from(p.type, self.rvalue(a).type, names, bindings)
+                    self.deduce_from(p.type, self.rvalue(a).type, names, bindings, scope)
         except DeductionConflict as conflict:
             if notes is not None:
                 notes.append(str(conflict))
@@ -797,14 +797,15 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
         return bindings
 
     def deduce_from(self, pattern: ast.Node, actual: Type, names: set[str],
-                    bindings: dict) -> None:
-        """Bind the template parameters in `pattern` (`T`, `T*`, `vec<T, N>`) from `actual`."""
+                    bindings: dict, scope: Scope | None = None) -> None:
+        """Bind the template parameters in `pattern` (`T`, `T*`, `vec<T, N>`, an alias
+        template's `frag_t<T>`, looked up in `scope`) from `actual`."""
         if isinstance(pattern, ast.PointerType) and isinstance(actual, PointerType):
-            self.deduce_from(pattern.pointee, actual.pointee, names, bindings)
+            self.deduce_from(pattern.pointee, actual.pointee, names, bindings, scope)
         elif isinstance(pattern, ast.ArrayType) and isinstance(actual, PointerType):
-            self.deduce_from(pattern.element, actual.pointee, names, bindings)
+            self.deduce_from(pattern.element, actual.pointee, names, bindings, scope)
         elif isinstance(pattern, ast.ArrayType) and isinstance(actual, ArrayType):
-            self.deduce_from(pattern.element, actual.elem, names, bindings)   # `T (&a)[N]`
+            self.deduce_from(pattern.element, actual.elem, names, bindings, scope)  # `T (&a)[N]`
             size = getattr(pattern.size, "name", None)
             if size in names:
                 bind_deduced(bindings, size, Var("const", INT, readonly=True,
@@ -812,15 +813,36 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
         elif isinstance(pattern, ast.NamedType):
             if pattern.name in names:
                 bind_deduced(bindings, pattern.name, actual)
+            elif self.deduce_through_alias(pattern, actual, names, bindings, scope):
+                pass
             elif pattern.template_args and actual in self.instance_of:
-                self.deduce_from_instance(pattern, actual, names, bindings)
+                self.deduce_from_instance(pattern, actual, names, bindings, scope)
             elif pattern.name == "vec" and isinstance(actual, VectorType):
                 elem, size = (pattern.template_args or [None, None])[:2]
-                self.deduce_from(elem, actual.elem, names, bindings)
+                self.deduce_from(elem, actual.elem, names, bindings, scope)
                 name = getattr(size, "name", None)
                 if name in names:
                     bind_deduced(bindings, name, Var("const", INT, readonly=True,
                                                      const=np.asarray(actual.n, np.int32)))
+            elif pattern.name == "simdgroup_matrix" and isinstance(actual, ty.SimdMatrixType):
+                elem = (pattern.template_args or [None])[0]
+                self.deduce_from(elem, actual.elem, names, bindings, scope)
+
+    def deduce_through_alias(self, pattern: ast.NamedType, actual: Type, names: set[str],
+                             bindings: dict, scope: Scope | None) -> bool:
+        """Deduce through an alias template, which C++ sees through ([temp.alias]): with
+        `template <typename U> using frag_t = vec<U, 2>;`, `frag_t<T>` deduces `T` as
+        `vec<T, 2>` does (MLX's steel `BaseMMAFrag::mma` takes `dtype_frag_t<Atype>&`).
+        False where `pattern` names no alias template visible in `scope`."""
+        if scope is None or not pattern.template_args or pattern.member_of:
+            return False
+        found = self.lookup_scope(pattern, scope).lookup(pattern.name)
+        if not (isinstance(found, tuple) and found[0] == "alias_template"):
+            return False
+        params = found[1].template_params or []
+        given = {p.name: a for p, a in zip(params, pattern.template_args)}
+        self.deduce_from(substituted(found[1].type, given), actual, names, bindings, scope)
+        return True
 
     @staticmethod
     def generic_params(fdef: ast.FunctionDef) -> int:
