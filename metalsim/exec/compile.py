@@ -66,8 +66,14 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
 
     def __init__(self, unit: ast.TranslationUnit, source_map: SourceMap,
                  builtins: dict[str, Callable], math_variant: str = "precise",
-                 tracing: bool = False) -> None:
+                 tracing: bool = False,
+                 function_constants: dict[int | str, bool | int | float] | None = None) -> None:
         self.tracing = tracing  # also follow where values come from (for diagrams)
+        # What a pipeline sets (`MTLFunctionConstantValues`), by index or name; none for
+        # mx.fast.metal_kernel.
+        self.function_constants = function_constants or {}
+        self.defined_function_constants: dict[str, object] = {}   # those given: their values
+        self.kernel_def: ast.FunctionDef | None = None   # the kernel `compile_kernel` chose
         self.loop_depth = self.switch_depth = 0  # for `break`/`continue` checks
         self.unit = unit
         self.sm = source_map
@@ -196,7 +202,14 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
         if space != "constant" and not d.constexpr:
             self.error("program scope variable must reside in constant address space", d,
                        hint="declare it 'constant' (program-scope values are read-only)")
-        if any(a.name == "function_constant" for a in d.attributes):
+        attribute = next((a for a in d.attributes if a.name == "function_constant"), None)
+        if attribute is not None:
+            value = self.function_constant_value(d, attribute, t)
+            if value is not None:
+                self.globals.names[d.name] = Var("const", t, readonly=True, const=value,
+                                                 name=d.name)
+                self.defined_function_constants[d.name] = value.item()
+                return
             # Set when a pipeline is created, which mx.fast.metal_kernel never does: reading
             # one is an error (`x_Name`), `is_function_constant_defined` is false.
             self.globals.names[d.name] = Var("function_constant", t, readonly=True, name=d.name)
@@ -225,6 +238,24 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
             self.error("initializer of a program scope variable is not a constant expression",
                        d.init)
         self.globals.names[d.name] = Var("const", t, readonly=True, const=e.const)
+
+    def function_constant_value(self, d: ast.VarDecl, attribute: ast.Attribute,
+                                t: Type) -> np.ndarray | None:
+        """The value the pipeline gives the function constant `d` (by its name, or by the
+        index in `[[function_constant(i)]]`), converted to its type; None if not given."""
+        index = attribute.args[0] if len(attribute.args) == 1 else None
+        if not isinstance(index, ast.IntLiteral):
+            self.error("a function constant's attribute takes its index: "
+                       "[[function_constant(i)]]", attribute)
+        if d.name in self.function_constants:
+            value = self.function_constants[d.name]
+        elif index.value in self.function_constants:
+            value = self.function_constants[index.value]
+        else:
+            return None
+        if not isinstance(t, ScalarType):
+            self.error(f"metalsim sets function constants of scalar types only, not '{t}'", d)
+        return np.asarray(value).astype(t.dtype)
 
     def fill_constant_array(self, region: mem.Region, t: ArrayType, init: ast.Node,
                             scope: Scope) -> None:
@@ -1002,22 +1033,30 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
         return var
 
     # --- the kernel -------------------------------------------------------------------------
-    def compile_kernel(self) -> tuple[FunctionCode, dict[str, Var]]:
-        """Compile the `[[kernel]]` function; returns its code and its parameters by name."""
+    def compile_kernel(self, host_name: str | None = None) -> tuple[FunctionCode, dict[str, Var]]:
+        """Compile the `[[kernel]]` function (the last one, or the one a pipeline names
+        `host_name`: a kernel function's name, or the `[[host_name("...")]]` of an explicit
+        instantiation of a kernel template); returns its code and its parameters by name."""
         self.declare_globals()
         kernels = [f for f in self.unit.items if isinstance(f, ast.FunctionDef)
                    and any(a.name == "kernel" for a in f.attributes) and f.body is not None]
         if not kernels:
             self.error("no [[kernel]] function found", self.unit)
-        fdef = kernels[-1]
+        if host_name is None:
+            fdef, inst = kernels[-1], None
+        else:
+            fdef, inst = self.named_kernel(kernels, host_name)
         bindings: dict = {}
         if fdef.template_params:
-            inst = [i for i in self.unit.items if isinstance(i, ast.ExplicitInstantiation)
-                    and i.name == fdef.name]
-            if not inst:
+            if inst is None:
+                inst = next((i for i in reversed(self.unit.items)
+                             if isinstance(i, ast.ExplicitInstantiation)
+                             and i.name == fdef.name), None)
+            if inst is None:
                 self.error(f"kernel template '{fdef.name}' is never instantiated", fdef)
-            bindings = self.bind_template(fdef.template_params, inst[-1].template_args,
-                                          self.globals, inst[-1])
+            bindings = self.bind_template(fdef.template_params, inst.template_args,
+                                          self.globals, inst)
+        self.kernel_def = fdef
         code = self.instantiate(fdef, bindings)
         params = {p.name: var for p, (var, _) in zip(fdef.params, code.params)}
         # What the whole launch declares, wherever the declarations are.
@@ -1028,6 +1067,35 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
         code.threadgroup_granules = sum(c.threadgroup_granules
                                         for c in self.instances.values())
         return code, params
+
+
+    def named_kernel(self, kernels: list[ast.FunctionDef], host_name: str
+                     ) -> tuple[ast.FunctionDef, ast.ExplicitInstantiation | None]:
+        """The kernel function a pipeline named `host_name` runs, and the explicit
+        instantiation that named it (None for a kernel that is not a template)."""
+        names: list[str] = []
+        for item in self.unit.items:
+            if not isinstance(item, ast.ExplicitInstantiation):
+                continue
+            for a in item.attributes:
+                if a.name == "host_name" and a.args and isinstance(a.args[0], ast.StringLiteral):
+                    names.append(a.args[0].value)
+                    if a.args[0].value == host_name:
+                        fdef = next((k for k in kernels if k.name == item.name), None)
+                        if fdef is None:
+                            self.error(f"'{host_name}' instantiates '{item.name}', which is not "
+                                       "a [[kernel]] function template defined here", item)
+                        return fdef, item
+        plain = [k for k in kernels if not k.template_params]
+        for k in plain:
+            if k.name == host_name:
+                return k, None
+        names += [k.name for k in plain]
+        raise CompileError(f"no kernel function named '{host_name}'", None, self.sm,
+                           hint=self.suggest(host_name, names) or (
+                               "the kernels here: " + ", ".join(names) if names
+                               else "a kernel template runs under the [[host_name(\"...\")]] "
+                                    "of an explicit instantiation, which this source has none of"))
 
 
 def sequence(first: Callable, then: Callable) -> Callable:
