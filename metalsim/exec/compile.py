@@ -602,7 +602,7 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
                        hint=f"'{name.name}' is a kernel parameter that MLX declares from the "
                             f"attribute, not a function: drop the '()'"
                        if name.name in ATTRIBUTE_NAMES else "")
-        if name.qualifier not in ("fast", "precise") and name.name in self.functions:
+        if self.overload_candidates(name) and not self.prefers_builtin(node, scope):
             return self.call_user(node, scope)
         handler = self.builtins.get(("call", name.name))
         if handler is not None:
@@ -615,6 +615,40 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
         self.error(f"use of undeclared identifier '{name.name}'", name,
                    hint=cuda_hint(name.name) or self.suggest(name.name, visible),
                    width=len(name.name))
+
+    def overload_candidates(self, name: ast.Name) -> list[ast.FunctionDef]:
+        """The program's functions a call of `name` chooses among: its program name's and
+        its overload set's others; for `fast::f` and `precise::f`, those the program
+        declares in `metal::fast` and `metal::precise` (beside Metal's own)."""
+        if name.qualifier in ("fast", "precise"):
+            return self.functions.get(f"metal::{name.qualifier}::{name.name}", [])
+        found = self.functions.get(name.name, [])
+        for other in name.overloads:
+            found = found + self.functions.get(other, [])
+        return found
+
+    def prefers_builtin(self, node: ast.Call, scope: Scope) -> bool:
+        """Whether Metal's own function of the name wins over the program's overloads of it
+        (MLX's bf16_math.h adds bfloat overloads of Metal's math): where none of them is
+        viable, or Metal's matches the arguments exactly and the best of them does not."""
+        name = node.func.name
+        if name not in mathlib.FUNCTIONS and ("call", name) not in self.builtins:
+            return False
+        args = [self.expr(a, scope) for a in node.args]
+        try:
+            fdef, bindings = self.resolve_overload(node, args, scope)
+        except CompileError as failure:
+            if failure.diagnostic.message.startswith("no matching function"):
+                return True
+            raise
+        if self.match_cost(fdef, bindings, args) == 0 or name not in mathlib.FUNCTIONS:
+            return False
+        types = [self.rvalue(a).type for a in args]
+        try:
+            params, _ = mathlib.resolve(name, types)
+        except LookupError:
+            return False
+        return list(params) == types
 
     def call_math(self, node: ast.Call, args: list[E]) -> E:
         name = node.func.name
@@ -734,9 +768,10 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
         explicit = node.func.template_args or []
         best, best_cost, tie = None, None, False
         notes: list[str] = []
-        for fdef in self.functions[name]:
-            if fdef.body is None and any(o.body is not None for o in self.functions[name]
-                                         if o is not fdef):
+        candidates = self.overload_candidates(node.func)
+        for fdef in candidates:
+            if fdef.body is None and any(o.body is not None for o in candidates
+                                         if o is not fdef and o.name == fdef.name):
                 continue
             # Specialisations replace a chosen template's body; a template argument list,
             # even an empty one (`g<>(a)`), rules out every non-template (C++ [temp.arg.explicit]).

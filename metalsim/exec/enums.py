@@ -16,6 +16,7 @@ import numpy as np
 from metalsim.exec.compiled import E, Scope, Var
 from metalsim.lang import ast
 from metalsim.lang import types as ty
+from metalsim.lang.namespaces import enclosing_namespace
 from metalsim.lang.types import ScalarType
 
 
@@ -37,6 +38,9 @@ class EnumCompiler:
         members: dict[str, Var] = {}
         # Inside its braces an enumerator has the underlying type (C++ [dcl.enum]/5).
         before: dict[str, Var] = {}
+        # An unscoped enumerator is a member of the enumeration's namespace.
+        namespace = enclosing_namespace(node.name)
+        prefix = f"{namespace}::" if namespace else ""
         info = np.iinfo(underlying.dtype)
         value = -1
         for en in node.enumerators:
@@ -51,8 +55,11 @@ class EnumCompiler:
                                    const=np.asarray(value, underlying.dtype))
             before[en.name] = Var("const", underlying, readonly=True,
                                   const=np.asarray(value, underlying.dtype))
-            if not node.scoped:
-                scope.names[en.name] = members[en.name]
+            if not node.scoped:   # (named by its program name in the next one's value)
+                scope.names[prefix + en.name] = before[en.name]
+        if not node.scoped:
+            for name, var in members.items():
+                scope.names[prefix + name] = var
         self.enum_members[t] = members
         return t
 

@@ -434,10 +434,14 @@ class StructCompiler:
     def qualifier_struct(self, node: ast.Name, scope: Scope) -> StructType | None:
         """The struct a qualified name's qualifier names: `S`, `S<T>` (a struct or alias
         template's instance) then member types (`S<T>::Frag_t`); None if it names none."""
-        head, *members = node.qualifier.split("::")
-        found = self.lookup_scope(node, scope).lookup(head)
-        if not (isinstance(found, StructType | StructTemplate) or (
-                isinstance(found, tuple) and found[0] == "alias_template")):
+        parts = node.qualifier.split("::")
+        for length in range(len(parts), 0, -1):   # the struct's program name may be `na::S`
+            head, members = "::".join(parts[:length]), parts[length:]
+            found = self.lookup_scope(node, scope).lookup(head)
+            if isinstance(found, StructType | StructTemplate) or (
+                    isinstance(found, tuple) and found[0] == "alias_template"):
+                break
+        else:
             return None
         st = self.resolve_type(ast.NamedType(
             node.coord, head, node.template_args if node.args_on_qualifier else None,

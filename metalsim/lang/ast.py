@@ -102,9 +102,13 @@ class Name(Node):
     owner: NamedType | None = None  # the type of a static member named `decltype(x)::k`
     # Whether `template_args` belong to the qualifier (`S<T>::k`), not the name (`S::f<T>`).
     args_on_qualifier: bool = False
-    # Qualified by a user namespace or `::` (`na::K`, `::G`, `na::S::k`): looked up at file
-    # scope, where metalsim's flattened namespaces declare it, never among locals or members.
+    # A namespace member (`na::K`, `::G`, `na::S::k`, or `K` found in an enclosing namespace,
+    # `name` then being its program name, see `metalsim.lang.namespaces`): looked up at
+    # program scope, never among locals or members.
     namespace_scope: bool = False
+    # The program names of the rest of its overload set: functions of the same name that
+    # other namespaces declare, found together (through using-directives or -declarations).
+    overloads: tuple[str, ...] = ()
 
     @property
     def unqualified(self) -> bool:

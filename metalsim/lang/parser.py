@@ -33,6 +33,7 @@ from metalsim.diagnostics import CompileError, Coord, SourceMap
 from metalsim.lang import ast
 from metalsim.lang.cuda_names import CUDA_QUALIFIERS, cuda_hint
 from metalsim.lang.lexer import Token
+from metalsim.lang.namespaces import METAL, NamespaceTable, program_name
 from metalsim.lang.preprocess import preprocess
 from metalsim.lang.types import BUILTIN_TYPE_TEMPLATES, TYPE_NAMES
 
@@ -121,6 +122,14 @@ _NOT_OVERLOADABLE = {
 
 # What a scope records about a name.
 _TYPE, _TYPE_TEMPLATE, _TEMPLATE, _VALUE = "type", "type template", "template", "value"
+_ENTITY = "entity"   # a local using-declaration's name: which entity, under `_USING_KEY`
+# Keys of a block scope that no identifier spells: its using-directives' namespaces
+# (newline-separated), and the program names a using-declaration's name stands for.
+_DIRECTIVES_KEY = "\0using namespace"
+_USING_KEY = "\0using "
+# `metal::fast::f` and `metal::precise::f` stay qualified: the compiler merges Metal's
+# variants with what a program declares there.
+_METAL_VARIANTS = frozenset({"fast", "precise"})
 
 
 @dataclass
@@ -162,11 +171,8 @@ class _Parser:
         self.scopes: list[dict[str, str]] = [{}]
         self.no_gt = False  # inside a template argument list, where `>` closes the list
         self.struct_templates: set[str] = set()
-        self.namespaces: dict[str, set[str]] = {}   # "mlx::steel" -> the names declared in it
+        self.namespaces = NamespaceTable()
         self.namespace: list[str] = []               # the namespace being defined
-        self.global_names: set[str] = set()          # those declared outside every namespace
-        self.namespace_aliases: dict[str, str] = {}  # "mlx::st" -> "mlx::steel"
-        self.global_using: set[str] = set()          # `using na::f;` at file scope: `::f`
         # Struct templates being defined: their bare name is the injected class name.
         self.injected: list[str] = []
         # Names of member types (`typedef T type;` in a struct): `S::type` names a type where
@@ -288,25 +294,89 @@ class _Parser:
     # --- Scopes --------------------------------------------------------------------------------
 
     def lookup(self, name: str) -> str | None:
-        for scope in reversed(self.scopes):
-            kind = scope.get(name)
+        """What `name` (unqualified, or a program name such as `na::K`) is, where it is used."""
+        scopes = self.scopes
+        for depth in range(len(scopes) - 1, 0, -1):
+            kind = scopes[depth].get(name)
+            if kind is not None:
+                return kind
+        if not self.namespaces.in_use or "::" in name:
+            return scopes[0].get(name)
+        for entity in self.namespace_entities(name):
+            kind = scopes[0].get(entity)
             if kind is not None:
                 return kind
         return None
 
     def declare(self, name: str, kind: str, file_scope: bool = False) -> None:
-        self.scopes[0 if file_scope else -1][name] = kind
+        if file_scope or len(self.scopes) == 1:   # at namespace scope
+            name = self.namespaces.declare(self.namespace_path(), name)
+            self.scopes[0][name] = kind
+        else:
+            self.scopes[-1][name] = kind
+
+    def namespace_path(self) -> str:
+        return "::".join(self.namespace)
+
+    def namespace_entities(self, name: str) -> tuple[str, ...]:
+        """Unqualified lookup of `name` in the enclosing namespaces (no local declares it)."""
+        local = [n for scope in self.scopes[1:] for n in scope.get(_DIRECTIVES_KEY, "").split()]
+        return self.namespaces.unqualified(self.namespace, name, local)
+
+    def local_scope_of(self, name: str) -> dict[str, str] | None:
+        """The innermost block, parameter or template scope that declares `name`, if any."""
+        for depth in range(len(self.scopes) - 1, 0, -1):
+            if name in self.scopes[depth]:
+                return self.scopes[depth]
+        return None
+
+    def resolve(self, tok: Token, namespace: str | None) -> tuple[str, tuple[str, ...]]:
+        """The program name `tok` refers to, qualified by `namespace` ("" after a bare
+        `::`) or unqualified (None), with the other program names of its overload set.
+
+        A local (or a template parameter, or the injected name of the struct template being
+        defined) keeps its name; so does a name no namespace declares (Metal's own, or an
+        undeclared one, which the compiler reports). Two entities that are not all functions
+        are ambiguous, as in C++."""
+        name = tok.text
+        if namespace is None:
+            local = self.local_scope_of(name)
+            if local is not None:
+                using = local.get(_USING_KEY + name)
+                return (name, ()) if using is None else self.overload_set(tok, using.split())
+            if name in self.injected or not self.namespaces.in_use:
+                return name, ()
+            found = self.namespace_entities(name)
+        else:
+            found = self.namespaces.qualified(namespace, name)
+            if not found and namespace and namespace.split("::")[0] != METAL:
+                raise self.error(f"no member named '{name}' in namespace '{namespace}'", tok,
+                                 width=len(name))
+        return self.overload_set(tok, list(found)) if found else (name, ())
+
+    def overload_set(self, tok: Token, found: list[str]) -> tuple[str, tuple[str, ...]]:
+        if len(found) > 1 and not all(f in self.namespaces.functions for f in found):
+            raise self.error(f"reference to '{tok.text}' is ambiguous", tok, width=len(tok.text),
+                             hint="it names " + " and ".join(f"'{f}'" for f in found)
+                             + ": qualify it")
+        return found[0], tuple(found[1:])
 
     def type_at(self, k: int = 0) -> bool:
         """Whether the tokens `k` ahead begin a type name (`float`, `metal::vec`, `T`, ...)."""
-        if self.at("::", k):
+        rooted = self.at("::", k)
+        if rooted:
             k += 1
-        k = self.namespace_prefix(k)[0]
+        k, namespace = self.namespace_prefix(k, rooted)
         tok = self.peek(k)
         if tok.kind != "ident":
             return False
-        return tok.text in _BUILTIN_TYPE_WORDS or tok.text == "decltype" or self.lookup(
-            tok.text) in (_TYPE, _TYPE_TEMPLATE)
+        if tok.text in _BUILTIN_TYPE_WORDS or tok.text == "decltype":
+            return True
+        if namespace is None:
+            return self.lookup(tok.text) in (_TYPE, _TYPE_TEMPLATE)
+        return any(self.scopes[0].get(e) in (_TYPE, _TYPE_TEMPLATE)
+                   for e in self.namespaces.qualified(namespace, tok.text)) or (
+            namespace.split("::")[0] == METAL and self.lookup(tok.text) in (_TYPE, _TYPE_TEMPLATE))
 
     def type_name_at(self, k: int = 0) -> bool:
         """Whether a type-name (a type possibly after qualifiers) begins `k` tokens ahead."""
@@ -343,61 +413,77 @@ class _Parser:
     # --- Translation unit ----------------------------------------------------------------------
 
     def translation_unit(self) -> ast.TranslationUnit:
-        """translation-unit: external-declaration*"""
-        items: list = []
+        """translation-unit: (namespace-definition | namespace-alias | external-declaration)*"""
         start = self.peek()
+        items: list = []
         while self.peek().kind != "eof":
-            if self.accept(";"):
-                continue  # an empty declaration
             if self.coord(self.peek()).section == "source":
                 # MLX wraps `source` in the kernel's body, so reaching file scope inside it
                 # means a stray '}' closed the kernel early; say where.
                 stray = _unbalanced_brackets(self.tokens, self.sm)
                 if stray is not None:
                     raise stray
-            if self.at("namespace") and (self.at("{", 1) or self.peek(1).kind == "ident" and (
-                    self.at("{", 2) or self.at("::", 2))):
-                items += self.namespace_definition()
-                continue
-            if self.namespace_alias_at():
-                self.namespace_alias()
-                continue
-            first, before = self.peek(), set(self.scopes[0])
-            items.append(self.external_declaration())
-            if self.coord(first).section == "prelude":
-                continue   # Metal's and MLX's own names, which a program may declare again
-            declared = set(self.scopes[0]) - before | _declared_names(items[-1])
-            self.check_flattened(declared, "", first)
-            self.global_names |= declared
+            items += self.namespace_member()
         return ast.TranslationUnit(self.coord(start), items)
 
-    def check_flattened(self, declared: set[str], path: str, where: Token) -> None:
-        """Refuse a name declared in namespace `path` ("" for the global namespace) that
-        another namespace, the global one included, declares too: flattened, the two would
-        silently become one."""
-        others = [(ns, names) for ns, names in self.namespaces.items() if ns != path]
-        if path:
-            others.append(("", self.global_names))
-        for name in sorted(declared):
-            clash = next((ns for ns, names in others if name in names), None)
-            if clash is None:
-                continue
-            here = f"namespace '{path}'" if path else "the global namespace"
-            there = f"namespace '{clash}'" if clash else "the global namespace"
-            raise self.error(f"'{name}' is declared in {here} and in {there}, which metalsim "
-                             "does not support (it flattens namespaces into one)", where,
-                             width=len(where.text),
-                             hint=f"rename one of the two '{name}'s")
+    def namespace_member(self) -> list[ast.Node]:
+        """One declaration at namespace scope, the declarations it holds given their program
+        names (`metalsim.lang.namespaces`)."""
+        if self.accept(";"):
+            return []   # an empty declaration
+        if self.at("namespace") and (self.at("{", 1) or self.peek(1).kind == "ident" and (
+                self.at("{", 2) or self.at("::", 2))):
+            return self.namespace_definition()
+        if self.namespace_alias_at():
+            self.namespace_alias()
+            return []
+        item = self.external_declaration()
+        self.name_declaration(item)
+        return [item]
+
+    def name_declaration(self, item: ast.Node) -> None:
+        """Gives what `item` declares at namespace scope its program name: qualified by the
+        namespace being defined, or, for a specialisation or a member defined outside its
+        struct, the name of what it specialises or defines."""
+        path = self.namespace_path()
+        if isinstance(item, ast.FunctionDef) and not isinstance(item, ast.MemberFunction):
+            if item.template_params == [] or item.specialization_args is not None:
+                item.name = self.declared_entity(item.name, item)
+            else:
+                item.name = self.namespaces.declare(path, item.name, function=True)
+            return
+        if not path or path == METAL:
+            return
+        if isinstance(item, ast.DeclStmt):
+            for d in item.decls:
+                d.name = program_name(path, d.name)
+        elif isinstance(item, ast.MemberFunction):
+            if item.owner is not None:
+                item.owner = self.declared_entity(item.owner, item)
+        elif isinstance(item, ast.StructDef | ast.VariableTemplate) and (
+                item.specialization is not None):
+            item.name = self.declared_entity(item.name, item)
+        elif isinstance(item, ast.TypeAlias) and isinstance(item.type, ast.StructDef):
+            item.name = item.type.name = program_name(path, item.name)
+        elif isinstance(item, ast.StructDef | ast.TypeAlias | ast.EnumDef | ast.VariableTemplate
+                        ) and item.name:
+            item.name = program_name(path, item.name)
+
+    def declared_entity(self, name: str, item: ast.Node) -> str:
+        """The program name of the entity `name` names where `item` (which redeclares or
+        specialises it) is: an unqualified lookup."""
+        found = self.namespace_entities(name)
+        if len(found) > 1 and not isinstance(item, ast.FunctionDef):
+            raise self.error(f"reference to '{name}' is ambiguous", self.peek())
+        return found[0] if found else name
 
     def namespace_definition(self) -> list[ast.Node]:
-        """namespace-definition: 'namespace' name ('::' name)* '{' (external-declaration |
-        namespace-definition)* '}'
+        """namespace-definition: ['inline'] 'namespace' [name ('::' name)*] '{'
+        namespace-member* '}'
 
-        Namespaces are flattened: what they declare is declared at file scope, remembered as a
-        member of its namespace so that qualified names (`mlx::steel::Foo`) are checked; a name
-        two namespaces (the global one included) declare is refused (`check_flattened`).
-        An unnamed namespace (`namespace { ... }`) declares its members in the enclosing one,
-        as its implicit using-directive makes them visible there."""
+        A namespace may be reopened; `namespace a::b {` opens `b` inside `a`. An unnamed
+        namespace (`namespace { ... }`) declares its members in the enclosing one, as its
+        implicit using-directive makes them visible there."""
         self.advance()
         parts = [] if self.at("{") else [self.identifier("expected a namespace name").text]
         while parts and self.accept("::"):
@@ -405,27 +491,13 @@ class _Parser:
         open_ = self.expect("{", "expected '{' after the namespace name")
         outer = self.namespace
         self.namespace = [*outer, *parts]
-        for depth in range(len(outer) + 1, len(self.namespace) + 1):
-            self.namespaces.setdefault("::".join(self.namespace[:depth]), set())
-        path = "::".join(self.namespace)
+        self.namespaces.open(self.namespace)
         items: list[ast.Node] = []
         try:
             while not self.accept("}"):
                 if self.peek().kind == "eof":
                     raise self.error("expected '}' to match this '{'", open_)
-                if self.accept(";"):
-                    continue
-                if self.namespace_alias_at():
-                    self.namespace_alias()
-                    continue
-                if self.at("namespace") and (self.peek(1).kind == "ident" or self.at("{", 1)):
-                    items += self.namespace_definition()   # records its own names
-                    continue
-                first, before = self.peek(), set(self.scopes[0])
-                items.append(self.external_declaration())
-                declared = set(self.scopes[0]) - before | _declared_names(items[-1])
-                self.check_flattened(declared, path, first)
-                (self.namespaces[path] if path else self.global_names).update(declared)
+                items += self.namespace_member()
         finally:
             self.namespace = outer
         return items
@@ -436,8 +508,7 @@ class _Parser:
     def namespace_alias(self) -> ast.Empty:
         """namespace-alias-definition: 'namespace' name '=' ['::'] name ('::' name)* ';'
 
-        As namespaces are flattened, an alias only stands for its namespace in qualified names
-        (`using namespace` included), wherever it is declared."""
+        In a block, the alias stays declared after it (metalsim keeps aliases by namespace)."""
         start = self.advance()
         alias = self.identifier("expected a namespace alias name")
         self.expect("=")
@@ -452,43 +523,46 @@ class _Parser:
                              hint=f"no namespace '{'::'.join(parts)}' is declared before "
                                   "this line")
         self.expect(";", "expected ';' after namespace alias definition")
-        self.namespace_aliases["::".join([*self.namespace, alias.text])] = target
+        self.namespaces.declare_alias(self.namespace_path(), alias.text, target)
         return ast.Empty(self.coord(start))
 
-    def namespace_prefix(self, k: int = 0) -> tuple[int, str]:
-        """The namespace qualifiers `metal::`, `mlx::steel::` ... starting `k` tokens ahead:
-        (tokens they take, the user namespace they name or "")."""
-        path = ""
+    def namespace_prefix(self, k: int = 0, rooted: bool = False) -> tuple[int, str | None]:
+        """The namespace qualifiers `metal::`, `mlx::steel::` ... starting `k` tokens ahead
+        (after `::` when `rooted`): (tokens they take, the namespace they name, "" for
+        `::` alone, None for no qualifier). `metal::fast::` and `metal::precise::` name
+        Metal's variants, which stay in the name's qualifier."""
+        path: str | None = "" if rooted else None
         while self.peek(k).kind == "ident" and self.at("::", k + 1):
             word = self.peek(k).text
-            if word != "metal":
-                inner = self.find_namespace(f"{path}::{word}" if path else word, not path)
-                if inner is None:
-                    break
-                path = inner
+            if word == METAL and not path:
+                inner: str | None = METAL
+            elif path == METAL and word in _METAL_VARIANTS:
+                break
+            else:
+                inner = self.find_namespace(f"{path}::{word}" if path else word, path is None)
+            if inner is None:
+                break
+            path = inner
             k += 2
         return k, path
 
     def find_namespace(self, name: str, relative: bool) -> str | None:
         """The full name of namespace `name` as seen from the one being defined (searching the
         enclosing namespaces outwards when `relative`), or None."""
-        outer = self.namespace if relative else []
-        for depth in range(len(outer), -1, -1):
-            full = "::".join([*outer[:depth], name])
-            full = self.unaliased(full)
-            if full in self.namespaces:
-                return full
-        return None
-
-    def unaliased(self, path: str) -> str:
-        """`path` with the namespace aliases it begins with replaced (`o::inner`, where
-        `namespace o = outer;`, is `outer::inner`)."""
-        parts = path.split("::")
-        for depth in range(len(parts), 0, -1):
-            target = self.namespace_aliases.get("::".join(parts[:depth]))
-            if target is not None:
-                return "::".join([target, *parts[depth:]])
-        return path
+        found = self.namespaces.find(name, self.namespace if relative else None)
+        if found is None and relative and (self.namespaces.directives or any(
+                _DIRECTIVES_KEY in scope for scope in self.scopes[1:])):
+            # a namespace nested in one a using-directive nominates (`using namespace na;
+            # nb::D` for `na::nb::D`)
+            nominated = [n for scope in self.scopes[1:]
+                         for n in scope.get(_DIRECTIVES_KEY, "").split()]
+            for depth in range(len(self.namespace) + 1):
+                nominated += self.namespaces.directives.get(
+                    "::".join(self.namespace[:depth]), ())
+            inner = {f"{n}::{name}" for n in nominated} & self.namespaces.members.keys()
+            if len(inner) == 1:
+                return inner.pop()
+        return found
 
     def names_type_member(self) -> bool:
         """Whether the type name ahead is followed by `::` (after its template arguments)."""
@@ -507,13 +581,6 @@ class _Parser:
             if depth <= 0:
                 return self.at("::", k + 1)
             k += 1
-
-    def check_namespace_member(self, namespace: str, tok: Token) -> None:
-        """A name qualified by a user namespace must be declared in it (or a nested one)."""
-        if namespace and not any(tok.text in names for ns, names in self.namespaces.items()
-                                 if ns == namespace or ns.startswith(namespace + "::")):
-            raise self.error(f"no member named '{tok.text}' in namespace '{namespace}'", tok,
-                             width=len(tok.text))
 
     def external_declaration(self) -> ast.Node:
         """external-declaration: template-declaration | alias | static_assert | function
@@ -581,6 +648,8 @@ class _Parser:
         if template_params is not None:
             # Declared before the body so that recursive calls `f<T>(...)` parse.
             self.declare(name.text, _TEMPLATE, file_scope=True)
+        if template_params != []:   # (an explicit specialisation declares no new name)
+            self.namespaces.declare(self.namespace_path(), name.text, function=True)
         self.scopes.append({})
         try:
             params = self.parameters()
@@ -817,11 +886,18 @@ class _Parser:
             parts = [first.text]
             while self.accept("::"):
                 parts.append(self.identifier("expected a namespace name").text)
-            if parts[0] != "metal" and self.find_namespace("::".join(parts), True) is None:
+            nominated = METAL if parts == [METAL] else self.find_namespace(
+                "::".join(parts), True)
+            if nominated is None:
                 raise self.error("expected namespace name", first, width=len(first.text),
                                  hint=f"no namespace '{'::'.join(parts)}' is declared before "
                                       "this line")
             self.expect(";", "expected ';' after namespace name")
+            if len(self.scopes) == 1:
+                self.namespaces.declare_directive(self.namespace_path(), nominated)
+            elif nominated != METAL:
+                scope = self.scopes[-1]
+                scope[_DIRECTIVES_KEY] = f"{scope.get(_DIRECTIVES_KEY, '')} {nominated}"
             return ast.UsingNamespace(self.coord(start), "::".join(parts))
         elif self.using_declaration_at():
             return self.using_declaration(start)
@@ -842,21 +918,25 @@ class _Parser:
         return (skip > k or k == 1) and self.peek(skip).kind == "ident" and self.at(";", skip + 1)
 
     def using_declaration(self, start: Token) -> ast.Empty:
-        """using-declaration: 'using' ['::'] namespace '::' ... name ';' -- flattened, the
-        member is visible unqualified already: the name is checked and nothing declared."""
+        """using-declaration: 'using' ['::'] namespace '::' ... name ';' -- declares the name
+        in this scope, standing for the namespace member(s) it names."""
         rooted = self.accept("::") is not None
-        skip, namespace = self.namespace_prefix()
+        skip, namespace = self.namespace_prefix(0, rooted)
         for _ in range(skip):
             self.advance()
         member = self.advance()
-        self.check_namespace_member(namespace, member)   # (`metal::` names are not checked)
-        if rooted and not namespace and member.text not in self.global_names | self.global_using \
-                and self.lookup(member.text) is None:
+        entity, others = self.resolve(member, namespace)
+        if namespace == "" and self.scopes[0].get(entity) is None and not (
+                self.namespaces.qualified("", member.text)):
             raise self.error(f"no member named '{member.text}' in the global namespace", member,
                              width=len(member.text))
         self.expect(";", "expected ';' after using declaration")
-        if len(self.scopes) == 1 and not self.namespace:
-            self.global_using.add(member.text)
+        entities = (entity, *others)
+        if len(self.scopes) == 1:
+            self.namespaces.declare_using(self.namespace_path(), member.text, entities)
+        else:
+            self.scopes[-1][member.text] = self.scopes[0].get(entity, _ENTITY)
+            self.scopes[-1][_USING_KEY + member.text] = " ".join(entities)
         return ast.Empty(self.coord(start))
 
     def enum_declaration(self) -> ast.EnumDef:
@@ -1038,12 +1118,13 @@ class _Parser:
             return self.member_types_of(ast.NamedType(self.coord(start), "decltype", [operand]),
                                         typename, start)
         rooted = self.accept("::") is not None
-        skip, namespace = self.namespace_prefix()
+        skip, namespace = self.namespace_prefix(0, rooted)
         for _ in range(skip):
             self.advance()
         tok = self.advance()
-        self.check_namespace_member(namespace, tok)
         name = tok.text
+        if name not in _BUILTIN_TYPE_WORDS:
+            name = self.resolve(tok, namespace)[0]
         if name == "double":
             raise self.error("'double' is not supported in Metal", tok, hint="use 'float'",
                              width=6)
@@ -1063,7 +1144,7 @@ class _Parser:
                                  width=len(name))
             args = self.template_arguments()
         named = ast.NamedType(self.coord(start), name, args,
-                              namespace_scope=rooted or bool(namespace))
+                              namespace_scope=namespace not in (None, METAL) or name != tok.text)
         return self.member_types_of(named, typename, start)
 
     def member_types_of(self, named: ast.NamedType, typename: bool, start: Token
@@ -2152,12 +2233,11 @@ class _Parser:
         """qualified-name: ['::'] name ['<' args '>'] ('::' name ['<' args '>'])*"""
         start = self.peek()
         rooted = self.accept("::") is not None
-        skip, namespace = self.namespace_prefix()
+        skip, namespace = self.namespace_prefix(0, rooted)
         for _ in range(skip):
             self.advance()
-        if namespace:
-            self.check_namespace_member(namespace, self.peek())
         parts: list[tuple[str, list[ast.Node] | None]] = []
+        overloads: tuple[str, ...] = ()
         while True:
             # `F::template row_reduce<Op>(...)`: the keyword says a template's name follows
             template = bool(parts) and self.accept("template") is not None
@@ -2165,17 +2245,21 @@ class _Parser:
             if tok.kind != "ident":
                 raise self.error("expected identifier after '::'")
             self.advance()
+            text = tok.text
+            if not parts:
+                text, overloads = self.resolve(tok, namespace)
+                found_elsewhere = text != tok.text   # a namespace member, named unqualified
             args = None
             # A member of a class template instance (`Limits<T>::min`) is not itself a
             # template here unless the `template` keyword says so.
             member = any(part_args is not None for _, part_args in parts)
-            if self.at("<") and (template or not member and (self.is_template(tok.text) or (
+            if self.at("<") and (template or not member and (self.is_template(text) or (
                     parts and tok.text in self.member_templates))):
                 self.advance()
                 args = self.template_arguments()
             elif self.at("<") and not parts and self.type_at(1):
                 args = self.later_member_template_arguments()
-            parts.append((tok.text, args))
+            parts.append((text, args))
             if not (self.at("::") and self.peek(1).kind == "ident"):
                 break
             self.advance()
@@ -2191,7 +2275,8 @@ class _Parser:
                                  start)
             args = scoped[0]
         return ast.Name(self.coord(start), name, "::".join(qualifier), args, None, bool(scoped),
-                        namespace_scope=rooted or bool(namespace))
+                        namespace_scope=namespace not in (None, METAL) or found_elsewhere,
+                        overloads=overloads)
 
     def template_arguments(self) -> list[ast.Node]:
         """template-argument-list (after '<'): [(type-name | conditional) (',' ...)*] '>'"""
