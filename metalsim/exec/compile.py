@@ -122,7 +122,10 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
     # --- translation unit -------------------------------------------------------------------
     def declare_globals(self) -> None:
         for item in self.unit.items:
-            if isinstance(item, ast.MemberFunction) and item.owner is not None:
+            if isinstance(item, ast.MemberFunction) and item.owner is not None and (
+                    item.owner_args is not None or is_explicit_specialization(item)):
+                self.define_member_specialization(item)
+            elif isinstance(item, ast.MemberFunction) and item.owner is not None:
                 self.define_member_outside(item)
             elif isinstance(item, ast.FunctionDef) and is_explicit_specialization(item):
                 self.declare_function_specialization(item)
@@ -930,9 +933,11 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
                 pt = self.param_type(p, inner)
             except CompileError:
                 return None
-            at = self.rvalue(a).type
             if isinstance(p.type, ast.ReferenceType):
+                at = a.type   # bound, not copied (a struct holding an atomic cannot be)
                 cost += self.reference_binding_cost(p, inner, a)
+            else:
+                at = self.rvalue(a).type
             if pt == at or (isinstance(pt, ArrayType) and pt == a.type):  # `T (&a)[N]`
                 continue
             if isinstance(pt, StructType) and self.is_base_of(pt, at):

@@ -42,6 +42,7 @@ from metalsim.lang.types import (
     StructType,
     Type,
     VectorType,
+    holds_atomic,
 )
 
 SWIZZLE = {c: i for i, c in enumerate("xyzw")} | {c: i for i, c in enumerate("rgba")}
@@ -68,6 +69,10 @@ class ExpressionCompiler:
         if isinstance(e.type, AtomicType):
             self.error(f"an atomic ('{e.type}') cannot be read directly", e.coord,
                        hint="use atomic_load_explicit(&x, memory_order_relaxed)")
+        if isinstance(e.type, StructType) and holds_atomic(e.type):
+            self.error(f"'{e.type}' cannot be copied: it holds an atomic, whose copy "
+                       "constructor and assignment are deleted", e.coord,
+                       hint="use the object through a pointer or reference")
         if isinstance(e.type, ArrayType) and e.loc is not None:
             loc, elem, space = e.loc, e.type.elem, e.space
 

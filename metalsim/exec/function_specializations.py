@@ -12,6 +12,8 @@ matched to their templates in each struct at its first member call.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from metalsim.diagnostics import CompileError
 from metalsim.exec.compiled import Scope
 from metalsim.exec.deduction import DeductionConflict
@@ -70,6 +72,47 @@ class FunctionSpecializationCompiler:
                        width=len("template"))
         if earlier is None or spec.body is not None:
             self.function_specializations[key] = spec
+
+    def define_member_specialization(self, fn: ast.MemberFunction) -> None:
+        """A member's explicit specialisation written outside its struct: `template <> R
+        S::f<A>(...)` (and `template <> template <> R S<B>::f<A>(...)`) joins the overloads of
+        `S` (of the instance `S<B>`) as a specialisation of a member function template, as one
+        written in the struct would; `template <> R S<B>::f(...)` replaces, in the instance
+        `S<B>` only, the body of the member function `f` the template declares with the same
+        parameters and qualifiers."""
+        owner = ast.NamedType(fn.coord, fn.owner, fn.owner_args)
+        st = self.resolve_type(owner, self.globals)
+        methods = self.struct_methods.get(st) if isinstance(st, StructType) else None
+        overloads = methods.overloads.get(fn.name, []) if methods is not None else []
+        if is_explicit_specialization(fn):
+            if not any(d.template_params for d in overloads):
+                self.error(f"no member function template named '{fn.name}' in '{st}'", fn,
+                           width=len("template"))
+            if st in self.specialized_structs:
+                self.error(f"explicit specialization of '{fn.name}' after instantiation", fn,
+                           width=len("template"),
+                           hint=f"declare it before the first call of '{st}::{fn.name}'")
+            overloads.append(fn)
+            return
+        params = [self.resolve_type(p.type, methods.scope) for p in fn.params] \
+            if methods is not None else []
+        for i, decl in enumerate(overloads):
+            if (not decl.template_params and decl.const == fn.const and decl.space == fn.space
+                    and len(decl.params) == len(params) and all(
+                        self.resolve_type(p.type, methods.scope) == t
+                        for p, t in zip(decl.params, params))):
+                if any(key[0] == id(decl) and key[2] == id(methods.scope)
+                       for key in self.instances):
+                    self.error(f"explicit specialization of '{st}::{fn.name}' after "
+                               "instantiation", fn, width=len("template"),
+                               hint="declare it before the member function's first call")
+                # the declaration's default arguments, the specialisation's body and names
+                params_now = [replace(p, default=d.default)
+                              for p, d in zip(fn.params, decl.params)]
+                overloads[i] = replace(decl, body=fn.body, params=params_now, coord=fn.coord)
+                return
+        self.error(f"out-of-line definition of '{fn.name}' does not match any declaration in "
+                   f"'{st}'", fn)
 
     def specialized_arguments(self, primary: ast.FunctionDef, spec: ast.FunctionDef,
                               scope: Scope) -> dict | None:

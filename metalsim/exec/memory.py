@@ -995,14 +995,26 @@ def _stable_order(keys: np.ndarray) -> np.ndarray:
 def _check_atomic_init(m: Machine, region: Region, lanes, bank, off, t, coord) -> None:
     if region.fully_written():
         return
-    g = _granules(region, off, t)
-    flat = np.asarray(bank) * region.granules + g if np.ndim(bank) else g
+    flat = _atomic_granules(region, bank, off, t)
     seen = region.init[flat]
+    if seen.ndim > 1:
+        seen = seen.all(axis=1)
     if not seen.all():
         where = "threadgroup memory" if region.space == "threadgroup" else "memory"
         m.report("uninitialized-read", "error",
                  f"atomic operation on uninitialised {where}: '{region.name}'", coord,
                  lanes[~seen], key=region.name, hint=_init_hint(region))
+
+
+def _atomic_granules(region: Region, bank, off: np.ndarray, t: ScalarType) -> np.ndarray:
+    """The flat shadow granules of an atomic access: one per lane, or (lanes, k) where the
+    atomic spans k of the region's granules (MLX's `mlx_atomic<half>` updates a `uint` word of
+    two `half` elements)."""
+    g = _granules(region, off, t)
+    if not np.ndim(bank):
+        return g
+    bank = np.asarray(bank)
+    return (bank[:, None] if g.ndim > 1 else bank) * region.granules + g
 
 
 def _after_atomic(m: Machine, region: Region, lanes: np.ndarray, idx: np.ndarray | slice,
@@ -1033,8 +1045,7 @@ def _after_atomic(m: Machine, region: Region, lanes: np.ndarray, idx: np.ndarray
             "sources": _defined_only(m.sources(lanes)) if writes else None})
     if not (region.track_init or region.track_races):
         return
-    g = _granules(region, off, t)
-    flat = np.asarray(bank) * region.granules + g if np.ndim(bank) else g
+    flat = _atomic_granules(region, bank, off, t)
     if writes and region.track_init:
         region.note_init(flat)
     if writes and region.written is not None:
@@ -1042,6 +1053,10 @@ def _after_atomic(m: Machine, region: Region, lanes: np.ndarray, idx: np.ndarray
     if region.track_races:
         stamp = m.stamps(idx, region.space == "device")
         tid = m.lanes_of(m.batch.tid, idx)
+        # the granule that stands for the whole atomic word in the lost-update shadow
+        word = flat if flat.ndim == 1 else flat[:, 0]
+        if flat.ndim > 1:
+            tid, stamp = np.broadcast_to(tid[:, None], flat.shape), stamp[:, None]
         if region.read_log:
             _apply_read_log(m, region)
         w_tid, r_tid = region.w_tid[flat], region.r_tid[flat]
@@ -1062,9 +1077,11 @@ def _after_atomic(m: Machine, region: Region, lanes: np.ndarray, idx: np.ndarray
                                       racing & (a_tid >= 0) & (a_tid != tid), stamp)
         conflict |= with_atomic
         if kind != RMW:
-            _check_lost_update(m, region, lanes, np.broadcast_to(flat, lanes.shape),
-                               np.broadcast_to(tid, lanes.shape),
-                               np.broadcast_to(stamp, lanes.shape), kind == STORE, coord)
+            first = (slice(None),) if flat.ndim == 1 else (slice(None), 0)
+            _check_lost_update(m, region, lanes, np.broadcast_to(word, lanes.shape),
+                               np.broadcast_to(tid[first], lanes.shape),
+                               np.broadcast_to(stamp[first], lanes.shape), kind == STORE,
+                               coord)
         region.a_kind[flat] = kind
         region.a_tid[flat] = tid
         region.a_stamp[flat] = stamp

@@ -21,11 +21,11 @@ from metalsim.lang import ast
 from metalsim.lang import types as ty
 from metalsim.lang.types import (
     ArrayType,
-    AtomicType,
     PointerType,
     StructType,
     Type,
     VectorType,
+    holds_atomic,
 )
 
 ATTRIBUTE_NAMES = frozenset({
@@ -212,13 +212,13 @@ class StatementCompiler:
             return self.declare_reference(d, t, const, init, scope)
         if space == "threadgroup":
             return self.declare_threadgroup(d, t, scope)
+        if holds_atomic(t) and space not in ("device", "constant"):
+            self.error("atomic variables must live in device or threadgroup memory", d)
         if self.has_constructors(t):
             return self.declare_constructed(d, t, const, scope)
         if space in ("device", "constant"):
             self.error(f"variables in the {space} address space must be declared at program "
                        f"scope", d)
-        if isinstance(t, AtomicType):
-            self.error("atomic variables must live in device or threadgroup memory", d)
         if isinstance(t, ArrayType | StructType) or d.name in self.address_taken:
             return self.declare_thread_memory(d, t, const, scope)
         if isinstance(d.init, ast.InitList):

@@ -31,7 +31,15 @@ from metalsim.exec.struct_templates import StructTemplate
 from metalsim.exec.values import MemLoc, Ptr
 from metalsim.lang import ast
 from metalsim.lang import types as ty
-from metalsim.lang.types import ArrayType, PointerType, ScalarType, StructType, Type, VectorType
+from metalsim.lang.types import (
+    ArrayType,
+    AtomicType,
+    PointerType,
+    ScalarType,
+    StructType,
+    Type,
+    VectorType,
+)
 
 Leaf = ScalarType | VectorType
 
@@ -180,7 +188,8 @@ class StructCompiler:
             if space is not None:
                 self.error("field may not be qualified with an address space", d)
             inner = ty.array_shape(t)[1]
-            if not isinstance(inner, ScalarType | VectorType | StructType | PointerType):
+            if not isinstance(inner, ScalarType | VectorType | StructType | PointerType
+                              | AtomicType):
                 self.error(f"a member of type '{t}' is not supported by metalsim", d)
             if isinstance(t, ArrayType) and t.length < 0:
                 self.error("flexible array members are not supported by metalsim", d)

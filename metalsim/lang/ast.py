@@ -416,6 +416,7 @@ class MemberFunction(FunctionDef):
     space: str | None = None
     static: bool = False
     owner: str | None = None  # the struct of a definition outside it: `int S::f() {...}`
+    owner_args: list[Node] | None = None  # its template arguments: `template <> int S<A>::f()`
 
 
 @dataclass(eq=False)

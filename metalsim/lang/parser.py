@@ -611,8 +611,10 @@ class _Parser:
                              hint="statements belong inside a function body")
         return self.declaration(None)
 
-    def declaration(self, template_params: list[ast.TemplateParam] | None) -> ast.Node:
-        """function-definition | declaration, at file scope"""
+    def declaration(self, template_params: list[ast.TemplateParam] | None,
+                    member_template: bool = False) -> ast.Node:
+        """function-definition | declaration, at file scope; `member_template` after
+        `template <> template <>`."""
         start = self.peek()
         specs = self.specifiers(allow_kernel=True)
         name, type_ = self.declarator(specs.type, stop_at_paren=True)
@@ -621,10 +623,17 @@ class _Parser:
         if template_params is not None and self.accept("<"):
             # `template <> int f<0>(...)`, or a variable template's (partial) specialisation
             specialization = self.template_arguments()
-            if template_params == [] and self.at("("):
+            if template_params == [] and self.at("(") and not member_template:
                 fdef = self.function(start, specs, name, type_, template_params)
                 fdef.specialization_args = specialization
                 return fdef
+        if template_params == [] and self.at("::") and (
+                specialization is not None or self.lookup(name.text) == _TYPE):
+            return self.member_specialization(start, specs, name, type_, specialization,
+                                              member_template)
+        if member_template:
+            raise self.error("expected a member of a class template's instance after "
+                             "'template <> template <>'", name, width=len(name.text))
         if template_params is None and self.at("::") and self.lookup(name.text) == _TYPE:
             return self.out_of_class_member(start, specs, name, type_)
         if self.at("(") and not self.parenthesized_initializer_at():
@@ -721,6 +730,13 @@ class _Parser:
                 self.declare(alias.name, _TYPE_TEMPLATE, file_scope=True)
                 alias.coord = self.coord(tmpl)
                 return alias
+            if params == [] and self.at("template") and self.at("<", 1) and self.at(">", 2):
+                # `template <> template <> R S<A>::f<B>(...)`: a member function template's
+                # explicit specialisation for an instance of a class template
+                self.pos += 3
+                node = self.declaration([], member_template=True)
+                node.coord = self.coord(tmpl)
+                return node
             if self.at("template"):
                 raise self.error("nested template declarations are not supported by metalsim")
             if self.peek().text in _CLASS_KEYS and self.at(";", 2):
@@ -1655,6 +1671,38 @@ class _Parser:
         if fn.body is None:
             raise self.error(f"expected the body of '{struct.text}::{name.text}'")
         fn.owner = struct.text
+        return fn
+
+    def member_specialization(self, start: Token, specs: _Specifiers, struct: Token,
+                              return_type: ast.TypeNode, struct_args: list[ast.Node] | None,
+                              member_template: bool) -> ast.MemberFunction:
+        """An explicit specialisation of a member, outside its struct (C++ [temp.expl.spec]):
+        `template <> R S::f<A>(...)` or `template <> R S::f(...)` of a member function template
+        of the struct `S`; `template <> R S<A>::f(...)`, the member function `f` of the
+        instance `S<A>` of a class template (MLX's fft/readwrite.h); and
+        `template <> template <> R S<A>::f<B>(...)`, a member function template's
+        specialisation for an instance."""
+        if struct_args is not None and struct.text not in self.struct_templates:
+            raise self.error(f"explicit specialization of non-template struct '{struct.text}'",
+                             struct, width=len(struct.text))
+        if member_template and struct_args is None:
+            raise self.error(f"'{struct.text}' is not a class template: its member's "
+                             "specialisation takes one 'template <>'", struct,
+                             width=len(struct.text))
+        self.expect("::")
+        name = self.operator_name() if self.at("operator") else self.identifier(
+            "expected a member function name after '::'")
+        member_args = self.template_arguments() if self.accept("<") else None
+        if struct_args is not None and member_args is not None and not member_template:
+            raise self.error("a member function template's specialisation for a class "
+                             "template's instance takes 'template <> template <>'", start,
+                             width=len(start.text))
+        fn = self.member_function(start, specs, name, return_type)
+        fn.owner, fn.owner_args = struct.text, struct_args
+        # a function template's specialisation has empty template parameters (`FunctionDef`);
+        # a member function of an instance specialised is an ordinary member function
+        fn.template_params = [] if member_template or struct_args is None else None
+        fn.specialization_args = member_args
         return fn
 
     def constructor(self, start: Token, explicit: bool) -> ast.Constructor:

@@ -9,6 +9,7 @@ example, that `int(-1) / 4u` divides unsigned.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cache
 
 import ml_dtypes
 import numpy as np
@@ -294,6 +295,17 @@ def array_shape(t: Type) -> tuple[tuple[int, ...], Type]:
         dims.append(t.length)
         t = t.elem
     return tuple(dims), t
+
+
+@cache
+def holds_atomic(t: Type) -> bool:
+    """Whether `t` is an atomic or an array or struct with one inside (MLX's `mlx_atomic<T>`):
+    such an object lives only in device or threadgroup memory and cannot be copied, since
+    `atomic<T>`'s copy constructor and assignment are deleted."""
+    t = array_shape(t)[1]
+    if isinstance(t, StructType):
+        return any(holds_atomic(m.type) for m in t.members)
+    return isinstance(t, AtomicType)
 
 
 def lane_shape(t: Type) -> tuple[int, ...]:
