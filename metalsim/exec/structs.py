@@ -393,7 +393,9 @@ class StructCompiler:
                 types[d.name] = ("alias_template", d, seen)  # type: ignore[assignment]
                 continue
             if isinstance(d, ast.TypeAlias):
-                if isinstance(d.type, ast.NamedType) and d.type.name == node.name and not (
+                # (the struct's program name is qualified, `na::S`; the injected name is `S`)
+                if isinstance(d.type, ast.NamedType) and (
+                        d.type.name == node.name.rsplit("::", 1)[-1]) and not (
                         d.type.template_args or d.type.member_of):
                     types[d.name] = None  # the injected class name: the struct, once laid out
                     continue

@@ -62,3 +62,4 @@ def test_alias_templates_of_vec_and_simdgroup_matrix_deduce_their_element_type()
     out = kernel(inputs=[mx.zeros(1)], output_shapes=[(3,)], output_dtypes=[mx.int32],
                  grid=(32, 1, 1), threadgroup=(32, 1, 1), init_value=0)[0]
     assert np.array(out).tolist() == [5, 9, 2]
+
