@@ -17,7 +17,7 @@ from collections.abc import Callable
 import numpy as np
 
 from metalsim.diagnostics import CompileError, Coord, SourceMap
-from metalsim.exec import mathlib
+from metalsim.exec import mathlib, simd
 from metalsim.exec import memory as mem
 from metalsim.exec.compiled import E, FunctionCode, Scope, Var, constant, lane_zeros
 from metalsim.exec.constructors import ConstructorCompiler
@@ -131,7 +131,14 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
                 self.declare_function_specialization(item)
                 self.functions.setdefault(item.name, []).append(item)
             elif isinstance(item, ast.FunctionDef):
-                self.functions.setdefault(item.name, []).append(item)
+                overloads = self.functions.setdefault(item.name, [])
+                if item.coord.section != "prelude":
+                    # MLX's utils.h defines the helpers the prelude stands in for
+                    # (`ceildiv`, `elem_to_loc`, `log1p`): its definition replaces the prelude's.
+                    key = signature_key(item)
+                    overloads[:] = [f for f in overloads if f.coord.section != "prelude"
+                                    or signature_key(f) != key]
+                overloads.append(item)
             elif isinstance(item, ast.VariableTemplate) and item.specialization is not None:
                 primary = self.globals.names.get(item.name)
                 if not (isinstance(primary, tuple) and primary[0] == "variable_template"):
@@ -516,7 +523,9 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
             arg = args[i] if i < len(args) else p.default
             if arg is None:
                 self.error(f"missing template argument for '{p.name}'", where)
-            names[p.name] = self.template_value(p, arg, scope, Scope(dict(names), scope))
+            bound = Scope(dict(names), scope)
+            # A default argument may name the parameters before it (`typename AccT = T`).
+            names[p.name] = self.template_value(p, arg, scope if i < len(args) else bound, bound)
         return names
 
     def template_value(self, p: ast.TemplateParam, arg, scope: Scope,
@@ -632,8 +641,9 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
 
     def prefers_builtin(self, node: ast.Call, scope: Scope) -> bool:
         """Whether Metal's own function of the name wins over the program's overloads of it
-        (MLX's bf16_math.h adds bfloat overloads of Metal's math): where none of them is
-        viable, or Metal's matches the arguments exactly and the best of them does not."""
+        (MLX's bf16_math.h adds bfloat overloads of Metal's math and SIMD-group functions):
+        where none of them is viable, or Metal's matches the arguments exactly and the best of
+        them does not."""
         name = node.func.name
         if name not in mathlib.FUNCTIONS and ("call", name) not in self.builtins:
             return False
@@ -644,9 +654,11 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
             if failure.diagnostic.message.startswith("no matching function"):
                 return True
             raise
-        if self.match_cost(fdef, bindings, args) == 0 or name not in mathlib.FUNCTIONS:
+        if self.match_cost(fdef, bindings, args) == 0:
             return False
         types = [self.rvalue(a).type for a in args]
+        if name not in mathlib.FUNCTIONS:
+            return simd.takes_exactly(name, types)
         try:
             params, _ = mathlib.resolve(name, types)
         except LookupError:
@@ -1136,6 +1148,28 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
                                "the kernels here: " + ", ".join(names) if names
                                else "a kernel template runs under the [[host_name(\"...\")]] "
                                     "of an explicit instantiation, which this source has none of"))
+
+
+def signature_key(fdef: ast.FunctionDef) -> tuple:
+    """What makes two function declarations the same function: the number of template
+    parameters and the parameter types, template parameters by position (names ignored)."""
+    positions = {p.name: i for i, p in enumerate(fdef.template_params or [])}
+
+    def key(node: object) -> tuple:
+        if isinstance(node, ast.NamedType):
+            return ("type", positions.get(node.name, node.name),
+                    tuple(key(a) for a in node.template_args or []), node.const, node.space)
+        if isinstance(node, ast.PointerType):
+            return ("pointer", key(node.pointee), node.const)
+        if isinstance(node, ast.ReferenceType):
+            return ("reference", key(node.referee))
+        if isinstance(node, ast.ArrayType):
+            return ("array", key(node.element))
+        if isinstance(node, ast.Name):
+            return ("name", positions.get(node.name, node.name))
+        return (type(node).__name__,)
+
+    return len(positions), tuple(key(p.type) for p in fdef.params)
 
 
 def sequence(first: Callable, then: Callable) -> Callable:

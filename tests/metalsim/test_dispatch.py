@@ -103,3 +103,21 @@ def test_arguments_without_buffer_indices_take_them_in_order():
                             grid=(6, 1, 1), threadgroup=(32, 1, 1),
                             include_dirs=[metalsim.mlx_include_dir()]).buffers[2]
     assert out.tolist() == [1.5, 2.0, 2.5, 3.0, 3.5, 4.0]
+
+
+DEFAULTS = """
+template <typename T, typename AccT = T, int N = sizeof(AccT) * 10>
+[[kernel]] void sizes(device int* out [[buffer(0)]]) { out[0] = sizeof(T) * 100 + N; }
+template [[host_name("sizes_half")]] [[kernel]] decltype(sizes<half>) sizes<half>;
+template [[host_name("sizes_half_float")]] [[kernel]] decltype(sizes<half, float>)
+    sizes<half, float>;
+"""
+
+
+def test_default_template_arguments_of_a_kernel_may_name_the_parameters_before_them():
+    # MLX's softmax.h: `template <typename T, typename AccT = T, int N_READS = ...>`
+    def size(function: str) -> int:
+        out = metalsim.dispatch(DEFAULTS, function, {0: np.zeros(1, np.int32)},
+                                grid=(1, 1, 1), threadgroup=(1, 1, 1)).buffers[0]
+        return out.item()
+    assert (size("sizes_half"), size("sizes_half_float")) == (220, 240)
