@@ -1,5 +1,7 @@
 """One launch of a kernel built from MLX's own device-side building blocks (the installed MLX's
-Metal headers, `metalsim.mlx_include_dir()`), and the MLX CPU operation it must agree with.
+Metal headers, `metalsim.mlx_include_dir()`), and the MLX CPU operation it must agree with:
+`BlockCase` for an `mx.fast.metal_kernel` body that calls them, `LibraryCase` for one of
+MLX's own `[[kernel]]` functions run whole through `metalsim.dispatch`, as MLX binds it.
 """
 
 from __future__ import annotations
@@ -32,6 +34,38 @@ class BlockCase:
     atol: float
 
 
+@dataclass
+class LibraryCase:
+    """One of MLX's `[[kernel]]` functions, instantiated from its header under a host name as
+    MLX's .metal files do, with the buffers, grid and threadgroup MLX's host code gives it;
+    `outputs` are the buffer indices compared with `expected()`."""
+
+    label: str
+    source: str
+    function: str
+    buffers: dict
+    grid: tuple[int, int, int]
+    threadgroup: tuple[int, int, int]
+    outputs: tuple[int, ...]
+    expected: Callable[[], list[mx.array]]
+    rtol: float
+    atol: float
+    function_constants: dict | None = None
+
+    def run(self) -> metalsim.Dispatch:
+        return metalsim.dispatch(self.source, self.function, self.buffers, self.grid,
+                                 self.threadgroup, function_constants=self.function_constants,
+                                 include_dirs=[metalsim.mlx_include_dir()])
+
+
+def library_source(*headers: str, instantiations: str) -> str:
+    """A Metal source that includes MLX's `utils.h` and `headers` (relative to `kernels/`)
+    and instantiates kernels with MLX's own `instantiate_kernel` (defines.h)."""
+    includes = ("utils.h", "defines.h", *headers)
+    return "".join(f'#include "mlx/backend/metal/kernels/{h}"\n' for h in includes) + (
+        instantiations)
+
+
 def mlx_kernel(name: str, input_names: list[str], output_names: list[str], source: str,
                header: str) -> metalsim.Kernel:
     """`metalsim.metal_kernel` whose `#include`s find the installed MLX's kernel headers."""
@@ -48,7 +82,7 @@ def as_float64(array: mx.array) -> np.ndarray:
     return np.array(array.astype(mx.float32)).astype(np.float64)
 
 
-def differences(case: BlockCase, outputs: list[mx.array]) -> list[str]:
+def differences(case: BlockCase | LibraryCase, outputs: list[mx.array]) -> list[str]:
     """What in `outputs` disagrees with MLX's result beyond the case's tolerance (none: [])."""
     problems = []
     for i, (got, want) in enumerate(zip(outputs, case.expected(), strict=True)):
