@@ -816,13 +816,15 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
             self.error(f"call to '{name}' is ambiguous", node)
         return best
 
-    def substitutes(self, fdef: ast.FunctionDef, bindings: dict, notes: list[str]) -> bool:
+    def substitutes(self, fdef: ast.FunctionDef, bindings: dict, notes: list[str],
+                    outer: Scope | None = None) -> bool:
         """Whether a template's return type is valid for `bindings` (SFINAE: a failure, such as
-        `enable_if_t<false, T>`, removes the candidate instead of being an error)."""
+        `enable_if_t<false, T>`, removes the candidate instead of being an error); `outer` is
+        where its names resolve (a member function's struct; default program scope)."""
         if not fdef.template_params:
             return True
         try:
-            self.resolve_type(fdef.return_type, Scope(dict(bindings), self.globals))
+            self.resolve_type(fdef.return_type, Scope(dict(bindings), outer or self.globals))
         except CompileError as failure:
             notes.append(f"candidate template ignored: {failure.diagnostic.message}")
             return False

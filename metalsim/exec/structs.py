@@ -493,6 +493,10 @@ class StructCompiler:
         """`s.name`: an lvalue in the object's memory, or a value taken from a struct rvalue."""
         st: StructType = base.type
         member = st.member(node.name)
+        static = self.struct_statics.get(st, {}).get(node.name)
+        if member is None and static is not None:
+            # `op.init`: a static data member named through an object (MLX's reduce_all.h)
+            return constant(static.const, static.type, node.coord)
         if member is None:
             if node.name in self.methods_of(st):
                 self.error(f"reference to non-static member function '{node.name}' must be "
@@ -642,6 +646,8 @@ class StructCompiler:
                 continue
             bindings = self.deduce(fn, explicit or [], args, outer, notes) if (
                 fn.template_params) else {}
+            if bindings is not None and not self.substitutes(fn, bindings, notes, outer):
+                bindings = None   # SFINAE in the return type (MLX's `Max::operator()`)
             cost = None if bindings is None else self.match_cost(fn, bindings, args, outer)
             if cost is not None:
                 # As for free functions: a non-template, then the more specialized, wins.
