@@ -7,7 +7,7 @@ MLX's own `[[kernel]]` functions run whole through `metalsim.dispatch`, as MLX b
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import mlx.core as mx
 import numpy as np
@@ -51,10 +51,24 @@ class LibraryCase:
     rtol: float
     atol: float
     function_constants: dict | None = None
+    # Later passes of the same kernel, as MLX chains them (a two-pass reduction): each pass's
+    # buffers (but 0) and grid; its buffer 0 is the previous pass's output buffer 1.
+    passes: list[tuple[dict, tuple[int, int, int]]] = field(default_factory=list)
 
     def run(self) -> metalsim.Dispatch:
-        return metalsim.dispatch(self.source, self.function, self.buffers, self.grid,
-                                 self.threadgroup, function_constants=self.function_constants,
+        """Every pass; the last one's Dispatch, with every pass's diagnostics."""
+        run = self._dispatch(self.buffers, self.grid)
+        diagnostics = list(run.report.diagnostics)
+        for buffers, grid in self.passes:
+            run = self._dispatch({0: run.buffers[1], **buffers}, grid)
+            diagnostics += run.report.diagnostics
+        run.report.diagnostics = diagnostics
+        return run
+
+    def _dispatch(self, buffers: dict, grid: tuple[int, int, int]) -> metalsim.Dispatch:
+        return metalsim.dispatch(self.source, self.function, buffers, grid,
+                                 (grid[0], 1, 1) if self.passes else self.threadgroup,
+                                 function_constants=self.function_constants,
                                  include_dirs=[metalsim.mlx_include_dir()])
 
 
