@@ -131,14 +131,7 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
                 self.declare_function_specialization(item)
                 self.functions.setdefault(item.name, []).append(item)
             elif isinstance(item, ast.FunctionDef):
-                overloads = self.functions.setdefault(item.name, [])
-                if item.coord.section != "prelude":
-                    # MLX's utils.h defines the helpers the prelude stands in for
-                    # (`ceildiv`, `elem_to_loc`, `log1p`): its definition replaces the prelude's.
-                    key = signature_key(item)
-                    overloads[:] = [f for f in overloads if f.coord.section != "prelude"
-                                    or signature_key(f) != key]
-                overloads.append(item)
+                self.functions.setdefault(item.name, []).append(item)
             elif isinstance(item, ast.VariableTemplate) and item.specialization is not None:
                 primary = self.globals.names.get(item.name)
                 if not (isinstance(primary, tuple) and primary[0] == "variable_template"):
@@ -805,7 +798,9 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
             cost += 0.1 * self.generic_params(fdef)
             if best_cost is None or cost < best_cost:
                 best, best_cost, tie = (fdef, bindings), cost, False
-            elif cost == best_cost:
+            elif cost == best_cost and self.replaces_prelude(fdef, best[0]):
+                best = (fdef, bindings)   # MLX's own definition of what the prelude copies
+            elif cost == best_cost and not self.replaces_prelude(best[0], fdef):
                 tie = True
         if best is None:
             if notes:  # as clang words it, the reason in its note
@@ -815,6 +810,12 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
         if tie:
             self.error(f"call to '{name}' is ambiguous", node)
         return best
+
+    @staticmethod
+    def replaces_prelude(fdef: ast.FunctionDef, other: ast.FunctionDef) -> bool:
+        """Whether `fdef`, from MLX's headers, is the function `other` is metalsim's prelude's
+        copy of (MLX's utils.h's `log1p`, included by a program): the two match alike."""
+        return other.coord.section == "prelude" and fdef.coord.section != "prelude"
 
     def substitutes(self, fdef: ast.FunctionDef, bindings: dict, notes: list[str],
                     outer: Scope | None = None) -> bool:
@@ -1150,28 +1151,6 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
                                "the kernels here: " + ", ".join(names) if names
                                else "a kernel template runs under the [[host_name(\"...\")]] "
                                     "of an explicit instantiation, which this source has none of"))
-
-
-def signature_key(fdef: ast.FunctionDef) -> tuple:
-    """What makes two function declarations the same function: the number of template
-    parameters and the parameter types, template parameters by position (names ignored)."""
-    positions = {p.name: i for i, p in enumerate(fdef.template_params or [])}
-
-    def key(node: object) -> tuple:
-        if isinstance(node, ast.NamedType):
-            return ("type", positions.get(node.name, node.name),
-                    tuple(key(a) for a in node.template_args or []), node.const, node.space)
-        if isinstance(node, ast.PointerType):
-            return ("pointer", key(node.pointee), node.const)
-        if isinstance(node, ast.ReferenceType):
-            return ("reference", key(node.referee))
-        if isinstance(node, ast.ArrayType):
-            return ("array", key(node.element))
-        if isinstance(node, ast.Name):
-            return ("name", positions.get(node.name, node.name))
-        return (type(node).__name__,)
-
-    return len(positions), tuple(key(p.type) for p in fdef.params)
 
 
 def sequence(first: Callable, then: Callable) -> Callable:

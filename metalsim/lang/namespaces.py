@@ -66,6 +66,11 @@ class NamespaceTable:
         self.directives: dict[str, list[str]] = {}
         self.using: dict[str, dict[str, tuple[str, ...]]] = {}   # using-declarations
         self.functions: set[str] = set()   # program names of functions (overloadable)
+        # What metalsim's prelude declares for Metal (`integral_constant`): it gives way to a
+        # program's own declaration that a lookup finds beside it (MLX's
+        # `mlx::steel::integral_constant` through `using namespace mlx::steel;`), the two
+        # meaning the same.
+        self.metal_own: set[str] = set()
         self.aliases: dict[str, str] = {}  # "outer::al" -> "outer::inner"
         # Whether a namespace other than the global one and `metal` has appeared: until then
         # lookup is the flat lookup of a program without namespaces.
@@ -114,6 +119,20 @@ class NamespaceTable:
             full = self.unaliased("::".join([*outer[:depth], name]))
             if full in self.members:
                 return full
+        return None
+
+    def nested(self, namespace: str, name: str) -> str | None:
+        """The namespace `namespace::name` names: a namespace nested in it, else (qualified
+        lookup) one nested in a namespace its using-directives nominate."""
+        searched: set[str] = set()
+        frontier = [namespace]
+        while frontier:
+            found = {self.unaliased(f"{at}::{name}") for at in frontier} & self.members.keys()
+            if len(found) == 1:
+                return found.pop()
+            searched.update(frontier)
+            frontier = [n for at in frontier for n in self.directives.get(at, ())
+                        if n not in searched]
         return None
 
     def unaliased(self, path: str) -> str:

@@ -120,6 +120,9 @@ _NOT_OVERLOADABLE = {
     "--": "write 'void operator-=(S o)' or a named member function",
 }
 
+# What follows the name a member declarator declares: `int n;`, `T f(...)`, `int a[4]`, ...
+_DECLARATOR_ENDS = frozenset({";", ",", "=", "(", "[", "{", ":"})
+
 # What a scope records about a name.
 _TYPE, _TYPE_TEMPLATE, _TEMPLATE, _VALUE = "type", "type template", "template", "value"
 _ENTITY = "entity"   # a local using-declaration's name: which entity, under `_USING_KEY`
@@ -150,6 +153,23 @@ def _declared_names(node: ast.Node) -> set[str]:
     return {name} if isinstance(name, str) and name else set()
 
 
+def _member_names(tokens: list[Token], pos: int) -> set[str]:
+    """The names a struct body starting at `tokens[pos]` (just after its `{`) declares:
+    each identifier at the body's own brace depth that a declarator ends with."""
+    names: set[str] = set()
+    depth = 0
+    for tok, following in zip(tokens[pos:], tokens[pos + 1:]):
+        if tok.kind == "punct" and tok.text in ("{", "(", "["):
+            depth += 1
+        elif tok.kind == "punct" and tok.text in ("}", ")", "]"):
+            if depth == 0:
+                break
+            depth -= 1
+        elif depth == 0 and tok.kind == "ident" and following.text in _DECLARATOR_ENDS:
+            names.add(tok.text)
+    return names
+
+
 def _with_element(array: ast.TypeNode, element: ast.TypeNode) -> ast.TypeNode:
     """The array type `array` (of `NamedType`s) with its innermost element type `element`."""
     if isinstance(array, ast.ArrayType):
@@ -175,6 +195,10 @@ class _Parser:
         self.namespace: list[str] = []               # the namespace being defined
         # Struct templates being defined: their bare name is the injected class name.
         self.injected: list[str] = []
+        # The names each struct being defined declares as members, which hide namespace
+        # members in its member functions (whose bodies see members declared after them).
+        self.member_names: list[set[str]] = []
+        self.struct_members: dict[str, set[str]] = {}   # by the struct's name, for its bases
         # Names of member types (`typedef T type;` in a struct): `S::type` names a type where
         # one of these follows `::`, as C++ knows from S's definition; after `typename`, any.
         self.member_types: set[str] = set()
@@ -341,11 +365,12 @@ class _Parser:
         name = tok.text
         if namespace is None:
             local = self.local_scope_of(name)
-            if local is not None:
+            if local is not None and not (name in self.injected and local.get(name) == _TYPE):
                 using = local.get(_USING_KEY + name)
                 return (name, ()) if using is None else self.overload_set(tok, using.split())
-            if name in self.injected or not self.namespaces.in_use:
+            if not self.namespaces.in_use or any(name in m for m in self.member_names):
                 return name, ()
+            # (the injected name of a struct template is the template's program name)
             found = self.namespace_entities(name)
         else:
             found = self.namespaces.qualified(namespace, name)
@@ -355,6 +380,8 @@ class _Parser:
         return self.overload_set(tok, list(found)) if found else (name, ())
 
     def overload_set(self, tok: Token, found: list[str]) -> tuple[str, tuple[str, ...]]:
+        if len(found) > 1:
+            found = [f for f in found if f not in self.namespaces.metal_own] or found
         if len(found) > 1 and not all(f in self.namespaces.functions for f in found):
             raise self.error(f"reference to '{tok.text}' is ambiguous", tok, width=len(tok.text),
                              hint="it names " + " and ".join(f"'{f}'" for f in found)
@@ -374,9 +401,8 @@ class _Parser:
             return True
         if namespace is None:
             return self.lookup(tok.text) in (_TYPE, _TYPE_TEMPLATE)
-        return any(self.scopes[0].get(e) in (_TYPE, _TYPE_TEMPLATE)
-                   for e in self.namespaces.qualified(namespace, tok.text)) or (
-            namespace.split("::")[0] == METAL and self.lookup(tok.text) in (_TYPE, _TYPE_TEMPLATE))
+        found = self.namespaces.qualified(namespace, tok.text) or (tok.text,)
+        return any(self.scopes[0].get(e) in (_TYPE, _TYPE_TEMPLATE) for e in found)
 
     def type_name_at(self, k: int = 0) -> bool:
         """Whether a type-name (a type possibly after qualifiers) begins `k` tokens ahead."""
@@ -384,10 +410,11 @@ class _Parser:
         return (tok.kind == "ident" and tok.text in (*_QUALIFIERS, "typename")
                 ) or self.type_at(k)
 
-    def is_template(self, name: str) -> bool:
+    def is_template(self, name: str, qualified: bool = False) -> bool:
+        """Whether `name` (a program name where `qualified`) names a template."""
         if name in self.injected:  # a struct template's own name may take arguments
             return True
-        kind = self.lookup(name)
+        kind = self.scopes[0].get(name) if qualified else self.lookup(name)
         if kind is not None:
             return kind in (_TEMPLATE, _TYPE_TEMPLATE)
         return name in _BUILTIN_TEMPLATES
@@ -437,8 +464,12 @@ class _Parser:
         if self.namespace_alias_at():
             self.namespace_alias()
             return []
+        prelude = self.coord(self.peek()).section == "prelude"
+        before = set(self.scopes[0]) if prelude else set()
         item = self.external_declaration()
         self.name_declaration(item)
+        if prelude:
+            self.namespaces.metal_own |= set(self.scopes[0]) - before | _declared_names(item)
         return [item]
 
     def name_declaration(self, item: ast.Node) -> None:
@@ -538,8 +569,10 @@ class _Parser:
                 inner: str | None = METAL
             elif path == METAL and word in _METAL_VARIANTS:
                 break
+            elif path:
+                inner = self.namespaces.nested(path, word)
             else:
-                inner = self.find_namespace(f"{path}::{word}" if path else word, path is None)
+                inner = self.find_namespace(word, path is None)
             if inner is None:
                 break
             path = inner
@@ -1139,6 +1172,7 @@ class _Parser:
             self.advance()
         tok = self.advance()
         name = tok.text
+        injected = name in self.injected and namespace is None
         if name not in _BUILTIN_TYPE_WORDS:
             name = self.resolve(tok, namespace)[0]
         if name == "double":
@@ -1148,8 +1182,9 @@ class _Parser:
             name = _INT_COMBINATIONS[(name,)]
         args = None
         # The injected class name of a struct template may take arguments (`Acc<T>`) or not.
-        if name in _TYPE_TEMPLATES or self.lookup(name) == _TYPE_TEMPLATE or (
-                name in self.injected and self.at("<")):
+        kind = self.scopes[0].get(name) if namespace is not None else self.lookup(name)
+        if name in _TYPE_TEMPLATES or (kind == _TYPE_TEMPLATE and not injected) or (
+                injected and self.at("<")):
             if not self.accept("<"):
                 if name in self.struct_templates:  # C++14 deduces no class template arguments
                     raise self.error(f"use of class template '{name}' requires template "
@@ -1416,6 +1451,9 @@ class _Parser:
         constructors: list[ast.Constructor] = []
         statics: list[ast.VarDecl | ast.TypeAlias] = []
         self.scopes.append({})  # the member types
+        inherited = set().union(*(self.struct_members.get(b.name, ()) for b in bases))
+        declared = _member_names(self.tokens, self.pos) - {name} | inherited
+        self.member_names.append(declared)
         try:
             while not self.accept("}"):
                 if self.peek().kind == "eof":
@@ -1435,6 +1473,8 @@ class _Parser:
                         members.append(item)
         finally:
             self.scopes.pop()
+            self.member_names.pop()
+        self.struct_members[program_name(self.namespace_path(), name)] = declared
         return ast.StructDef(self.coord(start), name, members, methods, constructors,
                              statics=statics, bases=bases, specialization=specialization,
                              align=align, union=start.text == "union")
@@ -2301,7 +2341,8 @@ class _Parser:
             # A member of a class template instance (`Limits<T>::min`) is not itself a
             # template here unless the `template` keyword says so.
             member = any(part_args is not None for _, part_args in parts)
-            if self.at("<") and (template or not member and (self.is_template(text) or (
+            if self.at("<") and (template or not member and (self.is_template(
+                    text, not parts and namespace is not None) or (
                     parts and tok.text in self.member_templates))):
                 self.advance()
                 args = self.template_arguments()

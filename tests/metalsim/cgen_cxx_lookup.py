@@ -1,16 +1,19 @@
 """Random C++ programs over name lookup and the constructs around it, run by metalsim (as a
 kernel) and by g++ (-std=c++14), for a differential oracle.
 
-Five families, each a header and a kernel body writing ints to `out`: explicit
+Six families, each a header and a kernel body writing ints to `out`: explicit
 specialisations of function templates (called as `f(x)`, `f<T>(x)`, from other templates, with
 partly given arguments, `template <> int h<0>()` ending a recursion), name lookup (locals,
 blocks and parameters shadowing globals and namespace members, `na::K`, `::G`,
 `using namespace`, enumerators), namespaces (typedefs, overloads, structs, nested namespaces,
-aliases and using-declarations), inheritance (base members and methods, hiding, several
+aliases and using-declarations), scopes (the same names in the global namespace, `na` and
+`na::nb`: hiding, overload sets from one scope, using-directives and -declarations at
+namespace and block scope, aliases, reopening, unnamed namespaces, shadowing locals,
+parameters and members), inheritance (base members and methods, hiding, several
 levels, `d.B::f()`, `B::f()`, base initializers, slicing, `const B&`) and lvalues
 (`++(++a)`, `(a += k) ^= b`, `int& r = ++a`, `(c ? a : b) = k`). Some programs use a
-construct metalsim refuses (a name in the global namespace and in a namespace,
-`(c ? a : b) = k`): a CompileError is a "refusal", never a disagreement; a different value is.
+construct metalsim refuses (`(c ? a : b) = k`): a CompileError is a "refusal", never a
+disagreement; a different value is.
 
 Every program is valid C++14 whose meaning Metal shares: values stay small, integer overflow
 is avoided or wraps under `-fwrapv` as Metal's does, and narrowing conversions are the ones
@@ -138,8 +141,8 @@ def specialisation(ch: Chooser) -> Program:
 
 def lookup(ch: Chooser) -> Program:
     g = _Gen(ch)
-    # Names drawn from small pools, so that shadowing (and sometimes a refused clash between
-    # the global namespace and `na`) happens by chance.
+    # Names drawn from small pools, so that shadowing (and sometimes the same name in the
+    # global namespace and in `na`) happens by chance.
     ns_name = pick(ch, ["K", "M", "K"])
     global_name = pick(ch, ["G", "G", "G", "K"])
     k, gv = g.small(), g.small(10, 19)
@@ -181,7 +184,8 @@ def lookup(ch: Chooser) -> Program:
     else:
         g.out(f"na::nf({g.inp()})")
     if g.chance(15):
-        g.header.append(f"int nf(float x) {{ return int(x) + {g.small()}; }}")  # a clash
+        # beside na::nf: both in the overload set of `nf` after `using namespace na;`
+        g.header.append(f"int nf(float x) {{ return int(x) + {g.small()}; }}")
     return g.program("lookup")
 
 
@@ -218,7 +222,7 @@ def namespaces(ch: Chooser) -> Program:
         g.out(f"inner({g.inp()})")
     clash = g.chance(15)
     if clash:
-        g.header.append("typedef int Narrow;")  # beside na::Narrow: refused by metalsim
+        g.header.append("typedef int Narrow;")  # beside na::Narrow: `Narrow` would be ambiguous
     if not clash and g.chance(50):
         g.body.append("using namespace na;")
         g.body.append(f"Narrow m = {g.inp()} + {g.small(250, 300)};")
@@ -227,6 +231,97 @@ def namespaces(ch: Chooser) -> Program:
         g.body.append(f"na::nb::Wide m = {g.inp()} + {g.small(250, 300)};")
         g.out("m")
     return g.program("namespaces")
+
+
+def scopes(ch: Chooser) -> Program:
+    """The same names (a constant, a typedef, overloads, a struct, a function template) in
+    the global namespace, `na` and `na::nb`, each present or not, used unqualified from each
+    namespace (the innermost declaration hides the outer ones; an overload set comes from one
+    scope), qualified, through using-directives (in a namespace and in a block, which add a
+    namespace's names where the directive's and the namespace's scopes meet) and
+    using-declarations (which hide), aliases, `namespace na::nb {` reopening, an unnamed
+    namespace, and locals, parameters and struct members that shadow them. Only unambiguous
+    uses are written: every program is valid C++."""
+    g = _Gen(ch)
+    gk, ak, bk = g.chance(70), g.chance(70), g.chance(50)   # where a constant K is declared
+    at, af, a_tw = g.chance(60), g.chance(70), g.chance(50)   # what na declares beside K
+    narrow = pick(ch, ["short", "char", "ushort", "uchar"])
+    if gk:
+        g.header.append(f"constant constexpr int K = {g.small(1, 5)};")
+    g.header.append("typedef int T;")
+    g.header.append(f"int f(float x) {{ return int(x) * {g.small()} + {g.small()}; }}")
+    g.header.append(f"struct S {{ int v; int get() const {{ return v + {g.small()}; }} }};")
+    g.header.append(f"template <typename U> U tw(U x) {{ return x + U({g.small()}); }}")
+    na = []
+    if ak:
+        na.append(f"constant constexpr int K = {g.small(6, 9)};")
+    if at:
+        na.append(f"typedef {narrow} T;")
+    if af:
+        na.append(f"int f(int x) {{ return x * {g.small()} + {g.small(10, 20)}; }}")
+    if a_tw:
+        na.append(f"template <typename U> U tw(U x) {{ return x * U({g.small(2, 4)}); }}")
+    na.append(f"struct S {{ int v; int get() const {{ return v * {g.small(2, 5)}; }} }};")
+    k_in_na = " + K" if gk or ak else ""
+    na.append(f"int g(int x) {{ S s{{x}}; return f(x) + s.get(){k_in_na}; }}")
+    nb = [f"constant constexpr int K = {g.small(10, 15)};"] if bk else []
+    k_in_nb = " + K" if gk or ak or bk else ""
+    nb.append(f"int h(int x) {{ T t = T(x + {g.small(60000, 70000)}); return f(x) + int(t)"
+              f"{k_in_nb}; }}")
+    member = ak and g.chance(50)   # a struct member of na's constant's name
+    if member:
+        na.append(f"struct M {{ int get() const {{ return K + {g.small()}; }} int K; }};")
+    g.header.append("namespace na {\n" + "\n".join(na) + "\nnamespace nb {\n" + "\n".join(nb)
+                    + "\n}\n}")
+    if g.chance(50):   # reopened with C++17's nested namespace definition
+        g.header.append(f"namespace na::nb {{ int more(int x) {{ return h(x) * {g.small()}; }} }}")
+        g.out(f"na::nb::more({g.inp()})")
+    if g.chance(40):
+        g.header.append(f"namespace {{ constant constexpr int Q = {g.small()}; }}")
+        g.out("Q * 3")
+    both_k = gk and ak   # `using namespace na;` beside a global K makes `K` ambiguous
+    if g.chance(50):   # a directive at namespace scope: na's names meet at the global level
+        k_in_nc = " + K" if (gk or ak) and not both_k else ""
+        tw_in_nc = "" if a_tw else " + tw(x)"   # (two equally good templates: ambiguous)
+        g.header.append(f"namespace nc {{ using namespace na; int k2(int x) {{ return f(x) + "
+                        f"f(2.5f){tw_in_nc}{k_in_nc}; }} }}")
+        g.out(f"nc::k2({g.inp()})")
+    if af and g.chance(50):   # a using-declaration at namespace scope hides the global f
+        g.header.append("namespace nd { using na::f; int k3() { return f(2.5f); } }")
+        g.out("nd::k3()")
+    if g.chance(40):
+        g.header.append(f"namespace al = {pick(ch, ['na::nb', 'na'])};")
+        g.out(f"al::{'h' if 'na::nb' in g.header[-1] else 'g'}({g.inp()})")
+    g.out(f"na::g({g.inp()})")
+    g.out(f"na::nb::h({g.inp()})")
+    if g.chance(50):
+        tw_here = "" if a_tw else f" + tw({g.inp()})"
+        g.body.append(f"{{ using namespace na; out[{N_OUT - 1}] = f({g.inp()}) + f(1.5f)"
+                      f"{tw_here}; }}")
+    if af and g.chance(40):
+        g.body.append(f"{{ using na::f; out[{N_OUT - 2}] = f(3.5f); }}")
+    if g.chance(40):
+        g.body.append("namespace an = na::nb;")
+        g.out(f"an::h({g.inp()})")
+    na_t = "na::T" if at else "T"
+    g.body.append(f"{na_t} n = {g.inp()} + {g.small(60000, 70000)};")
+    g.out(f"n + T({g.inp()} + {g.small(70000, 80000)}) + int(sizeof({na_t}))")
+    g.out(f"na::S{{{g.inp()}}}.get() * 100 + S{{{g.inp()}}}.get()")
+    g.out(f"{'na::tw' if a_tw else 'tw<int>'}({g.inp()}) + tw({g.inp()})")
+    if member:
+        g.body.append(f"na::M m{{{g.inp()}}};")
+        g.out("m.get()")
+    if bk:
+        g.out("na::nb::K")
+    if ak and g.chance(50):   # a parameter hides na's K inside a function of na's
+        g.header.append("namespace na { int p(int K) { return K * 10 + na::K; } }")
+        g.out(f"na::p({g.inp()})")
+    if g.chance(50):   # a local hides every K
+        g.body.append(f"int K = {g.inp()} + {g.small(20, 29)};")
+        g.out("K" + (" + ::K" if gk else "") + (" + na::K" if ak else ""))
+    elif gk:
+        g.out("K")
+    return g.program("scopes")
 
 
 def inheritance(ch: Chooser) -> Program:
@@ -294,7 +389,7 @@ def lvalues(ch: Chooser) -> Program:
 
 FAMILIES: dict[str, Callable[[Chooser], Program]] = {
     "specialisation": specialisation, "lookup": lookup, "namespaces": namespaces,
-    "inheritance": inheritance, "lvalues": lvalues,
+    "scopes": scopes, "inheritance": inheritance, "lvalues": lvalues,
 }
 
 

@@ -1,5 +1,6 @@
 """g++ as the oracle for C++ lookup: random programs over explicit specialisations, name
-lookup (enumerations included), namespaces (aliases, using-declarations), inheritance and
+lookup (enumerations included), namespaces (aliases, using-declarations), namespace scoping
+(the same names in the global namespace and nested namespaces), inheritance and
 lvalues (`cgen_cxx_lookup`) give the same ints in metalsim
 and compiled by g++ -std=c++14; a construct metalsim refuses with a CompileError is counted,
 never a different value. 400 programs here, one g++ compile per 100;
@@ -42,5 +43,8 @@ def test_the_generator_writes_every_construct_it_is_meant_to_cover() -> None:
                  r"thread int& r\d+ = \+\+a", r"\(a = b\) \+= \d", r"d\.B::get\(\)",
                  r"B sliced = d;", r"const thread B& rb = d;", r"C\(int a, int b\) : B\{a\}",
                  r"namespace al = na::nb;", r"using na::nb::inner;", r"enum class Level",
-                 r"na::KC"):
+                 r"na::KC", r"namespace na::nb \{", r"namespace \{ constant",
+                 r"namespace nc \{ using namespace na;", r"namespace nd \{ using na::f;",
+                 r"\{ using na::f;", r"int p\(int K\)", r"struct M \{ int get\(\)",
+                 r"namespace an = na::nb;"):
         assert re.search(form, text), form

@@ -40,6 +40,18 @@ def gxx_outputs(header: str, body: str, n: int) -> list[int]:
     return [int(v) for v in out.split()]
 
 
+def gxx_rejects(header: str, body: str) -> str:
+    """g++'s error for a program it must reject (asserting that it does)."""
+    program = f"{_CXX_PRELUDE}{header}\nint main() {{\n  int out[1] = {{0}};\n{body}\n}}\n"
+    with tempfile.TemporaryDirectory() as tmp:
+        src = Path(tmp) / "t.cpp"
+        src.write_text(program)
+        proc = subprocess.run(["g++", "-std=c++17", "-w", "-fsyntax-only", str(src)],
+                              capture_output=True, text=True)
+    assert proc.returncode != 0, "g++ accepts the program"
+    return proc.stderr
+
+
 def metalsim_outputs(header: str, body: str, n: int) -> list[int]:
     """The same in metalsim: `body` is a kernel's source with `device int* out`."""
     kernel = metalsim.metal_kernel("oracle", ["unused"], ["out"], body, header=header)
