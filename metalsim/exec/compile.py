@@ -28,6 +28,7 @@ from metalsim.exec.function_specializations import (
     FunctionSpecializationCompiler,
     is_explicit_specialization,
 )
+from metalsim.exec.lambdas import Closure, LambdaCompiler
 from metalsim.exec.operators import OperatorCompiler
 from metalsim.exec.references import ReferenceCompiler, returned_location
 from metalsim.exec.runtime import bind_argument
@@ -61,7 +62,7 @@ MAX_INSTANTIATION_DEPTH = 1024
 
 class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, ConstructorCompiler,
                StructTemplateCompiler, OperatorCompiler, ReferenceCompiler,
-               FunctionSpecializationCompiler, EnumCompiler):
+               FunctionSpecializationCompiler, EnumCompiler, LambdaCompiler):
     """Compiles one translation unit's kernel (and what it calls) for one instantiation."""
 
     def __init__(self, unit: ast.TranslationUnit, source_map: SourceMap,
@@ -83,6 +84,8 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
         # (id of a function template, its argument keys) -> its explicit specialisation
         self.function_specializations: dict[tuple, ast.FunctionDef] = {}
         self.specialized_structs: set[StructType] = set()  # member specialisations matched
+        self.closures: dict[StructType, Closure] = {}   # lambdas' closure types
+        self.lambdas: dict[tuple[int, int], E] = {}   # by (lambda, enclosing function code)
         self.enum_members: dict[ScalarType, dict[str, Var]] = {}   # enumerators by enumeration
         self.globals = Scope({})
         self.instances: dict[tuple, FunctionCode] = {}
@@ -593,6 +596,8 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
             return self.x_MethodCall(ast.MethodCall(node.coord, ast.This(node.coord), name.name,
                                                     node.args, True, name.template_args), scope)
         v = self.lookup_scope(name, scope).lookup(name.name) if not name.qualifier else None
+        if isinstance(v, Var) and v.type in self.closures:
+            return self.call_closure(node, self.closures[v.type], v.type, scope)
         if isinstance(v, Var) and isinstance(v.type, StructType):
             # `op(a, b)` on a function object calls its `operator()`.
             return self.x_MethodCall(ast.MethodCall(node.coord, name, "operator()", node.args),
@@ -733,7 +738,7 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
         def ev(f, lanes):
             m = f.m
             size = m.batch.size
-            frame = Frame(m, code.nslots)
+            frame = Frame(m, code.nslots, caller=f, code=code)
             for (var, _), (kind, aev) in zip(code.params, arg_evs):
                 value = aev(f, lanes)
                 if kind == "region":  # a struct passed by value: a copy in thread memory

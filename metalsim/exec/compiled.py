@@ -44,7 +44,9 @@ class Var:
     """A name in scope. `kind`: value, uniform (a loop counter kept as one value for all
     lanes), ptr, ref, region, const, global_region; in a member
     function also member and method (names of its struct, reached through `this`), and
-    enclosing_local (a variable of the function enclosing a local struct: C++ forbids it)."""
+    enclosing_local (a variable of the function enclosing a local struct: C++ forbids it);
+    in a lambda's body captured (`captured` names the enclosing function's variable, or the
+    copy the lambda made, and that function's code) and uncaptured (`lambdas`)."""
 
     kind: str
     type: Type
@@ -55,6 +57,7 @@ class Var:
     region: object = None
     init_slot: int = -1     # slot of the "written" mask of a variable declared uninitialised
     name: str = ""
+    captured: tuple[Var, FunctionCode] | None = None
 
 
 @dataclass

@@ -254,6 +254,8 @@ class ExpressionCompiler:
                    width=len(node.name))
 
     def var_expr(self, v: Var, node: ast.Node) -> E:
+        if v.kind in ("captured", "uncaptured"):
+            return self.captured_expr(v, node)
         coord = node.coord
         slot, t = v.slot, v.type
         if v.kind == "const":
@@ -755,7 +757,14 @@ class ExpressionCompiler:
         base = self.expr(node.base, scope)
         if isinstance(base.type, StructType):
             return self.struct_operator("[]", [base, self.expr(node.index, scope)], node, scope)
-        index = self.rvalue(self.expr(node.index, scope))
+        index = self.expr(node.index, scope)
+        if isinstance(index.type, StructType):
+            # an object with a conversion to an integer (`a[r]` with MLX's `Int<N>`)
+            found = self.conversion_function(index.type, ty.LONG, False)
+            if found is not None and ty.is_integer(
+                    (converted := self.call_conversion(index, *found, index.coord)).type):
+                index = converted
+        index = self.rvalue(index)
         if not ty.is_integer(index.type) or isinstance(index.type, VectorType):
             self.error(f"array subscript is not an integer ('{index.type}')", node.index)
         if isinstance(base.type, VectorType):
@@ -968,7 +977,10 @@ class ExpressionCompiler:
 
     def x_This(self, node: ast.This, scope: Scope) -> E:
         v = scope.lookup("this")
-        if v is None or v.kind != "ptr":  # none here, or an enclosing function's
+        if v is not None and v.kind == "uncaptured":
+            self.error("'this' cannot be implicitly captured in this context", node, width=4,
+                       hint="capture it: '[this]' (or '[&]', '[=]')")
+        if v is None or v.kind not in ("ptr", "captured"):  # none, or an enclosing function's
             self.error("invalid use of 'this' outside of a non-static member function", node,
                        width=4)
         return E(v.type, self.var_expr(v, node).ev, node.coord)  # a prvalue: no location

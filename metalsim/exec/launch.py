@@ -421,7 +421,7 @@ def bind_buffers(m: Machine, gen, program: Program, inputs, outputs) -> tuple[di
 
 
 def bind_kernel_frame(m: Machine, program: Program, regions: dict) -> Frame:
-    frame = Frame(m, program.code.nslots, is_kernel=True)
+    frame = Frame(m, program.code.nslots, is_kernel=True, code=program.code)
     size = m.batch.size
     for name, var in program.params.items():
         if name in regions:

@@ -636,8 +636,26 @@ def _vote_member(every: bool):
     return handler
 
 
+def _lane_index(c, node: ast.Call, scope) -> E:
+    """`__metal_get_thread_index_in_simdgroup(ushort())`, the Metal compiler's builtin behind
+    the `[[thread_index_in_simdgroup]]` attribute (MLX's NAX fragments call it): the thread's
+    lane in its SIMD-group, of the type of its one argument."""
+    if len(node.args) != 1:
+        c.error(f"'{node.func.name}' takes one argument, a value of the integer type it "
+                "returns", node)
+    t = c.rvalue(c.expr(node.args[0], scope)).type
+    if not (ty.is_integer(t) and isinstance(t, ScalarType)):
+        c.error(f"'{node.func.name}' returns an integer type, not '{t}'", node.args[0])
+    dtype = t.dtype
+
+    def ev(f, lanes):
+        return f.m.batch.attributes[SIMD.lane_attribute][lanes.idx].astype(dtype)
+    return E(t, ev, node.coord)
+
+
 SIMD_BUILTINS: dict = {("method", "all"): _vote_member(every=True),
-                       ("method", "any"): _vote_member(every=False)}
+                       ("method", "any"): _vote_member(every=False),
+                       ("call", "__metal_get_thread_index_in_simdgroup"): _lane_index}
 """The `("call", name)` handlers of every SIMD-group and quad-group function, and the
 `("method", name)` ones of their votes."""
 _add_group(SIMD_BUILTINS, SIMD)

@@ -599,6 +599,7 @@ class StatementCompiler:
                 self.error(f"void function '{self.fn.name}' should not return a value", node)
             value = (self.braced_value(rt, node.value, scope)
                      if isinstance(node.value, ast.InitList) else self.expr(node.value, scope))
+            self.refuse_returned_closure(value, node.value)
             vev = self.convert(value, rt, node.value).ev
         shape = ty.lane_shape(rt)
 

@@ -495,8 +495,9 @@ class StructCompiler:
         member = st.member(node.name)
         static = self.struct_statics.get(st, {}).get(node.name)
         if member is None and static is not None:
-            # `op.init`: a static data member named through an object (MLX's reduce_all.h)
-            return constant(static.const, static.type, node.coord)
+            # `idx.value`: a static member named through an object (C++ [expr.ref]); a
+            # constant expression where the static is (MLX's `frag_at<idx.value>()`)
+            return self.var_expr(static, node)
         if member is None:
             if node.name in self.methods_of(st):
                 self.error(f"reference to non-static member function '{node.name}' must be "

@@ -117,10 +117,15 @@ class Frame:
     """The variables of one function activation, plus control-flow bookkeeping."""
 
     __slots__ = ("m", "vars", "breaks", "conts", "ret", "returned", "is_kernel", "sources",
-                 "ret_sources")
+                 "ret_sources", "caller", "code")
 
-    def __init__(self, m: Machine, nslots: int, is_kernel: bool = False) -> None:
+    def __init__(self, m: Machine, nslots: int, is_kernel: bool = False,
+                 caller: Frame | None = None, code: object = None) -> None:
         self.m = m
+        # the calling frame and the compiled function this frame runs: a lambda's body finds
+        # the frame of the function that created it here (`lambdas`)
+        self.caller = caller
+        self.code = code
         self.vars: list = [None] * nslots
         self.breaks: list[list] = []
         self.conts: list[list] = []

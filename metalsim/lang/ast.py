@@ -232,9 +232,25 @@ class InitList(Node):
     items: list[Expr]
 
 
+@dataclass(eq=False)
+class Lambda(Node):
+    """`[captures](params) mutable -> R { body }`. `default` is the capture-default ('&', '='
+    or None); `captures` the captures listed, as (name, by reference), `this` named 'this'. A
+    generic lambda's `auto` parameters are its invented template parameters
+    (`template_params`, None for none); `return_type` is `auto` unless given."""
+
+    default: str | None
+    captures: list[tuple[str, bool]]
+    params: list[Param]
+    return_type: TypeNode
+    body: Compound
+    template_params: list[TemplateParam] | None = None
+    mutable: bool = False
+
+
 Expr = (IntLiteral | FloatLiteral | BoolLiteral | StringLiteral | Name | Unary | Postfix | Binary
         | Assign | Conditional | Call | MethodCall | Construct | Cast | Index | Member | This
-        | SizeOf | InitList)
+        | SizeOf | InitList | Lambda)
 
 
 # --- Statements --------------------------------------------------------------------------------

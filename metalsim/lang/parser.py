@@ -2249,7 +2249,47 @@ class _Parser:
                 raise self.error("expected ')'")
             self.advance()
             return expr
+        elif self.at("[") and not self.at("[", 1):
+            return self.lambda_expression()
         raise self.error("expected expression", width=max(1, len(tok.text)))
+
+    def lambda_expression(self) -> ast.Lambda:
+        """lambda-expression: '[' [capture-default] [',' capture]* ']' ['(' params ')']
+        ['mutable'] ['->' type-name] compound, a capture being ['&'] name or 'this'."""
+        open_ = self.expect("[")
+        default, captures = None, []
+        while not self.accept("]"):
+            if captures or default:
+                self.expect(",", "expected ',' or ']' in the lambda's capture list")
+            default_at = self.at("&") or self.at("=")
+            if not captures and default is None and default_at and (
+                    self.at(",", 1) or self.at("]", 1)):
+                default = self.advance().text
+                continue
+            by_reference = bool(self.accept("&"))
+            if self.at("=") or self.at("*"):
+                raise self.error("metalsim does not support this capture (C++17's '*this', "
+                                 "init-captures)", width=1)
+            name = self.advance() if self.at("this") else self.identifier(
+                "expected a variable name or 'this' in the lambda's capture list")
+            if self.at("=") or self.at("..."):
+                raise self.error("init-captures and capture packs are not supported by "
+                                 "metalsim", width=1)
+            captures.append((name.text, by_reference or name.text == "this"))
+        self.scopes.append({})
+        try:
+            params = self.parameters() if self.at("(") else []
+            mutable = bool(self.accept("mutable"))
+            auto = ast.NamedType(self.coord(open_), "auto")
+            return_type = self.trailing_return_type(auto)
+            if not self.at("{"):
+                raise self.error("expected the lambda's body '{ ... }'")
+            body = self.compound()
+        finally:
+            self.scopes.pop()
+        invented = _invent_auto_parameters(params)
+        return ast.Lambda(self.coord(open_), default, captures, params, return_type, body,
+                          invented or None, mutable)
 
     def string_literal(self) -> ast.StringLiteral:
         """string-literal+ (adjacent literals concatenate)"""
@@ -2259,15 +2299,18 @@ class _Parser:
             parts.append(self.advance().value)
         return ast.StringLiteral(self.coord(first), "".join(parts))
 
-    def later_member_template_arguments(self) -> list[ast.Node] | None:
+    def later_member_template_arguments(self, member_template: bool) -> list[ast.Node] | None:
         """`load_unsafe<AccT>(...)` in a member function, calling a member function template
         the struct declares further down (its body sees the whole class): a name followed by
         `<`, a type, and a template argument list closed before a call's `(` is a template's
-        (`i < float(n)` is not: a type does not begin a comparison's operand list)."""
+        (`i < float(n)` is not: a type does not begin a comparison's operand list). The name
+        of a `member_template` declared before takes any arguments (MLX's NAX tiles call
+        `frag_at<idx_row.value, idx_col.value>()`)."""
         start = self.pos
         self.advance()
         args = self.speculate(self.template_arguments)
-        if args is not None and self.at("(") and isinstance(args[0], ast.TypeNode):
+        if args is not None and self.at("(") and (member_template or isinstance(
+                args[0], ast.TypeNode)):
             return args
         self.pos = start
         return None
@@ -2346,8 +2389,9 @@ class _Parser:
                     parts and tok.text in self.member_templates))):
                 self.advance()
                 args = self.template_arguments()
-            elif self.at("<") and not parts and self.type_at(1):
-                args = self.later_member_template_arguments()
+            elif self.at("<") and not parts and (self.type_at(1)
+                                                 or tok.text in self.member_templates):
+                args = self.later_member_template_arguments(tok.text in self.member_templates)
             parts.append((text, args))
             if not (self.at("::") and self.peek(1).kind == "ident"):
                 break
@@ -2425,6 +2469,21 @@ def _unbalanced_brackets(tokens: list[Token], source_map: SourceMap) -> CompileE
                                 source_map.coord(tok.offset), source_map,
                                 hint=f"this '{tok.text}' is never closed")
     return None
+
+
+def _invent_auto_parameters(params: list[ast.Param]) -> list[ast.TemplateParam]:
+    """A generic lambda's parameter declared `auto` (`auto x`, `thread auto& t`, `const auto
+    x`) has a template parameter of its own (C++ [expr.prim.lambda.closure]/3): name each
+    `auto` so, and return those template parameters."""
+    invented = []
+    for p in params:
+        t = p.type
+        while isinstance(t, ast.ReferenceType | ast.PointerType):
+            t = t.referee if isinstance(t, ast.ReferenceType) else t.pointee
+        if isinstance(t, ast.NamedType) and t.name == "auto" and not t.template_args:
+            t.name = f"auto:{len(invented) + 1}"   # as clang names them
+            invented.append(ast.TemplateParam(t.coord, t.name))
+    return invented
 
 
 @dataclass(frozen=True)

@@ -799,3 +799,26 @@ def test_a_reduction_after_some_lanes_returned_or_in_a_short_group_does_not_warn
     _, short = launch("out[i] = simd_sum(a[i]);", {"a": mx.ones(40)}, (40, 1), (40, 1),
                       mx.float32)
     assert report.diagnostics == [] and short.diagnostics == []
+
+
+# --- the Metal compiler's lane builtin ---------------------------------------------------------
+
+def test_the_lane_builtin_is_each_threads_index_in_its_simdgroup_of_the_asked_type():
+    """`__metal_get_thread_index_in_simdgroup(ushort())` (MLX's NAX fragments): threadgroups
+    of 40 threads have a full SIMD-group and one of 8."""
+    source = ("uint i = thread_position_in_grid.x;\n"
+              "auto lane = __metal_get_thread_index_in_simdgroup(ushort());\n"
+              "out[i] = lane + (is_same_v<decltype(lane), ushort> ? 1000 : 0);")
+    kernel = metalsim.metal_kernel("lane_builtin", ["a"], ["out"], source)
+    (out,) = kernel(inputs=[mx.zeros(1)], output_shapes=[(80,)], output_dtypes=[mx.int32],
+                    grid=(80, 1, 1), threadgroup=(40, 1, 1))
+    lane = np.arange(80) % 40 % W
+    assert np.array(out).tolist() == (lane + 1000).tolist()
+
+
+def test_the_lane_builtin_wants_an_integer_type_argument():
+    kernel = metalsim.metal_kernel("lane_builtin_bad", ["a"], ["out"],
+                                   "out[0] = __metal_get_thread_index_in_simdgroup(1.0f);")
+    with pytest.raises(metalsim.CompileError, match="returns an integer type, not 'float'"):
+        kernel(inputs=[mx.zeros(1)], output_shapes=[(1,)], output_dtypes=[mx.int32],
+               grid=(1, 1, 1), threadgroup=(1, 1, 1))

@@ -1000,3 +1000,61 @@ def test_names_declared_after_a_prefix_do_not_leak_into_the_next_unit():
         with pytest.raises(CompileError, match=message):
             parse(*after_prefix(suffix), after=PARSED)
     assert repr(PARSED) == before
+
+
+# --- Lambdas and member specialisations ----------------------------------------------------------
+
+
+def test_a_lambda_keeps_its_capture_default_captures_and_mutable():
+    (d,) = decl("auto f = [=, &a, this](int x) mutable { return x; };")
+    lam = d.init
+    assert isinstance(lam, ast.Lambda)
+    assert (lam.default, lam.captures, lam.mutable) == ("=", [("a", True), ("this", True)], True)
+    assert [p.name for p in lam.params] == ["x"] and lam.template_params is None
+    assert show(lam.return_type) == "auto"
+
+
+def test_a_generic_lambda_invents_a_template_parameter_per_auto():
+    (d,) = decl("auto f = [&](auto a, thread auto& b, const auto c, int d) { };")
+    lam = d.init
+    assert [p.name for p in lam.template_params] == ["auto:1", "auto:2", "auto:3"]
+    assert [show(p.type) for p in lam.params] == ["auto:1", "thread auto:2&",
+                                                  "const auto:3", "int"]
+
+
+def test_a_lambda_with_a_trailing_return_type():
+    (d,) = decl("auto f = [k]() -> float { return k; };")
+    assert (d.init.default, d.init.captures, show(d.init.return_type)) == (
+        None, [("k", False)], "float")
+
+
+def test_a_lambda_passed_as_an_argument_is_parsed_inside_the_call():
+    (stmt,) = body("g<0, 2>([&](auto i) { s += i; });",
+                   "template <int A, int B, typename F> void g(F f);")
+    call = stmt.expr
+    assert show(call.func) == "g<0, 2>" and isinstance(call.args[0], ast.Lambda)
+    assert show(call.args[0].body.items[0].expr) == "(+= s i)"
+
+
+def test_an_init_capture_is_refused_by_name():
+    assert "init-captures" in str(body_error("auto f = [x = 1]() { return x; };"))
+
+
+def test_an_earlier_member_template_takes_expression_arguments_in_a_member_function():
+    header = ("struct S { template <int R, int C> int at() const thread { return R + C; }\n"
+              "  int f(int r) const thread { return at<1, 2>() + (r < 3); } };\n")
+    unit, _ = parse_source(header)
+    (f,) = [fn for fn in unit.items[0].methods if fn.name == "f"]
+    ret = f.body.items[0].value
+    assert show(ret.left) == "(call at<1, 2>)" and show(ret.right) == "(< r 3)"
+
+
+def test_a_class_template_members_specialisation_names_its_owner_and_arguments():
+    unit, _ = parse_source("template <typename T> struct S { int f() thread; };\n"
+                           "template <> int S<float>::f() thread { return 1; }\n"
+                           "template <> template <> int S<int>::g<2>() thread { return 2; }\n")
+    f, g = unit.items[1], unit.items[2]
+    assert (f.owner, [show(a) for a in f.owner_args], f.template_params) == ("S", ["float"],
+                                                                            None)
+    assert (g.owner, [show(a) for a in g.owner_args], g.template_params,
+            [show(a) for a in g.specialization_args]) == ("S", ["int"], [], ["2"])
