@@ -393,9 +393,10 @@ class StructCompiler:
                 types[d.name] = ("alias_template", d, seen)  # type: ignore[assignment]
                 continue
             if isinstance(d, ast.TypeAlias):
-                # (the struct's program name is qualified, `na::S`; the injected name is `S`)
+                # (the struct's program name is qualified, `na::S`; the injected name is `S`
+                # unless the parser resolved it to the program name)
                 if isinstance(d.type, ast.NamedType) and (
-                        d.type.name == node.name.rsplit("::", 1)[-1]) and not (
+                        d.type.name in (node.name, node.name.rsplit("::", 1)[-1])) and not (
                         d.type.template_args or d.type.member_of):
                     types[d.name] = None  # the injected class name: the struct, once laid out
                     continue
