@@ -112,6 +112,7 @@ def translate(gen: GeneratedKernel, math_mode: str = "safe") -> Translation:
     predefined = {"__FAST_MATH__": "1"} if math_mode == "fast" else None
     unit = parse(preprocess(MLX_TYPEDEFS + gen.text, source_map, predefined), source_map)
     unit.items = unit.items[MLX_TYPEDEFS.count(";"):]
+    _spell_program_names(unit)
     try:
         return _Printer().unit(unit)
     except _Untranslatable as error:
@@ -134,6 +135,37 @@ def _walk(node: object):
     elif isinstance(node, list):
         for item in node:
             yield from _walk(item)
+
+
+_NAMED = (ast.Name, ast.NamedType, ast.FunctionDef, ast.VarDecl, ast.StructDef, ast.TypeAlias,
+          ast.EnumDef, ast.VariableTemplate)
+
+
+def _spell_program_names(unit: ast.TranslationUnit) -> None:
+    """Respells the parser's program names of a program's namespace members (`na::K`, see
+    `metalsim.lang.namespaces`) as plain identifiers (`na_ns_K`) everywhere in `unit`, for
+    the printer, which declares everything in one CUDA namespace."""
+    declared = [n.name for n in _walk(unit) if isinstance(n, _NAMED[2:]) and "::" in n.name]
+    namespaces = {name.rsplit("::", depth)[0] for name in declared
+                  for depth in range(1, name.count("::") + 1)} - {"metal", "metal::fast",
+                                                                  "metal::precise"}
+    if not namespaces:
+        return
+
+    def spelled(text: str) -> str:
+        parts = text.split("::")
+        for length in range(len(parts) - 1, 0, -1):
+            if "::".join(parts[:length]) in namespaces:
+                return "_ns_".join(parts[:length + 1]) + "".join(
+                    f"::{p}" for p in parts[length + 1:])
+        return text
+
+    for node in _walk(unit):
+        if isinstance(node, _NAMED):
+            for field in ("name", "qualifier", "owner"):
+                value = getattr(node, field, None)
+                if isinstance(value, str) and "::" in value:
+                    setattr(node, field, spelled(value))
 
 
 _MATRIX_FUNCTIONS = {"simdgroup_load", "simdgroup_store", "simdgroup_multiply",
