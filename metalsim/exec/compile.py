@@ -682,11 +682,50 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
     def call_user(self, node: ast.Call, scope: Scope) -> E:
         args = [self.expr(a, scope) for a in node.args]
         fdef, bindings = self.specialized(*self.resolve_overload(node, args, scope))
+        folded = self.constant_call(fdef, bindings, args, node)
+        if folded is not None:
+            return folded
         code = self.instantiate(fdef, bindings)
         # Default arguments are evaluated where the function is declared (`T step = T(2)`).
         declared = Scope(dict(bindings), self.globals)
         return self.call_code(code, self.bind_arguments(code.params, fdef, args, declared),
                               node.coord)
+
+    def constant_call(self, fdef: ast.FunctionDef, bindings: dict, args: list[E],
+                      node: ast.Node) -> E | None:
+        """A constexpr function called with constant arguments, evaluated at compile time so
+        that it is a constant expression (`constexpr int n = get_pack_factor<bits, 32>();` in
+        MLX's quantized.h): for bodies of constexpr declarations and a `return`; None for any
+        other body or argument (the call then runs)."""
+        if not fdef.constexpr or fdef.body is None or len(args) != len(fdef.params) or any(
+                a.const is None for a in args):
+            return None
+        names = dict(bindings)
+        inner = Scope(names, self.globals)
+        for p, a in zip(fdef.params, args):
+            t = self.param_type(p, inner)
+            if not isinstance(t, ScalarType | VectorType):
+                return None
+            names[p.name] = Var("const", t, readonly=True,
+                                const=self.convert(a, t, a.coord).const)
+        for item in fdef.body.items:
+            if isinstance(item, ast.DeclStmt) and all(d.constexpr and d.init is not None
+                                                      for d in item.decls):
+                for d in item.decls:
+                    t = self.resolve_type(d.type, inner)
+                    value = self.convert(self.expr(d.init, inner), t, d)
+                    if value.const is None:
+                        return None
+                    names[d.name] = Var("const", t, readonly=True, const=value.const)
+            elif isinstance(item, ast.Return) and item.value is not None:
+                rt = self.resolve_type(fdef.return_type, inner)
+                value = self.convert(self.expr(item.value, inner), rt, item.value)
+                if value.const is None:
+                    return None
+                return constant(value.const, rt, node.coord)
+            else:
+                return None
+        return None
 
     def default_argument(self, t: Type, default: ast.Node, scope: Scope) -> E:
         """The value of a default argument; braces (`S s = {}`) copy-list-initialize."""

@@ -705,7 +705,7 @@ class _Parser:
         finally:
             self.scopes.pop()
         return ast.FunctionDef(self.coord(start), name.text, return_type, params, body,
-                               template_params, specs.attributes)
+                               template_params, specs.attributes, constexpr=specs.constexpr)
 
     def trailing_return_type(self, declared: ast.TypeNode) -> ast.TypeNode:
         """['->' type-name] after a function's parameters (and qualifiers): the return type of
