@@ -69,7 +69,7 @@ class LibraryCase:
         return metalsim.dispatch(self.source, self.function, buffers, grid,
                                  (grid[0], 1, 1) if self.passes else self.threadgroup,
                                  function_constants=self.function_constants,
-                                 include_dirs=[metalsim.mlx_include_dir()])
+                                 include_dirs=[metalsim.mlx_include_dir()], check=False)
 
 
 def library_source(*headers: str, instantiations: str) -> str:

@@ -10,7 +10,7 @@ CASES = mlx_attention_kernel.cases()
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.label for c in CASES])
-def test_mlx_attention_kernel_agree_with_mlx_cpu(case):
+def test_mlx_steel_attention_kernel_agrees_with_mlx_cpu_sdpa(case):
     run = case.run()
     assert not run.report.diagnostics, run.report.diagnostics
     assert differences(case, [run.buffers[i] for i in case.outputs]) == []

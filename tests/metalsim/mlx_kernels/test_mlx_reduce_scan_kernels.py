@@ -10,7 +10,7 @@ CASES = mlx_reduce_scan_kernels.cases()
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.label for c in CASES])
-def test_mlx_reduce_scan_kernels_agree_with_mlx_cpu(case):
+def test_mlx_reduce_and_scan_kernels_agree_with_mlx_cpu(case):
     run = case.run()
     assert not run.report.diagnostics, run.report.diagnostics
     assert differences(case, [run.buffers[i] for i in case.outputs]) == []
