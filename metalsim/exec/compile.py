@@ -190,9 +190,7 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
         """`typedef T name;` or `using name = T;` in `scope`. Declaring a name again for the
         same type is legal C++ (MLX's bf16.h repeats its preamble's `typedef bfloat
         bfloat16_t;`); for another type it is an error, never a silent replacement. Types
-        spelled alike count as the same: namespaces being flattened, MLX's
-        `mlx::steel::true_type` redeclares the prelude's Metal `true_type` through MLX's own
-        `integral_constant`, which replaced Metal's. MLX's own definition of a name the
+        spelled alike count as the same. MLX's own definition of a name the
         prelude defines as a struct of its own (`typedef complex_t<float> complex64_t;`)
         replaces the prelude's."""
         t = self.resolve_type(node.type, scope)

@@ -3,9 +3,9 @@
 It starts with MLX's `typedef`s of `bfloat16_t` and `float16_t` (bf16.h, utils.h; MLX's
 headers may declare them again, as C++ allows), then Metal's own `integral_constant`,
 `bool_constant`, `true_type`, `false_type`, `enable_if` (<metal_type_traits>) and `array`
-(<metal_array>, for thread objects); as metalsim
-flattens namespaces, a program that defines its own (MLX's `mlx::steel::integral_constant`)
-replaces them, which is sound as both mean the same.
+(<metal_array>, for thread objects); where a lookup finds one of these beside a program's
+own (MLX's `mlx::steel::integral_constant` after `using namespace mlx::steel;`), the
+program's is taken, which is sound as both mean the same.
 
 MLX prepends its `utils.h` to every custom kernel; these are the indexing helpers from it that
 user kernels call (and MLX's `log1p`, which Metal's library lacks), with the same signatures

@@ -8,7 +8,10 @@ template parameter, function template and variable it has seen; built-in names c
 precedence and associativity without one method per level.
 
 Representation choices the compiler relies on:
-  * `metal::` is dropped from every name; other qualifiers stay in `Name.qualifier`.
+  * A name that a namespace declares is resolved where it is used, by C++'s lookup rules, to
+    its program name (`na::K`; see `metalsim.lang.namespaces`): declarations at namespace
+    scope carry it, and so do the names that refer to them. `metal::` names Metal's own
+    (bare) names; `fast::`/`precise::` and struct qualifiers stay in `Name.qualifier`.
   * A member of a class template instance, `numeric_limits<float>::max()`, is
     `Call(Name("max", qualifier="numeric_limits", template_args=[float]))`: the template arguments
     are those of the qualifying class.
@@ -334,10 +337,26 @@ class _Parser:
 
     def declare(self, name: str, kind: str, file_scope: bool = False) -> None:
         if file_scope or len(self.scopes) == 1:   # at namespace scope
-            name = self.namespaces.declare(self.namespace_path(), name)
+            path = self.namespace_path()
+            if kind == _VALUE and path in ("", METAL):
+                self.check_metal_apart(name, path)
+            name = self.namespaces.declare(path, name)
             self.scopes[0][name] = kind
         else:
             self.scopes[-1][name] = kind
+
+    def check_metal_apart(self, name: str, path: str) -> None:
+        """Refuse a variable in `metal` (or the global namespace) that the other one declares
+        too: metalsim gives both namespaces' names one program name (`metal` is always
+        used), so the two would silently become one."""
+        other = "" if path == METAL else METAL
+        if name in self.namespaces.members.get(other, ()) and (
+                name not in self.namespaces.metal_own):
+            here, there = (("namespace 'metal'", "the global namespace") if path == METAL
+                           else ("the global namespace", "namespace 'metal'"))
+            raise self.error(f"'{name}' is declared in {here} and in {there}, which metalsim "
+                             "keeps as one (Metal programs say 'using namespace metal;')",
+                             self.peek(), hint=f"rename one of the two '{name}'s")
 
     def namespace_path(self) -> str:
         return "::".join(self.namespace)
@@ -383,8 +402,9 @@ class _Parser:
         if len(found) > 1:
             found = [f for f in found if f not in self.namespaces.metal_own] or found
         if len(found) > 1 and not all(f in self.namespaces.functions for f in found):
+            shown = [re.sub(r"__unnamed\w*", "(anonymous namespace)", f) for f in found]
             raise self.error(f"reference to '{tok.text}' is ambiguous", tok, width=len(tok.text),
-                             hint="it names " + " and ".join(f"'{f}'" for f in found)
+                             hint="it names " + " and ".join(f"'{f}'" for f in shown)
                              + ": qualify it")
         return found[0], tuple(found[1:])
 
@@ -513,16 +533,22 @@ class _Parser:
         namespace-member* '}'
 
         A namespace may be reopened; `namespace a::b {` opens `b` inside `a`. An unnamed
-        namespace (`namespace { ... }`) declares its members in the enclosing one, as its
-        implicit using-directive makes them visible there."""
+        namespace (`namespace { ... }`) is one of its own, named by no one, with an implicit
+        using-directive in the enclosing one (C++ [namespace.unnamed]), so its names are
+        visible there, beside (not instead of) the enclosing namespace's own."""
         self.advance()
-        parts = [] if self.at("{") else [self.identifier("expected a namespace name").text]
-        while parts and self.accept("::"):
+        if self.at("{"):
+            parts = [f"__unnamed{self.coord(self.peek()).line}_{self.pos}"]
+        else:
+            parts = [self.identifier("expected a namespace name").text]
+        while self.accept("::"):
             parts.append(self.identifier("expected a namespace name").text)
         open_ = self.expect("{", "expected '{' after the namespace name")
         outer = self.namespace
         self.namespace = [*outer, *parts]
         self.namespaces.open(self.namespace)
+        if parts[0].startswith("__unnamed"):
+            self.namespaces.declare_directive("::".join(outer), "::".join(self.namespace))
         items: list[ast.Node] = []
         try:
             while not self.accept("}"):

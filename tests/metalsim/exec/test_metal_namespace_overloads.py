@@ -5,6 +5,7 @@ overload or Metal's by the arguments, as C++ overload resolution does."""
 
 import mlx.core as mx
 import numpy as np
+import pytest
 
 import metalsim
 
@@ -41,3 +42,13 @@ def test_metal_s_own_function_still_serves_the_types_it_matches_exactly():
 
 def test_metal_s_function_serves_arguments_no_overload_of_the_program_takes():
     assert run("out[0] = metal::abs(float2(-1.0f, 4.0f)).x;", 1) == [1.0]
+
+
+def test_a_variable_in_metal_and_in_the_global_namespace_is_refused_not_merged():
+    kernel = metalsim.metal_kernel("clash", ["unused"], ["out"], "out[0] = K;",
+                                   header="constant constexpr int K = 1;\n"
+                                          "namespace metal { constant constexpr int K = 2; }\n")
+    with pytest.raises(metalsim.CompileError, match="'K' is declared in namespace 'metal' and "
+                                                    "in the global namespace"):
+        kernel(inputs=[mx.zeros(1)], output_shapes=[(1,)], output_dtypes=[mx.float32],
+               grid=(1, 1, 1), threadgroup=(1, 1, 1))

@@ -121,10 +121,12 @@ def test_reopened_and_nested_namespace_definitions():
 
 
 def test_an_unnamed_namespace_s_members_are_visible_in_the_enclosing_one():
-    header = ("namespace { constant constexpr int Q = 9; }\n"
+    header = ("constant constexpr int K = 1;\n"
+              "namespace { constant constexpr int Q = 9; constant constexpr int K = 2; }\n"
               "namespace na { namespace { constant constexpr int R = 4; } int get() "
               "{ return Q + R; } }\n")
-    assert agree(header, "out[0] = Q; out[1] = na::get(); out[2] = na::R;", 3) == [9, 13, 4]
+    body = "out[0] = Q; out[1] = na::get(); out[2] = na::R; out[3] = ::K;"
+    assert agree(header, body, 4) == [9, 13, 4, 1]
 
 
 def test_locals_and_parameters_hide_namespace_members_but_not_qualified_names():
@@ -162,6 +164,8 @@ def test_an_operator_declared_in_a_struct_s_namespace_is_found_for_its_operands(
      "using namespace na; using namespace nb; T x = 1; out[0] = x;"),
     ("struct S { int v; };\nnamespace na { struct S { int v; }; }\n",
      "using namespace na; S s{1}; out[0] = s.v;"),
+    ("constant constexpr int K = 1;\nnamespace { constant constexpr int K = 2; }\n",
+     "out[0] = K;"),
 ])
 def test_a_name_two_using_directives_make_visible_at_once_is_ambiguous(header, body):
     assert "ambiguous" in gxx_rejects(header, body)
