@@ -20,10 +20,12 @@ from metalsim.diagnostics import CompileError, Coord, SourceMap
 from metalsim.exec import mathlib, simd
 from metalsim.exec import memory as mem
 from metalsim.exec.compiled import E, FunctionCode, Scope, Var, constant, lane_zeros
+from metalsim.exec.constant_calls import ConstantCallCompiler
 from metalsim.exec.constructors import ConstructorCompiler
 from metalsim.exec.deduction import DeductionConflict, bind_deduced, substituted
 from metalsim.exec.enums import EnumCompiler
 from metalsim.exec.expressions import ExpressionCompiler
+from metalsim.exec.function_pointers import FunctionPointerCompiler
 from metalsim.exec.function_specializations import (
     FunctionSpecializationCompiler,
     is_explicit_specialization,
@@ -49,6 +51,7 @@ from metalsim.lang.types import (
     INT,
     ArrayType,
     AtomicType,
+    FunctionPointerType,
     PointerType,
     ScalarType,
     StructType,
@@ -62,7 +65,8 @@ MAX_INSTANTIATION_DEPTH = 1024
 
 class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, ConstructorCompiler,
                StructTemplateCompiler, OperatorCompiler, ReferenceCompiler,
-               FunctionSpecializationCompiler, EnumCompiler, LambdaCompiler):
+               FunctionSpecializationCompiler, EnumCompiler, LambdaCompiler,
+               FunctionPointerCompiler, ConstantCallCompiler):
     """Compiles one translation unit's kernel (and what it calls) for one instantiation."""
 
     def __init__(self, unit: ast.TranslationUnit, source_map: SourceMap,
@@ -86,6 +90,9 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
         self.specialized_structs: set[StructType] = set()  # member specialisations matched
         self.closures: dict[StructType, Closure] = {}   # lambdas' closure types
         self.lambdas: dict[tuple[int, int], E] = {}   # by (lambda, enclosing function code)
+        # functions named by template arguments of function pointer type: (function, its
+        # template arguments) -> (index, function, template arguments)
+        self.pointed_functions: dict[tuple, tuple[int, ast.FunctionDef, dict]] = {}
         self.enum_members: dict[ScalarType, dict[str, Var]] = {}   # enumerators by enumeration
         self.globals = Scope({})
         self.instances: dict[tuple, FunctionCode] = {}
@@ -365,10 +372,11 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
             yield base, t, ast.IntLiteral(coord, 0, text="0")
 
     def static_assert(self, node: ast.StaticAssert, scope: Scope) -> None:
-        """Check a `static_assert`. One whose condition calls a function or constructs an
-        object (complex.h's `(complex_t<half>{1, 2} * complex_t<half>{3, 4}).real == -5`)
-        is compiled, so it must be valid, but not checked: metalsim runs no code at compile
-        time."""
+        """Check a `static_assert`. One whose condition calls a constexpr function with
+        constant arguments is checked (`constant_calls`); one that calls anything else or
+        constructs an object (complex.h's `(complex_t<half>{1, 2} * complex_t<half>{3,
+        4}).real == -5`) is compiled, so it must be valid, but not checked: metalsim runs no
+        other code at compile time."""
         e = self.expr(node.cond, scope)
         if e.const is None and any(isinstance(n, ast.Call | ast.MethodCall | ast.Construct)
                                    for n in walk(node.cond)):
@@ -403,6 +411,8 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
             if n <= 0:
                 self.error(f"array size must be positive (it is {n})", node.size)
             return ArrayType(elem, n), const, space
+        if isinstance(node, ast.FunctionPointerType):
+            return self.function_pointer_type(node, scope), False, None
         if isinstance(node, ast.PointerType):
             pointee, const, space = self.resolve_decl_type(node.pointee, scope)
             if space is None:
@@ -536,6 +546,8 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
                            f"be a type", arg)
             return self.resolve_type(arg, scope)
         t = self.resolve_type(p.kind, params_scope or scope)
+        if isinstance(t, FunctionPointerType):
+            return self.function_argument(t, arg, scope)
         if isinstance(arg, ast.NamedType) and not arg.template_args and not isinstance(
                 scope.lookup(arg.name) or ty.TYPE_NAMES.get(arg.name), Type):
             arg = ast.Name(arg.coord, arg.name)  # a bare name parsed as a type: `Buf<T, N>`
@@ -604,6 +616,8 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
             static = self.call_static(node, scope)
             if static is not None:
                 return static
+        if isinstance(v, Var) and v.kind == "function":
+            return self.call_function_pointer(node, v, scope)
         if isinstance(v, Var) and v.kind != "method":
             self.error(f"called object type '{v.type}' is not a function", name,
                        width=len(name.name),
@@ -680,50 +694,12 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
     def call_user(self, node: ast.Call, scope: Scope) -> E:
         args = [self.expr(a, scope) for a in node.args]
         fdef, bindings = self.specialized(*self.resolve_overload(node, args, scope))
-        folded = self.constant_call(fdef, bindings, args, node)
-        if folded is not None:
-            return folded
         code = self.instantiate(fdef, bindings)
         # Default arguments are evaluated where the function is declared (`T step = T(2)`).
         declared = Scope(dict(bindings), self.globals)
-        return self.call_code(code, self.bind_arguments(code.params, fdef, args, declared),
+        call = self.call_code(code, self.bind_arguments(code.params, fdef, args, declared),
                               node.coord)
-
-    def constant_call(self, fdef: ast.FunctionDef, bindings: dict, args: list[E],
-                      node: ast.Node) -> E | None:
-        """A constexpr function called with constant arguments, evaluated at compile time so
-        that it is a constant expression (`constexpr int n = get_pack_factor<bits, 32>();` in
-        MLX's quantized.h): for bodies of constexpr declarations and a `return`; None for any
-        other body or argument (the call then runs)."""
-        if not fdef.constexpr or fdef.body is None or len(args) != len(fdef.params) or any(
-                a.const is None for a in args):
-            return None
-        names = dict(bindings)
-        inner = Scope(names, self.globals)
-        for p, a in zip(fdef.params, args):
-            t = self.param_type(p, inner)
-            if not isinstance(t, ScalarType | VectorType):
-                return None
-            names[p.name] = Var("const", t, readonly=True,
-                                const=self.convert(a, t, a.coord).const)
-        for item in fdef.body.items:
-            if isinstance(item, ast.DeclStmt) and all(d.constexpr and d.init is not None
-                                                      for d in item.decls):
-                for d in item.decls:
-                    t = self.resolve_type(d.type, inner)
-                    value = self.convert(self.expr(d.init, inner), t, d)
-                    if value.const is None:
-                        return None
-                    names[d.name] = Var("const", t, readonly=True, const=value.const)
-            elif isinstance(item, ast.Return) and item.value is not None:
-                rt = self.resolve_type(fdef.return_type, inner)
-                value = self.convert(self.expr(item.value, inner), rt, item.value)
-                if value.const is None:
-                    return None
-                return constant(value.const, rt, node.coord)
-            else:
-                return None
-        return None
+        return self.constant_call(fdef, call, args)
 
     def default_argument(self, t: Type, default: ast.Node, scope: Scope) -> E:
         """The value of a default argument; braces (`S s = {}`) copy-list-initialize."""

@@ -256,6 +256,8 @@ class ExpressionCompiler:
     def var_expr(self, v: Var, node: ast.Node) -> E:
         if v.kind in ("captured", "uncaptured"):
             return self.captured_expr(v, node)
+        if v.kind == "function":
+            self.refuse_function_value(v, node)
         coord = node.coord
         slot, t = v.slot, v.type
         if v.kind == "const":
@@ -973,6 +975,8 @@ class ExpressionCompiler:
     def x_MethodCall(self, node: ast.MethodCall, scope: Scope) -> E:
         base = self.expr(node.base, scope)
         t = base.type
+        if node.name == "operator()" and t in self.closures:   # `[&] { ... }()`
+            return self.call_closure(node, self.closures[t], t, scope, made=base)
         pointee = t.pointee if isinstance(t, PointerType) else (
             t.elem if isinstance(t, ArrayType) and node.arrow else None)
         if isinstance(t, StructType) or isinstance(pointee, StructType):

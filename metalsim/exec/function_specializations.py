@@ -44,18 +44,21 @@ class FunctionSpecializationCompiler:
         types resolved in `scope` (program scope, or the struct `owner`'s); clang's errors
         where none or several match."""
         scope = scope or self.globals
-        matches = []
+        matches, failures = [], []
         for primary in self.functions.get(spec.name, []) if candidates is None else candidates:
             if not primary.template_params:
                 continue
-            bindings = self.specialized_arguments(primary, spec, scope)
+            bindings = self.specialized_arguments(primary, spec, scope, failures)
             if bindings is not None:
                 matches.append((0.1 * self.generic_params(primary), primary, bindings))
         if not matches:
+            # an error inside a candidate's types (not a mismatch) is likely what to fix
+            why = "".join(f"; the template at line {primary.coord.line} did not fit: "
+                          f"{err.diagnostic.message}" for primary, err in failures[:1])
             self.error(f"no function template matches function template specialization "
                        f"'{spec.name}'", spec, width=len("template"),
                        hint="declare the primary template before its specialization, with "
-                            "parameters this one's types fit")
+                            f"parameters this one's types fit{why}")
         best = min(cost for cost, _, _ in matches)
         chosen = [(primary, bindings) for cost, primary, bindings in matches if cost == best]
         if len(chosen) > 1:
@@ -115,9 +118,10 @@ class FunctionSpecializationCompiler:
                    f"'{st}'", fn)
 
     def specialized_arguments(self, primary: ast.FunctionDef, spec: ast.FunctionDef,
-                              scope: Scope) -> dict | None:
+                              scope: Scope, failures: list | None = None) -> dict | None:
         """The arguments of `primary` that `spec` specialises (its explicit arguments, then
-        those its parameter and return types deduce), or None if it is not one of them."""
+        those its parameter and return types deduce), or None if it is not one of them; a
+        compile error met on the way is added to `failures` (with `primary`)."""
         params = primary.template_params
         explicit = spec.specialization_args or []
         if (len(explicit) > len(params) or len(primary.params) != len(spec.params)
@@ -144,7 +148,11 @@ class FunctionSpecializationCompiler:
                                                            Scope(dict(bindings), scope))
             inner = Scope(dict(bindings), scope)
             same = self.function_type(primary, inner) == self.function_type(spec, scope)
-        except (CompileError, DeductionConflict):
+        except DeductionConflict:
+            return None
+        except CompileError as err:
+            if failures is not None:
+                failures.append((primary, err))
             return None
         return bindings if same else None
 

@@ -174,9 +174,11 @@ class LambdaCompiler:
             e, ev=None if ev is None else lambda f, lanes: ev(creating_frame(f, code), lanes),
             loc=None if loc is None else lambda f, lanes: loc(creating_frame(f, code), lanes))
 
-    def call_closure(self, node: ast.Call, closure: Closure, st: StructType,
-                     scope: Scope) -> E:
-        """`f(args)` on a closure: its body instantiated for the arguments' types."""
+    def call_closure(self, node: ast.Call | ast.MethodCall, closure: Closure, st: StructType,
+                     scope: Scope, made: E | None = None) -> E:
+        """`f(args)` on a closure: its body instantiated for the arguments' types; `made`,
+        the lambda expression itself where it is called as it is made (`[&] { ... }()`),
+        first makes its copies."""
         args = [self.expr(a, scope) for a in node.args]
         call, notes = closure.call, []
         if call.template_params:
@@ -188,8 +190,16 @@ class LambdaCompiler:
                        hint="; ".join(notes) or f"it takes {len(call.params)} arguments")
         code = self.instantiate(call, bindings, closure.scope)
         inner = Scope(dict(bindings), closure.scope)
-        return self.call_code(code, self.bind_arguments(code.params, call, args, inner),
-                              node.coord)
+        result = self.call_code(code, self.bind_arguments(code.params, call, args, inner),
+                                node.coord)
+        if made is None:
+            return result
+        make, run = made.ev, result.ev
+
+        def ev(f, lanes):
+            make(f, lanes)
+            return run(f, lanes)
+        return replace(result, ev=ev)
 
     def refuse_returned_closure(self, e: E, node: ast.Node) -> None:
         """A closure must not outlive the call that made it (see the module docstring)."""

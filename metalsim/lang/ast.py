@@ -58,7 +58,15 @@ class ArrayType(Node):
     size: Expr | None  # None for `T a[] = {...}`
 
 
-TypeNode = NamedType | PointerType | ReferenceType | ArrayType
+@dataclass(eq=False)
+class FunctionPointerType(Node):
+    """`R (*)(P...)`, the type of a pointer to a function."""
+
+    result: TypeNode
+    params: list[TypeNode]
+
+
+TypeNode = NamedType | PointerType | ReferenceType | ArrayType | FunctionPointerType
 
 
 # --- Expressions -------------------------------------------------------------------------------
@@ -392,7 +400,7 @@ class TemplateParam(Node):
     for a parameter pack (`typename... Ts`)."""
 
     name: str
-    kind: NamedType | None = None
+    kind: NamedType | FunctionPointerType | None = None
     default: Node | None = None
     pack: bool = False
 

@@ -93,6 +93,14 @@ _TEXTURE_TYPES = frozenset(
 _UNMODELLED_TRAIT_CLASSES = frozenset({"integral_constant", "bool_constant", "true_type",
                                        "false_type"})
 
+# Metal 4's tensors (<metal_tensor>) and MetalPerformancePrimitives (`mpp::tensor_ops`), which
+# MLX's NAX kernels use and metalsim does not model (tests/metalsim/test_mlx_kernel_headers.py
+# says what they would take).
+_METAL4_TENSOR_NAMES = frozenset({"tensor", "dextents", "extents", "tensor_inline",
+                                  "tensor_handle", "tensor_offset", "cooperative_tensor",
+                                  "execution_simdgroup", "execution_simdgroups",
+                                  "execution_thread", "dynamic_extent"})
+
 _ADDRESS_SPACES = frozenset({"device", "constant", "threadgroup", "thread"})
 _QUALIFIERS = _ADDRESS_SPACES | {"const", "volatile"}  # may precede the type in a type-name
 # Words that can only begin a declaration (besides type names).
@@ -452,6 +460,15 @@ class _Parser:
                               "support", tok, width=len(tok.text),
                               hint="mx.fast.metal_kernel passes only buffers: read the data "
                                    "from a device array")
+        i = self.tokens.index(tok) if self.at("::", 1) else -1
+        member = self.tokens[i + 2].text if i >= 0 and self.tokens[i + 2].kind == "ident" else ""
+        if tok.text in ("metal", "mpp") and member:
+            close = difflib.get_close_matches(member, _BUILTIN_TYPE_WORDS, n=1)
+            hint = ("Metal 4's tensors and MetalPerformancePrimitives tensor ops are not "
+                    "modelled by metalsim" if tok.text == "mpp" or member in _METAL4_TENSOR_NAMES
+                    else f"did you mean 'metal::{close[0]}'?" if close else "")
+            return self.error(f"no type named '{member}' in namespace '{tok.text}'", tok,
+                              hint, width=len(tok.text) + 2 + len(member))
         known = [n for scope in self.scopes for n, k in scope.items() if k == _TYPE]
         close = difflib.get_close_matches(tok.text, [*_BUILTIN_TYPE_WORDS, *known], n=1)
         hint = f"did you mean '{close[0]}'?" if close else ""
@@ -867,11 +884,15 @@ class _Parser:
                 params.append(ast.TemplateParam(self.coord(tok), name, None, default, pack))
             else:
                 kind = self.specifiers().type
+                pointer = None
+                if self.at("(") and self.at("*", 1):   # `void (*f)(int)`
+                    pointer, kind = self.function_pointer_declarator(kind, kind, None)
                 pack = bool(self.accept("..."))
                 # unnamed too: `enable_if_t<cond, bool> = true`
                 unnamed = self.at("=") or self.at(",") or self.at(">")
-                name = f"__unnamed{len(params)}" if unnamed else self.identifier(
-                    "expected a template parameter name").text
+                name = pointer.text if pointer is not None else (
+                    f"__unnamed{len(params)}" if unnamed else self.identifier(
+                        "expected a template parameter name").text)
                 default = self.template_default(self.conditional)
                 self.declare(name, _VALUE)
                 params.append(ast.TemplateParam(self.coord(tok), name, kind, default, pack))
@@ -1270,6 +1291,8 @@ class _Parser:
         if self.at("(") and self.at("&", 1) and not abstract and (
                 self.at(")", 3) or self.at(")", 2)):
             return self.array_reference_declarator(type_, base)
+        if self.at("(") and self.at("*", 1) and (self.at(")", 2) or self.at(")", 3)):
+            return self.function_pointer_declarator(type_, base, abstract)
         if not abstract and tok.kind == "ident" and tok.text not in _RESERVED:
             name = self.advance()
         elif abstract is False:
@@ -1299,6 +1322,26 @@ class _Parser:
                              hint="metalsim supports references to arrays: 'T (&a)[N]'")
         _, array = self.declarator(base, abstract=True)
         return name, ast.ReferenceType(base.coord, _with_element(array, element))
+
+    def function_pointer_declarator(self, result: ast.TypeNode, base: ast.NamedType,
+                                    abstract: bool | None) -> tuple[Token | None, ast.TypeNode]:
+        """'(' '*' name? ')' '(' params ')': a pointer to a function, `R (*f)(P...)`."""
+        self.advance()
+        self.advance()
+        name = None
+        if self.peek().kind == "ident":
+            if abstract:
+                raise self.error("expected ')'")
+            name = self.advance()
+        elif abstract is False:
+            raise self.error("expected identifier")
+        self.expect(")")
+        self.scopes.append({})
+        try:
+            params = [p.type for p in self.parameters()]
+        finally:
+            self.scopes.pop()
+        return name, ast.FunctionPointerType(base.coord, result, params)
 
     def operator_name(self) -> Token:
         """operator-function-id: 'operator' overloadable-operator, as one name token

@@ -145,6 +145,21 @@ class PointerType:
 
 
 @dataclass(frozen=True)
+class FunctionPointerType:
+    """`R (*)(P...)`: metalsim has function pointers only as template arguments, each naming
+    one function at compile time (MLX's fft.h passes its radix codelets so)."""
+
+    result: Type
+    params: tuple[Type, ...]
+
+    size = 8
+    align = 8
+
+    def __str__(self) -> str:
+        return f"{self.result} (*)({', '.join(str(p) for p in self.params)})"
+
+
+@dataclass(frozen=True)
 class Member:
     """One data member of a struct, at its byte offset."""
 
@@ -221,7 +236,7 @@ class VoidType:
 
 
 Type = (ScalarType | VectorType | SimdMatrixType | AtomicType | ArrayType | PointerType
-        | StructType | VoidType)
+        | StructType | VoidType | FunctionPointerType)
 
 VOID = VoidType()
 

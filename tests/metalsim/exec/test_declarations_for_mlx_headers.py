@@ -121,7 +121,9 @@ typedef cplx<float> complex64_t;
                             1) == [3]
 
 
-def test_a_static_assert_calling_functions_is_compiled_but_not_evaluated():
+def test_a_static_assert_constructing_an_object_is_compiled_but_not_evaluated():
+    """(One calling a constexpr function with constant arguments is evaluated:
+    test_constant_calls.)"""
     header = """
 struct P {
   int v;
@@ -129,7 +131,7 @@ struct P {
 };
 constexpr int twice(int x) { return 2 * x; }
 static_assert(P(3).v == 3, "compiled, not run");
-static_assert(twice(2) == 4, "compiled, not run");
+static_assert(twice(2) == 4, "evaluated");
 """
     assert metalsim_outputs(header, "out[0] = twice(5);", 1) == [10]
     with pytest.raises(metalsim.CompileError, match="no member named 'w'"):

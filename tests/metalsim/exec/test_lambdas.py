@@ -28,6 +28,7 @@ template <typename F> void dispatch_bool(bool v, F f) {
   if (v) { f(Bool<true>{}); } else { f(Bool<false>{}); }
 }
 template <typename F> int twice(F f, int x) { return f(f(x)); }
+struct P { int a; int b; int sum() const thread { return a + b; } };
 """
 
 
@@ -43,6 +44,14 @@ template <typename F> int twice(F f, int x) { return f(f(x)); }
     ("int a = 2, b = 5; auto f = [a, &b](int x) { b += x; return a * b; }; a = 9;\n"
      "out[0] = f(1); out[1] = b; auto g = [=, &b]() { b = a; }; g(); out[2] = b;\n"
      "auto h = [&, a]() { return a + b; }; a = 40; out[3] = h();", 4),
+    # copies of a struct and of a pointer (the pointee is still shared)
+    ("P p{1, 2}; int arr[3] = {5, 6, 7}; thread int* q = arr;\n"
+     "auto f = [=]() { return p.sum() * 100 + q[1]; };\n"
+     "auto g = [p, q]() mutable { p.a += 10; q += 1; return p.a * 10 + *q; };\n"
+     "p.a = 50; arr[1] = 60; out[0] = f(); out[1] = g(); out[2] = g(); out[3] = p.a;", 4),
+    # called as it is made
+    ("int k = 3; const int x = [&] { return k * 2; }(); int y = [=](int m) { return k * m; }(5);"
+     "\n[&]() { k = 40; }(); out[0] = x; out[1] = y; out[2] = k;", 3),
     # generic: each call instantiates the body for its argument types
     ("int k = 3; auto f = [&](auto x) { return x + k; }; out[0] = f(2);\n"
      "out[1] = int(f(1.5f) * 2); out[2] = int(f(short(4)));", 3),
@@ -161,3 +170,18 @@ def test_returning_a_lambda_is_refused():
     header = "auto make(int k) { return [=](int x) { return x + k; }; }\n"
     with pytest.raises(metalsim.CompileError, match="returning a lambda is not supported"):
         metalsim_outputs(header, "auto f = make(2); out[0] = f(1);", 1)
+
+
+def test_a_race_through_a_lambda_is_found_with_the_lambdas_line():
+    """A threadgroup array captured by reference is the same memory, checked as ever: the
+    missing barrier between the lambda's write and the next read is a race."""
+    source = """
+threadgroup float sh[32];
+auto store = [&](int j) { sh[j] = a[j]; };
+store(thread_position_in_threadgroup.x);
+out[thread_position_in_grid.x] = sh[(thread_position_in_threadgroup.x + 1) % 32];"""
+    kernel = metalsim.metal_kernel("lambda_race", ["a"], ["out"], source)
+    run = metalsim.simulate(kernel, inputs=[mx.zeros(32)], output_shapes=[(32,)],
+                            output_dtypes=[mx.float32], grid=(32, 1, 1), threadgroup=(32, 1, 1))
+    (race,) = [d for d in run.report.diagnostics if d.kind == "race"]
+    assert race.line == 5 and "wrote at line 3" in race.detail

@@ -1058,3 +1058,23 @@ def test_a_class_template_members_specialisation_names_its_owner_and_arguments()
                                                                             None)
     assert (g.owner, [show(a) for a in g.owner_args], g.template_params,
             [show(a) for a in g.specialization_args]) == ("S", ["int"], [], ["2"])
+
+
+def test_a_function_pointer_type_in_an_alias_and_a_template_parameter():
+    unit, _ = parse_source("template <typename T> using F = void (*)(thread T*, int);\n"
+                           "template <int N, void (*g)(int)> int h();\n")
+    alias, fn = unit.items
+    assert isinstance(alias.type, ast.FunctionPointerType)
+    assert show(alias.type.result) == "void"
+    assert [show(p) for p in alias.type.params] == ["thread T*", "int"]
+    g = fn.template_params[1]
+    assert g.name == "g" and isinstance(g.kind, ast.FunctionPointerType)
+
+
+def test_metal4_tensor_types_are_named_as_not_modelled():
+    err = error("using extents_t = metal::dextents<int32_t, 2>;\n")
+    assert "no type named 'dextents' in namespace 'metal'" in str(err)
+    assert "Metal 4's tensors and MetalPerformancePrimitives" in err.diagnostic.hint
+    err = error("metal::flaot4 x;\n")
+    assert "no type named 'flaot4' in namespace 'metal'" in str(err)
+    assert err.diagnostic.hint == "did you mean 'metal::float4'?"
