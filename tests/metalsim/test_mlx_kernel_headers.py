@@ -8,8 +8,9 @@ before it; 71 with namespace scoping alone, 52 with the header work alone). Each
 the first error: `file:line: message`. What stops them, and the plan:
 
 - MPP, 4 headers: Metal 4's MetalPerformancePrimitives
-  (`#include <MetalPerformancePrimitives/...>`, which metalsim does not provide): `using namespace mpp;` (gated_delta_nax_ops.h:12, 3 headers)
-  and `metal::dextents`/`metal::tensor` (steel_gemm_thin_nax.h:33). The NAX headers that
+  (`#include <MetalPerformancePrimitives/...>`, which metalsim does not provide):
+  `using namespace mpp;` (gated_delta_nax_ops.h:12, 3 headers) and
+  `metal::dextents`/`metal::tensor` (steel_gemm_thin_nax.h:33). The NAX headers that
   compile (steel/gemm/nax.h, steel/attn/nax.h, their kernels) do so because their MPP calls
   sit in templates a header alone never instantiates; calling their `mma` stops at `mpp`.
   What they need: `mpp::tensor_ops::matmul2d_descriptor(M, N, K, transpose_left,
