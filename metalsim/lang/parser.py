@@ -495,8 +495,10 @@ class _Parser:
         names (`metalsim.lang.namespaces`)."""
         if self.accept(";"):
             return []   # an empty declaration
-        if self.at("namespace") and (self.at("{", 1) or self.peek(1).kind == "ident" and (
-                self.at("{", 2) or self.at("::", 2))):
+        inline = 1 if self.at("inline") and self.at("namespace", 1) else 0
+        if self.at("namespace", inline) and (self.at("{", inline + 1) or (
+                self.peek(inline + 1).kind == "ident" and (
+                    self.at("{", inline + 2) or self.at("::", inline + 2)))):
             return self.namespace_definition()
         if self.namespace_alias_at():
             self.namespace_alias()
@@ -552,7 +554,9 @@ class _Parser:
         A namespace may be reopened; `namespace a::b {` opens `b` inside `a`. An unnamed
         namespace (`namespace { ... }`) is one of its own, named by no one, with an implicit
         using-directive in the enclosing one (C++ [namespace.unnamed]), so its names are
-        visible there, beside (not instead of) the enclosing namespace's own."""
+        visible there, beside (not instead of) the enclosing namespace's own; so is an inline
+        namespace, whose names qualified lookup in the enclosing namespace finds too."""
+        inline = self.accept("inline") is not None
         self.advance()
         if self.at("{"):
             parts = [f"__unnamed{self.coord(self.peek()).line}_{self.pos}"]
@@ -564,7 +568,7 @@ class _Parser:
         outer = self.namespace
         self.namespace = [*outer, *parts]
         self.namespaces.open(self.namespace)
-        if parts[0].startswith("__unnamed"):
+        if inline or parts[0].startswith("__unnamed"):
             self.namespaces.declare_directive("::".join(outer), "::".join(self.namespace))
         items: list[ast.Node] = []
         try:

@@ -8,7 +8,7 @@ blocks and parameters shadowing globals and namespace members, `na::K`, `::G`,
 `using namespace`, enumerators), namespaces (typedefs, overloads, structs, nested namespaces,
 aliases and using-declarations), scopes (the same names in the global namespace, `na` and
 `na::nb`: hiding, overload sets from one scope, using-directives and -declarations at
-namespace and block scope, aliases, reopening, unnamed namespaces, shadowing locals,
+namespace and block scope, aliases, reopening, unnamed and inline namespaces, shadowing locals,
 parameters and members), inheritance (base members and methods, hiding, several
 levels, `d.B::f()`, `B::f()`, base initializers, slicing, `const B&`) and lvalues
 (`++(++a)`, `(a += k) ^= b`, `int& r = ++a`, `(c ? a : b) = k`). Some programs use a
@@ -239,8 +239,8 @@ def scopes(ch: Chooser) -> Program:
     namespace (the innermost declaration hides the outer ones; an overload set comes from one
     scope), qualified, through using-directives (in a namespace and in a block, which add a
     namespace's names where the directive's and the namespace's scopes meet) and
-    using-declarations (which hide), aliases, `namespace na::nb {` reopening, an unnamed
-    namespace, and locals, parameters and struct members that shadow them. Only unambiguous
+    using-declarations (which hide), aliases, `namespace na::nb {` reopening, unnamed and
+    inline namespaces, and locals, parameters and struct members that shadow them. Only unambiguous
     uses are written: every program is valid C++."""
     g = _Gen(ch)
     gk, ak, bk = g.chance(70), g.chance(70), g.chance(50)   # where a constant K is declared
@@ -279,6 +279,10 @@ def scopes(ch: Chooser) -> Program:
     if g.chance(40):
         g.header.append(f"namespace {{ constant constexpr int Q = {g.small()}; }}")
         g.out("Q * 3")
+    if g.chance(30):   # an inline namespace's names are its enclosing namespace's too
+        g.header.append(f"namespace na {{ inline namespace v1 {{ constant constexpr int IV = "
+                        f"{g.small()}; }} }}")
+        g.out("na::IV * 10 + na::v1::IV")
     both_k = gk and ak   # `using namespace na;` beside a global K makes `K` ambiguous
     if g.chance(50):   # a directive at namespace scope: na's names meet at the global level
         k_in_nc = " + K" if (gk or ak) and not both_k else ""

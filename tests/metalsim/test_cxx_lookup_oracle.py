@@ -46,5 +46,5 @@ def test_the_generator_writes_every_construct_it_is_meant_to_cover() -> None:
                  r"na::KC", r"namespace na::nb \{", r"namespace \{ constant",
                  r"namespace nc \{ using namespace na;", r"namespace nd \{ using na::f;",
                  r"\{ using na::f;", r"int p\(int K\)", r"struct M \{ int get\(\)",
-                 r"namespace an = na::nb;"):
+                 r"namespace an = na::nb;", r"inline namespace v1"):
         assert re.search(form, text), form

@@ -1,9 +1,9 @@
 """Namespaces as C++ scopes (issue 28), each lookup rule with g++ as the oracle: a name in an
 inner namespace hides the outer or global one; an overload set comes from the innermost scope
 that declares the name; using-directives add a namespace's names where the directive's scope
-and the namespace meet; using-declarations declare (and hide); aliases, reopening, `namespace
-a::b`, unnamed namespaces; locals, parameters and members hide namespace members; what C++
-finds ambiguous is a CompileError."""
+and the namespace meet; using-declarations declare (and hide); aliases, reopening,
+`namespace a::b`, unnamed and inline namespaces; locals, parameters and members hide
+namespace members; what C++ finds ambiguous is a CompileError."""
 
 import pytest
 from cxx_oracle import agree, gxx_rejects, metalsim_outputs, needs_gxx
@@ -127,6 +127,13 @@ def test_an_unnamed_namespace_s_members_are_visible_in_the_enclosing_one():
               "{ return Q + R; } }\n")
     body = "out[0] = Q; out[1] = na::get(); out[2] = na::R; out[3] = ::K;"
     assert agree(header, body, 4) == [9, 13, 4, 1]
+
+
+def test_an_inline_namespace_s_members_are_members_of_the_enclosing_one_too():
+    header = ("namespace na { inline namespace v1 { constant constexpr int K = 3;\n"
+              "int f(int x) { return x + K; } } }\n")
+    assert agree(header, "out[0] = na::K; out[1] = na::f(1); out[2] = na::v1::K;",
+                 3) == [3, 4, 3]
 
 
 def test_locals_and_parameters_hide_namespace_members_but_not_qualified_names():
