@@ -185,3 +185,25 @@ out[thread_position_in_grid.x] = sh[(thread_position_in_threadgroup.x + 1) % 32]
                             output_dtypes=[mx.float32], grid=(32, 1, 1), threadgroup=(32, 1, 1))
     (race,) = [d for d in run.report.diagnostics if d.kind == "race"]
     assert race.line == 5 and "wrote at line 3" in race.detail
+
+
+@needs_gxx
+def test_each_instance_of_a_template_makes_its_own_closure_type():
+    """The lambda in `Acc<T, N>::total<U>` is a different closure type in each instance, each
+    passed to its own `loop` instance."""
+    header = """
+template <int start, int stop, typename F> void loop(F f) {
+  if constexpr (start < stop) { f(start); loop<start + 1, stop, F>(f); }
+}
+template <typename T, int N> struct Acc {
+  T v[N];
+  template <typename U> T total(U scale) const thread {
+    T s = T(0);
+    loop<0, N>([&](int i) { s += v[i] * T(scale); });
+    return s;
+  }
+};
+"""
+    body = ("Acc<int, 3> a{{1, 2, 3}}; Acc<float, 2> b{{0.5f, 1.5f}}; out[0] = a.total(2);\n"
+            "out[1] = a.total(3.0f); out[2] = int(b.total(4)); out[3] = int(b.total(short(2)));")
+    assert agree(header, body, 4) == [12, 18, 8, 4]
