@@ -47,7 +47,8 @@ class CudaKernel(sim_api.Kernel):
                 self.spec.output_names, call.output_dtypes, call.output_shapes, strict=True)
         ]
         launch = runtime.prepare(call.gen, call.inputs, outputs, call.grid, call.threadgroup,
-                                 self.spec.math_mode)
+                                 self.spec.math_mode,
+                                 include_dirs=tuple(str(d) for d in self.include_dirs))
         return launch, outputs
 
     def _run(self, args: tuple, kwargs: dict[str, object], trace: bool,
@@ -73,7 +74,7 @@ metal_kernel.__signature__ = sim_api.metal_kernel.__signature__  # type: ignore[
 def prepare(kernel: sim_api.Kernel, **call_kwargs: object
             ) -> tuple[runtime.DeviceLaunch, list[OutputBuffer]]:
     """Any metalsim kernel's call, ready to launch on the GPU (for timing: `enqueue()` only)."""
-    return CudaKernel(kernel.spec)._launch((), call_kwargs)
+    return _on_gpu(kernel)._launch((), call_kwargs)
 
 
 def time_kernel(kernel: sim_api.Kernel, *, repeat: int = 20, warmup: int = 3,
@@ -99,4 +100,11 @@ def time_kernel(kernel: sim_api.Kernel, *, repeat: int = 20, warmup: int = 3,
 
 def run_on_gpu(kernel: sim_api.Kernel, **call_kwargs: object) -> list[mx.array]:
     """Run a kernel built by `metalsim.metal_kernel` (or this module) on the GPU."""
-    return CudaKernel(kernel.spec)(**call_kwargs)
+    return _on_gpu(kernel)(**call_kwargs)
+
+
+def _on_gpu(kernel: sim_api.Kernel) -> CudaKernel:
+    """`kernel` as a CudaKernel, with its include directories."""
+    gpu = CudaKernel(kernel.spec)
+    gpu.include_dirs = kernel.include_dirs
+    return gpu

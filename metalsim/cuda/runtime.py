@@ -181,12 +181,14 @@ class DeviceLaunch:
 
 def prepare(gen: GeneratedKernel, inputs: list[BoundInput], outputs: list[OutputBuffer],
             grid: tuple[int, int, int], threadgroup: tuple[int, int, int],
-            math_mode: str = "safe", translation: Translation | None = None) -> DeviceLaunch:
-    """Translate and compile `gen` (cached), copy the buffers to the GPU, size the launch."""
+            math_mode: str = "safe", translation: Translation | None = None,
+            include_dirs: tuple[str, ...] = ()) -> DeviceLaunch:
+    """Translate and compile `gen` (cached), copy the buffers to the GPU, size the launch;
+    `#include "..."` reads from `include_dirs`."""
     cupy = cupy_module()
     if cupy is None:
         raise RuntimeError("the CUDA back end needs CuPy and an NVIDIA GPU")
-    translation = translation or translate(gen, math_mode)
+    translation = translation or translate(gen, math_mode, include_dirs)
     bound = tuple(p.name for p in gen.params if p.role != "attribute")
     if translation.buffers != bound:   # the entry's arguments must be bound in its order
         raise RuntimeError(f"translated buffers {translation.buffers} do not match {bound}")

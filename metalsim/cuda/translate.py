@@ -103,14 +103,17 @@ class _Untranslatable(Exception):
         self.node = node
 
 
-def translate(gen: GeneratedKernel, math_mode: str = "safe") -> Translation:
-    """The CUDA C++ translation of MLX's generated source `gen` (see the module docstring)."""
+def translate(gen: GeneratedKernel, math_mode: str = "safe",
+              include_dirs: tuple[str, ...] = ()) -> Translation:
+    """The CUDA C++ translation of MLX's generated source `gen` (see the module docstring);
+    `#include "..."` reads from `include_dirs` (MLX's kernel headers, for one)."""
     # MLX's typedefs go first, for the parser to know their names; the CUDA prelude has its own.
     shift = len(MLX_TYPEDEFS)
     source_map = SourceMap(MLX_TYPEDEFS + gen.text, [("prelude", 0, shift)] + [
         (name, start + shift, end + shift) for name, start, end in gen.sections])
     predefined = {"__FAST_MATH__": "1"} if math_mode == "fast" else None
-    unit = parse(preprocess(MLX_TYPEDEFS + gen.text, source_map, predefined), source_map)
+    unit = parse(preprocess(MLX_TYPEDEFS + gen.text, source_map, predefined, include_dirs),
+                 source_map)
     unit.items = unit.items[MLX_TYPEDEFS.count(";"):]
     _spell_program_names(unit)
     try:
@@ -121,9 +124,10 @@ def translate(gen: GeneratedKernel, math_mode: str = "safe") -> Translation:
                            source_map, hint="run this kernel in the simulator instead") from None
 
 
-def cuda_source(gen: GeneratedKernel, math_mode: str = "safe") -> str:
+def cuda_source(gen: GeneratedKernel, math_mode: str = "safe",
+                include_dirs: tuple[str, ...] = ()) -> str:
     """Just the translated text, prelude included (for reading, or for nvcc)."""
-    return translate(gen, math_mode).source
+    return translate(gen, math_mode, include_dirs).source
 
 
 def _walk(node: object):

@@ -224,13 +224,15 @@ def _is_empty(c, node, scope) -> E:
 
 
 def _function_constant_defined(c, node, scope) -> E:
-    """`is_function_constant_defined(name)`: false, as mx.fast.metal_kernel sets none."""
+    """`is_function_constant_defined(name)`: whether the pipeline gave it a value (never, for
+    mx.fast.metal_kernel; `metalsim.dispatch(function_constants=...)` can)."""
     named = node.args[0] if len(node.args) == 1 else None
-    if not isinstance(named, ast.Name) or getattr(
-            scope.lookup(named.name), "kind", None) != "function_constant":
+    defined = isinstance(named, ast.Name) and named.name in c.defined_function_constants
+    if not defined and (not isinstance(named, ast.Name) or getattr(
+            scope.lookup(named.name), "kind", None) != "function_constant"):
         c.error("the argument of 'is_function_constant_defined' must be a function constant",
                 node)
-    return constant(False, ty.BOOL, node.coord)
+    return constant(defined, ty.BOOL, node.coord)
 
 
 def _make_uniform(c, node, scope) -> E:

@@ -17,12 +17,12 @@ from collections.abc import Callable
 import numpy as np
 
 from metalsim.diagnostics import CompileError, Coord, SourceMap
-from metalsim.exec import mathlib, ranking
+from metalsim.exec import mathlib, ranking, simd
 from metalsim.exec import memory as mem
 from metalsim.exec.compiled import E, FunctionCode, Scope, Var, constant, lane_zeros
 from metalsim.exec.constant_calls import ConstantCallCompiler
 from metalsim.exec.constructors import ConstructorCompiler
-from metalsim.exec.deduction import DeductionConflict, bind_deduced
+from metalsim.exec.deduction import DeductionConflict, bind_deduced, substituted
 from metalsim.exec.enums import EnumCompiler
 from metalsim.exec.expressions import ExpressionCompiler
 from metalsim.exec.function_pointers import FunctionPointerCompiler
@@ -73,8 +73,14 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
 
     def __init__(self, unit: ast.TranslationUnit, source_map: SourceMap,
                  builtins: dict[str, Callable], math_variant: str = "precise",
-                 tracing: bool = False) -> None:
+                 tracing: bool = False,
+                 function_constants: dict[int | str, bool | int | float] | None = None) -> None:
         self.tracing = tracing  # also follow where values come from (for diagrams)
+        # What a pipeline sets (`MTLFunctionConstantValues`), by index or name; none for
+        # mx.fast.metal_kernel.
+        self.function_constants = function_constants or {}
+        self.defined_function_constants: dict[str, object] = {}   # those given: their values
+        self.kernel_def: ast.FunctionDef | None = None   # the kernel `compile_kernel` chose
         self.loop_depth = self.switch_depth = 0  # for `break`/`continue` checks
         self.unit = unit
         self.sm = source_map
@@ -211,7 +217,14 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
         if space != "constant" and not d.constexpr:
             self.error("program scope variable must reside in constant address space", d,
                        hint="declare it 'constant' (program-scope values are read-only)")
-        if any(a.name == "function_constant" for a in d.attributes):
+        attribute = next((a for a in d.attributes if a.name == "function_constant"), None)
+        if attribute is not None:
+            value = self.function_constant_value(d, attribute, t)
+            if value is not None:
+                self.globals.names[d.name] = Var("const", t, readonly=True, const=value,
+                                                 name=d.name)
+                self.defined_function_constants[d.name] = value.item()
+                return
             # Set when a pipeline is created, which mx.fast.metal_kernel never does: reading
             # one is an error (`x_Name`), `is_function_constant_defined` is false.
             self.globals.names[d.name] = Var("function_constant", t, readonly=True, name=d.name)
@@ -240,6 +253,24 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
             self.error("initializer of a program scope variable is not a constant expression",
                        d.init)
         self.globals.names[d.name] = Var("const", t, readonly=True, const=e.const)
+
+    def function_constant_value(self, d: ast.VarDecl, attribute: ast.Attribute,
+                                t: Type) -> np.ndarray | None:
+        """The value the pipeline gives the function constant `d` (by its name, or by the
+        index in `[[function_constant(i)]]`), converted to its type; None if not given."""
+        index = attribute.args[0] if len(attribute.args) == 1 else None
+        if not isinstance(index, ast.IntLiteral):
+            self.error("a function constant's attribute takes its index: "
+                       "[[function_constant(i)]]", attribute)
+        if d.name in self.function_constants:
+            value = self.function_constants[d.name]
+        elif index.value in self.function_constants:
+            value = self.function_constants[index.value]
+        else:
+            return None
+        if not isinstance(t, ScalarType):
+            self.error(f"metalsim sets function constants of scalar types only, not '{t}'", d)
+        return np.asarray(value).astype(t.dtype)
 
     def fill_constant_array(self, region: mem.Region, t: ArrayType, init: ast.Node,
                             scope: Scope) -> None:
@@ -408,7 +439,7 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
                 self.error("vec<T, N> takes two template arguments", node)
             elem = self.resolve_type(args[0], scope)
             n = self.const_int(args[1], scope, "vector size")
-            if not isinstance(elem, ScalarType) or n not in (2, 3, 4):
+            if not isinstance(elem, ScalarType) or n not in (1, 2, 3, 4):
                 self.error(f"invalid vector type vec<{elem}, {n}>", node)
             return VectorType(elem, n, packed=name == "packed_vec")
         if name == "uniform":
@@ -500,7 +531,9 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
             arg = args[i] if i < len(args) else p.default
             if arg is None:
                 self.error(f"missing template argument for '{p.name}'", where)
-            names[p.name] = self.template_value(p, arg, scope, Scope(dict(names), scope))
+            bound = Scope(dict(names), scope)
+            # A default argument may name the parameters before it (`typename AccT = T`).
+            names[p.name] = self.template_value(p, arg, scope if i < len(args) else bound, bound)
         return names
 
     def template_value(self, p: ast.TemplateParam, arg, scope: Scope,
@@ -681,9 +714,10 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
 
     def prefers_builtin(self, node: ast.Call, scope: Scope) -> bool:
         """Whether Metal's own function of the name wins over the program's overloads of it
-        (MLX's bf16_math.h adds bfloat overloads of Metal's math): where none of them is
-        viable, or Metal's converts the arguments at no more cost than the best of them does
-        (`pow(2, x)` with a float `x` calls Metal's `pow(float, float)`, not the bfloat one)."""
+        (MLX's bf16_math.h adds bfloat overloads of Metal's math and SIMD-group functions):
+        where none of them is viable, or Metal's converts the arguments at no more cost than
+        the best of them does (`pow(2, x)` with a float `x` calls Metal's `pow(float, float)`,
+        not the bfloat one); a SIMD-group function where it takes the arguments exactly."""
         name = node.func.name
         if name not in mathlib.FUNCTIONS and ("call", name) not in self.builtins:
             return False
@@ -694,9 +728,9 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
             if failure.diagnostic.message.startswith("no matching function"):
                 return True
             raise
-        if name not in mathlib.FUNCTIONS:
-            return False
         types = [self.rvalue(a).type for a in args]
+        if name not in mathlib.FUNCTIONS:
+            return simd.takes_exactly(name, types)
         try:
             params, _ = mathlib.resolve(name, types)
         except LookupError:
@@ -866,13 +900,15 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
         copy of (MLX's utils.h's `log1p`, included by a program): the two match alike."""
         return other.coord.section == "prelude" and fdef.coord.section != "prelude"
 
-    def substitutes(self, fdef: ast.FunctionDef, bindings: dict, notes: list[str]) -> bool:
+    def substitutes(self, fdef: ast.FunctionDef, bindings: dict, notes: list[str],
+                    outer: Scope | None = None) -> bool:
         """Whether a template's return type is valid for `bindings` (SFINAE: a failure, such as
-        `enable_if_t<false, T>`, removes the candidate instead of being an error)."""
+        `enable_if_t<false, T>`, removes the candidate instead of being an error); `outer` is
+        where its names resolve (a member function's struct; default program scope)."""
         if not fdef.template_params:
             return True
         try:
-            self.resolve_type(fdef.return_type, Scope(dict(bindings), self.globals))
+            self.resolve_type(fdef.return_type, Scope(dict(bindings), outer or self.globals))
         except CompileError as failure:
             notes.append(f"candidate template ignored: {failure.diagnostic.message}")
             return False
@@ -901,9 +937,9 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
         try:
             for p, a in zip(fdef.params, args):
                 if isinstance(p.type, ast.ReferenceType):   # binds `a` itself: no decay
-                    self.deduce_from(p.type.referee, a.type, names, bindings)
+                    self.deduce_from(p.type.referee, a.type, names, bindings, scope)
                 else:
-                    self.deduce_from(p.type, self.rvalue(a).type, names, bindings)
+                    self.deduce_from(p.type, self.rvalue(a).type, names, bindings, scope)
         except DeductionConflict as conflict:
             if notes is not None:
                 notes.append(str(conflict))
@@ -928,14 +964,15 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
         return bindings
 
     def deduce_from(self, pattern: ast.Node, actual: Type, names: set[str],
-                    bindings: dict) -> None:
-        """Bind the template parameters in `pattern` (`T`, `T*`, `vec<T, N>`) from `actual`."""
+                    bindings: dict, scope: Scope | None = None) -> None:
+        """Bind the template parameters in `pattern` (`T`, `T*`, `vec<T, N>`, an alias
+        template's `frag_t<T>`, looked up in `scope`) from `actual`."""
         if isinstance(pattern, ast.PointerType) and isinstance(actual, PointerType):
-            self.deduce_from(pattern.pointee, actual.pointee, names, bindings)
+            self.deduce_from(pattern.pointee, actual.pointee, names, bindings, scope)
         elif isinstance(pattern, ast.ArrayType) and isinstance(actual, PointerType):
-            self.deduce_from(pattern.element, actual.pointee, names, bindings)
+            self.deduce_from(pattern.element, actual.pointee, names, bindings, scope)
         elif isinstance(pattern, ast.ArrayType) and isinstance(actual, ArrayType):
-            self.deduce_from(pattern.element, actual.elem, names, bindings)   # `T (&a)[N]`
+            self.deduce_from(pattern.element, actual.elem, names, bindings, scope)  # `T (&a)[N]`
             size = getattr(pattern.size, "name", None)
             if size in names:
                 bind_deduced(bindings, size, Var("const", INT, readonly=True,
@@ -943,15 +980,36 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
         elif isinstance(pattern, ast.NamedType):
             if pattern.name in names:
                 bind_deduced(bindings, pattern.name, actual)
+            elif self.deduce_through_alias(pattern, actual, names, bindings, scope):
+                pass
             elif pattern.template_args and actual in self.instance_of:
-                self.deduce_from_instance(pattern, actual, names, bindings)
+                self.deduce_from_instance(pattern, actual, names, bindings, scope)
             elif pattern.name == "vec" and isinstance(actual, VectorType):
                 elem, size = (pattern.template_args or [None, None])[:2]
-                self.deduce_from(elem, actual.elem, names, bindings)
+                self.deduce_from(elem, actual.elem, names, bindings, scope)
                 name = getattr(size, "name", None)
                 if name in names:
                     bind_deduced(bindings, name, Var("const", INT, readonly=True,
                                                      const=np.asarray(actual.n, np.int32)))
+            elif pattern.name == "simdgroup_matrix" and isinstance(actual, ty.SimdMatrixType):
+                elem = (pattern.template_args or [None])[0]
+                self.deduce_from(elem, actual.elem, names, bindings, scope)
+
+    def deduce_through_alias(self, pattern: ast.NamedType, actual: Type, names: set[str],
+                             bindings: dict, scope: Scope | None) -> bool:
+        """Deduce through an alias template, which C++ sees through ([temp.alias]): with
+        `template <typename U> using frag_t = vec<U, 2>;`, `frag_t<T>` deduces `T` as
+        `vec<T, 2>` does (MLX's steel `BaseMMAFrag::mma` takes `dtype_frag_t<Atype>&`).
+        False where `pattern` names no alias template visible in `scope`."""
+        if scope is None or not pattern.template_args or pattern.member_of:
+            return False
+        found = self.lookup_scope(pattern, scope).lookup(pattern.name)
+        if not (isinstance(found, tuple) and found[0] == "alias_template"):
+            return False
+        params = found[1].template_params or []
+        given = {p.name: a for p, a in zip(params, pattern.template_args)}
+        self.deduce_from(substituted(found[1].type, given), actual, names, bindings, scope)
+        return True
 
     @staticmethod
     def generic_params(fdef: ast.FunctionDef) -> int:
@@ -1128,22 +1186,30 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
         return self.declare_thread_memory(copy, var.type, var.readonly, scope)
 
     # --- the kernel -------------------------------------------------------------------------
-    def compile_kernel(self) -> tuple[FunctionCode, dict[str, Var]]:
-        """Compile the `[[kernel]]` function; returns its code and its parameters by name."""
+    def compile_kernel(self, host_name: str | None = None) -> tuple[FunctionCode, dict[str, Var]]:
+        """Compile the `[[kernel]]` function (the last one, or the one a pipeline names
+        `host_name`: a kernel function's name, or the `[[host_name("...")]]` of an explicit
+        instantiation of a kernel template); returns its code and its parameters by name."""
         self.declare_globals()
         kernels = [f for f in self.unit.items if isinstance(f, ast.FunctionDef)
                    and any(a.name == "kernel" for a in f.attributes) and f.body is not None]
         if not kernels:
             self.error("no [[kernel]] function found", self.unit)
-        fdef = kernels[-1]
+        if host_name is None:
+            fdef, inst = kernels[-1], None
+        else:
+            fdef, inst = self.named_kernel(kernels, host_name)
         bindings: dict = {}
         if fdef.template_params:
-            inst = [i for i in self.unit.items if isinstance(i, ast.ExplicitInstantiation)
-                    and i.name == fdef.name]
-            if not inst:
+            if inst is None:
+                inst = next((i for i in reversed(self.unit.items)
+                             if isinstance(i, ast.ExplicitInstantiation)
+                             and i.name == fdef.name), None)
+            if inst is None:
                 self.error(f"kernel template '{fdef.name}' is never instantiated", fdef)
-            bindings = self.bind_template(fdef.template_params, inst[-1].template_args,
-                                          self.globals, inst[-1])
+            bindings = self.bind_template(fdef.template_params, inst.template_args,
+                                          self.globals, inst)
+        self.kernel_def = fdef
         code = self.instantiate(fdef, bindings)
         params = {p.name: var for p, (var, _) in zip(fdef.params, code.params)}
         # What the whole launch declares, wherever the declarations are.
@@ -1154,6 +1220,34 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
         code.threadgroup_granules = sum(c.threadgroup_granules
                                         for c in self.instances.values())
         return code, params
+
+    def named_kernel(self, kernels: list[ast.FunctionDef], host_name: str
+                     ) -> tuple[ast.FunctionDef, ast.ExplicitInstantiation | None]:
+        """The kernel function a pipeline named `host_name` runs, and the explicit
+        instantiation that named it (None for a kernel that is not a template)."""
+        names: list[str] = []
+        for item in self.unit.items:
+            if not isinstance(item, ast.ExplicitInstantiation):
+                continue
+            for a in item.attributes:
+                if a.name == "host_name" and a.args and isinstance(a.args[0], ast.StringLiteral):
+                    names.append(a.args[0].value)
+                    if a.args[0].value == host_name:
+                        fdef = next((k for k in kernels if k.name == item.name), None)
+                        if fdef is None:
+                            self.error(f"'{host_name}' instantiates '{item.name}', which is not "
+                                       "a [[kernel]] function template defined here", item)
+                        return fdef, item
+        plain = [k for k in kernels if not k.template_params]
+        for k in plain:
+            if k.name == host_name:
+                return k, None
+        names += [k.name for k in plain]
+        raise CompileError(f"no kernel function named '{host_name}'", None, self.sm,
+                           hint=self.suggest(host_name, names) or (
+                               "the kernels here: " + ", ".join(names) if names
+                               else "a kernel template runs under the [[host_name(\"...\")]] "
+                                    "of an explicit instantiation, which this source has none of"))
 
 
 def arithmetic_cost(at: Type, pt: Type) -> int | None:

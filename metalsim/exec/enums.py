@@ -59,9 +59,7 @@ class EnumCompiler:
             values[en.name] = value
             before[en.name] = Var("const", held, readonly=True,
                                   const=np.asarray(value, held.dtype))
-            if prefix:
-                # `na::KB`, as a namespace member's name, is looked up at program scope: there
-                # it has this type until the enumeration's own replaces it below.
+            if not node.scoped:   # (named by its program name in the next one's value)
                 scope.names[prefix + en.name] = before[en.name]
         underlying = fixed or _holding(list(values.values()) or [0])
         if underlying is None:

@@ -683,6 +683,15 @@ class ExpressionCompiler:
         value = (self.braced_value(target.type, node.value, scope)
                  if isinstance(node.value, ast.InitList) and node.op == "="
                  else self.expr(node.value, scope))
+        if node.op != "=" and isinstance(value.type, StructType) and not isinstance(
+                target.type, StructType) and not self.free_operators(
+                f"operator{node.op}", [target, value], scope, []):
+            # `ptr += Int<1>{}`: with no operator function viable, the built-in operator on
+            # what the struct converts to (MLX's steel attention `src += str_y`)
+            converted = self.converted_operands([value], node)
+            if converted is None:
+                return self.struct_operator(node.op, [target, value], node, scope)
+            value = converted[0]
         if node.op != "=" and (isinstance(target.type, StructType)
                                or isinstance(value.type, StructType)):
             return self.struct_operator(node.op, [target, value], node, scope)

@@ -38,12 +38,16 @@ from metalsim.exec.machine import (
 )
 from metalsim.exec.prelude import PRELUDE
 from metalsim.exec.values import Frame, PtrSlot, RefSlot
+from metalsim.lang import ast
 from metalsim.lang import types as ty
 from metalsim.lang.parser import Prefix as ParsedPrefix
 from metalsim.lang.parser import parse, parse_prefix
 from metalsim.lang.preprocess import Prefix as PreprocessedPrefix
 from metalsim.lang.preprocess import preprocess, preprocess_prefix
 from metalsim.report import COUNT_NAMES, BufferTraffic, Report
+from metalsim.signature import ATTRIBUTES
+
+THREAD_ATTRIBUTES = frozenset(name for name, _ in ATTRIBUTES)
 
 # Lanes per batch at most: beyond some 100k lanes a batch's per-lane temporaries (1 MiB and
 # more each) no longer stay in the caches, and larger batches only run slower (a 1M-thread
@@ -76,6 +80,18 @@ class Program:
     params: dict[str, Var]
     source_map: SourceMap
     guards: dict[Coord, Coord] = field(default_factory=dict)  # see `Compiler.guarded`
+    # The kernel's parameters by name: their attributes (`[[buffer(0)]]`,
+    # `[[thread_position_in_grid]]`); MLX's generated kernels name each thread attribute's
+    # parameter after it, a whole Metal kernel function (`metalsim.dispatch`) need not.
+    param_attributes: dict[str, tuple[ast.Attribute, ...]] = field(default_factory=dict)
+    function_constants: dict[str, object] = field(default_factory=dict)   # given, by name
+
+    def attribute_of(self, param: str) -> str:
+        """The thread attribute the parameter `param` takes (its own name if none)."""
+        for a in self.param_attributes.get(param, ()):
+            if a.name in THREAD_ATTRIBUTES:
+                return a.name
+        return param
 
 
 # Compiling and running recurse once per nesting level of the kernel's code (a 500-term sum is
@@ -114,10 +130,15 @@ def header_files(include_dirs: tuple[str, ...]) -> tuple[tuple[str, int, int], .
 @functools.lru_cache(maxsize=256)
 def compile_program(text: str, sections: tuple, math_mode: str, tracing: bool = False,
                     include_dirs: tuple[str, ...] = (),
-                    headers: tuple[tuple[str, int, int], ...] = ()) -> Program:
+                    headers: tuple[tuple[str, int, int], ...] = (),
+                    host_name: str | None = None,
+                    function_constants: tuple[tuple[int | str, bool | int | float], ...] = ()
+                    ) -> Program:
     """Preprocess, parse and compile MLX's generated kernel text (with MLX's prelude helpers);
     `#include "..."` reads from `include_dirs`. `headers` (`header_files(include_dirs)`) only
-    keys the cache, so that an edited header is compiled again."""
+    keys the cache, so that an edited header is compiled again. `host_name` picks the kernel
+    (default: the last), `function_constants` are (index or name, value) pairs a pipeline
+    sets (see `Compiler.compile_kernel`)."""
     full = PRELUDE + text
     shift = len(PRELUDE)
     all_sections = [("prelude", 0, shift)] + [(n, s + shift, e + shift) for n, s, e in sections]
@@ -126,9 +147,11 @@ def compile_program(text: str, sections: tuple, math_mode: str, tracing: bool = 
     tokens = preprocess(full, source_map, after=preprocessed, include_dirs=include_dirs)
     unit = parse(tokens, source_map, after=parsed)
     variant = "fast" if math_mode == "fast" else "precise"
-    compiler = Compiler(unit, source_map, BUILTINS, variant, tracing)
-    code, params = compiler.compile_kernel()
-    return Program(code, params, source_map, compiler.guarded)
+    compiler = Compiler(unit, source_map, BUILTINS, variant, tracing, dict(function_constants))
+    code, params = compiler.compile_kernel(host_name)
+    attributes = {p.name: tuple(p.attributes) for p in compiler.kernel_def.params}
+    return Program(code, params, source_map, compiler.guarded, attributes,
+                   compiler.defined_function_constants)
 
 
 def _ceil_div(a: int, b: int) -> int:
@@ -409,8 +432,23 @@ def bind_kernel_frame(m: Machine, program: Program, regions: dict) -> Frame:
                 frame.vars[var.slot] = RefSlot(region, np.full(size, base, np.int64), None)
         else:
             # a copy: the kernel may modify its parameters (`--thread_index_in_simdgroup`)
-            frame.vars[var.slot] = m.batch.attributes.fresh(name)
+            attribute = program.attribute_of(name)
+            frame.vars[var.slot] = as_declared(m.batch.attributes.fresh(attribute), var.type)
     return frame
+
+
+def as_declared(values: np.ndarray, declared: ty.Type) -> np.ndarray:
+    """An attribute's per-lane values (`uint` or `uint3`) as the parameter declares them:
+    Metal lets `[[thread_position_in_grid]]` be `uint`, `uint2` or `uint3`, and `ushort`
+    forms of each."""
+    dtype = ty.scalar_of(declared).dtype
+    width = declared.n if isinstance(declared, ty.VectorType) else 0
+    if (values.shape[1] if values.ndim == 2 else 0) == width and values.dtype == dtype:
+        return values   # as MLX's generated kernels declare it: already a fresh copy
+    if width:
+        columns = values if values.ndim == 2 else values[:, None]
+        return np.array(columns[:, :width], dtype=dtype)
+    return np.array(values[:, 0] if values.ndim == 2 else values, dtype=dtype)
 
 
 def launch(gen, inputs, outputs, grid, threadgroup, template=None, math_mode: str = "safe",

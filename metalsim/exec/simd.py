@@ -207,6 +207,17 @@ def _data_type_problem(t: Type, group: Group, name: str, bitwise: bool,
     return None
 
 
+def takes_exactly(name: str, types: list[Type]) -> bool:
+    """Whether Metal's own SIMD- or quad-group function `name` takes these argument types as
+    they are: MLX's bf16_math.h adds `bfloat` overloads of them in `metal`, which a call with
+    float data must not choose (C++ overload resolution prefers Metal's exact match)."""
+    group = SIMD if name.startswith("simd_") else QUAD if name.startswith("quad_") else None
+    if group is None or not types or ty.scalar_of(types[0]) == ty.BFLOAT:
+        return False
+    bitwise = name.endswith(("_and", "_or", "_xor")) and "shuffle" not in name
+    return _data_type_problem(types[0], group, name, bitwise, len(types)) is None
+
+
 def _operation(op: str, t: ScalarType) -> tuple[Callable, np.ndarray]:
     """How `op` combines two values of element type `t`, and its identity: combining the
     identity with any x gives x bit for bit (so -0.0 for float sums, NaN for fmax)."""
@@ -575,6 +586,9 @@ def _add_group(table: dict, g: Group) -> None:
     def add(suffix: str, roles: str, run: Run, **kw) -> None:
         name = f"{g.prefix}_{suffix}"
         table[("call", name)] = _function(g, name, roles, run, **kw)
+        # The Metal library's own intrinsic under it, which MLX's bf16_math.h calls to build
+        # its bfloat overloads (`__metal_simd_sum(static_cast<float>(x))`).
+        table[("call", f"__metal_{name}")] = table[("call", name)]
 
     for op in ("sum", "product", "max", "min"):
         add(op, "v", _reduction(op))

@@ -590,13 +590,17 @@ class StatementCompiler:
         if self.fn.auto_return:  # every return statement deduces the same type
             self.deduce_return(node, scope)
         rt = self.fn.return_type
+        effect = None   # `return f();` of a void f in a void function: f runs, nothing returns
         if node.value is None:
             if rt != ty.VOID:
                 self.error(f"non-void function '{self.fn.name}' should return a value", node)
             vev = None
-        else:
-            if rt == ty.VOID:
+        elif rt == ty.VOID:
+            value = None if isinstance(node.value, ast.InitList) else self.expr(node.value, scope)
+            if value is None or value.type != ty.VOID:
                 self.error(f"void function '{self.fn.name}' should not return a value", node)
+            effect, vev = value.ev, None
+        else:
             value = (self.braced_value(rt, node.value, scope)
                      if isinstance(node.value, ast.InitList) else self.expr(node.value, scope))
             self.refuse_returned_closure(value, node.value)
@@ -605,6 +609,8 @@ class StatementCompiler:
 
         def run(f, lanes):
             m = f.m
+            if effect is not None:
+                effect(f, lanes)
             if vev is not None:
                 v = vev(f, lanes)
                 if m.trace is not None:

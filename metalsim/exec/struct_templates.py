@@ -179,15 +179,16 @@ class StructTemplateCompiler:
                        hint="write the template for a fixed number of arguments")
 
     def deduce_from_instance(self, pattern: ast.NamedType, actual: StructType,
-                             names: set[str], bindings: dict) -> None:
+                             names: set[str], bindings: dict, scope=None) -> None:
         """Bind the template parameters in `pattern` (`Acc<T>`, `Buf<T, N>`) from the
-        arguments of the instance `actual`, where it is an instance of that template."""
+        arguments of the instance `actual`, where it is an instance of that template
+        (`scope`: where names in `pattern` are looked up, see `deduce_from`)."""
         tmpl, bound = self.instance_of[actual]
         if tmpl.node.name != pattern.name:
             return
         for arg, value in zip(pattern.template_args or [], bound.values()):
             if not isinstance(value, Var):
-                self.deduce_from(arg, value, names, bindings)
+                self.deduce_from(arg, value, names, bindings, scope)
             elif getattr(arg, "name", None) in names:
                 bind_deduced(bindings, arg.name, value)
 

@@ -422,7 +422,10 @@ class StructCompiler:
                 types[d.name] = ("alias_template", d, seen)  # type: ignore[assignment]
                 continue
             if isinstance(d, ast.TypeAlias):
-                if isinstance(d.type, ast.NamedType) and d.type.name == node.name and not (
+                # (the struct's program name is qualified, `na::S`; the injected name is `S`
+                # unless the parser resolved it to the program name)
+                if isinstance(d.type, ast.NamedType) and (
+                        d.type.name in (node.name, node.name.rsplit("::", 1)[-1])) and not (
                         d.type.template_args or d.type.member_of):
                     types[d.name] = None  # the injected class name: the struct, once laid out
                     continue
@@ -690,6 +693,8 @@ class StructCompiler:
                 continue
             bindings = self.deduce(fn, explicit or [], args, outer, notes) if (
                 fn.template_params) else {}
+            if bindings is not None and not self.substitutes(fn, bindings, notes, outer):
+                bindings = None   # SFINAE in the return type (MLX's `Max::operator()`)
             cost = None if bindings is None else self.match_cost(fn, bindings, args, outer)
             if cost is not None:
                 # As for free functions: a non-template, then the more specialized, wins.

@@ -432,7 +432,7 @@ class FunctionDef(Node):
     template_params: list[TemplateParam] | None = None
     attributes: list[Attribute] = field(default_factory=list)
     specialization_args: list[Node] | None = field(default=None, kw_only=True)
-    constexpr: bool = field(default=False, kw_only=True)
+    constexpr: bool = field(default=False, kw_only=True)   # may be evaluated at compile time
 
 
 @dataclass(eq=False)

@@ -238,6 +238,24 @@ def generated_launches(count: int, seed: int = 0) -> Iterator[Launch]:
         yield Launch(f"generated {i}", kernel, kwargs)
 
 
+# --- MLX's own building blocks, from the installed MLX's headers --------------------------------
+
+def building_block_launches() -> list[Launch]:
+    """The `mx.fast.metal_kernel` bodies of tests/metalsim/mlx_kernels that drive MLX's steel
+    GEMM, steel attention and quantized qmv routines (through `#include`s from
+    `metalsim.mlx_include_dir()`: each kernel carries its `include_dirs`). MLX's whole
+    `[[kernel]]` functions run through `metalsim.dispatch` (softmax, reductions, scans) are not
+    `metal_kernel` launches and are not among these."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "mlx_kernels"))
+    import quantized_blocks
+    import steel_attention_blocks
+    import steel_gemm_blocks
+
+    return [Launch(case.label, case.kernel, case.kwargs)
+            for module in (steel_gemm_blocks, steel_attention_blocks, quantized_blocks)
+            for case in module.cases()]
+
+
 # --- C++ feature kernels: the struct tests' kernels ---------------------------------------------
 
 def struct_test_launches() -> list[Launch]:

@@ -4,7 +4,9 @@ Run (needs CuPy and a GPU):
     python tests/metalsim/cuda/gpu_differential.py [--generated N] [--workers W] [--json FILE]
 
 Every launch of `cuda_launches` (puzzle solutions on all their cases, real kernels at two sizes, the
-MLX docs kernels, the struct tests' kernels, generated kernels) runs in the simulator
+MLX docs kernels, the struct tests' kernels, generated kernels; with `--groups ...,blocks` also
+the kernels built from MLX's own steel GEMM, steel attention and quantized headers, which the
+CUDA back end does not translate yet) runs in the simulator
 (`metalsim.simulate`, which must report no error) and on the GPU (`metalsim.cuda`), and the
 outputs are compared:
 
@@ -180,6 +182,11 @@ def main() -> int:
         t0 = time.time()
         report("real kernels, 16x larger",
                [check(lu, False) for lu in cuda_launches.real_kernel_launches(16)],
+               time.time() - t0)
+    if "blocks" in groups:   # opt-in: see `cuda_launches.building_block_launches`
+        t0 = time.time()
+        report("MLX building blocks (steel GEMM, steel attention, quantized qmv)",
+               [check(lu, False) for lu in cuda_launches.building_block_launches()],
                time.time() - t0)
     if "structs" in groups:
         t0 = time.time()
