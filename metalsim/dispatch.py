@@ -40,10 +40,11 @@ Buffer = mx.array | np.ndarray | bytes | bool | int | float
 
 @dataclass
 class Dispatch:
-    """What `dispatch` returns: every bound buffer after the run, by index, and the Report."""
+    """What `dispatch` returns: every bound buffer after the run, by index, and the Report
+    (None from `metalsim.cuda.dispatch`: the GPU gives values, not diagnostics)."""
 
     buffers: dict[int, mx.array | bytes]
-    report: Report
+    report: Report | None
 
 
 @dataclass

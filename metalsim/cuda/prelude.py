@@ -1432,6 +1432,14 @@ struct reference_arg {
   void* p;
   template <class T> __device__ operator T&() const { return *(T*)p; }
 };
+// A function constant the pipeline leaves unset (metalsim.cuda.dispatch): reading its value
+// is a compile error, as reading one is an error in the simulator.
+template <class T> struct unset_function_constant {
+  template <class U = T> __device__ constexpr operator U() const {
+    static_assert(sizeof(U) == 0, "a function constant that the dispatch leaves unset is read");
+    return U();
+  }
+};
 
 }  // namespace metal
 """

@@ -14,6 +14,11 @@ rewrites what differs in syntax:
   __global__` entry (`ENTRY`) that computes the thread attributes with MLX's dispatch, lets the
   threads of a partial edge threadgroup beyond its real size return, and binds the buffers.
 
+`translate_function` translates a whole Metal source instead (what `metalsim.dispatch` runs):
+the kernel function it names (or the `[[host_name("...")]]` of an instantiation) is the one
+the entry calls, the other `[[kernel]]` functions are left out, and the function constants a
+pipeline sets become compile-time constants (one it leaves unset may not be read).
+
 What cannot be translated raises `metalsim.CompileError` naming the construct, at its line.
 """
 
@@ -21,6 +26,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -33,7 +39,7 @@ from metalsim.exec.prelude import MLX_TYPEDEFS
 from metalsim.lang import ast
 from metalsim.lang.parser import parse
 from metalsim.lang.preprocess import preprocess
-from metalsim.signature import GeneratedKernel
+from metalsim.signature import ATTRIBUTES, GeneratedKernel
 
 ENTRY = "metalsim_entry"
 _SWIZZLE = re.compile(r"^(?:[xyzw]{2,4}|[rgba]{2,4})$")
@@ -42,6 +48,7 @@ _COMPONENT = {c: i for i, c in enumerate("xyzw")} | {c: i for i, c in enumerate(
 _TYPE_NAMES = {"char": "signed char", "long": "long", "unsigned": "unsigned int",
                "signed": "int", "double": "float"}
 _ASSIGNING_UNARY = {"++", "--", "&"}
+_THREAD_ATTRIBUTES = frozenset(name for name, _ in ATTRIBUTES)
 _CONSTEXPR_SCALARS = {"bool", "char", "uchar", "short", "ushort", "int", "uint", "long", "ulong",
                       "float", "int8_t", "uint8_t", "int16_t", "uint16_t", "int32_t", "uint32_t",
                       "int64_t", "uint64_t", "size_t", "unsigned", "signed"}
@@ -107,17 +114,36 @@ def translate(gen: GeneratedKernel, math_mode: str = "safe",
               include_dirs: tuple[str, ...] = ()) -> Translation:
     """The CUDA C++ translation of MLX's generated source `gen` (see the module docstring);
     `#include "..."` reads from `include_dirs` (MLX's kernel headers, for one)."""
+    return _translate_text(gen.text, gen.sections, math_mode, include_dirs, _Printer())
+
+
+def translate_function(source: str, function: str,
+                       function_constants: Mapping[int | str, bool | int | float] | None = None,
+                       math_mode: str = "safe", include_dirs: tuple[str, ...] = ()
+                       ) -> Translation:
+    """The CUDA C++ translation of the kernel function `function` of a whole Metal source (its
+    name, or the `[[host_name("...")]]` of an instantiation of a kernel template), with the
+    function constants a pipeline sets (by `[[function_constant(i)]]` index or by name), as
+    `metalsim.dispatch` runs it. The entry takes every argument that is not a thread
+    attribute, in declaration order (`Translation.buffers`)."""
+    printer = _Printer(function, dict(function_constants or {}))
+    return _translate_text(source, [("source", 0, len(source))], math_mode, include_dirs,
+                           printer)
+
+
+def _translate_text(text: str, sections: list[tuple[str, int, int]], math_mode: str,
+                    include_dirs: tuple[str, ...], printer: _Printer) -> Translation:
     # MLX's typedefs go first, for the parser to know their names; the CUDA prelude has its own.
     shift = len(MLX_TYPEDEFS)
-    source_map = SourceMap(MLX_TYPEDEFS + gen.text, [("prelude", 0, shift)] + [
-        (name, start + shift, end + shift) for name, start, end in gen.sections])
+    source_map = SourceMap(MLX_TYPEDEFS + text, [("prelude", 0, shift)] + [
+        (name, start + shift, end + shift) for name, start, end in sections])
     predefined = {"__FAST_MATH__": "1"} if math_mode == "fast" else None
-    unit = parse(preprocess(MLX_TYPEDEFS + gen.text, source_map, predefined, include_dirs),
+    unit = parse(preprocess(MLX_TYPEDEFS + text, source_map, predefined, include_dirs),
                  source_map)
     unit.items = unit.items[MLX_TYPEDEFS.count(";"):]
     _spell_program_names(unit)
     try:
-        return _Printer().unit(unit)
+        return printer.unit(unit)
     except _Untranslatable as error:
         coord = error.node.coord if error.node is not None else None
         raise CompileError(f"the CUDA back end cannot translate {error.message}", coord,
@@ -187,7 +213,11 @@ def _uses_simdgroup_matrices(node: ast.Node) -> bool:
 
 
 class _Printer:
-    def __init__(self) -> None:
+    def __init__(self, function: str | None = None,
+                 function_constants: dict[int | str, bool | int | float] | None = None) -> None:
+        self.wanted = function               # None: the source's (last) kernel
+        self.function_constants = function_constants or {}
+        self.defined_constants: dict[str, bool] = {}   # function constants: whether set
         self.kernel: ast.FunctionDef | None = None
         self.instantiation: ast.ExplicitInstantiation | None = None
         self.anonymous = 0
@@ -202,26 +232,53 @@ class _Printer:
         # accessed: without types the printer knows no better, and Metal code rarely mixes both.
         self.members = {m.name for node in _walk(unit) if isinstance(node, ast.StructDef)
                         for m in node.members}
+        self.kernel, self.instantiation = self.chosen_kernel(unit)
         body = []
         for item in unit.items:
             text = self.top_level(item)
             if text:
                 body.append(text)
-        if self.kernel is None:
-            raise _Untranslatable("a source without a [[kernel]] function", unit)
         entry, buffers = self.entry()
         text = (PRELUDE + "\nnamespace metal {\n" + "\n".join(body) + entry
                 + "}  // namespace metal\n")
         return Translation(text, buffers)
 
+    def chosen_kernel(self, unit: ast.TranslationUnit
+                      ) -> tuple[ast.FunctionDef, ast.ExplicitInstantiation | None]:
+        """The kernel function the entry calls, and the explicit instantiation that names it
+        (for a template): the one `self.wanted` names, as a pipeline finds it (the
+        `[[host_name("...")]]` of an instantiation, else a kernel's own name), or the last."""
+        kernels = [f for f in unit.items if isinstance(f, ast.FunctionDef) and f.body is not None
+                   and any(a.name == "kernel" for a in f.attributes)]
+        if not kernels:
+            raise _Untranslatable("a source without a [[kernel]] function", unit)
+        instantiations = [i for i in unit.items if isinstance(i, ast.ExplicitInstantiation)]
+        if self.wanted is None:
+            kernel = kernels[-1]
+            return kernel, next((i for i in reversed(instantiations) if i.name == kernel.name),
+                                instantiations[-1] if instantiations else None)
+        for item in instantiations:
+            if any(a.name == "host_name" and a.args and isinstance(a.args[0], ast.StringLiteral)
+                   and a.args[0].value == self.wanted for a in item.attributes):
+                kernel = next((k for k in kernels if k.name == item.name), None)
+                if kernel is None:
+                    raise _Untranslatable(f"'{self.wanted}', an instantiation of '{item.name}', "
+                                          "which is not a [[kernel]] function template", item)
+                return kernel, item
+        kernel = next((k for k in kernels if k.name == self.wanted
+                       and not k.template_params), None)
+        if kernel is None:
+            raise _Untranslatable(f"the kernel '{self.wanted}': no kernel function or "
+                                  "[[host_name]] instantiation has that name", unit)
+        return kernel, None
+
     def top_level(self, item: ast.Node) -> str:
         if isinstance(item, ast.FunctionDef):
             if any(a.name == "kernel" for a in item.attributes):
-                self.kernel = item
-                return self.function(item, kernel=True)
+                # A pipeline holds one kernel function: the others are left out.
+                return self.function(item, kernel=True) if item is self.kernel else ""
             return self.function(item)
         if isinstance(item, ast.ExplicitInstantiation):
-            self.instantiation = item
             return ""
         if isinstance(item, ast.DeclStmt):
             return "".join(self.global_decl(d) for d in item.decls)
@@ -240,9 +297,37 @@ class _Printer:
 
     def global_decl(self, d: ast.VarDecl) -> str:
         """Program-scope variables are `constant` (or constexpr) in Metal: CUDA constant memory."""
+        attribute = next((a for a in d.attributes if a.name == "function_constant"), None)
+        if attribute is not None:
+            return self.function_constant(d, attribute)
         init = f" = {self.initializer(d.init)}" if d.init is not None else ""
         qual = "constexpr" if d.constexpr else "const"
         return f"static __device__ {qual} {self.declare(d.type, d.name, drop_const=True)}{init};\n"
+
+    def function_constant(self, d: ast.VarDecl, attribute: ast.Attribute) -> str:
+        """`constant bool has_mask [[function_constant(300)]];`: a compile-time constant of
+        the value the pipeline sets (by name, else by index), as Metal's compiler specialises
+        the function; one it leaves unset is an `unset_function_constant`, which
+        `is_function_constant_defined` tells apart and whose value does not compile."""
+        index = attribute.args[0] if len(attribute.args) == 1 else None
+        if not isinstance(index, ast.IntLiteral):
+            raise _Untranslatable(f"the function constant '{d.name}' without an integer index", d)
+        value = self.function_constants.get(d.name, self.function_constants.get(index.value))
+        self.defined_constants[d.name] = value is not None
+        declared = self.declare(d.type, d.name, drop_const=True)
+        if value is None:
+            t = self.type_name(d.type).removeprefix("const ")
+            return f"static __device__ constexpr unset_function_constant<{t}> {d.name}{{}};\n"
+        value = value.item() if isinstance(value, np.generic) else value
+        if isinstance(value, bool):
+            literal = "true" if value else "false"
+        elif isinstance(value, int):
+            literal = f"{value}ll"
+        else:
+            number = float(value)
+            literal = self.float_literal(ast.FloatLiteral(d.coord, number, "", repr(number)))
+        t = self.type_name(d.type).removeprefix("const ")
+        return f"static __device__ constexpr {declared} = static_cast<{t}>({literal});\n"
 
     def alias(self, item: ast.TypeAlias) -> str:
         template = self.template_header(item.template_params)
@@ -350,13 +435,16 @@ class _Printer:
             callee += "<" + ", ".join(self.template_arg(a) for a in inst.template_args) + ">"
         params, args, buffers = [], [], []
         for p in kernel.params:
-            attribute = next((a.name for a in p.attributes if a.name != "buffer"), None)
+            attribute = next((a.name for a in p.attributes if a.name in _THREAD_ATTRIBUTES), None)
             if attribute is not None:
                 args.append(f"attribute_as<{self.type_name(p.type)}>::from("
                             f"info.{attribute})")
                 continue
-            if not any(a.name == "buffer" for a in p.attributes):
-                raise _Untranslatable(f"the kernel parameter '{p.name}' without an attribute", p)
+            if any(a.name == "threadgroup" for a in p.attributes):
+                raise _Untranslatable(f"the threadgroup-memory argument '{p.name}' "
+                                      "([[threadgroup(n)]])", p)
+            # Every other argument is a buffer (`[[buffer(n)]]`, or numbered in order where
+            # none says; the caller binds them by the indices the simulator reads).
             index = len(buffers)
             buffers.append(p.name or "")
             params.append(f"void* b{index}")
@@ -551,6 +639,9 @@ class _Printer:
         if isinstance(e, ast.Conditional):
             return f"({self.expr(e.cond)} ? {self.expr(e.then)} : {self.expr(e.otherwise)})"
         if isinstance(e, ast.Call):
+            if e.func.name == "is_function_constant_defined" and len(e.args) == 1 and isinstance(
+                    e.args[0], ast.Name) and e.args[0].name in self.defined_constants:
+                return "true" if self.defined_constants[e.args[0].name] else "false"
             return f"{self.name(e.func)}({', '.join(self.expr(a) for a in e.args)})"
         if isinstance(e, ast.MethodCall):
             dot = "->" if e.arrow else "."
