@@ -8,7 +8,10 @@ MLX docs kernels, the struct tests' kernels, generated kernels; with `--groups .
 the kernels built from MLX's own steel GEMM, steel attention and quantized headers, which the
 CUDA back end does not translate yet) runs in the simulator
 (`metalsim.simulate`, which must report no error) and on the GPU (`metalsim.cuda`), and the
-outputs are compared:
+outputs are compared. The `dispatch` group does the same for MLX's own whole `[[kernel]]`
+functions of tests/metalsim/mlx_kernels (softmax, logsumexp, reductions, scans, steel
+attention, steel GEMM) through `metalsim.dispatch` and `metalsim.cuda.dispatch`, and checks
+the GPU's outputs against MLX's CPU operations too (`check_dispatch`).
 
 - integer and bool outputs bit for bit;
 - float outputs of generated kernels bit for bit too (their arithmetic is `+ - * /`, casts and
@@ -119,6 +122,44 @@ def check(launch: object, exact_floats: bool) -> dict:
     return result
 
 
+def check_dispatch(launch: object) -> dict:
+    """One of MLX's whole kernels (`cuda_launches.DispatchLaunch`) through `metalsim.dispatch`
+    and `metalsim.cuda.dispatch`: the outputs must agree within `ULPS`, and the GPU's must
+    also agree with MLX's CPU operation within the case's own tolerance."""
+    from block_case import differences
+
+    case = launch.case
+    result = {"label": launch.label, "ok": False, "ulps": 0.0, "error": ""}
+    try:
+        run = case.run()
+        accepted = launch.accepted(run)
+        errors = [d for d in run.report.diagnostics
+                  if d.severity == "error" and d not in accepted]
+        if errors:
+            result["error"] = "simulator: " + errors[0].message
+            result["skipped"] = True
+            return result
+        gpu_run = case.run(on_gpu=True)
+        ok, worst = True, 0.0
+        for index in case.outputs:
+            sim, _ = as_numpy(run.buffers[index])
+            gpu, dtype = as_numpy(gpu_run.buffers[index])
+            agrees, err = compare(sim, gpu, dtype, exact=False)
+            ok &= agrees
+            worst = max(worst, err)
+            if not agrees and not result["error"]:
+                result["error"] = f"buffer {index}: {err:.1f} ulps of the output's scale"
+        cpu = differences(case, [gpu_run.buffers[i] for i in case.outputs])
+        if cpu:
+            ok = False
+            result["error"] = (result["error"] + "; " if result["error"] else "") + (
+                "against MLX's CPU: " + cpu[0])
+        result["ok"], result["ulps"] = ok, worst
+    except Exception as error:  # noqa: BLE001 - every failure is a result to report
+        result["error"] = f"{type(error).__name__}: {str(error)[:2000]}"
+    return result
+
+
 def _generated_range(start: int, stop: int) -> list[dict]:
     import cuda_launches
 
@@ -133,7 +174,8 @@ def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--generated", type=int, default=510)
     parser.add_argument("--workers", type=int, default=8)
-    parser.add_argument("--groups", default="puzzles,docs,real,realistic,structs,generated")
+    parser.add_argument("--groups",
+                        default="puzzles,docs,real,realistic,dispatch,structs,generated")
     parser.add_argument("--json", default="")
     opts = parser.parse_args()
 
@@ -187,6 +229,12 @@ def main() -> int:
         t0 = time.time()
         report("MLX building blocks (steel GEMM, steel attention, quantized qmv)",
                [check(lu, False) for lu in cuda_launches.building_block_launches()],
+               time.time() - t0)
+    if "dispatch" in groups:
+        t0 = time.time()
+        report("MLX's whole kernels (softmax, logsumexp, reductions, scans, steel attention, "
+               "steel GEMM) through dispatch",
+               [check_dispatch(lu) for lu in cuda_launches.dispatch_launches()],
                time.time() - t0)
     if "structs" in groups:
         t0 = time.time()
