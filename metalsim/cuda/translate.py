@@ -35,7 +35,8 @@ import numpy as np
 
 from metalsim.cuda.prelude import PRELUDE
 from metalsim.diagnostics import CompileError, SourceMap
-from metalsim.exec.prelude import MLX_TYPEDEFS
+from metalsim.exec.launch import parsed_prelude
+from metalsim.exec.prelude import PRELUDE as SIM_PRELUDE
 from metalsim.lang import ast
 from metalsim.lang.parser import parse
 from metalsim.lang.preprocess import preprocess
@@ -47,6 +48,7 @@ _COMPONENT = {c: i for i, c in enumerate("xyzw")} | {c: i for i, c in enumerate(
 # Metal type names that are not a single C++ identifier in CUDA, or mean something else there.
 _TYPE_NAMES = {"char": "signed char", "long": "long", "unsigned": "unsigned int",
                "signed": "int", "double": "float"}
+_METAL_NAMESPACES = frozenset({"fast", "precise", "metal::fast", "metal::precise"})
 _ASSIGNING_UNARY = {"++", "--", "&"}
 _THREAD_ATTRIBUTES = frozenset(name for name, _ in ATTRIBUTES)
 _CONSTEXPR_SCALARS = {"bool", "char", "uchar", "short", "ushort", "int", "uint", "long", "ulong",
@@ -133,14 +135,15 @@ def translate_function(source: str, function: str,
 
 def _translate_text(text: str, sections: list[tuple[str, int, int]], math_mode: str,
                     include_dirs: tuple[str, ...], printer: _Printer) -> Translation:
-    # MLX's typedefs go first, for the parser to know their names; the CUDA prelude has its own.
-    shift = len(MLX_TYPEDEFS)
-    source_map = SourceMap(MLX_TYPEDEFS + text, [("prelude", 0, shift)] + [
+    # The simulator's prelude goes first, for the parser to know the names it declares (MLX's
+    # typedefs, Metal's `integral_constant`, ...); the CUDA prelude declares its own.
+    shift = len(SIM_PRELUDE)
+    source_map = SourceMap(SIM_PRELUDE + text, [("prelude", 0, shift)] + [
         (name, start + shift, end + shift) for name, start, end in sections])
-    predefined = {"__FAST_MATH__": "1"} if math_mode == "fast" else None
-    unit = parse(preprocess(MLX_TYPEDEFS + text, source_map, predefined, include_dirs),
-                 source_map)
-    unit.items = unit.items[MLX_TYPEDEFS.count(";"):]
+    preprocessed, parsed = parsed_prelude(SIM_PRELUDE, math_mode == "fast")
+    unit = parse(preprocess(SIM_PRELUDE + text, source_map, after=preprocessed,
+                            include_dirs=include_dirs), source_map, after=parsed)
+    unit.items = [item for item in unit.items if item.coord.section != "prelude"]
     _spell_program_names(unit)
     try:
         return printer.unit(unit)
@@ -233,6 +236,7 @@ class _Printer:
         self.members = {m.name for node in _walk(unit) if isinstance(node, ast.StructDef)
                         for m in node.members}
         self.kernel, self.instantiation = self.chosen_kernel(unit)
+        self.namespaces = unit.namespaces
         body = []
         for item in unit.items:
             text = self.top_level(item)
@@ -247,16 +251,25 @@ class _Printer:
                       ) -> tuple[ast.FunctionDef, ast.ExplicitInstantiation | None]:
         """The kernel function the entry calls, and the explicit instantiation that names it
         (for a template): the one `self.wanted` names, as a pipeline finds it (the
-        `[[host_name("...")]]` of an instantiation, else a kernel's own name), or the last."""
+        `[[host_name("...")]]` of an instantiation, else a kernel's own name), or the last
+        one instantiated or defined (a header's other kernel templates are left out)."""
         kernels = [f for f in unit.items if isinstance(f, ast.FunctionDef) and f.body is not None
                    and any(a.name == "kernel" for a in f.attributes)]
         if not kernels:
             raise _Untranslatable("a source without a [[kernel]] function", unit)
         instantiations = [i for i in unit.items if isinstance(i, ast.ExplicitInstantiation)]
-        if self.wanted is None:
-            kernel = kernels[-1]
-            return kernel, next((i for i in reversed(instantiations) if i.name == kernel.name),
-                                instantiations[-1] if instantiations else None)
+        if self.wanted is None:   # MLX's generated source: its kernel comes last
+            chosen = None
+            for item in unit.items:
+                if isinstance(item, ast.ExplicitInstantiation):
+                    kernel = next((k for k in kernels if k.name == item.name), None)
+                    chosen = (kernel, item) if kernel is not None else chosen
+                elif item in kernels and item.template_params is None:
+                    chosen = (item, None)
+            if chosen is None:
+                raise _Untranslatable("a template [[kernel]] that is never instantiated",
+                                      kernels[-1])
+            return chosen
         for item in instantiations:
             if any(a.name == "host_name" and a.args and isinstance(a.args[0], ast.StringLiteral)
                    and a.args[0].value == self.wanted for a in item.attributes):
@@ -278,6 +291,10 @@ class _Printer:
                 # A pipeline holds one kernel function: the others are left out.
                 return self.function(item, kernel=True) if item is self.kernel else ""
             return self.function(item)
+        if isinstance(item, ast.VariableTemplate):
+            return self.variable_template(item)
+        if isinstance(item, ast.EnumDef):
+            return self.enum(item)
         if isinstance(item, ast.ExplicitInstantiation):
             return ""
         if isinstance(item, ast.DeclStmt):
@@ -290,6 +307,9 @@ class _Printer:
             if item.name in ("metal", "metal::fast", "metal::precise", "fast", "precise"):
                 name = item.name.removeprefix("metal::").removeprefix("metal")
                 return f"using namespace {name};\n" if name else ""
+            if item.name in self.namespaces:
+                # The parser has resolved every name it makes visible (program names).
+                return ""
             raise _Untranslatable(f"'using namespace {item.name}'", item)
         if isinstance(item, ast.StaticAssert):
             return self.statement(item, 0)
@@ -329,6 +349,17 @@ class _Printer:
         t = self.type_name(d.type).removeprefix("const ")
         return f"static __device__ constexpr {declared} = static_cast<{t}>({literal});\n"
 
+    def variable_template(self, item: ast.VariableTemplate) -> str:
+        """`template <class T> constexpr bool k = ...;` (a constant, as in Metal's program
+        scope) and its specialisations (`k<int>`)."""
+        d = item.decl
+        name = item.name
+        if item.specialization is not None:
+            name += "<" + ", ".join(self.template_arg(a) for a in item.specialization) + ">"
+        init = f" = {self.initializer(d.init)}" if d.init is not None else ""
+        return (f"{self.template_header(item.template_params)}constexpr "
+                f"{self.declare(d.type, name, drop_const=True)}{init};\n")
+
     def alias(self, item: ast.TypeAlias) -> str:
         template = self.template_header(item.template_params)
         if isinstance(item.type, ast.StructDef):
@@ -349,7 +380,7 @@ class _Printer:
             default = ""
             if p.default is not None:
                 default = " = " + self.template_arg(p.default)
-            parts.append(f"{kind} {p.name}{default}")
+            parts.append(f"{kind}{'...' if p.pack else ''} {p.name}{default}")
         return f"template <{', '.join(parts)}>\n"
 
     def template_arg(self, node: ast.Node) -> str:
@@ -357,33 +388,84 @@ class _Printer:
             return self.type_name(node)
         return self.expr(node)
 
-    def struct(self, s: ast.StructDef) -> str:
-        lines = [f"{self.template_header(s.template_params)}struct {s.name} {{"]
+    def struct(self, s: ast.StructDef, indent: int = 0) -> str:
+        """A struct or union: member types and static members first (in their order), then
+        data members, constructors and member functions (which C++ lets see every member)."""
+        pad = "  " * indent
+        key = "union" if s.union else "struct"
+        align = f" alignas({self.expr(s.align)})" if s.align is not None else ""
+        name = s.name
+        if s.specialization is not None:
+            name += "<" + ", ".join(self.template_arg(a) for a in s.specialization) + ">"
+        bases = ""
+        if s.bases:
+            bases = " : " + ", ".join(f"public {self.base_name(b)}" for b in s.bases)
+        header = self.template_header(s.template_params).replace("\n", "\n" + pad)
+        lines = [f"{header}{key}{align} {name}{bases} {{"]
+        inner = pad + "  "
+        for item in s.statics:
+            lines.append(inner + self.member_static(item, indent + 1).rstrip("\n"))
         for m in s.members:
-            lines.append(f"  {self.declare(m.type, m.name)};")
+            init = f" = {self.initializer(m.init)}" if m.init is not None else ""
+            lines.append(f"{inner}{self.declare(m.type, m.name)}{init};")
         for c in s.constructors:
             params = ", ".join(self.param(p) for p in c.params)
             inits = ", ".join(
-                f"{i.name}{'{' if i.braces else '('}{', '.join(self.expr(a) for a in i.args)}"
+                f"{self.member_init_name(i)}{'{' if i.braces else '('}"
+                f"{', '.join(self.expr(a) for a in i.args)}"
                 f"{'}' if i.braces else ')'}" for i in c.inits)
-            head = f"  {self.template_header(c.template_params)}__device__ "
+            head = f"{inner}{self.template_header(c.template_params)}__device__ "
+            head += "constexpr " if c.constexpr else ""
             head += f"{'explicit ' if c.explicit else ''}{s.name}({params})"
             if c.body is None:
                 lines.append(head + ";")
                 continue
-            lines.append(head + (f" : {inits}" if inits else "") + " " + self.block(c.body, 1))
+            lines.append(head + (f" : {inits}" if inits else "") + " "
+                         + self.block(c.body, indent + 1))
         variants: dict[str, list[ast.MemberFunction]] = {}
         for m in s.methods:
-            variants.setdefault(self.function(m, indent=1).split("{", 1)[0], []).append(m)
+            variants.setdefault(self.function(m, indent=indent + 1).split("{", 1)[0],
+                                []).append(m)
         for head, methods in variants.items():
             if len(methods) == 1:
-                lines.append("  " + self.function(methods[0], indent=1))
+                lines.append(inner + self.function(methods[0], indent=indent + 1).rstrip("\n"))
             else:
-                lines.append("  " + head + self.space_dispatch(methods) + "\n")
-        lines.append("}")
+                lines.append(inner + head + self.space_dispatch(methods, indent + 1))
+        lines.append(pad + "}")
         return "\n".join(lines)
 
-    def space_dispatch(self, methods: list[ast.MemberFunction]) -> str:
+    def member_static(self, item: ast.Node, indent: int) -> str:
+        """A struct's member type, static data member, static_assert or nested struct."""
+        if isinstance(item, ast.VarDecl):
+            init = f" = {self.initializer(item.init)}" if item.init is not None else ""
+            qual = "constexpr" if item.constexpr else "const"
+            return f"static {qual} {self.declare(item.type, item.name, drop_const=True)}{init};"
+        if isinstance(item, ast.TypeAlias):
+            return self.alias(item)
+        if isinstance(item, ast.StaticAssert):
+            return self.statement(item, 0)
+        if isinstance(item, ast.StructDef):
+            return self.struct(item, indent) + ";"
+        if isinstance(item, ast.EnumDef):
+            return self.enum(item)
+        raise _Untranslatable(f"the member '{type(item).__name__}'", item)
+
+    def base_name(self, t: ast.NamedType) -> str:
+        """A base class (no `typename` there: C++ knows it names a type)."""
+        return self.named(t, drop_const=True, typename=False)
+
+    def member_init_name(self, init: ast.MemberInit) -> str:
+        return self.base_name(init.base) if init.base is not None else init.name
+
+    def enum(self, e: ast.EnumDef) -> str:
+        underlying = f" : {self.type_name(e.underlying)}" if e.underlying is not None else ""
+        items = ", ".join(n.name.rsplit("::", 1)[-1].rsplit("_ns_", 1)[-1]
+                          + (f" = {self.expr(n.value)}" if n.value is not None else "")
+                          for n in e.enumerators)
+        key = "enum class" if e.scoped else "enum"
+        return f"{key} {e.name}{underlying} {{{items}}};\n"
+
+    def space_dispatch(self, methods: list[ast.MemberFunction], indent: int = 1) -> str:
         """One body for member functions overloaded on the object's address space alone
         (`f() thread` / `f() threadgroup`): CUDA's pointers are generic, so the overload is
         chosen where Metal's compiler would, from where `this` lives. Device and constant
@@ -393,19 +475,39 @@ class _Printer:
         by_space = {(m.space or "thread"): m for m in reversed(methods)}
         order = [sp for sp in ("threadgroup", "device", "constant", "thread") if sp in by_space]
         fallback = by_space.get("thread", by_space[order[-1]])
+        pad = "  " * indent
         text = "{\n"
         for space in order:
             if by_space[space] is not fallback:
-                text += f"    if ({tests[space]}) " + self.block(by_space[space].body, 2) + "\n"
-        return text + "    " + self.block(fallback.body, 2) + "\n  }"
+                text += (f"{pad}  if ({tests[space]}) "
+                         + self.block(by_space[space].body, indent + 1) + "\n")
+        return text + f"{pad}  " + self.block(fallback.body, indent + 1) + f"\n{pad}}}"
 
     def function(self, f: ast.FunctionDef, kernel: bool = False, indent: int = 0) -> str:
         template = self.template_header(f.template_params)
+        if indent:
+            template = template.replace("\n", "\n" + "  " * indent)
         params = ", ".join(self.param(p) for p in f.params)
-        ret = self.type_name(f.return_type)
-        const = " const" if isinstance(f, ast.MemberFunction) and f.const else ""
+        member = isinstance(f, ast.MemberFunction)
+        const = " const" if member and f.const else ""
         inline = "__forceinline__" if kernel else "inline"
-        head = f"{template}__device__ {inline} {ret} {f.name}({params}){const}"
+        specifiers = "static " if member and f.static else ""
+        specifiers += "constexpr " if f.constexpr else ""
+        name = f.name
+        if member and f.owner:   # `R S::f(...) {...}`, defined after S
+            owner = f.owner
+            if f.owner_args is not None:
+                owner += "<" + ", ".join(self.template_arg(a) for a in f.owner_args) + ">"
+            name = f"{owner}::{name.rsplit('::', 1)[-1]}"
+        if f.specialization_args is not None:
+            name += "<" + ", ".join(self.template_arg(a) for a in f.specialization_args) + ">"
+        if isinstance(f, ast.ConversionFunction):
+            explicit = "explicit " if f.explicit else ""
+            head = (f"{template}__device__ {inline} {specifiers}{explicit}"
+                    f"operator {self.type_name(f.return_type)}(){const}")
+        else:
+            ret = self.type_name(f.return_type)
+            head = f"{template}__device__ {inline} {specifiers}{ret} {name}({params}){const}"
         if f.body is None:
             return head + ";\n"
         # Overloads on the address space alone (`device T*` and `constant T*`) print alike:
@@ -416,7 +518,7 @@ class _Printer:
         return head + " " + self.block(f.body, indent) + "\n"
 
     def param(self, p: ast.Param) -> str:
-        name = p.name or ""
+        name = ("..." if p.pack else "") + (p.name or "")
         text = self.declare(p.type, name)
         if p.default is not None:
             text += " = " + self.expr(p.default)
@@ -465,13 +567,21 @@ class _Printer:
     def type_name(self, t: ast.Node) -> str:
         return self.declare(t, "").strip()
 
-    def named(self, t: ast.NamedType, drop_const: bool = False) -> str:
-        name = _TYPE_NAMES.get(t.name, t.name)
+    def named(self, t: ast.NamedType, drop_const: bool = False, typename: bool = True) -> str:
+        const = "const " if t.const and not drop_const else ""
+        if t.name == "decltype" and t.template_args:
+            return f"{const}decltype({self.expr(t.template_args[0])})"
+        name = _TYPE_NAMES.get(t.name, t.name) if t.member_of is None else t.name
         if t.name == "double":
             raise _Untranslatable("'double' (Metal has no double)", t)
         if t.template_args is not None:
             name += "<" + ", ".join(self.template_arg(a) for a in t.template_args) + ">"
-        return ("const " if t.const and not drop_const else "") + name
+            if t.member_of is not None:
+                name = "template " + name
+        if t.member_of is not None:   # `typename S<T>::type`
+            name = (("typename " if typename else "")
+                    + self.named(t.member_of, drop_const=True, typename=False) + "::" + name)
+        return const + name
 
     def declare(self, t: ast.Node, name: str, drop_const: bool = False) -> str:
         """C declarator syntax for `name` of type `t`, address spaces dropped."""
@@ -642,7 +752,8 @@ class _Printer:
             if e.func.name == "is_function_constant_defined" and len(e.args) == 1 and isinstance(
                     e.args[0], ast.Name) and e.args[0].name in self.defined_constants:
                 return "true" if self.defined_constants[e.args[0].name] else "false"
-            return f"{self.name(e.func)}({', '.join(self.expr(a) for a in e.args)})"
+            # (a type is an argument of the compiler's built-ins: `__is_empty(T)`)
+            return f"{self.name(e.func)}({', '.join(self.template_arg(a) for a in e.args)})"
         if isinstance(e, ast.MethodCall):
             dot = "->" if e.arrow else "."
             return f"{self.expr(e.base)}{dot}{e.name}({', '.join(self.expr(a) for a in e.args)})"
@@ -672,6 +783,8 @@ class _Printer:
                           | ast.ArrayType):
                 return f"{word}({self.type_name(operand)})"
             return f"{word}({self.expr(operand)})"
+        if isinstance(e, ast.PackExpansion):
+            return f"{self.template_arg(e.pattern)}..."
         if isinstance(e, ast.InitList):
             return "{" + ", ".join(self.expr(i) for i in e.items) + "}"
         raise _Untranslatable(f"the expression '{type(e).__name__}'", e)
@@ -689,11 +802,19 @@ class _Printer:
         return f"{value.hex()}f"
 
     def name(self, n: ast.Name) -> str:
-        qualifier = n.qualifier
-        text = f"{qualifier}::{n.name}" if qualifier else n.name
+        args = ""
         if n.template_args is not None:
-            text += "<" + ", ".join(self.template_arg(a) for a in n.template_args) + ">"
-        return text
+            args = "<" + ", ".join(self.template_arg(a) for a in n.template_args) + ">"
+        if n.owner is not None:   # `decltype(x)::k`
+            return f"{self.named(n.owner, drop_const=True, typename=False)}::{n.name}"
+        if n.args_on_qualifier:   # `S<T>::k`
+            return f"{n.qualifier}{args}::{n.name}"
+        qualifier = n.qualifier
+        if qualifier and args and qualifier not in _METAL_NAMESPACES:
+            # `S::template f<T>`: C++ needs the keyword where S depends on a template
+            # parameter, and allows it elsewhere.
+            return f"{qualifier}::template {n.name}{args}"
+        return (f"{qualifier}::{n.name}" if qualifier else n.name) + args
 
     def member(self, e: ast.Member, assigned: bool) -> str:
         base = self.expr(e.base, assigned)
