@@ -24,6 +24,7 @@ from puzzles.checking import call_kwargs
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "exec"))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "mlx_kernels"))
 import cgen  # noqa: E402  (the gcc-oracle generator, a sibling test helper)
 import test_grid_sample  # noqa: E402  (bilinear sampling, shaped like the MLX docs' example)
 
@@ -275,7 +276,6 @@ def dispatch_launches() -> list[DispatchLaunch]:
     buffers, grid, threadgroup and function constants MLX's host code gives them. For the steel
     GEMM, the diagnostics `test_mlx_gemm_kernel` accepts: its reads of an argument its
     function constant leaves unbound, and of C past its end (values never used)."""
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "mlx_kernels"))
     import mlx_attention_kernel
     import mlx_gemm_kernel
     import mlx_reduce_scan_kernels

@@ -155,3 +155,61 @@ def test_reading_a_function_constant_the_dispatch_leaves_unset_does_not_compile(
     with pytest.raises(nvrtc.NvrtcError, match="a function constant that the dispatch leaves "
                                                "unset is read"):
         nvrtc.compile_ptx(translate_function(SCALE_ROWS, "add_extra").source)
+
+
+# --- the GPU differential's dispatch group, with the GPU replaced by the simulator ------------
+
+@pytest.fixture
+def fake_gpu(monkeypatch):
+    """`metalsim.cuda.dispatch` replaced by the simulator (its outputs scaled by `1 + error`),
+    counting launches: the differential's comparison runs in CI."""
+    launches = []
+
+    def install(error: float = 0.0) -> list:
+        def run(source, function, buffers, grid, threadgroup, **options):
+            launches.append(function)
+            sim = metalsim.dispatch(source, function, buffers, grid, threadgroup, check=False,
+                                    **options)
+            return metalsim.Dispatch({i: b * (1 + error) if isinstance(b, mx.array) else b
+                                      for i, b in sim.buffers.items()}, None)
+        monkeypatch.setattr(metalsim.cuda, "dispatch", run)
+        return launches
+    return install
+
+
+def softmax_launch(rows: int = 4, axis: int = 70):
+    import cuda_launches
+    import mlx_softmax_kernels
+
+    case = mlx_softmax_kernels.softmax_case(rows, axis, mx.float32)
+    return cuda_launches.DispatchLaunch(case.label, case)
+
+
+def test_the_dispatch_differential_agrees_where_the_gpu_gives_the_simulators_values(fake_gpu):
+    from gpu_differential import check_dispatch
+
+    launches = fake_gpu()
+    result = check_dispatch(softmax_launch())
+    assert result["ok"] and result["ulps"] == 0.0 and not result["error"]
+    assert launches == ["block_softmax_float32"]
+
+
+def test_the_dispatch_differential_fails_a_gpu_off_by_a_thousandth(fake_gpu):
+    from gpu_differential import check_dispatch
+
+    fake_gpu(error=1e-3)
+    result = check_dispatch(softmax_launch())
+    assert not result["ok"]
+    assert "ulps of the output's scale" in result["error"]
+    assert "against MLX's CPU" in result["error"]
+
+
+def test_a_kernel_the_simulator_faults_is_skipped_and_never_launched(fake_gpu):
+    from gpu_differential import check_dispatch
+
+    launches = fake_gpu()
+    launch = softmax_launch()
+    launch.case.buffers[2] = 75   # a row longer than the buffer's: reads past its end
+    result = check_dispatch(launch)
+    assert result["skipped"] and result["error"].startswith("simulator: ")
+    assert launches == []
