@@ -18,6 +18,7 @@ kernels: `grid` counts threads, the threadgroup is clamped to it, edge threadgro
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -79,10 +80,11 @@ def plan(source: str, function: str, buffers: Mapping[int, Buffer],
     dirs = tuple(str(d) for d in include_dirs)
     constants = dict(function_constants or {})
     ordered = tuple(sorted(constants.items(), key=lambda kv: str(kv[0])))
+    headers = ex.header_files(dirs)
     with ex.deep_recursion():
         program = ex.compile_program(source, (("source", 0, len(source)),), math_mode, False,
-                                     dirs, ex.header_files(dirs), function, ordered)
-        translation = translate_function(source, function, constants, math_mode, dirs)
+                                     dirs, headers, function, ordered)
+        translation = _translation(source, function, ordered, math_mode, dirs, headers)
     arguments = {a.name: a for a in _buffer_arguments(program, function)}
     bindings = []
     for name in translation.buffers:
@@ -101,6 +103,14 @@ def plan(source: str, function: str, buffers: Mapping[int, Buffer],
         bindings.append(BufferBinding(name, arg.index, data, writable))
     group = runtime.clamp_threadgroup(grid3, group3)
     return Pipeline(translation, bindings, grid3, group, math_mode)
+
+
+@functools.lru_cache(maxsize=64)
+def _translation(source: str, function: str, constants: tuple, math_mode: str,
+                 include_dirs: tuple[str, ...], headers: tuple) -> Translation:
+    """`translate_function`, once per kernel (MLX's headers take a second or two to parse);
+    `headers` (`header_files(include_dirs)`) only keys the cache."""
+    return translate_function(source, function, dict(constants), math_mode, include_dirs)
 
 
 def launch_size(pipeline: Pipeline) -> tuple[int, int]:
