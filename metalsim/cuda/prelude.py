@@ -39,20 +39,68 @@ typedef unsigned long size_t;
 typedef long ptrdiff_t;
 typedef float float32_t;
 
+// <metal_type_traits>: C++'s type traits, as Metal's library names them (`remove_addrspace`
+// is the identity here: CUDA's pointers and references carry no address space).
+template <class T, T v> struct integral_constant {
+  static constexpr T value = v;
+  typedef T value_type;
+  typedef integral_constant type;
+  __device__ constexpr operator value_type() const { return value; }
+  __device__ constexpr value_type operator()() const { return value; }
+};
+template <bool B> using bool_constant = integral_constant<bool, B>;
+typedef bool_constant<true> true_type;
+typedef bool_constant<false> false_type;
 template <bool B, class T = void> struct enable_if {};
 template <class T> struct enable_if<true, T> { typedef T type; };
 template <bool B, class T = void> using enable_if_t = typename enable_if<B, T>::type;
-template <class A, class B> struct is_same { static constexpr bool value = false; };
-template <class A> struct is_same<A, A> { static constexpr bool value = true; };
+template <class A, class B> struct is_same : false_type {};
+template <class A> struct is_same<A, A> : true_type {};
+template <class A, class B> constexpr bool is_same_v = is_same<A, B>::value;
 template <bool B, class T, class F> struct conditional { typedef T type; };
 template <class T, class F> struct conditional<false, T, F> { typedef F type; };
+template <bool B, class T, class F> using conditional_t = typename conditional<B, T, F>::type;
+template <class T> struct type_identity { typedef T type; };
+template <class T> struct remove_const : type_identity<T> {};
+template <class T> struct remove_const<const T> : type_identity<T> {};
+template <class T> struct remove_volatile : type_identity<T> {};
+template <class T> struct remove_volatile<volatile T> : type_identity<T> {};
+template <class T> struct remove_cv : remove_const<typename remove_volatile<T>::type> {};
+template <class T> struct remove_reference : type_identity<T> {};
+template <class T> struct remove_reference<T&> : type_identity<T> {};
+template <class T> struct remove_reference<T&&> : type_identity<T> {};
+template <class T> struct remove_pointer : type_identity<T> {};
+template <class T> struct remove_pointer<T*> : type_identity<T> {};
+template <class T> struct remove_pointer<T* const> : type_identity<T> {};
+template <class T> struct remove_addrspace : type_identity<T> {};
+template <class T> struct remove_cvref : remove_cv<typename remove_reference<T>::type> {};
+template <class T> using remove_const_t = typename remove_const<T>::type;
+template <class T> using remove_volatile_t = typename remove_volatile<T>::type;
+template <class T> using remove_cv_t = typename remove_cv<T>::type;
+template <class T> using remove_reference_t = typename remove_reference<T>::type;
+template <class T> using remove_pointer_t = typename remove_pointer<T>::type;
+template <class T> using remove_addrspace_t = typename remove_addrspace<T>::type;
+template <class T> using remove_cvref_t = typename remove_cvref<T>::type;
+template <class T> struct is_const : false_type {};
+template <class T> struct is_const<const T> : true_type {};
+template <class T> struct is_pointer : false_type {};
+template <class T> struct is_pointer<T*> : true_type {};
+template <class T> struct is_pointer<T* const> : true_type {};
+template <class T> struct is_reference : false_type {};
+template <class T> struct is_reference<T&> : true_type {};
+template <class T> struct is_void : is_same<remove_cv_t<T>, void> {};
+template <class T> constexpr bool is_const_v = is_const<T>::value;
+template <class T> constexpr bool is_pointer_v = is_pointer<T>::value;
+template <class T> constexpr bool is_void_v = is_void<T>::value;
 
-template <class T> struct is_integral { static constexpr bool value = false; };
-#define METAL_INTEGRAL(T) template <> struct is_integral<T> { static constexpr bool value = true; };
+template <class T> struct is_integral : false_type {};
+#define METAL_INTEGRAL(T) template <> struct is_integral<T> : true_type {};
 METAL_INTEGRAL(bool) METAL_INTEGRAL(char) METAL_INTEGRAL(signed char) METAL_INTEGRAL(unsigned char)
 METAL_INTEGRAL(short) METAL_INTEGRAL(unsigned short) METAL_INTEGRAL(int) METAL_INTEGRAL(unsigned int)
 METAL_INTEGRAL(long) METAL_INTEGRAL(unsigned long) METAL_INTEGRAL(long long)
 METAL_INTEGRAL(unsigned long long)
+template <class T> struct is_integral<const T> : is_integral<T> {};
+template <class T> constexpr bool is_integral_v = is_integral<T>::value;
 template <class T> struct is_floating { static constexpr bool value = false; };
 template <> struct is_floating<float> { static constexpr bool value = true; };
 template <> struct is_floating<double> { static constexpr bool value = true; };
@@ -116,7 +164,9 @@ struct half {
   __device__ half(char v) : bits(float_to_half_bits((float)v)) {}
   __device__ half(bool v) : bits(float_to_half_bits(v ? 1.0f : 0.0f)) {}
   __device__ operator float() const { return half_bits_to_float(bits); }
-  static __device__ half from_bits(unsigned short b) { half h; h.bits = b; return h; }
+  struct bits_tag {};
+  __device__ constexpr half(bits_tag, unsigned short b) : bits(b) {}
+  static __device__ constexpr half from_bits(unsigned short b) { return half(bits_tag{}, b); }
 };
 
 struct bfloat {
@@ -138,7 +188,9 @@ struct bfloat {
   __device__ bfloat(bool v) : bits(float_to_bfloat_bits(v ? 1.0f : 0.0f)) {}
   __device__ bfloat(half h) : bits(float_to_bfloat_bits((float)h)) {}
   __device__ operator float() const { return bfloat_bits_to_float(bits); }
-  static __device__ bfloat from_bits(unsigned short b) { bfloat h; h.bits = b; return h; }
+  struct bits_tag {};
+  __device__ constexpr bfloat(bits_tag, unsigned short b) : bits(b) {}
+  static __device__ constexpr bfloat from_bits(unsigned short b) { return bfloat(bits_tag{}, b); }
 };
 typedef half float16_t;
 typedef bfloat bfloat16_t;
@@ -153,6 +205,17 @@ template <class T> struct is_scalar {
 template <class T> struct is_float_t {
   static constexpr bool value = is_floating<T>::value || is_low_float<T>::value;
 };
+template <class T> struct is_floating_point : bool_constant<is_float_t<remove_cv_t<T>>::value> {};
+template <class T> struct is_arithmetic
+    : bool_constant<is_integral<T>::value || is_floating_point<T>::value> {};
+template <class T> struct is_signed
+    : bool_constant<is_floating_point<T>::value || (is_integral<T>::value && T(-1) < T(0))> {};
+template <class T> struct is_unsigned
+    : bool_constant<is_integral<T>::value && !(T(-1) < T(0))> {};
+template <class T> constexpr bool is_floating_point_v = is_floating_point<T>::value;
+template <class T> constexpr bool is_arithmetic_v = is_arithmetic<T>::value;
+template <class T> constexpr bool is_signed_v = is_signed<T>::value;
+template <class T> constexpr bool is_unsigned_v = is_unsigned<T>::value;
 
 // C++'s usual arithmetic conversions, extended by Metal's half and bfloat: a float type wins
 // over integers, float over half/bfloat.
@@ -203,8 +266,8 @@ METAL_LOWFLOAT_ASSIGN(+)
 METAL_LOWFLOAT_ASSIGN(-)
 METAL_LOWFLOAT_ASSIGN(*)
 METAL_LOWFLOAT_ASSIGN(/)
-__device__ inline half operator-(half a) { return half::from_bits(a.bits ^ 0x8000); }
-__device__ inline bfloat operator-(bfloat a) { return bfloat::from_bits(a.bits ^ 0x8000); }
+__device__ constexpr half operator-(half a) { return half::from_bits(a.bits ^ 0x8000); }
+__device__ constexpr bfloat operator-(bfloat a) { return bfloat::from_bits(a.bits ^ 0x8000); }
 __device__ inline half operator+(half a) { return a; }
 __device__ inline bfloat operator+(bfloat a) { return a; }
 template <class A, enable_if_t<is_low_float<A>::value, int> = 0>
@@ -445,32 +508,27 @@ METAL_INT_LIMITS(unsigned int, 0u, 4294967295u)
 METAL_INT_LIMITS(long, -9223372036854775807l - 1, 9223372036854775807l)
 METAL_INT_LIMITS(unsigned long, 0ul, 18446744073709551615ul)
 template <> struct numeric_limits<float> {
-  static __device__ float min() { return __uint_as_float(0x00800000u); }
-  static __device__ float lowest() { return -__uint_as_float(0x7f7fffffu); }
-  static __device__ float max() { return __uint_as_float(0x7f7fffffu); }
-  static __device__ float epsilon() { return __uint_as_float(0x34000000u); }
-  static __device__ float infinity() { return __uint_as_float(0x7f800000u); }
+  static __device__ constexpr float min() { return 0x1p-126f; }
+  static __device__ constexpr float lowest() { return -0x1.fffffep+127f; }
+  static __device__ constexpr float max() { return 0x1.fffffep+127f; }
+  static __device__ constexpr float epsilon() { return 0x1p-23f; }
+  // (NVRTC folds 1 / 0 to infinity; its folded 0 / 0 is a negative NaN, so no constexpr NaN)
+  static __device__ constexpr float infinity() { return 1.0f / 0.0f; }
   static __device__ float quiet_NaN() { return __uint_as_float(0x7fc00000u); }
-  static __device__ float denorm_min() { return __uint_as_float(1u); }
+  static __device__ constexpr float denorm_min() { return 0x1p-149f; }
 };
-template <> struct numeric_limits<half> {
-  static __device__ half min() { return half::from_bits(0x0400); }
-  static __device__ half lowest() { return half::from_bits(0xfbff); }
-  static __device__ half max() { return half::from_bits(0x7bff); }
-  static __device__ half epsilon() { return half::from_bits(0x1400); }
-  static __device__ half infinity() { return half::from_bits(0x7c00); }
-  static __device__ half quiet_NaN() { return half::from_bits(0x7e00); }
-  static __device__ half denorm_min() { return half::from_bits(0x0001); }
-};
-template <> struct numeric_limits<bfloat> {
-  static __device__ bfloat min() { return bfloat::from_bits(0x0080); }
-  static __device__ bfloat lowest() { return bfloat::from_bits(0xff7f); }
-  static __device__ bfloat max() { return bfloat::from_bits(0x7f7f); }
-  static __device__ bfloat epsilon() { return bfloat::from_bits(0x3c00); }
-  static __device__ bfloat infinity() { return bfloat::from_bits(0x7f80); }
-  static __device__ bfloat quiet_NaN() { return bfloat::from_bits(0x7fc0); }
-  static __device__ bfloat denorm_min() { return bfloat::from_bits(0x0001); }
-};
+#define METAL_LOW_FLOAT_LIMITS(T, min_, lowest_, max_, epsilon_, infinity_, nan_)         \
+  template <> struct numeric_limits<T> {                                                 \
+    static __device__ constexpr T min() { return T::from_bits(min_); }                  \
+    static __device__ constexpr T lowest() { return T::from_bits(lowest_); }            \
+    static __device__ constexpr T max() { return T::from_bits(max_); }                  \
+    static __device__ constexpr T epsilon() { return T::from_bits(epsilon_); }          \
+    static __device__ constexpr T infinity() { return T::from_bits(infinity_); }        \
+    static __device__ constexpr T quiet_NaN() { return T::from_bits(nan_); }            \
+    static __device__ constexpr T denorm_min() { return T::from_bits(0x0001); }         \
+  };
+METAL_LOW_FLOAT_LIMITS(half, 0x0400, 0xfbff, 0x7bff, 0x1400, 0x7c00, 0x7e00)
+METAL_LOW_FLOAT_LIMITS(bfloat, 0x0080, 0xff7f, 0x7f7f, 0x3c00, 0x7f80, 0x7fc0)
 #define INFINITY (__int_as_float(0x7f800000))
 #define NAN (__int_as_float(0x7fc00000))
 #define FLT_MAX (__int_as_float(0x7f7fffff))
@@ -1329,37 +1387,6 @@ __device__ inline simdgroup_matrix<T> operator*(const simdgroup_matrix<T>& a, co
   simdgroup_matrix<T> d; simdgroup_multiply(d, a, b); return d;
 }
 
-// ---- MLX's utils.h indexing helpers ----
-template <class T, class U> __device__ inline T ceildiv(T n, U m) { return (n + m - 1) / m; }
-template <class IdxT = int64_t>
-__device__ inline IdxT elem_to_loc(IdxT elem, const int* shape, const int64_t* strides, int ndim) {
-  IdxT loc = 0;
-  for (int axis = ndim - 1; axis >= 0 && elem > 0; --axis) {
-    loc += (elem % shape[axis]) * IdxT(strides[axis]);
-    elem /= shape[axis];
-  }
-  return loc;
-}
-template <class IdxT = int64_t>
-__device__ inline IdxT elem_to_loc(uint3 elem, const int* shape, const int64_t* strides, int ndim) {
-  IdxT loc = elem.x * IdxT(strides[ndim - 1]) + elem.y * IdxT(strides[ndim - 2]);
-  for (int axis = ndim - 3; axis >= 0; --axis) {
-    loc += (elem.z % shape[axis]) * IdxT(strides[axis]);
-    elem.z /= shape[axis];
-  }
-  return loc;
-}
-template <class IdxT = int64_t>
-__device__ inline IdxT elem_to_loc_1(uint elem, const int64_t& stride) { return elem * IdxT(stride); }
-template <class IdxT = int64_t>
-__device__ inline IdxT elem_to_loc_2(uint2 elem, const int64_t strides[2]) {
-  return elem.x * IdxT(strides[1]) + elem.y * IdxT(strides[0]);
-}
-template <class IdxT = int64_t>
-__device__ inline IdxT elem_to_loc_3(uint3 elem, const int64_t strides[3]) {
-  return elem.x * IdxT(strides[2]) + elem.y * IdxT(strides[1]) + elem.z * IdxT(strides[0]);
-}
-
 // ---- dispatch: one block per threadgroup, blockDim.x = the full threadgroup size ----
 // The entry's threads per block: the runtime compiles each kernel for its launch's threadgroup
 // (rounded up to whole warps), so a 128-thread kernel may use up to 255 registers a thread;
@@ -1435,3 +1462,59 @@ struct reference_arg {
 
 }  // namespace metal
 """
+
+# MLX's utils.h pieces that MLX prepends to every custom kernel (its indexing helpers, and
+# `complex64_t` from its complex.h): the printer puts each in front of a kernel that uses one of
+# its names and does not declare them itself (including MLX's utils.h, as headers do).
+MLX_UTILS: dict[frozenset[str], str] = {
+    frozenset({"ceildiv", "elem_to_loc", "elem_to_loc_1", "elem_to_loc_2", "elem_to_loc_3"}):
+    r"""// ---- MLX's utils.h indexing helpers ----
+template <class T, class U> __device__ inline T ceildiv(T n, U m) { return (n + m - 1) / m; }
+template <class IdxT = int64_t>
+__device__ inline IdxT elem_to_loc(IdxT elem, const int* shape, const int64_t* strides, int ndim) {
+  IdxT loc = 0;
+  for (int axis = ndim - 1; axis >= 0 && elem > 0; --axis) {
+    loc += (elem % shape[axis]) * IdxT(strides[axis]);
+    elem /= shape[axis];
+  }
+  return loc;
+}
+template <class IdxT = int64_t>
+__device__ inline IdxT elem_to_loc(uint3 elem, const int* shape, const int64_t* strides, int ndim) {
+  IdxT loc = elem.x * IdxT(strides[ndim - 1]) + elem.y * IdxT(strides[ndim - 2]);
+  for (int axis = ndim - 3; axis >= 0; --axis) {
+    loc += (elem.z % shape[axis]) * IdxT(strides[axis]);
+    elem.z /= shape[axis];
+  }
+  return loc;
+}
+template <class IdxT = int64_t>
+__device__ inline IdxT elem_to_loc_1(uint elem, const int64_t& stride) { return elem * IdxT(stride); }
+template <class IdxT = int64_t>
+__device__ inline IdxT elem_to_loc_2(uint2 elem, const int64_t strides[2]) {
+  return elem.x * IdxT(strides[1]) + elem.y * IdxT(strides[0]);
+}
+template <class IdxT = int64_t>
+__device__ inline IdxT elem_to_loc_3(uint3 elem, const int64_t strides[3]) {
+  return elem.x * IdxT(strides[2]) + elem.y * IdxT(strides[1]) + elem.z * IdxT(strides[0]);
+}
+""",
+    frozenset({"complex64_t"}): r"""
+// ---- MLX's complex64_t (complex.h) ----
+struct complex64_t {
+  float real;
+  float imag;
+  __device__ constexpr complex64_t(float real_, float imag_) : real(real_), imag(imag_) {}
+  __device__ constexpr complex64_t() : real(0), imag(0) {}
+};
+__device__ inline complex64_t operator+(complex64_t a, complex64_t b) {
+  return complex64_t(a.real + b.real, a.imag + b.imag);
+}
+__device__ inline complex64_t operator-(complex64_t a, complex64_t b) {
+  return complex64_t(a.real - b.real, a.imag - b.imag);
+}
+__device__ inline complex64_t operator*(complex64_t a, complex64_t b) {
+  return complex64_t(a.real * b.real - a.imag * b.imag, a.real * b.imag + a.imag * b.real);
+}
+""",
+}

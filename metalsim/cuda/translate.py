@@ -27,7 +27,7 @@ from fractions import Fraction
 import ml_dtypes
 import numpy as np
 
-from metalsim.cuda.prelude import PRELUDE
+from metalsim.cuda.prelude import MLX_UTILS, PRELUDE
 from metalsim.diagnostics import CompileError, SourceMap
 from metalsim.exec.launch import parsed_prelude
 from metalsim.exec.prelude import PRELUDE as SIM_PRELUDE
@@ -43,6 +43,7 @@ _COMPONENT = {c: i for i, c in enumerate("xyzw")} | {c: i for i, c in enumerate(
 _TYPE_NAMES = {"char": "signed char", "long": "long", "unsigned": "unsigned int",
                "signed": "int", "double": "float"}
 _METAL_NAMESPACES = frozenset({"fast", "precise", "metal::fast", "metal::precise"})
+_MULTIWORD_TYPES = frozenset(n for n in _TYPE_NAMES.values() if " " in n)
 _ASSIGNING_UNARY = {"++", "--", "&"}
 _CONSTEXPR_SCALARS = {"bool", "char", "uchar", "short", "ushort", "int", "uint", "long", "ulong",
                       "float", "int8_t", "uint8_t", "int16_t", "uint16_t", "int32_t", "uint32_t",
@@ -228,6 +229,11 @@ class _Printer:
         if self.kernel is None:
             raise _Untranslatable("a source without a [[kernel]] function", unit)
         entry, buffers = self.entry()
+        used = {n.name for n in _walk(unit) if isinstance(n, ast.Name | ast.NamedType)}
+        defined = {item.name for item in unit.items
+                   if isinstance(item, ast.FunctionDef | ast.StructDef | ast.TypeAlias)}
+        body[:0] = [text.lstrip("\n") for names, text in MLX_UTILS.items()
+                    if used & names and not defined & names]
         text = (PRELUDE + "\nnamespace metal {\n" + "\n".join(body) + entry
                 + "}  // namespace metal\n")
         return Translation(text, buffers)
@@ -251,7 +257,13 @@ class _Printer:
         if isinstance(item, ast.DeclStmt):
             return "".join(self.global_decl(d) for d in item.decls)
         if isinstance(item, ast.StructDef):
-            return self.struct(item) + ";\n"
+            text = self.struct(item) + ";\n"
+            # Specialisations for address spaces alone (`S<device T*>`, `S<thread T*>`)
+            # print alike: CUDA's generic pointers need only the first.
+            if item.specialization is not None and text in self.signatures:
+                return ""
+            self.signatures.add(text)
+            return text
         if isinstance(item, ast.TypeAlias):
             return self.alias(item)
         if isinstance(item, ast.UsingNamespace):
@@ -673,11 +685,15 @@ class _Printer:
             return f"{self.name(e.func)}({', '.join(self.template_arg(a) for a in e.args)})"
         if isinstance(e, ast.MethodCall):
             dot = "->" if e.arrow else "."
-            return f"{self.expr(e.base)}{dot}{e.name}({', '.join(self.expr(a) for a in e.args)})"
+            name = f"{e.qualifier}::{e.name}" if e.qualifier else e.name
+            if e.template_args is not None:   # `x.template f<T>(...)`
+                name = "template " + name + "<" + ", ".join(
+                    self.template_arg(a) for a in e.template_args) + ">"
+            return f"{self.expr(e.base)}{dot}{name}({', '.join(self.expr(a) for a in e.args)})"
         if isinstance(e, ast.Construct):
             args = ", ".join(self.expr(a) for a in e.args)
-            name = self.type_name(e.type)
-            if " " in name:
+            name = self.declare(e.type, "", drop_const=True).strip()
+            if name in _MULTIWORD_TYPES:   # `unsigned int(x)` is no C++
                 return f"(({name})({args}))" if len(e.args) == 1 else f"{name}{{}}"
             return f"{name}{{{args}}}" if e.braces else f"{name}({args})"
         if isinstance(e, ast.Cast):
@@ -724,8 +740,11 @@ class _Printer:
             args = "<" + ", ".join(self.template_arg(a) for a in n.template_args) + ">"
         if n.owner is not None:   # `decltype(x)::k`
             return f"{self.named(n.owner, drop_const=True, typename=False)}::{n.name}"
-        if n.args_on_qualifier:   # `S<T>::k`
-            return f"{n.qualifier}{args}::{n.name}"
+        if n.args_on_qualifier:   # `S<T>::k`, `S<T>::Inner::k`
+            parts = n.qualifier.split("::")
+            at = len(parts) - 1 - n.parts_after_args
+            parts[at] += args
+            return "::".join(parts) + f"::{n.name}"
         qualifier = n.qualifier
         if qualifier and args and qualifier not in _METAL_NAMESPACES:
             # `S::template f<T>`: C++ needs the keyword where S depends on a template

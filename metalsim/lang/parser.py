@@ -2491,17 +2491,21 @@ class _Parser:
         if parts[0][0] == "std" and len(parts) > 1:
             raise self.error("use of undeclared identifier 'std'", start, width=3,
                              hint=f"Metal has no C++ standard library: use 'metal::{name}'")
-        qualifier = [part for part, _ in parts[:-1] if part != "metal"]
-        scoped = [part_args for _, part_args in parts[:-1] if part_args is not None]
+        qualified = [(part, part_args) for part, part_args in parts[:-1] if part != "metal"]
+        qualifier = [part for part, _ in qualified]
+        scoped = [part_args for _, part_args in qualified if part_args is not None]
+        after_args = 0
         if scoped:
             if args is not None or len(scoped) > 1:
                 raise self.error("nested template qualifiers are not supported by metalsim",
                                  start)
             args = scoped[0]
+            after_args = len(qualified) - 1 - next(
+                i for i, (_, part_args) in enumerate(qualified) if part_args is not None)
         return ast.Name(self.coord(start), name, "::".join(qualifier), args, None, bool(scoped),
                         namespace_scope=namespace not in (None, METAL) or found_elsewhere,
                         overloads=overloads, written_unqualified=namespace is None
-                        and len(parts) == 1)
+                        and len(parts) == 1, parts_after_args=after_args)
 
     def template_arguments(self) -> list[ast.Node]:
         """template-argument-list (after '<'): [(type-name | conditional) (',' ...)*] '>'"""
