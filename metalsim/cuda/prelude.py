@@ -89,6 +89,12 @@ template <class T> struct is_pointer<T* const> : true_type {};
 template <class T> struct is_reference : false_type {};
 template <class T> struct is_reference<T&> : true_type {};
 template <class T> struct is_void : is_same<remove_cv_t<T>, void> {};
+template <class T> __device__ T&& declval();
+template <class To> __device__ void convert_to(To);
+template <class From, class To, class = void> struct is_convertible : false_type {};
+template <class From, class To>
+struct is_convertible<From, To, decltype(convert_to<To>(declval<From>()))> : true_type {};
+template <class From, class To> constexpr bool is_convertible_v = is_convertible<From, To>::value;
 template <class T> constexpr bool is_const_v = is_const<T>::value;
 template <class T> constexpr bool is_pointer_v = is_pointer<T>::value;
 template <class T> constexpr bool is_void_v = is_void<T>::value;
@@ -106,19 +112,51 @@ template <> struct is_floating<float> { static constexpr bool value = true; };
 template <> struct is_floating<double> { static constexpr bool value = true; };
 template <class T> struct is_signed_int { static constexpr bool value = T(-1) < T(0); };
 
-// Round-to-nearest-even conversions (the PTX cvt.rn instruction for half).
-__device__ inline unsigned short float_to_half_bits(float f) {
+// Round-to-nearest-even conversions: the PTX cvt.rn instruction for half, and the same
+// rounding in integer arithmetic where C++ evaluates a constant expression (MLX's complex.h
+// checks half and bfloat products in static_asserts).
+__device__ constexpr unsigned short float_to_half_bits_exact(float f) {
+  unsigned int x = __builtin_bit_cast(unsigned int, f);
+  unsigned int sign = (x >> 16) & 0x8000u, mag = x & 0x7fffffffu;
+  if (mag > 0x7f800000u) return (unsigned short)(sign | 0x7e00u | ((mag >> 13) & 0x3ffu));
+  if (mag >= 0x477ff000u) return (unsigned short)(sign | 0x7c00u);   // 65520 and up: inf
+  if (mag >= 0x38800000u) {                                           // a normal half
+    unsigned int r = mag - 0x38000000u, bits = r >> 13, rest = r & 0x1fffu;
+    if (rest > 0x1000u || (rest == 0x1000u && (bits & 1u))) ++bits;
+    return (unsigned short)(sign | bits);
+  }
+  if (mag <= 0x33000000u) return (unsigned short)sign;                // 2^-25 and below: 0
+  unsigned int shift = 126u - (mag >> 23), m = (mag & 0x7fffffu) | 0x800000u;
+  unsigned int q = m >> shift, rest = m & ((1u << shift) - 1u), halfway = 1u << (shift - 1u);
+  if (rest > halfway || (rest == halfway && (q & 1u))) ++q;
+  return (unsigned short)(sign | q);
+}
+__device__ constexpr float half_bits_to_float_exact(unsigned short h) {
+  unsigned int sign = (h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
+  if (e == 0x1fu) return __builtin_bit_cast(float, sign | 0x7f800000u | (m << 13));
+  if (e == 0u) return sign ? -((float)m * 0x1p-24f) : (float)m * 0x1p-24f;
+  return __builtin_bit_cast(float, sign | ((e + 112u) << 23) | (m << 13));
+}
+__device__ inline unsigned short float_to_half_bits_cvt(float f) {
   unsigned short h;
   asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
   return h;
 }
-__device__ inline float half_bits_to_float(unsigned short h) {
+__device__ inline float half_bits_to_float_cvt(unsigned short h) {
   float f;
   asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
   return f;
 }
-__device__ inline unsigned short float_to_bfloat_bits(float f) {
-  unsigned int x = __float_as_uint(f);
+__device__ constexpr unsigned short float_to_half_bits(float f) {
+  if (__builtin_is_constant_evaluated()) return float_to_half_bits_exact(f);
+  return float_to_half_bits_cvt(f);
+}
+__device__ constexpr float half_bits_to_float(unsigned short h) {
+  if (__builtin_is_constant_evaluated()) return half_bits_to_float_exact(h);
+  return half_bits_to_float_cvt(h);
+}
+__device__ constexpr unsigned short float_to_bfloat_bits(float f) {
+  unsigned int x = __builtin_bit_cast(unsigned int, f);
   if ((x & 0x7fffffffu) > 0x7f800000u) return (unsigned short)((x >> 16) | 0x40u);
   x += 0x7fffu + ((x >> 16) & 1u);
   return (unsigned short)(x >> 16);
@@ -142,28 +180,28 @@ __device__ inline unsigned short int_to_bfloat_bits(long long v) {
 __device__ inline unsigned short uint_to_bfloat_bits(unsigned long long v) {
   return float_to_bfloat_bits(magnitude_to_float_round_to_odd(v));
 }
-__device__ inline float bfloat_bits_to_float(unsigned short b) {
-  return __uint_as_float(((unsigned int)b) << 16);
+__device__ constexpr float bfloat_bits_to_float(unsigned short b) {
+  return __builtin_bit_cast(float, ((unsigned int)b) << 16);
 }
 
 struct half {
   unsigned short bits;
   half() = default;
-  __device__ half(float f) : bits(float_to_half_bits(f)) {}
-  __device__ half(double f) : bits(float_to_half_bits((float)f)) {}
-  __device__ half(int v) : bits(float_to_half_bits((float)v)) {}
-  __device__ half(unsigned int v) : bits(float_to_half_bits((float)v)) {}
-  __device__ half(long v) : bits(float_to_half_bits((float)v)) {}
-  __device__ half(unsigned long v) : bits(float_to_half_bits((float)v)) {}
-  __device__ half(long long v) : bits(float_to_half_bits((float)v)) {}
-  __device__ half(unsigned long long v) : bits(float_to_half_bits((float)v)) {}
-  __device__ half(short v) : bits(float_to_half_bits((float)v)) {}
-  __device__ half(unsigned short v) : bits(float_to_half_bits((float)v)) {}
-  __device__ half(signed char v) : bits(float_to_half_bits((float)v)) {}
-  __device__ half(unsigned char v) : bits(float_to_half_bits((float)v)) {}
-  __device__ half(char v) : bits(float_to_half_bits((float)v)) {}
-  __device__ half(bool v) : bits(float_to_half_bits(v ? 1.0f : 0.0f)) {}
-  __device__ operator float() const { return half_bits_to_float(bits); }
+  __device__ constexpr half(float f) : bits(float_to_half_bits(f)) {}
+  __device__ constexpr half(double f) : bits(float_to_half_bits((float)f)) {}
+  __device__ constexpr half(int v) : bits(float_to_half_bits((float)v)) {}
+  __device__ constexpr half(unsigned int v) : bits(float_to_half_bits((float)v)) {}
+  __device__ constexpr half(long v) : bits(float_to_half_bits((float)v)) {}
+  __device__ constexpr half(unsigned long v) : bits(float_to_half_bits((float)v)) {}
+  __device__ constexpr half(long long v) : bits(float_to_half_bits((float)v)) {}
+  __device__ constexpr half(unsigned long long v) : bits(float_to_half_bits((float)v)) {}
+  __device__ constexpr half(short v) : bits(float_to_half_bits((float)v)) {}
+  __device__ constexpr half(unsigned short v) : bits(float_to_half_bits((float)v)) {}
+  __device__ constexpr half(signed char v) : bits(float_to_half_bits((float)v)) {}
+  __device__ constexpr half(unsigned char v) : bits(float_to_half_bits((float)v)) {}
+  __device__ constexpr half(char v) : bits(float_to_half_bits((float)v)) {}
+  __device__ constexpr half(bool v) : bits(float_to_half_bits(v ? 1.0f : 0.0f)) {}
+  __device__ constexpr operator float() const { return half_bits_to_float(bits); }
   struct bits_tag {};
   __device__ constexpr half(bits_tag, unsigned short b) : bits(b) {}
   static __device__ constexpr half from_bits(unsigned short b) { return half(bits_tag{}, b); }
@@ -172,8 +210,8 @@ struct half {
 struct bfloat {
   unsigned short bits;
   bfloat() = default;
-  __device__ bfloat(float f) : bits(float_to_bfloat_bits(f)) {}
-  __device__ bfloat(double f) : bits(float_to_bfloat_bits((float)f)) {}
+  __device__ constexpr bfloat(float f) : bits(float_to_bfloat_bits(f)) {}
+  __device__ constexpr bfloat(double f) : bits(float_to_bfloat_bits((float)f)) {}
   __device__ bfloat(int v) : bits(int_to_bfloat_bits(v)) {}
   __device__ bfloat(unsigned int v) : bits(uint_to_bfloat_bits(v)) {}
   __device__ bfloat(long v) : bits(int_to_bfloat_bits(v)) {}
@@ -185,9 +223,9 @@ struct bfloat {
   __device__ bfloat(signed char v) : bits(int_to_bfloat_bits(v)) {}
   __device__ bfloat(unsigned char v) : bits(uint_to_bfloat_bits(v)) {}
   __device__ bfloat(char v) : bits(int_to_bfloat_bits(v)) {}
-  __device__ bfloat(bool v) : bits(float_to_bfloat_bits(v ? 1.0f : 0.0f)) {}
-  __device__ bfloat(half h) : bits(float_to_bfloat_bits((float)h)) {}
-  __device__ operator float() const { return bfloat_bits_to_float(bits); }
+  __device__ constexpr bfloat(bool v) : bits(float_to_bfloat_bits(v ? 1.0f : 0.0f)) {}
+  __device__ constexpr bfloat(half h) : bits(float_to_bfloat_bits((float)h)) {}
+  __device__ constexpr operator float() const { return bfloat_bits_to_float(bits); }
   struct bits_tag {};
   __device__ constexpr bfloat(bits_tag, unsigned short b) : bits(b) {}
   static __device__ constexpr bfloat from_bits(unsigned short b) { return bfloat(bits_tag{}, b); }
@@ -237,7 +275,7 @@ template <class A, class B> using common_t = typename common<A, B>::type;
   template <class A, class B,                                                          \
             enable_if_t<(is_low_float<A>::value || is_low_float<B>::value) &&          \
                         is_scalar<A>::value && is_scalar<B>::value, int> = 0>          \
-  __device__ inline common_t<A, B> operator op(A a, B b) {                             \
+  __device__ constexpr common_t<A, B> operator op(A a, B b) {                             \
     typedef common_t<A, B> C;                                                          \
     return C((float)C(a) op (float)C(b));                                              \
   }
@@ -249,7 +287,7 @@ METAL_LOWFLOAT_BINOP(/)
   template <class A, class B,                                                          \
             enable_if_t<(is_low_float<A>::value || is_low_float<B>::value) &&          \
                         is_scalar<A>::value && is_scalar<B>::value, int> = 0>          \
-  __device__ inline bool operator op(A a, B b) {                                       \
+  __device__ constexpr bool operator op(A a, B b) {                                       \
     typedef common_t<A, B> C;                                                          \
     return (float)C(a) op (float)C(b);                                                 \
   }
@@ -550,7 +588,8 @@ METAL_LOW_FLOAT_LIMITS(bfloat, 0x0080, 0xff7f, 0x7f7f, 0x3c00, 0x7f80, 0x7fc0)
 #define METAL_MATH1(ns_name, expr)                                                       \
   __device__ inline float ns_name(float x) { return expr; }                              \
   __device__ inline half ns_name(half h) { float x = (float)h; return half(expr); }      \
-  __device__ inline bfloat ns_name(bfloat h) { float x = (float)h; return bfloat(expr); }\
+  template <class B, enable_if_t<is_same<B, bfloat>::value, int> = 0>                   \
+  __device__ inline bfloat ns_name(B h) { float x = (float)h; return bfloat(expr); }     \
   template <class T, int N, bool P>                                                      \
   __device__ inline vec<T, N> ns_name(const vec<T, N, P>& v) {                           \
     vec<T, N> r; for (int i = 0; i < N; ++i) r[i] = ns_name(v[i]); return r;             \
@@ -560,7 +599,8 @@ METAL_LOW_FLOAT_LIMITS(bfloat, 0x0080, 0xff7f, 0x7f7f, 0x3c00, 0x7f80, 0x7fc0)
   __device__ inline half ns_name(half hx, half hy) {                                     \
     float x = (float)hx, y = (float)hy; return half(expr);                               \
   }                                                                                      \
-  __device__ inline bfloat ns_name(bfloat hx, bfloat hy) {                               \
+  template <class B, enable_if_t<is_same<B, bfloat>::value, int> = 0>                   \
+  __device__ inline bfloat ns_name(B hx, B hy) {                                         \
     float x = (float)hx, y = (float)hy; return bfloat(expr);                             \
   }                                                                                      \
   template <class T, int N, bool P, bool Q>                                              \
@@ -594,7 +634,8 @@ __device__ inline float fma(float a, float b, float c) { return ::fmaf(a, b, c);
 __device__ inline half fma(half a, half b, half c) {
   return half((float)::fma((double)(float)a, (double)(float)b, (double)(float)c));
 }
-__device__ inline bfloat fma(bfloat a, bfloat b, bfloat c) {
+template <class B, enable_if_t<is_same<B, bfloat>::value, int> = 0>
+__device__ inline bfloat fma(B a, B b, B c) {
   return bfloat((float)::fma((double)(float)a, (double)(float)b, (double)(float)c));
 }
 template <class T, int N, bool P, bool Q, bool R>
@@ -1386,6 +1427,71 @@ template <class T>
 __device__ inline simdgroup_matrix<T> operator*(const simdgroup_matrix<T>& a, const simdgroup_matrix<T>& b) {
   simdgroup_matrix<T> d; simdgroup_multiply(d, a, b); return d;
 }
+
+// ---- the Metal compiler's intrinsics under its library ----
+// MLX's bf16_math.h builds its bfloat overloads of Metal's math and SIMD-group functions on
+// them (`__metal_exp(static_cast<float>(x), __METAL_MAYBE_FAST_MATH__)`): each is the
+// library's float function (metal::fast's where the flag asks for it and it has one).
+#define __METAL_FAST_MATH__ true
+#define __METAL_PRECISE_MATH__ false
+#ifdef __USE_FAST_MATH__
+#define __METAL_MAYBE_FAST_MATH__ true
+#else
+#define __METAL_MAYBE_FAST_MATH__ false
+#endif
+#define METAL_INTRINSIC1(f, g)                                                           \
+  __device__ inline float __metal_##f(float x, bool fast) { return fast ? g(x) : metal::f(x); }
+#define METAL_INTRINSIC2(f, g)                                                           \
+  __device__ inline float __metal_##f(float x, float y, bool fast) {                     \
+    return fast ? g(x, y) : metal::f(x, y);                                              \
+  }
+METAL_INTRINSIC1(exp, fast::exp) METAL_INTRINSIC1(exp2, fast::exp2)
+METAL_INTRINSIC1(exp10, fast::exp10) METAL_INTRINSIC1(log, fast::log)
+METAL_INTRINSIC1(log2, fast::log2) METAL_INTRINSIC1(log10, fast::log10)
+METAL_INTRINSIC1(sin, fast::sin) METAL_INTRINSIC1(cos, fast::cos)
+METAL_INTRINSIC1(tan, fast::tan) METAL_INTRINSIC1(sqrt, fast::sqrt)
+METAL_INTRINSIC1(rsqrt, fast::rsqrt) METAL_INTRINSIC1(tanh, fast::tanh)
+METAL_INTRINSIC1(asin, asin) METAL_INTRINSIC1(acos, acos) METAL_INTRINSIC1(atan, atan)
+METAL_INTRINSIC1(sinh, sinh) METAL_INTRINSIC1(cosh, cosh) METAL_INTRINSIC1(asinh, asinh)
+METAL_INTRINSIC1(acosh, acosh) METAL_INTRINSIC1(atanh, atanh) METAL_INTRINSIC1(sinpi, sinpi)
+METAL_INTRINSIC1(cospi, cospi) METAL_INTRINSIC1(tanpi, tanpi) METAL_INTRINSIC1(floor, floor)
+METAL_INTRINSIC1(ceil, ceil) METAL_INTRINSIC1(trunc, trunc) METAL_INTRINSIC1(round, round)
+METAL_INTRINSIC1(rint, rint) METAL_INTRINSIC1(fabs, fabs) METAL_INTRINSIC1(fract, fract)
+METAL_INTRINSIC1(saturate, saturate)
+METAL_INTRINSIC2(pow, fast::pow) METAL_INTRINSIC2(powr, fast::powr)
+METAL_INTRINSIC2(divide, fast::divide) METAL_INTRINSIC2(atan2, atan2)
+METAL_INTRINSIC2(fmod, fmod) METAL_INTRINSIC2(copysign, copysign) METAL_INTRINSIC2(fmin, fmin)
+METAL_INTRINSIC2(fmax, fmax) METAL_INTRINSIC2(fdim, fdim) METAL_INTRINSIC2(step, step)
+__device__ inline float __metal_nextafter(float x, float y) { return nextafter(x, y); }
+__device__ inline float __metal_fma(float x, float y, float z, bool = false) { return fma(x, y, z); }
+__device__ inline float __metal_ldexp(float x, int k, bool = false) { return ::ldexpf(x, k); }
+__device__ inline float __metal_frexp(float x, int* e) { return ::frexpf(x, e); }
+__device__ inline float __metal_fmax3(float x, float y, float z, bool = false) {
+  return ::fmaxf(::fmaxf(x, y), z);
+}
+__device__ inline float __metal_fmin3(float x, float y, float z, bool = false) {
+  return ::fminf(::fminf(x, y), z);
+}
+__device__ inline float __metal_fmedian3(float x, float y, float z, bool = false) {
+  return ::fmaxf(::fminf(x, y), ::fminf(::fmaxf(x, y), z));
+}
+__device__ inline uint __metal_get_simdgroup_size(ushort) { return 32u; }
+#define METAL_SIMD_INTRINSIC(f)                                                          \
+  template <class... A> __device__ inline auto __metal_##f(A... a) { return f(a...); }
+METAL_SIMD_INTRINSIC(simd_sum) METAL_SIMD_INTRINSIC(simd_product)
+METAL_SIMD_INTRINSIC(simd_max) METAL_SIMD_INTRINSIC(simd_min)
+// (bf16_math.h's bfloat simd_xor passes a float: the bitwise reduction of its bits)
+__device__ inline float __metal_simd_xor(float x) {
+  return __uint_as_float(simd_xor(__float_as_uint(x)));
+}
+METAL_SIMD_INTRINSIC(simd_prefix_inclusive_sum) METAL_SIMD_INTRINSIC(simd_prefix_exclusive_sum)
+METAL_SIMD_INTRINSIC(simd_prefix_inclusive_product)
+METAL_SIMD_INTRINSIC(simd_prefix_exclusive_product)
+METAL_SIMD_INTRINSIC(simd_broadcast) METAL_SIMD_INTRINSIC(simd_shuffle)
+METAL_SIMD_INTRINSIC(simd_shuffle_down) METAL_SIMD_INTRINSIC(simd_shuffle_up)
+METAL_SIMD_INTRINSIC(simd_shuffle_xor) METAL_SIMD_INTRINSIC(simd_shuffle_rotate_down)
+METAL_SIMD_INTRINSIC(simd_shuffle_rotate_up) METAL_SIMD_INTRINSIC(simd_shuffle_and_fill_down)
+METAL_SIMD_INTRINSIC(simd_shuffle_and_fill_up)
 
 // ---- dispatch: one block per threadgroup, blockDim.x = the full threadgroup size ----
 // The entry's threads per block: the runtime compiles each kernel for its launch's threadgroup

@@ -146,7 +146,7 @@ def _walk(node: object):
 
 
 _NAMED = (ast.Name, ast.NamedType, ast.FunctionDef, ast.VarDecl, ast.StructDef, ast.TypeAlias,
-          ast.EnumDef, ast.VariableTemplate)
+          ast.EnumDef, ast.VariableTemplate, ast.StructDeclaration)
 
 
 def _spell_program_names(unit: ast.TranslationUnit) -> None:
@@ -211,6 +211,7 @@ class _Printer:
         self.signatures: set[str] = set()
         self.switches: list[str] = []
         self.members: set[str] = set()
+        self.function_constants: list[ast.VarDecl] = []
 
     # --- translation unit ----------------------------------------------------------------
 
@@ -229,6 +230,10 @@ class _Printer:
         if self.kernel is None:
             raise _Untranslatable("a source without a [[kernel]] function", unit)
         entry, buffers = self.entry()
+        for constant in self.function_constants:
+            if any(re.search(rf"\b{re.escape(constant.name)}\b", text) for text in body):
+                raise _Untranslatable(f"the function constant '{constant.name}' (a "
+                                      "`mx.fast.metal_kernel` launch sets none)", constant)
         used = {n.name for n in _walk(unit) if isinstance(n, ast.Name | ast.NamedType)}
         defined = {item.name for item in unit.items
                    if isinstance(item, ast.FunctionDef | ast.StructDef | ast.TypeAlias)}
@@ -246,11 +251,21 @@ class _Printer:
                     return ""
                 self.kernel = item
                 return self.function(item, kernel=True)
+            namespace, _, name = item.name.rpartition("::")
+            if namespace.removeprefix("metal::") in _METAL_NAMESPACES:
+                # MLX's overloads in Metal's `fast` and `precise` (bf16_math.h)
+                item.name = name
+                body = self.function(item)
+                return f"namespace {namespace.removeprefix('metal::')} {{\n{body}}}\n" if body else ""
             return self.function(item)
         if isinstance(item, ast.VariableTemplate):
             return self.variable_template(item)
         if isinstance(item, ast.EnumDef):
             return self.enum(item)
+        if isinstance(item, ast.StructDeclaration):
+            return f"{self.template_header(item.template_params)}struct {item.name};\n"
+        if isinstance(item, ast.Empty):   # what a namespace alias or using-declaration left
+            return ""
         if isinstance(item, ast.ExplicitInstantiation):
             self.instantiation = item
             return ""
@@ -280,6 +295,11 @@ class _Printer:
 
     def global_decl(self, d: ast.VarDecl) -> str:
         """Program-scope variables are `constant` (or constexpr) in Metal: CUDA constant memory."""
+        if any(a.name == "function_constant" for a in d.attributes) and d.init is None:
+            # Set by a pipeline, never by `mx.fast.metal_kernel`: only a kernel that does not
+            # read it translates (`unit` checks).
+            self.function_constants.append(d)
+            return ""
         init = f" = {self.initializer(d.init)}" if d.init is not None else ""
         qual = "constexpr" if d.constexpr else "const"
         return f"static __device__ {qual} {self.declare(d.type, d.name, drop_const=True)}{init};\n"
@@ -383,6 +403,10 @@ class _Printer:
             return self.struct(item, indent) + ";"
         if isinstance(item, ast.EnumDef):
             return self.enum(item)
+        if isinstance(item, ast.StructDeclaration):
+            return f"{self.template_header(item.template_params)}struct {item.name};\n"
+        if isinstance(item, ast.Empty):   # what a namespace alias or using-declaration left
+            return ""
         raise _Untranslatable(f"the member '{type(item).__name__}'", item)
 
     def base_name(self, t: ast.NamedType) -> str:

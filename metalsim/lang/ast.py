@@ -360,6 +360,15 @@ class Empty(Node):
 
 
 @dataclass(eq=False)
+class StructDeclaration(Empty):
+    """`template <typename T> struct S;`: names a struct template defined later (nothing to
+    run; the CUDA back end prints it)."""
+
+    name: str = ""
+    template_params: list[TemplateParam] | None = None
+
+
+@dataclass(eq=False)
 class StaticAssert(Node):
     cond: Expr
     message: str = ""
