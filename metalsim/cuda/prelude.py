@@ -39,38 +39,124 @@ typedef unsigned long size_t;
 typedef long ptrdiff_t;
 typedef float float32_t;
 
+// <metal_type_traits>: C++'s type traits, as Metal's library names them (`remove_addrspace`
+// is the identity here: CUDA's pointers and references carry no address space).
+template <class T, T v> struct integral_constant {
+  static constexpr T value = v;
+  typedef T value_type;
+  typedef integral_constant type;
+  __device__ constexpr operator value_type() const { return value; }
+  __device__ constexpr value_type operator()() const { return value; }
+};
+template <bool B> using bool_constant = integral_constant<bool, B>;
+typedef bool_constant<true> true_type;
+typedef bool_constant<false> false_type;
 template <bool B, class T = void> struct enable_if {};
 template <class T> struct enable_if<true, T> { typedef T type; };
 template <bool B, class T = void> using enable_if_t = typename enable_if<B, T>::type;
-template <class A, class B> struct is_same { static constexpr bool value = false; };
-template <class A> struct is_same<A, A> { static constexpr bool value = true; };
+template <class A, class B> struct is_same : false_type {};
+template <class A> struct is_same<A, A> : true_type {};
+template <class A, class B> constexpr bool is_same_v = is_same<A, B>::value;
 template <bool B, class T, class F> struct conditional { typedef T type; };
 template <class T, class F> struct conditional<false, T, F> { typedef F type; };
+template <bool B, class T, class F> using conditional_t = typename conditional<B, T, F>::type;
+template <class T> struct type_identity { typedef T type; };
+template <class T> struct remove_const : type_identity<T> {};
+template <class T> struct remove_const<const T> : type_identity<T> {};
+template <class T> struct remove_volatile : type_identity<T> {};
+template <class T> struct remove_volatile<volatile T> : type_identity<T> {};
+template <class T> struct remove_cv : remove_const<typename remove_volatile<T>::type> {};
+template <class T> struct remove_reference : type_identity<T> {};
+template <class T> struct remove_reference<T&> : type_identity<T> {};
+template <class T> struct remove_reference<T&&> : type_identity<T> {};
+template <class T> struct remove_pointer : type_identity<T> {};
+template <class T> struct remove_pointer<T*> : type_identity<T> {};
+template <class T> struct remove_pointer<T* const> : type_identity<T> {};
+template <class T> struct remove_addrspace : type_identity<T> {};
+template <class T> struct remove_cvref : remove_cv<typename remove_reference<T>::type> {};
+template <class T> using remove_const_t = typename remove_const<T>::type;
+template <class T> using remove_volatile_t = typename remove_volatile<T>::type;
+template <class T> using remove_cv_t = typename remove_cv<T>::type;
+template <class T> using remove_reference_t = typename remove_reference<T>::type;
+template <class T> using remove_pointer_t = typename remove_pointer<T>::type;
+template <class T> using remove_addrspace_t = typename remove_addrspace<T>::type;
+template <class T> using remove_cvref_t = typename remove_cvref<T>::type;
+template <class T> struct is_const : false_type {};
+template <class T> struct is_const<const T> : true_type {};
+template <class T> struct is_pointer : false_type {};
+template <class T> struct is_pointer<T*> : true_type {};
+template <class T> struct is_pointer<T* const> : true_type {};
+template <class T> struct is_reference : false_type {};
+template <class T> struct is_reference<T&> : true_type {};
+template <class T> struct is_void : is_same<remove_cv_t<T>, void> {};
+template <class T> __device__ T&& declval();
+template <class To> __device__ void convert_to(To);
+template <class From, class To, class = void> struct is_convertible : false_type {};
+template <class From, class To>
+struct is_convertible<From, To, decltype(convert_to<To>(declval<From>()))> : true_type {};
+template <class From, class To> constexpr bool is_convertible_v = is_convertible<From, To>::value;
+template <class T> constexpr bool is_const_v = is_const<T>::value;
+template <class T> constexpr bool is_pointer_v = is_pointer<T>::value;
+template <class T> constexpr bool is_void_v = is_void<T>::value;
 
-template <class T> struct is_integral { static constexpr bool value = false; };
-#define METAL_INTEGRAL(T) template <> struct is_integral<T> { static constexpr bool value = true; };
+template <class T> struct is_integral : false_type {};
+#define METAL_INTEGRAL(T) template <> struct is_integral<T> : true_type {};
 METAL_INTEGRAL(bool) METAL_INTEGRAL(char) METAL_INTEGRAL(signed char) METAL_INTEGRAL(unsigned char)
 METAL_INTEGRAL(short) METAL_INTEGRAL(unsigned short) METAL_INTEGRAL(int) METAL_INTEGRAL(unsigned int)
 METAL_INTEGRAL(long) METAL_INTEGRAL(unsigned long) METAL_INTEGRAL(long long)
 METAL_INTEGRAL(unsigned long long)
+template <class T> struct is_integral<const T> : is_integral<T> {};
+template <class T> constexpr bool is_integral_v = is_integral<T>::value;
 template <class T> struct is_floating { static constexpr bool value = false; };
 template <> struct is_floating<float> { static constexpr bool value = true; };
 template <> struct is_floating<double> { static constexpr bool value = true; };
 template <class T> struct is_signed_int { static constexpr bool value = T(-1) < T(0); };
 
-// Round-to-nearest-even conversions (the PTX cvt.rn instruction for half).
-__device__ inline unsigned short float_to_half_bits(float f) {
+// Round-to-nearest-even conversions: the PTX cvt.rn instruction for half, and the same
+// rounding in integer arithmetic where C++ evaluates a constant expression (MLX's complex.h
+// checks half and bfloat products in static_asserts).
+__device__ constexpr unsigned short float_to_half_bits_exact(float f) {
+  unsigned int x = __builtin_bit_cast(unsigned int, f);
+  unsigned int sign = (x >> 16) & 0x8000u, mag = x & 0x7fffffffu;
+  if (mag > 0x7f800000u) return (unsigned short)(sign | 0x7e00u | ((mag >> 13) & 0x3ffu));
+  if (mag >= 0x477ff000u) return (unsigned short)(sign | 0x7c00u);   // 65520 and up: inf
+  if (mag >= 0x38800000u) {                                           // a normal half
+    unsigned int r = mag - 0x38000000u, bits = r >> 13, rest = r & 0x1fffu;
+    if (rest > 0x1000u || (rest == 0x1000u && (bits & 1u))) ++bits;
+    return (unsigned short)(sign | bits);
+  }
+  if (mag <= 0x33000000u) return (unsigned short)sign;                // 2^-25 and below: 0
+  unsigned int shift = 126u - (mag >> 23), m = (mag & 0x7fffffu) | 0x800000u;
+  unsigned int q = m >> shift, rest = m & ((1u << shift) - 1u), halfway = 1u << (shift - 1u);
+  if (rest > halfway || (rest == halfway && (q & 1u))) ++q;
+  return (unsigned short)(sign | q);
+}
+__device__ constexpr float half_bits_to_float_exact(unsigned short h) {
+  unsigned int sign = (h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
+  if (e == 0x1fu) return __builtin_bit_cast(float, sign | 0x7f800000u | (m << 13));
+  if (e == 0u) return sign ? -((float)m * 0x1p-24f) : (float)m * 0x1p-24f;
+  return __builtin_bit_cast(float, sign | ((e + 112u) << 23) | (m << 13));
+}
+__device__ inline unsigned short float_to_half_bits_cvt(float f) {
   unsigned short h;
   asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
   return h;
 }
-__device__ inline float half_bits_to_float(unsigned short h) {
+__device__ inline float half_bits_to_float_cvt(unsigned short h) {
   float f;
   asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
   return f;
 }
-__device__ inline unsigned short float_to_bfloat_bits(float f) {
-  unsigned int x = __float_as_uint(f);
+__device__ constexpr unsigned short float_to_half_bits(float f) {
+  if (__builtin_is_constant_evaluated()) return float_to_half_bits_exact(f);
+  return float_to_half_bits_cvt(f);
+}
+__device__ constexpr float half_bits_to_float(unsigned short h) {
+  if (__builtin_is_constant_evaluated()) return half_bits_to_float_exact(h);
+  return half_bits_to_float_cvt(h);
+}
+__device__ constexpr unsigned short float_to_bfloat_bits(float f) {
+  unsigned int x = __builtin_bit_cast(unsigned int, f);
   if ((x & 0x7fffffffu) > 0x7f800000u) return (unsigned short)((x >> 16) | 0x40u);
   x += 0x7fffu + ((x >> 16) & 1u);
   return (unsigned short)(x >> 16);
@@ -94,36 +180,38 @@ __device__ inline unsigned short int_to_bfloat_bits(long long v) {
 __device__ inline unsigned short uint_to_bfloat_bits(unsigned long long v) {
   return float_to_bfloat_bits(magnitude_to_float_round_to_odd(v));
 }
-__device__ inline float bfloat_bits_to_float(unsigned short b) {
-  return __uint_as_float(((unsigned int)b) << 16);
+__device__ constexpr float bfloat_bits_to_float(unsigned short b) {
+  return __builtin_bit_cast(float, ((unsigned int)b) << 16);
 }
 
 struct half {
   unsigned short bits;
   half() = default;
-  __device__ half(float f) : bits(float_to_half_bits(f)) {}
-  __device__ half(double f) : bits(float_to_half_bits((float)f)) {}
-  __device__ half(int v) : bits(float_to_half_bits((float)v)) {}
-  __device__ half(unsigned int v) : bits(float_to_half_bits((float)v)) {}
-  __device__ half(long v) : bits(float_to_half_bits((float)v)) {}
-  __device__ half(unsigned long v) : bits(float_to_half_bits((float)v)) {}
-  __device__ half(long long v) : bits(float_to_half_bits((float)v)) {}
-  __device__ half(unsigned long long v) : bits(float_to_half_bits((float)v)) {}
-  __device__ half(short v) : bits(float_to_half_bits((float)v)) {}
-  __device__ half(unsigned short v) : bits(float_to_half_bits((float)v)) {}
-  __device__ half(signed char v) : bits(float_to_half_bits((float)v)) {}
-  __device__ half(unsigned char v) : bits(float_to_half_bits((float)v)) {}
-  __device__ half(char v) : bits(float_to_half_bits((float)v)) {}
-  __device__ half(bool v) : bits(float_to_half_bits(v ? 1.0f : 0.0f)) {}
-  __device__ operator float() const { return half_bits_to_float(bits); }
-  static __device__ half from_bits(unsigned short b) { half h; h.bits = b; return h; }
+  __device__ constexpr half(float f) : bits(float_to_half_bits(f)) {}
+  __device__ constexpr half(double f) : bits(float_to_half_bits((float)f)) {}
+  __device__ constexpr half(int v) : bits(float_to_half_bits((float)v)) {}
+  __device__ constexpr half(unsigned int v) : bits(float_to_half_bits((float)v)) {}
+  __device__ constexpr half(long v) : bits(float_to_half_bits((float)v)) {}
+  __device__ constexpr half(unsigned long v) : bits(float_to_half_bits((float)v)) {}
+  __device__ constexpr half(long long v) : bits(float_to_half_bits((float)v)) {}
+  __device__ constexpr half(unsigned long long v) : bits(float_to_half_bits((float)v)) {}
+  __device__ constexpr half(short v) : bits(float_to_half_bits((float)v)) {}
+  __device__ constexpr half(unsigned short v) : bits(float_to_half_bits((float)v)) {}
+  __device__ constexpr half(signed char v) : bits(float_to_half_bits((float)v)) {}
+  __device__ constexpr half(unsigned char v) : bits(float_to_half_bits((float)v)) {}
+  __device__ constexpr half(char v) : bits(float_to_half_bits((float)v)) {}
+  __device__ constexpr half(bool v) : bits(float_to_half_bits(v ? 1.0f : 0.0f)) {}
+  __device__ constexpr operator float() const { return half_bits_to_float(bits); }
+  struct bits_tag {};
+  __device__ constexpr half(bits_tag, unsigned short b) : bits(b) {}
+  static __device__ constexpr half from_bits(unsigned short b) { return half(bits_tag{}, b); }
 };
 
 struct bfloat {
   unsigned short bits;
   bfloat() = default;
-  __device__ bfloat(float f) : bits(float_to_bfloat_bits(f)) {}
-  __device__ bfloat(double f) : bits(float_to_bfloat_bits((float)f)) {}
+  __device__ constexpr bfloat(float f) : bits(float_to_bfloat_bits(f)) {}
+  __device__ constexpr bfloat(double f) : bits(float_to_bfloat_bits((float)f)) {}
   __device__ bfloat(int v) : bits(int_to_bfloat_bits(v)) {}
   __device__ bfloat(unsigned int v) : bits(uint_to_bfloat_bits(v)) {}
   __device__ bfloat(long v) : bits(int_to_bfloat_bits(v)) {}
@@ -135,10 +223,12 @@ struct bfloat {
   __device__ bfloat(signed char v) : bits(int_to_bfloat_bits(v)) {}
   __device__ bfloat(unsigned char v) : bits(uint_to_bfloat_bits(v)) {}
   __device__ bfloat(char v) : bits(int_to_bfloat_bits(v)) {}
-  __device__ bfloat(bool v) : bits(float_to_bfloat_bits(v ? 1.0f : 0.0f)) {}
-  __device__ bfloat(half h) : bits(float_to_bfloat_bits((float)h)) {}
-  __device__ operator float() const { return bfloat_bits_to_float(bits); }
-  static __device__ bfloat from_bits(unsigned short b) { bfloat h; h.bits = b; return h; }
+  __device__ constexpr bfloat(bool v) : bits(float_to_bfloat_bits(v ? 1.0f : 0.0f)) {}
+  __device__ constexpr bfloat(half h) : bits(float_to_bfloat_bits((float)h)) {}
+  __device__ constexpr operator float() const { return bfloat_bits_to_float(bits); }
+  struct bits_tag {};
+  __device__ constexpr bfloat(bits_tag, unsigned short b) : bits(b) {}
+  static __device__ constexpr bfloat from_bits(unsigned short b) { return bfloat(bits_tag{}, b); }
 };
 typedef half float16_t;
 typedef bfloat bfloat16_t;
@@ -153,6 +243,17 @@ template <class T> struct is_scalar {
 template <class T> struct is_float_t {
   static constexpr bool value = is_floating<T>::value || is_low_float<T>::value;
 };
+template <class T> struct is_floating_point : bool_constant<is_float_t<remove_cv_t<T>>::value> {};
+template <class T> struct is_arithmetic
+    : bool_constant<is_integral<T>::value || is_floating_point<T>::value> {};
+template <class T> struct is_signed
+    : bool_constant<is_floating_point<T>::value || (is_integral<T>::value && T(-1) < T(0))> {};
+template <class T> struct is_unsigned
+    : bool_constant<is_integral<T>::value && !(T(-1) < T(0))> {};
+template <class T> constexpr bool is_floating_point_v = is_floating_point<T>::value;
+template <class T> constexpr bool is_arithmetic_v = is_arithmetic<T>::value;
+template <class T> constexpr bool is_signed_v = is_signed<T>::value;
+template <class T> constexpr bool is_unsigned_v = is_unsigned<T>::value;
 
 // C++'s usual arithmetic conversions, extended by Metal's half and bfloat: a float type wins
 // over integers, float over half/bfloat.
@@ -174,7 +275,7 @@ template <class A, class B> using common_t = typename common<A, B>::type;
   template <class A, class B,                                                          \
             enable_if_t<(is_low_float<A>::value || is_low_float<B>::value) &&          \
                         is_scalar<A>::value && is_scalar<B>::value, int> = 0>          \
-  __device__ inline common_t<A, B> operator op(A a, B b) {                             \
+  __device__ constexpr common_t<A, B> operator op(A a, B b) {                             \
     typedef common_t<A, B> C;                                                          \
     return C((float)C(a) op (float)C(b));                                              \
   }
@@ -186,7 +287,7 @@ METAL_LOWFLOAT_BINOP(/)
   template <class A, class B,                                                          \
             enable_if_t<(is_low_float<A>::value || is_low_float<B>::value) &&          \
                         is_scalar<A>::value && is_scalar<B>::value, int> = 0>          \
-  __device__ inline bool operator op(A a, B b) {                                       \
+  __device__ constexpr bool operator op(A a, B b) {                                       \
     typedef common_t<A, B> C;                                                          \
     return (float)C(a) op (float)C(b);                                                 \
   }
@@ -203,8 +304,8 @@ METAL_LOWFLOAT_ASSIGN(+)
 METAL_LOWFLOAT_ASSIGN(-)
 METAL_LOWFLOAT_ASSIGN(*)
 METAL_LOWFLOAT_ASSIGN(/)
-__device__ inline half operator-(half a) { return half::from_bits(a.bits ^ 0x8000); }
-__device__ inline bfloat operator-(bfloat a) { return bfloat::from_bits(a.bits ^ 0x8000); }
+__device__ constexpr half operator-(half a) { return half::from_bits(a.bits ^ 0x8000); }
+__device__ constexpr bfloat operator-(bfloat a) { return bfloat::from_bits(a.bits ^ 0x8000); }
 __device__ inline half operator+(half a) { return a; }
 __device__ inline bfloat operator+(bfloat a) { return a; }
 template <class A, enable_if_t<is_low_float<A>::value, int> = 0>
@@ -445,32 +546,27 @@ METAL_INT_LIMITS(unsigned int, 0u, 4294967295u)
 METAL_INT_LIMITS(long, -9223372036854775807l - 1, 9223372036854775807l)
 METAL_INT_LIMITS(unsigned long, 0ul, 18446744073709551615ul)
 template <> struct numeric_limits<float> {
-  static __device__ float min() { return __uint_as_float(0x00800000u); }
-  static __device__ float lowest() { return -__uint_as_float(0x7f7fffffu); }
-  static __device__ float max() { return __uint_as_float(0x7f7fffffu); }
-  static __device__ float epsilon() { return __uint_as_float(0x34000000u); }
-  static __device__ float infinity() { return __uint_as_float(0x7f800000u); }
+  static __device__ constexpr float min() { return 0x1p-126f; }
+  static __device__ constexpr float lowest() { return -0x1.fffffep+127f; }
+  static __device__ constexpr float max() { return 0x1.fffffep+127f; }
+  static __device__ constexpr float epsilon() { return 0x1p-23f; }
+  // (NVRTC folds 1 / 0 to infinity; its folded 0 / 0 is a negative NaN, so no constexpr NaN)
+  static __device__ constexpr float infinity() { return 1.0f / 0.0f; }
   static __device__ float quiet_NaN() { return __uint_as_float(0x7fc00000u); }
-  static __device__ float denorm_min() { return __uint_as_float(1u); }
+  static __device__ constexpr float denorm_min() { return 0x1p-149f; }
 };
-template <> struct numeric_limits<half> {
-  static __device__ half min() { return half::from_bits(0x0400); }
-  static __device__ half lowest() { return half::from_bits(0xfbff); }
-  static __device__ half max() { return half::from_bits(0x7bff); }
-  static __device__ half epsilon() { return half::from_bits(0x1400); }
-  static __device__ half infinity() { return half::from_bits(0x7c00); }
-  static __device__ half quiet_NaN() { return half::from_bits(0x7e00); }
-  static __device__ half denorm_min() { return half::from_bits(0x0001); }
-};
-template <> struct numeric_limits<bfloat> {
-  static __device__ bfloat min() { return bfloat::from_bits(0x0080); }
-  static __device__ bfloat lowest() { return bfloat::from_bits(0xff7f); }
-  static __device__ bfloat max() { return bfloat::from_bits(0x7f7f); }
-  static __device__ bfloat epsilon() { return bfloat::from_bits(0x3c00); }
-  static __device__ bfloat infinity() { return bfloat::from_bits(0x7f80); }
-  static __device__ bfloat quiet_NaN() { return bfloat::from_bits(0x7fc0); }
-  static __device__ bfloat denorm_min() { return bfloat::from_bits(0x0001); }
-};
+#define METAL_LOW_FLOAT_LIMITS(T, min_, lowest_, max_, epsilon_, infinity_, nan_)         \
+  template <> struct numeric_limits<T> {                                                 \
+    static __device__ constexpr T min() { return T::from_bits(min_); }                  \
+    static __device__ constexpr T lowest() { return T::from_bits(lowest_); }            \
+    static __device__ constexpr T max() { return T::from_bits(max_); }                  \
+    static __device__ constexpr T epsilon() { return T::from_bits(epsilon_); }          \
+    static __device__ constexpr T infinity() { return T::from_bits(infinity_); }        \
+    static __device__ constexpr T quiet_NaN() { return T::from_bits(nan_); }            \
+    static __device__ constexpr T denorm_min() { return T::from_bits(0x0001); }         \
+  };
+METAL_LOW_FLOAT_LIMITS(half, 0x0400, 0xfbff, 0x7bff, 0x1400, 0x7c00, 0x7e00)
+METAL_LOW_FLOAT_LIMITS(bfloat, 0x0080, 0xff7f, 0x7f7f, 0x3c00, 0x7f80, 0x7fc0)
 #define INFINITY (__int_as_float(0x7f800000))
 #define NAN (__int_as_float(0x7fc00000))
 #define FLT_MAX (__int_as_float(0x7f7fffff))
@@ -492,7 +588,8 @@ template <> struct numeric_limits<bfloat> {
 #define METAL_MATH1(ns_name, expr)                                                       \
   __device__ inline float ns_name(float x) { return expr; }                              \
   __device__ inline half ns_name(half h) { float x = (float)h; return half(expr); }      \
-  __device__ inline bfloat ns_name(bfloat h) { float x = (float)h; return bfloat(expr); }\
+  template <class B, enable_if_t<is_same<B, bfloat>::value, int> = 0>                   \
+  __device__ inline bfloat ns_name(B h) { float x = (float)h; return bfloat(expr); }     \
   template <class T, int N, bool P>                                                      \
   __device__ inline vec<T, N> ns_name(const vec<T, N, P>& v) {                           \
     vec<T, N> r; for (int i = 0; i < N; ++i) r[i] = ns_name(v[i]); return r;             \
@@ -502,7 +599,8 @@ template <> struct numeric_limits<bfloat> {
   __device__ inline half ns_name(half hx, half hy) {                                     \
     float x = (float)hx, y = (float)hy; return half(expr);                               \
   }                                                                                      \
-  __device__ inline bfloat ns_name(bfloat hx, bfloat hy) {                               \
+  template <class B, enable_if_t<is_same<B, bfloat>::value, int> = 0>                   \
+  __device__ inline bfloat ns_name(B hx, B hy) {                                         \
     float x = (float)hx, y = (float)hy; return bfloat(expr);                             \
   }                                                                                      \
   template <class T, int N, bool P, bool Q>                                              \
@@ -536,7 +634,8 @@ __device__ inline float fma(float a, float b, float c) { return ::fmaf(a, b, c);
 __device__ inline half fma(half a, half b, half c) {
   return half((float)::fma((double)(float)a, (double)(float)b, (double)(float)c));
 }
-__device__ inline bfloat fma(bfloat a, bfloat b, bfloat c) {
+template <class B, enable_if_t<is_same<B, bfloat>::value, int> = 0>
+__device__ inline bfloat fma(B a, B b, B c) {
   return bfloat((float)::fma((double)(float)a, (double)(float)b, (double)(float)c));
 }
 template <class T, int N, bool P, bool Q, bool R>
@@ -1329,36 +1428,70 @@ __device__ inline simdgroup_matrix<T> operator*(const simdgroup_matrix<T>& a, co
   simdgroup_matrix<T> d; simdgroup_multiply(d, a, b); return d;
 }
 
-// ---- MLX's utils.h indexing helpers ----
-template <class T, class U> __device__ inline T ceildiv(T n, U m) { return (n + m - 1) / m; }
-template <class IdxT = int64_t>
-__device__ inline IdxT elem_to_loc(IdxT elem, const int* shape, const int64_t* strides, int ndim) {
-  IdxT loc = 0;
-  for (int axis = ndim - 1; axis >= 0 && elem > 0; --axis) {
-    loc += (elem % shape[axis]) * IdxT(strides[axis]);
-    elem /= shape[axis];
+// ---- the Metal compiler's intrinsics under its library ----
+// MLX's bf16_math.h builds its bfloat overloads of Metal's math and SIMD-group functions on
+// them (`__metal_exp(static_cast<float>(x), __METAL_MAYBE_FAST_MATH__)`): each is the
+// library's float function (metal::fast's where the flag asks for it and it has one).
+#define __METAL_FAST_MATH__ true
+#define __METAL_PRECISE_MATH__ false
+#ifdef __USE_FAST_MATH__
+#define __METAL_MAYBE_FAST_MATH__ true
+#else
+#define __METAL_MAYBE_FAST_MATH__ false
+#endif
+#define METAL_INTRINSIC1(f, g)                                                           \
+  __device__ inline float __metal_##f(float x, bool fast) { return fast ? g(x) : metal::f(x); }
+#define METAL_INTRINSIC2(f, g)                                                           \
+  __device__ inline float __metal_##f(float x, float y, bool fast) {                     \
+    return fast ? g(x, y) : metal::f(x, y);                                              \
   }
-  return loc;
+METAL_INTRINSIC1(exp, fast::exp) METAL_INTRINSIC1(exp2, fast::exp2)
+METAL_INTRINSIC1(exp10, fast::exp10) METAL_INTRINSIC1(log, fast::log)
+METAL_INTRINSIC1(log2, fast::log2) METAL_INTRINSIC1(log10, fast::log10)
+METAL_INTRINSIC1(sin, fast::sin) METAL_INTRINSIC1(cos, fast::cos)
+METAL_INTRINSIC1(tan, fast::tan) METAL_INTRINSIC1(sqrt, fast::sqrt)
+METAL_INTRINSIC1(rsqrt, fast::rsqrt) METAL_INTRINSIC1(tanh, fast::tanh)
+METAL_INTRINSIC1(asin, asin) METAL_INTRINSIC1(acos, acos) METAL_INTRINSIC1(atan, atan)
+METAL_INTRINSIC1(sinh, sinh) METAL_INTRINSIC1(cosh, cosh) METAL_INTRINSIC1(asinh, asinh)
+METAL_INTRINSIC1(acosh, acosh) METAL_INTRINSIC1(atanh, atanh) METAL_INTRINSIC1(sinpi, sinpi)
+METAL_INTRINSIC1(cospi, cospi) METAL_INTRINSIC1(tanpi, tanpi) METAL_INTRINSIC1(floor, floor)
+METAL_INTRINSIC1(ceil, ceil) METAL_INTRINSIC1(trunc, trunc) METAL_INTRINSIC1(round, round)
+METAL_INTRINSIC1(rint, rint) METAL_INTRINSIC1(fabs, fabs) METAL_INTRINSIC1(fract, fract)
+METAL_INTRINSIC1(saturate, saturate)
+METAL_INTRINSIC2(pow, fast::pow) METAL_INTRINSIC2(powr, fast::powr)
+METAL_INTRINSIC2(divide, fast::divide) METAL_INTRINSIC2(atan2, atan2)
+METAL_INTRINSIC2(fmod, fmod) METAL_INTRINSIC2(copysign, copysign) METAL_INTRINSIC2(fmin, fmin)
+METAL_INTRINSIC2(fmax, fmax) METAL_INTRINSIC2(fdim, fdim) METAL_INTRINSIC2(step, step)
+__device__ inline float __metal_nextafter(float x, float y) { return nextafter(x, y); }
+__device__ inline float __metal_fma(float x, float y, float z, bool = false) { return fma(x, y, z); }
+__device__ inline float __metal_ldexp(float x, int k, bool = false) { return ::ldexpf(x, k); }
+__device__ inline float __metal_frexp(float x, int* e) { return ::frexpf(x, e); }
+__device__ inline float __metal_fmax3(float x, float y, float z, bool = false) {
+  return ::fmaxf(::fmaxf(x, y), z);
 }
-template <class IdxT = int64_t>
-__device__ inline IdxT elem_to_loc(uint3 elem, const int* shape, const int64_t* strides, int ndim) {
-  IdxT loc = elem.x * IdxT(strides[ndim - 1]) + elem.y * IdxT(strides[ndim - 2]);
-  for (int axis = ndim - 3; axis >= 0; --axis) {
-    loc += (elem.z % shape[axis]) * IdxT(strides[axis]);
-    elem.z /= shape[axis];
-  }
-  return loc;
+__device__ inline float __metal_fmin3(float x, float y, float z, bool = false) {
+  return ::fminf(::fminf(x, y), z);
 }
-template <class IdxT = int64_t>
-__device__ inline IdxT elem_to_loc_1(uint elem, const int64_t& stride) { return elem * IdxT(stride); }
-template <class IdxT = int64_t>
-__device__ inline IdxT elem_to_loc_2(uint2 elem, const int64_t strides[2]) {
-  return elem.x * IdxT(strides[1]) + elem.y * IdxT(strides[0]);
+__device__ inline float __metal_fmedian3(float x, float y, float z, bool = false) {
+  return ::fmaxf(::fminf(x, y), ::fminf(::fmaxf(x, y), z));
 }
-template <class IdxT = int64_t>
-__device__ inline IdxT elem_to_loc_3(uint3 elem, const int64_t strides[3]) {
-  return elem.x * IdxT(strides[2]) + elem.y * IdxT(strides[1]) + elem.z * IdxT(strides[0]);
+__device__ inline uint __metal_get_simdgroup_size(ushort) { return 32u; }
+#define METAL_SIMD_INTRINSIC(f)                                                          \
+  template <class... A> __device__ inline auto __metal_##f(A... a) { return f(a...); }
+METAL_SIMD_INTRINSIC(simd_sum) METAL_SIMD_INTRINSIC(simd_product)
+METAL_SIMD_INTRINSIC(simd_max) METAL_SIMD_INTRINSIC(simd_min)
+// (bf16_math.h's bfloat simd_xor passes a float: the bitwise reduction of its bits)
+__device__ inline float __metal_simd_xor(float x) {
+  return __uint_as_float(simd_xor(__float_as_uint(x)));
 }
+METAL_SIMD_INTRINSIC(simd_prefix_inclusive_sum) METAL_SIMD_INTRINSIC(simd_prefix_exclusive_sum)
+METAL_SIMD_INTRINSIC(simd_prefix_inclusive_product)
+METAL_SIMD_INTRINSIC(simd_prefix_exclusive_product)
+METAL_SIMD_INTRINSIC(simd_broadcast) METAL_SIMD_INTRINSIC(simd_shuffle)
+METAL_SIMD_INTRINSIC(simd_shuffle_down) METAL_SIMD_INTRINSIC(simd_shuffle_up)
+METAL_SIMD_INTRINSIC(simd_shuffle_xor) METAL_SIMD_INTRINSIC(simd_shuffle_rotate_down)
+METAL_SIMD_INTRINSIC(simd_shuffle_rotate_up) METAL_SIMD_INTRINSIC(simd_shuffle_and_fill_down)
+METAL_SIMD_INTRINSIC(simd_shuffle_and_fill_up)
 
 // ---- dispatch: one block per threadgroup, blockDim.x = the full threadgroup size ----
 // The entry's threads per block: the runtime compiles each kernel for its launch's threadgroup
@@ -1432,14 +1565,62 @@ struct reference_arg {
   void* p;
   template <class T> __device__ operator T&() const { return *(T*)p; }
 };
-// A function constant the pipeline leaves unset (metalsim.cuda.dispatch): reading its value
-// is a compile error, as reading one is an error in the simulator.
-template <class T> struct unset_function_constant {
-  template <class U = T> __device__ constexpr operator U() const {
-    static_assert(sizeof(U) == 0, "a function constant that the dispatch leaves unset is read");
-    return U();
-  }
-};
 
 }  // namespace metal
 """
+
+# MLX's utils.h pieces that MLX prepends to every custom kernel (its indexing helpers, and
+# `complex64_t` from its complex.h): the printer puts each in front of a kernel that uses one of
+# its names and does not declare them itself (including MLX's utils.h, as headers do).
+MLX_UTILS: dict[frozenset[str], str] = {
+    frozenset({"ceildiv", "elem_to_loc", "elem_to_loc_1", "elem_to_loc_2", "elem_to_loc_3"}):
+    r"""// ---- MLX's utils.h indexing helpers ----
+template <class T, class U> __device__ inline T ceildiv(T n, U m) { return (n + m - 1) / m; }
+template <class IdxT = int64_t>
+__device__ inline IdxT elem_to_loc(IdxT elem, const int* shape, const int64_t* strides, int ndim) {
+  IdxT loc = 0;
+  for (int axis = ndim - 1; axis >= 0 && elem > 0; --axis) {
+    loc += (elem % shape[axis]) * IdxT(strides[axis]);
+    elem /= shape[axis];
+  }
+  return loc;
+}
+template <class IdxT = int64_t>
+__device__ inline IdxT elem_to_loc(uint3 elem, const int* shape, const int64_t* strides, int ndim) {
+  IdxT loc = elem.x * IdxT(strides[ndim - 1]) + elem.y * IdxT(strides[ndim - 2]);
+  for (int axis = ndim - 3; axis >= 0; --axis) {
+    loc += (elem.z % shape[axis]) * IdxT(strides[axis]);
+    elem.z /= shape[axis];
+  }
+  return loc;
+}
+template <class IdxT = int64_t>
+__device__ inline IdxT elem_to_loc_1(uint elem, const int64_t& stride) { return elem * IdxT(stride); }
+template <class IdxT = int64_t>
+__device__ inline IdxT elem_to_loc_2(uint2 elem, const int64_t strides[2]) {
+  return elem.x * IdxT(strides[1]) + elem.y * IdxT(strides[0]);
+}
+template <class IdxT = int64_t>
+__device__ inline IdxT elem_to_loc_3(uint3 elem, const int64_t strides[3]) {
+  return elem.x * IdxT(strides[2]) + elem.y * IdxT(strides[1]) + elem.z * IdxT(strides[0]);
+}
+""",
+    frozenset({"complex64_t"}): r"""
+// ---- MLX's complex64_t (complex.h) ----
+struct complex64_t {
+  float real;
+  float imag;
+  __device__ constexpr complex64_t(float real_, float imag_) : real(real_), imag(imag_) {}
+  __device__ constexpr complex64_t() : real(0), imag(0) {}
+};
+__device__ inline complex64_t operator+(complex64_t a, complex64_t b) {
+  return complex64_t(a.real + b.real, a.imag + b.imag);
+}
+__device__ inline complex64_t operator-(complex64_t a, complex64_t b) {
+  return complex64_t(a.real - b.real, a.imag - b.imag);
+}
+__device__ inline complex64_t operator*(complex64_t a, complex64_t b) {
+  return complex64_t(a.real * b.real - a.imag * b.imag, a.real * b.imag + a.imag * b.real);
+}
+""",
+}

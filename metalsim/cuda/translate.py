@@ -17,7 +17,8 @@ rewrites what differs in syntax:
 `translate_function` translates a whole Metal source instead (what `metalsim.dispatch` runs):
 the kernel function it names (or the `[[host_name("...")]]` of an instantiation) is the one
 the entry calls, the other `[[kernel]]` functions are left out, and the function constants a
-pipeline sets become compile-time constants (one it leaves unset may not be read).
+pipeline sets become compile-time constants (a kernel that reads one it leaves unset is
+refused).
 
 What cannot be translated raises `metalsim.CompileError` naming the construct, at its line.
 """
@@ -33,7 +34,7 @@ from fractions import Fraction
 import ml_dtypes
 import numpy as np
 
-from metalsim.cuda.prelude import PRELUDE
+from metalsim.cuda.prelude import MLX_UTILS, PRELUDE
 from metalsim.diagnostics import CompileError, SourceMap
 from metalsim.exec.launch import parsed_prelude
 from metalsim.exec.prelude import PRELUDE as SIM_PRELUDE
@@ -49,6 +50,7 @@ _COMPONENT = {c: i for i, c in enumerate("xyzw")} | {c: i for i, c in enumerate(
 _TYPE_NAMES = {"char": "signed char", "long": "long", "unsigned": "unsigned int",
                "signed": "int", "double": "float"}
 _METAL_NAMESPACES = frozenset({"fast", "precise", "metal::fast", "metal::precise"})
+_MULTIWORD_TYPES = frozenset(n for n in _TYPE_NAMES.values() if " " in n)
 _ASSIGNING_UNARY = {"++", "--", "&"}
 _THREAD_ATTRIBUTES = frozenset(name for name, _ in ATTRIBUTES)
 _CONSTEXPR_SCALARS = {"bool", "char", "uchar", "short", "ushort", "int", "uint", "long", "ulong",
@@ -171,7 +173,7 @@ def _walk(node: object):
 
 
 _NAMED = (ast.Name, ast.NamedType, ast.FunctionDef, ast.VarDecl, ast.StructDef, ast.TypeAlias,
-          ast.EnumDef, ast.VariableTemplate)
+          ast.EnumDef, ast.VariableTemplate, ast.StructDeclaration)
 
 
 def _spell_program_names(unit: ast.TranslationUnit) -> None:
@@ -219,7 +221,7 @@ class _Printer:
     def __init__(self, function: str | None = None,
                  function_constants: dict[int | str, bool | int | float] | None = None) -> None:
         self.wanted = function               # None: the source's (last) kernel
-        self.function_constants = function_constants or {}
+        self.constant_values = function_constants or {}   # what the pipeline sets
         self.defined_constants: dict[str, bool] = {}   # function constants: whether set
         self.kernel: ast.FunctionDef | None = None
         self.instantiation: ast.ExplicitInstantiation | None = None
@@ -227,6 +229,7 @@ class _Printer:
         self.signatures: set[str] = set()
         self.switches: list[str] = []
         self.members: set[str] = set()
+        self.unset_constants: list[ast.VarDecl] = []   # function constants the launch leaves unset
 
     # --- translation unit ----------------------------------------------------------------
 
@@ -243,6 +246,17 @@ class _Printer:
             if text:
                 body.append(text)
         entry, buffers = self.entry()
+        for constant in self.unset_constants:
+            if any(re.search(rf"\b{re.escape(constant.name)}\b", text) for text in body):
+                raise _Untranslatable(
+                    f"the function constant '{constant.name}', which this launch leaves unset "
+                    "(`mx.fast.metal_kernel` sets none; `metalsim.cuda.dispatch` those its "
+                    "`function_constants` give)", constant)
+        used = {n.name for n in _walk(unit) if isinstance(n, ast.Name | ast.NamedType)}
+        defined = {item.name for item in unit.items
+                   if isinstance(item, ast.FunctionDef | ast.StructDef | ast.TypeAlias)}
+        body[:0] = [text.lstrip("\n") for names, text in MLX_UTILS.items()
+                    if used & names and not defined & names]
         text = (PRELUDE + "\nnamespace metal {\n" + "\n".join(body) + entry
                 + "}  // namespace metal\n")
         return Translation(text, buffers)
@@ -290,17 +304,33 @@ class _Printer:
             if any(a.name == "kernel" for a in item.attributes):
                 # A pipeline holds one kernel function: the others are left out.
                 return self.function(item, kernel=True) if item is self.kernel else ""
+            namespace, _, name = item.name.rpartition("::")
+            if namespace.removeprefix("metal::") in _METAL_NAMESPACES:
+                # MLX's overloads in Metal's `fast` and `precise` (bf16_math.h)
+                item.name = name
+                body = self.function(item)
+                return f"namespace {namespace.removeprefix('metal::')} {{\n{body}}}\n" if body else ""
             return self.function(item)
         if isinstance(item, ast.VariableTemplate):
             return self.variable_template(item)
         if isinstance(item, ast.EnumDef):
             return self.enum(item)
+        if isinstance(item, ast.StructDeclaration):
+            return f"{self.template_header(item.template_params)}struct {item.name};\n"
+        if isinstance(item, ast.Empty):   # what a namespace alias or using-declaration left
+            return ""
         if isinstance(item, ast.ExplicitInstantiation):
             return ""
         if isinstance(item, ast.DeclStmt):
             return "".join(self.global_decl(d) for d in item.decls)
         if isinstance(item, ast.StructDef):
-            return self.struct(item) + ";\n"
+            text = self.struct(item) + ";\n"
+            # Specialisations for address spaces alone (`S<device T*>`, `S<thread T*>`)
+            # print alike: CUDA's generic pointers need only the first.
+            if item.specialization is not None and text in self.signatures:
+                return ""
+            self.signatures.add(text)
+            return text
         if isinstance(item, ast.TypeAlias):
             return self.alias(item)
         if isinstance(item, ast.UsingNamespace):
@@ -327,17 +357,17 @@ class _Printer:
     def function_constant(self, d: ast.VarDecl, attribute: ast.Attribute) -> str:
         """`constant bool has_mask [[function_constant(300)]];`: a compile-time constant of
         the value the pipeline sets (by name, else by index), as Metal's compiler specialises
-        the function; one it leaves unset is an `unset_function_constant`, which
-        `is_function_constant_defined` tells apart and whose value does not compile."""
+        the function; one it leaves unset is not declared (`unit` refuses a kernel that
+        reads it: its value is undefined), and `is_function_constant_defined` is false."""
         index = attribute.args[0] if len(attribute.args) == 1 else None
         if not isinstance(index, ast.IntLiteral):
             raise _Untranslatable(f"the function constant '{d.name}' without an integer index", d)
-        value = self.function_constants.get(d.name, self.function_constants.get(index.value))
+        value = self.constant_values.get(d.name, self.constant_values.get(index.value))
         self.defined_constants[d.name] = value is not None
         declared = self.declare(d.type, d.name, drop_const=True)
         if value is None:
-            t = self.type_name(d.type).removeprefix("const ")
-            return f"static __device__ constexpr unset_function_constant<{t}> {d.name}{{}};\n"
+            self.unset_constants.append(d)
+            return ""
         value = value.item() if isinstance(value, np.generic) else value
         if isinstance(value, bool):
             literal = "true" if value else "false"
@@ -448,6 +478,10 @@ class _Printer:
             return self.struct(item, indent) + ";"
         if isinstance(item, ast.EnumDef):
             return self.enum(item)
+        if isinstance(item, ast.StructDeclaration):
+            return f"{self.template_header(item.template_params)}struct {item.name};\n"
+        if isinstance(item, ast.Empty):   # what a namespace alias or using-declaration left
+            return ""
         raise _Untranslatable(f"the member '{type(item).__name__}'", item)
 
     def base_name(self, t: ast.NamedType) -> str:
@@ -756,11 +790,15 @@ class _Printer:
             return f"{self.name(e.func)}({', '.join(self.template_arg(a) for a in e.args)})"
         if isinstance(e, ast.MethodCall):
             dot = "->" if e.arrow else "."
-            return f"{self.expr(e.base)}{dot}{e.name}({', '.join(self.expr(a) for a in e.args)})"
+            name = f"{e.qualifier}::{e.name}" if e.qualifier else e.name
+            if e.template_args is not None:   # `x.template f<T>(...)`
+                name = "template " + name + "<" + ", ".join(
+                    self.template_arg(a) for a in e.template_args) + ">"
+            return f"{self.expr(e.base)}{dot}{name}({', '.join(self.expr(a) for a in e.args)})"
         if isinstance(e, ast.Construct):
             args = ", ".join(self.expr(a) for a in e.args)
-            name = self.type_name(e.type)
-            if " " in name:
+            name = self.declare(e.type, "", drop_const=True).strip()
+            if name in _MULTIWORD_TYPES:   # `unsigned int(x)` is no C++
                 return f"(({name})({args}))" if len(e.args) == 1 else f"{name}{{}}"
             return f"{name}{{{args}}}" if e.braces else f"{name}({args})"
         if isinstance(e, ast.Cast):
@@ -807,8 +845,11 @@ class _Printer:
             args = "<" + ", ".join(self.template_arg(a) for a in n.template_args) + ">"
         if n.owner is not None:   # `decltype(x)::k`
             return f"{self.named(n.owner, drop_const=True, typename=False)}::{n.name}"
-        if n.args_on_qualifier:   # `S<T>::k`
-            return f"{n.qualifier}{args}::{n.name}"
+        if n.args_on_qualifier:   # `S<T>::k`, `S<T>::Inner::k`
+            parts = n.qualifier.split("::")
+            at = len(parts) - 1 - n.parts_after_args
+            parts[at] += args
+            return "::".join(parts) + f"::{n.name}"
         qualifier = n.qualifier
         if qualifier and args and qualifier not in _METAL_NAMESPACES:
             # `S::template f<T>`: C++ needs the keyword where S depends on a template

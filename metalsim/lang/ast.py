@@ -110,6 +110,9 @@ class Name(Node):
     owner: NamedType | None = None  # the type of a static member named `decltype(x)::k`
     # Whether `template_args` belong to the qualifier (`S<T>::k`), not the name (`S::f<T>`).
     args_on_qualifier: bool = False
+    # With them, how many parts of the qualifier follow the one they belong to
+    # (`S<T>::Inner::k`: 1).
+    parts_after_args: int = 0
     # A namespace member (`na::K`, `::G`, `na::S::k`, or `K` found in an enclosing namespace,
     # `name` then being its program name, see `metalsim.lang.namespaces`): looked up at
     # program scope, never among locals or members.
@@ -354,6 +357,15 @@ class Return(Node):
 @dataclass(eq=False)
 class Empty(Node):
     pass
+
+
+@dataclass(eq=False)
+class StructDeclaration(Empty):
+    """`template <typename T> struct S;`: names a struct template defined later (nothing to
+    run; the CUDA back end prints it)."""
+
+    name: str = ""
+    template_params: list[TemplateParam] | None = None
 
 
 @dataclass(eq=False)
