@@ -569,6 +569,12 @@ class _Printer:
             if inst is None:
                 raise _Untranslatable("a template [[kernel]] that is never instantiated", kernel)
             callee += "<" + ", ".join(self.template_arg(a) for a in inst.template_args) + ">"
+        call = f"  {callee}("
+        if kernel.template_params and len(inst.template_args) < len(kernel.template_params):
+            # Template parameters left to their defaults (`typename MaskType = float`) would be
+            # deduced from the buffer arguments first, which fails: the specialisation's
+            # address fixes them all, and the arguments convert to its parameter types.
+            call = f"  auto* const kernel = &{callee};\n  kernel("
         params, args, buffers = [], [], []
         for p in kernel.params:
             attribute = next((a.name for a in p.attributes if a.name in _THREAD_ATTRIBUTES), None)
@@ -592,7 +598,7 @@ class _Printer:
             + ", ".join(params) + ") {\n"
             "  const thread_info info = make_thread_info(gx, gy, gz, tx, ty, tz);\n"
             "  if (!info.exists) return;\n"
-            f"  {callee}(" + ", ".join(args) + ");\n}\n"
+            + call + ", ".join(args) + ");\n}\n"
         )
         return text, tuple(buffers)
 
