@@ -195,10 +195,9 @@ def _kernel_name(unit: ast.TranslationUnit) -> str | None:
     line), else the last `[[kernel]]` function."""
     chosen = None
     for item in unit.items:
-        if isinstance(item, ast.ExplicitInstantiation):
-            chosen = item.name
-        elif isinstance(item, ast.FunctionDef) and item.template_params is None and any(
-                a.name == "kernel" for a in item.attributes):
+        plain_kernel = (isinstance(item, ast.FunctionDef) and item.template_params is None
+                        and any(a.name == "kernel" for a in item.attributes))
+        if isinstance(item, ast.ExplicitInstantiation) or plain_kernel:
             chosen = item.name
     return chosen
 
@@ -256,7 +255,8 @@ class _Printer:
                 # MLX's overloads in Metal's `fast` and `precise` (bf16_math.h)
                 item.name = name
                 body = self.function(item)
-                return f"namespace {namespace.removeprefix('metal::')} {{\n{body}}}\n" if body else ""
+                inner = namespace.removeprefix("metal::")
+                return f"namespace {inner} {{\n{body}}}\n" if body else ""
             return self.function(item)
         if isinstance(item, ast.VariableTemplate):
             return self.variable_template(item)
