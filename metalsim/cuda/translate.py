@@ -309,7 +309,8 @@ class _Printer:
                 # MLX's overloads in Metal's `fast` and `precise` (bf16_math.h)
                 item.name = name
                 body = self.function(item)
-                return f"namespace {namespace.removeprefix('metal::')} {{\n{body}}}\n" if body else ""
+                inner = namespace.removeprefix("metal::")
+                return f"namespace {inner} {{\n{body}}}\n" if body else ""
             return self.function(item)
         if isinstance(item, ast.VariableTemplate):
             return self.variable_template(item)

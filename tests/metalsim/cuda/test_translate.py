@@ -109,6 +109,34 @@ def test_the_struct_tests_kernels_compile_with_nvrtc():
     compile_all(launches)
 
 
+BLOCK_GROUPS = ("steel gemm", "steel attention", "quantized")
+
+
+@needs_nvrtc
+@pytest.mark.parametrize("group", BLOCK_GROUPS)
+def test_every_mlx_building_block_translation_compiles_with_nvrtc(group):
+    """The kernels built from MLX's own steel GEMM, steel attention and quantized headers
+    (`cuda_launches.building_block_launches`), each alone: their headers declare Metal's
+    `fast`/`precise` overloads, which a kernel's own namespace (`compile_all`) would hide."""
+    launches = [lu for lu in cuda_launches.building_block_launches()
+                if lu.label.startswith(group)]
+    assert len(launches) >= 5
+    for launch in launches:
+        translation = translate(cuda_launches.generated(launch),
+                                include_dirs=launch.kernel.include_dirs)
+        try:
+            nvrtc.compile_ptx(translation.source,
+                              opts=(*nvrtc.OPTIONS, *matrix_defines(translation)))
+        except nvrtc.NvrtcError as error:
+            pytest.fail(f"{launch.label}: NVRTC rejects the translation:\n{error}")
+
+
+def test_the_building_blocks_are_all_in_one_of_the_compiled_groups():
+    labels = [lu.label for lu in cuda_launches.building_block_launches()]
+    assert len(labels) == 21
+    assert all(label.startswith(BLOCK_GROUPS) for label in labels)
+
+
 def _kernel_text(puzzle_number: int) -> str:
     launch = next(lu for lu in cuda_launches.puzzle_launches(hidden=False)
                   if lu.label.startswith(f"puzzle {puzzle_number:02d} "))

@@ -1,0 +1,193 @@
+"""The CUDA printer on the C++ that MLX's kernel headers are written in: each construct's
+translation (what it prints) and that NVRTC compiles it, without a GPU.
+
+MLX's own headers (steel GEMM and attention, quantized.h) are compiled whole in
+`test_translate.py`; these pin the constructs one by one.
+"""
+
+from __future__ import annotations
+
+import mlx.core as mx
+import pytest
+
+import metalsim
+from metalsim.cuda import nvrtc
+from metalsim.cuda.translate import Translation, translate
+
+needs_nvrtc = pytest.mark.skipif(not nvrtc.available(),
+                                 reason="NVRTC is not installed (pip install -e '.[cuda]')")
+
+
+def translated(body: str, header: str = "") -> Translation:
+    kernel = metalsim.metal_kernel("k", ["a"], ["out"], body, header=header)
+    gen = kernel._prepare((), dict(inputs=[mx.zeros(8)], output_shapes=[(8,)],
+                                   output_dtypes=[mx.float32], grid=(8, 1, 1),
+                                   threadgroup=(8, 1, 1))).gen
+    return translate(gen)
+
+
+def compiles(translation: Translation) -> None:
+    if nvrtc.available():
+        nvrtc.compile_ptx(translation.source)
+
+
+def test_variable_templates_and_their_specialisations_are_constexpr_templates():
+    t = translated("out[thread_position_in_grid.x] = width_v<float> + width_v<int>;", """
+        template <typename T> constant constexpr int width_v = 1;
+        template <> constant constexpr int width_v<float> = 4;
+    """)
+    assert "template <typename T>\nconstexpr int width_v = 1;" in t.kernel_text
+    assert "template <>\nconstexpr int width_v<float> = 4;" in t.kernel_text
+    compiles(t)
+
+
+def test_parameter_packs_print_with_their_ellipses():
+    t = translated("out[thread_position_in_grid.x] = total(1.0f, 2.0f, 3.0f);", """
+        template <typename T> T total(T x) { return x; }
+        template <typename T, typename... Us> T total(T x, Us... us) { return x + total(us...); }
+    """)
+    assert "template <typename T, typename... Us>" in t.kernel_text
+    assert "total(T x, Us ...us)" in t.kernel_text and "total(us...)" in t.kernel_text
+    compiles(t)
+
+
+def test_namespace_members_are_spelled_by_program_name_and_directives_dropped():
+    t = translated("out[thread_position_in_grid.x] = scale(2);", """
+        namespace geo { namespace detail { constant constexpr int K = 3; }
+                        inline int scale(int x) { return x * detail::K; } }
+        using namespace geo;
+    """)
+    assert "geo_ns_detail_ns_K = 3;" in t.kernel_text
+    assert "return (x * geo_ns_detail_ns_K);" in t.kernel_text
+    assert "geo_ns_scale(2)" in t.kernel_text and "using namespace" not in t.kernel_text
+    compiles(t)
+
+
+BOX = """
+    template <typename T> struct Box {
+      typedef T type;
+      static constexpr constant int n = 2;
+      T v;
+      T get() const { return v; }
+      template <int K> T times() const { return v * K; }
+      static T twice(T x) { return x + x; }
+      constexpr operator T() const { return v; }
+    };
+    template <> struct Box<int> { typedef short type; static constexpr constant int n = 5; };
+    template <typename T> struct Tagged : Box<T> { int tag; };
+"""
+
+
+def test_struct_member_types_statics_specialisations_and_bases_print_in_order():
+    t = translated("""
+        Tagged<float> b;
+        b.v = a[0];
+        out[thread_position_in_grid.x] = b.get() + Box<int>::n;
+    """, BOX)
+    text = t.kernel_text
+    assert "struct Box {\n  using type = T;\n  static constexpr int n = 2;\n  T v;" in text
+    assert "template <>\nstruct Box<int> {\n  using type = short;" in text
+    assert "struct Tagged : public Box<T> {\n  int tag;\n};" in text
+    compiles(t)
+
+
+def test_member_templates_static_members_and_conversion_functions():
+    t = translated("""
+        Box<float> b{a[0]};
+        typename Box<float>::type t = b.template times<3>();
+        out[thread_position_in_grid.x] = t + Box<float>::twice(b.get()) + float(b);
+    """, BOX)
+    text = t.kernel_text
+    assert "template <int K>\n  __device__ inline T times() const" in text
+    assert "__device__ inline static T twice(T x)" in text
+    assert "__device__ inline constexpr operator T() const" in text
+    assert "typename Box<float>::type t = b.template times<3>();" in text
+    compiles(t)
+
+
+def test_a_qualifier_keeps_its_template_arguments_on_the_part_that_had_them():
+    t = translated("out[thread_position_in_grid.x] = Outer<float>::Inner::k;", """
+        template <typename T> struct Outer {
+          struct Inner { static constexpr constant int k = sizeof(T); };
+        };
+    """)
+    assert "Outer<float>::Inner::k" in t.kernel_text
+    compiles(t)
+
+
+def test_a_struct_template_declared_before_its_definition_stays_declared():
+    t = translated("out[thread_position_in_grid.x] = is_later<Later<float>> ? 1 : 0;", """
+        template <typename T> struct Later;
+        template <typename T> constant constexpr bool is_later = false;
+        template <typename T> constant constexpr bool is_later<Later<T>> = true;
+        template <typename T> struct Later { T x; };
+    """)
+    assert "template <typename T>\nstruct Later;\n" in t.kernel_text
+    compiles(t)
+
+
+def test_decltype_of_an_expression_is_a_type():
+    t = translated("""
+        float x = a[0];
+        decltype(x) y = x * 2;
+        out[thread_position_in_grid.x] = y;
+    """)
+    assert "decltype(x) y = " in t.kernel_text
+    compiles(t)
+
+
+def test_a_header_kernel_that_nothing_instantiates_is_left_out():
+    t = translated("out[thread_position_in_grid.x] = a[0];", """
+        template <typename T>
+        [[kernel]] void other(device T* x [[buffer(0)]]) { x[0] = T(1); }
+    """)
+    assert "other" not in t.kernel_text
+    compiles(t)
+
+
+def test_an_unset_function_constant_is_dropped_unless_the_kernel_reads_it():
+    header = "constant bool use_bias [[function_constant(0)]];\n"
+    t = translated("out[thread_position_in_grid.x] = a[0];", header)
+    assert "use_bias" not in t.kernel_text
+    with pytest.raises(metalsim.CompileError) as info:
+        translated("out[thread_position_in_grid.x] = use_bias ? a[0] : 0.0f;", header)
+    assert "cannot translate the function constant 'use_bias'" in str(info.value)
+    assert info.value.line == 1
+
+
+def test_metal_fast_and_precise_overloads_of_a_header_print_in_their_namespace():
+    t = translated("out[thread_position_in_grid.x] = float(fast::twice(bfloat16_t(a[0])));", """
+        namespace metal { namespace fast {
+          inline bfloat16_t twice(bfloat16_t x) { return x + x; }
+        } }
+    """)
+    assert "namespace fast {\n__device__ inline bfloat16_t twice(bfloat16_t x)" in t.kernel_text
+    compiles(t)
+
+
+@needs_nvrtc
+def test_metals_type_traits_and_limits_are_constant_expressions_on_cuda():
+    t = translated("""
+        static_assert(metal::is_same_v<metal::remove_cv_t<const float>, float>, "");
+        static_assert(metal::bool_constant<true>::value && !metal::is_integral_v<float>, "");
+        static_assert(metal::is_convertible_v<int, float>, "");
+        static_assert(metal::is_same_v<metal::conditional_t<true, int, float>, int>, "");
+        constexpr float inf = metal::numeric_limits<float>::infinity();
+        constexpr half top = metal::numeric_limits<half>::max();
+        out[thread_position_in_grid.x] = inf > top ? 1.0f : 0.0f;
+    """)
+    nvrtc.compile_ptx(t.source)
+
+
+@needs_nvrtc
+def test_half_and_bfloat_arithmetic_in_a_static_assert_is_evaluated_by_the_compiler():
+    """MLX's complex.h checks half and bfloat products at compile time; a wrong claim fails."""
+    good = translated("out[thread_position_in_grid.x] = a[0];", """
+        static_assert(half(1.5h) * half(3.0h) == 4.5h, "");
+        static_assert(bfloat16_t(0.1f) + bfloat16_t(0.2f) == bfloat16_t(0.30078125f), "");
+    """)
+    nvrtc.compile_ptx(good.source)
+    wrong = translated("out[thread_position_in_grid.x] = a[0];",
+                       'static_assert(half(0.1f) == 0.1f, "");\n')
+    with pytest.raises(nvrtc.NvrtcError, match="static assertion failed"):
+        nvrtc.compile_ptx(wrong.source)
