@@ -11,7 +11,7 @@ import pytest
 from dispatch_sources import ROWS, SCALE_ROWS, STRIDE, scale_rows_buffers
 
 import metalsim
-from metalsim.cuda import nvrtc, pipeline
+from metalsim.cuda import nvrtc, pipeline, runtime
 from metalsim.cuda.translate import translate_function
 
 needs_nvrtc = pytest.mark.skipif(not nvrtc.available(),
@@ -154,6 +154,33 @@ def test_a_kernel_that_reads_a_function_constant_the_dispatch_leaves_unset_is_re
     with pytest.raises(metalsim.CompileError, match="function constant 'extra', which this "
                                                      "launch leaves unset"):
         translate_function(SCALE_ROWS, "add_extra")
+
+
+# --- MLX's own whole kernels --------------------------------------------------------------
+
+def _one_launch_per_kernel() -> list:
+    import cuda_launches
+
+    kernels = {}
+    for launch in cuda_launches.dispatch_launches():
+        kernels.setdefault((launch.case.source, launch.case.function), launch)
+    return list(kernels.values())
+
+
+MLX_KERNELS = _one_launch_per_kernel()
+
+
+@needs_nvrtc
+@pytest.mark.parametrize("launch", MLX_KERNELS, ids=[lu.case.function for lu in MLX_KERNELS])
+def test_every_mlx_whole_kernel_translation_compiles_with_nvrtc(launch):
+    """Each kernel function the GPU differential's dispatch group runs (softmax, logsumexp,
+    reductions, scans, steel attention, steel GEMM), with its first case's function
+    constants and the matrix switches the runtime would give it."""
+    case = launch.case
+    translation = translate_function(case.source, case.function, case.function_constants,
+                                     include_dirs=(str(metalsim.mlx_include_dir()),))
+    nvrtc.compile_ptx(translation.source,
+                      opts=(*nvrtc.OPTIONS, *runtime.matrix_defines(translation)))
 
 
 # --- the GPU differential's dispatch group, with the GPU replaced by the simulator ------------
