@@ -331,15 +331,19 @@ class _Printer:
             return ""
         parts = []
         for p in params:
-            kind = "typename" if p.kind is None else self.type_name(p.kind)
             default = ""
             if p.default is not None:
                 default = " = " + self.template_arg(p.default)
-            parts.append(f"{kind}{'...' if p.pack else ''} {p.name}{default}")
+            pack = "..." if p.pack else ""
+            if p.kind is None:
+                parts.append(f"typename{pack} {p.name}{default}")
+            else:   # `int N`, `float (*G)(float)`
+                parts.append(self.declare(p.kind, f"{pack}{p.name}") + default)
         return f"template <{', '.join(parts)}>\n"
 
     def template_arg(self, node: ast.Node) -> str:
-        if isinstance(node, ast.NamedType | ast.PointerType | ast.ReferenceType | ast.ArrayType):
+        if isinstance(node, ast.NamedType | ast.PointerType | ast.ReferenceType | ast.ArrayType
+                      | ast.FunctionPointerType):
             return self.type_name(node)
         return self.expr(node)
 
@@ -418,7 +422,12 @@ class _Printer:
 
     def enum(self, e: ast.EnumDef) -> str:
         underlying = f" : {self.type_name(e.underlying)}" if e.underlying is not None else ""
-        items = ", ".join(n.name.rsplit("::", 1)[-1].rsplit("_ns_", 1)[-1]
+        # An unscoped enumerator is a member of the enum's namespace, named by its program
+        # name as spelled (`na_ns_Red`, as the enum is `na_ns_Color`); a scoped one through
+        # its enum.
+        namespace, spelled, _ = e.name.rpartition("_ns_")
+        prefix = "" if e.scoped else namespace + spelled
+        items = ", ".join(prefix + n.name
                           + (f" = {self.expr(n.value)}" if n.value is not None else "")
                           for n in e.enumerators)
         key = "enum class" if e.scoped else "enum"
@@ -528,6 +537,8 @@ class _Printer:
         if t.name == "decltype" and t.template_args:
             return f"{const}decltype({self.expr(t.template_args[0])})"
         name = _TYPE_NAMES.get(t.name, t.name) if t.member_of is None else t.name
+        if name.startswith("auto:"):   # a generic lambda's parameter, as written
+            name = "auto"
         if t.name == "double":
             raise _Untranslatable("'double' (Metal has no double)", t)
         if t.template_args is not None:
@@ -556,6 +567,9 @@ class _Printer:
         if isinstance(t, ast.ArrayType):
             size = self.expr(t.size) if t.size is not None else ""
             return self.declare(t.element, f"{name}[{size}]", drop_const)
+        if isinstance(t, ast.FunctionPointerType):   # `R (*name)(P...)`
+            params = ", ".join(self.type_name(p) for p in t.params)
+            return self.declare(t.result, f"(*{name})({params})", drop_const)
         raise _Untranslatable(f"the type '{type(t).__name__}'", t)
 
     @staticmethod
@@ -740,11 +754,27 @@ class _Printer:
                           | ast.ArrayType):
                 return f"{word}({self.type_name(operand)})"
             return f"{word}({self.expr(operand)})"
+        if isinstance(e, ast.Lambda):
+            return self.lambda_(e)
         if isinstance(e, ast.PackExpansion):
             return f"{self.template_arg(e.pattern)}..."
         if isinstance(e, ast.InitList):
             return "{" + ", ".join(self.expr(i) for i in e.items) + "}"
         raise _Untranslatable(f"the expression '{type(e).__name__}'", e)
+
+    def lambda_(self, e: ast.Lambda) -> str:
+        """A lambda (a device lambda: it is defined in device code); a generic one's invented
+        template parameters print as the `auto` they were written as."""
+        captures = [e.default] if e.default else []
+        captures += [name if name == "this" else ("&" if by_ref else "") + name
+                     for name, by_ref in e.captures]
+        params = ", ".join(self.param(p) for p in e.params)
+        text = f"[{', '.join(captures)}]({params})"
+        if e.mutable:
+            text += " mutable"
+        if not (isinstance(e.return_type, ast.NamedType) and e.return_type.name == "auto"):
+            text += f" -> {self.type_name(e.return_type)}"
+        return text + " " + self.block(e.body, 1)
 
     def float_literal(self, e: ast.FloatLiteral) -> str:
         """The literal's value correctly rounded to its type, written exactly (NVRTC rounds
