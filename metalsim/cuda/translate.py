@@ -466,6 +466,9 @@ class _Printer:
             owner = f.owner
             if f.owner_args is not None:
                 owner += "<" + ", ".join(self.template_arg(a) for a in f.owner_args) + ">"
+                if f.template_params == [] and f.specialization_args is not None:
+                    # a member template's specialisation for a class template's instance
+                    template = "template <>\n" + template
             name = f"{owner}::{name.rsplit('::', 1)[-1]}"
         if f.specialization_args is not None:
             name += "<" + ", ".join(self.template_arg(a) for a in f.specialization_args) + ">"
