@@ -1,10 +1,20 @@
 """Translate the kernel MLX would compile (its generated Metal source) into CUDA C++.
 
-The generated text goes through metalsim's own front end (preprocessor and parser), the same the
-simulator runs, and the AST is printed back as CUDA C++ inside `namespace metal`, after the
-prelude (`metalsim.cuda.prelude`) that gives Metal's types and library their meaning on CUDA.
-C++ itself does the typing: the prelude's overloads reproduce Metal's rules, so the printer only
-rewrites what differs in syntax:
+The generated text goes through metalsim's own front end (preprocessor and parser, after the
+simulator's prelude, whose names the parser must know), the same the simulator runs, and the AST
+is printed back as CUDA C++ inside `namespace metal`, after the prelude (`metalsim.cuda.prelude`)
+that gives Metal's types and library their meaning on CUDA. C++ itself does the typing: the
+prelude's overloads reproduce Metal's rules, so the printer only rewrites what differs in syntax:
+
+- the C++ of MLX's kernel headers prints as written (struct templates with their member types,
+  statics, bases and specialisations, member and variable templates, packs, lambdas, enums,
+  unions, function pointers, explicit specialisations, `if constexpr`, static_asserts); names
+  declared in a program's namespaces are already resolved by the parser to program names
+  (`mlx::steel::BlockMMA`), printed as one identifier (`mlx_ns_steel_ns_BlockMMA`), so
+  using-directives go; MLX's overloads in Metal's `fast`/`precise` print in those namespaces;
+- a `[[kernel]]` template of a header that nothing instantiates is left out, as is an unset
+  function constant that nothing reads; MLX's `utils.h` pieces that MLX prepends to a custom
+  kernel (`prelude.MLX_UTILS`) come first where the kernel uses them and declares none itself;
 
 - address spaces disappear (CUDA pointers are generic); a `threadgroup` variable becomes a
   `__shared__` one;
