@@ -3,18 +3,25 @@
 It needs no CUDA header (NVRTC compiles it alone) and defines, inside `namespace metal` (where the
 translated kernel also lives, so `metal::exp` and an unqualified `exp` both find Metal's):
 
+- <metal_type_traits> (`integral_constant`, `bool_constant`, `is_same_v`, `enable_if_t`,
+  `conditional_t`, `remove_cv_t`, `remove_addrspace_t` (the identity here), `is_convertible_v`,
+  ...) and `numeric_limits`, usable in constant expressions as in Metal;
 - scalar names (`uint`, `ushort`, `int64_t`, ...) and `half`/`bfloat` as 16-bit storage types
   whose arithmetic is done in float and rounded to nearest even after every operation, as
   Metal (and the simulator) round: float holds the exact result of `+ - * /` of two halves or
-  bfloats well enough that this single rounding is the correctly rounded result;
+  bfloats well enough that this single rounding is the correctly rounded result (in a C++
+  constant expression the same rounding is done in integer arithmetic);
 - `vec<T, N>` (and `packed_vec`) with `x/y/z/w` and `r/g/b/a` members, `[]`, element-wise
   operators without integer promotion (`short2 + short2` is `short2`), Metal's sizes and
   alignments (a `float3` takes 16 bytes, a `packed_float3` 12), and swizzles as functions the
   translator calls (`v.zyx` -> `swizzle<2, 1, 0>(v)`);
 - the math library (`metal::`, `fast::`, `precise::`), SIMD-group and quad-group functions over
   the active lanes (sums and scans in lane order, as the simulator combines them), atomics on
-  device and threadgroup memory, `simdgroup_matrix` with Metal's lane layout, barriers, and
-  MLX's `utils.h` indexing helpers;
+  device and threadgroup memory, `simdgroup_matrix` with Metal's lane layout and barriers
+  (MLX's `utils.h` indexing helpers and `complex64_t` are `MLX_UTILS`, which the printer adds
+  where a kernel needs them);
+- the Metal compiler's `__metal_*` intrinsics that MLX's bf16_math.h builds its bfloat
+  overloads on (Metal's own bfloat overloads are templates here, so that MLX's win);
 - `thread_info`: every thread attribute MLX offers, from the block and thread index of the
   one-dimensional blocks `metalsim.cuda.runtime` launches (one block per threadgroup).
 """

@@ -1,10 +1,20 @@
 """Translate the kernel MLX would compile (its generated Metal source) into CUDA C++.
 
-The generated text goes through metalsim's own front end (preprocessor and parser), the same the
-simulator runs, and the AST is printed back as CUDA C++ inside `namespace metal`, after the
-prelude (`metalsim.cuda.prelude`) that gives Metal's types and library their meaning on CUDA.
-C++ itself does the typing: the prelude's overloads reproduce Metal's rules, so the printer only
-rewrites what differs in syntax:
+The generated text goes through metalsim's own front end (preprocessor and parser, after the
+simulator's prelude, whose names the parser must know), the same the simulator runs, and the AST
+is printed back as CUDA C++ inside `namespace metal`, after the prelude (`metalsim.cuda.prelude`)
+that gives Metal's types and library their meaning on CUDA. C++ itself does the typing: the
+prelude's overloads reproduce Metal's rules, so the printer only rewrites what differs in syntax:
+
+- the C++ of MLX's kernel headers prints as written (struct templates with their member types,
+  statics, bases and specialisations, member and variable templates, packs, lambdas, enums,
+  unions, function pointers, explicit specialisations, `if constexpr`, static_asserts); names
+  declared in a program's namespaces are already resolved by the parser to program names
+  (`mlx::steel::BlockMMA`), printed as one identifier (`mlx_ns_steel_ns_BlockMMA`), so
+  using-directives go; MLX's overloads in Metal's `fast`/`precise` print in those namespaces;
+- a `[[kernel]]` template of a header that nothing instantiates is left out, as is an unset
+  function constant that nothing reads; MLX's `utils.h` pieces that MLX prepends to a custom
+  kernel (`prelude.MLX_UTILS`) come first where the kernel uses them and declares none itself;
 
 - address spaces disappear (CUDA pointers are generic); a `threadgroup` variable becomes a
   `__shared__` one;
@@ -407,15 +417,19 @@ class _Printer:
             return ""
         parts = []
         for p in params:
-            kind = "typename" if p.kind is None else self.type_name(p.kind)
             default = ""
             if p.default is not None:
                 default = " = " + self.template_arg(p.default)
-            parts.append(f"{kind}{'...' if p.pack else ''} {p.name}{default}")
+            pack = "..." if p.pack else ""
+            if p.kind is None:
+                parts.append(f"typename{pack} {p.name}{default}")
+            else:   # `int N`, `float (*G)(float)`
+                parts.append(self.declare(p.kind, f"{pack}{p.name}") + default)
         return f"template <{', '.join(parts)}>\n"
 
     def template_arg(self, node: ast.Node) -> str:
-        if isinstance(node, ast.NamedType | ast.PointerType | ast.ReferenceType | ast.ArrayType):
+        if isinstance(node, ast.NamedType | ast.PointerType | ast.ReferenceType | ast.ArrayType
+                      | ast.FunctionPointerType):
             return self.type_name(node)
         return self.expr(node)
 
@@ -494,7 +508,12 @@ class _Printer:
 
     def enum(self, e: ast.EnumDef) -> str:
         underlying = f" : {self.type_name(e.underlying)}" if e.underlying is not None else ""
-        items = ", ".join(n.name.rsplit("::", 1)[-1].rsplit("_ns_", 1)[-1]
+        # An unscoped enumerator is a member of the enum's namespace, named by its program
+        # name as spelled (`na_ns_Red`, as the enum is `na_ns_Color`); a scoped one through
+        # its enum.
+        namespace, spelled, _ = e.name.rpartition("_ns_")
+        prefix = "" if e.scoped else namespace + spelled
+        items = ", ".join(prefix + n.name
                           + (f" = {self.expr(n.value)}" if n.value is not None else "")
                           for n in e.enumerators)
         key = "enum class" if e.scoped else "enum"
@@ -533,6 +552,9 @@ class _Printer:
             owner = f.owner
             if f.owner_args is not None:
                 owner += "<" + ", ".join(self.template_arg(a) for a in f.owner_args) + ">"
+                if f.template_params == [] and f.specialization_args is not None:
+                    # a member template's specialisation for a class template's instance
+                    template = "template <>\n" + template
             name = f"{owner}::{name.rsplit('::', 1)[-1]}"
         if f.specialization_args is not None:
             name += "<" + ", ".join(self.template_arg(a) for a in f.specialization_args) + ">"
@@ -613,6 +635,8 @@ class _Printer:
         if t.name == "decltype" and t.template_args:
             return f"{const}decltype({self.expr(t.template_args[0])})"
         name = _TYPE_NAMES.get(t.name, t.name) if t.member_of is None else t.name
+        if name.startswith("auto:"):   # a generic lambda's parameter, as written
+            name = "auto"
         if t.name == "double":
             raise _Untranslatable("'double' (Metal has no double)", t)
         if t.template_args is not None:
@@ -641,6 +665,9 @@ class _Printer:
         if isinstance(t, ast.ArrayType):
             size = self.expr(t.size) if t.size is not None else ""
             return self.declare(t.element, f"{name}[{size}]", drop_const)
+        if isinstance(t, ast.FunctionPointerType):   # `R (*name)(P...)`
+            params = ", ".join(self.type_name(p) for p in t.params)
+            return self.declare(t.result, f"(*{name})({params})", drop_const)
         raise _Untranslatable(f"the type '{type(t).__name__}'", t)
 
     @staticmethod
@@ -828,11 +855,27 @@ class _Printer:
                           | ast.ArrayType):
                 return f"{word}({self.type_name(operand)})"
             return f"{word}({self.expr(operand)})"
+        if isinstance(e, ast.Lambda):
+            return self.lambda_(e)
         if isinstance(e, ast.PackExpansion):
             return f"{self.template_arg(e.pattern)}..."
         if isinstance(e, ast.InitList):
             return "{" + ", ".join(self.expr(i) for i in e.items) + "}"
         raise _Untranslatable(f"the expression '{type(e).__name__}'", e)
+
+    def lambda_(self, e: ast.Lambda) -> str:
+        """A lambda (a device lambda: it is defined in device code); a generic one's invented
+        template parameters print as the `auto` they were written as."""
+        captures = [e.default] if e.default else []
+        captures += [name if name == "this" else ("&" if by_ref else "") + name
+                     for name, by_ref in e.captures]
+        params = ", ".join(self.param(p) for p in e.params)
+        text = f"[{', '.join(captures)}]({params})"
+        if e.mutable:
+            text += " mutable"
+        if not (isinstance(e.return_type, ast.NamedType) and e.return_type.name == "auto"):
+            text += f" -> {self.type_name(e.return_type)}"
+        return text + " " + self.block(e.body, 1)
 
     def float_literal(self, e: ast.FloatLiteral) -> str:
         """The literal's value correctly rounded to its type, written exactly (NVRTC rounds

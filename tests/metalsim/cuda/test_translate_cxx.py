@@ -191,3 +191,78 @@ def test_half_and_bfloat_arithmetic_in_a_static_assert_is_evaluated_by_the_compi
                        'static_assert(half(0.1f) == 0.1f, "");\n')
     with pytest.raises(nvrtc.NvrtcError, match="static assertion failed"):
         nvrtc.compile_ptx(wrong.source)
+
+
+def test_lambdas_print_their_captures_parameters_and_return_types():
+    t = translated("""
+        int k = 3;
+        auto add_k = [&](float x) { return x + k; };
+        auto sq = [](float x) -> float { return x * x; };
+        auto first = [=](auto v) mutable { return v; };
+        out[thread_position_in_grid.x] = add_k(a[0]) + sq(2.0f) + first(1.0f);
+    """)
+    text = t.kernel_text
+    assert "auto add_k = [&](float x) {" in text
+    assert "auto sq = [](float x) -> float {" in text
+    assert "auto first = [=](auto v) mutable {" in text
+    compiles(t)
+
+
+def test_function_pointers_as_template_parameters_and_arguments():
+    t = translated("out[thread_position_in_grid.x] = call_with<twice>(a[0]);", """
+        inline float twice(float x) { return 2 * x; }
+        template <float (*G)(float)> float call_with(float x) { return G(x); }
+    """)
+    assert "template <float (*G)(float)>" in t.kernel_text
+    assert "call_with<twice>(a[0])" in t.kernel_text
+    compiles(t)
+
+
+def test_enums_unions_and_if_constexpr():
+    t = translated("""
+        Bits b;
+        b.f = a[0];
+        float r = float(b.u & 1u) + pal::Blue + int(pal::Mode::Slow);
+        if constexpr (sizeof(float) == 4) { r += 1; }
+        out[thread_position_in_grid.x] = r;
+    """, """
+        namespace pal { enum Color { Red, Green = 4, Blue };
+                        enum class Mode : int { Fast = 1, Slow = 2 }; }
+        union Bits { float f; uint u; };
+    """)
+    text = t.kernel_text
+    assert "enum pal_ns_Color {pal_ns_Red, pal_ns_Green = 4, pal_ns_Blue};" in text
+    assert "enum class pal_ns_Mode : int {Fast = 1, Slow = 2};" in text
+    assert "union Bits {\n  float f;\n  uint u;\n};" in text
+    assert "if constexpr ((sizeof(float) == 4))" in text
+    assert "pal_ns_Blue" in text and "pal_ns_Mode::Slow" in text
+    compiles(t)
+
+
+def test_explicit_specialisations_and_members_defined_after_their_struct():
+    t = translated("""
+        Acc acc{1.0f};
+        Holder<float> h{2.0f};
+        out[thread_position_in_grid.x] = ft<int>(5) + fn<0>() + acc.add(2.0f) + Acc::count()
+                                         + h.get<0>() + h.get<2>();
+    """, """
+        template <typename T> T ft(T x) { return T(x + T(1)); }
+        template <> int ft(int x) { return x * 100; }
+        template <int N> int fn() { return N; }
+        template <> int fn<0>() { return -1; }
+        struct Acc { float v; float add(float x); static int count(); };
+        float Acc::add(float x) { v += x; return v; }
+        int Acc::count() { return 7; }
+        template <typename T> struct Holder {
+          T v;
+          template <int K> T get() const { return v * K; }
+        };
+        template <> template <> float Holder<float>::get<0>() const { return -1.0f; }
+    """)
+    text = t.kernel_text
+    assert "template <>\n__device__ inline int ft(int x)" in text
+    assert "template <>\n__device__ inline int fn<0>()" in text
+    assert "__device__ inline float Acc::add(float x) {" in text
+    assert "__device__ inline static int count();" in text
+    assert "template <>\ntemplate <>\n__device__ inline float Holder<float>::get<0>() const" in text
+    compiles(t)
