@@ -63,3 +63,28 @@ def scale_rows_buffers(n: int = 37, dtype: mx.Dtype = mx.float32, bias: bool = T
     if bias:
         buffers[2] = mx.array(rng.standard_normal(STRIDE).astype(np.float32)).astype(dtype)
     return buffers
+
+
+# What MLX's reduction and scan headers lean on (atomic.h, binary_ops.h, logging.h): Metal's
+# internal `_disjunction`/`_conjunction`, `metal::array`, and a `constant` object built by a
+# `constant`-qualified constructor of a struct without data members. C++ gives 210 everywhere.
+TRAITS = """
+#include <metal_stdlib>
+using namespace metal;
+
+namespace ns {
+struct quiet_log {
+  constexpr quiet_log(constant char*, constant char*) constant {}
+};
+}
+constant ns::quiet_log logger("mlx", "ops");
+
+template <typename T>
+bool is_small() { return _disjunction<is_same<T, char>, is_same<T, short>>::value; }
+
+[[kernel]] void traits(device int* out [[buffer(0)]], uint i [[thread_position_in_grid]]) {
+  metal::array<int, 2> a = {int(is_small<short>()),
+                            int(_conjunction<is_same<int, int>, is_same<int, float>>::value)};
+  out[i] = a[0] * 10 + a[1] + int(a.size()) * 100;
+}
+"""

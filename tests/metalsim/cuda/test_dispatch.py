@@ -8,7 +8,7 @@ from __future__ import annotations
 import mlx.core as mx
 import numpy as np
 import pytest
-from dispatch_sources import ROWS, SCALE_ROWS, STRIDE, scale_rows_buffers
+from dispatch_sources import ROWS, SCALE_ROWS, STRIDE, TRAITS, scale_rows_buffers
 
 import metalsim
 from metalsim.cuda import nvrtc, pipeline, runtime
@@ -154,6 +154,22 @@ def test_a_kernel_that_reads_a_function_constant_the_dispatch_leaves_unset_is_re
     with pytest.raises(metalsim.CompileError, match="function constant 'extra', which this "
                                                      "launch leaves unset"):
         translate_function(SCALE_ROWS, "add_extra")
+
+
+def test_a_constant_object_of_a_struct_without_data_members_is_value_initialised():
+    text = translate_function(TRAITS, "traits").kernel_text
+    assert "static __device__ const ns_ns_quiet_log logger{};" in text
+
+
+def test_the_traits_kernel_gives_cpps_value_in_the_simulator():
+    run = metalsim.dispatch(TRAITS, "traits", {0: mx.zeros((4,), mx.int32)}, (4, 1, 1),
+                            (4, 1, 1))
+    assert np.array(run.buffers[0]).tolist() == [210] * 4
+
+
+@needs_nvrtc
+def test_metal_internal_traits_array_and_stateless_constants_compile_with_nvrtc():
+    nvrtc.compile_ptx(translate_function(TRAITS, "traits").source)
 
 
 # --- MLX's own whole kernels --------------------------------------------------------------

@@ -9,7 +9,7 @@ import cuda_launches
 import mlx.core as mx
 import numpy as np
 import pytest
-from dispatch_sources import ROWS, SCALE_ROWS, scale_rows_buffers
+from dispatch_sources import ROWS, SCALE_ROWS, TRAITS, scale_rows_buffers
 from gpu_differential import check_dispatch
 
 import metalsim
@@ -45,6 +45,12 @@ def test_a_plain_kernel_reads_its_function_constant_on_the_gpu():
     run = metalsim.cuda.dispatch(SCALE_ROWS, "add_extra", {0: x}, (100, 1, 1), (32, 1, 1),
                                  function_constants={"extra": 0.5})
     np.testing.assert_array_equal(np.array(run.buffers[0]), np.arange(100) + 0.5)
+
+
+def test_metal_internal_traits_and_array_give_cpps_value_on_the_gpu():
+    run = metalsim.cuda.dispatch(TRAITS, "traits", {0: mx.zeros((40,), mx.int32)}, (40, 1, 1),
+                                 (32, 1, 1))
+    assert np.array(run.buffers[0]).tolist() == [210] * 40
 
 
 LAUNCHES = cuda_launches.dispatch_launches()
