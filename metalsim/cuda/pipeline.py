@@ -147,7 +147,8 @@ def dispatch(source: str, function: str, buffers: Mapping[int, Buffer],
              ) -> Dispatch:
     """`metalsim.dispatch(...)`'s arguments and result, the kernel run on the GPU: every bound
     buffer by index afterwards (those the kernel may write with what it wrote), and no
-    report."""
+    report. The simulator's `max_steps` and `check` are not taken: the GPU neither counts
+    steps nor checks accesses (run `metalsim.dispatch` for that)."""
     pipeline = plan(source, function, buffers, grid, threadgroup,
                     function_constants=function_constants, include_dirs=include_dirs,
                     math_mode=math_mode)

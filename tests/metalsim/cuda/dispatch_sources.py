@@ -88,3 +88,14 @@ bool is_small() { return _disjunction<is_same<T, char>, is_same<T, short>>::valu
   out[i] = a[0] * 10 + a[1] + int(a.size()) * 100;
 }
 """
+
+# A kernel template instantiated with a parameter left to its default, which a buffer argument's
+# type names (as steel attention's `MaskType = float`).
+WIDEN = """
+template <typename T, typename U = float>
+[[kernel]] void widen(const device T* in [[buffer(0)]], device U* out [[buffer(1)]],
+                      uint i [[thread_position_in_grid]]) {
+  out[i] = U(in[i]) * U(2);
+}
+template [[host_name("widen_half")]] [[kernel]] decltype(widen<half>) widen<half>;
+"""

@@ -8,7 +8,7 @@ from __future__ import annotations
 import mlx.core as mx
 import numpy as np
 import pytest
-from dispatch_sources import ROWS, SCALE_ROWS, STRIDE, TRAITS, scale_rows_buffers
+from dispatch_sources import ROWS, SCALE_ROWS, STRIDE, TRAITS, WIDEN, scale_rows_buffers
 
 import metalsim
 from metalsim.cuda import nvrtc, pipeline, runtime
@@ -154,6 +154,16 @@ def test_a_kernel_that_reads_a_function_constant_the_dispatch_leaves_unset_is_re
     with pytest.raises(metalsim.CompileError, match="function constant 'extra', which this "
                                                      "launch leaves unset"):
         translate_function(SCALE_ROWS, "add_extra")
+
+
+def test_an_instantiation_leaving_a_parameter_to_its_default_is_called_through_its_address():
+    text = translate_function(WIDEN, "widen_half").kernel_text
+    assert "auto* const kernel = &widen<half>;\n  kernel(pointer_arg{b0}, pointer_arg{b1}" in text
+
+
+@needs_nvrtc
+def test_an_instantiation_leaving_a_parameter_to_its_default_compiles_with_nvrtc():
+    nvrtc.compile_ptx(translate_function(WIDEN, "widen_half").source)
 
 
 def test_a_constant_object_of_a_struct_without_data_members_is_value_initialised():

@@ -9,7 +9,7 @@ import cuda_launches
 import mlx.core as mx
 import numpy as np
 import pytest
-from dispatch_sources import ROWS, SCALE_ROWS, TRAITS, scale_rows_buffers
+from dispatch_sources import ROWS, SCALE_ROWS, TRAITS, WIDEN, scale_rows_buffers
 from gpu_differential import check_dispatch
 
 import metalsim
@@ -51,6 +51,13 @@ def test_metal_internal_traits_and_array_give_cpps_value_on_the_gpu():
     run = metalsim.cuda.dispatch(TRAITS, "traits", {0: mx.zeros((40,), mx.int32)}, (40, 1, 1),
                                  (32, 1, 1))
     assert np.array(run.buffers[0]).tolist() == [210] * 40
+
+
+def test_an_instantiation_leaving_a_parameter_to_its_default_runs_as_in_the_simulator():
+    x = mx.array(np.linspace(-3, 3, 50), dtype=mx.float16)
+    args = (WIDEN, "widen_half", {0: x, 1: mx.zeros((50,), mx.float32)}, (50, 1, 1), (32, 1, 1))
+    sim, gpu = metalsim.dispatch(*args), metalsim.cuda.dispatch(*args)
+    np.testing.assert_array_equal(np.array(sim.buffers[1]), np.array(gpu.buffers[1]))
 
 
 LAUNCHES = cuda_launches.dispatch_launches()
