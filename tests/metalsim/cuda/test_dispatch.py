@@ -11,6 +11,7 @@ import pytest
 from dispatch_sources import ROWS, SCALE_ROWS, STRIDE, TRAITS, WIDEN, scale_rows_buffers
 
 import metalsim
+import metalsim.cuda
 from metalsim.cuda import nvrtc, pipeline, runtime
 from metalsim.cuda.translate import translate_function
 
@@ -77,6 +78,13 @@ def test_a_buffer_of_another_element_type_is_refused():
 def test_an_unknown_kernel_name_is_refused_as_the_simulator_refuses_it():
     with pytest.raises(metalsim.CompileError, match="no kernel function named 'scale_rows'"):
         plan(function="scale_rows")
+
+
+def test_without_a_gpu_dispatch_says_what_it_needs(monkeypatch):
+    monkeypatch.setattr(runtime, "cupy_module", lambda: None)
+    with pytest.raises(RuntimeError, match="needs CuPy and an NVIDIA GPU"):
+        metalsim.cuda.dispatch(SCALE_ROWS, "scale_rows_float", scale_rows_buffers(),
+                               (37, ROWS, 1), (16, 2, 1), function_constants=CONSTANTS)
 
 
 def test_launch_size_counts_partial_edge_threadgroups():
