@@ -1500,20 +1500,14 @@ METAL_SIMD_INTRINSIC(simd_shuffle_xor) METAL_SIMD_INTRINSIC(simd_shuffle_rotate_
 METAL_SIMD_INTRINSIC(simd_shuffle_rotate_up) METAL_SIMD_INTRINSIC(simd_shuffle_and_fill_down)
 METAL_SIMD_INTRINSIC(simd_shuffle_and_fill_up)
 
-// ---- Metal's internal `_disjunction`/`_conjunction` (MLX's atomic.h tests its types with them)
-// and <metal_array>'s `array` (MLX's binary_ops.h returns one), as the simulator's prelude has.
+// ---- Metal's internal `_disjunction`/`_conjunction` (MLX's atomic.h tests its types with them),
+// as the simulator has them.
 template <class... B> struct _disjunction : false_type {};
 template <class B1, class... Bn> struct _disjunction<B1, Bn...>
     : bool_constant<bool(B1::value) || _disjunction<Bn...>::value> {};
 template <class... B> struct _conjunction : true_type {};
 template <class B1, class... Bn> struct _conjunction<B1, Bn...>
     : bool_constant<bool(B1::value) && _conjunction<Bn...>::value> {};
-template <class T, size_t N> struct array {
-  T __elems[N];
-  __device__ constexpr size_t size() const { return N; }
-  __device__ T& operator[](size_t i) { return __elems[i]; }
-  __device__ const T& operator[](size_t i) const { return __elems[i]; }
-};
 
 // ---- dispatch: one block per threadgroup, blockDim.x = the full threadgroup size ----
 // The entry's threads per block: the runtime compiles each kernel for its launch's threadgroup
@@ -1626,6 +1620,15 @@ template <class IdxT = int64_t>
 __device__ inline IdxT elem_to_loc_3(uint3 elem, const int64_t strides[3]) {
   return elem.x * IdxT(strides[2]) + elem.y * IdxT(strides[1]) + elem.z * IdxT(strides[0]);
 }
+""",
+    frozenset({"array"}): r"""
+// ---- <metal_array>'s array (MLX's binary_ops.h returns one), as the simulator's prelude has ----
+template <class T, size_t N> struct array {
+  T __elems[N];
+  __device__ constexpr size_t size() const { return N; }
+  __device__ T& operator[](size_t i) { return __elems[i]; }
+  __device__ const T& operator[](size_t i) const { return __elems[i]; }
+};
 """,
     frozenset({"complex64_t"}): r"""
 // ---- MLX's complex64_t (complex.h) ----

@@ -190,6 +190,19 @@ def test_metal_internal_traits_array_and_stateless_constants_compile_with_nvrtc(
     nvrtc.compile_ptx(translate_function(TRAITS, "traits").source)
 
 
+@needs_nvrtc
+def test_a_program_declaring_its_own_array_keeps_it():
+    source = """
+    template <typename T, int N> struct array { T v[N]; };
+    [[kernel]] void k(device int* out [[buffer(0)]], uint i [[thread_position_in_grid]]) {
+      array<int, 3> a = {{1, 2, 3}};
+      out[i] = a.v[2];
+    }"""
+    translation = translate_function(source, "k")
+    assert "__elems" not in translation.kernel_text
+    nvrtc.compile_ptx(translation.source)
+
+
 # --- MLX's own whole kernels --------------------------------------------------------------
 
 def _one_launch_per_kernel() -> list:
