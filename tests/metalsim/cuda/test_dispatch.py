@@ -267,6 +267,18 @@ def test_the_dispatch_differential_agrees_where_the_gpu_gives_the_simulators_val
     assert launches == ["block_softmax_float32"]
 
 
+def test_a_two_pass_reduction_chains_its_passes_on_the_gpu_side_too(fake_gpu):
+    import cuda_launches
+    import mlx_reduce_scan_kernels
+    from gpu_differential import check_dispatch
+
+    launches = fake_gpu()
+    case = mlx_reduce_scan_kernels.all_reduce_case(10_000, mx.float32)
+    result = check_dispatch(cuda_launches.DispatchLaunch(case.label, case))
+    assert result["ok"] and result["ulps"] == 0.0
+    assert launches == ["all_reduce_sum_float32"] * 2
+
+
 def test_the_dispatch_differential_fails_a_gpu_off_by_a_thousandth(fake_gpu):
     from gpu_differential import check_dispatch
 
