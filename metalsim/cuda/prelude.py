@@ -96,6 +96,9 @@ template <class T> struct is_pointer<T* const> : true_type {};
 template <class T> struct is_reference : false_type {};
 template <class T> struct is_reference<T&> : true_type {};
 template <class T> struct is_void : is_same<remove_cv_t<T>, void> {};
+// Metal's internal any-of / all-of traits (MLX's atomic.h uses `_disjunction`).
+template <class... B> struct _disjunction : bool_constant<(B::value || ... || false)> {};
+template <class... B> struct _conjunction : bool_constant<(B::value && ... && true)> {};
 template <class T> __device__ T&& declval();
 template <class To> __device__ void convert_to(To);
 template <class From, class To, class = void> struct is_convertible : false_type {};
@@ -527,6 +530,14 @@ template <class T, int N, bool P, int... I> struct swizzle_proxy {
 template <int... I, class T, int N, bool P>
 __device__ inline swizzle_proxy<T, N, P, I...> swizzle_ref(vec<T, N, P>& v) { return {v}; }
 
+// ---- <metal_array> ----
+template <class T, size_t N> struct array {
+  T __elems[N];
+  __device__ constexpr size_t size() const { return N; }
+  __device__ constexpr T& operator[](size_t i) { return __elems[i]; }
+  __device__ constexpr const T& operator[](size_t i) const { return __elems[i]; }
+};
+
 // ---- bit casts, limits, constants ----
 template <class To, class From>
 __device__ inline To as_type(const From& f) {
@@ -557,9 +568,8 @@ template <> struct numeric_limits<float> {
   static __device__ constexpr float lowest() { return -0x1.fffffep+127f; }
   static __device__ constexpr float max() { return 0x1.fffffep+127f; }
   static __device__ constexpr float epsilon() { return 0x1p-23f; }
-  // (NVRTC folds 1 / 0 to infinity; its folded 0 / 0 is a negative NaN, so no constexpr NaN)
-  static __device__ constexpr float infinity() { return 1.0f / 0.0f; }
-  static __device__ float quiet_NaN() { return __uint_as_float(0x7fc00000u); }
+  static __device__ constexpr float infinity() { return __builtin_bit_cast(float, 0x7f800000u); }
+  static __device__ constexpr float quiet_NaN() { return __builtin_bit_cast(float, 0x7fc00000u); }
   static __device__ constexpr float denorm_min() { return 0x1p-149f; }
 };
 #define METAL_LOW_FLOAT_LIMITS(T, min_, lowest_, max_, epsilon_, infinity_, nan_)         \
@@ -574,21 +584,57 @@ template <> struct numeric_limits<float> {
   };
 METAL_LOW_FLOAT_LIMITS(half, 0x0400, 0xfbff, 0x7bff, 0x1400, 0x7c00, 0x7e00)
 METAL_LOW_FLOAT_LIMITS(bfloat, 0x0080, 0xff7f, 0x7f7f, 0x3c00, 0x7f80, 0x7fc0)
-#define INFINITY (__int_as_float(0x7f800000))
-#define NAN (__int_as_float(0x7fc00000))
-#define FLT_MAX (__int_as_float(0x7f7fffff))
-#define FLT_MIN (__int_as_float(0x00800000))
-#define FLT_EPSILON (__int_as_float(0x34000000))
-#define HALF_MAX (metal::half::from_bits(0x7bff))
+// Metal's constants (<metal_math>, <metal_limits>), exact, usable in constant expressions.
+#define INFINITY (__builtin_bit_cast(float, 0x7f800000u))
+#define NAN (__builtin_bit_cast(float, 0x7fc00000u))
+#define FLT_MAX (__builtin_bit_cast(float, 0x7f7fffffu))
+#define FLT_MIN (__builtin_bit_cast(float, 0x00800000u))
+#define FLT_EPSILON (__builtin_bit_cast(float, 0x34000000u))
+#define M_E_F (__builtin_bit_cast(float, 0x402df854u))
+#define M_LOG2E_F (__builtin_bit_cast(float, 0x3fb8aa3bu))
+#define M_LOG10E_F (__builtin_bit_cast(float, 0x3ede5bd9u))
+#define M_LN2_F (__builtin_bit_cast(float, 0x3f317218u))
+#define M_LN10_F (__builtin_bit_cast(float, 0x40135d8eu))
+#define M_PI_F (__builtin_bit_cast(float, 0x40490fdbu))
+#define M_PI_2_F (__builtin_bit_cast(float, 0x3fc90fdbu))
+#define M_PI_4_F (__builtin_bit_cast(float, 0x3f490fdbu))
+#define M_1_PI_F (__builtin_bit_cast(float, 0x3ea2f983u))
+#define M_2_PI_F (__builtin_bit_cast(float, 0x3f22f983u))
+#define M_2_SQRTPI_F (__builtin_bit_cast(float, 0x3f906ebbu))
+#define M_SQRT2_F (__builtin_bit_cast(float, 0x3fb504f3u))
+#define M_SQRT1_2_F (__builtin_bit_cast(float, 0x3f3504f3u))
 #define MAXFLOAT FLT_MAX
 #define HUGE_VALF INFINITY
-#define M_PI_F 3.14159265358979323846264338327950288f
-#define M_PI_2_F 1.57079632679489661923132169163975144f
-#define M_E_F 2.71828182845904523536028747135266250f
-#define M_LN2_F 0.693147180559945309417232121458176568f
-#define M_LOG2E_F 1.44269504088896340735992468100189214f
-#define M_SQRT2_F 1.41421356237309504880168872420969808f
-#define M_1_PI_F 0.318309886183790671537767526745028724f
+#define HALF_MAX (metal::half::from_bits(0x7bff))
+#define HALF_MIN (metal::half::from_bits(0x0400))
+#define HALF_EPSILON (metal::half::from_bits(0x1400))
+#define M_E_H (metal::half::from_bits(0x4170))
+#define M_LOG2E_H (metal::half::from_bits(0x3dc5))
+#define M_LOG10E_H (metal::half::from_bits(0x36f3))
+#define M_LN2_H (metal::half::from_bits(0x398c))
+#define M_LN10_H (metal::half::from_bits(0x409b))
+#define M_PI_H (metal::half::from_bits(0x4248))
+#define M_PI_2_H (metal::half::from_bits(0x3e48))
+#define M_PI_4_H (metal::half::from_bits(0x3a48))
+#define M_1_PI_H (metal::half::from_bits(0x3518))
+#define M_2_PI_H (metal::half::from_bits(0x3918))
+#define M_2_SQRTPI_H (metal::half::from_bits(0x3c83))
+#define M_SQRT2_H (metal::half::from_bits(0x3da8))
+#define M_SQRT1_2_H (metal::half::from_bits(0x39a8))
+#define MAXHALF HALF_MAX
+#define CHAR_BIT 8
+#define SCHAR_MAX 127
+#define SCHAR_MIN (-128)
+#define UCHAR_MAX 255
+#define SHRT_MAX 32767
+#define SHRT_MIN (-32768)
+#define USHRT_MAX 65535
+#define INT_MAX 2147483647
+#define INT_MIN (-2147483647 - 1)
+#define UINT_MAX 4294967295u
+#define LONG_MAX 9223372036854775807l
+#define LONG_MIN (-9223372036854775807l - 1)
+#define ULONG_MAX 18446744073709551615ul
 
 // ---- math ----
 // Apply a float function element-wise and round once to the argument type.
@@ -821,6 +867,21 @@ using metal::log10; using metal::sqrt; using metal::rsqrt; using metal::sin; usi
 using metal::tan; using metal::tanh; using metal::pow; using metal::powr; using metal::fma;
 using metal::divide;
 }
+// The rest of the library, the same in `fast` and `precise` (Metal declares it in both).
+#define METAL_ALSO_IN(ns)                                                                \
+  namespace ns {                                                                         \
+  using metal::asin; using metal::acos; using metal::atan; using metal::sinh;            \
+  using metal::cosh; using metal::asinh; using metal::acosh; using metal::atanh;         \
+  using metal::sinpi; using metal::cospi; using metal::tanpi; using metal::trunc;        \
+  using metal::round; using metal::rint; using metal::fract; using metal::saturate;      \
+  using metal::sign; using metal::atan2; using metal::fmod; using metal::copysign;       \
+  using metal::fdim; using metal::step; using metal::nextafter;                          \
+  }
+METAL_ALSO_IN(precise)
+namespace precise {
+using metal::abs; using metal::min; using metal::max; using metal::clamp; using metal::fabs;
+using metal::floor; using metal::ceil; using metal::fmin; using metal::fmax;
+}
 namespace fast {
 #define METAL_FAST_ALL(M)                                                                \
   M(exp, ::__expf(x)) M(exp2, ::exp2f(x)) M(exp10, ::__exp10f(x)) M(log, ::__logf(x))    \
@@ -834,6 +895,7 @@ using metal::abs; using metal::min; using metal::max; using metal::clamp; using 
 using metal::floor; using metal::ceil; using metal::fmin; using metal::fmax; using metal::fma;
 using metal::normalize; using metal::length; using metal::distance;
 }
+METAL_ALSO_IN(fast)
 
 // ---- barriers ----
 enum class mem_flags { mem_none = 0, mem_device = 1, mem_threadgroup = 2, mem_texture = 4,
@@ -1483,6 +1545,9 @@ __device__ inline float __metal_fmedian3(float x, float y, float z, bool = false
   return ::fmaxf(::fminf(x, y), ::fminf(::fmaxf(x, y), z));
 }
 __device__ inline uint __metal_get_simdgroup_size(ushort) { return 32u; }
+template <class T> __device__ inline T __metal_get_thread_index_in_simdgroup(T) {
+  return T(lane_id());
+}
 #define METAL_SIMD_INTRINSIC(f)                                                          \
   template <class... A> __device__ inline auto __metal_##f(A... a) { return f(a...); }
 METAL_SIMD_INTRINSIC(simd_sum) METAL_SIMD_INTRINSIC(simd_product)

@@ -463,7 +463,8 @@ class _Printer:
         for m in s.members:
             init = f" = {self.initializer(m.init)}" if m.init is not None else ""
             lines.append(f"{inner}{self.declare(m.type, m.name)}{init};")
-        for c in s.constructors:
+        printed: set[str] = set()
+        for c in s.constructors + s.space_constructors:
             params = ", ".join(self.param(p) for p in c.params)
             inits = ", ".join(
                 f"{self.member_init_name(i)}{'{' if i.braces else '('}"
@@ -472,6 +473,9 @@ class _Printer:
             head = f"{inner}{self.template_header(c.template_params)}__device__ "
             head += "constexpr " if c.constexpr else ""
             head += f"{'explicit ' if c.explicit else ''}{s.name}({params})"
+            if head in printed:   # `S() thread` and `S() threadgroup`: one constructor here
+                continue
+            printed.add(head)
             if c.body is None:
                 lines.append(head + ";")
                 continue
@@ -562,8 +566,10 @@ class _Printer:
             owner = f.owner
             if f.owner_args is not None:
                 owner += "<" + ", ".join(self.template_arg(a) for a in f.owner_args) + ">"
-                if f.template_params == [] and f.specialization_args is not None:
-                    # a member template's specialisation for a class template's instance
+                if f.template_params is None or (f.template_params == []
+                                                 and f.specialization_args is not None):
+                    # a member of a class template's instance (`template <> R S<A>::f()`),
+                    # or a member template's specialisation for one (two `template <>`)
                     template = "template <>\n" + template
             name = f"{owner}::{name.rsplit('::', 1)[-1]}"
         if f.specialization_args is not None:
@@ -664,9 +670,15 @@ class _Printer:
             return f"{self.named(t, drop_const)} {name}".rstrip()
         if isinstance(t, ast.PointerType):
             inner = f"*{' const ' if t.const else ''}{name}"
-            if isinstance(t.pointee, ast.ArrayType):
+            pointee = t.pointee
+            if (isinstance(pointee, ast.NamedType) and pointee.name == "char"
+                    and pointee.space == "constant"):
+                # A string in constant memory (`constant char* fmt`), which a string literal
+                # converts to: C++'s `char`, not the `signed char` that Metal's `char` is here.
+                return f"const char {inner}"
+            if isinstance(pointee, ast.ArrayType):
                 inner = f"({inner})"
-            return self.declare(t.pointee, inner, drop_const)
+            return self.declare(pointee, inner, drop_const)
         if isinstance(t, ast.ReferenceType):
             inner = f"&{name}"
             if isinstance(t.referee, ast.ArrayType):

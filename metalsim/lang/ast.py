@@ -394,6 +394,10 @@ class StructDef(Node):
     specialization: list[Node] | None = None
     align: Expr | None = None  # `struct alignas(n) S`
     union: bool = False  # `union name { ... };`: every member at offset 0
+    # Constructors of objects in device, constant or threadgroup memory (`S() constant`),
+    # which metalsim never runs (it constructs thread objects only); the CUDA back end prints
+    # them, an object's address space choosing no constructor there.
+    space_constructors: list[Constructor] = field(default_factory=list)
 
 
 Stmt = (DeclStmt | ExprStmt | Compound | If | For | While | DoWhile | Switch | CaseLabel | Break

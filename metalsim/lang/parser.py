@@ -1528,6 +1528,7 @@ class _Parser:
         members: list[ast.VarDecl] = []
         methods: list[ast.MemberFunction] = []
         constructors: list[ast.Constructor] = []
+        space_constructors: list[ast.Constructor] = []
         statics: list[ast.VarDecl | ast.TypeAlias] = []
         self.scopes.append({})  # the member types
         inherited = set().union(*(self.struct_members.get(b.name, ()) for b in bases))
@@ -1543,6 +1544,8 @@ class _Parser:
                         # one for threadgroup, device or constant objects is never called
                         if item.space == "thread":
                             constructors.append(item)
+                        else:
+                            space_constructors.append(item)
                     elif isinstance(item, ast.VarDecl) and item.static or isinstance(
                             item, ast.TypeAlias | ast.StaticAssert | ast.StructDef
                             | ast.EnumDef):
@@ -1557,7 +1560,8 @@ class _Parser:
         self.struct_members[program_name(self.namespace_path(), name)] = declared
         return ast.StructDef(self.coord(start), name, members, methods, constructors,
                              statics=statics, bases=bases, specialization=specialization,
-                             align=align, union=start.text == "union")
+                             align=align, union=start.text == "union",
+                             space_constructors=space_constructors)
 
     def member_declaration(self, struct: str) -> list[ast.Node]:
         """member-declaration: specifiers declarator (',' declarator)* ';' | member-function

@@ -266,3 +266,37 @@ def test_explicit_specialisations_and_members_defined_after_their_struct():
     assert "__device__ inline static int count();" in text
     assert "template <>\ntemplate <>\n__device__ inline float Holder<float>::get<0>() const" in text
     compiles(t)
+
+
+def test_a_member_of_a_class_template_instance_defined_after_it_is_a_specialisation():
+    t = translated("out[thread_position_in_grid.x] = Pair<float, int>{a[0], 2}.sum();", """
+        template <typename A, typename B> struct Pair { A a; B b; float sum() const; };
+        template <> float Pair<float, int>::sum() const { return a + b; }
+    """)
+    assert "template <>\n__device__ inline float Pair<float, int>::sum() const" in t.kernel_text
+    compiles(t)
+
+
+def test_a_constructor_for_constant_objects_and_a_string_in_constant_memory():
+    """MLX's logging.h: `constexpr os_log(constant char*, constant char*) constant {}`, which
+    metalsim never runs, constructs a program-scope object on CUDA from string literals."""
+    t = translated("out[thread_position_in_grid.x] = a[0];", """
+        struct Log { constexpr Log(constant char*, constant char*) constant {} };
+        constant Log logger("mlx", "census");
+    """)
+    assert "__device__ constexpr Log(const char *, const char *) {" in t.kernel_text
+    compiles(t)
+
+
+@needs_nvrtc
+def test_metals_constants_arrays_and_internal_traits_on_cuda():
+    t = translated("""
+        static_assert(M_PI_F == 0x1.921fb6p+1f && M_LN10_F == 0x1.26bb1cp+1f, "");
+        static_assert(INT_MIN == -2147483647 - 1 && SHRT_MIN == -32768, "");
+        static_assert(metal::_disjunction<metal::is_same<int, float>, metal::true_type>::value,
+                      "");
+        constexpr float nan = metal::numeric_limits<float>::quiet_NaN();
+        metal::array<float, 3> v = {a[0], M_SQRT1_2_F, float(HALF_EPSILON)};
+        out[thread_position_in_grid.x] = v[v.size() - 1] + (nan != nan ? 1.0f : 0.0f);
+    """)
+    nvrtc.compile_ptx(t.source)
