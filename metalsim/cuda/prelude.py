@@ -530,14 +530,6 @@ template <class T, int N, bool P, int... I> struct swizzle_proxy {
 template <int... I, class T, int N, bool P>
 __device__ inline swizzle_proxy<T, N, P, I...> swizzle_ref(vec<T, N, P>& v) { return {v}; }
 
-// ---- <metal_array> ----
-template <class T, size_t N> struct array {
-  T __elems[N];
-  __device__ constexpr size_t size() const { return N; }
-  __device__ constexpr T& operator[](size_t i) { return __elems[i]; }
-  __device__ constexpr const T& operator[](size_t i) const { return __elems[i]; }
-};
-
 // ---- bit casts, limits, constants ----
 template <class To, class From>
 __device__ inline To as_type(const From& f) {
@@ -1565,15 +1557,6 @@ METAL_SIMD_INTRINSIC(simd_shuffle_xor) METAL_SIMD_INTRINSIC(simd_shuffle_rotate_
 METAL_SIMD_INTRINSIC(simd_shuffle_rotate_up) METAL_SIMD_INTRINSIC(simd_shuffle_and_fill_down)
 METAL_SIMD_INTRINSIC(simd_shuffle_and_fill_up)
 
-// ---- Metal's internal `_disjunction`/`_conjunction` (MLX's atomic.h tests its types with them),
-// as the simulator has them.
-template <class... B> struct _disjunction : false_type {};
-template <class B1, class... Bn> struct _disjunction<B1, Bn...>
-    : bool_constant<bool(B1::value) || _disjunction<Bn...>::value> {};
-template <class... B> struct _conjunction : true_type {};
-template <class B1, class... Bn> struct _conjunction<B1, Bn...>
-    : bool_constant<bool(B1::value) && _conjunction<Bn...>::value> {};
-
 // ---- dispatch: one block per threadgroup, blockDim.x = the full threadgroup size ----
 // The entry's threads per block: the runtime compiles each kernel for its launch's threadgroup
 // (rounded up to whole warps), so a 128-thread kernel may use up to 255 registers a thread;
@@ -1687,12 +1670,12 @@ __device__ inline IdxT elem_to_loc_3(uint3 elem, const int64_t strides[3]) {
 }
 """,
     frozenset({"array"}): r"""
-// ---- <metal_array>'s array (MLX's binary_ops.h returns one), as the simulator's prelude has ----
+// ---- <metal_array> (a program's own `array` is taken instead, as in the simulator) ----
 template <class T, size_t N> struct array {
   T __elems[N];
   __device__ constexpr size_t size() const { return N; }
-  __device__ T& operator[](size_t i) { return __elems[i]; }
-  __device__ const T& operator[](size_t i) const { return __elems[i]; }
+  __device__ constexpr T& operator[](size_t i) { return __elems[i]; }
+  __device__ constexpr const T& operator[](size_t i) const { return __elems[i]; }
 };
 """,
     frozenset({"complex64_t"}): r"""

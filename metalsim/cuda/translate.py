@@ -239,7 +239,6 @@ class _Printer:
         self.signatures: set[str] = set()
         self.switches: list[str] = []
         self.members: set[str] = set()
-        self.stateless: set[str] = set()   # structs without data members or constructors
         self.unset_constants: list[ast.VarDecl] = []   # function constants the launch leaves unset
 
     # --- translation unit ----------------------------------------------------------------
@@ -251,8 +250,6 @@ class _Printer:
                         for m in node.members}
         self.kernel, self.instantiation = self.chosen_kernel(unit)
         self.namespaces = unit.namespaces
-        self.stateless = {node.name for node in _walk(unit) if isinstance(node, ast.StructDef)
-                          and not node.members and not node.constructors and not node.bases}
         body = []
         for item in unit.items:
             text = self.top_level(item)
@@ -364,13 +361,6 @@ class _Printer:
         attribute = next((a for a in d.attributes if a.name == "function_constant"), None)
         if attribute is not None:
             return self.function_constant(d, attribute)
-        if (isinstance(d.init, ast.Construct) and isinstance(d.type, ast.NamedType)
-                and d.type.name in self.stateless):
-            # `constant mlx::os_log logger("mlx", "ops");`: a constant object's constructor
-            # (`os_log(...) constant {}`, which the parser keeps only for thread objects) has
-            # no data members to set, so the object is just value-initialised, as the
-            # simulator takes it.
-            return f"static __device__ const {self.declare(d.type, d.name, drop_const=True)}{{}};\n"
         init = f" = {self.initializer(d.init)}" if d.init is not None else ""
         qual = "constexpr" if d.constexpr else "const"
         return f"static __device__ {qual} {self.declare(d.type, d.name, drop_const=True)}{init};\n"

@@ -174,11 +174,6 @@ def test_an_instantiation_leaving_a_parameter_to_its_default_compiles_with_nvrtc
     nvrtc.compile_ptx(translate_function(WIDEN, "widen_half").source)
 
 
-def test_a_constant_object_of_a_struct_without_data_members_is_value_initialised():
-    text = translate_function(TRAITS, "traits").kernel_text
-    assert "static __device__ const ns_ns_quiet_log logger{};" in text
-
-
 def test_the_traits_kernel_gives_cpps_value_in_the_simulator():
     run = metalsim.dispatch(TRAITS, "traits", {0: mx.zeros((4,), mx.int32)}, (4, 1, 1),
                             (4, 1, 1))
