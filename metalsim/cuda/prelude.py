@@ -101,9 +101,10 @@ template <class... B> struct _disjunction : bool_constant<(B::value || ... || fa
 template <class... B> struct _conjunction : bool_constant<(B::value && ... && true)> {};
 template <class T> __device__ T&& declval();
 template <class To> __device__ void convert_to(To);
-template <class From, class To, class = void> struct is_convertible : false_type {};
+template <class From, class To, class = void> struct converts_implicitly : false_type {};
 template <class From, class To>
-struct is_convertible<From, To, decltype(convert_to<To>(declval<From>()))> : true_type {};
+struct converts_implicitly<From, To, decltype(convert_to<To>(declval<From>()))> : true_type {};
+template <class From, class To> struct is_convertible : converts_implicitly<From, To> {};
 template <class From, class To> constexpr bool is_convertible_v = is_convertible<From, To>::value;
 template <class T> constexpr bool is_const_v = is_const<T>::value;
 template <class T> constexpr bool is_pointer_v = is_pointer<T>::value;
@@ -240,6 +241,11 @@ struct bfloat {
   __device__ constexpr bfloat(bits_tag, unsigned short b) : bits(b) {}
   static __device__ constexpr bfloat from_bits(unsigned short b) { return bfloat(bits_tag{}, b); }
 };
+// MSL 2.22: bfloat converts implicitly only to float, and neither float nor half to bfloat (the
+// structs above convert explicitly and implicitly alike).
+template <> struct is_convertible<float, bfloat> : false_type {};
+template <> struct is_convertible<half, bfloat> : false_type {};
+template <> struct is_convertible<bfloat, half> : false_type {};
 typedef half float16_t;
 typedef bfloat bfloat16_t;
 typedef bfloat bfloat16;

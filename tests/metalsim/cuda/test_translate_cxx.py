@@ -171,6 +171,9 @@ def test_metals_type_traits_and_limits_are_constant_expressions_on_cuda():
         static_assert(metal::is_same_v<metal::remove_cv_t<const float>, float>, "");
         static_assert(metal::bool_constant<true>::value && !metal::is_integral_v<float>, "");
         static_assert(metal::is_convertible_v<int, float>, "");
+        static_assert(metal::is_convertible_v<bfloat16_t, float>, "");
+        static_assert(!metal::is_convertible_v<float, bfloat16_t>, "");   // MSL 2.22
+        static_assert(!metal::is_convertible_v<half, bfloat16_t>, "");
         static_assert(metal::is_same_v<metal::conditional_t<true, int, float>, int>, "");
         constexpr float inf = metal::numeric_limits<float>::infinity();
         constexpr half top = metal::numeric_limits<half>::max();
