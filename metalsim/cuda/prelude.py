@@ -713,6 +713,26 @@ __device__ inline T smoothstep(T e0, T e1, T x) {
   return T(t * t * (3.0f - 2.0f * t));
 }
 __device__ inline float ldexp(float x, int k) { return ::ldexpf(x, k); }
+// Metal's functions with an output parameter, on scalars (the parts rounded to T once).
+template <class T, enable_if_t<is_float_t<T>::value, int> = 0>
+__device__ inline T modf(T x, T& integral_part) {
+  float whole = 0.0f;
+  float fraction = ::modff((float)x, &whole);
+  integral_part = T(whole);
+  return T(fraction);
+}
+template <class T, enable_if_t<is_float_t<T>::value, int> = 0>
+__device__ inline T sincos(T x, T& cosval) {
+  cosval = cos(x);
+  return sin(x);
+}
+template <class T, class I, enable_if_t<is_float_t<T>::value, int> = 0>
+__device__ inline T frexp(T x, I& exponent) {
+  int e = 0;
+  float mantissa = ::frexpf((float)x, &e);
+  exponent = I(e);
+  return T(mantissa);
+}
 
 // min / max / clamp / abs for every scalar type (fmin/fmax semantics for floats).
 template <class A, class B, enable_if_t<is_scalar<A>::value && is_scalar<B>::value, int> = 0>
@@ -1681,6 +1701,19 @@ __device__ inline IdxT elem_to_loc_2(uint2 elem, const int64_t strides[2]) {
 template <class IdxT = int64_t>
 __device__ inline IdxT elem_to_loc_3(uint3 elem, const int64_t strides[3]) {
   return elem.x * IdxT(strides[2]) + elem.y * IdxT(strides[1]) + elem.z * IdxT(strides[0]);
+}
+""",
+    frozenset({"log1p"}): r"""
+// ---- MLX's log1p (utils.h): exact near 0, through log(1 + x) elsewhere ----
+__device__ inline float log1p(float x) {
+  float y = 1.0f + x;
+  if (y == INFINITY) return INFINITY;
+  return y == 1.0f ? x : x * (metal::log(y) / (y - 1.0f));
+}
+__device__ inline bfloat16_t log1p(bfloat16_t x) {
+  float y = 1.0f + static_cast<float>(x);
+  if (y == INFINITY) return bfloat16_t(INFINITY);
+  return y == 1.0f ? x : bfloat16_t(x * (metal::log(y) / (y - 1.0f)));
 }
 """,
     frozenset({"complex64_t"}): r"""

@@ -128,7 +128,9 @@ def translate(gen: GeneratedKernel, math_mode: str = "safe",
     preprocessed, parsed = parsed_prelude(SIM_PRELUDE, math_mode == "fast")
     unit = parse(preprocess(SIM_PRELUDE + gen.text, source_map, after=preprocessed,
                             include_dirs=include_dirs), source_map, after=parsed)
+    prelude = [item for item in unit.items if item.coord.section == "prelude"]
     unit.items = [item for item in unit.items if item.coord.section != "prelude"]
+    _rename_own_library_types(unit, prelude)
     _spell_program_names(unit)
     try:
         return _Printer().unit(unit)
@@ -157,6 +159,22 @@ def _walk(node: object):
 
 _NAMED = (ast.Name, ast.NamedType, ast.FunctionDef, ast.VarDecl, ast.StructDef, ast.TypeAlias,
           ast.EnumDef, ast.VariableTemplate, ast.StructDeclaration)
+
+
+_TYPE_DECLARATIONS = (ast.StructDef, ast.TypeAlias, ast.StructDeclaration)
+
+
+def _rename_own_library_types(unit: ast.TranslationUnit, prelude: list[ast.Node]) -> None:
+    """A program's own global `integral_constant` (or `array`, `enable_if`, ...: what the
+    simulator's prelude declares for Metal's library) replaces Metal's in the whole program,
+    as the simulator has it; on CUDA, where the prelude declares Metal's in the same
+    namespace, the program's is renamed (`program_integral_constant`) with every use."""
+    library = {item.name for item in prelude if isinstance(item, _TYPE_DECLARATIONS)}
+    own = {item.name for item in unit.items
+           if isinstance(item, _TYPE_DECLARATIONS) and item.name in library}
+    for node in _walk(unit):
+        if isinstance(node, (ast.Name, ast.NamedType, *_TYPE_DECLARATIONS)) and node.name in own:
+            node.name = f"program_{node.name}"
 
 
 def _spell_program_names(unit: ast.TranslationUnit) -> None:
