@@ -235,9 +235,13 @@ SOURCE = """
             for (uint j = 0; j < TN; ++j) {
                 simdgroup_load(wb[j], w_t, LDW, ulong2(kk, n0 + 8 * j), true);
             }
-            for (uint i = 0; i < TM; ++i) {
-                for (uint j = 0; j < TN; ++j) {
+            for (uint j = 0; j < TN; ++j) {         // pairs of products sharing wb[j]
+                for (uint i = 0; i + 1 < TM; i += 2) {
                     simdgroup_multiply_accumulate(acc[i][j], fa[i], wb[j], acc[i][j]);
+                    simdgroup_multiply_accumulate(acc[i + 1][j], fa[i + 1], wb[j], acc[i + 1][j]);
+                }
+                if (TM % 2 == 1) {
+                    simdgroup_multiply_accumulate(acc[TM - 1][j], fa[TM - 1], wb[j], acc[TM - 1][j]);
                 }
             }
         }
@@ -369,9 +373,13 @@ VVOR_SOURCE = """
             for (uint j = 0; j < TN; ++j) {
                 simdgroup_load(yb[j], b_t, LDB, ulong2(kk, cn0 + 8 * j), true);
             }
-            for (uint i = 0; i < TM; ++i) {
-                for (uint j = 0; j < TN; ++j) {
+            for (uint j = 0; j < TN; ++j) {         // pairs of products sharing yb[j]
+                for (uint i = 0; i + 1 < TM; i += 2) {
                     simdgroup_multiply_accumulate(acc[i][j], xa[i], yb[j], acc[i][j]);
+                    simdgroup_multiply_accumulate(acc[i + 1][j], xa[i + 1], yb[j], acc[i + 1][j]);
+                }
+                if (TM % 2 == 1) {
+                    simdgroup_multiply_accumulate(acc[TM - 1][j], xa[TM - 1], yb[j], acc[TM - 1][j]);
                 }
             }
         }
