@@ -199,7 +199,7 @@ sorting them by slot), with the memory model of `metalsim.efficiency`:
 - **device traffic 1,023,360 bytes**: each feature row is gathered once per chunk (not once
   per 8 output channels), the weights once per chunk; but **64,000 atomics**, one per triplet
   and output channel, where the per-triplet kernel needed 5,568.
-- **SIMD-group efficiency 84%**: one lane per SIMD-group walks the 27 runs to find its chunk
+- **SIMD-group efficiency 83%**: one lane per SIMD-group walks the 27 runs to find its chunk
   while the others wait, and the last chunk of a run is partly empty.
 
 On an NVIDIA H100, through the CUDA translation (the 8x8 products on tensor cores),
