@@ -204,8 +204,8 @@ sorting them by slot), with the memory model of `metalsim.efficiency`:
 
 On an NVIDIA H100, through the CUDA translation (the 8x8 products on tensor cores),
 `benchmarks/bench_gpu.py` measures this kernel beside PointCNN++'s engines on the same
-triplets: 0.41x the time of its Triton kernels at C = M = 32, 1.2x at 128 and 256; against its
-fastest engine, TIG, 1.0x, 1.3x and 1.55x."""
+triplets: 0.40x the time of its Triton kernels at C = M = 32, 1.06x at 128 and 1.08x at 256;
+against its fastest engine, TIG, 0.97x, 1.12x and 1.37x."""
 
 
 REAL_KERNEL_CODE = """\
