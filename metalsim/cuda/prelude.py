@@ -1036,8 +1036,18 @@ __device__ inline P* sgm_address(P* dst, S stride, O origin, bool transpose, lon
 // (2t + 1, g) of B, and gives the row pair (g, 2t), (g, 2t + 1) of the result.
 // 3xTF32: x = hi + lo with both parts tf32 (hi rounded to nearest, lo the rounded rest), so that
 // a * b = a_hi b_hi + a_lo b_hi + a_hi b_lo up to about 2^-22 relative (a_lo b_lo left out).
+// An infinite or NaN x is all in hi (lo = 0: its rest, inf - inf, would be NaN, and a product of
+// it with the zero rows of the other operand's layout would turn the result into NaN); a finite x
+// whose rounding to nearest overflows (within half a TF32 ulp of FLT_MAX) is truncated instead.
 __device__ inline void tf32_split(float x, unsigned& hi, unsigned& lo) {
   asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(hi) : "f"(x));
+  if (!(fabsf(__uint_as_float(hi)) <= 3.40282347e38f)) {
+    if (!(fabsf(x) <= 3.40282347e38f)) {
+      lo = 0u;
+      return;
+    }
+    hi = __float_as_uint(x) & 0xffffe000u;
+  }
   float rest = x - __uint_as_float(hi);
   asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(lo) : "f"(rest));
 }

@@ -507,3 +507,31 @@ def test_paired_products_pass_infinities_and_nans_of_b_through():
     np.testing.assert_array_equal(got[np.isinf(want)], want[np.isinf(want)])
     assert np.abs(got - want)[finite].max(initial=0.0) <= 2e-6 * np.abs(want).max(
         where=finite, initial=0.0)
+
+
+def test_single_products_pass_infinities_and_nans_of_b_through():
+    """An infinite B element is all in its high TF32 part: its rest (inf - inf) would meet the
+    zero rows of A's layout on the tensor cores and make the whole column NaN."""
+    got, want, _ = _shared_b_products(False, True)
+    assert np.isinf(want).any()
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    np.testing.assert_array_equal(got[np.isinf(want)], want[np.isinf(want)])
+
+
+@pytest.mark.parametrize("operand", [0, 1])
+def test_operands_near_float_max_keep_their_finite_products(operand):
+    """3.4e38 rounds to infinity as TF32 (to nearest); its split must stay finite."""
+    ones, big = np.full((8, 8), 0.25, np.float32), np.full((8, 8), 0.25, np.float32)
+    big[3, 3] = 3.4e38
+    source = """
+        simdgroup_float8x8 ma, mb, mc;
+        simdgroup_load(ma, in0, 8);
+        simdgroup_load(mb, in1, 8);
+        simdgroup_multiply(mc, ma, mb);
+        simdgroup_store(mc, out0, 8);
+    """
+    inputs = [big, ones] if operand == 0 else [ones, big]
+    sim, gpu = both(source, [mx.array(x) for x in inputs], [(64,)], [mx.float32], (32, 1, 1),
+                    (32, 1, 1))
+    assert np.isfinite(sim[0]).all()
+    np.testing.assert_allclose(gpu[0], sim[0], rtol=2e-6)
