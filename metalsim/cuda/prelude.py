@@ -1230,8 +1230,18 @@ __device__ inline P* sgm_address(P* dst, S stride, O origin, bool transpose, lon
 // (2t + 1, g) of B, and gives the row pair (g, 2t), (g, 2t + 1) of the result.
 // 3xTF32: x = hi + lo with both parts tf32 (hi rounded to nearest, lo the rounded rest), so that
 // a * b = a_hi b_hi + a_lo b_hi + a_hi b_lo up to about 2^-22 relative (a_lo b_lo left out).
+// An infinite or NaN x is all in hi (lo = 0: its rest, inf - inf, would be NaN, and a product of
+// it with the zero rows of the other operand's layout would turn the result into NaN); a finite x
+// whose rounding to nearest overflows (within half a TF32 ulp of FLT_MAX) is truncated instead.
 __device__ inline void tf32_split(float x, unsigned& hi, unsigned& lo) {
   asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(hi) : "f"(x));
+  if (!(fabsf(__uint_as_float(hi)) <= 3.40282347e38f)) {
+    if (!(fabsf(x) <= 3.40282347e38f)) {
+      lo = 0u;
+      return;
+    }
+    hi = __float_as_uint(x) & 0xffffe000u;
+  }
   float rest = x - __uint_as_float(hi);
   asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(lo) : "f"(rest));
 }
@@ -1514,7 +1524,57 @@ __device__ inline void simdgroup_multiply(simdgroup_matrix<T>& d, const simdgrou
                                           const simdgroup_matrix<T>& b) {
   sgm_set_product<T>(d, a, b, nullptr);
 }
+#ifdef METALSIM_SGM_DEFERRED
+// Two float products sharing B, d1 = a1 * b + c1 and d2 = a2 * b + c2, where d1 is none of the
+// second product's operands (the translation pairs only such calls): three m16n8k8, not four.
+// Their rows 0-7 are the first product's, rows 8-15 the second's: one takes both a_hi b_hi
+// into the two `e` halves, two take a_lo b_hi and then a_hi b_lo into the two `part` halves,
+// the same terms in the same order as two single products. Tensor-core operands and
+// accumulators are runs of consecutive registers; a kernel that pairs the same matrices every
+// time (acc[i][j] with acc[i + 1][j]) keeps these runs in place, where single products
+// (rows 0-7 `part`, rows 8-15 `e` of one matrix) need moves between them.
+__device__ inline void sgm_set_product_pair(simdgroup_matrix<float>& d1, const simdgroup_matrix<float>& a1,
+                                            const simdgroup_matrix<float>& c1, simdgroup_matrix<float>& d2,
+                                            const simdgroup_matrix<float>& a2, const simdgroup_matrix<float>& c2,
+                                            const simdgroup_matrix<float>& b) {
+  vec<float, 2> bc = b.bt_valid ? b.bt : sgm_column_pair(b.value(), ((int)lane_id() >> 2) & 1, sgm_native_lane);
+  tf32_pair bs = b.split_valid ? b.bt_split : tf32_split(bc);
+  tf32_pair s1 = a1.split_valid ? a1.e_split : tf32_split(a1.value());
+  tf32_pair s2 = a2.split_valid ? a2.e_split : tf32_split(a2.value());
+  vec<float, 2> p1 = c1.deferred ? c1.part : vec<float, 2>(0.0f);
+  vec<float, 2> p2 = c2.deferred ? c2.part : vec<float, 2>(0.0f);
+  float hi[4] = {c1.e[0], c1.e[1], c2.e[0], c2.e[1]};
+  float parts[4] = {p1[0], p1[1], p2[0], p2[1]};
+  mma_tf32(hi, s1.hi[0], s2.hi[0], s1.hi[1], s2.hi[1], bs.hi[0], bs.hi[1]);
+  mma_tf32(parts, s1.lo[0], s2.lo[0], s1.lo[1], s2.lo[1], bs.hi[0], bs.hi[1]);
+  mma_tf32(parts, s1.hi[0], s2.hi[0], s1.hi[1], s2.hi[1], bs.lo[0], bs.lo[1]);
+  d1.e = vec<float, 2>(hi[0], hi[1]);
+  d1.part = vec<float, 2>(parts[0], parts[1]);
+  d2.e = vec<float, 2>(hi[2], hi[3]);
+  d2.part = vec<float, 2>(parts[2], parts[3]);
+  d1.deferred = d2.deferred = true;
+  d1.bt_valid = d2.bt_valid = false;
+  d1.split_valid = d2.split_valid = false;
+}
 #endif
+#endif
+// Two consecutive simdgroup_multiply_accumulate calls sharing their B operand, the first's
+// destination none of the second's operands, as the translation writes them: in one step
+// where the back end can, else one after the other.
+template <class T>
+__device__ inline void simdgroup_multiply_accumulate_pair(
+    simdgroup_matrix<T>& d1, const simdgroup_matrix<T>& a1, const simdgroup_matrix<T>& c1,
+    simdgroup_matrix<T>& d2, const simdgroup_matrix<T>& a2, const simdgroup_matrix<T>& c2,
+    const simdgroup_matrix<T>& b) {
+#ifdef METALSIM_SGM_DEFERRED
+  if constexpr (is_same<T, float>::value) {
+    sgm_set_product_pair(d1, a1, c1, d2, a2, c2, b);
+    return;
+  }
+#endif
+  simdgroup_multiply_accumulate(d1, a1, b, c1);
+  simdgroup_multiply_accumulate(d2, a2, b, c2);
+}
 typedef simdgroup_matrix<float> simdgroup_float8x8;
 typedef simdgroup_matrix<half> simdgroup_half8x8;
 typedef simdgroup_matrix<bfloat> simdgroup_bfloat8x8;
