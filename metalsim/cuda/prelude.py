@@ -101,9 +101,10 @@ template <class... B> struct _disjunction : bool_constant<(B::value || ... || fa
 template <class... B> struct _conjunction : bool_constant<(B::value && ... && true)> {};
 template <class T> __device__ T&& declval();
 template <class To> __device__ void convert_to(To);
-template <class From, class To, class = void> struct is_convertible : false_type {};
+template <class From, class To, class = void> struct converts_implicitly : false_type {};
 template <class From, class To>
-struct is_convertible<From, To, decltype(convert_to<To>(declval<From>()))> : true_type {};
+struct converts_implicitly<From, To, decltype(convert_to<To>(declval<From>()))> : true_type {};
+template <class From, class To> struct is_convertible : converts_implicitly<From, To> {};
 template <class From, class To> constexpr bool is_convertible_v = is_convertible<From, To>::value;
 template <class T> constexpr bool is_const_v = is_const<T>::value;
 template <class T> constexpr bool is_pointer_v = is_pointer<T>::value;
@@ -240,6 +241,11 @@ struct bfloat {
   __device__ constexpr bfloat(bits_tag, unsigned short b) : bits(b) {}
   static __device__ constexpr bfloat from_bits(unsigned short b) { return bfloat(bits_tag{}, b); }
 };
+// MSL 2.22: bfloat converts implicitly only to float, and neither float nor half to bfloat (the
+// structs above convert explicitly and implicitly alike).
+template <> struct is_convertible<float, bfloat> : false_type {};
+template <> struct is_convertible<half, bfloat> : false_type {};
+template <> struct is_convertible<bfloat, half> : false_type {};
 typedef half float16_t;
 typedef bfloat bfloat16_t;
 typedef bfloat bfloat16;
@@ -530,6 +536,14 @@ template <class T, int N, bool P, int... I> struct swizzle_proxy {
 template <int... I, class T, int N, bool P>
 __device__ inline swizzle_proxy<T, N, P, I...> swizzle_ref(vec<T, N, P>& v) { return {v}; }
 
+// ---- <metal_array> ----
+template <class T, size_t N> struct array {
+  T __elems[N];
+  __device__ constexpr size_t size() const { return N; }
+  __device__ constexpr T& operator[](size_t i) { return __elems[i]; }
+  __device__ constexpr const T& operator[](size_t i) const { return __elems[i]; }
+};
+
 // ---- bit casts, limits, constants ----
 template <class To, class From>
 __device__ inline To as_type(const From& f) {
@@ -699,6 +713,26 @@ __device__ inline T smoothstep(T e0, T e1, T x) {
   return T(t * t * (3.0f - 2.0f * t));
 }
 __device__ inline float ldexp(float x, int k) { return ::ldexpf(x, k); }
+// Metal's functions with an output parameter, on scalars (the parts rounded to T once).
+template <class T, enable_if_t<is_float_t<T>::value, int> = 0>
+__device__ inline T modf(T x, T& integral_part) {
+  float whole = 0.0f;
+  float fraction = ::modff((float)x, &whole);
+  integral_part = T(whole);
+  return T(fraction);
+}
+template <class T, enable_if_t<is_float_t<T>::value, int> = 0>
+__device__ inline T sincos(T x, T& cosval) {
+  cosval = cos(x);
+  return sin(x);
+}
+template <class T, class I, enable_if_t<is_float_t<T>::value, int> = 0>
+__device__ inline T frexp(T x, I& exponent) {
+  int e = 0;
+  float mantissa = ::frexpf((float)x, &e);
+  exponent = I(e);
+  return T(mantissa);
+}
 
 // min / max / clamp / abs for every scalar type (fmin/fmax semantics for floats).
 template <class A, class B, enable_if_t<is_scalar<A>::value && is_scalar<B>::value, int> = 0>
@@ -1196,8 +1230,18 @@ __device__ inline P* sgm_address(P* dst, S stride, O origin, bool transpose, lon
 // (2t + 1, g) of B, and gives the row pair (g, 2t), (g, 2t + 1) of the result.
 // 3xTF32: x = hi + lo with both parts tf32 (hi rounded to nearest, lo the rounded rest), so that
 // a * b = a_hi b_hi + a_lo b_hi + a_hi b_lo up to about 2^-22 relative (a_lo b_lo left out).
+// An infinite or NaN x is all in hi (lo = 0: its rest, inf - inf, would be NaN, and a product of
+// it with the zero rows of the other operand's layout would turn the result into NaN); a finite x
+// whose rounding to nearest overflows (within half a TF32 ulp of FLT_MAX) is truncated instead.
 __device__ inline void tf32_split(float x, unsigned& hi, unsigned& lo) {
   asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(hi) : "f"(x));
+  if (!(fabsf(__uint_as_float(hi)) <= 3.40282347e38f)) {
+    if (!(fabsf(x) <= 3.40282347e38f)) {
+      lo = 0u;
+      return;
+    }
+    hi = __float_as_uint(x) & 0xffffe000u;
+  }
   float rest = x - __uint_as_float(hi);
   asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(lo) : "f"(rest));
 }
@@ -1480,7 +1524,57 @@ __device__ inline void simdgroup_multiply(simdgroup_matrix<T>& d, const simdgrou
                                           const simdgroup_matrix<T>& b) {
   sgm_set_product<T>(d, a, b, nullptr);
 }
+#ifdef METALSIM_SGM_DEFERRED
+// Two float products sharing B, d1 = a1 * b + c1 and d2 = a2 * b + c2, where d1 is none of the
+// second product's operands (the translation pairs only such calls): three m16n8k8, not four.
+// Their rows 0-7 are the first product's, rows 8-15 the second's: one takes both a_hi b_hi
+// into the two `e` halves, two take a_lo b_hi and then a_hi b_lo into the two `part` halves,
+// the same terms in the same order as two single products. Tensor-core operands and
+// accumulators are runs of consecutive registers; a kernel that pairs the same matrices every
+// time (acc[i][j] with acc[i + 1][j]) keeps these runs in place, where single products
+// (rows 0-7 `part`, rows 8-15 `e` of one matrix) need moves between them.
+__device__ inline void sgm_set_product_pair(simdgroup_matrix<float>& d1, const simdgroup_matrix<float>& a1,
+                                            const simdgroup_matrix<float>& c1, simdgroup_matrix<float>& d2,
+                                            const simdgroup_matrix<float>& a2, const simdgroup_matrix<float>& c2,
+                                            const simdgroup_matrix<float>& b) {
+  vec<float, 2> bc = b.bt_valid ? b.bt : sgm_column_pair(b.value(), ((int)lane_id() >> 2) & 1, sgm_native_lane);
+  tf32_pair bs = b.split_valid ? b.bt_split : tf32_split(bc);
+  tf32_pair s1 = a1.split_valid ? a1.e_split : tf32_split(a1.value());
+  tf32_pair s2 = a2.split_valid ? a2.e_split : tf32_split(a2.value());
+  vec<float, 2> p1 = c1.deferred ? c1.part : vec<float, 2>(0.0f);
+  vec<float, 2> p2 = c2.deferred ? c2.part : vec<float, 2>(0.0f);
+  float hi[4] = {c1.e[0], c1.e[1], c2.e[0], c2.e[1]};
+  float parts[4] = {p1[0], p1[1], p2[0], p2[1]};
+  mma_tf32(hi, s1.hi[0], s2.hi[0], s1.hi[1], s2.hi[1], bs.hi[0], bs.hi[1]);
+  mma_tf32(parts, s1.lo[0], s2.lo[0], s1.lo[1], s2.lo[1], bs.hi[0], bs.hi[1]);
+  mma_tf32(parts, s1.hi[0], s2.hi[0], s1.hi[1], s2.hi[1], bs.lo[0], bs.lo[1]);
+  d1.e = vec<float, 2>(hi[0], hi[1]);
+  d1.part = vec<float, 2>(parts[0], parts[1]);
+  d2.e = vec<float, 2>(hi[2], hi[3]);
+  d2.part = vec<float, 2>(parts[2], parts[3]);
+  d1.deferred = d2.deferred = true;
+  d1.bt_valid = d2.bt_valid = false;
+  d1.split_valid = d2.split_valid = false;
+}
 #endif
+#endif
+// Two consecutive simdgroup_multiply_accumulate calls sharing their B operand, the first's
+// destination none of the second's operands, as the translation writes them: in one step
+// where the back end can, else one after the other.
+template <class T>
+__device__ inline void simdgroup_multiply_accumulate_pair(
+    simdgroup_matrix<T>& d1, const simdgroup_matrix<T>& a1, const simdgroup_matrix<T>& c1,
+    simdgroup_matrix<T>& d2, const simdgroup_matrix<T>& a2, const simdgroup_matrix<T>& c2,
+    const simdgroup_matrix<T>& b) {
+#ifdef METALSIM_SGM_DEFERRED
+  if constexpr (is_same<T, float>::value) {
+    sgm_set_product_pair(d1, a1, c1, d2, a2, c2, b);
+    return;
+  }
+#endif
+  simdgroup_multiply_accumulate(d1, a1, b, c1);
+  simdgroup_multiply_accumulate(d2, a2, b, c2);
+}
 typedef simdgroup_matrix<float> simdgroup_float8x8;
 typedef simdgroup_matrix<half> simdgroup_half8x8;
 typedef simdgroup_matrix<bfloat> simdgroup_bfloat8x8;
@@ -1669,14 +1763,18 @@ __device__ inline IdxT elem_to_loc_3(uint3 elem, const int64_t strides[3]) {
   return elem.x * IdxT(strides[2]) + elem.y * IdxT(strides[1]) + elem.z * IdxT(strides[0]);
 }
 """,
-    frozenset({"array"}): r"""
-// ---- <metal_array> (a program's own `array` is taken instead, as in the simulator) ----
-template <class T, size_t N> struct array {
-  T __elems[N];
-  __device__ constexpr size_t size() const { return N; }
-  __device__ constexpr T& operator[](size_t i) { return __elems[i]; }
-  __device__ constexpr const T& operator[](size_t i) const { return __elems[i]; }
-};
+    frozenset({"log1p"}): r"""
+// ---- MLX's log1p (utils.h): exact near 0, through log(1 + x) elsewhere ----
+__device__ inline float log1p(float x) {
+  float y = 1.0f + x;
+  if (y == INFINITY) return INFINITY;
+  return y == 1.0f ? x : x * (metal::log(y) / (y - 1.0f));
+}
+__device__ inline bfloat16_t log1p(bfloat16_t x) {
+  float y = 1.0f + static_cast<float>(x);
+  if (y == INFINITY) return bfloat16_t(INFINITY);
+  return y == 1.0f ? x : bfloat16_t(x * (metal::log(y) / (y - 1.0f)));
+}
 """,
     frozenset({"complex64_t"}): r"""
 // ---- MLX's complex64_t (complex.h) ----

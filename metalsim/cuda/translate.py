@@ -155,7 +155,9 @@ def _translate_text(text: str, sections: list[tuple[str, int, int]], math_mode: 
     preprocessed, parsed = parsed_prelude(SIM_PRELUDE, math_mode == "fast")
     unit = parse(preprocess(SIM_PRELUDE + text, source_map, after=preprocessed,
                             include_dirs=include_dirs), source_map, after=parsed)
+    prelude = [item for item in unit.items if item.coord.section == "prelude"]
     unit.items = [item for item in unit.items if item.coord.section != "prelude"]
+    _rename_own_library_types(unit, prelude)
     _spell_program_names(unit)
     try:
         return printer.unit(unit)
@@ -184,6 +186,22 @@ def _walk(node: object):
 
 _NAMED = (ast.Name, ast.NamedType, ast.FunctionDef, ast.VarDecl, ast.StructDef, ast.TypeAlias,
           ast.EnumDef, ast.VariableTemplate, ast.StructDeclaration)
+
+
+_TYPE_DECLARATIONS = (ast.StructDef, ast.TypeAlias, ast.StructDeclaration)
+
+
+def _rename_own_library_types(unit: ast.TranslationUnit, prelude: list[ast.Node]) -> None:
+    """A program's own global `integral_constant` (or `array`, `enable_if`, ...: what the
+    simulator's prelude declares for Metal's library) replaces Metal's in the whole program,
+    as the simulator has it; on CUDA, where the prelude declares Metal's in the same
+    namespace, the program's is renamed (`program_integral_constant`) with every use."""
+    library = {item.name for item in prelude if isinstance(item, _TYPE_DECLARATIONS)}
+    own = {item.name for item in unit.items
+           if isinstance(item, _TYPE_DECLARATIONS) and item.name in library}
+    for node in _walk(unit):
+        if isinstance(node, (ast.Name, ast.NamedType, *_TYPE_DECLARATIONS)) and node.name in own:
+            node.name = f"program_{node.name}"
 
 
 def _spell_program_names(unit: ast.TranslationUnit) -> None:
@@ -227,6 +245,44 @@ def _uses_simdgroup_matrices(node: ast.Node) -> bool:
                for n in _walk(node))
 
 
+_PURE_UNARY = {"+", "-", "!", "~"}
+
+
+def _holds_values(t: ast.Node) -> bool:
+    """A variable of type `t` is its own object (a value or an array of values), not a
+    reference or a pointer to another."""
+    while isinstance(t, ast.ArrayType):
+        t = t.element
+    return isinstance(t, ast.NamedType)
+
+
+def _subscripts(e: ast.Node) -> tuple[str | None, list[ast.Node]]:
+    """`a[i][j]` as ("a", [i, j]); (None, []) for anything but a name with subscripts."""
+    subscripts = []
+    while isinstance(e, ast.Index):
+        subscripts.insert(0, e.index)
+        e = e.base
+    if isinstance(e, ast.Name) and not e.qualifier and not e.template_args:
+        return e.name, subscripts
+    return None, []
+
+
+def _pure(e: ast.Node) -> bool:
+    """Whether evaluating `e` has no side effect: names, integer literals, and indexing,
+    members and arithmetic of those."""
+    if isinstance(e, ast.Name | ast.IntLiteral):
+        return True
+    if isinstance(e, ast.Index):
+        return _pure(e.base) and _pure(e.index)
+    if isinstance(e, ast.Member):
+        return _pure(e.base)
+    if isinstance(e, ast.Binary):
+        return e.op != "," and _pure(e.left) and _pure(e.right)
+    if isinstance(e, ast.Unary):
+        return e.op in _PURE_UNARY and _pure(e.operand)
+    return False
+
+
 class _Printer:
     def __init__(self, function: str | None = None,
                  function_constants: dict[int | str, bool | int | float] | None = None) -> None:
@@ -240,6 +296,7 @@ class _Printer:
         self.switches: list[str] = []
         self.members: set[str] = set()
         self.unset_constants: list[ast.VarDecl] = []   # function constants the launch leaves unset
+        self.values: set[str] = set()
 
     # --- translation unit ----------------------------------------------------------------
 
@@ -250,6 +307,11 @@ class _Printer:
                         for m in node.members}
         self.kernel, self.instantiation = self.chosen_kernel(unit)
         self.namespaces = unit.namespaces
+        # Names that are only ever declared as values: two of them are two different objects.
+        declared = [n for n in _walk(unit) if isinstance(n, ast.VarDecl | ast.Param)]
+        self.values = {n.name for n in declared if isinstance(n, ast.VarDecl)} - {
+            n.name for n in declared
+            if isinstance(n, ast.Param) or not _holds_values(n.type)}
         body = []
         for item in unit.items:
             text = self.top_level(item)
@@ -693,8 +755,56 @@ class _Printer:
 
     def block(self, c: ast.Compound, indent: int) -> str:
         pad = "  " * indent
-        inner = "".join(self.statement(s, indent + 1) for s in c.items)
-        return "{\n" + inner + pad + "}"
+        inner, i = [], 0
+        while i < len(c.items):
+            pair = self.product_pair(c.items[i:i + 2])
+            if pair:
+                inner.append("  " * (indent + 1) + pair + ";\n")
+                i += 2
+            else:
+                inner.append(self.statement(c.items[i], indent + 1))
+                i += 1
+        return "{\n" + "".join(inner) + pad + "}"
+
+    def distinct(self, x: ast.Node, y: ast.Node) -> bool:
+        """Whether the lvalues `x` and `y`, each a name with subscripts, are provably different
+        objects: different names that are only ever declared as values (no parameter, no
+        reference), or one name with a subscript where the two differ by a constant."""
+        (nx, sx), (ny, sy) = _subscripts(x), _subscripts(y)
+        if nx is None or ny is None:
+            return False
+        if nx != ny:
+            return nx in self.values and ny in self.values
+        return len(sx) == len(sy) and any(
+            bx == by and cx != cy for (bx, cx), (by, cy) in
+            zip((self.offset(i) for i in sx), (self.offset(i) for i in sy)))
+
+    def offset(self, e: ast.Node) -> tuple[str, int]:
+        """A subscript as (what it adds a constant to, the constant): `i + 1` is ("i", 1)."""
+        if isinstance(e, ast.IntLiteral):
+            return "", e.value
+        if (isinstance(e, ast.Binary) and e.op in "+-" and len(e.op) == 1
+                and isinstance(e.right, ast.IntLiteral)):
+            return self.expr(e.left), e.right.value if e.op == "+" else -e.right.value
+        return self.expr(e), 0
+
+    def product_pair(self, items: list[ast.Node]) -> str:
+        """Two consecutive `simdgroup_multiply_accumulate(d, a, b, c);` statements with the
+        same B operand and side-effect-free arguments, as one call of the prelude's pair
+        (which does the second after the first, in one step where it can); "" otherwise."""
+        calls = [s.expr for s in items if isinstance(s, ast.ExprStmt)
+                 and isinstance(s.expr, ast.Call)
+                 and s.expr.func.name == "simdgroup_multiply_accumulate"
+                 and not s.expr.func.qualifier and len(s.expr.args) == 4
+                 and all(_pure(a) for a in s.expr.args)]
+        if len(calls) != 2:
+            return ""
+        (d1, a1, b1, c1), (d2, a2, b2, c2) = ([self.expr(a) for a in call.args] for call in calls)
+        first, second = calls[0].args, calls[1].args
+        if b1 != b2 or not all(self.distinct(first[0], x) for x in (second[1], second[2],
+                                                                     second[3])):
+            return ""
+        return f"simdgroup_multiply_accumulate_pair({d1}, {a1}, {c1}, {d2}, {a2}, {c2}, {b1})"
 
     def statement(self, s: ast.Node, indent: int) -> str:
         pad = "  " * indent

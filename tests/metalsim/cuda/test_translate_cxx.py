@@ -171,6 +171,9 @@ def test_metals_type_traits_and_limits_are_constant_expressions_on_cuda():
         static_assert(metal::is_same_v<metal::remove_cv_t<const float>, float>, "");
         static_assert(metal::bool_constant<true>::value && !metal::is_integral_v<float>, "");
         static_assert(metal::is_convertible_v<int, float>, "");
+        static_assert(metal::is_convertible_v<bfloat16_t, float>, "");
+        static_assert(!metal::is_convertible_v<float, bfloat16_t>, "");   // MSL 2.22
+        static_assert(!metal::is_convertible_v<half, bfloat16_t>, "");
         static_assert(metal::is_same_v<metal::conditional_t<true, int, float>, int>, "");
         constexpr float inf = metal::numeric_limits<float>::infinity();
         constexpr half top = metal::numeric_limits<half>::max();
@@ -300,3 +303,34 @@ def test_metals_constants_arrays_and_internal_traits_on_cuda():
         out[thread_position_in_grid.x] = v[v.size() - 1] + (nan != nan ? 1.0f : 0.0f);
     """)
     nvrtc.compile_ptx(t.source)
+
+
+def test_a_programs_own_integral_constant_replaces_metals_under_another_name():
+    """As in the simulator, where Metal's gives way to the program's (MLX's steel declares
+    its own, and so do custom headers)."""
+    t = translated("""
+        Int<4> four;
+        out[thread_position_in_grid.x] = a[0] * four + metal::true_type::value;
+    """, """
+        template <typename T, T v> struct integral_constant {
+          static constexpr constant T value = v;
+          using value_type = T;
+          constexpr operator value_type() const thread { return value; }
+        };
+        template <int val> using Int = integral_constant<int, val>;
+    """)
+    assert "struct program_integral_constant {" in t.kernel_text
+    assert "using Int = program_integral_constant<int, val>;" in t.kernel_text
+    assert "true_type::value" in t.kernel_text   # Metal's, which the program does not declare
+    compiles(t)
+
+
+def test_modf_sincos_frexp_and_mlxs_log1p_compile_where_a_kernel_calls_them():
+    t = translated("""
+        float ip; int e; float c; half hip;
+        float r = modf(a[0], ip) + frexp(a[1], e) + sincos(a[2], c) + log1p(a[3]);
+        out[thread_position_in_grid.x] = r + float(modf(half(a[4]), hip))
+                                         + float(log1p(bfloat16_t(a[5])));
+    """)
+    assert "__device__ inline float log1p(float x)" in t.kernel_text   # MLX's, from utils.h
+    compiles(t)
