@@ -141,6 +141,7 @@ _ENTITY = "entity"   # a local using-declaration's name: which entity, under `_U
 # (newline-separated), and the program names a using-declaration's name stands for.
 _DIRECTIVES_KEY = "\0using namespace"
 _USING_KEY = "\0using "
+_ALIAS_KEY = "\0namespace "   # a block's namespace alias: the namespace it names
 # `metal::fast::f` and `metal::precise::f` stay qualified: the compiler merges Metal's
 # variants with what a program declares there.
 _METAL_VARIANTS = frozenset({"fast", "precise"})
@@ -602,7 +603,10 @@ class _Parser:
                              hint=f"no namespace '{'::'.join(parts)}' is declared before "
                                   "this line")
         self.expect(";", "expected ';' after namespace alias definition")
-        self.namespaces.declare_alias(self.namespace_path(), alias.text, target)
+        if len(self.scopes) == 1:
+            self.namespaces.declare_alias(self.namespace_path(), alias.text, target)
+        else:
+            self.scopes[-1][_ALIAS_KEY + alias.text] = target
         return ast.Empty(self.coord(start))
 
     def namespace_prefix(self, k: int = 0, rooted: bool = False) -> tuple[int, str | None]:
@@ -629,7 +633,14 @@ class _Parser:
 
     def find_namespace(self, name: str, relative: bool) -> str | None:
         """The full name of namespace `name` as seen from the one being defined (searching the
-        enclosing namespaces outwards when `relative`), or None."""
+        enclosing namespaces outwards when `relative`), or None. A block's namespace alias
+        hides every namespace of its name."""
+        if relative and len(self.scopes) > 1:
+            first, _, rest = name.partition("::")
+            for scope in reversed(self.scopes[1:]):
+                target = scope.get(_ALIAS_KEY + first)
+                if target is not None:
+                    return self.namespaces.find(f"{target}::{rest}" if rest else target, None)
         found = self.namespaces.find(name, self.namespace if relative else None)
         if found is None and relative and (self.namespaces.directives or any(
                 _DIRECTIVES_KEY in scope for scope in self.scopes[1:])):
