@@ -1025,7 +1025,7 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
         """How converting `args` to the parameters of `fdef` (whose types are resolved in
         `outer`, by default program scope) ranks, or None where one does not convert."""
         inner = Scope(dict(bindings), outer or self.globals)
-        cost: float = 0
+        costs: list[float] = []
         kinds: list[str] = []
         for p, a in zip(fdef.params, args):
             try:
@@ -1033,40 +1033,44 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
             except CompileError:
                 return None
             kinds.append("")
+            costs.append(0)
             if isinstance(p.type, ast.ReferenceType):
                 at = a.type   # bound, not copied (a struct holding an atomic cannot be)
                 penalty, kinds[-1] = self.reference_binding(p, inner, a, pt)
-                cost += penalty
+                costs[-1] += penalty
             else:
                 at = self.rvalue(a).type
             if pt == at or (isinstance(pt, ArrayType) and pt == a.type):  # `T (&a)[N]`
                 continue
             if isinstance(pt, StructType) and self.is_base_of(pt, at):
-                cost += self.derivation_cost(pt, at)   # derived to base: a conversion
+                costs[-1] += self.derivation_cost(pt, at)   # derived to base: a conversion
             elif isinstance(pt, StructType) and self.constructors_of(pt):
                 if not self.converts_implicitly(a, pt):
                     return None
-                cost += 10  # a user-defined conversion ranks below every standard one
+                costs[-1] += 10  # a user-defined conversion ranks below every standard one
             elif isinstance(at, StructType) and not isinstance(pt, StructType):
-                if self.conversion_function(at, pt, False) is None:
+                found = self.conversion_function(at, pt, False)
+                if found is None:
                     return None
-                cost += 10
+                # a user-defined conversion, then what converts its result (which ranks
+                # sequences through the same conversion function)
+                costs[-1] += 10 + self.after_conversion_function(found, pt)
             elif isinstance(pt, PointerType) or isinstance(at, PointerType):
                 if not (isinstance(pt, PointerType) and isinstance(at, PointerType)
                         and pt.space == at.space and (pt.const or not at.const)):
                     return None
                 if pt.pointee == at.pointee:
-                    cost += 1
+                    costs[-1] += 1
                 elif self.base_offset(at.pointee, pt.pointee) is not None:
-                    cost += self.derivation_cost(pt.pointee, at.pointee)
+                    costs[-1] += self.derivation_cost(pt.pointee, at.pointee)
                 else:
                     return None
             else:
                 step = arithmetic_cost(at, pt)
                 if step is None:
                     return None
-                cost += step
-        return Rank(cost, tuple(kinds))
+                costs[-1] += step
+        return Rank(sum(costs), tuple(kinds), per_argument=tuple(costs))
 
     def reference_binding(self, p: ast.Param, scope: Scope, a: E, pt: Type
                           ) -> tuple[float, str]:
@@ -1080,7 +1084,7 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
             # A struct is bound, not loaded (one holding an atomic cannot be copied).
             at = a.type if isinstance(a.type, StructType) else self.rvalue(a).type
             fits = at == pt or a.type == pt or self.is_base_of(pt, at)
-            return (0, ranking.REF) if modifiable and fits else (100, "")
+            return (0, ranking.REF) if modifiable and fits else (ranking.UNBOUND, "")
         return 0, ranking.CONST_REF if modifiable else ""
 
     def instantiate(self, fdef: ast.FunctionDef, bindings: dict, outer: Scope | None = None,
@@ -1262,6 +1266,8 @@ def arithmetic_cost(at: Type, pt: Type) -> int | None:
         return 3
     if not (ty.is_arithmetic(pt) and ty.is_arithmetic(at)):
         return None
+    if isinstance(pt, ScalarType) and pt.enum or isinstance(at, ScalarType) and at.scoped_enum:
+        return None   # nothing converts to an enumeration implicitly, nor an `enum class`
     if isinstance(pt, VectorType) and pt.n != at.n:
         return None
     # C++ ranks a promotion above every other conversion: `f(1u)` with `f(int)` and

@@ -357,8 +357,19 @@ class StructCompiler:
         if exact:
             return exact[0]
         standard = [(owner, fn, bindings) for owner, fn, bindings, rt in candidates
-                    if ty.is_arithmetic(rt) and ty.is_arithmetic(t)]
+                    if ty.is_arithmetic(rt) and ty.is_arithmetic(t) and not _enumeration(t)
+                    and not (isinstance(rt, ty.ScalarType) and rt.scoped_enum)]
         return standard[0] if len(standard) == 1 else None
+
+    def after_conversion_function(self, found: tuple[StructType, ast.ConversionFunction,
+                                                     dict], t: Type) -> int:
+        """What the standard conversion from what the conversion function `found` (as
+        `conversion_function` gives it) returns to `t` costs (0 exact, 1 promotion, 2 other)."""
+        owner, fn, bindings = found
+        rt = self.resolve_type(fn.return_type, Scope(bindings, self.struct_methods[owner].scope))
+        if rt == t or not (isinstance(rt, ScalarType) and isinstance(t, ScalarType)):
+            return 0
+        return 1 if ty.is_promotion(rt, t) else 2
 
     def conversion_arguments(self, fn: ast.ConversionFunction, t: Type,
                              scope: Scope) -> dict | None:
@@ -766,3 +777,8 @@ class StructCompiler:
         if consts:
             self.error(f"cannot assign to a struct '{t}' with const member '{consts[0]}'",
                        node)
+
+
+def _enumeration(t: Type) -> bool:
+    """Whether `t` is an enumeration, which no standard conversion gives."""
+    return isinstance(t, ty.ScalarType) and t.enum is not None

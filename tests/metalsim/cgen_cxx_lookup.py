@@ -15,12 +15,17 @@ multiple bases with pointers, references and casts to and from them, overloads p
 nearest base, base class templates initialized as `TB<T>(x)`, hidden data members as `d.B::v`)
 and lvalues (`++(++a)`, `(a += k) ^= b`, `int& r = ++a`, `(c ? a : b) = k` on locals, struct
 members and array elements, references to and returns of `c ? a : b`, `(p = q).x`,
-`(a, b) = k`, `*&(++a)`). A construct metalsim refuses gives a CompileError: a "refusal",
-never a disagreement; a different value is.
+`(a, b) = k`, `*&(++a)`), and operators (operator functions on enumerations, `enum class`es
+and a struct with a conversion function, free, member and templates, beside the built-in
+operators they compete with). A construct metalsim refuses gives a CompileError: a
+"refusal", never a disagreement; a different value is.
 
-Every program is valid C++14 whose meaning Metal shares: values stay small, integer overflow
-is avoided or wraps under `-fwrapv` as Metal's does, and narrowing conversions are the ones
-both define (modulo the width).
+Every program of the first six families is valid C++14 whose meaning Metal shares: values stay
+small, integer overflow is avoided or wraps under `-fwrapv` as Metal's does, and narrowing
+conversions are the ones both define (modulo the width). An operators program may be
+ill-formed (an ambiguous or impossible operator): g++ -pedantic-errors, which rejects what ISO
+C++ and clang (Metal's compiler) reject, decides; metalsim must refuse those too (accepting
+one is a disagreement).
 """
 
 from __future__ import annotations
@@ -515,10 +520,71 @@ def lvalues(ch: Chooser) -> Program:
     return g.program("lvalues")
 
 
+OPERATOR_TYPES = ["E", "F", "S", "int", "float", "short", "const thread S&",
+                  "const thread E&"]
+BINARY_OPERATORS = ["+", "*", "-", "==", "<", "|", "&"]
+
+
+def operators(ch: Chooser) -> Program:
+    """Operator functions on an enumeration `E`, an `enum class F` and a struct `S` with one
+    conversion function (free, member and a template, by value and by reference) used with
+    operands of those types and of int, float and short, so that the built-in operator
+    competes with them (wins, loses or ties: an ambiguity)."""
+    g = _Gen(ch)
+    g.header.append(f"enum E{pick(ch, ['', ' : int', ' : short', ' : uchar'])} {{ EA = "
+                    f"{g.small(0, 3)}, EB, EC = {g.small(4, 9)} }};")
+    g.header.append(f"enum class F : {pick(ch, ['int', 'short'])} {{ FX = {g.small()}, FY }};")
+    conv = pick(ch, ["int", "float", "short", "uint"])
+    members = {(pick(ch, BINARY_OPERATORS), pick(ch, OPERATOR_TYPES))
+               for _ in range(g.small(0, 2))}
+    g.header.append("struct S {\n  int v;\n"
+                    + f"  operator {conv}() const {{ return {conv}(v); }}\n"
+                    + "".join(f"  int operator{op}({t} b) const {{ return {g.small(10, 90)} + "
+                              f"int(b); }}\n" for op, t in sorted(members)) + "};")
+    declared: set[tuple[str, str, str]] = set()
+    for _ in range(g.small(1, 4)):
+        op = pick(ch, BINARY_OPERATORS)
+        a, b = pick(ch, OPERATOR_TYPES), pick(ch, OPERATOR_TYPES)
+        if not {a, b} & {"E", "F", "S", "const thread S&", "const thread E&"}:
+            a = "E"
+        if (op, a, b) not in declared:
+            declared.add((op, a, b))
+            g.header.append(f"int operator{op}({a} a, {b} b) {{ return {g.small(100, 900)} + "
+                            f"int(a) * 3 + int(b); }}")
+    if g.chance(40):
+        g.header.append(f"template <typename T> int operator{pick(ch, BINARY_OPERATORS)}"
+                        f"(T a, {pick(ch, ['E', 'F', 'S'])} b) {{ return {g.small(1000, 1900)}"
+                        f" + int(b); }}")
+    if g.chance(40):
+        g.header.append(f"int operator{pick(ch, ['-', '~'])}({pick(ch, ['E', 'S', 'F'])} a) "
+                        f"{{ return {g.small(20, 60)} + int(a); }}")
+    if g.chance(30):
+        g.header.append("void operator|=(thread E& a, E b) { a = E(int(a) | int(b)); }")
+    g.body.append(f"E e = {pick(ch, ['EA', 'EB', 'EC'])};\nF f = F::{pick(ch, ['FX', 'FY'])};"
+                  f"\nS s{{{g.inp()} + 1}};\nS t{{{g.small()}}};\nint i = {g.inp()};")
+    operands = ["EA", "EB", "e", "s", "t", "2", "short(3)", g.inp(), "2.5f", "F::FX", "f"]
+    for _ in range(g.small(2, 4)):
+        form = g.ch.integer(0, 9)
+        if form < 7:   # (rarely what has no built-in `|` or `&`, or none at all)
+            x, y = (pick(ch, operands if g.chance(15) else operands[:-3]) for _ in "xy")
+            g.out(f"{x} {pick(ch, BINARY_OPERATORS)} {y}")
+        elif form == 7:
+            g.out(f"{pick(ch, ['-', '~', '!'])}{pick(ch, ['e', 's', 'EB', 'e', 's', 'f'])}")
+        elif form == 8:
+            g.body.append(f"i {pick(ch, ['+=', '|=', '*='])} {pick(ch, ['s', 'e', 'EB'])};")
+            g.out("i")
+        else:
+            g.body.append(f"e |= {pick(ch, ['EB', 'EC', 'e'])};")
+            g.out("e")
+    return g.program("operators")
+
+
 FAMILIES: dict[str, Callable[[Chooser], Program]] = {
     "specialisation": specialisation, "lookup": lookup, "namespaces": namespaces,
-    "scopes": scopes, "inheritance": inheritance, "lvalues": lvalues,
+    "scopes": scopes, "inheritance": inheritance, "lvalues": lvalues, "operators": operators,
 }
+# Families whose programs may be ill-formed: g++ -pedantic-errors sorts them first.
+MAY_BE_ILL_FORMED = frozenset({"operators"})
 
 
 def random_program(ch: Chooser) -> Program:
@@ -533,13 +599,16 @@ def make_inputs(seed: int) -> np.ndarray:
 # --- running both sides -----------------------------------------------------------------------
 
 
-def _cxx_batch(progs: list[Program]) -> str:
+def _cxx_batch(progs: list[Program], starts: list[int] | None = None) -> str:
     """One C++ program running every program of `progs`, each in a namespace of its own
-    (`::x` becomes `::p<n>::x`), printing its outputs one line each."""
-    parts = [CXX_PRELUDE]
+    (`::x` becomes `::p<n>::x`), printing its outputs one line each; `starts`, if given,
+    receives the line each program's namespace begins on."""
+    parts = ["#include <cstdlib>", CXX_PRELUDE]
     for n, prog in enumerate(progs):
         header, body = (re.sub(r"(?<![\w>:])::(?=[A-Za-z_])", f"::p{n}::", text)
                         for text in (prog.header, prog.body))
+        if starts is not None:
+            starts.append(sum(part.count("\n") + 1 for part in parts) + 1)
         parts.append(f"namespace p{n} {{\n{header}\nvoid run(const int* inp, int* out) {{\n"
                      f"{body}}}\n}}")
     parts.append("int main(int argc, char** argv) {\n  int inp[4];\n"
@@ -549,7 +618,27 @@ def _cxx_batch(progs: list[Program]) -> str:
                      f"for (int i = 0; i < {N_OUT}; ++i) std::printf(\"%d \", out[i]); "
                      f"std::printf(\"\\n\"); }}")
     parts.append("}\n")
-    return "#include <cstdlib>\n" + "\n".join(parts)
+    return "\n".join(parts)
+
+
+def ill_formed(progs: list[Program]) -> set[int]:
+    """The indices of the programs g++ -pedantic-errors rejects (only those of a family that
+    may be ill-formed are checked; any other rejected is a generator bug)."""
+    if not any(p.family in MAY_BE_ILL_FORMED for p in progs):
+        return set()
+    starts: list[int] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        src = Path(tmp) / "batch.cpp"
+        src.write_text(_cxx_batch(progs, starts))
+        proc = subprocess.run(["g++", *GXX_FLAGS, "-pedantic-errors", "-fsyntax-only",
+                               "-fmax-errors=0", str(src)], capture_output=True, text=True)
+    lines = {int(m) for m in re.findall(r"batch\.cpp:(\d+):\d+: error", proc.stderr)}
+    bad = {max(n for n, start in enumerate(starts) if start <= line) for line in lines}
+    wrong = [progs[n] for n in bad if progs[n].family not in MAY_BE_ILL_FORMED]
+    if wrong or (proc.returncode != 0 and not bad):
+        raise AssertionError(f"g++ rejected the generated C++ (a generator bug):\n"
+                             f"{proc.stderr[:3000]}\n{wrong[:1]}")
+    return bad
 
 
 def run_gxx(progs: list[Program], inputs: np.ndarray) -> list[list[int]]:
@@ -582,12 +671,14 @@ class Tally:
 
     agreed: Counter = field(default_factory=Counter)
     refused: Counter = field(default_factory=Counter)
+    rejected: Counter = field(default_factory=Counter)   # ill-formed, refused by both
     reasons: Counter = field(default_factory=Counter)
     disagreed: list[str] = field(default_factory=list)
 
     def add(self, other: Tally) -> None:
         self.agreed += other.agreed
         self.refused += other.refused
+        self.rejected += other.rejected
         self.reasons += other.reasons
         self.disagreed += other.disagreed
 
@@ -600,8 +691,22 @@ def _reason(error: metalsim.CompileError) -> str:
 
 def compare(progs: list[Program], inputs: np.ndarray) -> Tally:
     """Run every program on both sides: a CompileError from metalsim is a refusal; an
-    internal exception or a different value is a disagreement, shown with the program."""
+    internal exception or a different value is a disagreement, shown with the program, as is
+    a program metalsim accepts that g++ -pedantic-errors rejects."""
     tally = Tally()
+    bad = ill_formed(progs)
+    for n in sorted(bad):
+        try:
+            run_metalsim(progs[n], inputs)
+        except metalsim.CompileError:
+            tally.rejected[progs[n].family] += 1
+            continue
+        except Exception as exc:   # noqa: BLE001 -- every other exception is a finding
+            tally.disagreed.append(f"metalsim raised {exc!r}\n{progs[n]!r}")
+            continue
+        tally.disagreed.append(f"metalsim accepts what g++ -pedantic-errors rejects\n"
+                               f"{progs[n]!r}")
+    progs = [p for n, p in enumerate(progs) if n not in bad]
     for prog, expected in zip(progs, run_gxx(progs, inputs), strict=True):
         try:
             got = run_metalsim(prog, inputs)
