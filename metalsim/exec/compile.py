@@ -87,6 +87,9 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
         self.builtins = builtins
         self.math_variant = math_variant
         self.functions: dict[str, list[ast.FunctionDef]] = {}   # explicit specialisations too
+        # Friend functions defined in structs, by the name written: found only through an
+        # argument of their struct (`hidden_friends_for`).
+        self.hidden_friends: dict[str, list[ast.FunctionDef]] = {}
         # How many `functions` there were and the bare names of those in namespaces then.
         self.namespaced_names: tuple[int, set[str]] = (-1, set())
         # (id of a function template, its argument keys) -> its explicit specialisation
@@ -144,6 +147,8 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
             elif isinstance(item, ast.FunctionDef) and is_explicit_specialization(item):
                 self.declare_function_specialization(item)
                 self.functions.setdefault(item.name, []).append(item)
+            elif isinstance(item, ast.FunctionDef) and item.friend_of is not None:
+                self.hidden_friends.setdefault(item.name.rpartition("::")[2], []).append(item)
             elif isinstance(item, ast.FunctionDef):
                 self.functions.setdefault(item.name, []).append(item)
             elif isinstance(item, ast.VariableTemplate) and item.specialization is not None:
@@ -177,6 +182,20 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
                 self.static_assert(item, self.globals)
             elif isinstance(item, ast.EnumDef):
                 self.define_enum(item, self.globals)
+        for friends in self.hidden_friends.values():
+            for friend in list(friends):
+                if any(self.same_parameters(friend, f) for f in self.functions.get(
+                        friend.name, ())):   # declared in its namespace too: visible
+                    friends.remove(friend)
+                    self.functions[friend.name].append(friend)
+
+    def same_parameters(self, f: ast.FunctionDef, g: ast.FunctionDef) -> bool:
+        """Whether non-template functions `f` and `g` take the same parameter types."""
+        if f.template_params is not None or g.template_params is not None or len(
+                f.params) != len(g.params):
+            return False
+        return all(self.resolve_decl_type(p.type, self.globals) == self.resolve_decl_type(
+            q.type, self.globals) for p, q in zip(f.params, g.params))
 
     def define_member_outside(self, fn: ast.MemberFunction) -> None:
         """`R S::f(params) {...}`: the body of the member function `S` declared with the same
@@ -647,9 +666,11 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
         """The arguments whose types argument-dependent lookup looks at, for a call written
         unqualified in a program with namespaces (None otherwise)."""
         name = node.func
+        bare = name.name.rpartition("::")[2]
+        if name.written_unqualified and node.args and bare in self.hidden_friends:
+            return [self.expr(a, scope) for a in node.args]
         if not (name.written_unqualified and self.unit.namespaces and node.args):
             return None
-        bare = name.name.rpartition("::")[2]
         if len(self.functions) != self.namespaced_names[0]:
             self.namespaced_names = (len(self.functions), {
                 k.rpartition("::")[2] for k in self.functions if "::" in k})
@@ -674,7 +695,20 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
             found = found + [f for namespace in self.associated_namespaces(args)
                              for f in self.functions.get(program_name(namespace, bare), [])
                              if f not in found]
+        if args and name.written_unqualified:
+            found = found + self.hidden_friends_for(name.name.rpartition("::")[2], args)
         return found
+
+    def hidden_friends_for(self, name: str, args: list[E]) -> list[ast.FunctionDef]:
+        """The friend functions named `name` defined in the structs associated with `args`
+        (each argument's struct, its bases and its template arguments' structs)."""
+        friends = self.hidden_friends.get(name)
+        if not friends:
+            return []
+        classes: set[str] = set()
+        for a in args:
+            self.add_associated(a.type, set(), set(), classes)
+        return [f for f in friends if f.friend_of in classes]
 
     def associated_namespaces(self, args: list[E]) -> set[str]:
         """The namespaces argument-dependent lookup searches for a call with `args` (C++
@@ -686,7 +720,10 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
             self.add_associated(a.type, found, set())
         return found
 
-    def add_associated(self, t: Type, found: set[str], seen: set[Type]) -> None:
+    def add_associated(self, t: Type, found: set[str], seen: set[Type],
+                       named: set[str] | None = None) -> None:
+        """Adds to `found` the namespaces associated with type `t` (and to `named` the
+        names of its associated structs)."""
         while isinstance(t, PointerType | ArrayType):
             t = t.pointee if isinstance(t, PointerType) else t.elem
         if isinstance(t, ScalarType) and t.enum is not None:
@@ -698,11 +735,13 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
         while classes:   # the class and its bases, direct and indirect
             c = classes.pop()
             found.add(self.declaring_namespace(c.name))
+            if named is not None:
+                named.add(c.name)
             classes += self.struct_bases.get(c, [])
         instance = self.instance_of.get(t)
         for v in instance[1].values() if instance is not None else ():
             if not isinstance(v, Var):
-                self.add_associated(v, found, seen)
+                self.add_associated(v, found, seen, named)
 
     def declaring_namespace(self, program: str) -> str:
         """The innermost namespace enclosing the type named `program` (`na::S<nb::T>::In`

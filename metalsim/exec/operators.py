@@ -39,7 +39,7 @@ class OperatorCompiler:
         enumeration operand's type (or a reference to it) in its place are candidates."""
         no_struct = not any(isinstance(e.type, StructType) for e in operands)
         candidates = []
-        frees = self.functions.get(name, [])
+        frees = self.functions.get(name, []) + self.hidden_friends_for(name, operands)
         for fdef in frees:
             if len(fdef.params) != len(operands) or fdef.template_params == [] or (
                     fdef.body is None and any(o.body is not None for o in frees

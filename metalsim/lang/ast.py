@@ -433,6 +433,9 @@ class FunctionDef(Node):
     attributes: list[Attribute] = field(default_factory=list)
     specialization_args: list[Node] | None = field(default=None, kw_only=True)
     constexpr: bool = field(default=False, kw_only=True)   # may be evaluated at compile time
+    # A friend function defined in a struct (a "hidden friend"): that struct's program name.
+    # Only argument-dependent lookup finds it, through an argument of that struct.
+    friend_of: str | None = field(default=None, kw_only=True)
 
 
 @dataclass(eq=False)

@@ -107,7 +107,9 @@ _QUALIFIERS = _ADDRESS_SPACES | {"const", "volatile"}  # may precede the type in
 _DECL_WORDS = _ADDRESS_SPACES | {"const", "volatile", "constexpr", "static", "inline", "extern",
                                   "typename", "__attribute__"}
 _UNSUPPORTED_DECLARATIONS = frozenset({"namespace", "struct", "class", "union"})
-_CLASS_KEYS = frozenset({"struct", "union"})   # a union's members share its storage
+# A union's members share its storage; a class's members and bases are private until an access
+# label says otherwise, which changes no value (metalsim does not check access).
+_CLASS_KEYS = frozenset({"struct", "class", "union"})
 _KEYWORDS = frozenset({
     "if", "else", "for", "while", "do", "switch", "case", "default", "break", "continue",
     "return", "goto", "sizeof", "alignof", "typedef", "using", "namespace", "template",
@@ -218,6 +220,8 @@ class _Parser:
         self.member_templates: set[str] = set()  # names of member function templates
         self.switch_depth = 0
         self.failed: dict[tuple[str, int], Token] = {}  # speculations known to fail
+        # Friend functions defined in the struct being read, for its namespace scope.
+        self.hidden_friends: list[ast.FunctionDef] = []
         self._pasted: CompileError | bool | None = None   # `_pasted_kernel`, once looked for
 
     # --- Tokens and errors ---------------------------------------------------------------------
@@ -511,7 +515,8 @@ class _Parser:
         self.name_declaration(item)
         if prelude:
             self.namespaces.metal_own |= set(self.scopes[0]) - before | _declared_names(item)
-        return [item]
+        friends, self.hidden_friends = self.hidden_friends, []
+        return [item, *friends]
 
     def name_declaration(self, item: ast.Node) -> None:
         """Gives what `item` declares at namespace scope its program name: qualified by the
@@ -693,7 +698,7 @@ class _Parser:
             return self.misplaced()
         if self.at("}"):
             raise self.error("extraneous closing brace ('}')")
-        if not (word in _DECL_WORDS or word in ("kernel", "struct") or self.type_at()
+        if not (word in _DECL_WORDS or word in ("kernel", "struct", "class") or self.type_at()
                 or self.at("[")):
             following = self.peek(1)
             if tok.kind == "ident" and word not in _RESERVED and (
@@ -744,12 +749,14 @@ class _Parser:
         return ast.DeclStmt(self.coord(start), decls)
 
     def function(self, start: Token, specs: _Specifiers, name: Token, return_type: ast.TypeNode,
-                 template_params: list[ast.TemplateParam] | None) -> ast.FunctionDef:
-        """function-definition: specifiers declarator '(' params ')' (compound | ';')"""
+                 template_params: list[ast.TemplateParam] | None,
+                 friend: bool = False) -> ast.FunctionDef:
+        """function-definition: specifiers declarator '(' params ')' (compound | ';'); a
+        `friend` one declares no name that lookup finds."""
         if template_params is not None:
             # Declared before the body so that recursive calls `f<T>(...)` parse.
             self.declare(name.text, _TEMPLATE, file_scope=True)
-        if template_params != []:   # (an explicit specialisation declares no new name)
+        if template_params != [] and not friend:   # (nor does an explicit specialisation)
             self.namespaces.declare(self.namespace_path(), name.text, function=True)
         self.scopes.append({})
         try:
@@ -1178,7 +1185,7 @@ class _Parser:
                 continue
             elif text == "kernel" and allow_kernel:
                 attributes.append(ast.Attribute(self.coord(tok), "kernel"))
-            elif text == "struct" and base is None and not words:
+            elif text in ("struct", "class") and base is None and not words:
                 # `struct Params p;`: the elaborated form names the same type.
                 following = self.peek(1)
                 if not self.type_at(1):
@@ -1568,6 +1575,37 @@ class _Parser:
                              statics=statics, bases=bases, specialization=specialization,
                              align=align, union=start.text == "union")
 
+    def friend_declaration(self, struct: str) -> None:
+        """friend-declaration: 'friend' ('struct' | 'class') name ';' | 'friend' function
+
+        Metalsim does not check access, so a friend declaration grants nothing to record; a
+        friend function defined here (a hidden friend) is a function of the struct's namespace
+        that only argument-dependent lookup finds (C++ [namespace.memdef]/3)."""
+        friend = self.advance()
+        if self.peek().text in _CLASS_KEYS or self.at(";", 1):
+            while not self.accept(";"):
+                if self.peek().kind == "eof" or self.at("}"):
+                    raise self.error_after_previous("expected ';' after friend declaration")
+                self.advance()
+            return
+        if self.injected or len(self.member_names) > 1 or len(self.scopes) > 2:
+            raise self.error("a friend function defined in a struct template, a nested or "
+                             "local struct, or as a template is not supported by metalsim",
+                             friend, width=6,
+                             hint="declare the function after the struct, as a template if "
+                                  "the struct is one")
+        start = self.peek()
+        specs = self.specifiers()
+        name, type_ = self.declarator(specs.type, stop_at_paren=True)
+        if name is None or not self.at("("):
+            raise self.error("expected a function after 'friend'", start)
+        fdef = self.function(start, specs, name, type_, None, friend=True)
+        if fdef.body is None:
+            return   # (a friend declaration of a function declared at namespace scope)
+        fdef.name = program_name(self.namespace_path(), name.text)
+        fdef.friend_of = program_name(self.namespace_path(), struct)
+        self.hidden_friends.append(fdef)
+
     def member_declaration(self, struct: str) -> list[ast.Node]:
         """member-declaration: specifiers declarator (',' declarator)* ';' | member-function
         | member-type | access-label ':'
@@ -1587,6 +1625,9 @@ class _Parser:
                              hint="Metal has no virtual dispatch: call the function of the type "
                                   "you have (d.f(), d.B::f()), or choose one with a template "
                                   "parameter")
+        if tok.text == "friend":
+            self.friend_declaration(struct)
+            return []
         if tok.text == "enum":   # a member type; an unscoped one's enumerators are members
             enum = self.enum_declaration()
             self.member_types.add(enum.name)
@@ -1633,7 +1674,7 @@ class _Parser:
                 raise self.error("anonymous structs are not supported by metalsim", tok)
             self.member_types.add(nested.name)
             return [nested]
-        elaborated = tok.text == "struct" and not self.struct_definition_at()
+        elaborated = tok.text in ("struct", "class") and not self.struct_definition_at()
         if tok.kind == "ident" and tok.text in _KEYWORDS - _DECL_WORDS and not elaborated:
             raise self.error(f"'{tok.text}' inside a struct is not supported by metalsim", tok,
                              hint=only_data, width=len(tok.text))
@@ -2125,7 +2166,7 @@ class _Parser:
         "using": alias_declaration,
         "else": misplaced, "template": misplaced, "goto": misplaced,
     } | dict.fromkeys(_UNSUPPORTED_DECLARATIONS, misplaced) | {
-        "struct": struct_statement, "namespace": namespace_statement,
+        "struct": struct_statement, "class": struct_statement, "namespace": namespace_statement,
         "enum": enum_declaration}
 
     # --- Expressions ---------------------------------------------------------------------------
