@@ -108,6 +108,8 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
         self.struct_statics: dict[StructType, dict[str, Var]] = {}   # `static constexpr` members
         self.struct_types: dict[StructType, dict[str, Type]] = {}    # member types
         self.struct_bases: dict[StructType, list[StructType]] = {}   # direct base classes
+        # `using B::f;` in a struct: the base class each named member function comes from
+        self.struct_using: dict[StructType, dict[str, StructType]] = {}
         # default member initializers (`T m = e;`) by struct: member -> (initializer, scope)
         self.member_defaults: dict[StructType, dict[str, tuple[ast.Node, Scope]]] = {}
         self.variable_instances: dict[tuple, Var] = {}   # values of variable templates

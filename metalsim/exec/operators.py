@@ -93,7 +93,9 @@ class OperatorCompiler:
         on the operands `converted_operands` gives)."""
         name, left = f"operator{op}", operands[0]
         notes: list[str] = []
-        candidates = []  # (cost, function, template arguments, is a member or BUILTIN)
+        # (cost, function, template arguments, is a member (or the base class whose member
+        # `using B::operator@;` names) or BUILTIN)
+        candidates = []
         if isinstance(left.type, StructType):
             if not self.methods_of(left.type).get(name):   # a base class's operator, if any
                 left = self.base_with_method(left.type, name, left, node.coord) or left
@@ -121,6 +123,8 @@ class OperatorCompiler:
         _, fn, bindings, member = chosen[0]
         if member == BUILTIN:
             return None
+        if isinstance(member, StructType):   # a base's, brought in by `using B::operator@;`
+            left, member = self.as_base(left, member, node.coord), True
         if member:
             fn, bindings = self.specialized(fn, bindings, owner=left.type)
             code = self.member_code(left.type, fn, bindings)
@@ -187,6 +191,8 @@ class OperatorCompiler:
         overloads = self.methods_of(st).get(name, [])
         if not overloads:
             return []
+        owners = {id(fn): base for base, fn in self.used_overloads(st, name)}
+        overloads = overloads + [fn for base, fn in self.used_overloads(st, name)]
         outer = self.struct_methods[st].scope
         space, const = self.object_space(obj)
         viable = []
@@ -208,7 +214,7 @@ class OperatorCompiler:
                 # `this` than to a const one (C++ [over.ics.rank]/3.2.6).
                 rank = cost.plus_template(self.template_cost(fn)).with_object(
                     "" if const else ranking.CONST_REF if fn.const else ranking.REF)
-                viable.append((rank, fn, bindings, True))
+                viable.append((rank, fn, bindings, owners.get(id(fn), True)))
         return viable
 
     def converted_operands(self, operands: list[E], node: ast.Node) -> list[E] | None:

@@ -210,6 +210,7 @@ class StructCompiler:
         self.struct_statics[st] = statics
         self.struct_types[st] = types
         self.struct_bases[st] = bases
+        self.declare_using_members(st, node, scope)
         overloads: dict[str, list[ast.MemberFunction]] = {}
         for fn in node.methods:
             if fn.template_params and instance is None and scope is not self.globals:
@@ -569,6 +570,42 @@ class StructCompiler:
         bev = base.ev
         return E(mt, lambda f, lanes: get(bev(f, lanes), moff, mt), node.coord)
 
+    def declare_using_members(self, st: StructType, node: ast.StructDef, scope: Scope
+                              ) -> None:
+        """Records `node`'s `using B::f;` declarations: B must be a base class of `st`."""
+        for target in node.using_members:
+            base = self.qualifier_struct(target, scope)
+            if base is None or not self.is_base_of(base, st):
+                self.error(f"'{target.qualifier}' is not a base class of '{st}'", target)
+            if target.name in self.methods_of(base) or target.name in self.inherited_methods(
+                    base):
+                self.struct_using.setdefault(st, {})[target.name] = base
+            elif base.member(target.name) is None and target.name not in self.struct_types.get(
+                    base, {}) and target.name not in self.struct_statics.get(base, {}):
+                self.error(f"no member named '{target.name}' in '{base}'", target)
+
+    def used_overloads(self, st: StructType, name: str
+                       ) -> list[tuple[StructType, ast.MemberFunction]]:
+        """The member functions `name` that `using B::name;` in `st` brings from base B, each
+        with the class declaring it, less those `st`'s own of the same parameter types and
+        qualifiers hide (C++ [namespace.udecl]/15)."""
+        base = self.struct_using.get(st, {}).get(name)
+        while base is not None and name not in self.methods_of(base):
+            base = next((b for b in self.struct_bases.get(base, [])
+                         if name in self.methods_of(b) or name in self.inherited_methods(b)),
+                        None)
+        if base is None:
+            return []
+        own = self.methods_of(st).get(name, [])
+        scope, base_scope = self.struct_methods[st].scope, self.struct_methods[base].scope
+
+        def signature(fn: ast.MemberFunction, at: Scope) -> tuple:
+            return (fn.const, fn.space, tuple(self.resolve_decl_type(p.type, at)
+                                              for p in fn.params), bool(fn.template_params))
+        hidden = {signature(fn, scope) for fn in own}
+        return [(base, fn) for fn in self.methods_of(base)[name]
+                if signature(fn, base_scope) not in hidden]
+
     def methods_of(self, st: StructType) -> dict[str, list[ast.MemberFunction]]:
         """The member functions of `st` by name (none for a plain aggregate)."""
         methods = self.struct_methods.get(st)
@@ -614,7 +651,12 @@ class StructCompiler:
         explicit = None if node.template_args is None else [
             self.explicit_argument(a, scope) for a in node.template_args]
         space, const = self.object_space(obj)
-        fn, bindings = self.resolve_member(st, node, overloads, args, space, const, explicit)
+        used = self.used_overloads(st, node.name)
+        fn, bindings = self.resolve_member(st, node, overloads + [f for _, f in used], args,
+                                           space, const, explicit)
+        owner = next((base for base, f in used if f is fn), None)
+        if owner is not None:   # a base's, brought in by `using B::f;`: on that subobject
+            return self.call_member(self.as_base(obj, owner, node.coord), node, scope)
         code = self.member_code(st, fn, bindings)
         arg_evs = [("ptr", this_pointer(obj, node.coord))] + self.bind_arguments(
             code.params[1:], fn, args, scope)

@@ -382,6 +382,8 @@ class StructDef(Node):
     specialization: list[Node] | None = None
     align: Expr | None = None  # `struct alignas(n) S`
     union: bool = False  # `union name { ... };`: every member at offset 0
+    # `using B::f;`: base class members named in the struct, as qualified names (`B::f`)
+    using_members: list[Name] = field(default_factory=list)
 
 
 Stmt = (DeclStmt | ExprStmt | Compound | If | For | While | DoWhile | Switch | CaseLabel | Break

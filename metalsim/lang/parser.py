@@ -1545,6 +1545,7 @@ class _Parser:
         methods: list[ast.MemberFunction] = []
         constructors: list[ast.Constructor] = []
         statics: list[ast.VarDecl | ast.TypeAlias] = []
+        using: list[ast.Name] = []
         self.scopes.append({})  # the member types
         inherited = set().union(*(self.struct_members.get(b.name, ()) for b in bases))
         declared = _member_names(self.tokens, self.pos) - {name} | inherited
@@ -1554,7 +1555,9 @@ class _Parser:
                 if self.peek().kind == "eof":
                     raise self.error("expected '}' to match this '{'", open_)
                 for item in self.member_declaration(name):
-                    if isinstance(item, ast.Constructor):
+                    if isinstance(item, ast.Name):
+                        using.append(item)
+                    elif isinstance(item, ast.Constructor):
                         # metalsim constructs objects in thread memory only (kernel locals);
                         # one for threadgroup, device or constant objects is never called
                         if item.space == "thread":
@@ -1573,7 +1576,27 @@ class _Parser:
         self.struct_members[program_name(self.namespace_path(), name)] = declared
         return ast.StructDef(self.coord(start), name, members, methods, constructors,
                              statics=statics, bases=bases, specialization=specialization,
-                             align=align, union=start.text == "union")
+                             align=align, union=start.text == "union", using_members=using)
+
+    def using_member(self, struct: str) -> ast.Name:
+        """member-using-declaration: 'using' base-class '::' name ';' -- names a base class's
+        member in the struct: a member function's overloads join the struct's own."""
+        start = self.advance()
+        target = self.qualified_name()
+        if target.name == "operator":   # `using B::operator+;`
+            self.pos -= 1
+            target.name = self.operator_name().text
+        self.expect(";", "expected ';' after using declaration")
+        base = target.qualifier.rpartition("::")[2]
+        if not target.qualifier:
+            raise self.error("using declaration in a struct refers to a member of a base "
+                             "class ('using B::f;')", start, width=5)
+        if target.name == base:
+            raise self.error(f"inheriting constructors ('using {base}::{base};') are not "
+                             "supported by metalsim", start, width=5,
+                             hint=f"declare the constructors in '{struct}' and initialize "
+                                  f"the base with '{base}(...)'")
+        return target
 
     def friend_declaration(self, struct: str) -> None:
         """friend-declaration: 'friend' ('struct' | 'class') name ';' | 'friend' function
@@ -1636,11 +1659,8 @@ class _Parser:
             return [self.member_template(struct)]
         if tok.text == "static_assert":
             return [self.static_assert()]
-        if tok.text == "using" and self.type_at(1) and self.at("::", 2):
-            raise self.error("a using-declaration of a base class member ('using B::f;') is "
-                             "not supported by metalsim", tok, width=5,
-                             hint=f"call the base's function qualified: "
-                                  f"'{self.peek(1).text}::{self.peek(3).text}(...)'")
+        if tok.text == "using" and self.type_at(1) and not self.at("=", 2):
+            return [self.using_member(struct)]
         if tok.text in ("typedef", "using"):
             alias = self.alias_declaration()
             if isinstance(alias, ast.UsingNamespace | ast.Empty):

@@ -149,8 +149,11 @@ template <typename T> struct Q : P<T> {
 @pytest.mark.parametrize("header, message", [
     ("struct B { virtual int f() const { return 1; } };", "virtual functions are not allowed"),
     ("struct B { int v; };\nstruct D : virtual B { int w; };", "virtual base classes"),
-    ("struct B { int f() const { return 1; } };\nstruct D : B { using B::f; int f(int x) const "
-     "{ return x; } };", r"using-declaration of a base class member \('using B::f;'\)"),
+    ("struct B { int v; B(int x) : v(x) {} };\nstruct D : B { using B::B; };",
+     r"inheriting constructors \('using B::B;'\)"),
+    ("struct B { int v; };\nstruct C { int f() const { return 1; } };\n"
+     "struct D : B { using C::f; };", "'C' is not a base class of 'D'"),
+    ("struct B { int v; };\nstruct D : B { using B::g; };", "no member named 'g' in 'B'"),
 ])
 def test_what_metalsim_refuses_about_classes_is_named(header, message):
     with pytest.raises(metalsim.CompileError, match=message):
