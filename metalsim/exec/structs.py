@@ -620,7 +620,9 @@ class StructCompiler:
     def qualified_subobject(self, obj: E, node: ast.Member | ast.MethodCall,
                             scope: Scope) -> E:
         """The object whose member `d.B::m` names: `d` itself, or its `B` subobject."""
-        named = self.resolve_type(ast.NamedType(node.coord, node.qualifier), scope)
+        qualifier = node.qualifier
+        named = self.resolve_type(qualifier if isinstance(qualifier, ast.NamedType)
+                                  else ast.NamedType(node.coord, qualifier), scope)
         found = obj if named == obj.type else self.as_base(obj, named, node.coord)
         if found is None:
             self.error(f"'{named}' is not a base of '{obj.type}'", node)

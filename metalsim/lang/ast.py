@@ -178,7 +178,8 @@ class MethodCall(Node):
     args: list[Expr]
     arrow: bool = False
     template_args: list[Node] | None = None  # `x.template f<T, 4>(...)`
-    qualifier: str = ""  # the class of `d.B::f()`: B's member function, on d's B subobject
+    # the class of `d.B::f()`, as for Member: B's member function, on d's B subobject
+    qualifier: str | NamedType = ""
 
 
 @dataclass(eq=False)
@@ -220,7 +221,9 @@ class Member(Node):
     base: Expr
     name: str
     arrow: bool = False
-    qualifier: str = ""  # the class named in `d.B::f` (a call's; see MethodCall)
+    # the class named in `d.B::f` (a call's; see MethodCall): its name, or the type where it
+    # has template arguments or namespace qualifiers (`d.B<int>::v`, `d.na::B::v`)
+    qualifier: str | NamedType = ""
 
 
 @dataclass(eq=False)

@@ -2300,11 +2300,18 @@ class _Parser:
                 if name.kind != "ident":
                     raise self.error(f"expected a member name after '{text}'")
                 self.advance()
-                qualifier = ""
-                if self.at("::") and self.peek(1).kind == "ident":   # `d.B::f()`
-                    qualifier = name.text
+                qualifier: str | ast.NamedType = ""
+                if self.at("::") and self.peek(1).kind == "ident" and not self.at("::", 2):
+                    qualifier = name.text   # `d.B::f()`
                     self.advance()
                     name = self.advance()
+                elif self.at("<") or self.at("::"):   # `d.B<int>::v`, `d.na::B::v`
+                    self.pos -= 1
+                    qualified = self.speculate(self.member_qualifier)
+                    if qualified is None:
+                        self.advance()
+                    else:
+                        qualifier, name = qualified
                 expr = ast.Member(expr.coord, expr, name.text, text == "->", qualifier)
                 if self.at("<") and (template or name.text in self.member_templates):
                     # Explicit arguments of a member function template; without `template`,
@@ -2522,6 +2529,23 @@ class _Parser:
             raise self.error("expected '(' for function-style cast or type construction",
                              hint=f"'{type_.name}' is a type, not a value")
         return ast.Construct(type_.coord, type_, args, braces)
+
+    def member_qualifier(self) -> tuple[ast.NamedType, Token]:
+        """The class and member named after `.` or `->` in `d.B<int>::v` or `d.na::B::v`."""
+        start = self.peek()
+        skip, namespace = self.namespace_prefix()
+        for _ in range(skip):
+            self.advance()
+        tok = self.identifier("expected a class name")
+        name, _ = self.resolve(tok, namespace)
+        args = None
+        if self.at("<") and self.is_template(name, namespace is not None):
+            self.advance()
+            args = self.template_arguments()
+        self.expect("::")
+        member = self.identifier("expected a member name")
+        return ast.NamedType(self.coord(start), name, args,
+                             namespace_scope=namespace is not None), member
 
     def qualified_name(self) -> ast.Name:
         """qualified-name: ['::'] name ['<' args '>'] ('::' name ['<' args '>'])*"""
