@@ -1,18 +1,20 @@
 """Random C++ programs over name lookup and the constructs around it, run by metalsim (as a
 kernel) and by g++ (-std=c++14), for a differential oracle.
 
-Six families, each a header and a kernel body writing ints to `out`: explicit
+Seven families, each a header and a kernel body writing ints to `out`: explicit
 specialisations of function templates (called as `f(x)`, `f<T>(x)`, from other templates, with
 partly given arguments, `template <> int h<0>()` ending a recursion), name lookup (locals,
 blocks and parameters shadowing globals and namespace members, `na::K`, `::G`,
 `using namespace`, enumerators, enumerations in structs and anonymous ones), namespaces
 (typedefs, overloads, structs, nested namespaces, aliases and using-declarations), scopes (the
 same names in the global namespace, `na` and `na::nb`: hiding, overload sets from one scope,
-using-directives and -declarations at namespace and block scope, aliases, reopening, unnamed and
-inline namespaces, shadowing locals, parameters and members), inheritance (base members and
-methods, hiding, several levels, `d.B::f()`, `B::f()`, base initializers, slicing, `const B&`,
-multiple bases with pointers, references and casts to and from them, overloads picking the
-nearest base, base class templates initialized as `TB<T>(x)`, hidden data members as `d.B::v`)
+using-directives and -declarations at namespace and block scope, aliases (a block's hiding a
+file's until the block ends), reopening, unnamed and inline namespaces, shadowing locals,
+parameters and members), inheritance (base members and methods, hiding, several levels,
+`d.B::f()`, `B::f()`, base initializers, slicing, `const B&`, multiple bases with pointers,
+references and casts to and from them, overloads picking the nearest base, base class templates
+initialized as `TB<T>(x)` and named as `d.TB<int>::t`, hidden data members as `d.B::v`,
+`using B::get;` beside a derived overload, `class` with access labels, hidden friends)
 and lvalues (`++(++a)`, `(a += k) ^= b`, `int& r = ++a`, `(c ? a : b) = k` on locals, struct
 members and array elements, references to and returns of `c ? a : b`, `(p = q).x`,
 `(a, b) = k`, `*&(++a)`), and operators (operator functions on enumerations, `enum class`es
@@ -337,8 +339,14 @@ def scopes(ch: Chooser) -> Program:
         g.header.append("namespace nd { using na::f; int k3() { return f(2.5f); } }")
         g.out("nd::k3()")
     if g.chance(40):
-        g.header.append(f"namespace al = {pick(ch, ['na::nb', 'na'])};")
-        g.out(f"al::{'h' if 'na::nb' in g.header[-1] else 'g'}({g.inp()})")
+        target = pick(ch, ["na::nb", "na"])
+        g.header.append(f"namespace al = {target};")
+        g.out(f"al::{_alias_function(target)}({g.inp()})")
+        if g.chance(50):   # a block's alias of the name hides it until the block ends
+            other = "na" if target == "na::nb" else "na::nb"
+            g.body.append(f"{{ namespace al = {other}; out[{N_OUT - 3}] = "
+                          f"al::{_alias_function(other)}({g.inp()}); }}")
+            g.out(f"al::{_alias_function(target)}({g.inp()})")
     g.out(f"na::g({g.inp()})")
     g.out(f"na::nb::h({g.inp()})")
     if g.chance(50):
@@ -376,6 +384,11 @@ def scopes(ch: Chooser) -> Program:
     return g.program("scopes")
 
 
+def _alias_function(namespace: str) -> str:
+    """The function `scopes` declares in `namespace` (na::nb's h, na's g)."""
+    return "h" if namespace == "na::nb" else "g"
+
+
 def inheritance(ch: Chooser) -> Program:
     g = _Gen(ch)
     g.header.append(f"struct B {{\n  int v;\n  int get() const {{ return v * {g.small()}; }}\n"
@@ -397,8 +410,10 @@ def inheritance(ch: Chooser) -> Program:
         g.body.append(f"E e;\ne.v = {g.small()};\ne.w = {g.small()};\ne.z = {g.inp()};")
         g.out("e.all()")
     if g.chance(40):   # base initializers, a qualified call of the hidden base function
-        g.header.append(f"struct C : B {{\n  int u;\n  C(int a, int b) : B{{a}}, u(b) {{}}\n"
-                        f"  int get() const {{ return u * {g.small()} + B::get(); }}\n}};")
+        key = pick(ch, ["struct C : B {", "class C : public B {\n  int u;\npublic:"])
+        g.header.append(f"{key}\n  int u;\n  C(int a, int b) : B{{a}}, u(b) {{}}\n"
+                        f"  int get() const {{ return u * {g.small()} + B::get(); }}\n}};"
+                        .replace("  int u;\npublic:\n  int u;\n", "  int u;\npublic:\n"))
         g.body.append(f"C c({g.inp()}, {g.small()});")
         g.out("c.get()")
     form = g.ch.integer(0, 5)
@@ -410,7 +425,7 @@ def inheritance(ch: Chooser) -> Program:
     elif form == 2:
         g.body.append(f"const thread B& rb = d;\nd.v = {g.small()};")
         g.out("rb.get()")
-    for extra in (_multiple_bases, _template_base, _hidden_data_member):
+    for extra in (_multiple_bases, _template_base, _hidden_data_member, _using_and_friends):
         if g.chance(35):
             extra(g, three)
     return g.program("inheritance")
@@ -457,6 +472,8 @@ def _template_base(g: _Gen, three: bool) -> None:
     g.body.append(f"TD<{t}> td({g.inp()});\nID id({g.inp()});")
     g.out("td.both()")
     g.out("id.twice() * 10 + id.k + id.t")
+    if g.chance(50):
+        g.out(f"id.TB<int>::t * {g.small()} + id.TB<int>::twice()")
 
 
 def _hidden_data_member(g: _Gen, three: bool) -> None:
@@ -466,6 +483,20 @@ def _hidden_data_member(g: _Gen, three: bool) -> None:
     g.body.append(f"H hh;\nhh.v = {g.inp()};\nhh.B::v = {g.small()};\nhh.H::v += hh.B::v;")
     g.out("hh.both()")
     g.out("hh.get() + hh.B::get()")
+
+
+def _using_and_friends(g: _Gen, three: bool) -> None:
+    """`using B::get;` beside a derived overload (or the overload hiding B's without it), and
+    friend functions defined in a struct, found through their struct's argument."""
+    using = g.chance(70)
+    g.header.append(f"struct U : B {{\n  {'using B::get; ' if using else ''}"
+                    f"int get(int k) const {{ return k * {g.small()} + v; }}\n"
+                    f"  friend int peek(const thread U& u) {{ return u.v * {g.small()}; }}\n"
+                    f"  friend int operator*(U a, int k) {{ return a.v + k * {g.small()}; }}\n}};")
+    g.header.append(f"int peek(int x) {{ return x + {g.small(100, 200)}; }}")
+    g.body.append(f"U uu;\nuu.v = {g.inp()};")
+    g.out(f"uu.get({g.small()})" + (" * 10 + uu.get()" if using else ""))
+    g.out(f"peek(uu) * 100 + peek({g.inp()}) + uu * {g.small()}")
 
 
 def lvalues(ch: Chooser) -> Program:
