@@ -110,12 +110,17 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
         self.struct_bases: dict[StructType, list[StructType]] = {}   # direct base classes
         # `using B::f;` in a struct: the base class each named member function comes from
         self.struct_using: dict[StructType, dict[str, StructType]] = {}
+        self.struct_access: dict[StructType, ast.StructDef] = {}   # where some access is limited
         # default member initializers (`T m = e;`) by struct: member -> (initializer, scope)
         self.member_defaults: dict[StructType, dict[str, tuple[ast.Node, Scope]]] = {}
         self.variable_instances: dict[tuple, Var] = {}   # values of variable templates
         # Each struct template instance: its template and template arguments.
         self.instance_of: dict[StructType, tuple[StructTemplate, dict]] = {}
         self.fn: FunctionCode | None = None
+        # Whose private members the code being compiled may name: the struct of the member
+        # function (None outside one) and the function's name (for friend declarations).
+        self.access_from: tuple[StructType | None, str] = (None, "")
+        self.closure_access: dict[int, tuple[StructType | None, str]] = {}   # by id(body)
         self.address_taken: set[str] = set()
         self.fixed_names: set[str] = set()   # see `uses.fixed_names`
         # The prelude's own structs standing in for MLX's (complex64_t), which MLX's replace.
@@ -1160,7 +1165,10 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
                        f"{MAX_INSTANTIATION_DEPTH}", fdef, width=len(fdef.name),
                        hint="end the recursion with 'if constexpr' on a template parameter")
         self.open_instances.append(code)
-        saved = self.fn, self.address_taken, self.fixed_names, self.loop_depth, self.switch_depth
+        saved = (self.fn, self.address_taken, self.fixed_names, self.loop_depth,
+                 self.switch_depth, self.access_from)
+        self.access_from = ((this.pointee, "") if this is not None else self.closure_access.get(
+            id(fdef), (None, fdef.name.rpartition("::")[2])))
         params = {p.name for p in fdef.params}
         found = uses([fdef.body], lambda name: name.name not in params
                      and self.names_builtin(name, scope), code.returns_ref is None)
@@ -1188,7 +1196,7 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
                 code.return_type = ty.VOID
         finally:
             (self.fn, self.address_taken, self.fixed_names, self.loop_depth,
-             self.switch_depth) = saved
+             self.switch_depth, self.access_from) = saved
             self.open_instances.pop()
         return code
 

@@ -210,6 +210,8 @@ class StructCompiler:
         self.struct_statics[st] = statics
         self.struct_types[st] = types
         self.struct_bases[st] = bases
+        if node.restricted or any(a != "public" for a in node.base_access):
+            self.struct_access[st] = node
         self.declare_using_members(st, node, scope)
         overloads: dict[str, list[ast.MemberFunction]] = {}
         for fn in node.methods:
@@ -544,6 +546,7 @@ class StructCompiler:
     def struct_member(self, base: E, node: ast.Member) -> E:
         """`s.name`: an lvalue in the object's memory, or a value taken from a struct rvalue."""
         st: StructType = base.type
+        self.check_access(st, node.name, node)
         member = st.member(node.name)
         static = self.struct_statics.get(st, {}).get(node.name)
         if member is None and static is not None:
@@ -583,6 +586,41 @@ class StructCompiler:
             elif base.member(target.name) is None and target.name not in self.struct_types.get(
                     base, {}) and target.name not in self.struct_statics.get(base, {}):
                 self.error(f"no member named '{target.name}' in '{base}'", target)
+
+    def check_access(self, st: StructType, name: str, node: ast.Node) -> None:
+        """Refuse naming `st`'s member `name` through an object where C++ forbids it: a
+        private or protected member (or one reached through a private or protected base)
+        outside every member function and the friends of the class declaring it. (Inside a
+        member function, of any struct, metalsim allows it.)"""
+        if not self.struct_access or self.access_from[0] is not None:
+            return
+        caller, via, owner = self.access_from[1], "", st
+        while not self.declares_member(owner, name):
+            bases = self.struct_bases.get(owner, [])
+            base = next((b for b in bases if b.member(name) is not None
+                         or name in self.methods_of(b) or name in self.inherited_methods(b)),
+                        None)
+            if base is None:
+                return
+            limited = self.struct_access.get(owner)
+            access = limited.base_access[bases.index(base)] if limited is not None else "public"
+            if access != "public" and caller not in limited.friends and not via:
+                via = f"'{base}' is a {access} base of '{owner}'"
+            owner = base
+        limited = self.struct_access.get(owner)
+        access = limited.restricted.get(name) if limited is not None else None
+        if access is not None and caller in limited.friends:
+            access = None
+        if access is not None or via:
+            self.error(f"'{name}' is a {access} member of '{owner}'" if access else
+                       f"'{name}' is inaccessible: {via}", node,
+                       hint="name it inside a member function or a friend of the class, or "
+                            "declare it after 'public:'")
+
+    def declares_member(self, st: StructType, name: str) -> bool:
+        """Whether `st` itself declares a data member or member function `name`."""
+        return name in self.methods_of(st) or any(
+            m.name == name for m in st.members if not m.name.startswith(ty.BASE_PREFIX))
 
     def used_overloads(self, st: StructType, name: str
                        ) -> list[tuple[StructType, ast.MemberFunction]]:
@@ -636,6 +674,7 @@ class StructCompiler:
             obj = self.qualified_subobject(obj, node, scope)
             node = replace(node, qualifier="")
         st: StructType = obj.type
+        self.check_access(st, node.name, node)
         overloads = self.methods_of(st).get(node.name)
         if not overloads:
             base = self.base_with_method(st, node.name, obj, node.coord)

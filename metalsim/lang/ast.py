@@ -387,6 +387,11 @@ class StructDef(Node):
     union: bool = False  # `union name { ... };`: every member at offset 0
     # `using B::f;`: base class members named in the struct, as qualified names (`B::f`)
     using_members: list[Name] = field(default_factory=list)
+    # Access: the members declared `private` or `protected` (by name), each base's access
+    # (a `class`'s default is private), and the functions and classes declared its friends.
+    restricted: dict[str, str] = field(default_factory=dict)
+    base_access: list[str] = field(default_factory=list)
+    friends: set[str] = field(default_factory=set)
 
 
 Stmt = (DeclStmt | ExprStmt | Compound | If | For | While | DoWhile | Switch | CaseLabel | Break

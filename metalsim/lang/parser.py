@@ -222,6 +222,7 @@ class _Parser:
         self.failed: dict[tuple[str, int], Token] = {}  # speculations known to fail
         # Friend functions defined in the struct being read, for its namespace scope.
         self.hidden_friends: list[ast.FunctionDef] = []
+        self.friend_names: list[str] = []   # what the structs being read declare friends
         self._pasted: CompileError | bool | None = None   # `_pasted_kernel`, once looked for
 
     # --- Tokens and errors ---------------------------------------------------------------------
@@ -1525,13 +1526,16 @@ class _Parser:
             raise self.error("anonymous structs are not supported by metalsim", start,
                              hint="give the struct a name: 'struct Name { ... };'", width=6)
         bases: list[ast.NamedType] = []
+        access = "private" if start.text == "class" else "public"
+        base_access: list[str] = []
         if self.accept(":"):  # base-clause: [access] type (',' [access] type)*
             while True:
                 if self.peek().text == "virtual":
                     raise self.error("virtual base classes are not supported by metalsim",
                                      width=7)
+                base_access.append(access)
                 if self.peek().text in ("public", "private", "protected"):
-                    self.advance()
+                    base_access[-1] = self.advance().text
                 if not self.type_at():
                     k = self.namespace_prefix()[0]
                     if self.peek(k).kind == "ident" and self.peek(k).text not in _RESERVED:
@@ -1546,6 +1550,8 @@ class _Parser:
         constructors: list[ast.Constructor] = []
         statics: list[ast.VarDecl | ast.TypeAlias] = []
         using: list[ast.Name] = []
+        restricted: dict[str, str] = {}
+        friends_before = len(self.friend_names)
         self.scopes.append({})  # the member types
         inherited = set().union(*(self.struct_members.get(b.name, ()) for b in bases))
         declared = _member_names(self.tokens, self.pos) - {name} | inherited
@@ -1554,7 +1560,13 @@ class _Parser:
             while not self.accept("}"):
                 if self.peek().kind == "eof":
                     raise self.error("expected '}' to match this '{'", open_)
+                if self.peek().text in ("public", "private", "protected") and self.at(":", 1):
+                    access = self.advance().text
+                    self.advance()
+                    continue
                 for item in self.member_declaration(name):
+                    if access != "public" and isinstance(item, ast.VarDecl | ast.MemberFunction):
+                        restricted[item.name] = access
                     if isinstance(item, ast.Name):
                         using.append(item)
                     elif isinstance(item, ast.Constructor):
@@ -1573,10 +1585,13 @@ class _Parser:
         finally:
             self.scopes.pop()
             self.member_names.pop()
+        friends = set(self.friend_names[friends_before:])
+        del self.friend_names[friends_before:]
         self.struct_members[program_name(self.namespace_path(), name)] = declared
         return ast.StructDef(self.coord(start), name, members, methods, constructors,
                              statics=statics, bases=bases, specialization=specialization,
-                             align=align, union=start.text == "union", using_members=using)
+                             align=align, union=start.text == "union", using_members=using,
+                             restricted=restricted, base_access=base_access, friends=friends)
 
     def using_member(self, struct: str) -> ast.Name:
         """member-using-declaration: 'using' base-class '::' name ';' -- names a base class's
@@ -1601,15 +1616,15 @@ class _Parser:
     def friend_declaration(self, struct: str) -> None:
         """friend-declaration: 'friend' ('struct' | 'class') name ';' | 'friend' function
 
-        Metalsim does not check access, so a friend declaration grants nothing to record; a
-        friend function defined here (a hidden friend) is a function of the struct's namespace
+        The names it declares friends may access the struct's private members; a friend
+        function defined here (a hidden friend) is a function of the struct's namespace
         that only argument-dependent lookup finds (C++ [namespace.memdef]/3)."""
         friend = self.advance()
         if self.peek().text in _CLASS_KEYS or self.at(";", 1):
             while not self.accept(";"):
                 if self.peek().kind == "eof" or self.at("}"):
                     raise self.error_after_previous("expected ';' after friend declaration")
-                self.advance()
+                self.friend_names.append(self.advance().text)
             return
         if self.injected or len(self.member_names) > 1 or len(self.scopes) > 2:
             raise self.error("a friend function defined in a struct template, a nested or "
@@ -1623,6 +1638,7 @@ class _Parser:
         if name is None or not self.at("("):
             raise self.error("expected a function after 'friend'", start)
         fdef = self.function(start, specs, name, type_, None, friend=True)
+        self.friend_names.append(name.text)
         if fdef.body is None:
             return   # (a friend declaration of a function declared at namespace scope)
         fdef.name = program_name(self.namespace_path(), name.text)

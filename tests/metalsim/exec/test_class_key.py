@@ -1,7 +1,7 @@
 """`class` declares a struct whose members and bases are private until an access label says
 otherwise (Metal accepts it as C++ does): classes, class templates, bases, elaborated
-`class C` types and nested classes run as their `struct` spelling does. Metalsim does not
-check access, which changes no value of a program C++ accepts. g++ is the oracle."""
+`class C` types and nested classes run as their `struct` spelling does (access control:
+`test_member_access_control.py`). g++ is the oracle."""
 
 from cxx_oracle import agree, needs_gxx
 

@@ -2,7 +2,7 @@
 functions of the struct's namespace that only argument-dependent lookup finds, through an
 argument of the struct (or of a class derived from it), operators included, competing with
 the built-in operator; a later declaration in the namespace makes one visible. A friend
-declaration only grants access, which metalsim does not check. g++ is the oracle."""
+declaration grants access (`test_member_access_control.py`). g++ is the oracle."""
 
 import pytest
 from cxx_oracle import agree, gxx_rejects, metalsim_outputs, needs_gxx
