@@ -13,6 +13,7 @@ from __future__ import annotations
 import difflib
 import re
 from collections.abc import Callable
+from dataclasses import replace
 
 import numpy as np
 
@@ -90,6 +91,10 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
         # Friend functions defined in structs, by the name written: found only through an
         # argument of their struct (`hidden_friends_for`).
         self.hidden_friends: dict[str, list[ast.FunctionDef]] = {}
+        # A struct template's hidden friend for one instance: a non-template copy, by the
+        # friend's id and the instance, and the arguments (and injected name) its copy sees.
+        self.friend_copies: dict[tuple[int, StructType], ast.FunctionDef] = {}
+        self.friend_bindings: dict[int, dict] = {}
         # How many `functions` there were and the bare names of those in namespaces then.
         self.namespaced_names: tuple[int, set[str]] = (-1, set())
         # (id of a function template, its argument keys) -> its explicit specialisation
@@ -116,6 +121,8 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
         self.variable_instances: dict[tuple, Var] = {}   # values of variable templates
         # Each struct template instance: its template and template arguments.
         self.instance_of: dict[StructType, tuple[StructTemplate, dict]] = {}
+        # the definition each instance was made from (the primary's, or a specialisation's)
+        self.instance_definition: dict[StructType, ast.StructDef] = {}
         self.fn: FunctionCode | None = None
         # Whose private members the code being compiled may name: the struct of the member
         # function (None outside one) and the function's name (for friend declarations).
@@ -712,10 +719,31 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
         friends = self.hidden_friends.get(name)
         if not friends:
             return []
-        classes: set[str] = set()
+        classes: set[StructType] = set()
         for a in args:
             self.add_associated(a.type, set(), set(), classes)
-        return [f for f in friends if f.friend_of in classes]
+        found = [f for f in friends if f.template_params is None
+                 and f.friend_of in {c.name for c in classes}]
+        for c in classes:
+            instance = self.instance_of.get(c)
+            if instance is None or self.instance_definition.get(c) is not instance[0].node:
+                continue   # (a specialisation's instance has the friends it defines)
+            for f in friends:
+                if f.template_params is not None and f.friend_of == instance[0].node.name:
+                    found.append(self.friend_copy(f, c, instance[1]))
+        return found
+
+    def friend_copy(self, friend: ast.FunctionDef, instance: StructType, bound: dict
+                    ) -> ast.FunctionDef:
+        """The function `friend` (defined in a struct template) is for `instance`: not a
+        template, its parameters' and body's template parameters and the template's name
+        meaning the instance's (as `deduce` gives them)."""
+        key = (id(friend), instance)
+        copy = self.friend_copies.get(key)
+        if copy is None:
+            copy = self.friend_copies[key] = replace(friend, template_params=None)
+            self.friend_bindings[id(copy)] = {**bound, friend.friend_of: instance}
+        return copy
 
     def associated_namespaces(self, args: list[E]) -> set[str]:
         """The namespaces argument-dependent lookup searches for a call with `args` (C++
@@ -728,9 +756,9 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
         return found
 
     def add_associated(self, t: Type, found: set[str], seen: set[Type],
-                       named: set[str] | None = None) -> None:
-        """Adds to `found` the namespaces associated with type `t` (and to `named` the
-        names of its associated structs)."""
+                       named: set[StructType] | None = None) -> None:
+        """Adds to `found` the namespaces associated with type `t` (and to `named` its
+        associated structs)."""
         while isinstance(t, PointerType | ArrayType):
             t = t.pointee if isinstance(t, PointerType) else t.elem
         if isinstance(t, ScalarType) and t.enum is not None:
@@ -743,7 +771,7 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
             c = classes.pop()
             found.add(self.declaring_namespace(c.name))
             if named is not None:
-                named.add(c.name)
+                named.add(c)
             classes += self.struct_bases.get(c, [])
         instance = self.instance_of.get(t)
         for v in instance[1].values() if instance is not None else ():
@@ -964,6 +992,9 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
                notes: list[str] | None = None):
         """The template arguments of `fdef` for a call with `args`, or None where deduction
         fails (a conflict is explained in `notes`, as clang's note says it)."""
+        fixed = self.friend_bindings.get(id(fdef))
+        if fixed is not None:   # a struct template's hidden friend, for one instance
+            return dict(fixed) if len(args) == len(fdef.params) and not explicit else None
         params = fdef.template_params or []
         if len(explicit) > len(params):
             return None

@@ -223,6 +223,8 @@ class _Parser:
         # Friend functions defined in the struct being read, for its namespace scope.
         self.hidden_friends: list[ast.FunctionDef] = []
         self.friend_names: list[str] = []   # what the structs being read declare friends
+        # The struct templates being read: their parameters, and whether a specialisation
+        self.template_structs: list[tuple[list[ast.TemplateParam], bool]] = []
         self._pasted: CompileError | bool | None = None   # `_pasted_kernel`, once looked for
 
     # --- Tokens and errors ---------------------------------------------------------------------
@@ -885,10 +887,12 @@ class _Parser:
         """The struct declaration after `template <params>`, in which `name` (the template's
         injected name) stands for the struct being defined."""
         self.injected.append(name)
+        self.template_structs.append((params, self.at("<", 2)))
         try:
             struct = self.struct_declaration()
         finally:
             self.injected.pop()
+            self.template_structs.pop()
         struct.template_params = params
         return struct
 
@@ -1268,8 +1272,11 @@ class _Parser:
                                  hint=f"e.g. '{name}<float, 4>'" if name == "vec" else "",
                                  width=len(name))
             args = self.template_arguments()
+        # (the injected class name is the instance being defined, which the scope of its
+        # members declares under the template's program name)
         named = ast.NamedType(self.coord(start), name, args,
-                              namespace_scope=namespace not in (None, METAL) or name != tok.text)
+                              namespace_scope=namespace not in (None, METAL)
+                              or (name != tok.text and not injected))
         return self.member_types_of(named, typename, start)
 
     def member_types_of(self, named: ast.NamedType, typename: bool, start: Token
@@ -1626,10 +1633,12 @@ class _Parser:
                     raise self.error_after_previous("expected ';' after friend declaration")
                 self.friend_names.append(self.advance().text)
             return
-        if self.injected or len(self.member_names) > 1 or len(self.scopes) > 2:
-            raise self.error("a friend function defined in a struct template, a nested or "
-                             "local struct, or as a template is not supported by metalsim",
-                             friend, width=6,
+        template = self.template_structs[-1] if self.injected else None
+        if len(self.member_names) > 1 or len(self.scopes) > (3 if template else 2) or (
+                template is not None and template[1]):
+            raise self.error("a friend function defined in a struct template's specialisation, "
+                             "a nested or local struct, or as a template is not supported by "
+                             "metalsim", friend, width=6,
                              hint="declare the function after the struct, as a template if "
                                   "the struct is one")
         start = self.peek()
@@ -1643,6 +1652,8 @@ class _Parser:
             return   # (a friend declaration of a function declared at namespace scope)
         fdef.name = program_name(self.namespace_path(), name.text)
         fdef.friend_of = program_name(self.namespace_path(), struct)
+        if template is not None:   # one function per instance, of the instance's arguments
+            fdef.template_params = template[0]
         self.hidden_friends.append(fdef)
 
     def member_declaration(self, struct: str) -> list[ast.Node]:

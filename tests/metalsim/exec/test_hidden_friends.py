@@ -60,11 +60,21 @@ def test_a_hidden_friend_named_without_its_struct_is_undeclared():
             metalsim_outputs(header, body, 1)
 
 
-def test_a_friend_function_defined_in_a_struct_template_is_refused_by_name():
-    header = ("template <typename T> struct W { T v;\n"
-              "  friend W operator*(W a, T k) { return W{a.v * k}; } };\n")
-    assert agree(header.replace("friend W operator", "W operator").replace(
-        "(W a, T k)", "(T k) const").replace("a.v", "v"), "W<int> w{3}; out[0] = (w * 5).v;",
-        1) == [15]
-    with pytest.raises(metalsim.CompileError, match="a friend function defined in a struct"):
-        metalsim_outputs(header, "W<int> w{3}; out[0] = (w * 5).v;", 1)
+def test_a_struct_template_s_hidden_friend_is_a_function_of_each_instance():
+    """Not a template: its parameters convert (`w * 2.5f` for a `W<int>`), and the template's
+    name in it is the instance (in a namespace too)."""
+    header = ("namespace na { template <typename T> struct W { T v;\n"
+              "  friend W operator*(W a, T k) { return W{a.v * k}; }\n"
+              "  friend T peek(const thread W<T>& w) { return w.v + T(1); } }; }\n"
+              "int peek(int x) { return x; }\n")
+    body = ("na::W<int> w{3}; na::W<float> f{1.5f}; out[0] = (w * 5).v; out[1] = (w * 2.5f).v;\n"
+            "out[2] = peek(w) * 10 + int(peek(f) * 2.0f) + peek(1000);")
+    assert agree(header, body, 3) == [15, 6, 1045]
+
+
+def test_a_friend_function_defined_in_a_specialisation_is_refused_by_name():
+    header = ("template <typename T> struct W { T v; };\n"
+              "template <typename T> struct W<T*> { T* p; friend int kind(W w) { return 1; } };\n")
+    with pytest.raises(metalsim.CompileError,
+                       match="a friend function defined in a struct template's specialisation"):
+        metalsim_outputs(header, "W<int> w{3}; out[0] = w.v;", 1)
