@@ -462,7 +462,9 @@ def _multiple_bases(g: _Gen, three: bool) -> None:
 def _template_base(g: _Gen, three: bool) -> None:
     """A base class template initialized by name with its arguments."""
     g.header.append(f"template <typename T> struct TB {{\n  T t;\n  TB(T x) : t(x) {{}}\n"
-                    f"  T twice() const {{ return t * T({g.small()}); }}\n}};\n"
+                    f"  T twice() const {{ return t * T({g.small()}); }}\n"
+                    f"  friend T peek_t(const thread TB& b) {{ return b.t + T({g.small()}); }}"
+                    f"\n}};\n"
                     f"template <typename T> struct TD : TB<T> {{\n  T u;\n"
                     f"  TD(T x) : TB<T>(x + T({g.small()})), u(x) {{}}\n"
                     f"  T both() const {{ return TB<T>::twice() + u + TB<T>::t; }}\n}};\n"
@@ -474,6 +476,8 @@ def _template_base(g: _Gen, three: bool) -> None:
     g.out("id.twice() * 10 + id.k + id.t")
     if g.chance(50):
         g.out(f"id.TB<int>::t * {g.small()} + id.TB<int>::twice()")
+    if g.chance(50):   # the template's hidden friend, through a derived class's argument
+        g.out(f"peek_t(td) * {g.small()} + peek_t(id)")
 
 
 def _hidden_data_member(g: _Gen, three: bool) -> None:

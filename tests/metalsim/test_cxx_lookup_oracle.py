@@ -62,7 +62,7 @@ def test_the_generator_writes_every_construct_it_is_meant_to_cover() -> None:
                  r"ad\(held\)", r"ad\(&ps\)", r"int ad\(Hold<U> h\)", r"\+ ad\(S\{x\}\)",
                  r"\{ namespace al = na(::nb)?; out\[", r"using B::get;", r"friend int peek\(",
                  r"friend int operator\*\(U a", r"class C : public B", r"id\.TB<int>::t",
-                 r"enum class F", r"operator (int|float|short|uint)\(\) const",
+                 r"peek_t\(td\)", r"enum class F", r"operator (int|float|short|uint)\(\) const",
                  r"template <typename T> int operator", r"int operator[-~]\([ESF] a\)",
                  r"void operator\|=\(thread E& a", r"int operator[^(]+\(const thread S&"):
         assert re.search(form, text), form
