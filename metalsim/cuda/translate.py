@@ -515,6 +515,8 @@ class _Printer:
         for m in s.members:
             init = f" = {self.initializer(m.init)}" if m.init is not None else ""
             lines.append(f"{inner}{self.declare(m.type, m.name)}{init};")
+        for used in s.using_members:   # `using B::f;`: B's overloads join the struct's own
+            lines.append(f"{inner}using {self.expr(used)};")
         printed: set[str] = set()
         for c in s.constructors + s.space_constructors:
             params = ", ".join(self.param(p) for p in c.params)
