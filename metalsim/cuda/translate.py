@@ -35,6 +35,7 @@ What cannot be translated raises `metalsim.CompileError` naming the construct, a
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 from collections.abc import Mapping
@@ -231,6 +232,22 @@ def _spell_program_names(unit: ast.TranslationUnit) -> None:
                     setattr(node, field, spelled(value))
 
 
+def _hidden_friends(unit: ast.TranslationUnit) -> dict[str, list[ast.FunctionDef]]:
+    """The friend functions defined in structs, by their struct's printed name, each as it is
+    defined inside the struct: under its own name (a call finds it only by argument-dependent
+    lookup, unqualified) and without the struct template's parameters it was given. Printed
+    there, it is a hidden friend in CUDA too: printed beside the struct, ordinary lookup would
+    find it where C++ does not (`f(1L)` calling a friend `f(long)` over a global `f(int)`)."""
+    friends: dict[str, list[ast.FunctionDef]] = {}
+    for item in unit.items:
+        if isinstance(item, ast.FunctionDef) and item.friend_of is not None:
+            namespace, _, struct = item.friend_of.rpartition("::")
+            prefix = namespace.replace("::", "_ns_") + "_ns_" if namespace else ""
+            friends.setdefault(prefix + struct, []).append(dataclasses.replace(
+                item, name=item.name.removeprefix(prefix), template_params=None))
+    return friends
+
+
 _MATRIX_FUNCTIONS = {"simdgroup_load", "simdgroup_store", "simdgroup_multiply",
                      "simdgroup_multiply_accumulate"}
 
@@ -307,6 +324,7 @@ class _Printer:
                         for m in node.members}
         self.kernel, self.instantiation = self.chosen_kernel(unit)
         self.namespaces = unit.namespaces
+        self.hidden_friends = _hidden_friends(unit)
         # Names that are only ever declared as values: two of them are two different objects.
         declared = [n for n in _walk(unit) if isinstance(n, ast.VarDecl | ast.Param)]
         self.values = {n.name for n in declared if isinstance(n, ast.VarDecl)} - {
@@ -372,6 +390,8 @@ class _Printer:
         return kernel, None
 
     def top_level(self, item: ast.Node) -> str:
+        if isinstance(item, ast.FunctionDef) and item.friend_of is not None:
+            return ""   # printed in its struct (`struct`)
         if isinstance(item, ast.FunctionDef):
             if any(a.name == "kernel" for a in item.attributes):
                 # A pipeline holds one kernel function: the others are left out.
@@ -544,6 +564,8 @@ class _Printer:
                 lines.append(inner + self.function(methods[0], indent=indent + 1).rstrip("\n"))
             else:
                 lines.append(inner + head + self.space_dispatch(methods, indent + 1))
+        for friend in self.hidden_friends.get(s.name, []):
+            lines.append(inner + "friend " + self.function(friend, indent=indent + 1).rstrip())
         lines.append(pad + "}")
         return "\n".join(lines)
 

@@ -544,3 +544,11 @@ def test_base_members_named_by_using_declarations_are_called_on_the_gpu():
                     header=USING_BASE_MEMBERS)
     np.testing.assert_array_equal(sim[0], np.full(4, 9.0, np.float32))
     assert_same(sim, gpu)
+
+
+def test_hidden_friends_are_found_only_through_their_structs_on_the_gpu():
+    from test_translate_cxx import HIDDEN_FRIENDS, HIDDEN_FRIENDS_BODY
+    sim, gpu = both(HIDDEN_FRIENDS_BODY.replace("out[", "out0["), [], [(4,)], [mx.float32],
+                    (4, 1, 1), (4, 1, 1), header=HIDDEN_FRIENDS)
+    np.testing.assert_array_equal(sim[0], np.full(4, 18.0, np.float32))
+    assert_same(sim, gpu)

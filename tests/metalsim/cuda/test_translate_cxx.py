@@ -360,3 +360,25 @@ def test_using_declarations_of_base_members_are_kept():
                    USING_BASE_MEMBERS)
     assert "  using na_ns_TB<T>::get;\n  using na_ns_TB<T>::operator+;\n" in t.kernel_text
     compiles(t)
+
+
+# Hidden friends: only argument-dependent lookup finds them, so `f(1L)` calls the global
+# `f(int)` (C++: 1), not the friend `f(long)` of a struct it has no argument of.
+HIDDEN_FRIENDS = """
+    inline int f(int) { return 1; }
+    struct D { int v; friend int f(long) { return 2; } };
+    namespace na {
+    struct C { int v; friend int g(C c) { return c.v; } };
+    template <typename T> struct W { T v; friend T h(W w) { return w.v; } };
+    }
+"""
+HIDDEN_FRIENDS_BODY = ("na::C c{5}; na::W<float> w{3}; "
+                       "out[thread_position_in_grid.x] = g(c) + h(w) + 10 * f(1L);")
+
+
+def test_hidden_friends_are_defined_in_their_structs():
+    t = translated(HIDDEN_FRIENDS_BODY, HIDDEN_FRIENDS)
+    assert "  friend __device__ inline int f(long) {" in t.kernel_text
+    assert "  friend __device__ inline int g(na_ns_C c) {" in t.kernel_text
+    assert "  friend __device__ inline T h(na_ns_W w) {" in t.kernel_text
+    compiles(t)
