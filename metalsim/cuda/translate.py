@@ -29,7 +29,7 @@ import numpy as np
 
 from metalsim.cuda.prelude import PRELUDE
 from metalsim.diagnostics import CompileError, SourceMap
-from metalsim.exec.prelude import MLX_TYPEDEFS
+from metalsim.exec.prelude import MLX_SECTION, MLX_TYPEDEFS
 from metalsim.lang import ast
 from metalsim.lang.parser import parse
 from metalsim.lang.preprocess import preprocess
@@ -109,7 +109,7 @@ def translate(gen: GeneratedKernel, math_mode: str = "safe",
     `#include "..."` reads from `include_dirs` (MLX's kernel headers, for one)."""
     # MLX's typedefs go first, for the parser to know their names; the CUDA prelude has its own.
     shift = len(MLX_TYPEDEFS)
-    source_map = SourceMap(MLX_TYPEDEFS + gen.text, [("prelude", 0, shift)] + [
+    source_map = SourceMap(MLX_TYPEDEFS + gen.text, [(MLX_SECTION, 0, shift)] + [
         (name, start + shift, end + shift) for name, start, end in gen.sections])
     predefined = {"__FAST_MATH__": "1"} if math_mode == "fast" else None
     unit = parse(preprocess(MLX_TYPEDEFS + gen.text, source_map, predefined, include_dirs),

@@ -167,24 +167,29 @@ inline IdxT elem_to_loc_3(uint3 elem, constant const int64_t strides[3]) {
 # headers include each other (`#include "mlx/backend/metal/kernels/bf16.h"`).
 MLX_KERNELS = "mlx/backend/metal/kernels"
 
-# MLX's names for its float16 and bfloat16 dtypes, which its generated kernel source uses; the
-# prelude begins with them (the CUDA translator's prelude is these alone).
+# MLX's names for its float16 and bfloat16 dtypes, which its generated kernel source uses (the
+# CUDA translator's prelude is these alone).
 MLX_TYPEDEFS = MLX_STAND_INS["bfloat16_t"][1] + MLX_STAND_INS["float16_t"][1]
 
-
-def _assembled() -> tuple[str, dict[int, str]]:
-    """The prelude's text, and the stand-in each of its lines (counted from 1) belongs to."""
-    stand_ins = [(name, text) for name, (_, text) in MLX_STAND_INS.items()]
-    text, owners = "", {}
-    for name, part in [*stand_ins[:2], ("", METAL_LIBRARY), *stand_ins[2:]]:
-        first = text.count("\n") + 1
-        text += part
-        if name:
-            owners.update(dict.fromkeys(range(first, first + part.count("\n")), name))
-    return text, owners
+# The prelude's sections: Metal's library, then the stand-ins for MLX's (which the parser does
+# not take for Metal's own names).
+METAL_SECTION, MLX_SECTION = "prelude", "mlx_prelude"
 
 
-PRELUDE, _STAND_IN_OF_LINE = _assembled()
+def _assembled() -> tuple[str, list[tuple[str, int, int]], dict[int, str]]:
+    """The prelude's text, its sections, and the stand-in each line of its MLX section
+    (counted from 1) belongs to."""
+    mlx, owners = "", {}
+    for name, (_, part) in MLX_STAND_INS.items():
+        first = mlx.count("\n") + 1
+        mlx += part
+        owners.update(dict.fromkeys(range(first, first + part.count("\n")), name))
+    split = len(METAL_LIBRARY)
+    sections = [(METAL_SECTION, 0, split), (MLX_SECTION, split, split + len(mlx))]
+    return METAL_LIBRARY + mlx, sections, owners
+
+
+PRELUDE, PRELUDE_SECTIONS, _STAND_IN_OF_LINE = _assembled()
 
 
 def replaced_stand_ins(items: list[ast.Node]) -> set[int]:
@@ -195,10 +200,10 @@ def replaced_stand_ins(items: list[ast.Node]) -> set[int]:
     own declaration of such a name meets the stand-in as it would meet MLX's declaration in
     the source MLX compiles for a custom kernel, by C++'s rules (an overload, a redefinition)."""
     declared = {(name, item.coord.section) for item in items
-                if item.coord.section != "prelude" for name in _declared_names(item)}
+                for name in _declared_names(item)}
     replaced = {name for name, section in declared if name in MLX_STAND_INS
                 and section == f"{MLX_KERNELS}/{MLX_STAND_INS[name][0]}"}
-    return {id(item) for item in items if item.coord.section == "prelude"
+    return {id(item) for item in items if item.coord.section == MLX_SECTION
             and _STAND_IN_OF_LINE.get(item.coord.line) in replaced}
 
 
