@@ -203,8 +203,13 @@ def replaced_stand_ins(items: list[ast.Node]) -> set[int]:
                 for name in _declared_names(item)}
     replaced = {name for name, section in declared if name in MLX_STAND_INS
                 and section == f"{MLX_KERNELS}/{MLX_STAND_INS[name][0]}"}
-    return {id(item) for item in items if item.coord.section == MLX_SECTION
-            and _STAND_IN_OF_LINE.get(item.coord.line) in replaced}
+    return {id(item) for item in items if stand_in_of(item) in replaced}
+
+
+def stand_in_of(item: ast.Node) -> str | None:
+    """The name of MLX's that the prelude's `item` stands in for (None for any other item)."""
+    return (_STAND_IN_OF_LINE.get(item.coord.line) if item.coord.section == MLX_SECTION
+            else None)
 
 
 def _declared_names(item: ast.Node) -> set[str]:
