@@ -190,6 +190,10 @@ def _assembled() -> tuple[str, list[tuple[str, int, int]], dict[int, str]]:
 
 
 PRELUDE, PRELUDE_SECTIONS, _STAND_IN_OF_LINE = _assembled()
+# MLX's headers, as MLX's headers include them, and the names of the stand-ins each declares.
+_HEADER_STAND_INS: dict[str, set[str]] = {
+    f"{MLX_KERNELS}/{header}": {name for name, (h, _) in MLX_STAND_INS.items() if h == header}
+    for header, _ in MLX_STAND_INS.values()}
 
 
 def replaced_stand_ins(items: list[ast.Node]) -> set[int]:
@@ -199,11 +203,10 @@ def replaced_stand_ins(items: list[ast.Node]) -> set[int]:
     stand in for, as if the prelude were MLX's headers under their `#pragma once`. A program's
     own declaration of such a name meets the stand-in as it would meet MLX's declaration in
     the source MLX compiles for a custom kernel, by C++'s rules (an overload, a redefinition)."""
-    declared = {(name, item.coord.section) for item in items
-                for name in _declared_names(item)}
-    replaced = {name for name, section in declared if name in MLX_STAND_INS
-                and section == f"{MLX_KERNELS}/{MLX_STAND_INS[name][0]}"}
-    return {id(item) for item in items if stand_in_of(item) in replaced}
+    replaced = {name for item in items if item.coord.section in _HEADER_STAND_INS
+                for name in _declared_names(item)
+                if name in _HEADER_STAND_INS[item.coord.section]}
+    return {id(item) for item in items if stand_in_of(item) in replaced} if replaced else set()
 
 
 def stand_in_of(item: ast.Node) -> str | None:
