@@ -2,8 +2,8 @@
 
 MLX compiles every custom kernel after the preprocessed text of its `utils.h` (with `bf16.h`,
 `complex.h`, ...), which includes `<metal_stdlib>` and says `using namespace metal;`. metalsim
-compiles this prelude in front of the generated source instead, as its own section, so that
-diagnostics inside it are clear. It holds two kinds of declarations:
+compiles this prelude in front of the generated source instead, in sections of its own, so
+that diagnostics inside it are clear. It holds two kinds of declarations:
 
 - Metal's own library, which is real in every Metal program: `integral_constant`,
   `bool_constant`, `true_type`, `false_type`, `enable_if` (<metal_type_traits>), `array`
