@@ -10,10 +10,10 @@ that diagnostics inside it are clear. It holds two kinds of declarations:
   (<metal_array>, for thread objects) and the math functions with a reference parameter
   (`modf`, `sincos`, `frexp`). A program's overloads compete with these by C++'s rules.
 - Stand-ins for what MLX's utils.h declares and kernel bodies use: the `bfloat16_t` and
-  `float16_t` typedefs, `complex64_t` with its arithmetic, `log1p` (which Metal's library
-  lacks), `ceildiv` and the `elem_to_loc` indexing helpers, with MLX's signatures and results
-  (`elem_to_loc` deduces its index type from the element argument; the `uint3` overload
-  defaults to `int64_t`). Each is declared only where the program does not include MLX's
+  `float16_t` typedefs, `complex64_t` with its arithmetic, `Limits`, `log1p` (which Metal's
+  library lacks), `ceildiv` and the `elem_to_loc` indexing helpers, with MLX's signatures
+  and results (`elem_to_loc` deduces its index type from the element argument; the `uint3`
+  overload defaults to `int64_t`). Each is declared only where the program does not include MLX's
   declaration of its name (`replaced_stand_ins`): a program that includes MLX's headers, as
   MLX's .metal files do, gets MLX's own declarations, with no copy of the prelude's beside
   them.
@@ -96,6 +96,43 @@ inline complex64_t operator-(complex64_t a, complex64_t b) {
 inline complex64_t operator*(complex64_t a, complex64_t b) {
   return complex64_t(a.real * b.real - a.imag * b.imag, a.real * b.imag + a.imag * b.real);
 }
+"""),
+    # Metal's numeric_limits, but infinite `max` and `min` for floating-point types (with
+    # `finite_max` and `finite_min` beside them).
+    "Limits": ("utils.h", """
+template <typename T>
+struct Limits {
+  static constexpr constant T max = metal::numeric_limits<T>::max();
+  static constexpr constant T min = metal::numeric_limits<T>::min();
+  static constexpr constant T finite_max = metal::numeric_limits<T>::max();
+  static constexpr constant T finite_min = metal::numeric_limits<T>::min();
+};
+template <>
+struct Limits<float> {
+  static constexpr constant float max = metal::numeric_limits<float>::infinity();
+  static constexpr constant float min = -metal::numeric_limits<float>::infinity();
+  static constexpr constant float finite_max = metal::numeric_limits<float>::max();
+  static constexpr constant float finite_min = -metal::numeric_limits<float>::max();
+};
+template <>
+struct Limits<half> {
+  static constexpr constant half max = metal::numeric_limits<half>::infinity();
+  static constexpr constant half min = -metal::numeric_limits<half>::infinity();
+  static constexpr constant half finite_max = metal::numeric_limits<half>::max();
+  static constexpr constant half finite_min = -metal::numeric_limits<half>::max();
+};
+template <>
+struct Limits<bfloat> {
+  static constexpr constant bfloat max = metal::numeric_limits<bfloat>::infinity();
+  static constexpr constant bfloat min = -metal::numeric_limits<bfloat>::infinity();
+  static constexpr constant bfloat finite_max = metal::numeric_limits<bfloat>::max();
+  static constexpr constant bfloat finite_min = -metal::numeric_limits<bfloat>::max();
+};
+template <>
+struct Limits<bool> {
+  static constexpr constant bool max = true;
+  static constexpr constant bool min = false;
+};
 """),
     "log1p": ("utils.h", """
 inline float log1p(float x) {

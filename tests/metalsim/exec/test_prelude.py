@@ -5,6 +5,7 @@ declaration of such a name meets the stand-in as it meets MLX's on Metal, by C++
 
 import math
 
+import ml_dtypes
 import mlx.core as mx
 import numpy as np
 import pytest
@@ -51,6 +52,27 @@ def test_a_kernel_without_mlxs_headers_gets_what_mlxs_utils_h_declares():
     # elem 5 of shape (4, 3) is (1, 2): 1*1 + 2*4; uint3(1, 2, 0) is column 1, row 2.
     expected = [p.real, p.imag, np.float32(math.log1p(1e-7)), 0.40625, 3.0, 3.0,
                 9.0, 1 * 4 + 2 * 1, 3 * 4, 1 * 4 + 2 * 1]
+    np.testing.assert_array_equal(np.array(out), np.array(expected, np.float32))
+
+
+LIMITS_SOURCE = """
+out[0] = Limits<float>::max;
+out[1] = Limits<float>::min;
+out[2] = Limits<float>::finite_max;
+out[3] = Limits<half>::finite_min;
+out[4] = Limits<bfloat16_t>::finite_max;
+out[5] = Limits<int>::min;
+out[6] = Limits<uint>::finite_max;
+out[7] = Limits<bool>::max;
+"""
+
+
+def test_a_kernel_without_mlxs_headers_gets_mlxs_limits():
+    kernel = metalsim.metal_kernel("limits", ["x"], ["out"], LIMITS_SOURCE)
+    (out,) = kernel(inputs=[mx.zeros(1)], output_shapes=[(8,)], output_dtypes=[mx.float32],
+                    grid=(1, 1, 1), threadgroup=(1, 1, 1))
+    expected = [np.inf, -np.inf, np.finfo(np.float32).max, -65504.0,
+                ml_dtypes.finfo(ml_dtypes.bfloat16).max, -2.0**31, 2.0**32 - 1, 1.0]
     np.testing.assert_array_equal(np.array(out), np.array(expected, np.float32))
 
 
@@ -125,6 +147,8 @@ def test_a_kernels_own_log1p_overload_meets_mlxs_by_cxx_rules():
      "call to 'ceildiv' is ambiguous"),
     ("struct complex64_t { float re; };", "redefinition of 'complex64_t'"),
     ("typedef float bfloat16_t;", r"typedef redefinition with different types"),
+    ("template <typename T> struct Limits { static constexpr constant T max = T(5); };",
+     "redefinition of 'Limits'"),
 ])
 def test_a_kernels_own_definition_of_an_mlx_name_is_refused_as_on_metal(header, error):
     """On Metal each is a redefinition of MLX's utils.h's; metalsim says so, or that a call
