@@ -718,15 +718,19 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
         if name not in mathlib.FUNCTIONS and ("call", name) not in self.builtins:
             return False
         args = [self.expr(a, scope) for a in node.args]
+        types = [self.rvalue(a).type for a in args]
+        if name not in mathlib.FUNCTIONS and simd.takes_exactly(name, types):
+            # No overload converting the data beats it, however those rank among themselves
+            # (MLX's int64_t, uint64_t, bool and complex64_t shuffles, for `int` data).
+            return True
         try:
             fdef, bindings = self.resolve_overload(node, args, scope)
         except CompileError as failure:
             if failure.diagnostic.message.startswith("no matching function"):
                 return True
             raise
-        types = [self.rvalue(a).type for a in args]
         if name not in mathlib.FUNCTIONS:
-            return simd.takes_exactly(name, types)
+            return False
         try:
             params, _ = mathlib.resolve(name, types)
         except LookupError:
