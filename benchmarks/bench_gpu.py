@@ -26,7 +26,9 @@ are (Triton's grouped kernel needs it; ours is told so with `slot_sorted=True`).
 checked against PyTorch's on the operands in float64 (max error relative to the largest
 magnitude), so a fast wrong kernel cannot pass unnoticed and the error is the kernel's own.
 `--exact-products` runs our kernels with `metalsim.cuda.exact_matrix_products()`: their
-`simdgroup_matrix` products on CUDA-core fused multiply-adds instead of tensor cores.
+`simdgroup_matrix` products on CUDA-core fused multiply-adds instead of tensor cores (3xTF32
+for float). The header says which precision pointelligence's `tl.dot` engines resolve to for
+float32 (its default follows PyTorch's TF32 switch: IEEE float products unless it is on).
 
 To add a benchmark, append a `Bench` to `benches()`: a name, a `setup(rng)` returning the
 operands, `ours(*operands)` calling the MLX function, `torch(*tensors)`, and optionally the
@@ -434,6 +436,18 @@ def _load_triton(directory: str) -> bool:
     return True
 
 
+def _peer_precision() -> str:
+    """What pointelligence's tl.dot engines do with float32 operands here: its setting resolves
+    to "ieee" (exact float products, CUDA cores) unless PyTorch's TF32 switch is on, when it is
+    "tf32" (one TF32 tensor-core product, about 1e-3 relative error)."""
+    import torch
+    from sparse_engines._dispatch_override import resolve_input_precision
+
+    return (f"pointelligence's float32 tl.dot input precision: "
+            f"{resolve_input_precision(torch.float32)} (torch.backends.cuda.matmul.allow_tf32 ="
+            f" {torch.backends.cuda.matmul.allow_tf32}); its errors are printed per engine")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--only", default="", help="comma-separated parts of benchmark names")
@@ -447,10 +461,13 @@ def main() -> int:
         return 1
     triton_ready = _load_triton(opts.pointelligence)
     copy_ms, copy_gbs = copy_bandwidth()
-    products = "CUDA-core FMAs" if opts.exact_products else "tensor cores"
+    products = ("CUDA-core FMAs" if opts.exact_products
+                else "tensor cores, float as 3xTF32")
     print(f"GPU: {metalsim.cuda.gpu_name()}; medians of {REPS} after {WARMUP} warm-up runs; "
           f"ours and pointelligence's: kernel time (profiler), PyTorch: CUDA events; "
           f"our simdgroup_matrix products on {products}")
+    if triton_ready:
+        print(_peer_precision())
     print(f"{'device copy, 1 GiB float32 (CuPy)':44s} {copy_ms:8.3f} ms | {copy_gbs:7.1f} GB/s "
           f"(bytes read + written): the 100% of the 'of copy' column")
     wanted = [part.strip().lower() for part in opts.only.split(",") if part.strip()]

@@ -199,13 +199,13 @@ sorting them by slot), with the memory model of `metalsim.efficiency`:
 - **device traffic 1,023,360 bytes**: each feature row is gathered once per chunk (not once
   per 8 output channels), the weights once per chunk; but **64,000 atomics**, one per triplet
   and output channel, where the per-triplet kernel needed 5,568.
-- **SIMD-group efficiency 84%**: one lane per SIMD-group walks the 27 runs to find its chunk
+- **SIMD-group efficiency 83%**: one lane per SIMD-group walks the 27 runs to find its chunk
   while the others wait, and the last chunk of a run is partly empty.
 
 On an NVIDIA H100, through the CUDA translation (the 8x8 products on tensor cores),
 `benchmarks/bench_gpu.py` measures this kernel beside PointCNN++'s engines on the same
-triplets: 0.41x the time of its Triton kernels at C = M = 32, 1.2x at 128 and 256; against its
-fastest engine, TIG, 1.0x, 1.3x and 1.55x."""
+triplets: 0.40x the time of its Triton kernels at C = M = 32, 1.06x at 128 and 1.08x at 256;
+against its fastest engine, TIG, 0.97x, 1.12x and 1.37x."""
 
 
 REAL_KERNEL_CODE = """\

@@ -25,8 +25,9 @@ grouped ("FSG"/"TIG") engines do, on Apple's 8x8 matrix units:
    tile 2 x (NT / 64); each holds 4 x 2 8x8 float accumulators (4 x 1 for M <= 16). Per 8
    channels it loads its 4 feature pieces and 2 weight pieces once and does every product
    between them: each feature piece loaded from threadgroup memory feeds 2 8x8x8
-   multiply-adds, each weight piece 4. (The kernel takes other tiles as template arguments;
-   `tiles` says why these.)
+   multiply-adds, each weight piece 4. The products are written in pairs sharing the weight
+   piece, which the CUDA translation runs together on its tensor cores. (The kernel takes
+   other tiles as template arguments; `tiles` says which and why.)
 5. **No bank conflicts.** Both tiles are stored transposed (channel-major features,
    output-major weights) with rows of `BL + 4` and `BC + 4` floats, and read with
    `simdgroup_load(..., transpose = true)`: the 32 words of each of a load's two accesses then
@@ -53,7 +54,7 @@ from collections.abc import Callable
 import mlx.core as mx
 
 THREADS = 128          # four SIMD-groups, 2 x 2 over the (triplets x outputs) tile
-MVMR_THREADGROUPS = 768   # MVMR: split the C reduction while there are fewer threadgroups ...
+MVMR_THREADGROUPS = 512   # MVMR: split the C reduction while there are fewer threadgroups ...
 MVMR_MIN_SLICES = 4        # ... keeping at least this many slices per part
 VVOR_STEP = 32         # VVOR: triplets staged at a time
 VVOR_THREADGROUPS = 2048   # VVOR: split the runs until about this many threadgroups ...
@@ -235,8 +236,13 @@ SOURCE = """
             for (uint j = 0; j < TN; ++j) {
                 simdgroup_load(wb[j], w_t, LDW, ulong2(kk, n0 + 8 * j), true);
             }
-            for (uint i = 0; i < TM; ++i) {
-                for (uint j = 0; j < TN; ++j) {
+            for (uint j = 0; j < TN; ++j) {         // pairs of products sharing wb[j]
+                for (uint i = 0; i + 1 < TM; i += 2) {
+                    simdgroup_multiply_accumulate(acc[i][j], fa[i], wb[j], acc[i][j]);
+                    simdgroup_multiply_accumulate(acc[i + 1][j], fa[i + 1], wb[j], acc[i + 1][j]);
+                }
+                if (TM % 2 == 1) {
+                    const uint i = TM - 1;
                     simdgroup_multiply_accumulate(acc[i][j], fa[i], wb[j], acc[i][j]);
                 }
             }
@@ -369,8 +375,13 @@ VVOR_SOURCE = """
             for (uint j = 0; j < TN; ++j) {
                 simdgroup_load(yb[j], b_t, LDB, ulong2(kk, cn0 + 8 * j), true);
             }
-            for (uint i = 0; i < TM; ++i) {
-                for (uint j = 0; j < TN; ++j) {
+            for (uint j = 0; j < TN; ++j) {         // pairs of products sharing yb[j]
+                for (uint i = 0; i + 1 < TM; i += 2) {
+                    simdgroup_multiply_accumulate(acc[i][j], xa[i], yb[j], acc[i][j]);
+                    simdgroup_multiply_accumulate(acc[i + 1][j], xa[i + 1], yb[j], acc[i + 1][j]);
+                }
+                if (TM % 2 == 1) {
+                    const uint i = TM - 1;
                     simdgroup_multiply_accumulate(acc[i][j], xa[i], yb[j], acc[i][j]);
                 }
             }
@@ -419,21 +430,25 @@ def _kernels(factory: Callable) -> dict[str, Callable]:
 
 
 def tiles(t: int, k: int, c: int, m: int) -> tuple[int, int, int, int]:
-    """(BL, BM, BC, NT): 64 triplets x 64 output channels on 256 threads (32 or 16 outputs on
-    128 threads where M is that small), slices of 16 channels (32 from C = 128 on). Each
-    SIMD-group then holds 4 x 2 (4 x 1) accumulators. Measured on the CUDA translation (H100,
+    """(BL, BM, BC, NT): 64 triplets x 64 output channels, on 256 threads with slices of 32
+    channels from C = 256 on, on 128 threads with slices of 16 below (32 or 16 outputs on 128
+    threads where M is that small, slices of 32 channels from C = 128 on). Each SIMD-group then
+    holds 4 x 2 (4 x 4; 4 x 2 or 4 x 1) accumulators. Measured on the CUDA translation (H100,
     the three benchmark shapes): 64 x 64 on 256 threads is 7-9% faster than 64 x 32 on 128 at
     C = M = 128 and 256; 32 triplets were 20% slower, 128 twice as slow (with tensor-core
     products still 1.3-1.4x slower). Slices of 32 channels were 3-5% slower with the products
     on CUDA cores; on tensor cores they are 5% faster at C = 256 (0.075 -> 0.072 ms), 3% slower
     at C = 128 and 11% slower at C = 32 (`benchmarks/bench_tiles.py`). With the products'
     halves kept apart and the epilogue through threadgroup memory, 32 channels are 4% faster
-    at C = 128 too (0.0645 -> 0.0622 ms) and still 4% slower at C = 32."""
+    at C = 128 too (0.0645 -> 0.0622 ms) and still 4% slower at C = 32. With products in
+    pairs sharing B (three tensor-core instructions for two products), 64 x 64 on 128 threads
+    with slices of 16 channels is 7% faster at C = M = 128 (0.0579 -> 0.0541 ms; each
+    SIMD-group holds 4 x 4 accumulators, 3 threadgroups per SM) and 8% slower at C = 256, where
+    slices of 64 were no faster than 32."""
     del t, k                       # the tile depends on the channels alone
-    bc = 32 if c >= 128 else 16
     if m > 32:
-        return 64, 64, bc, 2 * THREADS
-    return 64, (32 if m > 16 else 16), bc, THREADS
+        return (64, 64, 32, 2 * THREADS) if c >= 256 else (64, 64, 16, THREADS)
+    return 64, (32 if m > 16 else 16), (32 if c >= 128 else 16), THREADS
 
 
 def runs_launch(a_idx: mx.array, k: int, factory: Callable | None = None
@@ -449,9 +464,11 @@ def runs_launch(a_idx: mx.array, k: int, factory: Callable | None = None
 def c_parts(threadgroups: int, slices: int) -> int:
     """Into how many parts the C reduction is split (each adds its sums atomically): doubled
     while the threadgroups are fewer than MVMR_THREADGROUPS and each part keeps at least
-    MVMR_MIN_SLICES slices. Measured on the CUDA translation (H100, 3 threadgroups of 256
-    threads resident per SM, so 768 is about two waves): C = 256 with 516 threadgroups is 7%
-    faster in 2 parts and 3% slower in 4; C = 128 with 836 is 3% slower in 2."""
+    MVMR_MIN_SLICES slices. Measured on the CUDA translation (H100, 2 threadgroups of 256
+    threads resident per SM, so 512 is about two waves): C = 256 with 516 threadgroups was 7%
+    faster in 2 parts and 3% slower in 4 with one tensor-core instruction per half product;
+    with products in pairs it is 6% faster in one part (0.0624 -> 0.0588 ms); C = 128 with 836
+    is 3% slower in 2."""
     parts = 1
     while threadgroups * parts < MVMR_THREADGROUPS and slices >= 2 * parts * MVMR_MIN_SLICES:
         parts *= 2

@@ -3,18 +3,25 @@
 It needs no CUDA header (NVRTC compiles it alone) and defines, inside `namespace metal` (where the
 translated kernel also lives, so `metal::exp` and an unqualified `exp` both find Metal's):
 
+- <metal_type_traits> (`integral_constant`, `bool_constant`, `is_same_v`, `enable_if_t`,
+  `conditional_t`, `remove_cv_t`, `remove_addrspace_t` (the identity here), `is_convertible_v`,
+  ...) and `numeric_limits`, usable in constant expressions as in Metal;
 - scalar names (`uint`, `ushort`, `int64_t`, ...) and `half`/`bfloat` as 16-bit storage types
   whose arithmetic is done in float and rounded to nearest even after every operation, as
   Metal (and the simulator) round: float holds the exact result of `+ - * /` of two halves or
-  bfloats well enough that this single rounding is the correctly rounded result;
+  bfloats well enough that this single rounding is the correctly rounded result (in a C++
+  constant expression the same rounding is done in integer arithmetic);
 - `vec<T, N>` (and `packed_vec`) with `x/y/z/w` and `r/g/b/a` members, `[]`, element-wise
   operators without integer promotion (`short2 + short2` is `short2`), Metal's sizes and
   alignments (a `float3` takes 16 bytes, a `packed_float3` 12), and swizzles as functions the
   translator calls (`v.zyx` -> `swizzle<2, 1, 0>(v)`);
 - the math library (`metal::`, `fast::`, `precise::`), SIMD-group and quad-group functions over
   the active lanes (sums and scans in lane order, as the simulator combines them), atomics on
-  device and threadgroup memory, `simdgroup_matrix` with Metal's lane layout, barriers, and
-  MLX's `utils.h` indexing helpers;
+  device and threadgroup memory, `simdgroup_matrix` with Metal's lane layout and barriers
+  (MLX's `utils.h` indexing helpers and `complex64_t` are `MLX_UTILS`, which the printer adds
+  where a kernel needs them);
+- the Metal compiler's `__metal_*` intrinsics that MLX's bf16_math.h builds its bfloat
+  overloads on (Metal's own bfloat overloads are templates here, so that MLX's win);
 - `thread_info`: every thread attribute MLX offers, from the block and thread index of the
   one-dimensional blocks `metalsim.cuda.runtime` launches (one block per threadgroup).
 """
@@ -39,38 +46,128 @@ typedef unsigned long size_t;
 typedef long ptrdiff_t;
 typedef float float32_t;
 
+// <metal_type_traits>: C++'s type traits, as Metal's library names them (`remove_addrspace`
+// is the identity here: CUDA's pointers and references carry no address space).
+template <class T, T v> struct integral_constant {
+  static constexpr T value = v;
+  typedef T value_type;
+  typedef integral_constant type;
+  __device__ constexpr operator value_type() const { return value; }
+  __device__ constexpr value_type operator()() const { return value; }
+};
+template <bool B> using bool_constant = integral_constant<bool, B>;
+typedef bool_constant<true> true_type;
+typedef bool_constant<false> false_type;
 template <bool B, class T = void> struct enable_if {};
 template <class T> struct enable_if<true, T> { typedef T type; };
 template <bool B, class T = void> using enable_if_t = typename enable_if<B, T>::type;
-template <class A, class B> struct is_same { static constexpr bool value = false; };
-template <class A> struct is_same<A, A> { static constexpr bool value = true; };
+template <class A, class B> struct is_same : false_type {};
+template <class A> struct is_same<A, A> : true_type {};
+template <class A, class B> constexpr bool is_same_v = is_same<A, B>::value;
 template <bool B, class T, class F> struct conditional { typedef T type; };
 template <class T, class F> struct conditional<false, T, F> { typedef F type; };
+template <bool B, class T, class F> using conditional_t = typename conditional<B, T, F>::type;
+template <class T> struct type_identity { typedef T type; };
+template <class T> struct remove_const : type_identity<T> {};
+template <class T> struct remove_const<const T> : type_identity<T> {};
+template <class T> struct remove_volatile : type_identity<T> {};
+template <class T> struct remove_volatile<volatile T> : type_identity<T> {};
+template <class T> struct remove_cv : remove_const<typename remove_volatile<T>::type> {};
+template <class T> struct remove_reference : type_identity<T> {};
+template <class T> struct remove_reference<T&> : type_identity<T> {};
+template <class T> struct remove_reference<T&&> : type_identity<T> {};
+template <class T> struct remove_pointer : type_identity<T> {};
+template <class T> struct remove_pointer<T*> : type_identity<T> {};
+template <class T> struct remove_pointer<T* const> : type_identity<T> {};
+template <class T> struct remove_addrspace : type_identity<T> {};
+template <class T> struct remove_cvref : remove_cv<typename remove_reference<T>::type> {};
+template <class T> using remove_const_t = typename remove_const<T>::type;
+template <class T> using remove_volatile_t = typename remove_volatile<T>::type;
+template <class T> using remove_cv_t = typename remove_cv<T>::type;
+template <class T> using remove_reference_t = typename remove_reference<T>::type;
+template <class T> using remove_pointer_t = typename remove_pointer<T>::type;
+template <class T> using remove_addrspace_t = typename remove_addrspace<T>::type;
+template <class T> using remove_cvref_t = typename remove_cvref<T>::type;
+template <class T> struct is_const : false_type {};
+template <class T> struct is_const<const T> : true_type {};
+template <class T> struct is_pointer : false_type {};
+template <class T> struct is_pointer<T*> : true_type {};
+template <class T> struct is_pointer<T* const> : true_type {};
+template <class T> struct is_reference : false_type {};
+template <class T> struct is_reference<T&> : true_type {};
+template <class T> struct is_void : is_same<remove_cv_t<T>, void> {};
+// Metal's internal any-of / all-of traits (MLX's atomic.h uses `_disjunction`).
+template <class... B> struct _disjunction : bool_constant<(B::value || ... || false)> {};
+template <class... B> struct _conjunction : bool_constant<(B::value && ... && true)> {};
+template <class T> __device__ T&& declval();
+template <class To> __device__ void convert_to(To);
+template <class From, class To, class = void> struct converts_implicitly : false_type {};
+template <class From, class To>
+struct converts_implicitly<From, To, decltype(convert_to<To>(declval<From>()))> : true_type {};
+template <class From, class To> struct is_convertible : converts_implicitly<From, To> {};
+template <class From, class To> constexpr bool is_convertible_v = is_convertible<From, To>::value;
+template <class T> constexpr bool is_const_v = is_const<T>::value;
+template <class T> constexpr bool is_pointer_v = is_pointer<T>::value;
+template <class T> constexpr bool is_void_v = is_void<T>::value;
 
-template <class T> struct is_integral { static constexpr bool value = false; };
-#define METAL_INTEGRAL(T) template <> struct is_integral<T> { static constexpr bool value = true; };
+template <class T> struct is_integral : false_type {};
+#define METAL_INTEGRAL(T) template <> struct is_integral<T> : true_type {};
 METAL_INTEGRAL(bool) METAL_INTEGRAL(char) METAL_INTEGRAL(signed char) METAL_INTEGRAL(unsigned char)
 METAL_INTEGRAL(short) METAL_INTEGRAL(unsigned short) METAL_INTEGRAL(int) METAL_INTEGRAL(unsigned int)
 METAL_INTEGRAL(long) METAL_INTEGRAL(unsigned long) METAL_INTEGRAL(long long)
 METAL_INTEGRAL(unsigned long long)
+template <class T> struct is_integral<const T> : is_integral<T> {};
+template <class T> constexpr bool is_integral_v = is_integral<T>::value;
 template <class T> struct is_floating { static constexpr bool value = false; };
 template <> struct is_floating<float> { static constexpr bool value = true; };
 template <> struct is_floating<double> { static constexpr bool value = true; };
 template <class T> struct is_signed_int { static constexpr bool value = T(-1) < T(0); };
 
-// Round-to-nearest-even conversions (the PTX cvt.rn instruction for half).
-__device__ inline unsigned short float_to_half_bits(float f) {
+// Round-to-nearest-even conversions: the PTX cvt.rn instruction for half, and the same
+// rounding in integer arithmetic where C++ evaluates a constant expression (MLX's complex.h
+// checks half and bfloat products in static_asserts).
+__device__ constexpr unsigned short float_to_half_bits_exact(float f) {
+  unsigned int x = __builtin_bit_cast(unsigned int, f);
+  unsigned int sign = (x >> 16) & 0x8000u, mag = x & 0x7fffffffu;
+  if (mag > 0x7f800000u) return (unsigned short)(sign | 0x7e00u | ((mag >> 13) & 0x3ffu));
+  if (mag >= 0x477ff000u) return (unsigned short)(sign | 0x7c00u);   // 65520 and up: inf
+  if (mag >= 0x38800000u) {                                           // a normal half
+    unsigned int r = mag - 0x38000000u, bits = r >> 13, rest = r & 0x1fffu;
+    if (rest > 0x1000u || (rest == 0x1000u && (bits & 1u))) ++bits;
+    return (unsigned short)(sign | bits);
+  }
+  if (mag <= 0x33000000u) return (unsigned short)sign;                // 2^-25 and below: 0
+  unsigned int shift = 126u - (mag >> 23), m = (mag & 0x7fffffu) | 0x800000u;
+  unsigned int q = m >> shift, rest = m & ((1u << shift) - 1u), halfway = 1u << (shift - 1u);
+  if (rest > halfway || (rest == halfway && (q & 1u))) ++q;
+  return (unsigned short)(sign | q);
+}
+__device__ constexpr float half_bits_to_float_exact(unsigned short h) {
+  unsigned int sign = (h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
+  if (e == 0x1fu) return __builtin_bit_cast(float, sign | 0x7f800000u | (m << 13));
+  if (e == 0u) return sign ? -((float)m * 0x1p-24f) : (float)m * 0x1p-24f;
+  return __builtin_bit_cast(float, sign | ((e + 112u) << 23) | (m << 13));
+}
+__device__ inline unsigned short float_to_half_bits_cvt(float f) {
   unsigned short h;
   asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
   return h;
 }
-__device__ inline float half_bits_to_float(unsigned short h) {
+__device__ inline float half_bits_to_float_cvt(unsigned short h) {
   float f;
   asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
   return f;
 }
-__device__ inline unsigned short float_to_bfloat_bits(float f) {
-  unsigned int x = __float_as_uint(f);
+__device__ constexpr unsigned short float_to_half_bits(float f) {
+  if (__builtin_is_constant_evaluated()) return float_to_half_bits_exact(f);
+  return float_to_half_bits_cvt(f);
+}
+__device__ constexpr float half_bits_to_float(unsigned short h) {
+  if (__builtin_is_constant_evaluated()) return half_bits_to_float_exact(h);
+  return half_bits_to_float_cvt(h);
+}
+__device__ constexpr unsigned short float_to_bfloat_bits(float f) {
+  unsigned int x = __builtin_bit_cast(unsigned int, f);
   if ((x & 0x7fffffffu) > 0x7f800000u) return (unsigned short)((x >> 16) | 0x40u);
   x += 0x7fffu + ((x >> 16) & 1u);
   return (unsigned short)(x >> 16);
@@ -94,36 +191,38 @@ __device__ inline unsigned short int_to_bfloat_bits(long long v) {
 __device__ inline unsigned short uint_to_bfloat_bits(unsigned long long v) {
   return float_to_bfloat_bits(magnitude_to_float_round_to_odd(v));
 }
-__device__ inline float bfloat_bits_to_float(unsigned short b) {
-  return __uint_as_float(((unsigned int)b) << 16);
+__device__ constexpr float bfloat_bits_to_float(unsigned short b) {
+  return __builtin_bit_cast(float, ((unsigned int)b) << 16);
 }
 
 struct half {
   unsigned short bits;
   half() = default;
-  __device__ half(float f) : bits(float_to_half_bits(f)) {}
-  __device__ half(double f) : bits(float_to_half_bits((float)f)) {}
-  __device__ half(int v) : bits(float_to_half_bits((float)v)) {}
-  __device__ half(unsigned int v) : bits(float_to_half_bits((float)v)) {}
-  __device__ half(long v) : bits(float_to_half_bits((float)v)) {}
-  __device__ half(unsigned long v) : bits(float_to_half_bits((float)v)) {}
-  __device__ half(long long v) : bits(float_to_half_bits((float)v)) {}
-  __device__ half(unsigned long long v) : bits(float_to_half_bits((float)v)) {}
-  __device__ half(short v) : bits(float_to_half_bits((float)v)) {}
-  __device__ half(unsigned short v) : bits(float_to_half_bits((float)v)) {}
-  __device__ half(signed char v) : bits(float_to_half_bits((float)v)) {}
-  __device__ half(unsigned char v) : bits(float_to_half_bits((float)v)) {}
-  __device__ half(char v) : bits(float_to_half_bits((float)v)) {}
-  __device__ half(bool v) : bits(float_to_half_bits(v ? 1.0f : 0.0f)) {}
-  __device__ operator float() const { return half_bits_to_float(bits); }
-  static __device__ half from_bits(unsigned short b) { half h; h.bits = b; return h; }
+  __device__ constexpr half(float f) : bits(float_to_half_bits(f)) {}
+  __device__ constexpr half(double f) : bits(float_to_half_bits((float)f)) {}
+  __device__ constexpr half(int v) : bits(float_to_half_bits((float)v)) {}
+  __device__ constexpr half(unsigned int v) : bits(float_to_half_bits((float)v)) {}
+  __device__ constexpr half(long v) : bits(float_to_half_bits((float)v)) {}
+  __device__ constexpr half(unsigned long v) : bits(float_to_half_bits((float)v)) {}
+  __device__ constexpr half(long long v) : bits(float_to_half_bits((float)v)) {}
+  __device__ constexpr half(unsigned long long v) : bits(float_to_half_bits((float)v)) {}
+  __device__ constexpr half(short v) : bits(float_to_half_bits((float)v)) {}
+  __device__ constexpr half(unsigned short v) : bits(float_to_half_bits((float)v)) {}
+  __device__ constexpr half(signed char v) : bits(float_to_half_bits((float)v)) {}
+  __device__ constexpr half(unsigned char v) : bits(float_to_half_bits((float)v)) {}
+  __device__ constexpr half(char v) : bits(float_to_half_bits((float)v)) {}
+  __device__ constexpr half(bool v) : bits(float_to_half_bits(v ? 1.0f : 0.0f)) {}
+  __device__ constexpr operator float() const { return half_bits_to_float(bits); }
+  struct bits_tag {};
+  __device__ constexpr half(bits_tag, unsigned short b) : bits(b) {}
+  static __device__ constexpr half from_bits(unsigned short b) { return half(bits_tag{}, b); }
 };
 
 struct bfloat {
   unsigned short bits;
   bfloat() = default;
-  __device__ bfloat(float f) : bits(float_to_bfloat_bits(f)) {}
-  __device__ bfloat(double f) : bits(float_to_bfloat_bits((float)f)) {}
+  __device__ constexpr bfloat(float f) : bits(float_to_bfloat_bits(f)) {}
+  __device__ constexpr bfloat(double f) : bits(float_to_bfloat_bits((float)f)) {}
   __device__ bfloat(int v) : bits(int_to_bfloat_bits(v)) {}
   __device__ bfloat(unsigned int v) : bits(uint_to_bfloat_bits(v)) {}
   __device__ bfloat(long v) : bits(int_to_bfloat_bits(v)) {}
@@ -135,11 +234,18 @@ struct bfloat {
   __device__ bfloat(signed char v) : bits(int_to_bfloat_bits(v)) {}
   __device__ bfloat(unsigned char v) : bits(uint_to_bfloat_bits(v)) {}
   __device__ bfloat(char v) : bits(int_to_bfloat_bits(v)) {}
-  __device__ bfloat(bool v) : bits(float_to_bfloat_bits(v ? 1.0f : 0.0f)) {}
-  __device__ bfloat(half h) : bits(float_to_bfloat_bits((float)h)) {}
-  __device__ operator float() const { return bfloat_bits_to_float(bits); }
-  static __device__ bfloat from_bits(unsigned short b) { bfloat h; h.bits = b; return h; }
+  __device__ constexpr bfloat(bool v) : bits(float_to_bfloat_bits(v ? 1.0f : 0.0f)) {}
+  __device__ constexpr bfloat(half h) : bits(float_to_bfloat_bits((float)h)) {}
+  __device__ constexpr operator float() const { return bfloat_bits_to_float(bits); }
+  struct bits_tag {};
+  __device__ constexpr bfloat(bits_tag, unsigned short b) : bits(b) {}
+  static __device__ constexpr bfloat from_bits(unsigned short b) { return bfloat(bits_tag{}, b); }
 };
+// MSL 2.22: bfloat converts implicitly only to float, and neither float nor half to bfloat (the
+// structs above convert explicitly and implicitly alike).
+template <> struct is_convertible<float, bfloat> : false_type {};
+template <> struct is_convertible<half, bfloat> : false_type {};
+template <> struct is_convertible<bfloat, half> : false_type {};
 typedef half float16_t;
 typedef bfloat bfloat16_t;
 typedef bfloat bfloat16;
@@ -153,6 +259,17 @@ template <class T> struct is_scalar {
 template <class T> struct is_float_t {
   static constexpr bool value = is_floating<T>::value || is_low_float<T>::value;
 };
+template <class T> struct is_floating_point : bool_constant<is_float_t<remove_cv_t<T>>::value> {};
+template <class T> struct is_arithmetic
+    : bool_constant<is_integral<T>::value || is_floating_point<T>::value> {};
+template <class T> struct is_signed
+    : bool_constant<is_floating_point<T>::value || (is_integral<T>::value && T(-1) < T(0))> {};
+template <class T> struct is_unsigned
+    : bool_constant<is_integral<T>::value && !(T(-1) < T(0))> {};
+template <class T> constexpr bool is_floating_point_v = is_floating_point<T>::value;
+template <class T> constexpr bool is_arithmetic_v = is_arithmetic<T>::value;
+template <class T> constexpr bool is_signed_v = is_signed<T>::value;
+template <class T> constexpr bool is_unsigned_v = is_unsigned<T>::value;
 
 // C++'s usual arithmetic conversions, extended by Metal's half and bfloat: a float type wins
 // over integers, float over half/bfloat.
@@ -174,7 +291,7 @@ template <class A, class B> using common_t = typename common<A, B>::type;
   template <class A, class B,                                                          \
             enable_if_t<(is_low_float<A>::value || is_low_float<B>::value) &&          \
                         is_scalar<A>::value && is_scalar<B>::value, int> = 0>          \
-  __device__ inline common_t<A, B> operator op(A a, B b) {                             \
+  __device__ constexpr common_t<A, B> operator op(A a, B b) {                             \
     typedef common_t<A, B> C;                                                          \
     return C((float)C(a) op (float)C(b));                                              \
   }
@@ -186,7 +303,7 @@ METAL_LOWFLOAT_BINOP(/)
   template <class A, class B,                                                          \
             enable_if_t<(is_low_float<A>::value || is_low_float<B>::value) &&          \
                         is_scalar<A>::value && is_scalar<B>::value, int> = 0>          \
-  __device__ inline bool operator op(A a, B b) {                                       \
+  __device__ constexpr bool operator op(A a, B b) {                                       \
     typedef common_t<A, B> C;                                                          \
     return (float)C(a) op (float)C(b);                                                 \
   }
@@ -203,8 +320,8 @@ METAL_LOWFLOAT_ASSIGN(+)
 METAL_LOWFLOAT_ASSIGN(-)
 METAL_LOWFLOAT_ASSIGN(*)
 METAL_LOWFLOAT_ASSIGN(/)
-__device__ inline half operator-(half a) { return half::from_bits(a.bits ^ 0x8000); }
-__device__ inline bfloat operator-(bfloat a) { return bfloat::from_bits(a.bits ^ 0x8000); }
+__device__ constexpr half operator-(half a) { return half::from_bits(a.bits ^ 0x8000); }
+__device__ constexpr bfloat operator-(bfloat a) { return bfloat::from_bits(a.bits ^ 0x8000); }
 __device__ inline half operator+(half a) { return a; }
 __device__ inline bfloat operator+(bfloat a) { return a; }
 template <class A, enable_if_t<is_low_float<A>::value, int> = 0>
@@ -419,6 +536,14 @@ template <class T, int N, bool P, int... I> struct swizzle_proxy {
 template <int... I, class T, int N, bool P>
 __device__ inline swizzle_proxy<T, N, P, I...> swizzle_ref(vec<T, N, P>& v) { return {v}; }
 
+// ---- <metal_array> ----
+template <class T, size_t N> struct array {
+  T __elems[N];
+  __device__ constexpr size_t size() const { return N; }
+  __device__ constexpr T& operator[](size_t i) { return __elems[i]; }
+  __device__ constexpr const T& operator[](size_t i) const { return __elems[i]; }
+};
+
 // ---- bit casts, limits, constants ----
 template <class To, class From>
 __device__ inline To as_type(const From& f) {
@@ -445,54 +570,85 @@ METAL_INT_LIMITS(unsigned int, 0u, 4294967295u)
 METAL_INT_LIMITS(long, -9223372036854775807l - 1, 9223372036854775807l)
 METAL_INT_LIMITS(unsigned long, 0ul, 18446744073709551615ul)
 template <> struct numeric_limits<float> {
-  static __device__ float min() { return __uint_as_float(0x00800000u); }
-  static __device__ float lowest() { return -__uint_as_float(0x7f7fffffu); }
-  static __device__ float max() { return __uint_as_float(0x7f7fffffu); }
-  static __device__ float epsilon() { return __uint_as_float(0x34000000u); }
-  static __device__ float infinity() { return __uint_as_float(0x7f800000u); }
-  static __device__ float quiet_NaN() { return __uint_as_float(0x7fc00000u); }
-  static __device__ float denorm_min() { return __uint_as_float(1u); }
+  static __device__ constexpr float min() { return 0x1p-126f; }
+  static __device__ constexpr float lowest() { return -0x1.fffffep+127f; }
+  static __device__ constexpr float max() { return 0x1.fffffep+127f; }
+  static __device__ constexpr float epsilon() { return 0x1p-23f; }
+  static __device__ constexpr float infinity() { return __builtin_bit_cast(float, 0x7f800000u); }
+  static __device__ constexpr float quiet_NaN() { return __builtin_bit_cast(float, 0x7fc00000u); }
+  static __device__ constexpr float denorm_min() { return 0x1p-149f; }
 };
-template <> struct numeric_limits<half> {
-  static __device__ half min() { return half::from_bits(0x0400); }
-  static __device__ half lowest() { return half::from_bits(0xfbff); }
-  static __device__ half max() { return half::from_bits(0x7bff); }
-  static __device__ half epsilon() { return half::from_bits(0x1400); }
-  static __device__ half infinity() { return half::from_bits(0x7c00); }
-  static __device__ half quiet_NaN() { return half::from_bits(0x7e00); }
-  static __device__ half denorm_min() { return half::from_bits(0x0001); }
-};
-template <> struct numeric_limits<bfloat> {
-  static __device__ bfloat min() { return bfloat::from_bits(0x0080); }
-  static __device__ bfloat lowest() { return bfloat::from_bits(0xff7f); }
-  static __device__ bfloat max() { return bfloat::from_bits(0x7f7f); }
-  static __device__ bfloat epsilon() { return bfloat::from_bits(0x3c00); }
-  static __device__ bfloat infinity() { return bfloat::from_bits(0x7f80); }
-  static __device__ bfloat quiet_NaN() { return bfloat::from_bits(0x7fc0); }
-  static __device__ bfloat denorm_min() { return bfloat::from_bits(0x0001); }
-};
-#define INFINITY (__int_as_float(0x7f800000))
-#define NAN (__int_as_float(0x7fc00000))
-#define FLT_MAX (__int_as_float(0x7f7fffff))
-#define FLT_MIN (__int_as_float(0x00800000))
-#define FLT_EPSILON (__int_as_float(0x34000000))
-#define HALF_MAX (metal::half::from_bits(0x7bff))
+#define METAL_LOW_FLOAT_LIMITS(T, min_, lowest_, max_, epsilon_, infinity_, nan_)         \
+  template <> struct numeric_limits<T> {                                                 \
+    static __device__ constexpr T min() { return T::from_bits(min_); }                  \
+    static __device__ constexpr T lowest() { return T::from_bits(lowest_); }            \
+    static __device__ constexpr T max() { return T::from_bits(max_); }                  \
+    static __device__ constexpr T epsilon() { return T::from_bits(epsilon_); }          \
+    static __device__ constexpr T infinity() { return T::from_bits(infinity_); }        \
+    static __device__ constexpr T quiet_NaN() { return T::from_bits(nan_); }            \
+    static __device__ constexpr T denorm_min() { return T::from_bits(0x0001); }         \
+  };
+METAL_LOW_FLOAT_LIMITS(half, 0x0400, 0xfbff, 0x7bff, 0x1400, 0x7c00, 0x7e00)
+METAL_LOW_FLOAT_LIMITS(bfloat, 0x0080, 0xff7f, 0x7f7f, 0x3c00, 0x7f80, 0x7fc0)
+// Metal's constants (<metal_math>, <metal_limits>), exact, usable in constant expressions.
+#define INFINITY (__builtin_bit_cast(float, 0x7f800000u))
+#define NAN (__builtin_bit_cast(float, 0x7fc00000u))
+#define FLT_MAX (__builtin_bit_cast(float, 0x7f7fffffu))
+#define FLT_MIN (__builtin_bit_cast(float, 0x00800000u))
+#define FLT_EPSILON (__builtin_bit_cast(float, 0x34000000u))
+#define M_E_F (__builtin_bit_cast(float, 0x402df854u))
+#define M_LOG2E_F (__builtin_bit_cast(float, 0x3fb8aa3bu))
+#define M_LOG10E_F (__builtin_bit_cast(float, 0x3ede5bd9u))
+#define M_LN2_F (__builtin_bit_cast(float, 0x3f317218u))
+#define M_LN10_F (__builtin_bit_cast(float, 0x40135d8eu))
+#define M_PI_F (__builtin_bit_cast(float, 0x40490fdbu))
+#define M_PI_2_F (__builtin_bit_cast(float, 0x3fc90fdbu))
+#define M_PI_4_F (__builtin_bit_cast(float, 0x3f490fdbu))
+#define M_1_PI_F (__builtin_bit_cast(float, 0x3ea2f983u))
+#define M_2_PI_F (__builtin_bit_cast(float, 0x3f22f983u))
+#define M_2_SQRTPI_F (__builtin_bit_cast(float, 0x3f906ebbu))
+#define M_SQRT2_F (__builtin_bit_cast(float, 0x3fb504f3u))
+#define M_SQRT1_2_F (__builtin_bit_cast(float, 0x3f3504f3u))
 #define MAXFLOAT FLT_MAX
 #define HUGE_VALF INFINITY
-#define M_PI_F 3.14159265358979323846264338327950288f
-#define M_PI_2_F 1.57079632679489661923132169163975144f
-#define M_E_F 2.71828182845904523536028747135266250f
-#define M_LN2_F 0.693147180559945309417232121458176568f
-#define M_LOG2E_F 1.44269504088896340735992468100189214f
-#define M_SQRT2_F 1.41421356237309504880168872420969808f
-#define M_1_PI_F 0.318309886183790671537767526745028724f
+#define HALF_MAX (metal::half::from_bits(0x7bff))
+#define HALF_MIN (metal::half::from_bits(0x0400))
+#define HALF_EPSILON (metal::half::from_bits(0x1400))
+#define M_E_H (metal::half::from_bits(0x4170))
+#define M_LOG2E_H (metal::half::from_bits(0x3dc5))
+#define M_LOG10E_H (metal::half::from_bits(0x36f3))
+#define M_LN2_H (metal::half::from_bits(0x398c))
+#define M_LN10_H (metal::half::from_bits(0x409b))
+#define M_PI_H (metal::half::from_bits(0x4248))
+#define M_PI_2_H (metal::half::from_bits(0x3e48))
+#define M_PI_4_H (metal::half::from_bits(0x3a48))
+#define M_1_PI_H (metal::half::from_bits(0x3518))
+#define M_2_PI_H (metal::half::from_bits(0x3918))
+#define M_2_SQRTPI_H (metal::half::from_bits(0x3c83))
+#define M_SQRT2_H (metal::half::from_bits(0x3da8))
+#define M_SQRT1_2_H (metal::half::from_bits(0x39a8))
+#define MAXHALF HALF_MAX
+#define CHAR_BIT 8
+#define SCHAR_MAX 127
+#define SCHAR_MIN (-128)
+#define UCHAR_MAX 255
+#define SHRT_MAX 32767
+#define SHRT_MIN (-32768)
+#define USHRT_MAX 65535
+#define INT_MAX 2147483647
+#define INT_MIN (-2147483647 - 1)
+#define UINT_MAX 4294967295u
+#define LONG_MAX 9223372036854775807l
+#define LONG_MIN (-9223372036854775807l - 1)
+#define ULONG_MAX 18446744073709551615ul
 
 // ---- math ----
 // Apply a float function element-wise and round once to the argument type.
 #define METAL_MATH1(ns_name, expr)                                                       \
   __device__ inline float ns_name(float x) { return expr; }                              \
   __device__ inline half ns_name(half h) { float x = (float)h; return half(expr); }      \
-  __device__ inline bfloat ns_name(bfloat h) { float x = (float)h; return bfloat(expr); }\
+  template <class B, enable_if_t<is_same<B, bfloat>::value, int> = 0>                   \
+  __device__ inline bfloat ns_name(B h) { float x = (float)h; return bfloat(expr); }     \
   template <class T, int N, bool P>                                                      \
   __device__ inline vec<T, N> ns_name(const vec<T, N, P>& v) {                           \
     vec<T, N> r; for (int i = 0; i < N; ++i) r[i] = ns_name(v[i]); return r;             \
@@ -502,7 +658,8 @@ template <> struct numeric_limits<bfloat> {
   __device__ inline half ns_name(half hx, half hy) {                                     \
     float x = (float)hx, y = (float)hy; return half(expr);                               \
   }                                                                                      \
-  __device__ inline bfloat ns_name(bfloat hx, bfloat hy) {                               \
+  template <class B, enable_if_t<is_same<B, bfloat>::value, int> = 0>                   \
+  __device__ inline bfloat ns_name(B hx, B hy) {                                         \
     float x = (float)hx, y = (float)hy; return bfloat(expr);                             \
   }                                                                                      \
   template <class T, int N, bool P, bool Q>                                              \
@@ -536,7 +693,8 @@ __device__ inline float fma(float a, float b, float c) { return ::fmaf(a, b, c);
 __device__ inline half fma(half a, half b, half c) {
   return half((float)::fma((double)(float)a, (double)(float)b, (double)(float)c));
 }
-__device__ inline bfloat fma(bfloat a, bfloat b, bfloat c) {
+template <class B, enable_if_t<is_same<B, bfloat>::value, int> = 0>
+__device__ inline bfloat fma(B a, B b, B c) {
   return bfloat((float)::fma((double)(float)a, (double)(float)b, (double)(float)c));
 }
 template <class T, int N, bool P, bool Q, bool R>
@@ -555,6 +713,26 @@ __device__ inline T smoothstep(T e0, T e1, T x) {
   return T(t * t * (3.0f - 2.0f * t));
 }
 __device__ inline float ldexp(float x, int k) { return ::ldexpf(x, k); }
+// Metal's functions with an output parameter, on scalars (the parts rounded to T once).
+template <class T, enable_if_t<is_float_t<T>::value, int> = 0>
+__device__ inline T modf(T x, T& integral_part) {
+  float whole = 0.0f;
+  float fraction = ::modff((float)x, &whole);
+  integral_part = T(whole);
+  return T(fraction);
+}
+template <class T, enable_if_t<is_float_t<T>::value, int> = 0>
+__device__ inline T sincos(T x, T& cosval) {
+  cosval = cos(x);
+  return sin(x);
+}
+template <class T, class I, enable_if_t<is_float_t<T>::value, int> = 0>
+__device__ inline T frexp(T x, I& exponent) {
+  int e = 0;
+  float mantissa = ::frexpf((float)x, &e);
+  exponent = I(e);
+  return T(mantissa);
+}
 
 // min / max / clamp / abs for every scalar type (fmin/fmax semantics for floats).
 template <class A, class B, enable_if_t<is_scalar<A>::value && is_scalar<B>::value, int> = 0>
@@ -715,6 +893,21 @@ using metal::log10; using metal::sqrt; using metal::rsqrt; using metal::sin; usi
 using metal::tan; using metal::tanh; using metal::pow; using metal::powr; using metal::fma;
 using metal::divide;
 }
+// The rest of the library, the same in `fast` and `precise` (Metal declares it in both).
+#define METAL_ALSO_IN(ns)                                                                \
+  namespace ns {                                                                         \
+  using metal::asin; using metal::acos; using metal::atan; using metal::sinh;            \
+  using metal::cosh; using metal::asinh; using metal::acosh; using metal::atanh;         \
+  using metal::sinpi; using metal::cospi; using metal::tanpi; using metal::trunc;        \
+  using metal::round; using metal::rint; using metal::fract; using metal::saturate;      \
+  using metal::sign; using metal::atan2; using metal::fmod; using metal::copysign;       \
+  using metal::fdim; using metal::step; using metal::nextafter;                          \
+  }
+METAL_ALSO_IN(precise)
+namespace precise {
+using metal::abs; using metal::min; using metal::max; using metal::clamp; using metal::fabs;
+using metal::floor; using metal::ceil; using metal::fmin; using metal::fmax;
+}
 namespace fast {
 #define METAL_FAST_ALL(M)                                                                \
   M(exp, ::__expf(x)) M(exp2, ::exp2f(x)) M(exp10, ::__exp10f(x)) M(log, ::__logf(x))    \
@@ -728,6 +921,7 @@ using metal::abs; using metal::min; using metal::max; using metal::clamp; using 
 using metal::floor; using metal::ceil; using metal::fmin; using metal::fmax; using metal::fma;
 using metal::normalize; using metal::length; using metal::distance;
 }
+METAL_ALSO_IN(fast)
 
 // ---- barriers ----
 enum class mem_flags { mem_none = 0, mem_device = 1, mem_threadgroup = 2, mem_texture = 4,
@@ -1036,8 +1230,18 @@ __device__ inline P* sgm_address(P* dst, S stride, O origin, bool transpose, lon
 // (2t + 1, g) of B, and gives the row pair (g, 2t), (g, 2t + 1) of the result.
 // 3xTF32: x = hi + lo with both parts tf32 (hi rounded to nearest, lo the rounded rest), so that
 // a * b = a_hi b_hi + a_lo b_hi + a_hi b_lo up to about 2^-22 relative (a_lo b_lo left out).
+// An infinite or NaN x is all in hi (lo = 0: its rest, inf - inf, would be NaN, and a product of
+// it with the zero rows of the other operand's layout would turn the result into NaN); a finite x
+// whose rounding to nearest overflows (within half a TF32 ulp of FLT_MAX) is truncated instead.
 __device__ inline void tf32_split(float x, unsigned& hi, unsigned& lo) {
   asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(hi) : "f"(x));
+  if (!(fabsf(__uint_as_float(hi)) <= 3.40282347e38f)) {
+    if (!(fabsf(x) <= 3.40282347e38f)) {
+      lo = 0u;
+      return;
+    }
+    hi = __float_as_uint(x) & 0xffffe000u;
+  }
   float rest = x - __uint_as_float(hi);
   asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(lo) : "f"(rest));
 }
@@ -1320,7 +1524,57 @@ __device__ inline void simdgroup_multiply(simdgroup_matrix<T>& d, const simdgrou
                                           const simdgroup_matrix<T>& b) {
   sgm_set_product<T>(d, a, b, nullptr);
 }
+#ifdef METALSIM_SGM_DEFERRED
+// Two float products sharing B, d1 = a1 * b + c1 and d2 = a2 * b + c2, where d1 is none of the
+// second product's operands (the translation pairs only such calls): three m16n8k8, not four.
+// Their rows 0-7 are the first product's, rows 8-15 the second's: one takes both a_hi b_hi
+// into the two `e` halves, two take a_lo b_hi and then a_hi b_lo into the two `part` halves,
+// the same terms in the same order as two single products. Tensor-core operands and
+// accumulators are runs of consecutive registers; a kernel that pairs the same matrices every
+// time (acc[i][j] with acc[i + 1][j]) keeps these runs in place, where single products
+// (rows 0-7 `part`, rows 8-15 `e` of one matrix) need moves between them.
+__device__ inline void sgm_set_product_pair(simdgroup_matrix<float>& d1, const simdgroup_matrix<float>& a1,
+                                            const simdgroup_matrix<float>& c1, simdgroup_matrix<float>& d2,
+                                            const simdgroup_matrix<float>& a2, const simdgroup_matrix<float>& c2,
+                                            const simdgroup_matrix<float>& b) {
+  vec<float, 2> bc = b.bt_valid ? b.bt : sgm_column_pair(b.value(), ((int)lane_id() >> 2) & 1, sgm_native_lane);
+  tf32_pair bs = b.split_valid ? b.bt_split : tf32_split(bc);
+  tf32_pair s1 = a1.split_valid ? a1.e_split : tf32_split(a1.value());
+  tf32_pair s2 = a2.split_valid ? a2.e_split : tf32_split(a2.value());
+  vec<float, 2> p1 = c1.deferred ? c1.part : vec<float, 2>(0.0f);
+  vec<float, 2> p2 = c2.deferred ? c2.part : vec<float, 2>(0.0f);
+  float hi[4] = {c1.e[0], c1.e[1], c2.e[0], c2.e[1]};
+  float parts[4] = {p1[0], p1[1], p2[0], p2[1]};
+  mma_tf32(hi, s1.hi[0], s2.hi[0], s1.hi[1], s2.hi[1], bs.hi[0], bs.hi[1]);
+  mma_tf32(parts, s1.lo[0], s2.lo[0], s1.lo[1], s2.lo[1], bs.hi[0], bs.hi[1]);
+  mma_tf32(parts, s1.hi[0], s2.hi[0], s1.hi[1], s2.hi[1], bs.lo[0], bs.lo[1]);
+  d1.e = vec<float, 2>(hi[0], hi[1]);
+  d1.part = vec<float, 2>(parts[0], parts[1]);
+  d2.e = vec<float, 2>(hi[2], hi[3]);
+  d2.part = vec<float, 2>(parts[2], parts[3]);
+  d1.deferred = d2.deferred = true;
+  d1.bt_valid = d2.bt_valid = false;
+  d1.split_valid = d2.split_valid = false;
+}
 #endif
+#endif
+// Two consecutive simdgroup_multiply_accumulate calls sharing their B operand, the first's
+// destination none of the second's operands, as the translation writes them: in one step
+// where the back end can, else one after the other.
+template <class T>
+__device__ inline void simdgroup_multiply_accumulate_pair(
+    simdgroup_matrix<T>& d1, const simdgroup_matrix<T>& a1, const simdgroup_matrix<T>& c1,
+    simdgroup_matrix<T>& d2, const simdgroup_matrix<T>& a2, const simdgroup_matrix<T>& c2,
+    const simdgroup_matrix<T>& b) {
+#ifdef METALSIM_SGM_DEFERRED
+  if constexpr (is_same<T, float>::value) {
+    sgm_set_product_pair(d1, a1, c1, d2, a2, c2, b);
+    return;
+  }
+#endif
+  simdgroup_multiply_accumulate(d1, a1, b, c1);
+  simdgroup_multiply_accumulate(d2, a2, b, c2);
+}
 typedef simdgroup_matrix<float> simdgroup_float8x8;
 typedef simdgroup_matrix<half> simdgroup_half8x8;
 typedef simdgroup_matrix<bfloat> simdgroup_bfloat8x8;
@@ -1329,36 +1583,73 @@ __device__ inline simdgroup_matrix<T> operator*(const simdgroup_matrix<T>& a, co
   simdgroup_matrix<T> d; simdgroup_multiply(d, a, b); return d;
 }
 
-// ---- MLX's utils.h indexing helpers ----
-template <class T, class U> __device__ inline T ceildiv(T n, U m) { return (n + m - 1) / m; }
-template <class IdxT = int64_t>
-__device__ inline IdxT elem_to_loc(IdxT elem, const int* shape, const int64_t* strides, int ndim) {
-  IdxT loc = 0;
-  for (int axis = ndim - 1; axis >= 0 && elem > 0; --axis) {
-    loc += (elem % shape[axis]) * IdxT(strides[axis]);
-    elem /= shape[axis];
+// ---- the Metal compiler's intrinsics under its library ----
+// MLX's bf16_math.h builds its bfloat overloads of Metal's math and SIMD-group functions on
+// them (`__metal_exp(static_cast<float>(x), __METAL_MAYBE_FAST_MATH__)`): each is the
+// library's float function (metal::fast's where the flag asks for it and it has one).
+#define __METAL_FAST_MATH__ true
+#define __METAL_PRECISE_MATH__ false
+#ifdef __USE_FAST_MATH__
+#define __METAL_MAYBE_FAST_MATH__ true
+#else
+#define __METAL_MAYBE_FAST_MATH__ false
+#endif
+#define METAL_INTRINSIC1(f, g)                                                           \
+  __device__ inline float __metal_##f(float x, bool fast) { return fast ? g(x) : metal::f(x); }
+#define METAL_INTRINSIC2(f, g)                                                           \
+  __device__ inline float __metal_##f(float x, float y, bool fast) {                     \
+    return fast ? g(x, y) : metal::f(x, y);                                              \
   }
-  return loc;
+METAL_INTRINSIC1(exp, fast::exp) METAL_INTRINSIC1(exp2, fast::exp2)
+METAL_INTRINSIC1(exp10, fast::exp10) METAL_INTRINSIC1(log, fast::log)
+METAL_INTRINSIC1(log2, fast::log2) METAL_INTRINSIC1(log10, fast::log10)
+METAL_INTRINSIC1(sin, fast::sin) METAL_INTRINSIC1(cos, fast::cos)
+METAL_INTRINSIC1(tan, fast::tan) METAL_INTRINSIC1(sqrt, fast::sqrt)
+METAL_INTRINSIC1(rsqrt, fast::rsqrt) METAL_INTRINSIC1(tanh, fast::tanh)
+METAL_INTRINSIC1(asin, asin) METAL_INTRINSIC1(acos, acos) METAL_INTRINSIC1(atan, atan)
+METAL_INTRINSIC1(sinh, sinh) METAL_INTRINSIC1(cosh, cosh) METAL_INTRINSIC1(asinh, asinh)
+METAL_INTRINSIC1(acosh, acosh) METAL_INTRINSIC1(atanh, atanh) METAL_INTRINSIC1(sinpi, sinpi)
+METAL_INTRINSIC1(cospi, cospi) METAL_INTRINSIC1(tanpi, tanpi) METAL_INTRINSIC1(floor, floor)
+METAL_INTRINSIC1(ceil, ceil) METAL_INTRINSIC1(trunc, trunc) METAL_INTRINSIC1(round, round)
+METAL_INTRINSIC1(rint, rint) METAL_INTRINSIC1(fabs, fabs) METAL_INTRINSIC1(fract, fract)
+METAL_INTRINSIC1(saturate, saturate)
+METAL_INTRINSIC2(pow, fast::pow) METAL_INTRINSIC2(powr, fast::powr)
+METAL_INTRINSIC2(divide, fast::divide) METAL_INTRINSIC2(atan2, atan2)
+METAL_INTRINSIC2(fmod, fmod) METAL_INTRINSIC2(copysign, copysign) METAL_INTRINSIC2(fmin, fmin)
+METAL_INTRINSIC2(fmax, fmax) METAL_INTRINSIC2(fdim, fdim) METAL_INTRINSIC2(step, step)
+__device__ inline float __metal_nextafter(float x, float y) { return nextafter(x, y); }
+__device__ inline float __metal_fma(float x, float y, float z, bool = false) { return fma(x, y, z); }
+__device__ inline float __metal_ldexp(float x, int k, bool = false) { return ::ldexpf(x, k); }
+__device__ inline float __metal_frexp(float x, int* e) { return ::frexpf(x, e); }
+__device__ inline float __metal_fmax3(float x, float y, float z, bool = false) {
+  return ::fmaxf(::fmaxf(x, y), z);
 }
-template <class IdxT = int64_t>
-__device__ inline IdxT elem_to_loc(uint3 elem, const int* shape, const int64_t* strides, int ndim) {
-  IdxT loc = elem.x * IdxT(strides[ndim - 1]) + elem.y * IdxT(strides[ndim - 2]);
-  for (int axis = ndim - 3; axis >= 0; --axis) {
-    loc += (elem.z % shape[axis]) * IdxT(strides[axis]);
-    elem.z /= shape[axis];
-  }
-  return loc;
+__device__ inline float __metal_fmin3(float x, float y, float z, bool = false) {
+  return ::fminf(::fminf(x, y), z);
 }
-template <class IdxT = int64_t>
-__device__ inline IdxT elem_to_loc_1(uint elem, const int64_t& stride) { return elem * IdxT(stride); }
-template <class IdxT = int64_t>
-__device__ inline IdxT elem_to_loc_2(uint2 elem, const int64_t strides[2]) {
-  return elem.x * IdxT(strides[1]) + elem.y * IdxT(strides[0]);
+__device__ inline float __metal_fmedian3(float x, float y, float z, bool = false) {
+  return ::fmaxf(::fminf(x, y), ::fminf(::fmaxf(x, y), z));
 }
-template <class IdxT = int64_t>
-__device__ inline IdxT elem_to_loc_3(uint3 elem, const int64_t strides[3]) {
-  return elem.x * IdxT(strides[2]) + elem.y * IdxT(strides[1]) + elem.z * IdxT(strides[0]);
+__device__ inline uint __metal_get_simdgroup_size(ushort) { return 32u; }
+template <class T> __device__ inline T __metal_get_thread_index_in_simdgroup(T) {
+  return T(lane_id());
 }
+#define METAL_SIMD_INTRINSIC(f)                                                          \
+  template <class... A> __device__ inline auto __metal_##f(A... a) { return f(a...); }
+METAL_SIMD_INTRINSIC(simd_sum) METAL_SIMD_INTRINSIC(simd_product)
+METAL_SIMD_INTRINSIC(simd_max) METAL_SIMD_INTRINSIC(simd_min)
+// (bf16_math.h's bfloat simd_xor passes a float: the bitwise reduction of its bits)
+__device__ inline float __metal_simd_xor(float x) {
+  return __uint_as_float(simd_xor(__float_as_uint(x)));
+}
+METAL_SIMD_INTRINSIC(simd_prefix_inclusive_sum) METAL_SIMD_INTRINSIC(simd_prefix_exclusive_sum)
+METAL_SIMD_INTRINSIC(simd_prefix_inclusive_product)
+METAL_SIMD_INTRINSIC(simd_prefix_exclusive_product)
+METAL_SIMD_INTRINSIC(simd_broadcast) METAL_SIMD_INTRINSIC(simd_shuffle)
+METAL_SIMD_INTRINSIC(simd_shuffle_down) METAL_SIMD_INTRINSIC(simd_shuffle_up)
+METAL_SIMD_INTRINSIC(simd_shuffle_xor) METAL_SIMD_INTRINSIC(simd_shuffle_rotate_down)
+METAL_SIMD_INTRINSIC(simd_shuffle_rotate_up) METAL_SIMD_INTRINSIC(simd_shuffle_and_fill_down)
+METAL_SIMD_INTRINSIC(simd_shuffle_and_fill_up)
 
 // ---- dispatch: one block per threadgroup, blockDim.x = the full threadgroup size ----
 // The entry's threads per block: the runtime compiles each kernel for its launch's threadgroup
@@ -1435,3 +1726,72 @@ struct reference_arg {
 
 }  // namespace metal
 """
+
+# MLX's utils.h pieces that MLX prepends to every custom kernel (its indexing helpers, and
+# `complex64_t` from its complex.h): the printer puts each in front of a kernel that uses one of
+# its names and does not declare them itself (including MLX's utils.h, as headers do).
+MLX_UTILS: dict[frozenset[str], str] = {
+    frozenset({"ceildiv", "elem_to_loc", "elem_to_loc_1", "elem_to_loc_2", "elem_to_loc_3"}):
+    r"""// ---- MLX's utils.h indexing helpers ----
+template <class T, class U> __device__ inline T ceildiv(T n, U m) { return (n + m - 1) / m; }
+template <class IdxT = int64_t>
+__device__ inline IdxT elem_to_loc(IdxT elem, const int* shape, const int64_t* strides, int ndim) {
+  IdxT loc = 0;
+  for (int axis = ndim - 1; axis >= 0 && elem > 0; --axis) {
+    loc += (elem % shape[axis]) * IdxT(strides[axis]);
+    elem /= shape[axis];
+  }
+  return loc;
+}
+template <class IdxT = int64_t>
+__device__ inline IdxT elem_to_loc(uint3 elem, const int* shape, const int64_t* strides, int ndim) {
+  IdxT loc = elem.x * IdxT(strides[ndim - 1]) + elem.y * IdxT(strides[ndim - 2]);
+  for (int axis = ndim - 3; axis >= 0; --axis) {
+    loc += (elem.z % shape[axis]) * IdxT(strides[axis]);
+    elem.z /= shape[axis];
+  }
+  return loc;
+}
+template <class IdxT = int64_t>
+__device__ inline IdxT elem_to_loc_1(uint elem, const int64_t& stride) { return elem * IdxT(stride); }
+template <class IdxT = int64_t>
+__device__ inline IdxT elem_to_loc_2(uint2 elem, const int64_t strides[2]) {
+  return elem.x * IdxT(strides[1]) + elem.y * IdxT(strides[0]);
+}
+template <class IdxT = int64_t>
+__device__ inline IdxT elem_to_loc_3(uint3 elem, const int64_t strides[3]) {
+  return elem.x * IdxT(strides[2]) + elem.y * IdxT(strides[1]) + elem.z * IdxT(strides[0]);
+}
+""",
+    frozenset({"log1p"}): r"""
+// ---- MLX's log1p (utils.h): exact near 0, through log(1 + x) elsewhere ----
+__device__ inline float log1p(float x) {
+  float y = 1.0f + x;
+  if (y == INFINITY) return INFINITY;
+  return y == 1.0f ? x : x * (metal::log(y) / (y - 1.0f));
+}
+__device__ inline bfloat16_t log1p(bfloat16_t x) {
+  float y = 1.0f + static_cast<float>(x);
+  if (y == INFINITY) return bfloat16_t(INFINITY);
+  return y == 1.0f ? x : bfloat16_t(x * (metal::log(y) / (y - 1.0f)));
+}
+""",
+    frozenset({"complex64_t"}): r"""
+// ---- MLX's complex64_t (complex.h) ----
+struct complex64_t {
+  float real;
+  float imag;
+  __device__ constexpr complex64_t(float real_, float imag_) : real(real_), imag(imag_) {}
+  __device__ constexpr complex64_t() : real(0), imag(0) {}
+};
+__device__ inline complex64_t operator+(complex64_t a, complex64_t b) {
+  return complex64_t(a.real + b.real, a.imag + b.imag);
+}
+__device__ inline complex64_t operator-(complex64_t a, complex64_t b) {
+  return complex64_t(a.real - b.real, a.imag - b.imag);
+}
+__device__ inline complex64_t operator*(complex64_t a, complex64_t b) {
+  return complex64_t(a.real * b.real - a.imag * b.imag, a.real * b.imag + a.imag * b.real);
+}
+""",
+}

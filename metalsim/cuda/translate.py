@@ -1,10 +1,20 @@
 """Translate the kernel MLX would compile (its generated Metal source) into CUDA C++.
 
-The generated text goes through metalsim's own front end (preprocessor and parser), the same the
-simulator runs, and the AST is printed back as CUDA C++ inside `namespace metal`, after the
-prelude (`metalsim.cuda.prelude`) that gives Metal's types and library their meaning on CUDA.
-C++ itself does the typing: the prelude's overloads reproduce Metal's rules, so the printer only
-rewrites what differs in syntax:
+The generated text goes through metalsim's own front end (preprocessor and parser, after the
+simulator's prelude, whose names the parser must know), the same the simulator runs, and the AST
+is printed back as CUDA C++ inside `namespace metal`, after the prelude (`metalsim.cuda.prelude`)
+that gives Metal's types and library their meaning on CUDA. C++ itself does the typing: the
+prelude's overloads reproduce Metal's rules, so the printer only rewrites what differs in syntax:
+
+- the C++ of MLX's kernel headers prints as written (struct templates with their member types,
+  statics, bases and specialisations, member and variable templates, packs, lambdas, enums,
+  unions, function pointers, explicit specialisations, `if constexpr`, static_asserts); names
+  declared in a program's namespaces are already resolved by the parser to program names
+  (`mlx::steel::BlockMMA`), printed as one identifier (`mlx_ns_steel_ns_BlockMMA`), so
+  using-directives go; MLX's overloads in Metal's `fast`/`precise` print in those namespaces;
+- a `[[kernel]]` template of a header that nothing instantiates is left out, as is an unset
+  function constant that nothing reads; MLX's `utils.h` pieces that MLX prepends to a custom
+  kernel (`prelude.MLX_UTILS`) come first where the kernel uses them and declares none itself;
 
 - address spaces disappear (CUDA pointers are generic); a `threadgroup` variable becomes a
   `__shared__` one;
@@ -27,9 +37,11 @@ from fractions import Fraction
 import ml_dtypes
 import numpy as np
 
-from metalsim.cuda.prelude import PRELUDE
+from metalsim.cuda.prelude import MLX_UTILS, PRELUDE
 from metalsim.diagnostics import CompileError, SourceMap
-from metalsim.exec.prelude import MLX_SECTION, MLX_TYPEDEFS
+from metalsim.exec.launch import parsed_prelude
+from metalsim.exec.prelude import PRELUDE as SIM_PRELUDE
+from metalsim.exec.prelude import PRELUDE_SECTIONS
 from metalsim.lang import ast
 from metalsim.lang.parser import parse
 from metalsim.lang.preprocess import preprocess
@@ -41,6 +53,8 @@ _COMPONENT = {c: i for i, c in enumerate("xyzw")} | {c: i for i, c in enumerate(
 # Metal type names that are not a single C++ identifier in CUDA, or mean something else there.
 _TYPE_NAMES = {"char": "signed char", "long": "long", "unsigned": "unsigned int",
                "signed": "int", "double": "float"}
+_METAL_NAMESPACES = frozenset({"fast", "precise", "metal::fast", "metal::precise"})
+_MULTIWORD_TYPES = frozenset(n for n in _TYPE_NAMES.values() if " " in n)
 _ASSIGNING_UNARY = {"++", "--", "&"}
 _CONSTEXPR_SCALARS = {"bool", "char", "uchar", "short", "ushort", "int", "uint", "long", "ulong",
                       "float", "int8_t", "uint8_t", "int16_t", "uint16_t", "int32_t", "uint32_t",
@@ -107,14 +121,18 @@ def translate(gen: GeneratedKernel, math_mode: str = "safe",
               include_dirs: tuple[str, ...] = ()) -> Translation:
     """The CUDA C++ translation of MLX's generated source `gen` (see the module docstring);
     `#include "..."` reads from `include_dirs` (MLX's kernel headers, for one)."""
-    # MLX's typedefs go first, for the parser to know their names; the CUDA prelude has its own.
-    shift = len(MLX_TYPEDEFS)
-    source_map = SourceMap(MLX_TYPEDEFS + gen.text, [(MLX_SECTION, 0, shift)] + [
+    # The simulator's prelude goes first, for the parser to know the names it declares (MLX's
+    # typedefs, Metal's `integral_constant`, ...); the CUDA prelude declares its own.
+    shift = len(SIM_PRELUDE)
+    source_map = SourceMap(SIM_PRELUDE + gen.text, PRELUDE_SECTIONS + [
         (name, start + shift, end + shift) for name, start, end in gen.sections])
-    predefined = {"__FAST_MATH__": "1"} if math_mode == "fast" else None
-    unit = parse(preprocess(MLX_TYPEDEFS + gen.text, source_map, predefined, include_dirs),
-                 source_map)
-    unit.items = unit.items[MLX_TYPEDEFS.count(";"):]
+    preprocessed, parsed = parsed_prelude(math_mode == "fast")
+    unit = parse(preprocess(SIM_PRELUDE + gen.text, source_map, after=preprocessed,
+                            include_dirs=include_dirs), source_map, after=parsed)
+    sections = {name for name, _, _ in PRELUDE_SECTIONS}
+    prelude = [item for item in unit.items if item.coord.section in sections]
+    unit.items = [item for item in unit.items if item.coord.section not in sections]
+    _rename_own_library_types(unit, prelude)
     _spell_program_names(unit)
     try:
         return _Printer().unit(unit)
@@ -142,7 +160,23 @@ def _walk(node: object):
 
 
 _NAMED = (ast.Name, ast.NamedType, ast.FunctionDef, ast.VarDecl, ast.StructDef, ast.TypeAlias,
-          ast.EnumDef, ast.VariableTemplate)
+          ast.EnumDef, ast.VariableTemplate, ast.StructDeclaration)
+
+
+_TYPE_DECLARATIONS = (ast.StructDef, ast.TypeAlias, ast.StructDeclaration)
+
+
+def _rename_own_library_types(unit: ast.TranslationUnit, prelude: list[ast.Node]) -> None:
+    """A program's own global `integral_constant` (or `array`, `enable_if`, ...: what the
+    simulator's prelude declares for Metal's library) replaces Metal's in the whole program,
+    as the simulator has it; on CUDA, where the prelude declares Metal's in the same
+    namespace, the program's is renamed (`program_integral_constant`) with every use."""
+    library = {item.name for item in prelude if isinstance(item, _TYPE_DECLARATIONS)}
+    own = {item.name for item in unit.items
+           if isinstance(item, _TYPE_DECLARATIONS) and item.name in library}
+    for node in _walk(unit):
+        if isinstance(node, (ast.Name, ast.NamedType, *_TYPE_DECLARATIONS)) and node.name in own:
+            node.name = f"program_{node.name}"
 
 
 def _spell_program_names(unit: ast.TranslationUnit) -> None:
@@ -186,6 +220,56 @@ def _uses_simdgroup_matrices(node: ast.Node) -> bool:
                for n in _walk(node))
 
 
+def _kernel_name(unit: ast.TranslationUnit) -> str | None:
+    """The kernel MLX compiles: the last one instantiated (MLX's `template [[host_name]]`
+    line), else the last `[[kernel]]` function."""
+    chosen = None
+    for item in unit.items:
+        plain_kernel = (isinstance(item, ast.FunctionDef) and item.template_params is None
+                        and any(a.name == "kernel" for a in item.attributes))
+        if isinstance(item, ast.ExplicitInstantiation) or plain_kernel:
+            chosen = item.name
+    return chosen
+
+
+_PURE_UNARY = {"+", "-", "!", "~"}
+
+
+def _holds_values(t: ast.Node) -> bool:
+    """A variable of type `t` is its own object (a value or an array of values), not a
+    reference or a pointer to another."""
+    while isinstance(t, ast.ArrayType):
+        t = t.element
+    return isinstance(t, ast.NamedType)
+
+
+def _subscripts(e: ast.Node) -> tuple[str | None, list[ast.Node]]:
+    """`a[i][j]` as ("a", [i, j]); (None, []) for anything but a name with subscripts."""
+    subscripts = []
+    while isinstance(e, ast.Index):
+        subscripts.insert(0, e.index)
+        e = e.base
+    if isinstance(e, ast.Name) and not e.qualifier and not e.template_args:
+        return e.name, subscripts
+    return None, []
+
+
+def _pure(e: ast.Node) -> bool:
+    """Whether evaluating `e` has no side effect: names, integer literals, and indexing,
+    members and arithmetic of those."""
+    if isinstance(e, ast.Name | ast.IntLiteral):
+        return True
+    if isinstance(e, ast.Index):
+        return _pure(e.base) and _pure(e.index)
+    if isinstance(e, ast.Member):
+        return _pure(e.base)
+    if isinstance(e, ast.Binary):
+        return e.op != "," and _pure(e.left) and _pure(e.right)
+    if isinstance(e, ast.Unary):
+        return e.op in _PURE_UNARY and _pure(e.operand)
+    return False
+
+
 class _Printer:
     def __init__(self) -> None:
         self.kernel: ast.FunctionDef | None = None
@@ -194,6 +278,8 @@ class _Printer:
         self.signatures: set[str] = set()
         self.switches: list[str] = []
         self.members: set[str] = set()
+        self.function_constants: list[ast.VarDecl] = []
+        self.values: set[str] = set()
 
     # --- translation unit ----------------------------------------------------------------
 
@@ -202,6 +288,13 @@ class _Printer:
         # accessed: without types the printer knows no better, and Metal code rarely mixes both.
         self.members = {m.name for node in _walk(unit) if isinstance(node, ast.StructDef)
                         for m in node.members}
+        self.kernel_name = _kernel_name(unit)
+        self.namespaces = unit.namespaces
+        # Names that are only ever declared as values: two of them are two different objects.
+        declared = [n for n in _walk(unit) if isinstance(n, ast.VarDecl | ast.Param)]
+        self.values = {n.name for n in declared if isinstance(n, ast.VarDecl)} - {
+            n.name for n in declared
+            if isinstance(n, ast.Param) or not _holds_values(n.type)}
         body = []
         for item in unit.items:
             text = self.top_level(item)
@@ -210,6 +303,15 @@ class _Printer:
         if self.kernel is None:
             raise _Untranslatable("a source without a [[kernel]] function", unit)
         entry, buffers = self.entry()
+        for constant in self.function_constants:
+            if any(re.search(rf"\b{re.escape(constant.name)}\b", text) for text in body):
+                raise _Untranslatable(f"the function constant '{constant.name}' (a "
+                                      "`mx.fast.metal_kernel` launch sets none)", constant)
+        used = {n.name for n in _walk(unit) if isinstance(n, ast.Name | ast.NamedType)}
+        defined = {item.name for item in unit.items
+                   if isinstance(item, ast.FunctionDef | ast.StructDef | ast.TypeAlias)}
+        body[:0] = [text.lstrip("\n") for names, text in MLX_UTILS.items()
+                    if used & names and not defined & names]
         text = (PRELUDE + "\nnamespace metal {\n" + "\n".join(body) + entry
                 + "}  // namespace metal\n")
         return Translation(text, buffers)
@@ -217,22 +319,49 @@ class _Printer:
     def top_level(self, item: ast.Node) -> str:
         if isinstance(item, ast.FunctionDef):
             if any(a.name == "kernel" for a in item.attributes):
+                if item.name != self.kernel_name:
+                    # Another of a header's `[[kernel]]` templates: nothing calls a kernel.
+                    return ""
                 self.kernel = item
                 return self.function(item, kernel=True)
+            namespace, _, name = item.name.rpartition("::")
+            if namespace.removeprefix("metal::") in _METAL_NAMESPACES:
+                # MLX's overloads in Metal's `fast` and `precise` (bf16_math.h)
+                item.name = name
+                body = self.function(item)
+                inner = namespace.removeprefix("metal::")
+                return f"namespace {inner} {{\n{body}}}\n" if body else ""
             return self.function(item)
+        if isinstance(item, ast.VariableTemplate):
+            return self.variable_template(item)
+        if isinstance(item, ast.EnumDef):
+            return self.enum(item)
+        if isinstance(item, ast.StructDeclaration):
+            return f"{self.template_header(item.template_params)}struct {item.name};\n"
+        if isinstance(item, ast.Empty):   # what a namespace alias or using-declaration left
+            return ""
         if isinstance(item, ast.ExplicitInstantiation):
             self.instantiation = item
             return ""
         if isinstance(item, ast.DeclStmt):
             return "".join(self.global_decl(d) for d in item.decls)
         if isinstance(item, ast.StructDef):
-            return self.struct(item) + ";\n"
+            text = self.struct(item) + ";\n"
+            # Specialisations for address spaces alone (`S<device T*>`, `S<thread T*>`)
+            # print alike: CUDA's generic pointers need only the first.
+            if item.specialization is not None and text in self.signatures:
+                return ""
+            self.signatures.add(text)
+            return text
         if isinstance(item, ast.TypeAlias):
             return self.alias(item)
         if isinstance(item, ast.UsingNamespace):
             if item.name in ("metal", "metal::fast", "metal::precise", "fast", "precise"):
                 name = item.name.removeprefix("metal::").removeprefix("metal")
                 return f"using namespace {name};\n" if name else ""
+            if item.name in self.namespaces:
+                # The parser has resolved every name it makes visible (program names).
+                return ""
             raise _Untranslatable(f"'using namespace {item.name}'", item)
         if isinstance(item, ast.StaticAssert):
             return self.statement(item, 0)
@@ -240,9 +369,25 @@ class _Printer:
 
     def global_decl(self, d: ast.VarDecl) -> str:
         """Program-scope variables are `constant` (or constexpr) in Metal: CUDA constant memory."""
+        if any(a.name == "function_constant" for a in d.attributes) and d.init is None:
+            # Set by a pipeline, never by `mx.fast.metal_kernel`: only a kernel that does not
+            # read it translates (`unit` checks).
+            self.function_constants.append(d)
+            return ""
         init = f" = {self.initializer(d.init)}" if d.init is not None else ""
         qual = "constexpr" if d.constexpr else "const"
         return f"static __device__ {qual} {self.declare(d.type, d.name, drop_const=True)}{init};\n"
+
+    def variable_template(self, item: ast.VariableTemplate) -> str:
+        """`template <class T> constexpr bool k = ...;` (a constant, as in Metal's program
+        scope) and its specialisations (`k<int>`)."""
+        d = item.decl
+        name = item.name
+        if item.specialization is not None:
+            name += "<" + ", ".join(self.template_arg(a) for a in item.specialization) + ">"
+        init = f" = {self.initializer(d.init)}" if d.init is not None else ""
+        return (f"{self.template_header(item.template_params)}constexpr "
+                f"{self.declare(d.type, name, drop_const=True)}{init};\n")
 
     def alias(self, item: ast.TypeAlias) -> str:
         template = self.template_header(item.template_params)
@@ -260,45 +405,113 @@ class _Printer:
             return ""
         parts = []
         for p in params:
-            kind = "typename" if p.kind is None else self.type_name(p.kind)
             default = ""
             if p.default is not None:
                 default = " = " + self.template_arg(p.default)
-            parts.append(f"{kind} {p.name}{default}")
+            pack = "..." if p.pack else ""
+            if p.kind is None:
+                parts.append(f"typename{pack} {p.name}{default}")
+            else:   # `int N`, `float (*G)(float)`
+                parts.append(self.declare(p.kind, f"{pack}{p.name}") + default)
         return f"template <{', '.join(parts)}>\n"
 
     def template_arg(self, node: ast.Node) -> str:
-        if isinstance(node, ast.NamedType | ast.PointerType | ast.ReferenceType | ast.ArrayType):
+        if isinstance(node, ast.NamedType | ast.PointerType | ast.ReferenceType | ast.ArrayType
+                      | ast.FunctionPointerType):
             return self.type_name(node)
         return self.expr(node)
 
-    def struct(self, s: ast.StructDef) -> str:
-        lines = [f"{self.template_header(s.template_params)}struct {s.name} {{"]
+    def struct(self, s: ast.StructDef, indent: int = 0) -> str:
+        """A struct or union: member types and static members first (in their order), then
+        data members, constructors and member functions (which C++ lets see every member)."""
+        pad = "  " * indent
+        key = "union" if s.union else "struct"
+        align = f" alignas({self.expr(s.align)})" if s.align is not None else ""
+        name = s.name
+        if s.specialization is not None:
+            name += "<" + ", ".join(self.template_arg(a) for a in s.specialization) + ">"
+        bases = ""
+        if s.bases:
+            bases = " : " + ", ".join(f"public {self.base_name(b)}" for b in s.bases)
+        header = self.template_header(s.template_params).replace("\n", "\n" + pad)
+        lines = [f"{header}{key}{align} {name}{bases} {{"]
+        inner = pad + "  "
+        for item in s.statics:
+            lines.append(inner + self.member_static(item, indent + 1).rstrip("\n"))
         for m in s.members:
-            lines.append(f"  {self.declare(m.type, m.name)};")
-        for c in s.constructors:
+            init = f" = {self.initializer(m.init)}" if m.init is not None else ""
+            lines.append(f"{inner}{self.declare(m.type, m.name)}{init};")
+        printed: set[str] = set()
+        for c in s.constructors + s.space_constructors:
             params = ", ".join(self.param(p) for p in c.params)
             inits = ", ".join(
-                f"{i.name}{'{' if i.braces else '('}{', '.join(self.expr(a) for a in i.args)}"
+                f"{self.member_init_name(i)}{'{' if i.braces else '('}"
+                f"{', '.join(self.expr(a) for a in i.args)}"
                 f"{'}' if i.braces else ')'}" for i in c.inits)
-            head = f"  {self.template_header(c.template_params)}__device__ "
+            head = f"{inner}{self.template_header(c.template_params)}__device__ "
+            head += "constexpr " if c.constexpr else ""
             head += f"{'explicit ' if c.explicit else ''}{s.name}({params})"
+            if head in printed:   # `S() thread` and `S() threadgroup`: one constructor here
+                continue
+            printed.add(head)
             if c.body is None:
                 lines.append(head + ";")
                 continue
-            lines.append(head + (f" : {inits}" if inits else "") + " " + self.block(c.body, 1))
+            lines.append(head + (f" : {inits}" if inits else "") + " "
+                         + self.block(c.body, indent + 1))
         variants: dict[str, list[ast.MemberFunction]] = {}
         for m in s.methods:
-            variants.setdefault(self.function(m, indent=1).split("{", 1)[0], []).append(m)
+            variants.setdefault(self.function(m, indent=indent + 1).split("{", 1)[0],
+                                []).append(m)
         for head, methods in variants.items():
             if len(methods) == 1:
-                lines.append("  " + self.function(methods[0], indent=1))
+                lines.append(inner + self.function(methods[0], indent=indent + 1).rstrip("\n"))
             else:
-                lines.append("  " + head + self.space_dispatch(methods) + "\n")
-        lines.append("}")
+                lines.append(inner + head + self.space_dispatch(methods, indent + 1))
+        lines.append(pad + "}")
         return "\n".join(lines)
 
-    def space_dispatch(self, methods: list[ast.MemberFunction]) -> str:
+    def member_static(self, item: ast.Node, indent: int) -> str:
+        """A struct's member type, static data member, static_assert or nested struct."""
+        if isinstance(item, ast.VarDecl):
+            init = f" = {self.initializer(item.init)}" if item.init is not None else ""
+            qual = "constexpr" if item.constexpr else "const"
+            return f"static {qual} {self.declare(item.type, item.name, drop_const=True)}{init};"
+        if isinstance(item, ast.TypeAlias):
+            return self.alias(item)
+        if isinstance(item, ast.StaticAssert):
+            return self.statement(item, 0)
+        if isinstance(item, ast.StructDef):
+            return self.struct(item, indent) + ";"
+        if isinstance(item, ast.EnumDef):
+            return self.enum(item)
+        if isinstance(item, ast.StructDeclaration):
+            return f"{self.template_header(item.template_params)}struct {item.name};\n"
+        if isinstance(item, ast.Empty):   # what a namespace alias or using-declaration left
+            return ""
+        raise _Untranslatable(f"the member '{type(item).__name__}'", item)
+
+    def base_name(self, t: ast.NamedType) -> str:
+        """A base class (no `typename` there: C++ knows it names a type)."""
+        return self.named(t, drop_const=True, typename=False)
+
+    def member_init_name(self, init: ast.MemberInit) -> str:
+        return self.base_name(init.base) if init.base is not None else init.name
+
+    def enum(self, e: ast.EnumDef) -> str:
+        underlying = f" : {self.type_name(e.underlying)}" if e.underlying is not None else ""
+        # An unscoped enumerator is a member of the enum's namespace, named by its program
+        # name as spelled (`na_ns_Red`, as the enum is `na_ns_Color`); a scoped one through
+        # its enum.
+        namespace, spelled, _ = e.name.rpartition("_ns_")
+        prefix = "" if e.scoped else namespace + spelled
+        items = ", ".join(prefix + n.name
+                          + (f" = {self.expr(n.value)}" if n.value is not None else "")
+                          for n in e.enumerators)
+        key = "enum class" if e.scoped else "enum"
+        return f"{key} {e.name}{underlying} {{{items}}};\n"
+
+    def space_dispatch(self, methods: list[ast.MemberFunction], indent: int = 1) -> str:
         """One body for member functions overloaded on the object's address space alone
         (`f() thread` / `f() threadgroup`): CUDA's pointers are generic, so the overload is
         chosen where Metal's compiler would, from where `this` lives. Device and constant
@@ -308,19 +521,44 @@ class _Printer:
         by_space = {(m.space or "thread"): m for m in reversed(methods)}
         order = [sp for sp in ("threadgroup", "device", "constant", "thread") if sp in by_space]
         fallback = by_space.get("thread", by_space[order[-1]])
+        pad = "  " * indent
         text = "{\n"
         for space in order:
             if by_space[space] is not fallback:
-                text += f"    if ({tests[space]}) " + self.block(by_space[space].body, 2) + "\n"
-        return text + "    " + self.block(fallback.body, 2) + "\n  }"
+                text += (f"{pad}  if ({tests[space]}) "
+                         + self.block(by_space[space].body, indent + 1) + "\n")
+        return text + f"{pad}  " + self.block(fallback.body, indent + 1) + f"\n{pad}}}"
 
     def function(self, f: ast.FunctionDef, kernel: bool = False, indent: int = 0) -> str:
         template = self.template_header(f.template_params)
+        if indent:
+            template = template.replace("\n", "\n" + "  " * indent)
         params = ", ".join(self.param(p) for p in f.params)
-        ret = self.type_name(f.return_type)
-        const = " const" if isinstance(f, ast.MemberFunction) and f.const else ""
+        member = isinstance(f, ast.MemberFunction)
+        const = " const" if member and f.const else ""
         inline = "__forceinline__" if kernel else "inline"
-        head = f"{template}__device__ {inline} {ret} {f.name}({params}){const}"
+        specifiers = "static " if member and f.static else ""
+        specifiers += "constexpr " if f.constexpr else ""
+        name = f.name
+        if member and f.owner:   # `R S::f(...) {...}`, defined after S
+            owner = f.owner
+            if f.owner_args is not None:
+                owner += "<" + ", ".join(self.template_arg(a) for a in f.owner_args) + ">"
+                if f.template_params is None or (f.template_params == []
+                                                 and f.specialization_args is not None):
+                    # a member of a class template's instance (`template <> R S<A>::f()`),
+                    # or a member template's specialisation for one (two `template <>`)
+                    template = "template <>\n" + template
+            name = f"{owner}::{name.rsplit('::', 1)[-1]}"
+        if f.specialization_args is not None:
+            name += "<" + ", ".join(self.template_arg(a) for a in f.specialization_args) + ">"
+        if isinstance(f, ast.ConversionFunction):
+            explicit = "explicit " if f.explicit else ""
+            head = (f"{template}__device__ {inline} {specifiers}{explicit}"
+                    f"operator {self.type_name(f.return_type)}(){const}")
+        else:
+            ret = self.type_name(f.return_type)
+            head = f"{template}__device__ {inline} {specifiers}{ret} {name}({params}){const}"
         if f.body is None:
             return head + ";\n"
         # Overloads on the address space alone (`device T*` and `constant T*`) print alike:
@@ -331,7 +569,7 @@ class _Printer:
         return head + " " + self.block(f.body, indent) + "\n"
 
     def param(self, p: ast.Param) -> str:
-        name = p.name or ""
+        name = ("..." if p.pack else "") + (p.name or "")
         text = self.declare(p.type, name)
         if p.default is not None:
             text += " = " + self.expr(p.default)
@@ -377,13 +615,23 @@ class _Printer:
     def type_name(self, t: ast.Node) -> str:
         return self.declare(t, "").strip()
 
-    def named(self, t: ast.NamedType, drop_const: bool = False) -> str:
-        name = _TYPE_NAMES.get(t.name, t.name)
+    def named(self, t: ast.NamedType, drop_const: bool = False, typename: bool = True) -> str:
+        const = "const " if t.const and not drop_const else ""
+        if t.name == "decltype" and t.template_args:
+            return f"{const}decltype({self.expr(t.template_args[0])})"
+        name = _TYPE_NAMES.get(t.name, t.name) if t.member_of is None else t.name
+        if name.startswith("auto:"):   # a generic lambda's parameter, as written
+            name = "auto"
         if t.name == "double":
             raise _Untranslatable("'double' (Metal has no double)", t)
         if t.template_args is not None:
             name += "<" + ", ".join(self.template_arg(a) for a in t.template_args) + ">"
-        return ("const " if t.const and not drop_const else "") + name
+            if t.member_of is not None:
+                name = "template " + name
+        if t.member_of is not None:   # `typename S<T>::type`
+            name = (("typename " if typename else "")
+                    + self.named(t.member_of, drop_const=True, typename=False) + "::" + name)
+        return const + name
 
     def declare(self, t: ast.Node, name: str, drop_const: bool = False) -> str:
         """C declarator syntax for `name` of type `t`, address spaces dropped."""
@@ -391,9 +639,15 @@ class _Printer:
             return f"{self.named(t, drop_const)} {name}".rstrip()
         if isinstance(t, ast.PointerType):
             inner = f"*{' const ' if t.const else ''}{name}"
-            if isinstance(t.pointee, ast.ArrayType):
+            pointee = t.pointee
+            if (isinstance(pointee, ast.NamedType) and pointee.name == "char"
+                    and pointee.space == "constant"):
+                # A string in constant memory (`constant char* fmt`), which a string literal
+                # converts to: C++'s `char`, not the `signed char` that Metal's `char` is here.
+                return f"const char {inner}"
+            if isinstance(pointee, ast.ArrayType):
                 inner = f"({inner})"
-            return self.declare(t.pointee, inner, drop_const)
+            return self.declare(pointee, inner, drop_const)
         if isinstance(t, ast.ReferenceType):
             inner = f"&{name}"
             if isinstance(t.referee, ast.ArrayType):
@@ -402,6 +656,9 @@ class _Printer:
         if isinstance(t, ast.ArrayType):
             size = self.expr(t.size) if t.size is not None else ""
             return self.declare(t.element, f"{name}[{size}]", drop_const)
+        if isinstance(t, ast.FunctionPointerType):   # `R (*name)(P...)`
+            params = ", ".join(self.type_name(p) for p in t.params)
+            return self.declare(t.result, f"(*{name})({params})", drop_const)
         raise _Untranslatable(f"the type '{type(t).__name__}'", t)
 
     @staticmethod
@@ -415,8 +672,56 @@ class _Printer:
 
     def block(self, c: ast.Compound, indent: int) -> str:
         pad = "  " * indent
-        inner = "".join(self.statement(s, indent + 1) for s in c.items)
-        return "{\n" + inner + pad + "}"
+        inner, i = [], 0
+        while i < len(c.items):
+            pair = self.product_pair(c.items[i:i + 2])
+            if pair:
+                inner.append("  " * (indent + 1) + pair + ";\n")
+                i += 2
+            else:
+                inner.append(self.statement(c.items[i], indent + 1))
+                i += 1
+        return "{\n" + "".join(inner) + pad + "}"
+
+    def distinct(self, x: ast.Node, y: ast.Node) -> bool:
+        """Whether the lvalues `x` and `y`, each a name with subscripts, are provably different
+        objects: different names that are only ever declared as values (no parameter, no
+        reference), or one name with a subscript where the two differ by a constant."""
+        (nx, sx), (ny, sy) = _subscripts(x), _subscripts(y)
+        if nx is None or ny is None:
+            return False
+        if nx != ny:
+            return nx in self.values and ny in self.values
+        return len(sx) == len(sy) and any(
+            bx == by and cx != cy for (bx, cx), (by, cy) in
+            zip((self.offset(i) for i in sx), (self.offset(i) for i in sy)))
+
+    def offset(self, e: ast.Node) -> tuple[str, int]:
+        """A subscript as (what it adds a constant to, the constant): `i + 1` is ("i", 1)."""
+        if isinstance(e, ast.IntLiteral):
+            return "", e.value
+        if (isinstance(e, ast.Binary) and e.op in "+-" and len(e.op) == 1
+                and isinstance(e.right, ast.IntLiteral)):
+            return self.expr(e.left), e.right.value if e.op == "+" else -e.right.value
+        return self.expr(e), 0
+
+    def product_pair(self, items: list[ast.Node]) -> str:
+        """Two consecutive `simdgroup_multiply_accumulate(d, a, b, c);` statements with the
+        same B operand and side-effect-free arguments, as one call of the prelude's pair
+        (which does the second after the first, in one step where it can); "" otherwise."""
+        calls = [s.expr for s in items if isinstance(s, ast.ExprStmt)
+                 and isinstance(s.expr, ast.Call)
+                 and s.expr.func.name == "simdgroup_multiply_accumulate"
+                 and not s.expr.func.qualifier and len(s.expr.args) == 4
+                 and all(_pure(a) for a in s.expr.args)]
+        if len(calls) != 2:
+            return ""
+        (d1, a1, b1, c1), (d2, a2, b2, c2) = ([self.expr(a) for a in call.args] for call in calls)
+        first, second = calls[0].args, calls[1].args
+        if b1 != b2 or not all(self.distinct(first[0], x) for x in (second[1], second[2],
+                                                                     second[3])):
+            return ""
+        return f"simdgroup_multiply_accumulate_pair({d1}, {a1}, {c1}, {d2}, {a2}, {c2}, {b1})"
 
     def statement(self, s: ast.Node, indent: int) -> str:
         pad = "  " * indent
@@ -551,14 +856,19 @@ class _Printer:
         if isinstance(e, ast.Conditional):
             return f"({self.expr(e.cond)} ? {self.expr(e.then)} : {self.expr(e.otherwise)})"
         if isinstance(e, ast.Call):
-            return f"{self.name(e.func)}({', '.join(self.expr(a) for a in e.args)})"
+            # (a type is an argument of the compiler's built-ins: `__is_empty(T)`)
+            return f"{self.name(e.func)}({', '.join(self.template_arg(a) for a in e.args)})"
         if isinstance(e, ast.MethodCall):
             dot = "->" if e.arrow else "."
-            return f"{self.expr(e.base)}{dot}{e.name}({', '.join(self.expr(a) for a in e.args)})"
+            name = f"{e.qualifier}::{e.name}" if e.qualifier else e.name
+            if e.template_args is not None:   # `x.template f<T>(...)`
+                name = "template " + name + "<" + ", ".join(
+                    self.template_arg(a) for a in e.template_args) + ">"
+            return f"{self.expr(e.base)}{dot}{name}({', '.join(self.expr(a) for a in e.args)})"
         if isinstance(e, ast.Construct):
             args = ", ".join(self.expr(a) for a in e.args)
-            name = self.type_name(e.type)
-            if " " in name:
+            name = self.declare(e.type, "", drop_const=True).strip()
+            if name in _MULTIWORD_TYPES:   # `unsigned int(x)` is no C++
                 return f"(({name})({args}))" if len(e.args) == 1 else f"{name}{{}}"
             return f"{name}{{{args}}}" if e.braces else f"{name}({args})"
         if isinstance(e, ast.Cast):
@@ -581,9 +891,27 @@ class _Printer:
                           | ast.ArrayType):
                 return f"{word}({self.type_name(operand)})"
             return f"{word}({self.expr(operand)})"
+        if isinstance(e, ast.Lambda):
+            return self.lambda_(e)
+        if isinstance(e, ast.PackExpansion):
+            return f"{self.template_arg(e.pattern)}..."
         if isinstance(e, ast.InitList):
             return "{" + ", ".join(self.expr(i) for i in e.items) + "}"
         raise _Untranslatable(f"the expression '{type(e).__name__}'", e)
+
+    def lambda_(self, e: ast.Lambda) -> str:
+        """A lambda (a device lambda: it is defined in device code); a generic one's invented
+        template parameters print as the `auto` they were written as."""
+        captures = [e.default] if e.default else []
+        captures += [name if name == "this" else ("&" if by_ref else "") + name
+                     for name, by_ref in e.captures]
+        params = ", ".join(self.param(p) for p in e.params)
+        text = f"[{', '.join(captures)}]({params})"
+        if e.mutable:
+            text += " mutable"
+        if not (isinstance(e.return_type, ast.NamedType) and e.return_type.name == "auto"):
+            text += f" -> {self.type_name(e.return_type)}"
+        return text + " " + self.block(e.body, 1)
 
     def float_literal(self, e: ast.FloatLiteral) -> str:
         """The literal's value correctly rounded to its type, written exactly (NVRTC rounds
@@ -598,11 +926,22 @@ class _Printer:
         return f"{value.hex()}f"
 
     def name(self, n: ast.Name) -> str:
-        qualifier = n.qualifier
-        text = f"{qualifier}::{n.name}" if qualifier else n.name
+        args = ""
         if n.template_args is not None:
-            text += "<" + ", ".join(self.template_arg(a) for a in n.template_args) + ">"
-        return text
+            args = "<" + ", ".join(self.template_arg(a) for a in n.template_args) + ">"
+        if n.owner is not None:   # `decltype(x)::k`
+            return f"{self.named(n.owner, drop_const=True, typename=False)}::{n.name}"
+        if n.args_on_qualifier:   # `S<T>::k`, `S<T>::Inner::k`
+            parts = n.qualifier.split("::")
+            at = len(parts) - 1 - n.parts_after_args
+            parts[at] += args
+            return "::".join(parts) + f"::{n.name}"
+        qualifier = n.qualifier
+        if qualifier and args and qualifier not in _METAL_NAMESPACES:
+            # `S::template f<T>`: C++ needs the keyword where S depends on a template
+            # parameter, and allows it elsewhere.
+            return f"{qualifier}::template {n.name}{args}"
+        return (f"{qualifier}::{n.name}" if qualifier else n.name) + args
 
     def member(self, e: ast.Member, assigned: bool) -> str:
         base = self.expr(e.base, assigned)

@@ -110,6 +110,9 @@ class Name(Node):
     owner: NamedType | None = None  # the type of a static member named `decltype(x)::k`
     # Whether `template_args` belong to the qualifier (`S<T>::k`), not the name (`S::f<T>`).
     args_on_qualifier: bool = False
+    # With them, how many parts of the qualifier follow the one they belong to
+    # (`S<T>::Inner::k`: 1).
+    parts_after_args: int = 0
     # A namespace member (`na::K`, `::G`, `na::S::k`, or `K` found in an enclosing namespace,
     # `name` then being its program name, see `metalsim.lang.namespaces`): looked up at
     # program scope, never among locals or members.
@@ -357,6 +360,15 @@ class Empty(Node):
 
 
 @dataclass(eq=False)
+class StructDeclaration(Empty):
+    """`template <typename T> struct S;`: names a struct template defined later (nothing to
+    run; the CUDA back end prints it)."""
+
+    name: str = ""
+    template_params: list[TemplateParam] | None = None
+
+
+@dataclass(eq=False)
 class StaticAssert(Node):
     cond: Expr
     message: str = ""
@@ -382,6 +394,10 @@ class StructDef(Node):
     specialization: list[Node] | None = None
     align: Expr | None = None  # `struct alignas(n) S`
     union: bool = False  # `union name { ... };`: every member at offset 0
+    # Constructors of objects in device, constant or threadgroup memory (`S() constant`),
+    # which metalsim never runs (it constructs thread objects only); the CUDA back end prints
+    # them, an object's address space choosing no constructor there.
+    space_constructors: list[Constructor] = field(default_factory=list)
 
 
 Stmt = (DeclStmt | ExprStmt | Compound | If | For | While | DoWhile | Switch | CaseLabel | Break

@@ -821,7 +821,7 @@ class _Parser:
             if self.at("template"):
                 raise self.error("nested template declarations are not supported by metalsim")
             if self.peek().text in _CLASS_KEYS and self.at(";", 2):
-                return self.struct_template_declaration(tmpl)
+                return self.struct_template_declaration(tmpl, params)
             if self.struct_definition_at() or (
                     self.peek().text in _CLASS_KEYS and self.peek(1).text in self.struct_templates
                     and self.at("<", 2)):
@@ -833,7 +833,8 @@ class _Parser:
         node.coord = self.coord(tmpl)
         return node
 
-    def struct_template_declaration(self, tmpl: Token) -> ast.Empty:
+    def struct_template_declaration(self, tmpl: Token,
+                                    params: list[ast.TemplateParam]) -> ast.StructDeclaration:
         """`template <...> struct S;`: declares the template's name, for the definition to
         come (MLX's complex.h names `complex_t<T>` before defining it)."""
         self.advance()
@@ -841,7 +842,8 @@ class _Parser:
         self.expect(";")
         self.declare(name.text, _TYPE_TEMPLATE, file_scope=True)
         self.struct_templates.add(name.text)
-        return ast.Empty(self.coord(tmpl))
+        return ast.StructDeclaration(self.coord(tmpl), program_name(self.namespace_path(),
+                                                                    name.text), params)
 
     def struct_template(self, params: list[ast.TemplateParam]) -> ast.StructDef:
         """class-template: 'template' '<' params '>' struct-declaration, where a (partial)
@@ -1526,6 +1528,7 @@ class _Parser:
         members: list[ast.VarDecl] = []
         methods: list[ast.MemberFunction] = []
         constructors: list[ast.Constructor] = []
+        space_constructors: list[ast.Constructor] = []
         statics: list[ast.VarDecl | ast.TypeAlias] = []
         self.scopes.append({})  # the member types
         inherited = set().union(*(self.struct_members.get(b.name, ()) for b in bases))
@@ -1541,6 +1544,8 @@ class _Parser:
                         # one for threadgroup, device or constant objects is never called
                         if item.space == "thread":
                             constructors.append(item)
+                        else:
+                            space_constructors.append(item)
                     elif isinstance(item, ast.VarDecl) and item.static or isinstance(
                             item, ast.TypeAlias | ast.StaticAssert | ast.StructDef
                             | ast.EnumDef):
@@ -1555,7 +1560,8 @@ class _Parser:
         self.struct_members[program_name(self.namespace_path(), name)] = declared
         return ast.StructDef(self.coord(start), name, members, methods, constructors,
                              statics=statics, bases=bases, specialization=specialization,
-                             align=align, union=start.text == "union")
+                             align=align, union=start.text == "union",
+                             space_constructors=space_constructors)
 
     def member_declaration(self, struct: str) -> list[ast.Node]:
         """member-declaration: specifiers declarator (',' declarator)* ';' | member-function
@@ -1606,8 +1612,10 @@ class _Parser:
         while self.peek(k).text in ("inline", "constexpr", "explicit"):
             k += 1
         if struct and self.peek(k).text == struct and self.at("(", k + 1):
-            explicit = any(self.advance().text == "explicit" for _ in range(k))
-            return [self.constructor(tok, explicit)]
+            words = [self.advance().text for _ in range(k)]
+            ctor = self.constructor(tok, "explicit" in words)
+            ctor.constexpr = "constexpr" in words
+            return [ctor]
         if self.at("~"):
             self.destructor(struct)
             return []
@@ -1733,7 +1741,8 @@ class _Parser:
         """conversion-function: ('inline' | 'constexpr' | 'explicit')* 'operator' type-name
         '(' ')' qualifiers compound"""
         start = self.peek()
-        explicit = any(self.advance().text == "explicit" for _ in range(specifiers))
+        words = [self.advance().text for _ in range(specifiers)]
+        explicit = "explicit" in words
         self.advance()  # operator
         target = self.type_name()
         self.scopes.append({})
@@ -1747,7 +1756,8 @@ class _Parser:
         finally:
             self.scopes.pop()
         return ast.ConversionFunction(self.coord(start), ast.CONVERSION, target, [], body,
-                                      None, [], const, space, False, explicit=explicit)
+                                      None, [], const, space, False, explicit=explicit,
+                                      constexpr="constexpr" in words)
 
     def member_qualifiers(self) -> tuple[bool, str | None]:
         """A member function's `const`, address space and `noexcept`, in any order."""
@@ -1787,7 +1797,8 @@ class _Parser:
         finally:
             self.scopes.pop()
         return ast.MemberFunction(self.coord(start), name.text, return_type, params, body,
-                                  None, specs.attributes, const, space, specs.static)
+                                  None, specs.attributes, const, space, specs.static,
+                                  constexpr=specs.constexpr)
 
     def out_of_class_member(self, start: Token, specs: _Specifiers, struct: Token,
                             return_type: ast.TypeNode) -> ast.MemberFunction:
@@ -2491,17 +2502,21 @@ class _Parser:
         if parts[0][0] == "std" and len(parts) > 1:
             raise self.error("use of undeclared identifier 'std'", start, width=3,
                              hint=f"Metal has no C++ standard library: use 'metal::{name}'")
-        qualifier = [part for part, _ in parts[:-1] if part != "metal"]
-        scoped = [part_args for _, part_args in parts[:-1] if part_args is not None]
+        qualified = [(part, part_args) for part, part_args in parts[:-1] if part != "metal"]
+        qualifier = [part for part, _ in qualified]
+        scoped = [part_args for _, part_args in qualified if part_args is not None]
+        after_args = 0
         if scoped:
             if args is not None or len(scoped) > 1:
                 raise self.error("nested template qualifiers are not supported by metalsim",
                                  start)
             args = scoped[0]
+            after_args = len(qualified) - 1 - next(
+                i for i, (_, part_args) in enumerate(qualified) if part_args is not None)
         return ast.Name(self.coord(start), name, "::".join(qualifier), args, None, bool(scoped),
                         namespace_scope=namespace not in (None, METAL) or found_elsewhere,
                         overloads=overloads, written_unqualified=namespace is None
-                        and len(parts) == 1)
+                        and len(parts) == 1, parts_after_args=after_args)
 
     def template_arguments(self) -> list[ast.Node]:
         """template-argument-list (after '<'): [(type-name | conditional) (',' ...)*] '>'"""

@@ -242,7 +242,8 @@ def generated_launches(count: int, seed: int = 0) -> Iterator[Launch]:
 
 def building_block_launches() -> list[Launch]:
     """The `mx.fast.metal_kernel` bodies of tests/metalsim/mlx_kernels that drive MLX's steel
-    GEMM, steel attention and quantized qmv routines (through `#include`s from
+    GEMM, steel attention and quantized qmv routines, each with its MLX headers translated
+    whole (through `#include`s from
     `metalsim.mlx_include_dir()`: each kernel carries its `include_dirs`). MLX's whole
     `[[kernel]]` functions run through `metalsim.dispatch` (softmax, reductions, scans) are not
     `metal_kernel` launches and are not among these."""

@@ -2,11 +2,11 @@
 
 Run (needs CuPy and a GPU):
     python tests/metalsim/cuda/gpu_differential.py [--generated N] [--workers W] [--json FILE]
+        [--groups puzzles,docs,real,realistic,blocks,structs,generated]
 
 Every launch of `cuda_launches` (puzzle solutions on all their cases, real kernels at two sizes, the
-MLX docs kernels, the struct tests' kernels, generated kernels; with `--groups ...,blocks` also
-the kernels built from MLX's own steel GEMM, steel attention and quantized headers, which the
-CUDA back end does not translate yet) runs in the simulator
+MLX docs kernels, the kernels built from MLX's own steel GEMM, steel attention and quantized
+headers, the struct tests' kernels, generated kernels; `--groups` picks some) runs in the simulator
 (`metalsim.simulate`, which must report no error) and on the GPU (`metalsim.cuda`), and the
 outputs are compared:
 
@@ -133,7 +133,8 @@ def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--generated", type=int, default=510)
     parser.add_argument("--workers", type=int, default=8)
-    parser.add_argument("--groups", default="puzzles,docs,real,realistic,structs,generated")
+    parser.add_argument("--groups",
+                        default="puzzles,docs,real,realistic,blocks,structs,generated")
     parser.add_argument("--json", default="")
     opts = parser.parse_args()
 
@@ -183,7 +184,7 @@ def main() -> int:
         report("real kernels, 16x larger",
                [check(lu, False) for lu in cuda_launches.real_kernel_launches(16)],
                time.time() - t0)
-    if "blocks" in groups:   # opt-in: see `cuda_launches.building_block_launches`
+    if "blocks" in groups:
         t0 = time.time()
         report("MLX building blocks (steel GEMM, steel attention, quantized qmv)",
                [check(lu, False) for lu in cuda_launches.building_block_launches()],

@@ -450,3 +450,88 @@ def test_time_kernel_gives_a_positive_median():
                                    output_dtypes=[mx.float32], grid=(1 << 20, 1, 1),
                                    threadgroup=(256, 1, 1))
     assert 0 < ms < 100
+
+
+# Two products sharing B, consecutive (the translation runs them as one pair on the tensor
+# cores) or kept apart by an empty statement (two single products).
+SHARED_B_PRODUCTS = """
+    simdgroup_float8x8 ma[2], mb, acc[2];
+    for (int i = 0; i < 2; ++i) {
+        simdgroup_load(ma[i], in0 + 64 * i, 8);
+        simdgroup_load(acc[i], in2 + 64 * i, 8);
+    }
+    for (int s = 0; s < 3; ++s) {
+        simdgroup_load(mb, in1 + 64 * s, 8, ulong2(0, 0), s == 1);
+        simdgroup_multiply_accumulate(acc[0], ma[0], mb, acc[0]);
+        SEPARATOR
+        simdgroup_multiply_accumulate(acc[1], ma[1], mb, acc[1]);
+    }
+    simdgroup_store(acc[0], out0, 8);
+    simdgroup_store(acc[1], out0 + 64, 8);
+"""
+
+
+def _shared_b_products(paired: bool, special: bool) -> tuple[np.ndarray, np.ndarray, str]:
+    """(GPU result, simulator result, CUDA kernel text) of SHARED_B_PRODUCTS."""
+    rng = np.random.default_rng(14)
+    a, b, c = (rng.standard_normal(shape).astype(np.float32)
+               for shape in ((2, 8, 8), (3, 8, 8), (2, 8, 8)))
+    if special:
+        b[0, 3, 1], b[2, 6, 4] = np.inf, np.nan
+    source = SHARED_B_PRODUCTS.replace("SEPARATOR", "" if paired else ";")
+    sim, gpu = both(source, [mx.array(x) for x in (a, b, c)], [(128,)], [mx.float32],
+                    (32, 1, 1), (32, 1, 1))
+    kernel = metalsim.metal_kernel("t", ["in0", "in1", "in2"], ["out0"], source)
+    gen = kernel._prepare((), dict(inputs=[mx.array(x) for x in (a, b, c)],
+                                   output_shapes=[(128,)], output_dtypes=[mx.float32],
+                                   grid=(32, 1, 1), threadgroup=(32, 1, 1))).gen
+    from metalsim.cuda.translate import translate
+    return gpu[0], sim[0], translate(gen).kernel_text
+
+
+def test_products_paired_on_a_shared_b_equal_single_products_to_the_bit():
+    """Each half of a pair sums the same terms in the same order as a single product does."""
+    paired, sim, text = _shared_b_products(True, False)
+    single, _, single_text = _shared_b_products(False, False)
+    assert "simdgroup_multiply_accumulate_pair(" in text
+    assert "simdgroup_multiply_accumulate_pair(" not in single_text
+    np.testing.assert_array_equal(paired, single)
+    assert np.abs(paired - sim).max() <= 2e-6 * np.abs(sim).max()
+
+
+def test_paired_products_pass_infinities_and_nans_of_b_through():
+    got, want, _ = _shared_b_products(True, True)
+    finite = np.isfinite(want)
+    assert not finite.all()
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    np.testing.assert_array_equal(got[np.isinf(want)], want[np.isinf(want)])
+    assert np.abs(got - want)[finite].max(initial=0.0) <= 2e-6 * np.abs(want).max(
+        where=finite, initial=0.0)
+
+
+def test_single_products_pass_infinities_and_nans_of_b_through():
+    """An infinite B element is all in its high TF32 part: its rest (inf - inf) would meet the
+    zero rows of A's layout on the tensor cores and make the whole column NaN."""
+    got, want, _ = _shared_b_products(False, True)
+    assert np.isinf(want).any()
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    np.testing.assert_array_equal(got[np.isinf(want)], want[np.isinf(want)])
+
+
+@pytest.mark.parametrize("operand", [0, 1])
+def test_operands_near_float_max_keep_their_finite_products(operand):
+    """3.4e38 rounds to infinity as TF32 (to nearest); its split must stay finite."""
+    ones, big = np.full((8, 8), 0.25, np.float32), np.full((8, 8), 0.25, np.float32)
+    big[3, 3] = 3.4e38
+    source = """
+        simdgroup_float8x8 ma, mb, mc;
+        simdgroup_load(ma, in0, 8);
+        simdgroup_load(mb, in1, 8);
+        simdgroup_multiply(mc, ma, mb);
+        simdgroup_store(mc, out0, 8);
+    """
+    inputs = [big, ones] if operand == 0 else [ones, big]
+    sim, gpu = both(source, [mx.array(x) for x in inputs], [(64,)], [mx.float32], (32, 1, 1),
+                    (32, 1, 1))
+    assert np.isfinite(sim[0]).all()
+    np.testing.assert_allclose(gpu[0], sim[0], rtol=2e-6)

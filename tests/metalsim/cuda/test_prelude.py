@@ -40,8 +40,9 @@ int main(int argc, char** argv) {
 
 
 def prelude_function(name: str) -> str:
-    """The text of one `__device__ inline` function of the prelude."""
-    match = re.search(r"__device__ inline [\w ]+ " + name + r"\(.*?\n}\n", PRELUDE, re.S)
+    """The text of one `__device__ inline` (or `constexpr`) function of the prelude."""
+    match = re.search(r"__device__ (?:inline|constexpr) [\w ]+ " + name + r"\(.*?\n}\n",
+                      PRELUDE, re.S)
     assert match, name
     return match.group(0)
 
@@ -99,3 +100,63 @@ def test_the_prelude_and_the_simulator_convert_int_to_bfloat_alike(prelude_conve
                    threadgroup=(64, 1, 1), output_shapes=[(len(values),)],
                    output_dtypes=[mx.uint16])
     assert np.array(out).tolist() == prelude_converter(values, unsigned=False)
+
+
+HALF_MAIN = """\
+// Evaluated as C++ constant expressions too: the path complex.h's static_asserts take.
+static_assert(float_to_half_bits_exact(65519.996f) == 0x7bff, "");
+static_assert(half_bits_to_float_exact(0x3555) == 0x1.554p-2f, "");
+int main() {
+  unsigned int u;
+  while (std::scanf("%u", &u) == 1) {
+    float f = __builtin_bit_cast(float, u);
+    std::printf("%u %u\\n", float_to_half_bits_exact(f),
+                __builtin_bit_cast(unsigned int, half_bits_to_float_exact(u & 0xffffu)));
+  }
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def half_converter(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("half")
+    source = SHIMS + "".join(prelude_function(n) for n in (
+        "float_to_half_bits_exact", "half_bits_to_float_exact")) + HALF_MAIN
+    (folder / "half.cpp").write_text(source)
+    subprocess.run(["g++", "-std=c++17", "-O1", "-o", str(folder / "half"),
+                    str(folder / "half.cpp")], check=True)
+
+    def convert(words: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        lines = "".join(f"{w}\n" for w in words.tolist())
+        out = subprocess.run([str(folder / "half")], input=lines, capture_output=True,
+                             text=True, check=True).stdout
+        pairs = np.array(out.split(), dtype=np.uint64).reshape(-1, 2)
+        return pairs[:, 0].astype(np.uint16), pairs[:, 1].astype(np.uint32)
+
+    return convert
+
+
+def test_constant_half_conversions_round_like_numpy(half_converter):
+    """The integer-arithmetic conversions C++ constant expressions use (the GPU's cvt
+    instructions elsewhere): float -> half to nearest even at every exponent (subnormals,
+    overflow, the ties), half -> float exactly for all 65,536 halves."""
+    rng = np.random.default_rng(11)
+    floats = np.concatenate([
+        np.arange(0, 1 << 16, dtype=np.uint32),                  # every half, as low bits
+        rng.integers(0, 1 << 32, 200_000, dtype=np.uint64).astype(np.uint32),
+        # around each half's rounding boundaries: halfway points and their neighbours
+        (np.arange(0x33000000, 0x47800000, 0x1000, dtype=np.uint32)[:, None]
+         + np.array([0, 1, 0xfff, 0x1000, 0x1001], dtype=np.uint32)).ravel(),
+    ])
+    halves, back = half_converter(floats)
+    f = floats.view(np.float32)
+    with np.errstate(over="ignore"):
+        want = f.astype(np.float16).view(np.uint16)
+    nan = np.isnan(f)
+    assert np.array_equal(halves[~nan], want[~nan])
+    assert np.isnan(halves[nan].view(np.float16)).all()
+    h = (floats & 0xffff).astype(np.uint16).view(np.float16)
+    exact = h.astype(np.float32).view(np.uint32)
+    finite = ~np.isnan(h)
+    assert np.array_equal(back[finite], exact[finite])
+    assert np.isnan(back[~finite].view(np.float32)).all()

@@ -109,6 +109,34 @@ def test_the_struct_tests_kernels_compile_with_nvrtc():
     compile_all(launches)
 
 
+BLOCK_GROUPS = ("steel gemm", "steel attention", "quantized")
+
+
+@needs_nvrtc
+@pytest.mark.parametrize("group", BLOCK_GROUPS)
+def test_every_mlx_building_block_translation_compiles_with_nvrtc(group):
+    """The kernels built from MLX's own steel GEMM, steel attention and quantized headers
+    (`cuda_launches.building_block_launches`), each alone: their headers declare Metal's
+    `fast`/`precise` overloads, which a kernel's own namespace (`compile_all`) would hide."""
+    launches = [lu for lu in cuda_launches.building_block_launches()
+                if lu.label.startswith(group)]
+    assert len(launches) >= 5
+    for launch in launches:
+        translation = translate(cuda_launches.generated(launch),
+                                include_dirs=launch.kernel.include_dirs)
+        try:
+            nvrtc.compile_ptx(translation.source,
+                              opts=(*nvrtc.OPTIONS, *matrix_defines(translation)))
+        except nvrtc.NvrtcError as error:
+            pytest.fail(f"{launch.label}: NVRTC rejects the translation:\n{error}")
+
+
+def test_the_building_blocks_are_all_in_one_of_the_compiled_groups():
+    labels = [lu.label for lu in cuda_launches.building_block_launches()]
+    assert len(labels) == 21
+    assert all(label.startswith(BLOCK_GROUPS) for label in labels)
+
+
 def _kernel_text(puzzle_number: int) -> str:
     launch = next(lu for lu in cuda_launches.puzzle_launches(hidden=False)
                   if lu.label.startswith(f"puzzle {puzzle_number:02d} "))
@@ -205,8 +233,9 @@ def test_patch_with_the_cuda_backend_installs_the_cuda_factory_and_restores_mlx(
 
 
 def _grouped_mvmr_translation() -> Translation:
-    """The grouped MVMR's launch at C = M = 64 (a SIMD-group does 4 x 2 products per 8
-    channels, a slice of 16 channels unrolled: 16 products)."""
+    """The grouped MVMR's launch at C = M = 64 (4 SIMD-groups, each doing 4 x 4 products per
+    8 channels, a slice of 16 channels unrolled: 32 products, written as 16 pairs sharing
+    their weight piece)."""
     from solutions import mvmr_grouped
 
     k, t, c, m = 27, 40, 64, 64
@@ -216,7 +245,7 @@ def _grouped_mvmr_translation() -> Translation:
     kernel, args = mvmr_grouped.launch(
         mx.zeros((k, 1, c, m)), mx.zeros((8, 1, c)), mx.zeros(t, mx.int32),
         mx.zeros(t, mx.int32), mx.array(runs), 8, metalsim.metal_kernel)
-    assert mvmr_grouped.tiles(t, k, c, m) == (64, 64, 16, 256)
+    assert mvmr_grouped.tiles(t, k, c, m) == (64, 64, 16, 128)
     return translate(kernel._prepare((), args).gen)
 
 
@@ -224,42 +253,46 @@ def _grouped_mvmr_ptx() -> str:
     """Its PTX, with the options and matrix switches the runtime would use."""
     translation = _grouped_mvmr_translation()
     return nvrtc.compile_ptx(translation.source, opts=(
-        *nvrtc.options("safe"), "-DMETALSIM_MAX_THREADS=256", *matrix_defines(translation)))
+        *nvrtc.options("safe"), "-DMETALSIM_MAX_THREADS=128", *matrix_defines(translation)))
 
 
 @needs_nvrtc
 def test_the_grouped_mvmr_compiles_for_its_launch_with_tensor_core_products():
-    """Each 8x8x8 product is two m16n8k8 TF32 tensor-core products (3xTF32) on operands loaded
-    in the tensor cores' layout (the kernel never calls thread_elements(): no Metal-layout
-    copy, no shuffle but the 3 broadcasts of the chunk's slot, first triplet and length); each
-    loaded piece is split into its TF32 parts once, not once per product (per 8 channels 4
-    feature and 2 weight pieces, 2 elements, 2 cvt each), and the accumulators keep the
-    products' two halves apart, added only where the epilogue stores them (8 accumulators x 2
-    elements); the launch's 256 threads reach the PTX as .maxntid (registers are not capped at
-    the 64 of a 1024-thread block), and the packed 4-vector loads of the staging become
-    16-byte loads (behind an alignment test)."""
-    assert matrix_defines(_grouped_mvmr_translation()) == ()
+    """Each pair of 8x8x8 products sharing B is three m16n8k8 TF32 tensor-core products
+    (3xTF32 for both) on operands loaded in the tensor cores' layout (the kernel never calls
+    thread_elements(): no Metal-layout copy, no shuffle but the 3 broadcasts of the chunk's
+    slot, first triplet and length); each loaded piece is split into its TF32 parts once, not
+    once per product (per 8 channels 4 feature and 4 weight pieces, 2 elements, 2 cvt each),
+    and the accumulators keep the products' two halves apart, added only where the epilogue
+    stores them (16 accumulators x 2 elements); the launch's 128 threads reach the PTX as
+    .maxntid (registers are not capped at the 64 of a 1024-thread block), and the packed
+    4-vector loads of the staging become 16-byte loads (behind an alignment test)."""
+    translation = _grouped_mvmr_translation()
+    assert matrix_defines(translation) == ()
+    assert "simdgroup_multiply_accumulate_pair(acc[i][j], fa[i], acc[i][j], " in (
+        translation.kernel_text)
     ptx = _grouped_mvmr_ptx()
-    assert ".maxntid 256" in ptx
-    assert len(re.findall(r"\bmma\.sync\.aligned\.m16n8k8\.row\.col\.f32\.tf32", ptx)) == 16 * 2
-    assert len(re.findall(r"\bcvt\.rna\.tf32\.f32", ptx)) == 2 * (4 + 2) * 2 * 2
+    assert ".maxntid 128" in ptx
+    assert len(re.findall(r"\bmma\.sync\.aligned\.m16n8k8\.row\.col\.f32\.tf32", ptx)) == 16 * 3
+    assert len(re.findall(r"\bcvt\.rna\.tf32\.f32", ptx)) == 2 * (4 + 4) * 2 * 2
     assert len(re.findall(r"\bfma\.rn\.f32", ptx)) == 0
-    assert len(re.findall(r"\badd\.rn\.f32", ptx)) == 8 * 2
+    assert len(re.findall(r"\badd\.rn\.f32", ptx)) == 16 * 2
     assert len(re.findall(r"\bshfl\.sync", ptx)) == 3
-    # one feature vector and one weight vector per thread and slice
-    assert len(re.findall(r"\bld\.global\.v4\.[uf]32", ptx)) == 2
+    # two feature vectors and two weight vectors per thread and slice
+    assert len(re.findall(r"\bld\.global\.v4\.[uf]32", ptx)) == 4
 
 
 @needs_nvrtc
 def test_exact_matrix_products_compile_to_fused_multiply_adds_in_k_order():
     """Inside exact_matrix_products(): 16 fused multiply-adds per lane and product after
-    8 + 2 x 8 shuffles, no tensor-core instruction, no separate multiply."""
+    8 + 2 x 8 shuffles, no tensor-core instruction, no separate multiply (paired products
+    run one after the other)."""
     with metalsim.cuda.exact_matrix_products():
         ptx = _grouped_mvmr_ptx()
     assert len(re.findall(r"\bmma\.sync", ptx)) == 0
-    assert len(re.findall(r"\bfma\.rn\.f32", ptx)) == 16 * 16
+    assert len(re.findall(r"\bfma\.rn\.f32", ptx)) == 32 * 16
     assert len(re.findall(r"\bmul\.rn\.f32", ptx)) == 0
-    assert len(re.findall(r"\bshfl\.sync", ptx)) == 16 * 24 + 3
+    assert len(re.findall(r"\bshfl\.sync", ptx)) == 32 * 24 + 3
 
 
 @needs_nvrtc
@@ -344,3 +377,54 @@ def test_a_conditional_between_simdgroup_matrices_compiles_with_nvrtc():
         grid=(32, 1, 1), threadgroup=(32, 1, 1))).gen)
     assert "? m : " in translation.kernel_text
     nvrtc.compile_ptx(translation.source)
+
+
+PAIR_KERNEL = """
+    simdgroup_float8x8 fa[2], wb[2], acc[2][2];
+    thread simdgroup_float8x8& r = acc[1][0];
+    uint i = 0, j = 1, k = a_shape[0] > 64 ? 1 : 0;
+    for (uint q = 0; q < 2; ++q) {
+        simdgroup_load(fa[q], a, 8, ulong2(0, 8 * q));
+        simdgroup_load(wb[q], a, 8, ulong2(8 * q, 0), true);
+        acc[q][0] = acc[q][1] = simdgroup_float8x8(0.0f);
+    }
+    CALLS
+    for (uint q = 0; q < 4; ++q) {
+        simdgroup_store(acc[q / 2][q % 2], out + 64 * q, 8);
+    }
+"""
+
+
+@needs_nvrtc
+@pytest.mark.parametrize(("calls", "paired"), [
+    ("simdgroup_multiply_accumulate(acc[i][j], fa[i], wb[j], acc[i][j]);"
+     "simdgroup_multiply_accumulate(acc[i + 1][j], fa[i + 1], wb[j], acc[i + 1][j]);", True),
+    ("simdgroup_multiply_accumulate(acc[0][1], fa[0], wb[1], acc[0][1]);"
+     "simdgroup_multiply_accumulate(acc[1][1], fa[1], wb[1], acc[1][1]);", True),
+    # the second product reads the first's result (as A, as accumulator)
+    ("simdgroup_multiply_accumulate(acc[0][0], fa[0], wb[0], acc[0][0]);"
+     "simdgroup_multiply_accumulate(acc[1][0], acc[0][0], wb[0], acc[1][0]);", False),
+    ("simdgroup_multiply_accumulate(acc[i][j], fa[0], wb[0], acc[i][j]);"
+     "simdgroup_multiply_accumulate(acc[k][j], fa[1], wb[0], acc[k][j]);", False),
+    # a reference may name the first's destination
+    ("simdgroup_multiply_accumulate(acc[1][0], fa[0], wb[0], acc[1][0]);"
+     "simdgroup_multiply_accumulate(acc[0][0], fa[1], wb[0], r);", False),
+    # different B operands
+    ("simdgroup_multiply_accumulate(acc[0][0], fa[0], wb[0], acc[0][0]);"
+     "simdgroup_multiply_accumulate(acc[1][1], fa[1], wb[1], acc[1][1]);", False),
+    ("simdgroup_multiply_accumulate(acc[0][0], fa[0], wb[i++], acc[0][0]);"
+     "simdgroup_multiply_accumulate(acc[1][0], fa[1], wb[i++], acc[1][0]);", False),
+])
+def test_consecutive_products_sharing_b_are_paired_only_where_the_second_cannot_see_the_first(
+        calls, paired):
+    """Two float products sharing B, the first's destination provably none of the second's
+    operands (different names declared as values, or subscripts a constant apart), run as
+    three tensor-core products instead of four."""
+    kernel = metalsim.metal_kernel("pair", ["a"], ["out"], PAIR_KERNEL.replace("CALLS", calls))
+    args = dict(inputs=[mx.zeros(128)], output_shapes=[(256,)], output_dtypes=[mx.float32],
+                grid=(32, 1, 1), threadgroup=(32, 1, 1))
+    assert metalsim.simulate(kernel, **args).report.errors == []
+    translation = translate(kernel._prepare((), args).gen)
+    assert ("simdgroup_multiply_accumulate_pair(" in translation.kernel_text) == paired
+    ptx = nvrtc.compile_ptx(translation.source)
+    assert len(re.findall(r"\bmma\.sync", ptx)) == (3 if paired else 4)

@@ -1,4 +1,3 @@
-import time
 
 import pytest
 
@@ -292,19 +291,3 @@ def test_scan_keeps_malformed_tokens_as_invalid():
     assert [(t.kind, t.text) for t in tokens] == [
         ("ident", "a"), ("invalid", "@"), ("invalid", "1f"), ("eof", "")]
     assert tokens[2].value == "invalid suffix 'f' on integer constant"
-
-
-# --- Speed -------------------------------------------------------------------------------------
-
-def test_hundred_line_kernel_lexes_quickly():
-    line = "    acc += a[IDX(gid, k + lid.x)] * 1.5e-3f + 0x1Fu; // accumulate\n"
-    text = line * 100
-    source_map = SourceMap(text)
-    best = min(_timed(lambda: tokenize(text, source_map)) for _ in range(5))
-    assert best < 0.02  # about 2 ms on a laptop; the bound only catches pathologies
-
-
-def _timed(action) -> float:
-    start = time.perf_counter()
-    action()
-    return time.perf_counter() - start

@@ -702,27 +702,7 @@ def test_if_expressions_keep_the_same_branch_as_gcc(expression):
     assert our_tokens(source) == gcc_tokens(source)
 
 
-# --- Speed -------------------------------------------------------------------------------------
-
-def test_hundred_line_kernel_preprocesses_quickly():
-    chunk = (
-        "#define TILE 16\n#define IDX(r, c) ((r) * TILE + (c))\n"
-        "#if __METAL_VERSION__ >= 310 && defined(__HAVE_BFLOAT__)\n"
-        "  tile[IDX(lid.y, lid.x)] = a[IDX(gid, k + lid.x)] * 1.5e-3f + 0x1Fu; // load\n"
-        "#endif\n"
-        "  MLX_MTL_PRAGMA_UNROLL\n"
-        "  for (int i = 0; i < TILE; ++i) { acc += tile[IDX(lid.y, i)] * b[i]; }\n"
-    ) * 14
-    source_map = SourceMap(chunk)
-    best = min(_timed(lambda: preprocess(chunk, source_map)) for _ in range(5))
-    assert best < 0.03  # about 3 ms on a laptop; the bound only catches pathologies
-
-
-def _timed(action) -> float:
-    start = time.perf_counter()
-    action()
-    return time.perf_counter() - start
-
+# --- Limits -------------------------------------------------------------------------------------
 
 def test_define_bomb_stops_with_a_compile_error_quickly():
     # Ten levels of ten copies: 10**10 tokens if expanded; a compiler runs out of memory.

@@ -1,0 +1,336 @@
+"""The CUDA printer on the C++ that MLX's kernel headers are written in: each construct's
+translation (what it prints) and that NVRTC compiles it, without a GPU.
+
+MLX's own headers (steel GEMM and attention, quantized.h) are compiled whole in
+`test_translate.py`; these pin the constructs one by one.
+"""
+
+from __future__ import annotations
+
+import mlx.core as mx
+import pytest
+
+import metalsim
+from metalsim.cuda import nvrtc
+from metalsim.cuda.translate import Translation, translate
+
+needs_nvrtc = pytest.mark.skipif(not nvrtc.available(),
+                                 reason="NVRTC is not installed (pip install -e '.[cuda]')")
+
+
+def translated(body: str, header: str = "") -> Translation:
+    kernel = metalsim.metal_kernel("k", ["a"], ["out"], body, header=header)
+    gen = kernel._prepare((), dict(inputs=[mx.zeros(8)], output_shapes=[(8,)],
+                                   output_dtypes=[mx.float32], grid=(8, 1, 1),
+                                   threadgroup=(8, 1, 1))).gen
+    return translate(gen)
+
+
+def compiles(translation: Translation) -> None:
+    if nvrtc.available():
+        nvrtc.compile_ptx(translation.source)
+
+
+def test_variable_templates_and_their_specialisations_are_constexpr_templates():
+    t = translated("out[thread_position_in_grid.x] = width_v<float> + width_v<int>;", """
+        template <typename T> constant constexpr int width_v = 1;
+        template <> constant constexpr int width_v<float> = 4;
+    """)
+    assert "template <typename T>\nconstexpr int width_v = 1;" in t.kernel_text
+    assert "template <>\nconstexpr int width_v<float> = 4;" in t.kernel_text
+    compiles(t)
+
+
+def test_parameter_packs_print_with_their_ellipses():
+    t = translated("out[thread_position_in_grid.x] = total(1.0f, 2.0f, 3.0f);", """
+        template <typename T> T total(T x) { return x; }
+        template <typename T, typename... Us> T total(T x, Us... us) { return x + total(us...); }
+    """)
+    assert "template <typename T, typename... Us>" in t.kernel_text
+    assert "total(T x, Us ...us)" in t.kernel_text and "total(us...)" in t.kernel_text
+    compiles(t)
+
+
+def test_namespace_members_are_spelled_by_program_name_and_directives_dropped():
+    t = translated("out[thread_position_in_grid.x] = scale(2);", """
+        namespace geo { namespace detail { constant constexpr int K = 3; }
+                        inline int scale(int x) { return x * detail::K; } }
+        using namespace geo;
+    """)
+    assert "geo_ns_detail_ns_K = 3;" in t.kernel_text
+    assert "return (x * geo_ns_detail_ns_K);" in t.kernel_text
+    assert "geo_ns_scale(2)" in t.kernel_text and "using namespace" not in t.kernel_text
+    compiles(t)
+
+
+BOX = """
+    template <typename T> struct Box {
+      typedef T type;
+      static constexpr constant int n = 2;
+      T v;
+      T get() const { return v; }
+      template <int K> T times() const { return v * K; }
+      static T twice(T x) { return x + x; }
+      constexpr operator T() const { return v; }
+    };
+    template <> struct Box<int> { typedef short type; static constexpr constant int n = 5; };
+    template <typename T> struct Tagged : Box<T> { int tag; };
+"""
+
+
+def test_struct_member_types_statics_specialisations_and_bases_print_in_order():
+    t = translated("""
+        Tagged<float> b;
+        b.v = a[0];
+        out[thread_position_in_grid.x] = b.get() + Box<int>::n;
+    """, BOX)
+    text = t.kernel_text
+    assert "struct Box {\n  using type = T;\n  static constexpr int n = 2;\n  T v;" in text
+    assert "template <>\nstruct Box<int> {\n  using type = short;" in text
+    assert "struct Tagged : public Box<T> {\n  int tag;\n};" in text
+    compiles(t)
+
+
+def test_member_templates_static_members_and_conversion_functions():
+    t = translated("""
+        Box<float> b{a[0]};
+        typename Box<float>::type t = b.template times<3>();
+        out[thread_position_in_grid.x] = t + Box<float>::twice(b.get()) + float(b);
+    """, BOX)
+    text = t.kernel_text
+    assert "template <int K>\n  __device__ inline T times() const" in text
+    assert "__device__ inline static T twice(T x)" in text
+    assert "__device__ inline constexpr operator T() const" in text
+    assert "typename Box<float>::type t = b.template times<3>();" in text
+    compiles(t)
+
+
+def test_a_qualifier_keeps_its_template_arguments_on_the_part_that_had_them():
+    t = translated("out[thread_position_in_grid.x] = Outer<float>::Inner::k;", """
+        template <typename T> struct Outer {
+          struct Inner { static constexpr constant int k = sizeof(T); };
+        };
+    """)
+    assert "Outer<float>::Inner::k" in t.kernel_text
+    compiles(t)
+
+
+def test_a_struct_template_declared_before_its_definition_stays_declared():
+    t = translated("out[thread_position_in_grid.x] = is_later<Later<float>> ? 1 : 0;", """
+        template <typename T> struct Later;
+        template <typename T> constant constexpr bool is_later = false;
+        template <typename T> constant constexpr bool is_later<Later<T>> = true;
+        template <typename T> struct Later { T x; };
+    """)
+    assert "template <typename T>\nstruct Later;\n" in t.kernel_text
+    compiles(t)
+
+
+def test_decltype_of_an_expression_is_a_type():
+    t = translated("""
+        float x = a[0];
+        decltype(x) y = x * 2;
+        out[thread_position_in_grid.x] = y;
+    """)
+    assert "decltype(x) y = " in t.kernel_text
+    compiles(t)
+
+
+def test_a_header_kernel_that_nothing_instantiates_is_left_out():
+    t = translated("out[thread_position_in_grid.x] = a[0];", """
+        template <typename T>
+        [[kernel]] void other(device T* x [[buffer(0)]]) { x[0] = T(1); }
+    """)
+    assert "other" not in t.kernel_text
+    compiles(t)
+
+
+def test_an_unset_function_constant_is_dropped_unless_the_kernel_reads_it():
+    header = "constant bool use_bias [[function_constant(0)]];\n"
+    t = translated("out[thread_position_in_grid.x] = a[0];", header)
+    assert "use_bias" not in t.kernel_text
+    with pytest.raises(metalsim.CompileError) as info:
+        translated("out[thread_position_in_grid.x] = use_bias ? a[0] : 0.0f;", header)
+    assert "cannot translate the function constant 'use_bias'" in str(info.value)
+    assert info.value.line == 1
+
+
+def test_metal_fast_and_precise_overloads_of_a_header_print_in_their_namespace():
+    t = translated("out[thread_position_in_grid.x] = float(fast::twice(bfloat16_t(a[0])));", """
+        namespace metal { namespace fast {
+          inline bfloat16_t twice(bfloat16_t x) { return x + x; }
+        } }
+    """)
+    assert "namespace fast {\n__device__ inline bfloat16_t twice(bfloat16_t x)" in t.kernel_text
+    compiles(t)
+
+
+@needs_nvrtc
+def test_metals_type_traits_and_limits_are_constant_expressions_on_cuda():
+    t = translated("""
+        static_assert(metal::is_same_v<metal::remove_cv_t<const float>, float>, "");
+        static_assert(metal::bool_constant<true>::value && !metal::is_integral_v<float>, "");
+        static_assert(metal::is_convertible_v<int, float>, "");
+        static_assert(metal::is_convertible_v<bfloat16_t, float>, "");
+        static_assert(!metal::is_convertible_v<float, bfloat16_t>, "");   // MSL 2.22
+        static_assert(!metal::is_convertible_v<half, bfloat16_t>, "");
+        static_assert(metal::is_same_v<metal::conditional_t<true, int, float>, int>, "");
+        constexpr float inf = metal::numeric_limits<float>::infinity();
+        constexpr half top = metal::numeric_limits<half>::max();
+        out[thread_position_in_grid.x] = inf > top ? 1.0f : 0.0f;
+    """)
+    nvrtc.compile_ptx(t.source)
+
+
+@needs_nvrtc
+def test_half_and_bfloat_arithmetic_in_a_static_assert_is_evaluated_by_the_compiler():
+    """MLX's complex.h checks half and bfloat products at compile time; a wrong claim fails."""
+    good = translated("out[thread_position_in_grid.x] = a[0];", """
+        static_assert(half(1.5h) * half(3.0h) == 4.5h, "");
+        static_assert(bfloat16_t(0.1f) + bfloat16_t(0.2f) == bfloat16_t(0.30078125f), "");
+    """)
+    nvrtc.compile_ptx(good.source)
+    wrong = translated("out[thread_position_in_grid.x] = a[0];",
+                       'static_assert(half(0.1f) == 0.1f, "");\n')
+    with pytest.raises(nvrtc.NvrtcError, match="static assertion failed"):
+        nvrtc.compile_ptx(wrong.source)
+
+
+def test_lambdas_print_their_captures_parameters_and_return_types():
+    t = translated("""
+        int k = 3;
+        auto add_k = [&](float x) { return x + k; };
+        auto sq = [](float x) -> float { return x * x; };
+        auto first = [=](auto v) mutable { return v; };
+        out[thread_position_in_grid.x] = add_k(a[0]) + sq(2.0f) + first(1.0f);
+    """)
+    text = t.kernel_text
+    assert "auto add_k = [&](float x) {" in text
+    assert "auto sq = [](float x) -> float {" in text
+    assert "auto first = [=](auto v) mutable {" in text
+    compiles(t)
+
+
+def test_function_pointers_as_template_parameters_and_arguments():
+    t = translated("out[thread_position_in_grid.x] = call_with<twice>(a[0]);", """
+        inline float twice(float x) { return 2 * x; }
+        template <float (*G)(float)> float call_with(float x) { return G(x); }
+    """)
+    assert "template <float (*G)(float)>" in t.kernel_text
+    assert "call_with<twice>(a[0])" in t.kernel_text
+    compiles(t)
+
+
+def test_enums_unions_and_if_constexpr():
+    t = translated("""
+        Bits b;
+        b.f = a[0];
+        float r = float(b.u & 1u) + pal::Blue + int(pal::Mode::Slow);
+        if constexpr (sizeof(float) == 4) { r += 1; }
+        out[thread_position_in_grid.x] = r;
+    """, """
+        namespace pal { enum Color { Red, Green = 4, Blue };
+                        enum class Mode : int { Fast = 1, Slow = 2 }; }
+        union Bits { float f; uint u; };
+    """)
+    text = t.kernel_text
+    assert "enum pal_ns_Color {pal_ns_Red, pal_ns_Green = 4, pal_ns_Blue};" in text
+    assert "enum class pal_ns_Mode : int {Fast = 1, Slow = 2};" in text
+    assert "union Bits {\n  float f;\n  uint u;\n};" in text
+    assert "if constexpr ((sizeof(float) == 4))" in text
+    assert "pal_ns_Blue" in text and "pal_ns_Mode::Slow" in text
+    compiles(t)
+
+
+def test_explicit_specialisations_and_members_defined_after_their_struct():
+    t = translated("""
+        Acc acc{1.0f};
+        Holder<float> h{2.0f};
+        out[thread_position_in_grid.x] = ft<int>(5) + fn<0>() + acc.add(2.0f) + Acc::count()
+                                         + h.get<0>() + h.get<2>();
+    """, """
+        template <typename T> T ft(T x) { return T(x + T(1)); }
+        template <> int ft(int x) { return x * 100; }
+        template <int N> int fn() { return N; }
+        template <> int fn<0>() { return -1; }
+        struct Acc { float v; float add(float x); static int count(); };
+        float Acc::add(float x) { v += x; return v; }
+        int Acc::count() { return 7; }
+        template <typename T> struct Holder {
+          T v;
+          template <int K> T get() const { return v * K; }
+        };
+        template <> template <> float Holder<float>::get<0>() const { return -1.0f; }
+    """)
+    text = t.kernel_text
+    assert "template <>\n__device__ inline int ft(int x)" in text
+    assert "template <>\n__device__ inline int fn<0>()" in text
+    assert "__device__ inline float Acc::add(float x) {" in text
+    assert "__device__ inline static int count();" in text
+    assert "template <>\ntemplate <>\n__device__ inline float Holder<float>::get<0>() const" in text
+    compiles(t)
+
+
+def test_a_member_of_a_class_template_instance_defined_after_it_is_a_specialisation():
+    t = translated("out[thread_position_in_grid.x] = Pair<float, int>{a[0], 2}.sum();", """
+        template <typename A, typename B> struct Pair { A a; B b; float sum() const; };
+        template <> float Pair<float, int>::sum() const { return a + b; }
+    """)
+    assert "template <>\n__device__ inline float Pair<float, int>::sum() const" in t.kernel_text
+    compiles(t)
+
+
+def test_a_constructor_for_constant_objects_and_a_string_in_constant_memory():
+    """MLX's logging.h: `constexpr os_log(constant char*, constant char*) constant {}`, which
+    metalsim never runs, constructs a program-scope object on CUDA from string literals."""
+    t = translated("out[thread_position_in_grid.x] = a[0];", """
+        struct Log { constexpr Log(constant char*, constant char*) constant {} };
+        constant Log logger("mlx", "census");
+    """)
+    assert "__device__ constexpr Log(const char *, const char *) {" in t.kernel_text
+    compiles(t)
+
+
+@needs_nvrtc
+def test_metals_constants_arrays_and_internal_traits_on_cuda():
+    t = translated("""
+        static_assert(M_PI_F == 0x1.921fb6p+1f && M_LN10_F == 0x1.26bb1cp+1f, "");
+        static_assert(INT_MIN == -2147483647 - 1 && SHRT_MIN == -32768, "");
+        static_assert(metal::_disjunction<metal::is_same<int, float>, metal::true_type>::value,
+                      "");
+        constexpr float nan = metal::numeric_limits<float>::quiet_NaN();
+        metal::array<float, 3> v = {a[0], M_SQRT1_2_F, float(HALF_EPSILON)};
+        out[thread_position_in_grid.x] = v[v.size() - 1] + (nan != nan ? 1.0f : 0.0f);
+    """)
+    nvrtc.compile_ptx(t.source)
+
+
+def test_a_programs_own_integral_constant_replaces_metals_under_another_name():
+    """As in the simulator, where Metal's gives way to the program's (MLX's steel declares
+    its own, and so do custom headers)."""
+    t = translated("""
+        Int<4> four;
+        out[thread_position_in_grid.x] = a[0] * four + metal::true_type::value;
+    """, """
+        template <typename T, T v> struct integral_constant {
+          static constexpr constant T value = v;
+          using value_type = T;
+          constexpr operator value_type() const thread { return value; }
+        };
+        template <int val> using Int = integral_constant<int, val>;
+    """)
+    assert "struct program_integral_constant {" in t.kernel_text
+    assert "using Int = program_integral_constant<int, val>;" in t.kernel_text
+    assert "true_type::value" in t.kernel_text   # Metal's, which the program does not declare
+    compiles(t)
+
+
+def test_modf_sincos_frexp_and_mlxs_log1p_compile_where_a_kernel_calls_them():
+    t = translated("""
+        float ip; int e; float c; half hip;
+        float r = modf(a[0], ip) + frexp(a[1], e) + sincos(a[2], c) + log1p(a[3]);
+        out[thread_position_in_grid.x] = r + float(modf(half(a[4]), hip))
+                                         + float(log1p(bfloat16_t(a[5])));
+    """)
+    assert "__device__ inline float log1p(float x)" in t.kernel_text   # MLX's, from utils.h
+    compiles(t)
