@@ -112,7 +112,7 @@ def test_static_const_members_operator_calls_by_name_and_unnamed_template_parame
 def test_a_kernels_own_complex64_t_typedef_meets_mlxs_as_in_the_source_mlx_compiles():
     """MLX compiles a custom kernel after its utils.h, so a kernel's own `complex64_t` of
     another type is a redefinition there (MLX's complex.h, included, replaces the prelude's
-    stand-in instead: test_prelude)."""
+    stand-in instead: test_prelude_stand_ins)."""
     header = """
 template <typename T>
 struct cplx {
