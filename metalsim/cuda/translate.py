@@ -40,8 +40,8 @@ import numpy as np
 from metalsim.cuda.prelude import MLX_UTILS, PRELUDE
 from metalsim.diagnostics import CompileError, SourceMap
 from metalsim.exec.launch import parsed_prelude
+from metalsim.exec.prelude import METAL_SECTION, PRELUDE_SECTIONS
 from metalsim.exec.prelude import PRELUDE as SIM_PRELUDE
-from metalsim.exec.prelude import PRELUDE_SECTIONS
 from metalsim.lang import ast
 from metalsim.lang.parser import parse
 from metalsim.lang.preprocess import preprocess
@@ -130,9 +130,9 @@ def translate(gen: GeneratedKernel, math_mode: str = "safe",
     unit = parse(preprocess(SIM_PRELUDE + gen.text, source_map, after=preprocessed,
                             include_dirs=include_dirs), source_map, after=parsed)
     sections = {name for name, _, _ in PRELUDE_SECTIONS}
-    prelude = [item for item in unit.items if item.coord.section in sections]
+    metal_library = [item for item in unit.items if item.coord.section == METAL_SECTION]
     unit.items = [item for item in unit.items if item.coord.section not in sections]
-    _rename_own_library_types(unit, prelude)
+    _rename_own_library_types(unit, metal_library)
     _spell_program_names(unit)
     try:
         return _Printer().unit(unit)
