@@ -1,7 +1,8 @@
 """The C++ lookup fuzzer of the test suite at a larger size: random programs over explicit
-specialisations, name lookup, namespaces, inheritance and lvalues, run by metalsim and by g++
--std=c++14 (`tests/metalsim/cgen_cxx_lookup.py`); prints, by family, how many agree bit for bit
-and how many metalsim refuses (with the refusals by message), and every disagreement.
+specialisations, name lookup, namespaces, inheritance, lvalues and operators, run by metalsim
+and by g++ -std=c++14 (`tests/metalsim/cgen_cxx_lookup.py`); prints, by family, how many agree
+bit for bit, how many metalsim refuses (with the refusals by message) and how many ill-formed
+ones both reject, and every disagreement.
 
 Run: python benchmarks/fuzz_cxx_lookup.py [programs] [seed]   (defaults 5,000 and 0; needs g++)
 """
@@ -32,10 +33,11 @@ def main(count: int, seed: int) -> int:
         done += len(batch)
     print(f"{done:,} programs, seed {seed} ({time.monotonic() - started:.0f} s): "
           f"{sum(tally.agreed.values()):,} agree with g++, "
-          f"{sum(tally.refused.values()):,} refused, {len(tally.disagreed):,} disagree")
+          f"{sum(tally.refused.values()):,} refused, {sum(tally.rejected.values()):,} "
+          f"ill-formed and refused by both, {len(tally.disagreed):,} disagree")
     for family in cgen_cxx_lookup.FAMILIES:
         print(f"  {family:15} agree {tally.agreed[family]:6,}  refused "
-              f"{tally.refused[family]:6,}")
+              f"{tally.refused[family]:6,}  both reject {tally.rejected[family]:6,}")
     print("refusals by message:")
     for reason, n in tally.reasons.most_common():
         print(f"  {n:6,}  {reason}")

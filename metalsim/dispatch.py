@@ -17,14 +17,16 @@ pipeline's `MTLFunctionConstantValues` set (by index or name).
 
 Dispatch counts threads, as `dispatchThreads` (and `mx.fast.metal_kernel`) do. Buffers the
 kernel may write (non-const `device` pointers) are copied, checked for races, and returned with
-what the kernel wrote; the others are read-only. Threadgroup-memory arguments
-(`[[threadgroup(n)]]`) are not supported.
+what the kernel wrote; the others are read-only. A threadgroup-memory argument
+(`threadgroup float* tmp [[threadgroup(0)]]`) gets `threadgroup_memory[n]` bytes per
+threadgroup, as a pipeline's `setThreadgroupMemoryLength:atIndex:` gives (a multiple of 16
+bytes): uninitialised, bounds- and race-checked as threadgroup variables are.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import ml_dtypes
@@ -40,10 +42,11 @@ Buffer = mx.array | np.ndarray | bytes | bool | int | float
 
 @dataclass
 class Dispatch:
-    """What `dispatch` returns: every bound buffer after the run, by index, and the Report."""
+    """What `dispatch` returns: every bound buffer after the run, by index, and the Report
+    (None from `metalsim.cuda.dispatch`: the GPU gives values, not diagnostics)."""
 
     buffers: dict[int, mx.array | bytes]
-    report: Report
+    report: Report | None
 
 
 @dataclass
@@ -56,6 +59,7 @@ class _Written:
 def dispatch(source: str, function: str, buffers: Mapping[int, Buffer],
              grid: Sequence[int], threadgroup: Sequence[int], *,
              function_constants: Mapping[int | str, bool | int | float] | None = None,
+             threadgroup_memory: Mapping[int, int] | None = None,
              include_dirs: Sequence[str | Path] = (), math_mode: str = "safe",
              max_steps: int | None = None, check: bool = True) -> Dispatch:
     """Run the kernel function `function` of `source` (a kernel's name, or the
@@ -64,10 +68,12 @@ def dispatch(source: str, function: str, buffers: Mapping[int, Buffer],
 
     A buffer is an `mx.array` or numpy array (of the element type the argument declares), a
     Python scalar for a `constant T&` argument (converted to T), or `bytes` for a struct.
+    `threadgroup_memory[n]`: the bytes of threadgroup memory bound to `[[threadgroup(n)]]`.
     `include_dirs`: where `#include "..."` looks (`metalsim.mlx_include_dir()` for MLX's
     kernels). `check=True` raises `KernelFault` if the run found errors; otherwise they are in
     `report.diagnostics`."""
     from metalsim.exec import launch as ex  # the executor is imported only to run
+    from metalsim.exec import memory as mem
 
     grid3, group3 = _dims("grid", grid), _dims("threadgroup", threadgroup)
     if math_mode not in ("safe", "relaxed", "fast"):
@@ -85,10 +91,17 @@ def dispatch(source: str, function: str, buffers: Mapping[int, Buffer],
             m = ex.Machine(grid3, program.source_map, max_steps or ex.DEFAULT_STEP_LIMIT,
                            tracing, None, None, program.guards)
             m.efficiency = None
-            regions, written, traffic = _bind(m, program, function, arguments, buffers)
-            plan = ex.plan_memory(program, [_Written(r.data) for r in written.values()], grid3,
-                                  tg, ex.default_memory_budget())
-            if ex.within_resource_limits(m, program.code, len(regions), group3) and (
+            regions, written, traffic = _bind(m, program, function, arguments, buffers,
+                                              threadgroup_memory or {})
+            # the bound threadgroup memory counts with what the kernel declares
+            bound = [r for r in regions.values() if isinstance(r, ex.ThreadgroupArgument)]
+            code = replace(program.code, threadgroup_bytes=program.code.threadgroup_bytes + sum(
+                r.nbytes for r in bound), threadgroup_granules=program.code.threadgroup_granules
+                + sum(-(-r.nbytes // mem.leaf_scalar(r.elem).size) for r in bound))
+            plan = ex.plan_memory(replace(program, code=code),
+                                  [_Written(r.data) for r in written.values()], grid3, tg,
+                                  ex.default_memory_budget())
+            if ex.within_resource_limits(m, code, len(regions) - len(bound), group3) and (
                     m.total_threads):
                 ex.run_batches(m, program, regions, tg, Coord("source", 1, 1),
                                max(plan.lanes, int(np.prod(tg))))
@@ -124,6 +137,7 @@ class _Argument:
     name: str
     index: int | None   # None: absent (its function constant is false)
     var: object
+    threadgroup: bool = False   # `[[threadgroup(n)]]`: `index` is n
 
 
 def _buffer_arguments(program, function: str) -> list[_Argument]:
@@ -139,9 +153,12 @@ def _buffer_arguments(program, function: str) -> list[_Argument]:
     for name, var in program.params.items():
         attributes = {a.name: a for a in program.param_attributes.get(name, ())}
         if "threadgroup" in attributes:
-            raise ValueError(f"[metalsim] '{function}' takes threadgroup memory as an argument "
-                             f"('{name}' [[threadgroup(n)]]), which metalsim.dispatch does not "
-                             "bind; declare it inside the kernel instead.")
+            literal = attributes["threadgroup"].args[0] if attributes["threadgroup"].args else None
+            if not isinstance(literal, ast.IntLiteral):
+                raise ValueError(f"[metalsim] argument '{name}' of '{function}': metalsim "
+                                 "reads [[threadgroup(n)]] with n an integer literal.")
+            arguments.append(_Argument(name, literal.value, var, threadgroup=True))
+            continue
         if program.attribute_of(name) in ex.THREAD_ATTRIBUTES:
             continue
         buffer = attributes.get("buffer")
@@ -167,9 +184,11 @@ def _buffer_arguments(program, function: str) -> list[_Argument]:
     return arguments
 
 
-def _bind(m, program, function: str, arguments: list[_Argument], buffers: Mapping):
+def _bind(m, program, function: str, arguments: list[_Argument], buffers: Mapping,
+          threadgroup_memory: Mapping[int, int]):
     """A region per buffer argument (absent ones get an empty region: any access is out of
-    bounds), the writable ones by index, and the traffic rows."""
+    bounds) and what each threadgroup argument is bound (`ThreadgroupArgument`), the writable
+    buffers by index, and the traffic rows."""
     from metalsim.exec import launch as ex
     from metalsim.exec import memory as mem
     from metalsim.lang import types as ty
@@ -182,6 +201,10 @@ def _bind(m, program, function: str, arguments: list[_Argument], buffers: Mappin
         pointer = isinstance(var.type, ty.PointerType)
         elem = var.type.pointee if pointer else var.type
         space = var.type.space if pointer else (var.space or "constant")
+        if arg.threadgroup:
+            regions[arg.name] = ex.ThreadgroupArgument(elem, _threadgroup_length(
+                function, arg, elem, threadgroup_memory))
+            continue
         if arg.index is None:
             regions[arg.name] = (mem.Region(arg.name, space, elem, 0, data=np.zeros(0, np.uint8),
                                             element_count=0), 0)
@@ -206,6 +229,24 @@ def _bind(m, program, function: str, arguments: list[_Argument], buffers: Mappin
                                "shape": (data.size // max(1, elem.size),), "type": str(elem)}
         regions[arg.name] = (region, 0)
     return regions, written, traffic
+
+
+def _threadgroup_length(function: str, arg: _Argument, elem, lengths: Mapping[int, int]
+                        ) -> int:
+    """The bytes `lengths` binds to threadgroup argument `arg`, checked as Metal does."""
+    if arg.index not in lengths:
+        raise ValueError(f"[metalsim] '{function}' takes threadgroup memory {arg.index} "
+                         f"('{arg.name}', threadgroup {elem}*), which `threadgroup_memory` "
+                         f"does not give: pass threadgroup_memory={{{arg.index}: bytes}}.")
+    length = lengths[arg.index]
+    if not isinstance(length, int | np.integer) or length <= 0 or length % 16:
+        raise ValueError(f"[metalsim] threadgroup_memory[{arg.index}] must be a positive "
+                         f"multiple of 16 bytes (as setThreadgroupMemoryLength requires), got "
+                         f"{length!r}.")
+    if length < elem.size:
+        raise ValueError(f"[metalsim] threadgroup_memory[{arg.index}] is {length} bytes, "
+                         f"fewer than one {elem} ({elem.size} bytes).")
+    return int(length)
 
 
 def _bytes_of(value: Buffer, elem, name: str, pointer: bool) -> np.ndarray:

@@ -24,6 +24,12 @@ prelude's overloads reproduce Metal's rules, so the printer only rewrites what d
   __global__` entry (`ENTRY`) that computes the thread attributes with MLX's dispatch, lets the
   threads of a partial edge threadgroup beyond its real size return, and binds the buffers.
 
+`translate_function` translates a whole Metal source instead (what `metalsim.dispatch` runs):
+the kernel function it names (or the `[[host_name("...")]]` of an instantiation) is the one
+the entry calls, the other `[[kernel]]` functions are left out, and the function constants a
+pipeline sets become compile-time constants (a kernel that reads one it leaves unset is
+refused).
+
 What cannot be translated raises `metalsim.CompileError` naming the construct, at its line.
 """
 
@@ -31,6 +37,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -45,7 +52,7 @@ from metalsim.exec.prelude import PRELUDE as SIM_PRELUDE
 from metalsim.lang import ast
 from metalsim.lang.parser import parse
 from metalsim.lang.preprocess import preprocess
-from metalsim.signature import GeneratedKernel
+from metalsim.signature import ATTRIBUTES, GeneratedKernel
 
 ENTRY = "metalsim_entry"
 _SWIZZLE = re.compile(r"^(?:[xyzw]{2,4}|[rgba]{2,4})$")
@@ -56,6 +63,7 @@ _TYPE_NAMES = {"char": "signed char", "long": "long", "unsigned": "unsigned int"
 _METAL_NAMESPACES = frozenset({"fast", "precise", "metal::fast", "metal::precise"})
 _MULTIWORD_TYPES = frozenset(n for n in _TYPE_NAMES.values() if " " in n)
 _ASSIGNING_UNARY = {"++", "--", "&"}
+_THREAD_ATTRIBUTES = frozenset(name for name, _ in ATTRIBUTES)
 _CONSTEXPR_SCALARS = {"bool", "char", "uchar", "short", "ushort", "int", "uint", "long", "ulong",
                       "float", "int8_t", "uint8_t", "int16_t", "uint16_t", "int32_t", "uint32_t",
                       "int64_t", "uint64_t", "size_t", "unsigned", "signed"}
@@ -121,21 +129,40 @@ def translate(gen: GeneratedKernel, math_mode: str = "safe",
               include_dirs: tuple[str, ...] = ()) -> Translation:
     """The CUDA C++ translation of MLX's generated source `gen` (see the module docstring);
     `#include "..."` reads from `include_dirs` (MLX's kernel headers, for one)."""
+    return _translate_text(gen.text, gen.sections, math_mode, include_dirs, _Printer())
+
+
+def translate_function(source: str, function: str,
+                       function_constants: Mapping[int | str, bool | int | float] | None = None,
+                       math_mode: str = "safe", include_dirs: tuple[str, ...] = ()
+                       ) -> Translation:
+    """The CUDA C++ translation of the kernel function `function` of a whole Metal source (its
+    name, or the `[[host_name("...")]]` of an instantiation of a kernel template), with the
+    function constants a pipeline sets (by `[[function_constant(i)]]` index or by name), as
+    `metalsim.dispatch` runs it. The entry takes every argument that is not a thread
+    attribute, in declaration order (`Translation.buffers`)."""
+    printer = _Printer(function, dict(function_constants or {}))
+    return _translate_text(source, [("source", 0, len(source))], math_mode, include_dirs,
+                           printer)
+
+
+def _translate_text(text: str, sections: list[tuple[str, int, int]], math_mode: str,
+                    include_dirs: tuple[str, ...], printer: _Printer) -> Translation:
     # The simulator's prelude goes first, for the parser to know the names it declares (MLX's
     # typedefs, Metal's `integral_constant`, ...); the CUDA prelude declares its own.
     shift = len(SIM_PRELUDE)
-    source_map = SourceMap(SIM_PRELUDE + gen.text, PRELUDE_SECTIONS + [
-        (name, start + shift, end + shift) for name, start, end in gen.sections])
+    source_map = SourceMap(SIM_PRELUDE + text, PRELUDE_SECTIONS + [
+        (name, start + shift, end + shift) for name, start, end in sections])
     preprocessed, parsed = parsed_prelude(math_mode == "fast")
-    unit = parse(preprocess(SIM_PRELUDE + gen.text, source_map, after=preprocessed,
+    unit = parse(preprocess(SIM_PRELUDE + text, source_map, after=preprocessed,
                             include_dirs=include_dirs), source_map, after=parsed)
-    sections = {name for name, _, _ in PRELUDE_SECTIONS}
+    prelude_sections = {name for name, _, _ in PRELUDE_SECTIONS}
     metal_library = [item for item in unit.items if item.coord.section == METAL_SECTION]
-    unit.items = [item for item in unit.items if item.coord.section not in sections]
+    unit.items = [item for item in unit.items if item.coord.section not in prelude_sections]
     _rename_own_library_types(unit, metal_library)
     _spell_program_names(unit)
     try:
-        return _Printer().unit(unit)
+        return printer.unit(unit)
     except _Untranslatable as error:
         coord = error.node.coord if error.node is not None else None
         raise CompileError(f"the CUDA back end cannot translate {error.message}", coord,
@@ -220,18 +247,6 @@ def _uses_simdgroup_matrices(node: ast.Node) -> bool:
                for n in _walk(node))
 
 
-def _kernel_name(unit: ast.TranslationUnit) -> str | None:
-    """The kernel MLX compiles: the last one instantiated (MLX's `template [[host_name]]`
-    line), else the last `[[kernel]]` function."""
-    chosen = None
-    for item in unit.items:
-        plain_kernel = (isinstance(item, ast.FunctionDef) and item.template_params is None
-                        and any(a.name == "kernel" for a in item.attributes))
-        if isinstance(item, ast.ExplicitInstantiation) or plain_kernel:
-            chosen = item.name
-    return chosen
-
-
 _PURE_UNARY = {"+", "-", "!", "~"}
 
 
@@ -271,14 +286,18 @@ def _pure(e: ast.Node) -> bool:
 
 
 class _Printer:
-    def __init__(self) -> None:
+    def __init__(self, function: str | None = None,
+                 function_constants: dict[int | str, bool | int | float] | None = None) -> None:
+        self.wanted = function               # None: the source's (last) kernel
+        self.constant_values = function_constants or {}   # what the pipeline sets
+        self.defined_constants: dict[str, bool] = {}   # function constants: whether set
         self.kernel: ast.FunctionDef | None = None
         self.instantiation: ast.ExplicitInstantiation | None = None
         self.anonymous = 0
         self.signatures: set[str] = set()
         self.switches: list[str] = []
         self.members: set[str] = set()
-        self.function_constants: list[ast.VarDecl] = []
+        self.unset_constants: list[ast.VarDecl] = []   # function constants the launch leaves unset
         self.values: set[str] = set()
 
     # --- translation unit ----------------------------------------------------------------
@@ -288,7 +307,7 @@ class _Printer:
         # accessed: without types the printer knows no better, and Metal code rarely mixes both.
         self.members = {m.name for node in _walk(unit) if isinstance(node, ast.StructDef)
                         for m in node.members}
-        self.kernel_name = _kernel_name(unit)
+        self.kernel, self.instantiation = self.chosen_kernel(unit)
         self.namespaces = unit.namespaces
         # Names that are only ever declared as values: two of them are two different objects.
         declared = [n for n in _walk(unit) if isinstance(n, ast.VarDecl | ast.Param)]
@@ -300,13 +319,13 @@ class _Printer:
             text = self.top_level(item)
             if text:
                 body.append(text)
-        if self.kernel is None:
-            raise _Untranslatable("a source without a [[kernel]] function", unit)
         entry, buffers = self.entry()
-        for constant in self.function_constants:
+        for constant in self.unset_constants:
             if any(re.search(rf"\b{re.escape(constant.name)}\b", text) for text in body):
-                raise _Untranslatable(f"the function constant '{constant.name}' (a "
-                                      "`mx.fast.metal_kernel` launch sets none)", constant)
+                raise _Untranslatable(
+                    f"the function constant '{constant.name}', which this launch leaves unset "
+                    "(`mx.fast.metal_kernel` sets none; `metalsim.cuda.dispatch` those its "
+                    "`function_constants` give)", constant)
         used = {n.name for n in _walk(unit) if isinstance(n, ast.Name | ast.NamedType)}
         defined = {item.name for item in unit.items
                    if isinstance(item, ast.FunctionDef | ast.StructDef | ast.TypeAlias)}
@@ -316,14 +335,49 @@ class _Printer:
                 + "}  // namespace metal\n")
         return Translation(text, buffers)
 
+    def chosen_kernel(self, unit: ast.TranslationUnit
+                      ) -> tuple[ast.FunctionDef, ast.ExplicitInstantiation | None]:
+        """The kernel function the entry calls, and the explicit instantiation that names it
+        (for a template): the one `self.wanted` names, as a pipeline finds it (the
+        `[[host_name("...")]]` of an instantiation, else a kernel's own name), or the last
+        one instantiated or defined (a header's other kernel templates are left out)."""
+        kernels = [f for f in unit.items if isinstance(f, ast.FunctionDef) and f.body is not None
+                   and any(a.name == "kernel" for a in f.attributes)]
+        if not kernels:
+            raise _Untranslatable("a source without a [[kernel]] function", unit)
+        instantiations = [i for i in unit.items if isinstance(i, ast.ExplicitInstantiation)]
+        if self.wanted is None:   # MLX's generated source: its kernel comes last
+            chosen = None
+            for item in unit.items:
+                if isinstance(item, ast.ExplicitInstantiation):
+                    kernel = next((k for k in kernels if k.name == item.name), None)
+                    chosen = (kernel, item) if kernel is not None else chosen
+                elif item in kernels and item.template_params is None:
+                    chosen = (item, None)
+            if chosen is None:
+                raise _Untranslatable("a template [[kernel]] that is never instantiated",
+                                      kernels[-1])
+            return chosen
+        for item in instantiations:
+            if any(a.name == "host_name" and a.args and isinstance(a.args[0], ast.StringLiteral)
+                   and a.args[0].value == self.wanted for a in item.attributes):
+                kernel = next((k for k in kernels if k.name == item.name), None)
+                if kernel is None:
+                    raise _Untranslatable(f"'{self.wanted}', an instantiation of '{item.name}', "
+                                          "which is not a [[kernel]] function template", item)
+                return kernel, item
+        kernel = next((k for k in kernels if k.name == self.wanted
+                       and not k.template_params), None)
+        if kernel is None:
+            raise _Untranslatable(f"the kernel '{self.wanted}': no kernel function or "
+                                  "[[host_name]] instantiation has that name", unit)
+        return kernel, None
+
     def top_level(self, item: ast.Node) -> str:
         if isinstance(item, ast.FunctionDef):
             if any(a.name == "kernel" for a in item.attributes):
-                if item.name != self.kernel_name:
-                    # Another of a header's `[[kernel]]` templates: nothing calls a kernel.
-                    return ""
-                self.kernel = item
-                return self.function(item, kernel=True)
+                # A pipeline holds one kernel function: the others are left out.
+                return self.function(item, kernel=True) if item is self.kernel else ""
             namespace, _, name = item.name.rpartition("::")
             if namespace.removeprefix("metal::") in _METAL_NAMESPACES:
                 # MLX's overloads in Metal's `fast` and `precise` (bf16_math.h)
@@ -341,7 +395,6 @@ class _Printer:
         if isinstance(item, ast.Empty):   # what a namespace alias or using-declaration left
             return ""
         if isinstance(item, ast.ExplicitInstantiation):
-            self.instantiation = item
             return ""
         if isinstance(item, ast.DeclStmt):
             return "".join(self.global_decl(d) for d in item.decls)
@@ -369,14 +422,37 @@ class _Printer:
 
     def global_decl(self, d: ast.VarDecl) -> str:
         """Program-scope variables are `constant` (or constexpr) in Metal: CUDA constant memory."""
-        if any(a.name == "function_constant" for a in d.attributes) and d.init is None:
-            # Set by a pipeline, never by `mx.fast.metal_kernel`: only a kernel that does not
-            # read it translates (`unit` checks).
-            self.function_constants.append(d)
-            return ""
+        attribute = next((a for a in d.attributes if a.name == "function_constant"), None)
+        if attribute is not None:
+            return self.function_constant(d, attribute)
         init = f" = {self.initializer(d.init)}" if d.init is not None else ""
         qual = "constexpr" if d.constexpr else "const"
         return f"static __device__ {qual} {self.declare(d.type, d.name, drop_const=True)}{init};\n"
+
+    def function_constant(self, d: ast.VarDecl, attribute: ast.Attribute) -> str:
+        """`constant bool has_mask [[function_constant(300)]];`: a compile-time constant of
+        the value the pipeline sets (by name, else by index), as Metal's compiler specialises
+        the function; one it leaves unset is not declared (`unit` refuses a kernel that
+        reads it: its value is undefined), and `is_function_constant_defined` is false."""
+        index = attribute.args[0] if len(attribute.args) == 1 else None
+        if not isinstance(index, ast.IntLiteral):
+            raise _Untranslatable(f"the function constant '{d.name}' without an integer index", d)
+        value = self.constant_values.get(d.name, self.constant_values.get(index.value))
+        self.defined_constants[d.name] = value is not None
+        declared = self.declare(d.type, d.name, drop_const=True)
+        if value is None:
+            self.unset_constants.append(d)
+            return ""
+        value = value.item() if isinstance(value, np.generic) else value
+        if isinstance(value, bool):
+            literal = "true" if value else "false"
+        elif isinstance(value, int):
+            literal = f"{value}ll"
+        else:
+            number = float(value)
+            literal = self.float_literal(ast.FloatLiteral(d.coord, number, "", repr(number)))
+        t = self.type_name(d.type).removeprefix("const ")
+        return f"static __device__ constexpr {declared} = static_cast<{t}>({literal});\n"
 
     def variable_template(self, item: ast.VariableTemplate) -> str:
         """`template <class T> constexpr bool k = ...;` (a constant, as in Metal's program
@@ -441,6 +517,8 @@ class _Printer:
         for m in s.members:
             init = f" = {self.initializer(m.init)}" if m.init is not None else ""
             lines.append(f"{inner}{self.declare(m.type, m.name)}{init};")
+        for used in s.using_members:   # `using B::f;`: B's overloads join the struct's own
+            lines.append(f"{inner}using {self.expr(used)};")
         printed: set[str] = set()
         for c in s.constructors + s.space_constructors:
             params = ", ".join(self.param(p) for p in c.params)
@@ -586,15 +664,24 @@ class _Printer:
             if inst is None:
                 raise _Untranslatable("a template [[kernel]] that is never instantiated", kernel)
             callee += "<" + ", ".join(self.template_arg(a) for a in inst.template_args) + ">"
+        call = f"  {callee}("
+        if kernel.template_params and len(inst.template_args) < len(kernel.template_params):
+            # Template parameters left to their defaults (`typename MaskType = float`) would be
+            # deduced from the buffer arguments first, which fails: the specialisation's
+            # address fixes them all, and the arguments convert to its parameter types.
+            call = f"  auto* const kernel = &{callee};\n  kernel("
         params, args, buffers = [], [], []
         for p in kernel.params:
-            attribute = next((a.name for a in p.attributes if a.name != "buffer"), None)
+            attribute = next((a.name for a in p.attributes if a.name in _THREAD_ATTRIBUTES), None)
             if attribute is not None:
                 args.append(f"attribute_as<{self.type_name(p.type)}>::from("
                             f"info.{attribute})")
                 continue
-            if not any(a.name == "buffer" for a in p.attributes):
-                raise _Untranslatable(f"the kernel parameter '{p.name}' without an attribute", p)
+            if any(a.name == "threadgroup" for a in p.attributes):
+                raise _Untranslatable(f"the threadgroup-memory argument '{p.name}' "
+                                      "([[threadgroup(n)]])", p)
+            # Every other argument is a buffer (`[[buffer(n)]]`, or numbered in order where
+            # none says; the caller binds them by the indices the simulator reads).
             index = len(buffers)
             buffers.append(p.name or "")
             params.append(f"void* b{index}")
@@ -606,7 +693,7 @@ class _Printer:
             + ", ".join(params) + ") {\n"
             "  const thread_info info = make_thread_info(gx, gy, gz, tx, ty, tz);\n"
             "  if (!info.exists) return;\n"
-            f"  {callee}(" + ", ".join(args) + ");\n}\n"
+            + call + ", ".join(args) + ");\n}\n"
         )
         return text, tuple(buffers)
 
@@ -856,6 +943,9 @@ class _Printer:
         if isinstance(e, ast.Conditional):
             return f"({self.expr(e.cond)} ? {self.expr(e.then)} : {self.expr(e.otherwise)})"
         if isinstance(e, ast.Call):
+            if e.func.name == "is_function_constant_defined" and len(e.args) == 1 and isinstance(
+                    e.args[0], ast.Name) and e.args[0].name in self.defined_constants:
+                return "true" if self.defined_constants[e.args[0].name] else "false"
             # (a type is an argument of the compiler's built-ins: `__is_empty(T)`)
             return f"{self.name(e.func)}({', '.join(self.template_arg(a) for a in e.args)})"
         if isinstance(e, ast.MethodCall):

@@ -13,6 +13,7 @@ from __future__ import annotations
 import difflib
 import re
 from collections.abc import Callable
+from dataclasses import replace
 
 import numpy as np
 
@@ -88,6 +89,13 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
         self.builtins = builtins
         self.math_variant = math_variant
         self.functions: dict[str, list[ast.FunctionDef]] = {}   # explicit specialisations too
+        # Friend functions defined in structs, by the name written: found only through an
+        # argument of their struct (`hidden_friends_for`).
+        self.hidden_friends: dict[str, list[ast.FunctionDef]] = {}
+        # A struct template's hidden friend for one instance: a non-template copy, by the
+        # friend's id and the instance, and the arguments (and injected name) its copy sees.
+        self.friend_copies: dict[tuple[int, StructType], ast.FunctionDef] = {}
+        self.friend_bindings: dict[int, dict] = {}
         # How many `functions` there were and the bare names of those in namespaces then.
         self.namespaced_names: tuple[int, set[str]] = (-1, set())
         # (id of a function template, its argument keys) -> its explicit specialisation
@@ -106,12 +114,21 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
         self.struct_statics: dict[StructType, dict[str, Var]] = {}   # `static constexpr` members
         self.struct_types: dict[StructType, dict[str, Type]] = {}    # member types
         self.struct_bases: dict[StructType, list[StructType]] = {}   # direct base classes
+        # `using B::f;` in a struct: the base class each named member function comes from
+        self.struct_using: dict[StructType, dict[str, StructType]] = {}
+        self.struct_access: dict[StructType, ast.StructDef] = {}   # where some access is limited
         # default member initializers (`T m = e;`) by struct: member -> (initializer, scope)
         self.member_defaults: dict[StructType, dict[str, tuple[ast.Node, Scope]]] = {}
         self.variable_instances: dict[tuple, Var] = {}   # values of variable templates
         # Each struct template instance: its template and template arguments.
         self.instance_of: dict[StructType, tuple[StructTemplate, dict]] = {}
+        # the definition each instance was made from (the primary's, or a specialisation's)
+        self.instance_definition: dict[StructType, ast.StructDef] = {}
         self.fn: FunctionCode | None = None
+        # Whose private members the code being compiled may name: the struct of the member
+        # function (None outside one) and the function's name (for friend declarations).
+        self.access_from: tuple[StructType | None, str] = (None, "")
+        self.closure_access: dict[int, tuple[StructType | None, str]] = {}   # by id(body)
         self.address_taken: set[str] = set()
         self.fixed_names: set[str] = set()   # see `uses.fixed_names`
         self.decl_ids = 0
@@ -146,6 +163,8 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
             elif isinstance(item, ast.FunctionDef) and is_explicit_specialization(item):
                 self.declare_function_specialization(item)
                 self.functions.setdefault(item.name, []).append(item)
+            elif isinstance(item, ast.FunctionDef) and item.friend_of is not None:
+                self.hidden_friends.setdefault(item.name.rpartition("::")[2], []).append(item)
             elif isinstance(item, ast.FunctionDef):
                 self.functions.setdefault(item.name, []).append(item)
             elif isinstance(item, ast.VariableTemplate) and item.specialization is not None:
@@ -177,6 +196,20 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
                 self.static_assert(item, self.globals)
             elif isinstance(item, ast.EnumDef):
                 self.define_enum(item, self.globals)
+        for friends in self.hidden_friends.values():
+            for friend in list(friends):
+                if any(self.same_parameters(friend, f) for f in self.functions.get(
+                        friend.name, ())):   # declared in its namespace too: visible
+                    friends.remove(friend)
+                    self.functions[friend.name].append(friend)
+
+    def same_parameters(self, f: ast.FunctionDef, g: ast.FunctionDef) -> bool:
+        """Whether non-template functions `f` and `g` take the same parameter types."""
+        if f.template_params is not None or g.template_params is not None or len(
+                f.params) != len(g.params):
+            return False
+        return all(self.resolve_decl_type(p.type, self.globals) == self.resolve_decl_type(
+            q.type, self.globals) for p, q in zip(f.params, g.params))
 
     def define_member_outside(self, fn: ast.MemberFunction) -> None:
         """`R S::f(params) {...}`: the body of the member function `S` declared with the same
@@ -643,9 +676,11 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
         """The arguments whose types argument-dependent lookup looks at, for a call written
         unqualified in a program with namespaces (None otherwise)."""
         name = node.func
+        bare = name.name.rpartition("::")[2]
+        if name.written_unqualified and node.args and bare in self.hidden_friends:
+            return [self.expr(a, scope) for a in node.args]
         if not (name.written_unqualified and self.unit.namespaces and node.args):
             return None
-        bare = name.name.rpartition("::")[2]
         if len(self.functions) != self.namespaced_names[0]:
             self.namespaced_names = (len(self.functions), {
                 k.rpartition("::")[2] for k in self.functions if "::" in k})
@@ -670,7 +705,41 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
             found = found + [f for namespace in self.associated_namespaces(args)
                              for f in self.functions.get(program_name(namespace, bare), [])
                              if f not in found]
+        if args and name.written_unqualified:
+            found = found + self.hidden_friends_for(name.name.rpartition("::")[2], args)
         return found
+
+    def hidden_friends_for(self, name: str, args: list[E]) -> list[ast.FunctionDef]:
+        """The friend functions named `name` defined in the structs associated with `args`
+        (each argument's struct, its bases and its template arguments' structs)."""
+        friends = self.hidden_friends.get(name)
+        if not friends:
+            return []
+        classes: set[StructType] = set()
+        for a in args:
+            self.add_associated(a.type, set(), set(), classes)
+        found = [f for f in friends if f.template_params is None
+                 and f.friend_of in {c.name for c in classes}]
+        for c in classes:
+            instance = self.instance_of.get(c)
+            if instance is None or self.instance_definition.get(c) is not instance[0].node:
+                continue   # (a specialisation's instance has the friends it defines)
+            for f in friends:
+                if f.template_params is not None and f.friend_of == instance[0].node.name:
+                    found.append(self.friend_copy(f, c, instance[1]))
+        return found
+
+    def friend_copy(self, friend: ast.FunctionDef, instance: StructType, bound: dict
+                    ) -> ast.FunctionDef:
+        """The function `friend` (defined in a struct template) is for `instance`: not a
+        template, its parameters' and body's template parameters and the template's name
+        meaning the instance's (as `deduce` gives them)."""
+        key = (id(friend), instance)
+        copy = self.friend_copies.get(key)
+        if copy is None:
+            copy = self.friend_copies[key] = replace(friend, template_params=None)
+            self.friend_bindings[id(copy)] = {**bound, friend.friend_of: instance}
+        return copy
 
     def associated_namespaces(self, args: list[E]) -> set[str]:
         """The namespaces argument-dependent lookup searches for a call with `args` (C++
@@ -682,7 +751,10 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
             self.add_associated(a.type, found, set())
         return found
 
-    def add_associated(self, t: Type, found: set[str], seen: set[Type]) -> None:
+    def add_associated(self, t: Type, found: set[str], seen: set[Type],
+                       named: set[StructType] | None = None) -> None:
+        """Adds to `found` the namespaces associated with type `t` (and to `named` its
+        associated structs)."""
         while isinstance(t, PointerType | ArrayType):
             t = t.pointee if isinstance(t, PointerType) else t.elem
         if isinstance(t, ScalarType) and t.enum is not None:
@@ -694,11 +766,13 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
         while classes:   # the class and its bases, direct and indirect
             c = classes.pop()
             found.add(self.declaring_namespace(c.name))
+            if named is not None:
+                named.add(c)
             classes += self.struct_bases.get(c, [])
         instance = self.instance_of.get(t)
         for v in instance[1].values() if instance is not None else ():
             if not isinstance(v, Var):
-                self.add_associated(v, found, seen)
+                self.add_associated(v, found, seen, named)
 
     def declaring_namespace(self, program: str) -> str:
         """The innermost namespace enclosing the type named `program` (`na::S<nb::T>::In`
@@ -909,6 +983,9 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
                notes: list[str] | None = None):
         """The template arguments of `fdef` for a call with `args`, or None where deduction
         fails (a conflict is explained in `notes`, as clang's note says it)."""
+        fixed = self.friend_bindings.get(id(fdef))
+        if fixed is not None:   # a struct template's hidden friend, for one instance
+            return dict(fixed) if len(args) == len(fdef.params) and not explicit else None
         params = fdef.template_params or []
         if len(explicit) > len(params):
             return None
@@ -1016,7 +1093,7 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
         """How converting `args` to the parameters of `fdef` (whose types are resolved in
         `outer`, by default program scope) ranks, or None where one does not convert."""
         inner = Scope(dict(bindings), outer or self.globals)
-        cost: float = 0
+        costs: list[float] = []
         kinds: list[str] = []
         for p, a in zip(fdef.params, args):
             try:
@@ -1024,40 +1101,44 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
             except CompileError:
                 return None
             kinds.append("")
+            costs.append(0)
             if isinstance(p.type, ast.ReferenceType):
                 at = a.type   # bound, not copied (a struct holding an atomic cannot be)
                 penalty, kinds[-1] = self.reference_binding(p, inner, a, pt)
-                cost += penalty
+                costs[-1] += penalty
             else:
                 at = self.rvalue(a).type
             if pt == at or (isinstance(pt, ArrayType) and pt == a.type):  # `T (&a)[N]`
                 continue
             if isinstance(pt, StructType) and self.is_base_of(pt, at):
-                cost += self.derivation_cost(pt, at)   # derived to base: a conversion
+                costs[-1] += self.derivation_cost(pt, at)   # derived to base: a conversion
             elif isinstance(pt, StructType) and self.constructors_of(pt):
                 if not self.converts_implicitly(a, pt):
                     return None
-                cost += 10  # a user-defined conversion ranks below every standard one
+                costs[-1] += 10  # a user-defined conversion ranks below every standard one
             elif isinstance(at, StructType) and not isinstance(pt, StructType):
-                if self.conversion_function(at, pt, False) is None:
+                found = self.conversion_function(at, pt, False)
+                if found is None:
                     return None
-                cost += 10
+                # a user-defined conversion, then what converts its result (which ranks
+                # sequences through the same conversion function)
+                costs[-1] += 10 + self.after_conversion_function(found, pt)
             elif isinstance(pt, PointerType) or isinstance(at, PointerType):
                 if not (isinstance(pt, PointerType) and isinstance(at, PointerType)
                         and pt.space == at.space and (pt.const or not at.const)):
                     return None
                 if pt.pointee == at.pointee:
-                    cost += 1
+                    costs[-1] += 1
                 elif self.base_offset(at.pointee, pt.pointee) is not None:
-                    cost += self.derivation_cost(pt.pointee, at.pointee)
+                    costs[-1] += self.derivation_cost(pt.pointee, at.pointee)
                 else:
                     return None
             else:
                 step = arithmetic_cost(at, pt)
                 if step is None:
                     return None
-                cost += step
-        return Rank(cost, tuple(kinds))
+                costs[-1] += step
+        return Rank(sum(costs), tuple(kinds), per_argument=tuple(costs))
 
     def reference_binding(self, p: ast.Param, scope: Scope, a: E, pt: Type
                           ) -> tuple[float, str]:
@@ -1071,7 +1152,7 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
             # A struct is bound, not loaded (one holding an atomic cannot be copied).
             at = a.type if isinstance(a.type, StructType) else self.rvalue(a).type
             fits = at == pt or a.type == pt or self.is_base_of(pt, at)
-            return (0, ranking.REF) if modifiable and fits else (100, "")
+            return (0, ranking.REF) if modifiable and fits else (ranking.UNBOUND, "")
         return 0, ranking.CONST_REF if modifiable else ""
 
     def instantiate(self, fdef: ast.FunctionDef, bindings: dict, outer: Scope | None = None,
@@ -1106,7 +1187,10 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
                        f"{MAX_INSTANTIATION_DEPTH}", fdef, width=len(fdef.name),
                        hint="end the recursion with 'if constexpr' on a template parameter")
         self.open_instances.append(code)
-        saved = self.fn, self.address_taken, self.fixed_names, self.loop_depth, self.switch_depth
+        saved = (self.fn, self.address_taken, self.fixed_names, self.loop_depth,
+                 self.switch_depth, self.access_from)
+        self.access_from = ((this.pointee, "") if this is not None else self.closure_access.get(
+            id(fdef), (None, fdef.name.rpartition("::")[2])))
         params = {p.name for p in fdef.params}
         found = uses([fdef.body], lambda name: name.name not in params
                      and self.names_builtin(name, scope), code.returns_ref is None)
@@ -1134,7 +1218,7 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
                 code.return_type = ty.VOID
         finally:
             (self.fn, self.address_taken, self.fixed_names, self.loop_depth,
-             self.switch_depth) = saved
+             self.switch_depth, self.access_from) = saved
             self.open_instances.pop()
         return code
 
@@ -1253,6 +1337,8 @@ def arithmetic_cost(at: Type, pt: Type) -> int | None:
         return 3
     if not (ty.is_arithmetic(pt) and ty.is_arithmetic(at)):
         return None
+    if isinstance(pt, ScalarType) and pt.enum or isinstance(at, ScalarType) and at.scoped_enum:
+        return None   # nothing converts to an enumeration implicitly, nor an `enum class`
     if isinstance(pt, VectorType) and pt.n != at.n:
         return None
     # C++ ranks a promotion above every other conversion: `f(1u)` with `f(int)` and

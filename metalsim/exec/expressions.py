@@ -339,9 +339,15 @@ class ExpressionCompiler:
             # Built in: the right side only on the lanes that need it (compiled again so that
             # its code runs under that mask). An overloaded `&&` evaluates both, as in C++.
             return self.logical(node, scope)
-        if op != "," and (isinstance(left.type, StructType) or isinstance(right.type,
-                                                                          StructType)):
-            return self.struct_operator(op, [left, right], node, scope)
+        structs = isinstance(left.type, StructType) or isinstance(right.type, StructType)
+        if op != "," and (structs or self.enumeration_operator(op, [left, right])):
+            call = self.struct_operator(op, [left, right], node, scope)
+            if call is not None:
+                return call
+            if op in ("&&", "||"):   # on the operands contextually converted to bool
+                return self.logical(node, scope)
+            if structs:   # the built-in operator on what the structs convert to
+                left, right = self.converted_operands([left, right], node)
         if op == ",":
             return self.comma(self.rvalue(left), right, node)
         left, right = self.rvalue(left), self.rvalue(right)
@@ -527,6 +533,8 @@ class ExpressionCompiler:
         return replace(right, ev=ev_comma, coord=node.coord, loc=loc_comma, const=None)
 
     def to_bool(self, e: E, node: ast.Node) -> E:
+        if isinstance(e.type, StructType) and self.conversion_function(e.type, BOOL, True):
+            return self.convert(e, BOOL, node, explicit=True)   # contextually, as `if (s)`
         e = self.rvalue(e)
         if isinstance(e.type, VectorType):
             self.error(f"a vector ('{e.type}') cannot be used as a condition", node,
@@ -535,6 +543,9 @@ class ExpressionCompiler:
             return E(BOOL, lambda f, lanes: np.ones(lanes.n, bool), e.coord)
         if not ty.is_arithmetic(e.type):
             self.error(f"'{e.type}' cannot be used as a condition", node)
+        if isinstance(e.type, ScalarType) and e.type.scoped_enum:
+            self.error(f"value of type '{e.type}' is not contextually convertible to 'bool'",
+                       node, hint=f"compare it with one of '{e.type}''s enumerators")
         return self.convert(e, BOOL, node, explicit=True)
 
     def x_Unary(self, node: ast.Unary, scope: Scope) -> E:
@@ -544,8 +555,11 @@ class ExpressionCompiler:
         operand = self.expr(node.operand, scope)
         if op == "&":  # a unary operator& is refused where it is defined
             return self.address_of(operand, node)
-        if isinstance(operand.type, StructType):
-            return self.struct_operator(op, [operand], node, scope)
+        if isinstance(operand.type, StructType) or self.enumeration_operator(op, [operand]):
+            call = self.struct_operator(op, [operand], node, scope)
+            if call is not None:
+                return call
+            operand = self.converted_operands([operand], node)[0]
         if op == "*":
             return self.dereference(self.rvalue(operand), node)
         if op == "!" and isinstance(self.rvalue(operand).type, VectorType):
@@ -684,7 +698,7 @@ class ExpressionCompiler:
                  if isinstance(node.value, ast.InitList) and node.op == "="
                  else self.expr(node.value, scope))
         if node.op != "=" and isinstance(value.type, StructType) and not isinstance(
-                target.type, StructType) and not self.free_operators(
+                target.type, StructType | ScalarType | VectorType) and not self.free_operators(
                 f"operator{node.op}", [target, value], scope, []):
             # `ptr += Int<1>{}`: with no operator function viable, the built-in operator on
             # what the struct converts to (MLX's steel attention `src += str_y`)
@@ -693,8 +707,13 @@ class ExpressionCompiler:
                 return self.struct_operator(node.op, [target, value], node, scope)
             value = converted[0]
         if node.op != "=" and (isinstance(target.type, StructType)
-                               or isinstance(value.type, StructType)):
-            return self.struct_operator(node.op, [target, value], node, scope)
+                               or isinstance(value.type, StructType)
+                               or self.enumeration_operator(node.op, [target, value])):
+            call = self.struct_operator(node.op, [target, value], node, scope)
+            if call is not None:
+                return call
+            if isinstance(value.type, StructType):   # the built-in one wins
+                value = self.converted_operands([value], node)[0]
         self.check_assignable(target, node.target, scope)
         t, coord, loc = target.type, node.coord, target.loc
         if node.op == "=":

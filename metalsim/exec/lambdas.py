@@ -98,6 +98,7 @@ class LambdaCompiler:
                                      space=copy.space, name=name, captured=(copy, self.fn))
         call = ast.FunctionDef(node.coord, "operator()", node.return_type, node.params,
                                node.body, node.template_params)
+        self.closure_access[id(call)] = self.access_from   # its body names what this code may
         st = self.closure_type(node, Closure(node, call, Scope(captures, scope)))
         return E(st, self.make_closure(copies, st), node.coord)
 

@@ -420,12 +420,25 @@ def bind_buffers(m: Machine, gen, program: Program, inputs, outputs) -> tuple[di
     return regions, traffic
 
 
+@dataclass(frozen=True)
+class ThreadgroupArgument:
+    """Threadgroup memory bound to a kernel argument (`[[threadgroup(n)]]`, the length a
+    pipeline's setThreadgroupMemoryLength gives): allocated per batch, one bank per
+    threadgroup, uninitialised, checked for races as threadgroup variables are."""
+
+    elem: ty.Type
+    nbytes: int
+
+
 def bind_kernel_frame(m: Machine, program: Program, regions: dict) -> Frame:
     frame = Frame(m, program.code.nslots, is_kernel=True, code=program.code)
     size = m.batch.size
     for name, var in program.params.items():
         if name in regions:
-            region, base = regions[name]
+            bound = regions[name]
+            if isinstance(bound, ThreadgroupArgument):
+                bound = (_threadgroup_argument(m, name, bound), 0)
+            region, base = bound
             if var.kind == "ptr":
                 frame.vars[var.slot] = PtrSlot(region, size, base)
             else:
@@ -435,6 +448,20 @@ def bind_kernel_frame(m: Machine, program: Program, regions: dict) -> Frame:
             attribute = program.attribute_of(name)
             frame.vars[var.slot] = as_declared(m.batch.attributes.fresh(attribute), var.type)
     return frame
+
+
+def _threadgroup_argument(m: Machine, name: str, arg: ThreadgroupArgument) -> mem.Region:
+    """The batch's threadgroup memory of argument `name` (made at its first binding)."""
+    region = m.tg_regions.get(name)
+    if region is None:
+        region = m.tg_regions[name] = mem.Region(
+            name, "threadgroup", arg.elem, arg.nbytes, m.batch.tg_count, counted="threadgroup",
+            track_races=True, track_init=True,
+            element_count=arg.nbytes // max(1, arg.elem.size))
+        m.buffers.setdefault(name, {"role": "threadgroup", "space": "threadgroup",
+                                    "shape": (arg.nbytes // max(1, arg.elem.size),),
+                                    "type": str(arg.elem)})
+    return region
 
 
 def as_declared(values: np.ndarray, declared: ty.Type) -> np.ndarray:

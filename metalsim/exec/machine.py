@@ -256,7 +256,9 @@ class Machine:
         self.alive: np.ndarray | None = None       # lanes that have not returned from the kernel
         self.tg_epoch: np.ndarray | None = None    # threadgroup-memory barrier count per group
         self.dev_epoch: np.ndarray | None = None   # device-memory barrier count per group
-        self.tg_regions: dict[int, object] = {}    # threadgroup allocations of this batch
+        # threadgroup allocations of this batch: by declaration, or by a threadgroup argument's
+        # name (`metalsim.dispatch`)
+        self.tg_regions: dict[int | str, object] = {}
         # Bumped by a threadgroup-memory barrier that every threadgroup of the batch reached:
         # threadgroup-memory accesses of an older generation are ordered before all later ones.
         self.tg_generation = 0

@@ -167,6 +167,7 @@ class StructTemplateCompiler:
                 st = self.define_struct(definition, Scope(dict(own), tmpl.scope), shown)
             tmpl.instances[key] = st
             self.instance_of[st] = (tmpl, bound)
+            self.instance_definition[st] = definition
         return st
 
     def check_not_variadic(self, params: list[ast.TemplateParam], name: str,

@@ -210,6 +210,9 @@ class StructCompiler:
         self.struct_statics[st] = statics
         self.struct_types[st] = types
         self.struct_bases[st] = bases
+        if node.restricted or any(a != "public" for a in node.base_access):
+            self.struct_access[st] = node
+        self.declare_using_members(st, node, scope)
         overloads: dict[str, list[ast.MemberFunction]] = {}
         for fn in node.methods:
             if fn.template_params and instance is None and scope is not self.globals:
@@ -357,8 +360,19 @@ class StructCompiler:
         if exact:
             return exact[0]
         standard = [(owner, fn, bindings) for owner, fn, bindings, rt in candidates
-                    if ty.is_arithmetic(rt) and ty.is_arithmetic(t)]
+                    if ty.is_arithmetic(rt) and ty.is_arithmetic(t) and not _enumeration(t)
+                    and not (isinstance(rt, ty.ScalarType) and rt.scoped_enum)]
         return standard[0] if len(standard) == 1 else None
+
+    def after_conversion_function(self, found: tuple[StructType, ast.ConversionFunction,
+                                                     dict], t: Type) -> int:
+        """What the standard conversion from what the conversion function `found` (as
+        `conversion_function` gives it) returns to `t` costs (0 exact, 1 promotion, 2 other)."""
+        owner, fn, bindings = found
+        rt = self.resolve_type(fn.return_type, Scope(bindings, self.struct_methods[owner].scope))
+        if rt == t or not (isinstance(rt, ScalarType) and isinstance(t, ScalarType)):
+            return 0
+        return 1 if ty.is_promotion(rt, t) else 2
 
     def conversion_arguments(self, fn: ast.ConversionFunction, t: Type,
                              scope: Scope) -> dict | None:
@@ -532,6 +546,7 @@ class StructCompiler:
     def struct_member(self, base: E, node: ast.Member) -> E:
         """`s.name`: an lvalue in the object's memory, or a value taken from a struct rvalue."""
         st: StructType = base.type
+        self.check_access(st, node.name, node)
         member = st.member(node.name)
         static = self.struct_statics.get(st, {}).get(node.name)
         if member is None and static is not None:
@@ -558,6 +573,77 @@ class StructCompiler:
         bev = base.ev
         return E(mt, lambda f, lanes: get(bev(f, lanes), moff, mt), node.coord)
 
+    def declare_using_members(self, st: StructType, node: ast.StructDef, scope: Scope
+                              ) -> None:
+        """Records `node`'s `using B::f;` declarations: B must be a base class of `st`."""
+        for target in node.using_members:
+            base = self.qualifier_struct(target, scope)
+            if base is None or not self.is_base_of(base, st):
+                self.error(f"'{target.qualifier}' is not a base class of '{st}'", target)
+            if target.name in self.methods_of(base) or target.name in self.inherited_methods(
+                    base):
+                self.struct_using.setdefault(st, {})[target.name] = base
+            elif base.member(target.name) is None and target.name not in self.struct_types.get(
+                    base, {}) and target.name not in self.struct_statics.get(base, {}):
+                self.error(f"no member named '{target.name}' in '{base}'", target)
+
+    def check_access(self, st: StructType, name: str, node: ast.Node) -> None:
+        """Refuse naming `st`'s member `name` through an object where C++ forbids it: a
+        private or protected member (or one reached through a private or protected base)
+        outside every member function and the friends of the class declaring it. (Inside a
+        member function, of any struct, metalsim allows it.)"""
+        if not self.struct_access or self.access_from[0] is not None:
+            return
+        caller, via, owner = self.access_from[1], "", st
+        while not self.declares_member(owner, name):
+            bases = self.struct_bases.get(owner, [])
+            base = next((b for b in bases if b.member(name) is not None
+                         or name in self.methods_of(b) or name in self.inherited_methods(b)),
+                        None)
+            if base is None:
+                return
+            limited = self.struct_access.get(owner)
+            access = limited.base_access[bases.index(base)] if limited is not None else "public"
+            if access != "public" and caller not in limited.friends and not via:
+                via = f"'{base}' is a {access} base of '{owner}'"
+            owner = base
+        limited = self.struct_access.get(owner)
+        access = limited.restricted.get(name) if limited is not None else None
+        if access is not None and caller in limited.friends:
+            access = None
+        if access is not None or via:
+            self.error(f"'{name}' is a {access} member of '{owner}'" if access else
+                       f"'{name}' is inaccessible: {via}", node,
+                       hint="name it inside a member function or a friend of the class, or "
+                            "declare it after 'public:'")
+
+    def declares_member(self, st: StructType, name: str) -> bool:
+        """Whether `st` itself declares a data member or member function `name`."""
+        return name in self.methods_of(st) or any(
+            m.name == name for m in st.members if not m.name.startswith(ty.BASE_PREFIX))
+
+    def used_overloads(self, st: StructType, name: str
+                       ) -> list[tuple[StructType, ast.MemberFunction]]:
+        """The member functions `name` that `using B::name;` in `st` brings from base B, each
+        with the class declaring it, less those `st`'s own of the same parameter types and
+        qualifiers hide (C++ [namespace.udecl]/15)."""
+        base = self.struct_using.get(st, {}).get(name)
+        while base is not None and name not in self.methods_of(base):
+            base = next((b for b in self.struct_bases.get(base, [])
+                         if name in self.methods_of(b) or name in self.inherited_methods(b)),
+                        None)
+        if base is None:
+            return []
+        own = self.methods_of(st).get(name, [])
+        scope, base_scope = self.struct_methods[st].scope, self.struct_methods[base].scope
+
+        def signature(fn: ast.MemberFunction, at: Scope) -> tuple:
+            return (fn.const, fn.space, tuple(self.resolve_decl_type(p.type, at)
+                                              for p in fn.params), bool(fn.template_params))
+        hidden = {signature(fn, scope) for fn in own}
+        return [(base, fn) for fn in self.methods_of(base)[name]
+                if signature(fn, base_scope) not in hidden]
+
     def methods_of(self, st: StructType) -> dict[str, list[ast.MemberFunction]]:
         """The member functions of `st` by name (none for a plain aggregate)."""
         methods = self.struct_methods.get(st)
@@ -572,7 +658,9 @@ class StructCompiler:
     def qualified_subobject(self, obj: E, node: ast.Member | ast.MethodCall,
                             scope: Scope) -> E:
         """The object whose member `d.B::m` names: `d` itself, or its `B` subobject."""
-        named = self.resolve_type(ast.NamedType(node.coord, node.qualifier), scope)
+        qualifier = node.qualifier
+        named = self.resolve_type(qualifier if isinstance(qualifier, ast.NamedType)
+                                  else ast.NamedType(node.coord, qualifier), scope)
         found = obj if named == obj.type else self.as_base(obj, named, node.coord)
         if found is None:
             self.error(f"'{named}' is not a base of '{obj.type}'", node)
@@ -586,6 +674,7 @@ class StructCompiler:
             obj = self.qualified_subobject(obj, node, scope)
             node = replace(node, qualifier="")
         st: StructType = obj.type
+        self.check_access(st, node.name, node)
         overloads = self.methods_of(st).get(node.name)
         if not overloads:
             base = self.base_with_method(st, node.name, obj, node.coord)
@@ -603,7 +692,12 @@ class StructCompiler:
         explicit = None if node.template_args is None else [
             self.explicit_argument(a, scope) for a in node.template_args]
         space, const = self.object_space(obj)
-        fn, bindings = self.resolve_member(st, node, overloads, args, space, const, explicit)
+        used = self.used_overloads(st, node.name)
+        fn, bindings = self.resolve_member(st, node, overloads + [f for _, f in used], args,
+                                           space, const, explicit)
+        owner = next((base for base, f in used if f is fn), None)
+        if owner is not None:   # a base's, brought in by `using B::f;`: on that subobject
+            return self.call_member(self.as_base(obj, owner, node.coord), node, scope)
         code = self.member_code(st, fn, bindings)
         arg_evs = [("ptr", this_pointer(obj, node.coord))] + self.bind_arguments(
             code.params[1:], fn, args, scope)
@@ -766,3 +860,8 @@ class StructCompiler:
         if consts:
             self.error(f"cannot assign to a struct '{t}' with const member '{consts[0]}'",
                        node)
+
+
+def _enumeration(t: Type) -> bool:
+    """Whether `t` is an enumeration, which no standard conversion gives."""
+    return isinstance(t, ty.ScalarType) and t.enum is not None

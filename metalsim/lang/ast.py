@@ -181,7 +181,8 @@ class MethodCall(Node):
     args: list[Expr]
     arrow: bool = False
     template_args: list[Node] | None = None  # `x.template f<T, 4>(...)`
-    qualifier: str = ""  # the class of `d.B::f()`: B's member function, on d's B subobject
+    # the class of `d.B::f()`, as for Member: B's member function, on d's B subobject
+    qualifier: str | NamedType = ""
 
 
 @dataclass(eq=False)
@@ -223,7 +224,9 @@ class Member(Node):
     base: Expr
     name: str
     arrow: bool = False
-    qualifier: str = ""  # the class named in `d.B::f` (a call's; see MethodCall)
+    # the class named in `d.B::f` (a call's; see MethodCall): its name, or the type where it
+    # has template arguments or namespace qualifiers (`d.B<int>::v`, `d.na::B::v`)
+    qualifier: str | NamedType = ""
 
 
 @dataclass(eq=False)
@@ -398,6 +401,13 @@ class StructDef(Node):
     # which metalsim never runs (it constructs thread objects only); the CUDA back end prints
     # them, an object's address space choosing no constructor there.
     space_constructors: list[Constructor] = field(default_factory=list)
+    # `using B::f;`: base class members named in the struct, as qualified names (`B::f`)
+    using_members: list[Name] = field(default_factory=list)
+    # Access: the members declared `private` or `protected` (by name), each base's access
+    # (a `class`'s default is private), and the functions and classes declared its friends.
+    restricted: dict[str, str] = field(default_factory=dict)
+    base_access: list[str] = field(default_factory=list)
+    friends: set[str] = field(default_factory=set)
 
 
 Stmt = (DeclStmt | ExprStmt | Compound | If | For | While | DoWhile | Switch | CaseLabel | Break
@@ -449,6 +459,9 @@ class FunctionDef(Node):
     attributes: list[Attribute] = field(default_factory=list)
     specialization_args: list[Node] | None = field(default=None, kw_only=True)
     constexpr: bool = field(default=False, kw_only=True)   # may be evaluated at compile time
+    # A friend function defined in a struct (a "hidden friend"): that struct's program name.
+    # Only argument-dependent lookup finds it, through an argument of that struct.
+    friend_of: str | None = field(default=None, kw_only=True)
 
 
 @dataclass(eq=False)

@@ -107,7 +107,9 @@ _QUALIFIERS = _ADDRESS_SPACES | {"const", "volatile"}  # may precede the type in
 _DECL_WORDS = _ADDRESS_SPACES | {"const", "volatile", "constexpr", "static", "inline", "extern",
                                   "typename", "__attribute__"}
 _UNSUPPORTED_DECLARATIONS = frozenset({"namespace", "struct", "class", "union"})
-_CLASS_KEYS = frozenset({"struct", "union"})   # a union's members share its storage
+# A union's members share its storage; a class's members and bases are private until an access
+# label says otherwise, which changes no value (metalsim does not check access).
+_CLASS_KEYS = frozenset({"struct", "class", "union"})
 _KEYWORDS = frozenset({
     "if", "else", "for", "while", "do", "switch", "case", "default", "break", "continue",
     "return", "goto", "sizeof", "alignof", "typedef", "using", "namespace", "template",
@@ -141,6 +143,7 @@ _ENTITY = "entity"   # a local using-declaration's name: which entity, under `_U
 # (newline-separated), and the program names a using-declaration's name stands for.
 _DIRECTIVES_KEY = "\0using namespace"
 _USING_KEY = "\0using "
+_ALIAS_KEY = "\0namespace "   # a block's namespace alias: the namespace it names
 # `metal::fast::f` and `metal::precise::f` stay qualified: the compiler merges Metal's
 # variants with what a program declares there.
 _METAL_VARIANTS = frozenset({"fast", "precise"})
@@ -217,6 +220,11 @@ class _Parser:
         self.member_templates: set[str] = set()  # names of member function templates
         self.switch_depth = 0
         self.failed: dict[tuple[str, int], Token] = {}  # speculations known to fail
+        # Friend functions defined in the struct being read, for its namespace scope.
+        self.hidden_friends: list[ast.FunctionDef] = []
+        self.friend_names: list[str] = []   # what the structs being read declare friends
+        # The struct templates being read: their parameters, and whether a specialisation
+        self.template_structs: list[tuple[list[ast.TemplateParam], bool]] = []
         self._pasted: CompileError | bool | None = None   # `_pasted_kernel`, once looked for
 
     # --- Tokens and errors ---------------------------------------------------------------------
@@ -510,7 +518,8 @@ class _Parser:
         self.name_declaration(item)
         if prelude:
             self.namespaces.metal_own |= set(self.scopes[0]) - before | _declared_names(item)
-        return [item]
+        friends, self.hidden_friends = self.hidden_friends, []
+        return [item, *friends]
 
     def name_declaration(self, item: ast.Node) -> None:
         """Gives what `item` declares at namespace scope its program name: qualified by the
@@ -602,7 +611,10 @@ class _Parser:
                              hint=f"no namespace '{'::'.join(parts)}' is declared before "
                                   "this line")
         self.expect(";", "expected ';' after namespace alias definition")
-        self.namespaces.declare_alias(self.namespace_path(), alias.text, target)
+        if len(self.scopes) == 1:
+            self.namespaces.declare_alias(self.namespace_path(), alias.text, target)
+        else:
+            self.scopes[-1][_ALIAS_KEY + alias.text] = target
         return ast.Empty(self.coord(start))
 
     def namespace_prefix(self, k: int = 0, rooted: bool = False) -> tuple[int, str | None]:
@@ -629,7 +641,14 @@ class _Parser:
 
     def find_namespace(self, name: str, relative: bool) -> str | None:
         """The full name of namespace `name` as seen from the one being defined (searching the
-        enclosing namespaces outwards when `relative`), or None."""
+        enclosing namespaces outwards when `relative`), or None. A block's namespace alias
+        hides every namespace of its name."""
+        if relative and len(self.scopes) > 1:
+            first, _, rest = name.partition("::")
+            for scope in reversed(self.scopes[1:]):
+                target = scope.get(_ALIAS_KEY + first)
+                if target is not None:
+                    return self.namespaces.find(f"{target}::{rest}" if rest else target, None)
         found = self.namespaces.find(name, self.namespace if relative else None)
         if found is None and relative and (self.namespaces.directives or any(
                 _DIRECTIVES_KEY in scope for scope in self.scopes[1:])):
@@ -682,7 +701,7 @@ class _Parser:
             return self.misplaced()
         if self.at("}"):
             raise self.error("extraneous closing brace ('}')")
-        if not (word in _DECL_WORDS or word in ("kernel", "struct") or self.type_at()
+        if not (word in _DECL_WORDS or word in ("kernel", "struct", "class") or self.type_at()
                 or self.at("[")):
             following = self.peek(1)
             if tok.kind == "ident" and word not in _RESERVED and (
@@ -733,12 +752,14 @@ class _Parser:
         return ast.DeclStmt(self.coord(start), decls)
 
     def function(self, start: Token, specs: _Specifiers, name: Token, return_type: ast.TypeNode,
-                 template_params: list[ast.TemplateParam] | None) -> ast.FunctionDef:
-        """function-definition: specifiers declarator '(' params ')' (compound | ';')"""
+                 template_params: list[ast.TemplateParam] | None,
+                 friend: bool = False) -> ast.FunctionDef:
+        """function-definition: specifiers declarator '(' params ')' (compound | ';'); a
+        `friend` one declares no name that lookup finds."""
         if template_params is not None:
             # Declared before the body so that recursive calls `f<T>(...)` parse.
             self.declare(name.text, _TEMPLATE, file_scope=True)
-        if template_params != []:   # (an explicit specialisation declares no new name)
+        if template_params != [] and not friend:   # (nor does an explicit specialisation)
             self.namespaces.declare(self.namespace_path(), name.text, function=True)
         self.scopes.append({})
         try:
@@ -868,10 +889,12 @@ class _Parser:
         """The struct declaration after `template <params>`, in which `name` (the template's
         injected name) stands for the struct being defined."""
         self.injected.append(name)
+        self.template_structs.append((params, self.at("<", 2)))
         try:
             struct = self.struct_declaration()
         finally:
             self.injected.pop()
+            self.template_structs.pop()
         struct.template_params = params
         return struct
 
@@ -1169,7 +1192,7 @@ class _Parser:
                 continue
             elif text == "kernel" and allow_kernel:
                 attributes.append(ast.Attribute(self.coord(tok), "kernel"))
-            elif text == "struct" and base is None and not words:
+            elif text in ("struct", "class") and base is None and not words:
                 # `struct Params p;`: the elaborated form names the same type.
                 following = self.peek(1)
                 if not self.type_at(1):
@@ -1251,8 +1274,11 @@ class _Parser:
                                  hint=f"e.g. '{name}<float, 4>'" if name == "vec" else "",
                                  width=len(name))
             args = self.template_arguments()
+        # (the injected class name is the instance being defined, which the scope of its
+        # members declares under the template's program name)
         named = ast.NamedType(self.coord(start), name, args,
-                              namespace_scope=namespace not in (None, METAL) or name != tok.text)
+                              namespace_scope=namespace not in (None, METAL)
+                              or (name != tok.text and not injected))
         return self.member_types_of(named, typename, start)
 
     def member_types_of(self, named: ast.NamedType, typename: bool, start: Token
@@ -1509,13 +1535,16 @@ class _Parser:
             raise self.error("anonymous structs are not supported by metalsim", start,
                              hint="give the struct a name: 'struct Name { ... };'", width=6)
         bases: list[ast.NamedType] = []
+        access = "private" if start.text == "class" else "public"
+        base_access: list[str] = []
         if self.accept(":"):  # base-clause: [access] type (',' [access] type)*
             while True:
                 if self.peek().text == "virtual":
                     raise self.error("virtual base classes are not supported by metalsim",
                                      width=7)
+                base_access.append(access)
                 if self.peek().text in ("public", "private", "protected"):
-                    self.advance()
+                    base_access[-1] = self.advance().text
                 if not self.type_at():
                     k = self.namespace_prefix()[0]
                     if self.peek(k).kind == "ident" and self.peek(k).text not in _RESERVED:
@@ -1530,6 +1559,9 @@ class _Parser:
         constructors: list[ast.Constructor] = []
         space_constructors: list[ast.Constructor] = []
         statics: list[ast.VarDecl | ast.TypeAlias] = []
+        using: list[ast.Name] = []
+        restricted: dict[str, str] = {}
+        friends_before = len(self.friend_names)
         self.scopes.append({})  # the member types
         inherited = set().union(*(self.struct_members.get(b.name, ()) for b in bases))
         declared = _member_names(self.tokens, self.pos) - {name} | inherited
@@ -1538,8 +1570,16 @@ class _Parser:
             while not self.accept("}"):
                 if self.peek().kind == "eof":
                     raise self.error("expected '}' to match this '{'", open_)
+                if self.peek().text in ("public", "private", "protected") and self.at(":", 1):
+                    access = self.advance().text
+                    self.advance()
+                    continue
                 for item in self.member_declaration(name):
-                    if isinstance(item, ast.Constructor):
+                    if access != "public" and isinstance(item, ast.VarDecl | ast.MemberFunction):
+                        restricted[item.name] = access
+                    if isinstance(item, ast.Name):
+                        using.append(item)
+                    elif isinstance(item, ast.Constructor):
                         # metalsim constructs objects in thread memory only (kernel locals);
                         # one for threadgroup, device or constant objects is never called
                         if item.space == "thread":
@@ -1557,11 +1597,70 @@ class _Parser:
         finally:
             self.scopes.pop()
             self.member_names.pop()
+        friends = set(self.friend_names[friends_before:])
+        del self.friend_names[friends_before:]
         self.struct_members[program_name(self.namespace_path(), name)] = declared
         return ast.StructDef(self.coord(start), name, members, methods, constructors,
                              statics=statics, bases=bases, specialization=specialization,
                              align=align, union=start.text == "union",
-                             space_constructors=space_constructors)
+                             space_constructors=space_constructors, using_members=using,
+                             restricted=restricted, base_access=base_access, friends=friends)
+
+    def using_member(self, struct: str) -> ast.Name:
+        """member-using-declaration: 'using' base-class '::' name ';' -- names a base class's
+        member in the struct: a member function's overloads join the struct's own."""
+        start = self.advance()
+        target = self.qualified_name()
+        if target.name == "operator":   # `using B::operator+;`
+            self.pos -= 1
+            target.name = self.operator_name().text
+        self.expect(";", "expected ';' after using declaration")
+        base = target.qualifier.rpartition("::")[2]
+        if not target.qualifier:
+            raise self.error("using declaration in a struct refers to a member of a base "
+                             "class ('using B::f;')", start, width=5)
+        if target.name == base:
+            raise self.error(f"inheriting constructors ('using {base}::{base};') are not "
+                             "supported by metalsim", start, width=5,
+                             hint=f"declare the constructors in '{struct}' and initialize "
+                                  f"the base with '{base}(...)'")
+        return target
+
+    def friend_declaration(self, struct: str) -> None:
+        """friend-declaration: 'friend' ('struct' | 'class') name ';' | 'friend' function
+
+        The names it declares friends may access the struct's private members; a friend
+        function defined here (a hidden friend) is a function of the struct's namespace
+        that only argument-dependent lookup finds (C++ [namespace.memdef]/3)."""
+        friend = self.advance()
+        if self.peek().text in _CLASS_KEYS or self.at(";", 1):
+            while not self.accept(";"):
+                if self.peek().kind == "eof" or self.at("}"):
+                    raise self.error_after_previous("expected ';' after friend declaration")
+                self.friend_names.append(self.advance().text)
+            return
+        template = self.template_structs[-1] if self.injected else None
+        if len(self.member_names) > 1 or len(self.scopes) > (3 if template else 2) or (
+                template is not None and template[1]):
+            raise self.error("a friend function defined in a struct template's specialisation, "
+                             "a nested or local struct, or as a template is not supported by "
+                             "metalsim", friend, width=6,
+                             hint="declare the function after the struct, as a template if "
+                                  "the struct is one")
+        start = self.peek()
+        specs = self.specifiers()
+        name, type_ = self.declarator(specs.type, stop_at_paren=True)
+        if name is None or not self.at("("):
+            raise self.error("expected a function after 'friend'", start)
+        fdef = self.function(start, specs, name, type_, None, friend=True)
+        self.friend_names.append(name.text)
+        if fdef.body is None:
+            return   # (a friend declaration of a function declared at namespace scope)
+        fdef.name = program_name(self.namespace_path(), name.text)
+        fdef.friend_of = program_name(self.namespace_path(), struct)
+        if template is not None:   # one function per instance, of the instance's arguments
+            fdef.template_params = template[0]
+        self.hidden_friends.append(fdef)
 
     def member_declaration(self, struct: str) -> list[ast.Node]:
         """member-declaration: specifiers declarator (',' declarator)* ';' | member-function
@@ -1582,6 +1681,9 @@ class _Parser:
                              hint="Metal has no virtual dispatch: call the function of the type "
                                   "you have (d.f(), d.B::f()), or choose one with a template "
                                   "parameter")
+        if tok.text == "friend":
+            self.friend_declaration(struct)
+            return []
         if tok.text == "enum":   # a member type; an unscoped one's enumerators are members
             enum = self.enum_declaration()
             self.member_types.add(enum.name)
@@ -1590,11 +1692,8 @@ class _Parser:
             return [self.member_template(struct)]
         if tok.text == "static_assert":
             return [self.static_assert()]
-        if tok.text == "using" and self.type_at(1) and self.at("::", 2):
-            raise self.error("a using-declaration of a base class member ('using B::f;') is "
-                             "not supported by metalsim", tok, width=5,
-                             hint=f"call the base's function qualified: "
-                                  f"'{self.peek(1).text}::{self.peek(3).text}(...)'")
+        if tok.text == "using" and self.type_at(1) and not self.at("=", 2):
+            return [self.using_member(struct)]
         if tok.text in ("typedef", "using"):
             alias = self.alias_declaration()
             if isinstance(alias, ast.UsingNamespace | ast.Empty):
@@ -1630,7 +1729,7 @@ class _Parser:
                 raise self.error("anonymous structs are not supported by metalsim", tok)
             self.member_types.add(nested.name)
             return [nested]
-        elaborated = tok.text == "struct" and not self.struct_definition_at()
+        elaborated = tok.text in ("struct", "class") and not self.struct_definition_at()
         if tok.kind == "ident" and tok.text in _KEYWORDS - _DECL_WORDS and not elaborated:
             raise self.error(f"'{tok.text}' inside a struct is not supported by metalsim", tok,
                              hint=only_data, width=len(tok.text))
@@ -2125,7 +2224,7 @@ class _Parser:
         "using": alias_declaration,
         "else": misplaced, "template": misplaced, "goto": misplaced,
     } | dict.fromkeys(_UNSUPPORTED_DECLARATIONS, misplaced) | {
-        "struct": struct_statement, "namespace": namespace_statement,
+        "struct": struct_statement, "class": struct_statement, "namespace": namespace_statement,
         "enum": enum_declaration}
 
     # --- Expressions ---------------------------------------------------------------------------
@@ -2239,11 +2338,18 @@ class _Parser:
                 if name.kind != "ident":
                     raise self.error(f"expected a member name after '{text}'")
                 self.advance()
-                qualifier = ""
-                if self.at("::") and self.peek(1).kind == "ident":   # `d.B::f()`
-                    qualifier = name.text
+                qualifier: str | ast.NamedType = ""
+                if self.at("::") and self.peek(1).kind == "ident" and not self.at("::", 2):
+                    qualifier = name.text   # `d.B::f()`
                     self.advance()
                     name = self.advance()
+                elif self.at("<") or self.at("::"):   # `d.B<int>::v`, `d.na::B::v`
+                    self.pos -= 1
+                    qualified = self.speculate(self.member_qualifier)
+                    if qualified is None:
+                        self.advance()
+                    else:
+                        qualifier, name = qualified
                 expr = ast.Member(expr.coord, expr, name.text, text == "->", qualifier)
                 if self.at("<") and (template or name.text in self.member_templates):
                     # Explicit arguments of a member function template; without `template`,
@@ -2461,6 +2567,23 @@ class _Parser:
             raise self.error("expected '(' for function-style cast or type construction",
                              hint=f"'{type_.name}' is a type, not a value")
         return ast.Construct(type_.coord, type_, args, braces)
+
+    def member_qualifier(self) -> tuple[ast.NamedType, Token]:
+        """The class and member named after `.` or `->` in `d.B<int>::v` or `d.na::B::v`."""
+        start = self.peek()
+        skip, namespace = self.namespace_prefix()
+        for _ in range(skip):
+            self.advance()
+        tok = self.identifier("expected a class name")
+        name, _ = self.resolve(tok, namespace)
+        args = None
+        if self.at("<") and self.is_template(name, namespace is not None):
+            self.advance()
+            args = self.template_arguments()
+        self.expect("::")
+        member = self.identifier("expected a member name")
+        return ast.NamedType(self.coord(start), name, args,
+                             namespace_scope=namespace is not None), member
 
     def qualified_name(self) -> ast.Name:
         """qualified-name: ['::'] name ['<' args '>'] ('::' name ['<' args '>'])*"""

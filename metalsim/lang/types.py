@@ -367,8 +367,10 @@ def promote(t: ScalarType) -> ScalarType:
 def is_promotion(frm: ScalarType, to: ScalarType) -> bool:
     """Whether scalar `frm` to `to` is a promotion, which overload resolution ranks above
     other conversions: C++ integral promotion to int, or half to float (as clang ranks it
-    where half is not a native type; metalsim stays lenient there)."""
-    return (to == INT and promote(frm) == INT and frm != INT) or (frm == HALF and to == FLOAT)
+    where half is not a native type; metalsim stays lenient there); an unscoped enumeration
+    promotes to its underlying type too."""
+    return (to == INT and promote(frm) == INT and frm != INT) or (frm == HALF and to == FLOAT) or (
+        frm.enum == "enum" and to == frm.underlying)
 
 
 class ConversionError(Exception):

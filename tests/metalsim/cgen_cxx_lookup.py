@@ -1,26 +1,33 @@
 """Random C++ programs over name lookup and the constructs around it, run by metalsim (as a
 kernel) and by g++ (-std=c++14), for a differential oracle.
 
-Six families, each a header and a kernel body writing ints to `out`: explicit
+Seven families, each a header and a kernel body writing ints to `out`: explicit
 specialisations of function templates (called as `f(x)`, `f<T>(x)`, from other templates, with
 partly given arguments, `template <> int h<0>()` ending a recursion), name lookup (locals,
 blocks and parameters shadowing globals and namespace members, `na::K`, `::G`,
 `using namespace`, enumerators, enumerations in structs and anonymous ones), namespaces
 (typedefs, overloads, structs, nested namespaces, aliases and using-declarations), scopes (the
 same names in the global namespace, `na` and `na::nb`: hiding, overload sets from one scope,
-using-directives and -declarations at namespace and block scope, aliases, reopening, unnamed and
-inline namespaces, shadowing locals, parameters and members), inheritance (base members and
-methods, hiding, several levels, `d.B::f()`, `B::f()`, base initializers, slicing, `const B&`,
-multiple bases with pointers, references and casts to and from them, overloads picking the
-nearest base, base class templates initialized as `TB<T>(x)`, hidden data members as `d.B::v`)
+using-directives and -declarations at namespace and block scope, aliases (a block's hiding a
+file's until the block ends), reopening, unnamed and inline namespaces, shadowing locals,
+parameters and members), inheritance (base members and methods, hiding, several levels,
+`d.B::f()`, `B::f()`, base initializers, slicing, `const B&`, multiple bases with pointers,
+references and casts to and from them, overloads picking the nearest base, base class templates
+initialized as `TB<T>(x)` and named as `d.TB<int>::t`, hidden data members as `d.B::v`,
+`using B::get;` beside a derived overload, `class` with access labels, hidden friends)
 and lvalues (`++(++a)`, `(a += k) ^= b`, `int& r = ++a`, `(c ? a : b) = k` on locals, struct
 members and array elements, references to and returns of `c ? a : b`, `(p = q).x`,
-`(a, b) = k`, `*&(++a)`). A construct metalsim refuses gives a CompileError: a "refusal",
-never a disagreement; a different value is.
+`(a, b) = k`, `*&(++a)`), and operators (operator functions on enumerations, `enum class`es
+and a struct with a conversion function, free, member and templates, beside the built-in
+operators they compete with). A construct metalsim refuses gives a CompileError: a
+"refusal", never a disagreement; a different value is.
 
-Every program is valid C++14 whose meaning Metal shares: values stay small, integer overflow
-is avoided or wraps under `-fwrapv` as Metal's does, and narrowing conversions are the ones
-both define (modulo the width).
+Every program of the first six families is valid C++14 whose meaning Metal shares: values stay
+small, integer overflow is avoided or wraps under `-fwrapv` as Metal's does, and narrowing
+conversions are the ones both define (modulo the width). An operators program may be
+ill-formed (an ambiguous or impossible operator): g++ -pedantic-errors, which rejects what ISO
+C++ and clang (Metal's compiler) reject, decides; metalsim must refuse those too (accepting
+one is a disagreement).
 """
 
 from __future__ import annotations
@@ -332,8 +339,14 @@ def scopes(ch: Chooser) -> Program:
         g.header.append("namespace nd { using na::f; int k3() { return f(2.5f); } }")
         g.out("nd::k3()")
     if g.chance(40):
-        g.header.append(f"namespace al = {pick(ch, ['na::nb', 'na'])};")
-        g.out(f"al::{'h' if 'na::nb' in g.header[-1] else 'g'}({g.inp()})")
+        target = pick(ch, ["na::nb", "na"])
+        g.header.append(f"namespace al = {target};")
+        g.out(f"al::{_alias_function(target)}({g.inp()})")
+        if g.chance(50):   # a block's alias of the name hides it until the block ends
+            other = "na" if target == "na::nb" else "na::nb"
+            g.body.append(f"{{ namespace al = {other}; out[{N_OUT - 3}] = "
+                          f"al::{_alias_function(other)}({g.inp()}); }}")
+            g.out(f"al::{_alias_function(target)}({g.inp()})")
     g.out(f"na::g({g.inp()})")
     g.out(f"na::nb::h({g.inp()})")
     if g.chance(50):
@@ -371,6 +384,11 @@ def scopes(ch: Chooser) -> Program:
     return g.program("scopes")
 
 
+def _alias_function(namespace: str) -> str:
+    """The function `scopes` declares in `namespace` (na::nb's h, na's g)."""
+    return "h" if namespace == "na::nb" else "g"
+
+
 def inheritance(ch: Chooser) -> Program:
     g = _Gen(ch)
     g.header.append(f"struct B {{\n  int v;\n  int get() const {{ return v * {g.small()}; }}\n"
@@ -392,8 +410,10 @@ def inheritance(ch: Chooser) -> Program:
         g.body.append(f"E e;\ne.v = {g.small()};\ne.w = {g.small()};\ne.z = {g.inp()};")
         g.out("e.all()")
     if g.chance(40):   # base initializers, a qualified call of the hidden base function
-        g.header.append(f"struct C : B {{\n  int u;\n  C(int a, int b) : B{{a}}, u(b) {{}}\n"
-                        f"  int get() const {{ return u * {g.small()} + B::get(); }}\n}};")
+        key = pick(ch, ["struct C : B {", "class C : public B {\n  int u;\npublic:"])
+        g.header.append(f"{key}\n  int u;\n  C(int a, int b) : B{{a}}, u(b) {{}}\n"
+                        f"  int get() const {{ return u * {g.small()} + B::get(); }}\n}};"
+                        .replace("  int u;\npublic:\n  int u;\n", "  int u;\npublic:\n"))
         g.body.append(f"C c({g.inp()}, {g.small()});")
         g.out("c.get()")
     form = g.ch.integer(0, 5)
@@ -405,7 +425,7 @@ def inheritance(ch: Chooser) -> Program:
     elif form == 2:
         g.body.append(f"const thread B& rb = d;\nd.v = {g.small()};")
         g.out("rb.get()")
-    for extra in (_multiple_bases, _template_base, _hidden_data_member):
+    for extra in (_multiple_bases, _template_base, _hidden_data_member, _using_and_friends):
         if g.chance(35):
             extra(g, three)
     return g.program("inheritance")
@@ -442,7 +462,9 @@ def _multiple_bases(g: _Gen, three: bool) -> None:
 def _template_base(g: _Gen, three: bool) -> None:
     """A base class template initialized by name with its arguments."""
     g.header.append(f"template <typename T> struct TB {{\n  T t;\n  TB(T x) : t(x) {{}}\n"
-                    f"  T twice() const {{ return t * T({g.small()}); }}\n}};\n"
+                    f"  T twice() const {{ return t * T({g.small()}); }}\n"
+                    f"  friend T peek_t(const thread TB& b) {{ return b.t + T({g.small()}); }}"
+                    f"\n}};\n"
                     f"template <typename T> struct TD : TB<T> {{\n  T u;\n"
                     f"  TD(T x) : TB<T>(x + T({g.small()})), u(x) {{}}\n"
                     f"  T both() const {{ return TB<T>::twice() + u + TB<T>::t; }}\n}};\n"
@@ -452,6 +474,10 @@ def _template_base(g: _Gen, three: bool) -> None:
     g.body.append(f"TD<{t}> td({g.inp()});\nID id({g.inp()});")
     g.out("td.both()")
     g.out("id.twice() * 10 + id.k + id.t")
+    if g.chance(50):
+        g.out(f"id.TB<int>::t * {g.small()} + id.TB<int>::twice()")
+    if g.chance(50):   # the template's hidden friend, through a derived class's argument
+        g.out(f"peek_t(td) * {g.small()} + peek_t(id)")
 
 
 def _hidden_data_member(g: _Gen, three: bool) -> None:
@@ -461,6 +487,20 @@ def _hidden_data_member(g: _Gen, three: bool) -> None:
     g.body.append(f"H hh;\nhh.v = {g.inp()};\nhh.B::v = {g.small()};\nhh.H::v += hh.B::v;")
     g.out("hh.both()")
     g.out("hh.get() + hh.B::get()")
+
+
+def _using_and_friends(g: _Gen, three: bool) -> None:
+    """`using B::get;` beside a derived overload (or the overload hiding B's without it), and
+    friend functions defined in a struct, found through their struct's argument."""
+    using = g.chance(70)
+    g.header.append(f"struct U : B {{\n  {'using B::get; ' if using else ''}"
+                    f"int get(int k) const {{ return k * {g.small()} + v; }}\n"
+                    f"  friend int peek(const thread U& u) {{ return u.v * {g.small()}; }}\n"
+                    f"  friend int operator*(U a, int k) {{ return a.v + k * {g.small()}; }}\n}};")
+    g.header.append(f"int peek(int x) {{ return x + {g.small(100, 200)}; }}")
+    g.body.append(f"U uu;\nuu.v = {g.inp()};")
+    g.out(f"uu.get({g.small()})" + (" * 10 + uu.get()" if using else ""))
+    g.out(f"peek(uu) * 100 + peek({g.inp()}) + uu * {g.small()}")
 
 
 def lvalues(ch: Chooser) -> Program:
@@ -515,10 +555,71 @@ def lvalues(ch: Chooser) -> Program:
     return g.program("lvalues")
 
 
+OPERATOR_TYPES = ["E", "F", "S", "int", "float", "short", "const thread S&",
+                  "const thread E&"]
+BINARY_OPERATORS = ["+", "*", "-", "==", "<", "|", "&"]
+
+
+def operators(ch: Chooser) -> Program:
+    """Operator functions on an enumeration `E`, an `enum class F` and a struct `S` with one
+    conversion function (free, member and a template, by value and by reference) used with
+    operands of those types and of int, float and short, so that the built-in operator
+    competes with them (wins, loses or ties: an ambiguity)."""
+    g = _Gen(ch)
+    g.header.append(f"enum E{pick(ch, ['', ' : int', ' : short', ' : uchar'])} {{ EA = "
+                    f"{g.small(0, 3)}, EB, EC = {g.small(4, 9)} }};")
+    g.header.append(f"enum class F : {pick(ch, ['int', 'short'])} {{ FX = {g.small()}, FY }};")
+    conv = pick(ch, ["int", "float", "short", "uint"])
+    members = {(pick(ch, BINARY_OPERATORS), pick(ch, OPERATOR_TYPES))
+               for _ in range(g.small(0, 2))}
+    g.header.append("struct S {\n  int v;\n"
+                    + f"  operator {conv}() const {{ return {conv}(v); }}\n"
+                    + "".join(f"  int operator{op}({t} b) const {{ return {g.small(10, 90)} + "
+                              f"int(b); }}\n" for op, t in sorted(members)) + "};")
+    declared: set[tuple[str, str, str]] = set()
+    for _ in range(g.small(1, 4)):
+        op = pick(ch, BINARY_OPERATORS)
+        a, b = pick(ch, OPERATOR_TYPES), pick(ch, OPERATOR_TYPES)
+        if not {a, b} & {"E", "F", "S", "const thread S&", "const thread E&"}:
+            a = "E"
+        if (op, a, b) not in declared:
+            declared.add((op, a, b))
+            g.header.append(f"int operator{op}({a} a, {b} b) {{ return {g.small(100, 900)} + "
+                            f"int(a) * 3 + int(b); }}")
+    if g.chance(40):
+        g.header.append(f"template <typename T> int operator{pick(ch, BINARY_OPERATORS)}"
+                        f"(T a, {pick(ch, ['E', 'F', 'S'])} b) {{ return {g.small(1000, 1900)}"
+                        f" + int(b); }}")
+    if g.chance(40):
+        g.header.append(f"int operator{pick(ch, ['-', '~'])}({pick(ch, ['E', 'S', 'F'])} a) "
+                        f"{{ return {g.small(20, 60)} + int(a); }}")
+    if g.chance(30):
+        g.header.append("void operator|=(thread E& a, E b) { a = E(int(a) | int(b)); }")
+    g.body.append(f"E e = {pick(ch, ['EA', 'EB', 'EC'])};\nF f = F::{pick(ch, ['FX', 'FY'])};"
+                  f"\nS s{{{g.inp()} + 1}};\nS t{{{g.small()}}};\nint i = {g.inp()};")
+    operands = ["EA", "EB", "e", "s", "t", "2", "short(3)", g.inp(), "2.5f", "F::FX", "f"]
+    for _ in range(g.small(2, 4)):
+        form = g.ch.integer(0, 9)
+        if form < 7:   # (rarely what has no built-in `|` or `&`, or none at all)
+            x, y = (pick(ch, operands if g.chance(15) else operands[:-3]) for _ in "xy")
+            g.out(f"{x} {pick(ch, BINARY_OPERATORS)} {y}")
+        elif form == 7:
+            g.out(f"{pick(ch, ['-', '~', '!'])}{pick(ch, ['e', 's', 'EB', 'e', 's', 'f'])}")
+        elif form == 8:
+            g.body.append(f"i {pick(ch, ['+=', '|=', '*='])} {pick(ch, ['s', 'e', 'EB'])};")
+            g.out("i")
+        else:
+            g.body.append(f"e |= {pick(ch, ['EB', 'EC', 'e'])};")
+            g.out("e")
+    return g.program("operators")
+
+
 FAMILIES: dict[str, Callable[[Chooser], Program]] = {
     "specialisation": specialisation, "lookup": lookup, "namespaces": namespaces,
-    "scopes": scopes, "inheritance": inheritance, "lvalues": lvalues,
+    "scopes": scopes, "inheritance": inheritance, "lvalues": lvalues, "operators": operators,
 }
+# Families whose programs may be ill-formed: g++ -pedantic-errors sorts them first.
+MAY_BE_ILL_FORMED = frozenset({"operators"})
 
 
 def random_program(ch: Chooser) -> Program:
@@ -533,13 +634,16 @@ def make_inputs(seed: int) -> np.ndarray:
 # --- running both sides -----------------------------------------------------------------------
 
 
-def _cxx_batch(progs: list[Program]) -> str:
+def _cxx_batch(progs: list[Program], starts: list[int] | None = None) -> str:
     """One C++ program running every program of `progs`, each in a namespace of its own
-    (`::x` becomes `::p<n>::x`), printing its outputs one line each."""
-    parts = [CXX_PRELUDE]
+    (`::x` becomes `::p<n>::x`), printing its outputs one line each; `starts`, if given,
+    receives the line each program's namespace begins on."""
+    parts = ["#include <cstdlib>", CXX_PRELUDE]
     for n, prog in enumerate(progs):
         header, body = (re.sub(r"(?<![\w>:])::(?=[A-Za-z_])", f"::p{n}::", text)
                         for text in (prog.header, prog.body))
+        if starts is not None:
+            starts.append(sum(part.count("\n") + 1 for part in parts) + 1)
         parts.append(f"namespace p{n} {{\n{header}\nvoid run(const int* inp, int* out) {{\n"
                      f"{body}}}\n}}")
     parts.append("int main(int argc, char** argv) {\n  int inp[4];\n"
@@ -549,7 +653,27 @@ def _cxx_batch(progs: list[Program]) -> str:
                      f"for (int i = 0; i < {N_OUT}; ++i) std::printf(\"%d \", out[i]); "
                      f"std::printf(\"\\n\"); }}")
     parts.append("}\n")
-    return "#include <cstdlib>\n" + "\n".join(parts)
+    return "\n".join(parts)
+
+
+def ill_formed(progs: list[Program]) -> set[int]:
+    """The indices of the programs g++ -pedantic-errors rejects (only those of a family that
+    may be ill-formed are checked; any other rejected is a generator bug)."""
+    if not any(p.family in MAY_BE_ILL_FORMED for p in progs):
+        return set()
+    starts: list[int] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        src = Path(tmp) / "batch.cpp"
+        src.write_text(_cxx_batch(progs, starts))
+        proc = subprocess.run(["g++", *GXX_FLAGS, "-pedantic-errors", "-fsyntax-only",
+                               "-fmax-errors=0", str(src)], capture_output=True, text=True)
+    lines = {int(m) for m in re.findall(r"batch\.cpp:(\d+):\d+: error", proc.stderr)}
+    bad = {max(n for n, start in enumerate(starts) if start <= line) for line in lines}
+    wrong = [progs[n] for n in bad if progs[n].family not in MAY_BE_ILL_FORMED]
+    if wrong or (proc.returncode != 0 and not bad):
+        raise AssertionError(f"g++ rejected the generated C++ (a generator bug):\n"
+                             f"{proc.stderr[:3000]}\n{wrong[:1]}")
+    return bad
 
 
 def run_gxx(progs: list[Program], inputs: np.ndarray) -> list[list[int]]:
@@ -582,12 +706,14 @@ class Tally:
 
     agreed: Counter = field(default_factory=Counter)
     refused: Counter = field(default_factory=Counter)
+    rejected: Counter = field(default_factory=Counter)   # ill-formed, refused by both
     reasons: Counter = field(default_factory=Counter)
     disagreed: list[str] = field(default_factory=list)
 
     def add(self, other: Tally) -> None:
         self.agreed += other.agreed
         self.refused += other.refused
+        self.rejected += other.rejected
         self.reasons += other.reasons
         self.disagreed += other.disagreed
 
@@ -600,8 +726,22 @@ def _reason(error: metalsim.CompileError) -> str:
 
 def compare(progs: list[Program], inputs: np.ndarray) -> Tally:
     """Run every program on both sides: a CompileError from metalsim is a refusal; an
-    internal exception or a different value is a disagreement, shown with the program."""
+    internal exception or a different value is a disagreement, shown with the program, as is
+    a program metalsim accepts that g++ -pedantic-errors rejects."""
     tally = Tally()
+    bad = ill_formed(progs)
+    for n in sorted(bad):
+        try:
+            run_metalsim(progs[n], inputs)
+        except metalsim.CompileError:
+            tally.rejected[progs[n].family] += 1
+            continue
+        except Exception as exc:   # noqa: BLE001 -- every other exception is a finding
+            tally.disagreed.append(f"metalsim raised {exc!r}\n{progs[n]!r}")
+            continue
+        tally.disagreed.append(f"metalsim accepts what g++ -pedantic-errors rejects\n"
+                               f"{progs[n]!r}")
+    progs = [p for n, p in enumerate(progs) if n not in bad]
     for prog, expected in zip(progs, run_gxx(progs, inputs), strict=True):
         try:
             got = run_metalsim(prog, inputs)

@@ -2,10 +2,12 @@
 lookup (enumerations included), namespaces (aliases, using-declarations), namespace scoping
 (the same names in the global namespace and nested namespaces, argument-dependent lookup),
 inheritance (multiple and template bases, pointer and reference conversions, casts,
-qualified members) and lvalues (conditional, comma and assignment lvalues on locals,
-members, elements and references) (`cgen_cxx_lookup`) give the same ints in metalsim
-and compiled by g++ -std=c++14; a construct metalsim refuses with a CompileError is counted,
-never a different value. 400 programs here, one g++ compile per 100;
+qualified members, `using B::f;`, hidden friends), lvalues (conditional, comma and
+assignment lvalues on locals, members, elements and references) and operators (operator
+functions on enumerations and structs beside the built-in operators) (`cgen_cxx_lookup`) give
+the same ints in metalsim and compiled by g++ -std=c++14; a construct metalsim refuses with a
+CompileError is counted, never a different value, and what g++ -pedantic-errors rejects
+metalsim refuses too. 400 programs here, one g++ compile per 100;
 `benchmarks/fuzz_cxx_lookup.py` runs more. Needs g++ on PATH."""
 
 from __future__ import annotations
@@ -57,5 +59,10 @@ def test_the_generator_writes_every_construct_it_is_meant_to_cover() -> None:
                  r"namespace nc \{ using namespace na;", r"namespace nd \{ using na::f;",
                  r"\{ using na::f;", r"int p\(int K\)", r"struct M \{ int get\(\)",
                  r"namespace an = na::nb;", r"inline namespace v1", r"ad\(na::S\{",
-                 r"ad\(held\)", r"ad\(&ps\)", r"int ad\(Hold<U> h\)", r"\+ ad\(S\{x\}\)"):
+                 r"ad\(held\)", r"ad\(&ps\)", r"int ad\(Hold<U> h\)", r"\+ ad\(S\{x\}\)",
+                 r"\{ namespace al = na(::nb)?; out\[", r"using B::get;", r"friend int peek\(",
+                 r"friend int operator\*\(U a", r"class C : public B", r"id\.TB<int>::t",
+                 r"peek_t\(td\)", r"enum class F", r"operator (int|float|short|uint)\(\) const",
+                 r"template <typename T> int operator", r"int operator[-~]\([ESF] a\)",
+                 r"void operator\|=\(thread E& a", r"int operator[^(]+\(const thread S&"):
         assert re.search(form, text), form

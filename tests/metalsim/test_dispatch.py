@@ -121,3 +121,67 @@ def test_default_template_arguments_of_a_kernel_may_name_the_parameters_before_t
                                 grid=(1, 1, 1), threadgroup=(1, 1, 1)).buffers[0]
         return out.item()
     assert (size("sizes_half"), size("sizes_half_float")) == (220, 240)
+
+
+REDUCE = """
+[[kernel]] void block_sum(
+    device int* out [[buffer(0)]],
+    const device int* in [[buffer(1)]],
+    threadgroup int* partial [[threadgroup(0)]],
+    threadgroup float* unused [[threadgroup(1)]],
+    uint tid [[thread_position_in_grid]],
+    uint lid [[thread_position_in_threadgroup]],
+    uint group [[threadgroup_position_in_grid]],
+    uint size [[threads_per_threadgroup]]) {
+  partial[lid] = in[tid];
+  threadgroup_barrier(mem_flags::mem_threadgroup);
+  for (uint stride = size / 2; stride > 0; stride /= 2) {
+    if (lid < stride) {
+      partial[lid] += partial[lid + stride];
+    }
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+  }
+  if (lid == 0) {
+    out[group] = partial[0];
+  }
+}
+"""
+
+
+def reduce(source=REDUCE, lengths=None, check=True):
+    x = np.arange(32, dtype=np.int32)
+    return metalsim.dispatch(source, "block_sum", {0: np.zeros(4, np.int32), 1: x},
+                             grid=(32, 1, 1), threadgroup=(8, 1, 1), check=check,
+                             threadgroup_memory={0: 32, 1: 16} if lengths is None else lengths)
+
+
+def test_threadgroup_memory_arguments_get_the_length_bound_to_their_index_per_threadgroup():
+    out = np.array(reduce().buffers[0])
+    assert out.tolist() == np.arange(32).reshape(4, 8).sum(axis=1).tolist()
+
+
+def test_threadgroup_memory_arguments_are_bounds_race_and_initialisation_checked():
+    with pytest.raises(metalsim.KernelFault, match="out-of-bounds write: 'partial' has 4 elements"):
+        reduce(lengths={0: 16, 1: 16})   # 4 ints for 8 threads
+    racy = REDUCE.replace("threadgroup_barrier(mem_flags::mem_threadgroup);\n  for",
+                          "for")
+    with pytest.raises(metalsim.KernelFault, match="race"):
+        reduce(racy)
+    unwritten = REDUCE.replace("partial[lid] = in[tid];", "if (lid > 0) partial[lid] = in[tid];")
+    with pytest.raises(metalsim.KernelFault, match="uninitiali[sz]ed"):
+        reduce(unwritten)
+
+
+@pytest.mark.parametrize("lengths, message", [
+    ({1: 16}, r"takes threadgroup memory 0 \('partial', threadgroup int\*\)"),
+    ({0: 30, 1: 16}, "multiple of 16 bytes"),
+    ({0: 32, 1: 0}, "multiple of 16 bytes"),
+])
+def test_a_missing_or_misaligned_threadgroup_memory_length_is_a_clear_error(lengths, message):
+    with pytest.raises(ValueError, match=message):
+        reduce(lengths=lengths)
+
+
+def test_bound_threadgroup_memory_counts_toward_metal_s_limit():
+    with pytest.raises(metalsim.KernelFault, match="threadgroup memory"):
+        reduce(lengths={0: 32, 1: 32768})

@@ -24,6 +24,7 @@ from puzzles.checking import call_kwargs
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "exec"))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "mlx_kernels"))
 import cgen  # noqa: E402  (the gcc-oracle generator, a sibling test helper)
 import test_grid_sample  # noqa: E402  (bilinear sampling, shaped like the MLX docs' example)
 
@@ -255,6 +256,42 @@ def building_block_launches() -> list[Launch]:
     return [Launch(case.label, case.kernel, case.kwargs)
             for module in (steel_gemm_blocks, steel_attention_blocks, quantized_blocks)
             for case in module.cases()]
+
+
+# --- MLX's own [[kernel]] functions, run whole through dispatch -------------------------------
+
+@dataclass
+class DispatchLaunch:
+    """One of MLX's whole kernels (a `LibraryCase` of tests/metalsim/mlx_kernels), and which of
+    the simulator's diagnostics on it are MLX's own, understood and accepted by its test (every
+    other one makes the differential skip the case)."""
+
+    label: str
+    case: object                                  # block_case.LibraryCase
+    accepted: Callable[[object], list] = lambda run: []
+
+
+def dispatch_launches() -> list[DispatchLaunch]:
+    """MLX's softmax/logsumexp, all_reduce/row_reduce_simple/contiguous_scan, steel attention
+    and steel_gemm_fused kernels, instantiated from the installed MLX's headers, with the
+    buffers, grid, threadgroup and function constants MLX's host code gives them. For the steel
+    GEMM, the diagnostics `test_mlx_gemm_kernel` accepts: its reads of an argument its
+    function constant leaves unbound, and of C past its end (values never used)."""
+    import mlx_attention_kernel
+    import mlx_gemm_kernel
+    import mlx_reduce_scan_kernels
+    import mlx_softmax_kernels
+    import test_mlx_gemm_kernel
+
+    def gemm_accepted(run: object) -> list:
+        return (test_mlx_gemm_kernel.unbound_argument_reads(run)
+                + test_mlx_gemm_kernel.epilogue_reads_past_c(run))
+
+    launches = [DispatchLaunch(case.label, case)
+                for module in (mlx_softmax_kernels, mlx_reduce_scan_kernels, mlx_attention_kernel)
+                for case in module.cases()]
+    return launches + [DispatchLaunch(case.label, case, gemm_accepted)
+                       for case in mlx_gemm_kernel.cases()]
 
 
 # --- C++ feature kernels: the struct tests' kernels ---------------------------------------------

@@ -2,13 +2,16 @@
 
 Run (needs CuPy and a GPU):
     python tests/metalsim/cuda/gpu_differential.py [--generated N] [--workers W] [--json FILE]
-        [--groups puzzles,docs,real,realistic,blocks,structs,generated]
+        [--groups puzzles,docs,real,realistic,blocks,dispatch,structs,generated]
 
 Every launch of `cuda_launches` (puzzle solutions on all their cases, real kernels at two sizes, the
 MLX docs kernels, the kernels built from MLX's own steel GEMM, steel attention and quantized
 headers, the struct tests' kernels, generated kernels; `--groups` picks some) runs in the simulator
 (`metalsim.simulate`, which must report no error) and on the GPU (`metalsim.cuda`), and the
-outputs are compared:
+outputs are compared. The `dispatch` group does the same for MLX's own whole `[[kernel]]`
+functions of tests/metalsim/mlx_kernels (softmax, logsumexp, reductions, scans, steel
+attention, steel GEMM) through `metalsim.dispatch` and `metalsim.cuda.dispatch`, and checks
+the GPU's outputs against MLX's CPU operations too (`check_dispatch`).
 
 - integer and bool outputs bit for bit;
 - float outputs of generated kernels bit for bit too (their arithmetic is `+ - * /`, casts and
@@ -27,6 +30,7 @@ and is neither a translation nor a simulator bug; each stays printed with its re
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import multiprocessing
 import sys
@@ -119,6 +123,44 @@ def check(launch: object, exact_floats: bool) -> dict:
     return result
 
 
+def check_dispatch(launch: object) -> dict:
+    """One of MLX's whole kernels (`cuda_launches.DispatchLaunch`) through `metalsim.dispatch`
+    and `metalsim.cuda.dispatch`: the outputs must agree within `ULPS`, and the GPU's must
+    also agree with MLX's CPU operation within the case's own tolerance."""
+    from block_case import differences
+
+    case = launch.case
+    result = {"label": launch.label, "ok": False, "ulps": 0.0, "error": ""}
+    try:
+        run = case.run()
+        accepted = launch.accepted(run)
+        errors = [d for d in run.report.diagnostics
+                  if d.severity == "error" and d not in accepted]
+        if errors:
+            result["error"] = "simulator: " + errors[0].message
+            result["skipped"] = True
+            return result
+        gpu_run = case.run(on_gpu=True)
+        ok, worst = True, 0.0
+        for index in case.outputs:
+            sim, _ = as_numpy(run.buffers[index])
+            gpu, dtype = as_numpy(gpu_run.buffers[index])
+            agrees, err = compare(sim, gpu, dtype, exact=False)
+            ok &= agrees
+            worst = max(worst, err)
+            if not agrees and not result["error"]:
+                result["error"] = f"buffer {index}: {err:.1f} ulps of the output's scale"
+        cpu = differences(case, [gpu_run.buffers[i] for i in case.outputs])
+        if cpu:
+            ok = False
+            result["error"] = (result["error"] + "; " if result["error"] else "") + (
+                "against MLX's CPU: " + cpu[0])
+        result["ok"], result["ulps"] = ok, worst
+    except Exception as error:  # noqa: BLE001 - every failure is a result to report
+        result["error"] = f"{type(error).__name__}: {str(error)[:2000]}"
+    return result
+
+
 def _generated_range(start: int, stop: int) -> list[dict]:
     import cuda_launches
 
@@ -134,7 +176,8 @@ def main() -> int:
     parser.add_argument("--generated", type=int, default=510)
     parser.add_argument("--workers", type=int, default=8)
     parser.add_argument("--groups",
-                        default="puzzles,docs,real,realistic,blocks,structs,generated")
+                        default="puzzles,docs,real,realistic,blocks,dispatch,structs,"
+                                "generated")
     parser.add_argument("--json", default="")
     opts = parser.parse_args()
 
@@ -189,6 +232,14 @@ def main() -> int:
         report("MLX building blocks (steel GEMM, steel attention, quantized qmv)",
                [check(lu, False) for lu in cuda_launches.building_block_launches()],
                time.time() - t0)
+    if "dispatch" in groups:
+        t0 = time.time()
+        count, w = len(_dispatch_launches()), max(1, opts.workers)
+        context = multiprocessing.get_context("spawn")
+        with ProcessPoolExecutor(w, mp_context=context) as pool:   # the simulator's side: CPUs
+            results = list(pool.map(_dispatch_check, range(count)))
+        report("MLX's whole kernels (softmax, logsumexp, reductions, scans, steel attention, "
+               "steel GEMM) through dispatch", results, time.time() - t0)
     if "structs" in groups:
         t0 = time.time()
         report("C++ feature kernels (the struct tests')",
@@ -209,6 +260,19 @@ def main() -> int:
                  for rs in all_results.values() for r in rs)
     print("RESULT:", "disagreements found" if failed else "GPU and simulator agree everywhere")
     return 1 if failed else 0
+
+
+@functools.cache
+def _dispatch_launches() -> list:
+    import cuda_launches
+
+    return cuda_launches.dispatch_launches()
+
+
+def _dispatch_check(index: int) -> dict:
+    """`check_dispatch` of the index-th dispatch launch, in a worker process (which builds the
+    launches once)."""
+    return check_dispatch(_dispatch_launches()[index])
 
 
 def _generated_range_star(bounds: tuple[int, int]) -> list[dict]:

@@ -535,3 +535,12 @@ def test_operands_near_float_max_keep_their_finite_products(operand):
                     (32, 1, 1))
     assert np.isfinite(sim[0]).all()
     np.testing.assert_allclose(gpu[0], sim[0], rtol=2e-6)
+
+
+def test_base_members_named_by_using_declarations_are_called_on_the_gpu():
+    from test_translate_cxx import USING_BASE_MEMBERS
+    source = "TD<float> d; out0[thread_position_in_grid.x] = d.get(1) + (d + 1).tag();"
+    sim, gpu = both(source, [], [(4,)], [mx.float32], (4, 1, 1), (4, 1, 1),
+                    header=USING_BASE_MEMBERS)
+    np.testing.assert_array_equal(sim[0], np.full(4, 9.0, np.float32))
+    assert_same(sim, gpu)

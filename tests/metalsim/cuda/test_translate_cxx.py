@@ -334,3 +334,29 @@ def test_modf_sincos_frexp_and_mlxs_log1p_compile_where_a_kernel_calls_them():
     """)
     assert "__device__ inline float log1p(float x)" in t.kernel_text   # MLX's, from utils.h
     compiles(t)
+
+
+# A base's overloads named in a derived struct: without `using` in the CUDA text, `d.get(1)`
+# would call the derived `get(float)` there (a different value, no error).
+USING_BASE_MEMBERS = """
+    namespace na {
+    template <typename T> struct TB {
+      T get(int x) const { return T(x + 1); }
+      TB operator+(int) const { return *this; }
+      int tag() const { return 7; }
+    };
+    }
+    template <typename T> struct TD : na::TB<T> {
+      using na::TB<T>::get;
+      using na::TB<T>::operator+;
+      T get(float) const { return T(100); }
+      TD operator+(float) const { return *this; }
+    };
+"""
+
+
+def test_using_declarations_of_base_members_are_kept():
+    t = translated("TD<float> d; out[thread_position_in_grid.x] = d.get(1) + (d + 1).tag();",
+                   USING_BASE_MEMBERS)
+    assert "  using na_ns_TB<T>::get;\n  using na_ns_TB<T>::operator+;\n" in t.kernel_text
+    compiles(t)

@@ -46,13 +46,16 @@ def _run_gxx(program: str) -> list[int]:
     return [int(v) for v in out.split()]
 
 
-def gxx_rejects(header: str, body: str) -> str:
-    """g++'s error for a program it must reject (asserting that it does)."""
+def gxx_rejects(header: str, body: str, iso: bool = False) -> str:
+    """g++'s error for a program it must reject (asserting that it does). With `iso`, as
+    ISO C++ and clang (Metal's compiler) reject it: g++ alone, by default, resolves some
+    calls ISO C++ calls ambiguous (by the candidates' worst conversions)."""
     program = f"{_CXX_PRELUDE}{header}\nint main() {{\n  int out[1] = {{0}};\n{body}\n}}\n"
     with tempfile.TemporaryDirectory() as tmp:
         src = Path(tmp) / "t.cpp"
         src.write_text(program)
-        proc = subprocess.run(["g++", "-std=c++17", "-w", "-fsyntax-only", str(src)],
+        strict = ["-pedantic-errors"] if iso else []
+        proc = subprocess.run(["g++", "-std=c++17", "-w", *strict, "-fsyntax-only", str(src)],
                               capture_output=True, text=True)
     assert proc.returncode != 0, "g++ accepts the program"
     return proc.stderr

@@ -149,8 +149,11 @@ template <typename T> struct Q : P<T> {
 @pytest.mark.parametrize("header, message", [
     ("struct B { virtual int f() const { return 1; } };", "virtual functions are not allowed"),
     ("struct B { int v; };\nstruct D : virtual B { int w; };", "virtual base classes"),
-    ("struct B { int f() const { return 1; } };\nstruct D : B { using B::f; int f(int x) const "
-     "{ return x; } };", r"using-declaration of a base class member \('using B::f;'\)"),
+    ("struct B { int v; B(int x) : v(x) {} };\nstruct D : B { using B::B; };",
+     r"inheriting constructors \('using B::B;'\)"),
+    ("struct B { int v; };\nstruct C { int f() const { return 1; } };\n"
+     "struct D : B { using C::f; };", "'C' is not a base class of 'D'"),
+    ("struct B { int v; };\nstruct D : B { using B::g; };", "no member named 'g' in 'B'"),
 ])
 def test_what_metalsim_refuses_about_classes_is_named(header, message):
     with pytest.raises(metalsim.CompileError, match=message):
@@ -167,3 +170,17 @@ def test_overloads_prefer_the_nearest_base_class():
     body = ("C c; c.a = 1; c.b = 2; c.c = 3; out[0] = f(&c) * 100 + g(c) * 10 + h(c);\n"
             "A a; a.a = 0; out[1] = f(&a) * 100 + g(a) * 10 + h(a);")
     assert agree(header, body, 2) == [222, 111]
+
+
+def test_a_member_qualified_by_a_base_class_template_instance_or_a_namespace():
+    header = ("template <typename T> struct TB { T v; T get() const { return v * 2; } };\n"
+              "struct D : TB<int> { int v; int get() const { return 5; } };\n"
+              "template <typename T> struct TD : TB<T> { T v;\n"
+              "  T both() const { return this->TB<T>::v * 10 + v + this->TB<T>::get(); } };\n"
+              "namespace na { struct B { int v; }; }\nstruct N : na::B { int v; };\n")
+    body = ("D d; d.v = 3; d.TB<int>::v = 4; thread D* p = &d;\n"
+            "out[0] = d.TB<int>::v * 10 + d.v + p->TB<int>::get() * 100;\n"
+            "TD<short> t; t.v = 3; t.TB<short>::v = 4; out[1] = t.both();\n"
+            "N n; n.v = 1; n.na::B::v = 2; out[2] = n.na::B::v * 10 + n.v;\n"
+            "out[3] = d.v < 4 && d.v > 2;")
+    assert agree(header, body, 4) == [843, 51, 21, 1]

@@ -74,6 +74,18 @@ def test_a_block_using_declaration_hides_the_outer_overloads():
     assert agree(header, body, 2) == [35, 103]
 
 
+def test_block_using_directives_and_declarations_end_with_their_block():
+    header = ("int f(float x) { return int(x * 10.0f); }\n"
+              "constant constexpr int K = 1;\n"
+              "namespace na { int f(int x) { return x + 100; } constant constexpr int K = 2;\n"
+              "  typedef short T; }\ntypedef int T;\n"
+              "int g() { { using namespace na; } return f(3); }\n")
+    body = ("{ using na::f; using na::K; using na::T; out[0] = f(3.5f) + K * 1000 + "
+            "int(sizeof(T)) * 10000; }\nout[1] = f(3.5f) + K * 1000 + int(sizeof(T)) * 10000;\n"
+            "out[2] = g();")
+    assert agree(header, body, 3) == [22103, 41035, 30]
+
+
 def test_a_namespace_scope_using_declaration_declares_the_name_there():
     header = ("int f(float x) { return int(x * 10.0f); }\n"
               "namespace na { int f(int x) { return x + 100; } }\n"

@@ -149,7 +149,9 @@ def test_call_operator_is_a_member_function_and_calls_parse_on_any_callee():
     ("struct P { struct { int a; }; };", "anonymous structs", "", 12),
     ("kernel void k() { struct Nope n; }", "unknown type name 'Nope'", "", 26),
     ("struct P { int n; }", "expected ';' after struct definition", "", 20),
-    ("class C { int n; };", "'class' declarations are not supported", "", 1),
+    ("struct S { template <typename T> friend int f(T x) { return 1; } };",
+     "a friend function defined in a struct template's specialisation, a nested or local "
+     "struct, or as a template", "declare the function after the struct", 34),
 ])
 def test_what_is_more_than_an_aggregate_is_refused_with_a_hint(text, message, hint, column):
     with pytest.raises(CompileError, match=message) as info:

@@ -13,6 +13,7 @@ import mlx.core as mx
 import numpy as np
 
 import metalsim
+import metalsim.cuda
 
 # Unit roundoff of each output type: a correctly rounded result is within this of the exact
 # value, relative to its magnitude.
@@ -55,21 +56,28 @@ class LibraryCase:
     # buffers (but 0) and grid; its buffer 0 is the previous pass's output buffer 1.
     passes: list[tuple[dict, tuple[int, int, int]]] = field(default_factory=list)
 
-    def run(self) -> metalsim.Dispatch:
-        """Every pass; the last one's Dispatch, with every pass's diagnostics."""
-        run = self._dispatch(self.buffers, self.grid)
-        diagnostics = list(run.report.diagnostics)
+    def run(self, on_gpu: bool = False) -> metalsim.Dispatch:
+        """Every pass, in the simulator or (`on_gpu`) through `metalsim.cuda.dispatch`; the
+        last one's Dispatch, with every pass's diagnostics (no report on the GPU)."""
+        run = self._dispatch(self.buffers, self.grid, on_gpu)
+        diagnostics = [] if on_gpu else list(run.report.diagnostics)
         for buffers, grid in self.passes:
-            run = self._dispatch({0: run.buffers[1], **buffers}, grid)
-            diagnostics += run.report.diagnostics
-        run.report.diagnostics = diagnostics
+            run = self._dispatch({0: run.buffers[1], **buffers}, grid, on_gpu)
+            diagnostics += [] if on_gpu else run.report.diagnostics
+        if not on_gpu:
+            run.report.diagnostics = diagnostics
         return run
 
-    def _dispatch(self, buffers: dict, grid: tuple[int, int, int]) -> metalsim.Dispatch:
-        return metalsim.dispatch(self.source, self.function, buffers, grid,
-                                 (grid[0], 1, 1) if self.passes else self.threadgroup,
-                                 function_constants=self.function_constants,
-                                 include_dirs=[metalsim.mlx_include_dir()], check=False)
+    def _dispatch(self, buffers: dict, grid: tuple[int, int, int],
+                  on_gpu: bool) -> metalsim.Dispatch:
+        threadgroup = (grid[0], 1, 1) if self.passes else self.threadgroup
+        options = {"function_constants": self.function_constants,
+                   "include_dirs": [metalsim.mlx_include_dir()]}
+        if on_gpu:
+            return metalsim.cuda.dispatch(self.source, self.function, buffers, grid,
+                                          threadgroup, **options)
+        return metalsim.dispatch(self.source, self.function, buffers, grid, threadgroup,
+                                 check=False, **options)
 
 
 def library_source(*headers: str, instantiations: str) -> str:
