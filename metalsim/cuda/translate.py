@@ -48,6 +48,7 @@ import numpy as np
 from metalsim.cuda.prelude import MLX_UTILS, PRELUDE
 from metalsim.diagnostics import CompileError, SourceMap
 from metalsim.exec.launch import parsed_prelude
+from metalsim.exec.prelude import METAL_SECTION, PRELUDE_SECTIONS
 from metalsim.exec.prelude import PRELUDE as SIM_PRELUDE
 from metalsim.lang import ast
 from metalsim.lang.parser import parse
@@ -151,14 +152,15 @@ def _translate_text(text: str, sections: list[tuple[str, int, int]], math_mode: 
     # The simulator's prelude goes first, for the parser to know the names it declares (MLX's
     # typedefs, Metal's `integral_constant`, ...); the CUDA prelude declares its own.
     shift = len(SIM_PRELUDE)
-    source_map = SourceMap(SIM_PRELUDE + text, [("prelude", 0, shift)] + [
+    source_map = SourceMap(SIM_PRELUDE + text, PRELUDE_SECTIONS + [
         (name, start + shift, end + shift) for name, start, end in sections])
-    preprocessed, parsed = parsed_prelude(SIM_PRELUDE, math_mode == "fast")
+    preprocessed, parsed = parsed_prelude(math_mode == "fast")
     unit = parse(preprocess(SIM_PRELUDE + text, source_map, after=preprocessed,
                             include_dirs=include_dirs), source_map, after=parsed)
-    prelude = [item for item in unit.items if item.coord.section == "prelude"]
-    unit.items = [item for item in unit.items if item.coord.section != "prelude"]
-    _rename_own_library_types(unit, prelude)
+    prelude_sections = {name for name, _, _ in PRELUDE_SECTIONS}
+    metal_library = [item for item in unit.items if item.coord.section == METAL_SECTION]
+    unit.items = [item for item in unit.items if item.coord.section not in prelude_sections]
+    _rename_own_library_types(unit, metal_library)
     _spell_program_names(unit)
     try:
         return printer.unit(unit)

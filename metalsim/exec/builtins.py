@@ -7,6 +7,7 @@ Each entry maps a key — `("call", name)` or `("name", qualifier, name)` — to
 
 from __future__ import annotations
 
+import ml_dtypes
 import numpy as np
 
 from metalsim.exec.atomics import ATOMIC_BUILTINS
@@ -118,39 +119,32 @@ def _barrier_call(threadgroup_scope: bool):
 
 
 def _limits(t: ty.ScalarType) -> dict[str, object]:
-    """`metal::numeric_limits<T>` members (called) and MLX's `Limits<T>` (plain members)."""
+    """The members of `metal::numeric_limits<T>`."""
     if t.kind == "float":
-        info = np.finfo(t.dtype)
+        info = ml_dtypes.finfo(t.dtype)   # numpy's finfo knows no bfloat
         big, tiny = float(info.max), float(info.smallest_normal)
         return {"max": big, "min": tiny, "lowest": -big, "epsilon": float(info.eps),
                 "infinity": np.inf, "quiet_NaN": np.nan,
-                "denorm_min": float(info.smallest_subnormal),
-                "Limits.max": np.inf, "Limits.min": -np.inf, "Limits.finite_max": big,
-                "Limits.finite_min": -big}
+                "denorm_min": float(info.smallest_subnormal)}
     if t.kind == "bool":
-        return {"max": True, "min": False, "lowest": False, "Limits.max": True,
-                "Limits.min": False}
+        return {"max": True, "min": False, "lowest": False}
     info = np.iinfo(t.dtype)
-    return {"max": int(info.max), "min": int(info.min), "lowest": int(info.min),
-            "Limits.max": int(info.max), "Limits.min": int(info.min),
-            "Limits.finite_max": int(info.max), "Limits.finite_min": int(info.min)}
+    return {"max": int(info.max), "min": int(info.min), "lowest": int(info.min)}
 
 
-def _limits_member(called: bool):
-    def handler(c, node, scope) -> E:
-        name = node.func if called else node
-        if called and node.args:
-            c.error(f"numeric_limits<T>::{name.name}() takes no arguments", node)
-        args = name.template_args or []
-        t = c.resolve_type(args[0], scope) if len(args) == 1 else None
-        if not isinstance(t, ty.ScalarType):
-            c.error(f"{name.qualifier}<T> needs one scalar type argument", node)
-        key = name.name if called else f"Limits.{name.name}"
-        value = _limits(t).get(key)
-        if value is None:
-            c.error(f"no member named '{name.name}' in '{name.qualifier}<{t}>'", node)
-        return constant(value, t, node.coord)
-    return handler
+def _numeric_limits_member(c, node: ast.Call, scope) -> E:
+    """`numeric_limits<T>::max()` and the other members of Metal's numeric_limits."""
+    name = node.func
+    if node.args:
+        c.error(f"numeric_limits<T>::{name.name}() takes no arguments", node)
+    args = name.template_args or []
+    t = c.resolve_type(args[0], scope) if len(args) == 1 else None
+    if not isinstance(t, ty.ScalarType):
+        c.error("numeric_limits<T> needs one scalar type argument", node)
+    value = _limits(t).get(name.name)
+    if value is None:
+        c.error(f"no member named '{name.name}' in 'numeric_limits<{t}>'", node)
+    return constant(value, t, node.coord)
 
 
 def _type_trait(trait: str, args: list[ty.Type]) -> bool | None:
@@ -257,8 +251,7 @@ def build_builtins() -> dict:
     table: dict = {
         ("call", "threadgroup_barrier"): _barrier_call(True),
         ("call", "simdgroup_barrier"): _barrier_call(False),
-        ("qualified_call", "numeric_limits"): _limits_member(True),
-        ("qualified_name", "Limits"): _limits_member(False),
+        ("qualified_call", "numeric_limits"): _numeric_limits_member,
         ("call", "atomic_thread_fence"): _fence,
         ("call", "__is_empty"): _is_empty,
         ("call", "is_function_constant_defined"): _function_constant_defined,

@@ -33,6 +33,7 @@ from metalsim.exec.function_specializations import (
 )
 from metalsim.exec.lambdas import Closure, LambdaCompiler
 from metalsim.exec.operators import OperatorCompiler
+from metalsim.exec.prelude import replaced_stand_ins
 from metalsim.exec.ranking import Rank
 from metalsim.exec.references import ReferenceCompiler, returned_location
 from metalsim.exec.runtime import bind_argument
@@ -130,8 +131,6 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
         self.closure_access: dict[int, tuple[StructType | None, str]] = {}   # by id(body)
         self.address_taken: set[str] = set()
         self.fixed_names: set[str] = set()   # see `uses.fixed_names`
-        # The prelude's own structs standing in for MLX's (complex64_t), which MLX's replace.
-        self.prelude_structs: set[StructType] = set()
         self.decl_ids = 0
         # code that runs only where a comparison let it: its coordinates -> the comparison's
         self.guarded: dict[Coord, Coord] = {}
@@ -152,7 +151,10 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
 
     # --- translation unit -------------------------------------------------------------------
     def declare_globals(self) -> None:
+        replaced = replaced_stand_ins(self.unit.items)
         for item in self.unit.items:
+            if id(item) in replaced:
+                continue   # the program declares the name the prelude's item stands in for
             if isinstance(item, ast.MemberFunction) and item.owner is not None and (
                     item.owner_args is not None or is_explicit_specialization(item)):
                 self.define_member_specialization(item)
@@ -178,8 +180,6 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
                 self.declare_specialization(item, self.globals)
             elif isinstance(item, ast.StructDef) and item.template_params:
                 self.declare_struct_template(item, self.globals)
-            elif isinstance(item, ast.StructDef) and item.coord.section == "prelude":
-                self.prelude_structs.add(self.define_struct(item, self.globals))
             elif isinstance(item, ast.StructDef):
                 self.define_struct(item, self.globals)
             elif isinstance(item, ast.TypeAlias):
@@ -232,15 +232,11 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
 
     def declare_alias(self, node: ast.TypeAlias, scope: Scope) -> None:
         """`typedef T name;` or `using name = T;` in `scope`. Declaring a name again for the
-        same type is legal C++ (MLX's bf16.h repeats its preamble's `typedef bfloat
-        bfloat16_t;`); for another type it is an error, never a silent replacement. Types
-        spelled alike count as the same. MLX's own definition of a name the
-        prelude defines as a struct of its own (`typedef complex_t<float> complex64_t;`)
-        replaces the prelude's."""
+        same type is legal C++ (`typedef bfloat bfloat16_t;` twice); for another type it is
+        an error, never a silent replacement. Types spelled alike count as the same."""
         t = self.resolve_type(node.type, scope)
         previous = scope.names.get(node.name)
-        if isinstance(previous, Type) and str(previous) != str(t) and (
-                previous not in self.prelude_structs):
+        if isinstance(previous, Type) and str(previous) != str(t):
             self.error(f"typedef redefinition with different types ('{t}' vs '{previous}')",
                        node)
         scope.names[node.name] = t
@@ -796,15 +792,19 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
         if name not in mathlib.FUNCTIONS and ("call", name) not in self.builtins:
             return False
         args = [self.expr(a, scope) for a in node.args]
+        types = [self.rvalue(a).type for a in args]
+        if name not in mathlib.FUNCTIONS and simd.takes_exactly(name, types):
+            # No overload converting the data beats it, however those rank among themselves
+            # (MLX's int64_t, uint64_t, bool and complex64_t shuffles, for `int` data).
+            return True
         try:
             fdef, bindings = self.resolve_overload(node, args, scope)
         except CompileError as failure:
             if failure.diagnostic.message.startswith("no matching function"):
                 return True
             raise
-        types = [self.rvalue(a).type for a in args]
         if name not in mathlib.FUNCTIONS:
-            return simd.takes_exactly(name, types)
+            return False
         try:
             params, _ = mathlib.resolve(name, types)
         except LookupError:
@@ -961,18 +961,9 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
             shown = ", ".join(str(self.rvalue(a).type) for a in args)
             self.error(f"no matching function for call to '{name}({shown})'", node)
         chosen = ranking.best(candidates)
-        if len(chosen) > 1:   # MLX's own definition of what the prelude copies wins the tie
-            chosen = [c for c in chosen
-                      if not any(self.replaces_prelude(o[1], c[1]) for o in chosen)]
         if len(chosen) != 1:
             self.error(f"call to '{name}' is ambiguous", node)
         return chosen[0][1:]
-
-    @staticmethod
-    def replaces_prelude(fdef: ast.FunctionDef, other: ast.FunctionDef) -> bool:
-        """Whether `fdef`, from MLX's headers, is the function `other` is metalsim's prelude's
-        copy of (MLX's utils.h's `log1p`, included by a program): the two match alike."""
-        return other.coord.section == "prelude" and fdef.coord.section != "prelude"
 
     def substitutes(self, fdef: ast.FunctionDef, bindings: dict, notes: list[str],
                     outer: Scope | None = None) -> bool:

@@ -36,7 +36,7 @@ from metalsim.exec.machine import (
     Machine,
     StepLimitExceeded,
 )
-from metalsim.exec.prelude import PRELUDE
+from metalsim.exec.prelude import PRELUDE, PRELUDE_SECTIONS
 from metalsim.exec.values import Frame, PtrSlot, RefSlot
 from metalsim.lang import ast
 from metalsim.lang import types as ty
@@ -112,10 +112,10 @@ def deep_recursion():
 
 
 @functools.lru_cache(maxsize=4)
-def parsed_prelude(prelude: str, fast_math: bool) -> tuple[PreprocessedPrefix, ParsedPrefix]:
-    """`prelude` preprocessed and parsed once per process, for every kernel to go on from."""
-    source_map = SourceMap(prelude, [("prelude", 0, len(prelude))])
-    prefix = preprocess_prefix(prelude, source_map, {"__FAST_MATH__": "1"} if fast_math else None)
+def parsed_prelude(fast_math: bool) -> tuple[PreprocessedPrefix, ParsedPrefix]:
+    """The prelude preprocessed and parsed once per process, for every kernel to go on from."""
+    source_map = SourceMap(PRELUDE, PRELUDE_SECTIONS)
+    prefix = preprocess_prefix(PRELUDE, source_map, {"__FAST_MATH__": "1"} if fast_math else None)
     return prefix, parse_prefix(list(prefix.tokens), source_map)
 
 
@@ -141,9 +141,9 @@ def compile_program(text: str, sections: tuple, math_mode: str, tracing: bool = 
     sets (see `Compiler.compile_kernel`)."""
     full = PRELUDE + text
     shift = len(PRELUDE)
-    all_sections = [("prelude", 0, shift)] + [(n, s + shift, e + shift) for n, s, e in sections]
+    all_sections = PRELUDE_SECTIONS + [(n, s + shift, e + shift) for n, s, e in sections]
     source_map = SourceMap(full, all_sections)
-    preprocessed, parsed = parsed_prelude(PRELUDE, math_mode == "fast")
+    preprocessed, parsed = parsed_prelude(math_mode == "fast")
     tokens = preprocess(full, source_map, after=preprocessed, include_dirs=include_dirs)
     unit = parse(tokens, source_map, after=parsed)
     variant = "fast" if math_mode == "fast" else "precise"

@@ -46,8 +46,6 @@ class OperatorCompiler:
                                               if o is not fdef)):
                 continue  # a declaration of a function defined too is not a candidate;
                 # nor is an explicit specialisation (it replaces its template's body)
-            if self.stand_in_replaced(fdef):
-                continue
             bindings = self.deduce(fdef, [], operands, scope, notes)
             cost = None if bindings is None else self.match_cost(fdef, bindings, operands)
             if cost is not None and no_struct and not self.takes_an_enumeration(
@@ -72,17 +70,6 @@ class OperatorCompiler:
         operand is an enumeration and the program declares a free `operator@`."""
         return any(isinstance(e.type, ty.ScalarType) and e.type.enum is not None
                    for e in operands) and bool(self.functions.get(f"operator{op}"))
-
-    def stand_in_replaced(self, fdef: ast.FunctionDef) -> bool:
-        """Whether `fdef` is one of the prelude's operators on its stand-in `complex64_t`
-        after MLX's complex.h replaced that type with its own (`complex_t<float>`, whose
-        operators it defines): it is no candidate then. (Kept, it would take any `short` or
-        `integral_constant` operand through complex_t's converting constructor, and
-        `s * Int<36>{}` would be a complex product.)"""
-        if fdef.coord.section != "prelude" or fdef.template_params:
-            return False
-        types = [self.resolve_type(p.type, self.globals) for p in fdef.params]
-        return any(isinstance(t, StructType) and t not in self.prelude_structs for t in types)
 
     def struct_operator(self, op: str, operands: list[E], node: ast.Node, scope: Scope
                         ) -> E | None:

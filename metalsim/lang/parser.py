@@ -75,7 +75,7 @@ _BUILTIN_TYPE_WORDS = frozenset(TYPE_NAMES) | _INT_WORDS | _EXTRA_TYPES | _TYPE_
 
 # Built-in names after which `<` opens a template argument list rather than comparing.
 _BUILTIN_TEMPLATES = frozenset({
-    "make_filled_simdgroup_matrix", "numeric_limits", "Limits", "elem_to_loc", "elem_to_loc_1",
+    "make_filled_simdgroup_matrix", "numeric_limits", "elem_to_loc", "elem_to_loc_1",
     "elem_to_loc_2", "elem_to_loc_3", "elem_to_loc_2_nd", "elem_to_loc_3_nd",
     "max", "min", "clamp", "abs", "select", "_disjunction", "_conjunction",
 }) | {f"{trait}{suffix}" for trait in ("is_same", "is_integral", "is_floating_point", "is_signed",

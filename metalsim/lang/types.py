@@ -260,8 +260,8 @@ QUAD_VOTE = ScalarType("quad_vote", np.dtype(np.uint16), "int", False, 3, USHORT
 
 SCALARS = (BOOL, CHAR, UCHAR, SHORT, USHORT, INT, UINT, LONG, ULONG, HALF, BFLOAT, FLOAT)
 
-# Metal's own names; `float16_t` and `bfloat16_t` are MLX's typedefs, declared by its preamble
-# (metalsim.exec.prelude) and again, legally, by MLX's headers.
+# Metal's own names; `float16_t` and `bfloat16_t` are MLX's typedefs, declared by MLX's headers
+# or, for a program that does not include them, by metalsim's prelude (metalsim.exec.prelude).
 _SCALAR_NAMES: dict[str, ScalarType] = {t.name: t for t in SCALARS} | {
     "int8_t": CHAR, "uint8_t": UCHAR, "int16_t": SHORT, "uint16_t": USHORT,
     "int32_t": INT, "uint32_t": UINT, "int64_t": LONG, "uint64_t": ULONG,

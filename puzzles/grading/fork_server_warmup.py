@@ -22,6 +22,6 @@ for name in LAZY_IMPORTS:
     importlib.import_module(name)
 launch = importlib.import_module("metalsim.exec.launch")
 for fast_math in (False, True):
-    launch.parsed_prelude(launch.PRELUDE, fast_math)
+    launch.parsed_prelude(fast_math)
 importlib.import_module("puzzles.catalog").all_puzzles()  # imports every chapter
 gc.freeze()

@@ -323,6 +323,17 @@ def test_numeric_limits_and_mlx_limits():
     assert out.tolist() == [2147483648.0, 1, 1, 65504, 1]
 
 
+def test_numeric_limits_of_bfloat():
+    source = """
+    out[0] = numeric_limits<bfloat>::max();
+    out[1] = numeric_limits<bfloat>::epsilon();
+    out[2] = numeric_limits<bfloat>::min();
+    """
+    out = run1(source, out_shape=(3,), grid=(1, 1, 1), tg=(1, 1, 1))
+    info = ml_dtypes.finfo(ml_dtypes.bfloat16)
+    assert out.tolist() == [float(info.max), float(info.eps), float(info.smallest_normal)]
+
+
 def test_fast_and_precise_math_namespaces_and_math_modes():
     source = """
     uint i = thread_position_in_grid.x;

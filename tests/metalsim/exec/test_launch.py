@@ -193,7 +193,7 @@ def test_a_kernel_sees_none_of_the_names_of_the_kernels_compiled_before_it():
 
 
 def test_compiling_kernels_leaves_the_shared_prelude_as_it_was():
-    before = repr(launch.parsed_prelude(launch.PRELUDE, False))
+    before = repr(launch.parsed_prelude(False))
     source = """
     uint i = thread_position_in_grid.x;
     float whole, c;
@@ -205,4 +205,4 @@ def test_compiling_kernels_leaves_the_shared_prelude_as_it_was():
     out[i] = f + log1p(a[i]) + float(loc + loc32 + ceildiv(i, 3u) + one);
     """
     run_on_eight(source)
-    assert repr(launch.parsed_prelude(launch.PRELUDE, False)) == before
+    assert repr(launch.parsed_prelude(False)) == before

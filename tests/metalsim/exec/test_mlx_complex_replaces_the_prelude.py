@@ -1,6 +1,6 @@
-"""With MLX's complex.h included (through utils.h), its `complex_t<float>` replaces the
-prelude's stand-in `complex64_t`, and the prelude's operators on the stand-in are no
-candidates (kept, they took a `short` and an `Int<36>` through complex_t's converting
+"""With MLX's complex.h included (through utils.h), its `complex_t<float>` is the one
+`complex64_t`: the prelude's stand-in and its operators are not declared (as candidates,
+the stand-in's operators took a `short` and an `Int<36>` through complex_t's converting
 constructor inside MLX's steel attention `BaseMMAFrag::load`, whose pointer offset became a
 complex number: `test_mlx_attention_kernel.py` runs that kernel). Here: products of a short
 and an integral_constant stay built-in, and MLX's own complex operators work."""

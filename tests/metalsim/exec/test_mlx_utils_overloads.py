@@ -35,3 +35,27 @@ def test_float_data_takes_metals_simd_functions_and_bfloat_data_mlxs_overloads()
     assert (out[1] == np.float32(as_bfloat.sum()).astype(ml_dtypes.bfloat16)).all()
     assert (out[2] == 4.0).all()
     assert out[3].tolist() == [(lane + 5 + 3) // 4 for lane in range(32)]
+
+
+SHUFFLE_SOURCE = """
+uint lane = thread_index_in_simdgroup;
+out[lane] = float(simd_shuffle_down(int(lane), 1));
+out[32 + lane] = simd_shuffle_down(float(lane), 2u);
+out[64 + lane] = float(simd_shuffle(short(lane), ushort(31 - lane)));
+out[96 + lane] = float(simd_shuffle_down(long(lane) << 40, ushort(1)) >> 40);
+"""
+
+
+def test_metals_shuffles_take_their_own_data_types_beside_mlxs_wide_overloads():
+    """For `int`, `float` and `short` data Metal's shuffle takes the data exactly, which no
+    overload of MLX's converting it beats (however those rank among themselves); `long` data
+    takes MLX's."""
+    kernel = metalsim.metal_kernel("mlx_shuffles", ["a"], ["out"], SHUFFLE_SOURCE, header=HEADER)
+    kernel.include_dirs = (str(metalsim.mlx_include_dir()),)
+    (out,) = kernel(inputs=[mx.zeros(1)], output_shapes=[(128,)], output_dtypes=[mx.float32],
+                    grid=(32, 1, 1), threadgroup=(32, 1, 1))
+    lanes = np.arange(32)
+    # simd_shuffle_down leaves the last `delta` lanes their own value.
+    down1, down2 = (np.where(lanes + d < 32, lanes + d, lanes) for d in (1, 2))
+    expected = np.concatenate([down1, down2, 31 - lanes, down1])
+    np.testing.assert_array_equal(np.array(out), expected.astype(np.float32))
