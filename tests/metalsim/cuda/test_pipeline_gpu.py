@@ -1,7 +1,7 @@
 """`metalsim.cuda.dispatch` on a real NVIDIA GPU against `metalsim.dispatch`: whole sources of
 our own bit for bit, and MLX's own whole kernels (tests/metalsim/mlx_kernels) through the GPU
 differential's `check_dispatch`. These run only where CuPy sees an NVIDIA GPU; CI has none
-(`test_dispatch.py` covers what needs no GPU)."""
+(`test_pipeline.py` covers what needs no GPU)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """`metalsim.cuda.dispatch` without a GPU: which kernel function is translated, how function
 constants become compile-time constants, how each argument is bound (by `[[buffer(n)]]`, as
 `metalsim.dispatch` binds it), the launch size, and that the translations compile with NVRTC.
-`test_dispatch_gpu.py` runs the same sources on a GPU against the simulator."""
+`test_pipeline_gpu.py` runs the same sources on a GPU against the simulator."""
 
 from __future__ import annotations
 
