@@ -25,8 +25,13 @@ TOML = "[assignment]\nseed = 6061\ntime_limit = 20\n\n[[puzzles]]\npuzzle = 1\np
 
 @pytest.fixture(autouse=True)
 def ctrl_c_restored() -> Iterator[None]:
-    """`grade` ignores a second Ctrl-C once it is stopping: give pytest its handler back."""
+    """Each test starts with Python's own Ctrl-C handling, whatever the suite inherited (a
+    shell without job control starts background jobs with SIGINT ignored, and Python then
+    keeps ignoring it: `(pytest &)` failed five of these tests), and gives pytest its
+    handler back afterwards: `grade` ignores a second Ctrl-C once it is stopping."""
     before = signal.getsignal(signal.SIGINT)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
     yield
     signal.signal(signal.SIGINT, before)
 
