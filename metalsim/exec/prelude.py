@@ -100,38 +100,19 @@ inline complex64_t operator*(complex64_t a, complex64_t b) {
     # Metal's numeric_limits, but infinite `max` and `min` for floating-point types (with
     # `finite_max` and `finite_min` beside them).
     "Limits": ("utils.h", """
-template <typename T>
+template <typename T, bool = metal::is_floating_point<T>::value>
 struct Limits {
   static constexpr constant T max = metal::numeric_limits<T>::max();
   static constexpr constant T min = metal::numeric_limits<T>::min();
+  static constexpr constant T finite_max = max;
+  static constexpr constant T finite_min = min;
+};
+template <typename T>
+struct Limits<T, true> {
+  static constexpr constant T max = metal::numeric_limits<T>::infinity();
+  static constexpr constant T min = -metal::numeric_limits<T>::infinity();
   static constexpr constant T finite_max = metal::numeric_limits<T>::max();
-  static constexpr constant T finite_min = metal::numeric_limits<T>::min();
-};
-template <>
-struct Limits<float> {
-  static constexpr constant float max = metal::numeric_limits<float>::infinity();
-  static constexpr constant float min = -metal::numeric_limits<float>::infinity();
-  static constexpr constant float finite_max = metal::numeric_limits<float>::max();
-  static constexpr constant float finite_min = -metal::numeric_limits<float>::max();
-};
-template <>
-struct Limits<half> {
-  static constexpr constant half max = metal::numeric_limits<half>::infinity();
-  static constexpr constant half min = -metal::numeric_limits<half>::infinity();
-  static constexpr constant half finite_max = metal::numeric_limits<half>::max();
-  static constexpr constant half finite_min = -metal::numeric_limits<half>::max();
-};
-template <>
-struct Limits<bfloat> {
-  static constexpr constant bfloat max = metal::numeric_limits<bfloat>::infinity();
-  static constexpr constant bfloat min = -metal::numeric_limits<bfloat>::infinity();
-  static constexpr constant bfloat finite_max = metal::numeric_limits<bfloat>::max();
-  static constexpr constant bfloat finite_min = -metal::numeric_limits<bfloat>::max();
-};
-template <>
-struct Limits<bool> {
-  static constexpr constant bool max = true;
-  static constexpr constant bool min = false;
+  static constexpr constant T finite_min = -metal::numeric_limits<T>::max();
 };
 """),
     "log1p": ("utils.h", """
