@@ -30,7 +30,7 @@ from puzzles.grading.late_policy import Lateness
 from puzzles.grading.lms_exports import read_roster_details
 from puzzles.grading.outputs import as_scored, write_gradebook, write_student_files
 from puzzles.grading.overrides import Overrides, OverridesError
-from puzzles.grading.prairielearn import grade_job
+from puzzles.grading.prairielearn import grade_job, results_path
 from puzzles.grading.sandbox import Outcome
 from puzzles.grading.strict_json import strict_json, strict_json_line
 
@@ -50,6 +50,8 @@ def grade(path: Path | None, *, assignment: Path | None = None, out: Path | None
     times and extensions (see `late_policy`). `only` regrades those ids into the existing
     `out`; `rescore` rebuilds `out` from its journal with the assignment's points,
     simulating nothing."""
+    one_notebook = [] if out is not None else [p for p in (gradescope_path, json_path) if p]
+    before = {p: _file_state(p) for p in one_notebook}
     try:
         return _grade(path, assignment=assignment, out=out, jobs=jobs, puzzles=puzzles,
                       json_path=json_path, seed=seed, gradescope_path=gradescope_path,
@@ -57,13 +59,18 @@ def grade(path: Path | None, *, assignment: Path | None = None, out: Path | None
                       rescore=rescore)
     except KeyboardInterrupt:
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C: no traceback either
-        print(f"\n{_interrupted(out, rescore)}", file=sys.stderr)
+        print(f"\n{clean_text(_interrupted(out, rescore, before))}", file=sys.stderr)
         return 130
 
 
-def _interrupted(out: Path | None, rescore: bool) -> str:
-    """What an interrupted run left behind, and how to finish it."""
+def _interrupted(out: Path | None, rescore: bool,
+                 before: dict[Path, tuple[int, int] | None]) -> str:
+    """What an interrupted run left behind, and how to finish it (`before`: the state of
+    the files one notebook's grading writes, see `_file_state`)."""
     if out is None:
+        written = [str(p) for p, state in before.items() if _file_state(p) != state]
+        if written:
+            return f"interrupted once {' and '.join(written)} was written (whole)"
         return "interrupted: nothing was written"
     if rescore:
         return (f"interrupted: the gradebook in {out} is as it was (its files are replaced "
@@ -268,7 +275,17 @@ def _assignment(path: Path | None, puzzles: list[str] | None, seed: int | None) 
 def gradescope_autograder(assignment: Path, submission: Path, metadata: Path,
                           results: Path, roster: Path | None = None) -> int:
     """Grade Gradescope's upload folder and write its results.json (exit 0 once written);
-    `roster` gives students' own due dates (by email or Gradescope id, see `late_policy`)."""
+    `roster` gives students' own due dates (by email or Gradescope id, see `late_policy`).
+    Ctrl-C stops it as it stops `grade` (see `_job_interrupted`)."""
+    before = _file_state(results)
+    try:
+        return _gradescope_autograder(assignment, submission, metadata, results, roster)
+    except KeyboardInterrupt:
+        return _job_interrupted(results, before)
+
+
+def _gradescope_autograder(assignment: Path, submission: Path, metadata: Path,
+                           results: Path, roster: Path | None) -> int:
     try:
         plan = load(assignment)
         details = read_roster_details(roster) if roster is not None else {}
@@ -281,7 +298,17 @@ def gradescope_autograder(assignment: Path, submission: Path, metadata: Path,
 
 
 def prairielearn_job(assignment: Path, root: Path, timeout: float) -> int:
-    """Grade PrairieLearn's job under `root` (exit 0 once results.json is written)."""
+    """Grade PrairieLearn's job under `root` (exit 0 once results.json is written). Ctrl-C
+    stops it as it stops `grade` (see `_job_interrupted`)."""
+    results = results_path(root)
+    before = _file_state(results)
+    try:
+        return _prairielearn_job(assignment, root, timeout)
+    except KeyboardInterrupt:
+        return _job_interrupted(results, before)
+
+
+def _prairielearn_job(assignment: Path, root: Path, timeout: float) -> int:
     try:
         plan = load(assignment)
     except AssignmentError as exc:
@@ -290,6 +317,31 @@ def prairielearn_job(assignment: Path, root: Path, timeout: float) -> int:
     results = grade_job(plan, root, timeout)
     print(clean_text(str(results["message"])))
     return 0
+
+
+def _file_state(path: Path) -> tuple[int, int] | None:
+    """What identifies `path`'s version (a whole new file is renamed over it, see `atomic`):
+    its inode and modification time, or None where there is none."""
+    try:
+        stat = path.stat()
+    except OSError:
+        return None
+    return stat.st_ino, stat.st_mtime_ns
+
+
+def _job_interrupted(results: Path, before: tuple[int, int] | None) -> int:
+    """Ctrl-C in a one-submission job (Gradescope, PrairieLearn): the workers are stopped
+    already (see `batch.grade_all`); say in one line whether `results` was written (whole,
+    as every file is, see `atomic`: a Ctrl-C during its renaming waits for it) and exit 130."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C: no traceback either
+    if _file_state(results) != before:
+        said = f"interrupted once {results} was written (whole)"
+    elif before is None:
+        said = f"interrupted: nothing was written ({results} is not there)"
+    else:
+        said = f"interrupted: {results} is as it was (from an earlier run)"
+    print(f"\n{clean_text(said)}", file=sys.stderr)
+    return 130
 
 
 def classroom_workflow(template: str, commit: str, assignment: str, token_secret: str | None,

@@ -63,8 +63,13 @@ def grade_job(plan: Assignment, root: Path = GRADE, timeout: float = 30.0) -> di
                          progress=lambda _line: None).outcomes
     results = job_results(outcome, plan, hide=[str((root / "student").resolve()),
                                                str(root / "student"), str(GRADER_ROOT)])
-    write_text(root / "results" / "results.json", strict_json(results))
+    write_text(results_path(root), strict_json(results))
     return results
+
+
+def results_path(root: Path = GRADE) -> Path:
+    """Where the job's results.json goes."""
+    return root / "results" / "results.json"
 
 
 def job_results(outcome: Outcome, plan: Assignment, hide: list[str]) -> dict[str, object]:

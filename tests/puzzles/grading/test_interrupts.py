@@ -4,20 +4,30 @@ traceback), every file whole (the old one or the new one, no `.partial` left), a
 
 Each test delivers a real SIGINT to the grader (in this process) at one point: writing the
 journal's header, between students, half-way through the gradebook, while its files are being
-renamed into place, during a re-score and while writing --json."""
+renamed into place, during a re-score and while writing --json. The one-submission jobs
+(`gradescope`, `prairielearn`) stop the same way: while a worker grades, before grading and
+while results.json is renamed into place, in this process and, as a terminal's Ctrl-C does,
+to the whole process group of a real `python -m puzzles` (no process of it left)."""
 
 from __future__ import annotations
 
+import json
+import os
 import shutil
 import signal
+import subprocess
+import sys
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import nbformat
 import pytest
 
 from puzzles.grading import atomic, commands, journal, outputs
 from puzzles.grading.journal import JOURNAL
-from tests.puzzles.grading.classroom import MAP
+from puzzles.grading.sandbox import SubmissionRun
+from tests.puzzles.grading.classroom import MAP, learner, solve
 from tests.puzzles.grading.test_streaming import WRONG_MAP, gradebook, write_student
 
 TOML = "[assignment]\nseed = 6061\ntime_limit = 20\n\n[[puzzles]]\npuzzle = 1\npoints = 2\n"
@@ -148,3 +158,148 @@ def test_while_writing_json_rows_the_file_is_whole_or_absent(course, tmp_path, m
     monkeypatch.undo()
     assert grade(course, out, resume=True, json_path=tmp_path / "rows.json") == 0
     assert (tmp_path / "rows.json").read_text().count('"puzzle"') == 3
+
+
+# A Map that runs until the simulator's step limit stops it: its worker is busy for seconds.
+ENDLESS_MAP = ("uint local_i = thread_position_in_grid.x;\nfloat acc = 0;\n"
+               "for (int k = 0; k < 100000000; k++) { acc += a[0] * 0.5f; }\n"
+               "if (acc == 1.5f) { out[0] = 0; }\n")
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def job(tmp_path: Path, which: str) -> tuple[list[str], Path]:
+    """A `gradescope` or `prairielearn` job of one slow submission: the command's arguments
+    and where its results.json goes."""
+    nb = learner("01_threads.ipynb")
+    solve(nb, 1, ENDLESS_MAP)
+    (tmp_path / "a.toml").write_text(TOML.replace("time_limit = 20", "time_limit = 60"))
+    if which == "gradescope":
+        (tmp_path / "upload").mkdir()
+        nbformat.write(nb, tmp_path / "upload" / "work.ipynb")
+        (tmp_path / "metadata.json").write_text('{"id": 77}')
+        results = tmp_path / "results" / "results.json"
+        return (["gradescope", "--assignment", str(tmp_path / "a.toml"), "--submission",
+                 str(tmp_path / "upload"), "--metadata", str(tmp_path / "metadata.json"),
+                 "--results", str(results)], results)
+    (tmp_path / "grade" / "student").mkdir(parents=True)
+    (tmp_path / "grade" / "data").mkdir()
+    (tmp_path / "grade" / "data" / "data.json").write_text('{"variant_seed": 811}')
+    nbformat.write(nb, tmp_path / "grade" / "student" / "work.ipynb")
+    return (["prairielearn", "--assignment", str(tmp_path / "a.toml"), "--root",
+             str(tmp_path / "grade"), "--timeout", "120"],
+            tmp_path / "grade" / "results" / "results.json")
+
+
+def run_job(args: list[str]) -> int:
+    """The command as `python -m puzzles` runs it, in this process."""
+    if args[0] == "gradescope":
+        return commands.gradescope_autograder(Path(args[2]), Path(args[4]), Path(args[6]),
+                                              Path(args[8]))
+    return commands.prairielearn_job(Path(args[2]), Path(args[4]), float(args[6]))
+
+
+def workers_left() -> set[int]:
+    """Running processes below this one's children (the fork server's): grading workers."""
+    listing = subprocess.run(["ps", "-e", "-o", "pid=,ppid=,stat="], capture_output=True,
+                             text=True).stdout
+    rows = [line.split() for line in listing.splitlines()]
+    children = {int(pid) for pid, ppid, _ in rows if int(ppid) == os.getpid()}
+    return {int(pid) for pid, ppid, stat in rows
+            if int(ppid) in children and not stat.startswith("Z")}
+
+
+@pytest.mark.parametrize("which", ["gradescope", "prairielearn"])
+def test_a_job_stopped_while_grading_exits_130_with_its_worker_stopped(which, tmp_path,
+                                                                       monkeypatch, capsys):
+    args, results = job(tmp_path, which)
+    interrupt_at(monkeypatch, SubmissionRun, "receive", call=2)  # its worker is running
+    assert run_job(args) == 130
+    err = capsys.readouterr().err
+    assert err.strip().splitlines()[-1] == \
+        f"interrupted: nothing was written ({results} is not there)"
+    assert "Traceback" not in err
+    assert not results.exists() and no_partial_files(tmp_path)
+    assert not workers_left()
+
+
+@pytest.mark.parametrize("which", ["gradescope", "prairielearn"])
+def test_a_job_stopped_before_grading_keeps_the_results_it_had(which, tmp_path, monkeypatch,
+                                                               capsys):
+    args, results = job(tmp_path, which)
+    results.parent.mkdir(parents=True, exist_ok=True)
+    results.write_text("{}")
+    interrupt_at(monkeypatch, commands, "load")
+    assert run_job(args) == 130
+    assert capsys.readouterr().err.strip() == \
+        f"interrupted: {results} is as it was (from an earlier run)"
+    assert results.read_text() == "{}" and no_partial_files(tmp_path)
+
+
+@pytest.mark.parametrize("which", ["gradescope", "prairielearn"])
+def test_a_job_stopped_while_results_are_renamed_into_place_writes_them_whole(
+        which, tmp_path, monkeypatch, capsys):
+    args, results = job(tmp_path, which)
+    interrupt_at(monkeypatch, atomic.os, "replace")
+    assert run_job(args) == 130
+    err = capsys.readouterr().err
+    assert err.strip().splitlines()[-1] == f"interrupted once {results} was written (whole)"
+    assert "Traceback" not in err
+    assert json.loads(results.read_text())["tests"] and no_partial_files(tmp_path)
+
+
+def test_grade_gradescope_stopped_while_its_results_are_renamed_says_they_were_written(
+        tmp_path, monkeypatch, capsys):
+    nb = learner("01_threads.ipynb")
+    solve(nb, 1, MAP)
+    nbformat.write(nb, tmp_path / "work.ipynb")
+    (tmp_path / "a.toml").write_text(TOML)
+    results = tmp_path / "results.json"
+    interrupt_at(monkeypatch, atomic.os, "replace")
+    assert commands.grade(tmp_path / "work.ipynb", assignment=tmp_path / "a.toml",
+                          gradescope_path=results, metadata=tmp_path / "none.json") == 130
+    assert capsys.readouterr().err.strip().splitlines()[-1] == \
+        f"interrupted once {results} was written (whole)"
+    assert json.loads(results.read_text())["tests"]
+
+
+def group_processes(group: int) -> dict[int, str]:
+    """The processes of a process group still running (zombies have ended), by pid."""
+    listing = subprocess.run(["ps", "-o", "pid=,stat=", "-g", str(group)],
+                             capture_output=True, text=True).stdout
+    return {int(pid): stat for pid, stat in (line.split() for line in listing.splitlines())
+            if not stat.startswith("Z")}
+
+
+def python_ctrl_c() -> None:
+    """In the child before it runs Python: Ctrl-C as a terminal gives it (a test run in the
+    background may have it ignored, and Python would keep ignoring it)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+
+
+@pytest.mark.parametrize("which", ["gradescope", "prairielearn"])
+def test_ctrl_c_in_a_terminal_stops_a_jobs_whole_process_group(which, tmp_path):
+    args, results = job(tmp_path, which)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "puzzles", *args], cwd=ROOT, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)},
+        start_new_session=True, preexec_fn=python_ctrl_c)
+    try:
+        deadline = time.monotonic() + 120
+        # the parent, the resource tracker, the fork server and a worker
+        while len(group_processes(process.pid)) < 4 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert len(group_processes(process.pid)) >= 4, "no worker started"
+        os.killpg(process.pid, signal.SIGINT)
+        _, err = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == 130
+    assert err.strip().splitlines()[-1] == \
+        f"interrupted: nothing was written ({results} is not there)"
+    assert "Traceback" not in err and not results.exists() and no_partial_files(tmp_path)
+    deadline = time.monotonic() + 10
+    while group_processes(process.pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not group_processes(process.pid)
