@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import re
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
@@ -24,13 +24,15 @@ MIN_WRITTEN_TOKENS = 50  # tokens a puzzle's reference adds to its template: bel
 COMMON_SHARE = 0.05      # a kernel shared by more than this share of the class is common
 MIN_COMMON = 3           # ...and by more than this many students in a small class
 
+# A token (a string or character literal, a name, a number, any other character) is the
+# group; comments and spacing match outside it, so `findall` gives every token, and an empty
+# string for each comment or space, without a Python loop.
 _TOKEN = re.compile(r"""
-    (?P<comment>//[^\n]*|/\*.*?(?:\*/|\Z))
-  | (?P<string>"(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*')
-  | (?P<ident>[A-Za-z_][A-Za-z0-9_]*)
-  | (?P<number>\.?[0-9](?:[eEpP][+-]|[0-9A-Za-z_.'])*)
-  | (?P<space>\s+)
-  | (?P<punct>.)
+    //[^\n]*|/\*.*?(?:\*/|\Z)|\s+
+  | ("(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*'
+    | [A-Za-z_][A-Za-z0-9_]*
+    | \.?[0-9](?:[eEpP][+-]|[0-9A-Za-z_.'])*
+    | .)
 """, re.S | re.X)
 # Words that are the language's, not the student's: kept as they are.
 KEPT = frozenset({
@@ -53,21 +55,19 @@ class Pair:
 
 def tokens(source: str) -> list[str]:
     """The kernel's tokens without comments or whitespace."""
-    return [m.group() for m in _TOKEN.finditer(source)
-            if m.lastgroup not in ("comment", "space")]
+    return list(filter(None, _TOKEN.findall(source)))
 
 
 def normalise(source: str) -> str:
     """The kernel with comments and whitespace dropped and every name that is not the
     language's renamed by order of first appearance (`v0`, `v1`, ...): two kernels that
     differ only in those normalise alike."""
+    found = tokens(source)
     names: dict[str, str] = {}
-    out = []
-    for token in tokens(source):
+    for token in dict.fromkeys(found):  # each distinct token once, in order of appearance
         if (token[0].isalpha() or token[0] == "_") and token not in KEPT:
-            token = names.setdefault(token, f"v{len(names)}")
-        out.append(token)
-    return " ".join(out)
+            names[token] = f"v{len(names)}"
+    return " ".join(map(names.get, found, found))
 
 
 def written_tokens(solution: str, template: str) -> int:
@@ -100,11 +100,22 @@ def ranked_pairs(kernels: Mapping[str, Mapping[int, str]]
                 digest = hashlib.blake2b(text.encode(), digest_size=16).digest()
                 owners.setdefault((number, digest), []).append(student)
     common = max(MIN_COMMON, int(COMMON_SHARE * students))
-    shared: dict[tuple[str, str], list[int]] = {}
-    for (number, _text), students in owners.items():
-        if len(students) < 2 or len([s for s in students if s != REFERENCE]) > common:
-            continue
-        for first, second in itertools.combinations(sorted(students), 2):
-            shared.setdefault((first, second), []).append(number)
-    pairs = [Pair(a, b, tuple(sorted(p))) for (a, b), p in shared.items()]
-    return sorted(pairs, key=lambda p: (-len(p.puzzles), p.first, p.second))
+    return _pairs([(number, group) for (number, _), group in owners.items() if len(group) > 1
+                   and sum(s != REFERENCE for s in group) <= common])
+
+
+def _pairs(groups: list[tuple[int, list[str]]]) -> list[Pair]:
+    """Every two students of a group (the holders of one kernel) paired, with the puzzle of
+    each group they share. Students are numbered in name order and a pair is one number
+    (first * count + second), so counting and ranking pairs compares numbers, not names;
+    the work is the size of the report (the pairs within groups), never all pairs."""
+    names = sorted({student for _, group in groups for student in group})
+    number_of = {name: k for k, name in enumerate(names)}
+    count = len(names)
+    shared: defaultdict[int, list[int]] = defaultdict(list)
+    for puzzle, group in sorted(groups, key=lambda g: g[0]):  # each pair's puzzles in order
+        for first, second in itertools.combinations(sorted(map(number_of.__getitem__, group)), 2):
+            shared[first * count + second].append(puzzle)
+    ranked = sorted(shared.items(), key=lambda item: (-len(item[1]), item[0]))
+    return [Pair(names[key // count], names[key % count], tuple(puzzles))
+            for key, puzzles in ranked]
