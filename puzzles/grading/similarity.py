@@ -83,7 +83,9 @@ def ranked_pairs(kernels: Mapping[str, Mapping[int, str]]
     """Pairs with at least one identical non-trivial kernel, most identical first (then by
     name). A kernel equal to its template, or shared by more than a common share of the
     class, counts for nobody. `kernels` (each student's kernels by puzzle) may be a stream:
-    only a digest of each normalised kernel is kept."""
+    only a digest of each normalised kernel is kept, indexed by puzzle and digest, and only
+    the students under one entry are paired (see `_pairs`): no pair of students is compared
+    that shares nothing."""
     nontrivial = {n for n, text in references.items()
                   if written_tokens(text, templates.get(n, "")) >= MIN_WRITTEN_TOKENS}
     owners: dict[tuple[int, bytes], list[str]] = {}
