@@ -303,3 +303,20 @@ def test_ctrl_c_in_a_terminal_stops_a_jobs_whole_process_group(which, tmp_path):
     while group_processes(process.pid) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not group_processes(process.pid)
+
+
+@pytest.mark.parametrize("which", ["gradescope", "prairielearn"])
+def test_ctrl_c_while_a_job_starts_exits_130_without_a_traceback(which, tmp_path):
+    """Half a second in, the grader is still importing (seconds): `python -m puzzles` says
+    it was interrupted in one line, as the command would once started."""
+    args, results = job(tmp_path, which)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "puzzles", *args], cwd=ROOT, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)}, start_new_session=True,
+        preexec_fn=python_ctrl_c)
+    time.sleep(0.5)
+    os.killpg(process.pid, signal.SIGINT)
+    _, err = process.communicate(timeout=60)
+    assert process.returncode == 130
+    assert err.strip().splitlines()[-1].startswith("interrupted") and "Traceback" not in err
+    assert not results.exists()
