@@ -615,6 +615,12 @@ class ExpressionCompiler:
 
     def increment(self, node, scope: Scope, prefix: bool) -> E:
         target = self.expr(node.operand, scope)
+        if isinstance(target.type, StructType) or self.enumeration_operator(node.op, [target]):
+            # `operator++()` / `operator++(int)`: the postfix form passes an extra int 0
+            operands = [target] if prefix else [target, constant(0, INT, node.coord)]
+            call = self.struct_operator(node.op, operands, node, scope)
+            if call is not None:
+                return call
         self.check_assignable(target, node.operand, scope)
         t = target.type
         one = ast.IntLiteral(node.coord, 1, text="1")

@@ -487,8 +487,8 @@ class StatementCompiler:
                                  self.fn is None or self.fn.returns_ref is None)):
             return None
         t, const, space = self.resolve_decl_type(d.type, scope)
-        if not (isinstance(t, ty.ScalarType) and t.kind == "int") or const or space not in (
-                None, "thread"):
+        if not (isinstance(t, ty.ScalarType) and t.kind == "int" and t.enum is None) or (
+                const or space not in (None, "thread")):   # (an enumeration's `++` is a call)
             return None
         start, by = self.expr(d.init, scope), self.expr(amount, scope)
         if start.const is None or by.const is None or not ty.is_arithmetic(start.type):

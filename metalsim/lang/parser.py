@@ -126,12 +126,8 @@ _ASSIGN_OPS = frozenset({"=", "+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=", "<
 _PREFIX_OPS = frozenset({"+", "-", "!", "~", "*", "&", "++", "--"})
 _CLOSERS = {"(": ")", "[": "]", "{": "}"}
 # Operators a struct may overload in metalsim (besides `()` and `[]`).
-_OVERLOADABLE = frozenset(_BINARY_PRECEDENCE) | _ASSIGN_OPS - {"="} | {"!", "~"}
-_NOT_OVERLOADABLE = {
-    "=": "the implicit copy assignment copies every member",
-    "++": "write 'void operator+=(S o)' or a named member function",
-    "--": "write 'void operator-=(S o)' or a named member function",
-}
+_OVERLOADABLE = frozenset(_BINARY_PRECEDENCE) | _ASSIGN_OPS - {"="} | {"!", "~", "++", "--"}
+_NOT_OVERLOADABLE = {"=": "the implicit copy assignment copies every member"}
 
 # What follows the name a member declarator declares: `int n;`, `T f(...)`, `int a[4]`, ...
 _DECLARATOR_ENDS = frozenset({";", ",", "=", "(", "[", "{", ":"})
@@ -182,6 +178,19 @@ def _member_names(tokens: list[Token], pos: int) -> set[str]:
         elif depth == 0 and tok.kind == "ident" and following.text in _DECLARATOR_ENDS:
             names.add(tok.text)
     return names
+
+
+def _spelled(t: ast.TypeNode) -> str:
+    """A type as a message spells it (`const float`, `int &`, `S *`)."""
+    if isinstance(t, ast.PointerType):
+        return f"{_spelled(t.pointee)} *"
+    if isinstance(t, ast.ReferenceType):
+        return f"{_spelled(t.referee)} &"
+    if isinstance(t, ast.ArrayType):
+        return f"{_spelled(t.element)}[]"
+    if isinstance(t, ast.NamedType):
+        return " ".join(w for w in ("const" if t.const else "", t.space or "", t.name) if w)
+    return "function pointer"
 
 
 def _with_element(array: ast.TypeNode, element: ast.TypeNode) -> ast.TypeNode:
@@ -764,7 +773,7 @@ class _Parser:
         self.scopes.append({})
         try:
             params = self.parameters()
-            self.check_operator(name, len(params), member=False)
+            self.check_operator(name, params, member=False)
             return_type = self.trailing_return_type(return_type)
             body = None
             if self.at("{"):
@@ -1402,12 +1411,14 @@ class _Parser:
                              hint="declare 'operator T() const { ... }' in the struct")
         return replace(start, text="operator" + text)
 
-    def check_operator(self, name: Token, arity: int, member: bool) -> None:
-        """An operator function's parameter count (`this` included), checked as clang does; a
-        unary `operator&` (address-of) is refused, as metalsim always takes the address."""
+    def check_operator(self, name: Token, params: list[ast.Param], member: bool) -> None:
+        """An operator function's parameter count (`this` included), checked as clang does, and
+        a postfix `operator++(int)`'s `int`; a unary `operator&` (address-of) is refused, as
+        metalsim always takes the address."""
         op = name.text[len("operator"):] if name.text.startswith("operator") else None
         if op is None:
             return
+        arity = len(params) + member
         if op == "[]" and not member:
             raise self.error("overloaded 'operator[]' must be a non-static member function",
                              name, width=len(name.text))
@@ -1420,13 +1431,30 @@ class _Parser:
             raise self.error("overloading unary 'operator&' is not supported by metalsim",
                              name, width=len(name.text),
                              hint="'&' takes the address of the object")
-        unary_ok, binary_ok = op in ("+", "-", "*", "&", "!", "~"), op not in ("!", "~")
+        if op in ("++", "--") and arity == 2:
+            self.check_postfix_parameter(op, params[-1])
+        unary_ok, binary_ok = op in ("+", "-", "*", "&", "!", "~", "++", "--"), op not in (
+            "!", "~")
         if (arity == 1 and unary_ok) or (arity == 2 and binary_ok):
             return
         kind = ("a unary or binary" if unary_ok and binary_ok
                 else "a unary" if unary_ok else "a binary")
         raise self.error(f"overloaded '{name.text}' must be {kind} operator (has {arity} "
                          f"parameter{'s' if arity != 1 else ''})", name, width=len(name.text))
+
+    def check_postfix_parameter(self, op: str, param: ast.Param) -> None:
+        """A postfix `operator++`/`operator--` tells itself from the prefix one by a last
+        parameter of type `int` (C++ [over.inc]), as clang checks. A name the parser cannot
+        resolve (a typedef, a template parameter) passes here."""
+        t = param.type
+        if isinstance(t, ast.NamedType) and (t.name == "int" or t.name not in TYPE_NAMES) and (
+                not t.template_args and t.space is None):
+            return
+        kind = "increment" if op == "++" else "decrement"
+        raise CompileError(f"parameter of overloaded post-{kind} operator must have type 'int' "
+                           f"(not '{_spelled(t)}')", param.type.coord, self.sm,
+                           hint=f"write 'operator{op}(int)' for the postfix form, "
+                                f"'operator{op}()' for the prefix one")
 
     def init_declarators(self, specs: _Specifiers, name: Token, type_: ast.TypeNode,
                          file_scope: bool = False) -> list[ast.VarDecl]:
@@ -1879,7 +1907,7 @@ class _Parser:
         self.scopes.append({})
         try:
             params = self.parameters()
-            self.check_operator(name, len(params) + 1, member=True)
+            self.check_operator(name, params, member=True)
             const, space = self.member_qualifiers()
             if specs.static and (const or space):
                 qualifier = "const" if const else space

@@ -382,3 +382,18 @@ def test_hidden_friends_are_defined_in_their_structs():
     assert "  friend __device__ inline int g(na_ns_C c) {" in t.kernel_text
     assert "  friend __device__ inline T h(na_ns_W w) {" in t.kernel_text
     compiles(t)
+
+
+def test_prefix_and_postfix_increment_operators_print_with_the_postfix_int():
+    t = translated("C c = {1}; ++c; C d = c--; P p = {1}; p++; "
+                   "out[thread_position_in_grid.x] = c.v + d.v + p.x;", """
+        struct C { int v; C& operator++() { v += 10; return *this; }
+                   C operator--(int) { C old = *this; v -= 1; return old; } };
+        struct P { int x; };
+        P operator++(P& p, int) { P old = p; p.x += 3; return old; }
+    """)
+    assert "__device__ inline C & operator++() {" in t.kernel_text
+    assert "__device__ inline C operator--(int) {" in t.kernel_text
+    assert "__device__ inline P operator++(P &p, int) {" in t.kernel_text
+    assert "(++c);" in t.kernel_text and "C d = (c--);" in t.kernel_text
+    compiles(t)

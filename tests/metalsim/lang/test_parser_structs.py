@@ -225,8 +225,10 @@ def test_free_and_template_operator_functions_and_a_reference_return_type_parse(
 
 
 @pytest.mark.parametrize("text, message, hint, column", [
-    ("struct S { S operator++() { return *this; } };", r"overloading 'operator\+\+' is not "
-     "supported by metalsim", "operator+=", 22),
+    ("struct S { S operator++(float) { return *this; } };", r"parameter of overloaded "
+     r"post-increment operator must have type 'int' \(not 'float'\)", "operator++(int)", 25),
+    ("struct S { S operator--(S a, int b) { return a; } };", r"overloaded 'operator--' must be "
+     r"a unary or binary operator \(has 3 parameters\)", "", 14),
     ("struct S { S operator,(S o) { return o; } };", "overloading 'operator,'", "", 22),
     ("struct S { operator float(int x) const { return 1; } };", "a conversion function takes "
      "no parameters", "", 27),
