@@ -411,7 +411,7 @@ class _Printer:
         if isinstance(item, ast.EnumDef):
             return self.enum(item)
         if isinstance(item, ast.StructDeclaration):
-            return f"{self.template_header(item.template_params)}struct {item.name};\n"
+            return f"{self.template_header(item.template_params)}{item.key} {item.name};\n"
         if isinstance(item, ast.Empty):   # what a namespace alias or using-declaration left
             return ""
         if isinstance(item, ast.ExplicitInstantiation):
@@ -586,7 +586,7 @@ class _Printer:
         if isinstance(item, ast.EnumDef):
             return self.enum(item)
         if isinstance(item, ast.StructDeclaration):
-            return f"{self.template_header(item.template_params)}struct {item.name};\n"
+            return f"{self.template_header(item.template_params)}{item.key} {item.name};\n"
         if isinstance(item, ast.Empty):   # what a namespace alias or using-declaration left
             return ""
         raise _Untranslatable(f"the member '{type(item).__name__}'", item)

@@ -424,6 +424,10 @@ class ExpressionCompiler:
     def pointer_arith(self, node: ast.Binary, left: E, right: E) -> E:
         op, coord = node.op, node.coord
         lp, rp = isinstance(left.type, PointerType), isinstance(right.type, PointerType)
+        for p in (left, right) if op in ("+", "-") else ():
+            if isinstance(p.type, PointerType):
+                self.require_complete(p.type.pointee, node, "arithmetic on a pointer to an "
+                                                            "incomplete type '{}'")
         if lp and rp:
             if op == "-":
                 size = left.type.pointee.size or 1
@@ -627,6 +631,8 @@ class ExpressionCompiler:
         op = "+" if node.op == "++" else "-"
         loc, coord = target.loc, node.coord
         if isinstance(t, PointerType):
+            self.require_complete(t.pointee, node, "arithmetic on a pointer to an incomplete "
+                                                   "type '{}'")
             size = t.pointee.size * (1 if op == "+" else -1)
 
             def step(v):
@@ -869,6 +875,7 @@ class ExpressionCompiler:
         t = base.type
         if not isinstance(t, PointerType):
             self.error(f"subscripted value is not an array, pointer, or vector ('{t}')", node)
+        self.require_complete(t.pointee, node, "subscript of pointer to incomplete type '{}'")
         size, bev, iev, coord = t.pointee.size, base.ev, index.ev, node.coord
         if array_loc is not None:   # an array: its location, not the pointer its decay makes
             bev = array_loc
@@ -1052,6 +1059,9 @@ class ExpressionCompiler:
             t = self.resolve_type(operand, scope)
         else:
             t = self.expr(operand, scope).type
+        self.require_complete(t, node, "invalid application of "
+                                       f"'{'alignof' if node.align else 'sizeof'}' to an "
+                                       "incomplete type '{}'")
         return constant(t.align if node.align else t.size, ULONG, node.coord)
 
     def x_MethodCall(self, node: ast.MethodCall, scope: Scope) -> E:
@@ -1168,6 +1178,7 @@ class ExpressionCompiler:
 
     def x_Construct(self, node: ast.Construct, scope: Scope) -> E:
         t = self.resolve_type(node.type, scope)
+        self.require_complete(t, node, "invalid use of incomplete type '{}'")
         if isinstance(t, StructType):
             return self.construct_struct(t, node, scope)
         args = [self.rvalue(self.expr(a, scope)) for a in node.args]

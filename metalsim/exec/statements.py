@@ -210,6 +210,7 @@ class StatementCompiler:
             t = ArrayType(t.elem, len(d.init.items))
         if isinstance(d.type, ast.ReferenceType):
             return self.declare_reference(d, t, const, init, scope)
+        self.require_complete(t, d, "variable has incomplete type '{}'")
         if space == "threadgroup":
             return self.declare_threadgroup(d, t, scope)
         if holds_atomic(t) and space not in ("device", "constant"):

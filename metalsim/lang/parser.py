@@ -704,6 +704,8 @@ class _Parser:
             return self.static_assert()
         if word in _CLASS_KEYS and self.struct_definition_at():
             return self.struct_declaration()
+        if word in _CLASS_KEYS and self.peek(1).kind == "ident" and self.at(";", 2):
+            return self.struct_forward_declaration()
         if word == "enum":
             return self.enum_declaration()
         if word in _UNSUPPORTED_DECLARATIONS - _CLASS_KEYS:
@@ -874,6 +876,16 @@ class _Parser:
         self.struct_templates.add(name.text)
         return ast.StructDeclaration(self.coord(tmpl), program_name(self.namespace_path(),
                                                                     name.text), params)
+
+    def struct_forward_declaration(self) -> ast.StructDeclaration:
+        """`struct C;`: declares the struct's name, an incomplete type until its definition
+        (pointers and references to it may be used before then)."""
+        key = self.advance()
+        name = self.identifier(f"expected a struct name after '{key.text}'")
+        self.expect(";")
+        self.declare(name.text, _TYPE, file_scope=True)
+        return ast.StructDeclaration(self.coord(key), program_name(self.namespace_path(),
+                                                                   name.text), key=key.text)
 
     def struct_template(self, params: list[ast.TemplateParam]) -> ast.StructDef:
         """class-template: 'template' '<' params '>' struct-declaration, where a (partial)

@@ -397,3 +397,19 @@ def test_prefix_and_postfix_increment_operators_print_with_the_postfix_int():
     assert "__device__ inline P operator++(P &p, int) {" in t.kernel_text
     assert "(++c);" in t.kernel_text and "C d = (c--);" in t.kernel_text
     compiles(t)
+
+
+def test_forward_declared_structs_print_with_their_class_key_and_compile():
+    t = translated("C c = {3}; N n = {&c}; L l; l.next = &l; l.v = 1; "
+                   "out[thread_position_in_grid.x] = get(n) + na::g(&c) + l.next->v;", """
+        struct C;
+        struct N { thread C* p; };
+        int get(N n);
+        struct C { int v; };
+        int get(N n) { return n.p->v; }
+        namespace na { union U; int g(thread C* c) { return c->v; } union U { int i; }; }
+        struct L { thread L* next; int v; };
+    """)
+    assert "struct C;\n" in t.kernel_text and "union na_ns_U;\n" in t.kernel_text
+    assert t.kernel_text.index("struct C;") < t.kernel_text.index("struct N {")
+    compiles(t)

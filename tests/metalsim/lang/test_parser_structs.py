@@ -250,3 +250,21 @@ def test_operators_metalsim_or_cpp_cannot_overload_are_refused(text, message, hi
         parse(text)
     assert hint in str(info.value)
     assert (info.value.line, info.value.column) == (1, column)
+
+
+def test_a_forward_declaration_names_a_type_for_the_declarations_after_it():
+    unit = parse("struct C; class K; union U; namespace na { struct D; }\n"
+                 "int f(thread C& c, thread na::D* d);")
+    declarations = [i for i in unit.items if isinstance(i, ast.StructDeclaration)]
+    assert [(d.name, d.key, d.template_params) for d in declarations] == [
+        ("C", "struct", None), ("K", "class", None), ("U", "union", None),
+        ("na::D", "struct", None)]
+    f = unit.items[-1]
+    assert [p.type.referee.name if isinstance(p.type, ast.ReferenceType)
+            else p.type.pointee.name for p in f.params] == ["C", "na::D"]
+
+
+def test_a_forward_declaration_needs_a_name():
+    with pytest.raises(CompileError, match="expected a struct name after 'struct'") as info:
+        parse("struct float4;")
+    assert (info.value.line, info.value.column) == (1, 8)
