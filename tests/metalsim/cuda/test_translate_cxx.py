@@ -177,6 +177,15 @@ def test_metals_type_traits_and_limits_are_constant_expressions_on_cuda():
         static_assert(metal::is_same_v<metal::conditional_t<true, int, float>, int>, "");
         constexpr float inf = metal::numeric_limits<float>::infinity();
         constexpr half top = metal::numeric_limits<half>::max();
+        static_assert(metal::numeric_limits<float>::has_infinity, "");
+        static_assert(metal::numeric_limits<int>::infinity() == 0, "");
+        static_assert(metal::numeric_limits<char>::is_signed && numeric_limits<char>::digits == 7,
+                      "");
+        static_assert(numeric_limits<bfloat>::digits == 8 && !numeric_limits<uint>::is_signed,
+                      "");
+        static_assert(numeric_limits<ulong>::max() == 18446744073709551615ul, "");
+        static_assert(numeric_limits<long>::min() < 0 && numeric_limits<short>::digits10 == 4,
+                      "");
         out[thread_position_in_grid.x] = inf > top ? 1.0f : 0.0f;
     """)
     nvrtc.compile_ptx(t.source)
