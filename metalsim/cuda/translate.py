@@ -161,8 +161,8 @@ def _translate_text(text: str, sections: list[tuple[str, int, int]], math_mode: 
     metal_library = [item for item in unit.items if item.coord.section == METAL_SECTION]
     unit.items = [item for item in unit.items if item.coord.section not in prelude_sections]
     _rename_own_library_types(unit, metal_library)
-    _spell_program_names(unit)
     try:
+        _spell_program_names(unit)
         return printer.unit(unit)
     except _Untranslatable as error:
         coord = error.node.coord if error.node is not None else None
@@ -210,15 +210,19 @@ def _rename_own_library_types(unit: ast.TranslationUnit, prelude: list[ast.Node]
 def _spell_program_names(unit: ast.TranslationUnit) -> None:
     """Respells the parser's program names of a program's namespace members (`na::K`, see
     `metalsim.lang.namespaces`) as plain identifiers (`na_ns_K`) everywhere in `unit`, for
-    the printer, which declares everything in one CUDA namespace."""
+    the printer, which declares everything in one CUDA namespace. A hidden friend keeps its
+    own name (it is printed in its struct, where argument-dependent lookup finds it), and so
+    do its redeclarations at namespace scope and the names that call it there: one function,
+    one name."""
     declared = [n.name for n in _walk(unit) if isinstance(n, _NAMED[2:]) and "::" in n.name]
     namespaces = {name.rsplit("::", depth)[0] for name in declared
                   for depth in range(1, name.count("::") + 1)} - {"metal", "metal::fast",
                                                                   "metal::precise"}
-    if not namespaces:
-        return
+    friends = _friend_names(unit)
 
     def spelled(text: str) -> str:
+        if text in friends:
+            return friends[text]
         parts = text.split("::")
         for length in range(len(parts) - 1, 0, -1):
             if "::".join(parts[:length]) in namespaces:
@@ -228,10 +232,33 @@ def _spell_program_names(unit: ast.TranslationUnit) -> None:
 
     for node in _walk(unit):
         if isinstance(node, _NAMED):
-            for field in ("name", "qualifier", "owner"):
+            for field in ("name", "qualifier", "owner", "friend_of"):
                 value = getattr(node, field, None)
                 if isinstance(value, str) and "::" in value:
                     setattr(node, field, spelled(value))
+
+
+def _friend_names(unit: ast.TranslationUnit) -> dict[str, str]:
+    """The printed names of the hidden friends declared in a namespace, by program name: the
+    friend's own name. Where another function at namespace scope would print alike (a global
+    `g` beside a redeclared friend `na::g`), the two overload sets would merge in CUDA, and
+    the translation is refused."""
+    friends = {item.name: item.name.rpartition("::")[2] for item in unit.items
+               if isinstance(item, ast.FunctionDef) and item.friend_of is not None
+               and "::" in item.name}
+    redeclared = {item.name for item in unit.items if isinstance(item, ast.FunctionDef)
+                  and item.friend_of is None and item.name in friends}
+    visible: dict[str, str] = {}   # printed name -> the program name it is at namespace scope
+    for item in unit.items:
+        if isinstance(item, ast.FunctionDef) and item.friend_of is None:
+            printed = friends[item.name] if item.name in redeclared else item.name
+            other = visible.setdefault(printed, item.name)
+            if other != item.name:
+                friend = item.name if item.name in redeclared else other
+                raise _Untranslatable(
+                    f"the hidden friend '{friend}' redeclared in its namespace beside another "
+                    f"function named '{printed}' (CUDA would see one overload set)", item)
+    return friends
 
 
 def _hidden_friends(unit: ast.TranslationUnit) -> dict[str, list[ast.FunctionDef]]:
@@ -243,10 +270,8 @@ def _hidden_friends(unit: ast.TranslationUnit) -> dict[str, list[ast.FunctionDef
     friends: dict[str, list[ast.FunctionDef]] = {}
     for item in unit.items:
         if isinstance(item, ast.FunctionDef) and item.friend_of is not None:
-            namespace, _, struct = item.friend_of.rpartition("::")
-            prefix = namespace.replace("::", "_ns_") + "_ns_" if namespace else ""
-            friends.setdefault(prefix + struct, []).append(dataclasses.replace(
-                item, name=item.name.removeprefix(prefix), template_params=None))
+            friends.setdefault(item.friend_of, []).append(dataclasses.replace(
+                item, template_params=None))
     return friends
 
 

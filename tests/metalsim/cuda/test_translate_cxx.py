@@ -422,3 +422,40 @@ def test_forward_declared_structs_print_with_their_class_key_and_compile():
     assert "struct C;\n" in t.kernel_text and "union na_ns_U;\n" in t.kernel_text
     assert t.kernel_text.index("struct C;") < t.kernel_text.index("struct N {")
     compiles(t)
+
+
+REDECLARED_FRIENDS = """
+    namespace na {
+    struct B; int g(B b);
+    struct C { int v; friend int g(C c) { return c.v; } };
+    int g(C c);
+    struct B { int v; friend int g(B b) { return b.v * 100; } };
+    int use(C c) { return g(c) + na::g(c); }
+    }
+    struct D { int v; friend int f(D d) { return d.v * 2; } };
+    int f(D d);
+"""
+
+
+def test_a_hidden_friend_redeclared_in_its_namespace_prints_under_one_name():
+    t = translated("na::C c{5}; na::B b{1}; D d{4}; "
+                   "out[thread_position_in_grid.x] = na::g(c) + g(c) + f(d) + na::g(b);",
+                   REDECLARED_FRIENDS)
+    assert "na_ns_g" not in t.kernel_text
+    assert "__device__ inline int g(na_ns_B b);\n" in t.kernel_text
+    assert "  friend __device__ inline int g(na_ns_C c) {" in t.kernel_text
+    assert "__device__ inline int g(na_ns_C c);\n" in t.kernel_text
+    assert "return (g(c) + g(c));" in t.kernel_text
+    assert "__device__ inline int f(D d);\n" in t.kernel_text
+    compiles(t)
+
+
+def test_a_redeclared_friend_beside_a_function_of_its_name_is_refused():
+    with pytest.raises(metalsim.CompileError, match="the hidden friend 'na::g' redeclared in "
+                                                    "its namespace beside another function "
+                                                    "named 'g'") as e:
+        translated("out[thread_position_in_grid.x] = g(1);",
+                   "int g(int k) { return k; }\n"
+                   "namespace na { struct C { int v; friend int g(C c) { return 1; } };\n"
+                   "int g(C c); }")
+    assert (e.value.line, e.value.column) == (3, 1)
