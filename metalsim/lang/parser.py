@@ -228,6 +228,9 @@ class _Parser:
         self.member_alias_templates: set[str] = set()  # `template <...> using` in a struct
         self.member_templates: set[str] = set()  # names of member function templates
         self.switch_depth = 0
+        self.block_depth = 0   # compound statements open (function bodies among them)
+        # Structs an elaborated type (`struct C* p;`) declared, for the namespace scope.
+        self.implicit_structs: list[ast.StructDeclaration] = []
         self.failed: dict[tuple[str, int], Token] = {}  # speculations known to fail
         # Friend functions defined in the struct being read, for its namespace scope.
         self.hidden_friends: list[ast.FunctionDef] = []
@@ -528,7 +531,8 @@ class _Parser:
         if prelude:
             self.namespaces.metal_own |= set(self.scopes[0]) - before | _declared_names(item)
         friends, self.hidden_friends = self.hidden_friends, []
-        return [item, *friends]
+        implicit, self.implicit_structs = self.implicit_structs, []
+        return [*implicit, item, *friends]
 
     def name_declaration(self, item: ast.Node) -> None:
         """Gives what `item` declares at namespace scope its program name: qualified by the
@@ -887,6 +891,15 @@ class _Parser:
         return ast.StructDeclaration(self.coord(key), program_name(self.namespace_path(),
                                                                    name.text), key=key.text)
 
+    def implicit_struct(self, key: Token, name: Token) -> None:
+        """`struct C* p;` naming no declared type, outside any block, declares the struct `C`
+        (C++ [basic.scope.pdecl]/7) in the namespace around the declaration, which a
+        struct's member declarations and a function's parameters belong to. (In a block it
+        would declare a local struct: metalsim says the name is unknown.)"""
+        self.declare(name.text, _TYPE, file_scope=True)
+        self.implicit_structs.append(ast.StructDeclaration(
+            self.coord(key), program_name(self.namespace_path(), name.text), key=key.text))
+
     def struct_template(self, params: list[ast.TemplateParam]) -> ast.StructDef:
         """class-template: 'template' '<' params '>' struct-declaration, where a (partial)
         specialisation names its arguments after the name (`struct S<T*>`). Inside its body
@@ -1216,6 +1229,10 @@ class _Parser:
             elif text in ("struct", "class") and base is None and not words:
                 # `struct Params p;`: the elaborated form names the same type.
                 following = self.peek(1)
+                if not self.type_at(1) and following.kind == "ident" and (
+                        following.text not in _RESERVED) and not (
+                        self.at("::", 2) or self.block_depth):
+                    self.implicit_struct(tok, following)
                 if not self.type_at(1):
                     if following.kind == "ident" and following.text not in _RESERVED:
                         raise self.unknown_type(following)
@@ -1763,6 +1780,11 @@ class _Parser:
             k += 1
         if self.at("operator", k) and self.peek(k + 1).kind == "ident":
             return [self.conversion_function(k)]
+        if tok.text in _CLASS_KEYS and self.peek(1).kind == "ident" and self.at(";", 2):
+            raise self.error("a forward declaration of a nested struct is not supported by "
+                             "metalsim", self.peek(1), width=len(self.peek(1).text),
+                             hint=f"define '{self.peek(1).text}' here, or declare it at "
+                                  "namespace scope (before this struct)")
         if tok.text in _CLASS_KEYS and self.struct_definition_at():  # a nested class
             nested = self.struct_declaration()
             if not nested.name:
@@ -2054,6 +2076,7 @@ class _Parser:
         """compound-statement: '{' statement* '}' (case labels only directly in a switch body)"""
         open_ = self.expect("{")
         self.scopes.append({})
+        self.block_depth += 1
         items: list = []
         try:
             while not self.accept("}"):
@@ -2066,6 +2089,7 @@ class _Parser:
                     items.append(self.statement())
         finally:
             self.scopes.pop()
+            self.block_depth -= 1
         return ast.Compound(self.coord(open_), items)
 
     def statement(self) -> ast.Node:
@@ -2234,6 +2258,10 @@ class _Parser:
         """struct-definition ';' | declaration with an elaborated `struct Name` type"""
         if self.struct_definition_at():
             return self.struct_declaration()
+        if self.peek(1).kind == "ident" and self.at(";", 2):
+            raise self.error("a forward declaration of a local struct is not supported by "
+                             "metalsim", self.peek(1), width=len(self.peek(1).text),
+                             hint="declare the struct in the header, or define it here")
         return self.declaration_statement()
 
     def namespace_statement(self) -> ast.Node:

@@ -418,8 +418,11 @@ def test_forward_declared_structs_print_with_their_class_key_and_compile():
         int get(N n) { return n.p->v; }
         namespace na { union U; int g(thread C* c) { return c->v; } union U { int i; }; }
         struct L { thread L* next; int v; };
+        struct K { thread struct E* e; };
+        struct E { int w; };
     """)
     assert "struct C;\n" in t.kernel_text and "union na_ns_U;\n" in t.kernel_text
+    assert t.kernel_text.index("struct E;") < t.kernel_text.index("struct K {")
     assert t.kernel_text.index("struct C;") < t.kernel_text.index("struct N {")
     compiles(t)
 

@@ -4,7 +4,7 @@ same type; a struct names itself from its `{` on (`thread Node* next;`). A use t
 layout before the definition is refused with clang's message. g++ is the oracle."""
 
 import pytest
-from cxx_oracle import agree, gxx_rejects, metalsim_outputs, needs_gxx
+from cxx_oracle import agree, gxx_outputs, gxx_rejects, metalsim_outputs, needs_gxx
 
 import metalsim
 
@@ -57,6 +57,29 @@ def test_pointers_to_a_declared_struct_compare_before_its_definition():
               "struct C { int v; };\n")
     assert agree(header, "C c = {1}, d = {1}; out[0] = same(&c, &c); out[1] = same(&c, &d);",
                  2) == [1, 0]
+
+
+def test_an_elaborated_type_declares_the_struct_in_the_enclosing_namespace():
+    header = ("struct N { thread struct C* p; };\nint get(thread struct C* c);\n"
+              "namespace na { struct M { thread struct D* d; }; }\n"
+              "struct C { int v; };\nint get(thread struct C* c) { return c->v * 2; }\n"
+              "namespace na { struct D { int w; }; }\n")
+    body = ("C c = {3}; N n = {&c}; na::D d = {5}; na::M m = {&d};\n"
+            "out[0] = n.p->v; out[1] = get(&c); out[2] = m.d->w;")
+    assert agree(header, body, 3) == [3, 6, 5]
+
+
+@pytest.mark.parametrize("header, body, message", [
+    ("struct O { struct I; thread I* p; struct I { int v; }; };\n", "out[0] = 1;",
+     "a forward declaration of a nested struct is not supported by metalsim"),
+    ("", "struct L; out[0] = 1;",
+     "a forward declaration of a local struct is not supported by metalsim"),
+])
+def test_nested_and_local_forward_declarations_are_refused_by_name(header, body, message):
+    gxx_outputs(header, body, 1)   # (valid C++)
+    with pytest.raises(metalsim.CompileError, match=message) as e:
+        metalsim_outputs(header, body, 1)
+    assert "declare" in e.value.diagnostic.hint
 
 
 # --- uses before the definition: refused --------------------------------------------------

@@ -268,3 +268,11 @@ def test_a_forward_declaration_needs_a_name():
     with pytest.raises(CompileError, match="expected a struct name after 'struct'") as info:
         parse("struct float4;")
     assert (info.value.line, info.value.column) == (1, 8)
+
+
+def test_an_elaborated_type_of_an_undeclared_struct_declares_it_before_the_declaration():
+    unit = parse("namespace na { struct N { thread struct C* p; }; }")
+    declaration, struct = unit.items
+    assert isinstance(declaration, ast.StructDeclaration)
+    assert (declaration.name, declaration.key, struct.name) == ("na::C", "struct", "na::N")
+    assert struct.members[0].type.pointee.name == "na::C"
