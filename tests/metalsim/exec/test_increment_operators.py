@@ -104,6 +104,19 @@ def test_increments_run_per_thread_on_each_thread_s_own_object():
                                                               [12, 12], [103, 103]]
 
 
+def test_operator_functions_called_by_name_and_from_a_template_on_a_struct_or_an_int():
+    header = """
+    struct P { int x; };
+    P& operator--(thread P& p) { p.x -= 1; return p; }
+    P operator--(thread P& p, int) { P old = p; p.x -= 5; return old; }
+    template <typename T> T bump(T t) { ++t; t++; return t; }
+    """
+    body = ("Counter c = {1, 0}; c.operator++(); out[0] = c.operator++(0).v; out[1] = c.v;\n"
+            "P p = {50}; operator--(p); out[2] = operator--(p, 0).x; out[3] = p.x;\n"
+            "out[4] = bump(c).v; out[5] = bump(7);")
+    assert agree(COUNTER + header, body, 6) == [11, 111, 49, 44, 221, 9]
+
+
 # --- what is refused ----------------------------------------------------------------------
 
 def test_increment_without_an_operator_is_refused_as_clang_does():
