@@ -448,17 +448,33 @@ def test_a_hidden_friend_redeclared_in_its_namespace_prints_under_one_name():
     assert "__device__ inline int g(na_ns_B b);\n" in t.kernel_text
     assert "  friend __device__ inline int g(na_ns_C c) {" in t.kernel_text
     assert "__device__ inline int g(na_ns_C c);\n" in t.kernel_text
-    assert "return (g(c) + g(c));" in t.kernel_text
+    assert "return (g(c) + (g)(c));" in t.kernel_text   # `na::g(c)`: no ADL
+    assert "(((g)(c) + g(c)) + f(d)) + (g)(b)" in t.kernel_text
     assert "__device__ inline int f(D d);\n" in t.kernel_text
     compiles(t)
 
 
 def test_a_redeclared_friend_beside_a_function_of_its_name_is_refused():
-    with pytest.raises(metalsim.CompileError, match="the hidden friend 'na::g' redeclared in "
-                                                    "its namespace beside another function "
-                                                    "named 'g'") as e:
+    with pytest.raises(metalsim.CompileError, match="the hidden friend 'na::g', whose "
+                                                    "namespace declares functions of its name, "
+                                                    "beside another function named 'g'") as e:
         translated("out[thread_position_in_grid.x] = g(1);",
                    "int g(int k) { return k; }\n"
                    "namespace na { struct C { int v; friend int g(C c) { return 1; } };\n"
                    "int g(C c); }")
     assert (e.value.line, e.value.column) == (3, 1)
+
+
+def test_a_qualified_call_of_a_hidden_friend_s_name_finds_no_friend_by_its_argument():
+    # C++: `na::other(s)` is the namespace's `other(int)` (through the conversion); an
+    # unqualified `other(s)` finds the friend through its argument (the simulator: 3 and 100)
+    t = translated("na::S s{2}; out[thread_position_in_grid.x] = na::other(s) * 1000 + "
+                   "other(s) + na::tw(s);", """
+        namespace na { struct S { int v; operator int() const { return v; }
+          friend int tw(S s) { return s.v + 10; }
+          friend int other(S s) { return 100; } };
+          int tw(S s); int other(int x) { return x + 1; } }
+    """)
+    assert "__device__ inline int other(int x) {" in t.kernel_text
+    assert "(((other)(s) * 1000) + other(s)) + (tw)(s)" in t.kernel_text
+    compiles(t)
