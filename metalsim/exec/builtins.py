@@ -150,6 +150,11 @@ def _numeric_limits_constant(c, node: ast.Name, scope) -> E:
         c.error(f"reference to non-static member function '{node.name}' must be called", node,
                 width=len(node.name), hint=f"call it: 'numeric_limits<{t}>::{node.name}()'")
     value = limits.limit_constants(t).get(node.name)
+    if node.name in limits.UNMODELLED:
+        c.error(f"'numeric_limits<{t}>::{node.name}' is not supported by metalsim", node,
+                width=len(node.name), hint="its members are: " + ", ".join(
+                    limits.BOOL_CONSTANTS + limits.INT_CONSTANTS) + " and the functions "
+                    + ", ".join(f"{f}()" for f in limits.FUNCTIONS))
     if value is None:
         c.error(f"no member named '{node.name}' in 'numeric_limits<{t}>'", node,
                 width=len(node.name))

@@ -24,6 +24,10 @@ BOOL_CONSTANTS = ("is_specialized", "is_signed", "is_integer", "is_exact", "has_
                   "has_quiet_NaN", "has_signaling_NaN", "is_bounded")
 INT_CONSTANTS = ("digits", "digits10", "max_digits10", "radix", "min_exponent",
                  "min_exponent10", "max_exponent", "max_exponent10")
+# C++'s other members, whose values Metal leaves to its implementation (or whose types,
+# `float_denorm_style` and `float_round_style`, metalsim does not declare): refused by name.
+UNMODELLED = ("is_iec559", "is_modulo", "traps", "tinyness_before", "has_denorm",
+              "has_denorm_loss", "round_style")
 
 _LOG10_2 = math.log10(2)
 

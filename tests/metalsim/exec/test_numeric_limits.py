@@ -77,6 +77,8 @@ def test_half_and_bfloat_members_follow_their_formats():
      "numeric_limits<int>::max()"),
     ("out[0] = numeric_limits<int>::is_iec;", "no member named 'is_iec' in 'numeric_limits<int>'",
      ""),
+    ("out[0] = numeric_limits<float>::is_iec559;",
+     "'numeric_limits<float>::is_iec559' is not supported by metalsim", "has_infinity"),
 ])
 def test_misused_members_are_refused_with_clang_s_message(body, message, hint):
     with pytest.raises(metalsim.CompileError) as e:
