@@ -70,6 +70,9 @@ class ExpressionCompiler:
         if isinstance(e.type, AtomicType):
             self.error(f"an atomic ('{e.type}') cannot be read directly", e.coord,
                        hint="use atomic_load_explicit(&x, memory_order_relaxed)")
+        if isinstance(e.type, StructType):   # (before its layout is used, or cached)
+            self.require_complete(e.type, e.coord, "incomplete type '{}' where a complete "
+                                                   "type is required")
         if isinstance(e.type, StructType) and holds_atomic(e.type):
             self.error(f"'{e.type}' cannot be copied: it holds an atomic, whose copy "
                        "constructor and assignment are deleted", e.coord,

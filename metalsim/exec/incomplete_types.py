@@ -69,7 +69,7 @@ class IncompleteTypeCompiler:
         """Whether `t` is a struct not (yet, where the code being compiled is) defined."""
         return isinstance(t, StructType) and (t.incomplete or t in self.incomplete_here)
 
-    def require_complete(self, t: Type | None, node: ast.Node, message: str) -> None:
+    def require_complete(self, t: Type | None, node: ast.Node | Coord, message: str) -> None:
         """Refuse `node`'s use of the incomplete struct `t` (or an array of it) by value;
         `message` says which use, with `{}` for the type."""
         inner = ty.array_shape(t)[1] if isinstance(t, ArrayType) else t

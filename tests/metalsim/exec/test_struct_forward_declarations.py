@@ -39,6 +39,12 @@ def test_a_function_returning_a_declared_struct_is_defined_after_it():
     assert agree(header, "C c = make(5); out[0] = c.v; out[1] = twice(&c);", 2) == [15, 30]
 
 
+def test_an_incomplete_object_is_passed_on_by_reference_before_the_definition():
+    header = ("struct C;\nint g(thread C& c);\nint f(thread C* p) { return g(*p); }\n"
+              "struct C { int v; };\nint g(thread C& c) { return c.v; }\n")
+    assert agree(header, "C a = {7}; out[0] = f(&a);", 1) == [7]
+
+
 def test_repeated_declarations_and_a_union_name_one_type():
     header = ("struct C;\nstruct C;\nunion U;\nstruct C { int v; };\nstruct C;\n"
               "union U { int i; float f; };\nint read(thread U& u) { return u.i; }\n")
@@ -111,6 +117,9 @@ INCOMPLETE_USES = [
     ("struct C;\nstruct D : C { int w; };\nstruct C { int v; };\n", "out[0] = 1;",
      "base class has incomplete type 'C'", "header:2:12"),
     ("struct C { C c; };\n", "out[0] = 1;", "field has incomplete type 'C'", "header:1:14"),
+    ("struct C;\nstruct N { thread C* p; thread C* q; void f() { *p = *q; } };\n"
+     "struct C { int v; };\n", "C a = {1}; C b = a; out[0] = b.v;",
+     "incomplete type 'C' where a complete type is required", "header:2:54"),
 ]
 
 
