@@ -840,6 +840,7 @@ class StructCompiler:
     def aggregate(self, t: StructType, init: ast.InitList, scope: Scope) -> E:
         """A struct temporary from an initializer list (`S{1, 2.0f}`, `return {a, b};`); for
         a struct with constructors, a constructor call."""
+        self.require_complete(t, init, "initialization of incomplete type '{}'")
         if self.constructors_of(t):
             return self.construct_temp(t, [self.expr(a, scope) for a in init.items], init)
         parts = [(off, et, self.init_value(et, item, scope).ev)

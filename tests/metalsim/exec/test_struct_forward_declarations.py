@@ -120,6 +120,8 @@ INCOMPLETE_USES = [
     ("struct C;\nstruct N { thread C* p; thread C* q; void f() { *p = *q; } };\n"
      "struct C { int v; };\n", "C a = {1}; C b = a; out[0] = b.v;",
      "incomplete type 'C' where a complete type is required", "header:2:54"),
+    ("struct C;\nstruct N { thread C* p; void f() { *p = {1}; } };\nstruct C { int v; };\n",
+     "out[0] = 1;", "initialization of incomplete type 'C'", "header:2:41"),
 ]
 
 
