@@ -1,5 +1,6 @@
 """The C++ lookup fuzzer of the test suite at a larger size: random programs over explicit
-specialisations, name lookup, namespaces, inheritance, lvalues and operators, run by metalsim
+specialisations, name lookup, namespaces, inheritance, lvalues, operators and increments
+(`operator++`/`operator--`), run by metalsim
 and by g++ -std=c++14 (`tests/metalsim/cgen_cxx_lookup.py`); prints, by family, how many agree
 bit for bit, how many metalsim refuses (with the refusals by message) and how many ill-formed
 ones both reject, and every disagreement.

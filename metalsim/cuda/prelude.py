@@ -26,6 +26,48 @@ translated kernel also lives, so `metal::exp` and an unqualified `exp` both find
   one-dimensional blocks `metalsim.cuda.runtime` launches (one block per threadgroup).
 """
 
+from metalsim.lang import limits
+from metalsim.lang import types as ty
+
+# Each Metal scalar type's C++ spellings here (Metal's `char` is signed: both char types).
+_LIMITS_TYPES = {ty.BOOL: ("bool",), ty.CHAR: ("signed char", "char"),
+                 ty.UCHAR: ("unsigned char",), ty.SHORT: ("short",),
+                 ty.USHORT: ("unsigned short",), ty.INT: ("int",), ty.UINT: ("unsigned int",),
+                 ty.LONG: ("long",), ty.ULONG: ("unsigned long",), ty.HALF: ("half",),
+                 ty.BFLOAT: ("bfloat",), ty.FLOAT: ("float",)}
+
+
+def _limit_value(t: ty.ScalarType, cxx: str, value) -> str:
+    """A constant expression of type `cxx` for a `numeric_limits` function's value."""
+    if t.kind == "float":
+        bits = int(value.view(f"uint{t.size * 8}"))
+        if t == ty.FLOAT:
+            return f"__builtin_bit_cast(float, {bits:#010x}u)"
+        return f"{cxx}::from_bits({bits:#06x})"
+    if t.kind == "bool":
+        return "true" if value else "false"
+    v = int(value)
+    return f"static_cast<{cxx}>({v}ull)" if v >= 0 else f"static_cast<{cxx}>({v + 1}ll - 1)"
+
+
+def _numeric_limits() -> str:
+    """Metal's `numeric_limits` specialisations, from `metalsim.lang.limits` (the simulator's
+    own table), so that both give every member the same value."""
+    out = ["template <class T> struct numeric_limits;"]
+    for t, spellings in _LIMITS_TYPES.items():
+        constants = limits.limit_constants(t)
+        functions = limits.limit_functions(t)
+        for cxx in spellings:
+            out.append(f"template <> struct numeric_limits<{cxx}> {{")
+            out += [f"  static constexpr {'bool' if isinstance(v, bool) else 'int'} {name} = "
+                    f"{str(v).lower() if isinstance(v, bool) else v};"
+                    for name, v in constants.items()]
+            out += [f"  static __device__ constexpr {cxx} {name}() {{ return "
+                    f"{_limit_value(t, cxx, v)}; }}" for name, v in functions.items()]
+            out.append("};")
+    return "\n".join(out) + "\n"
+
+
 PRELUDE = r"""
 // ---- metalsim CUDA prelude: Metal's standard library for translated kernels ----
 namespace metal {
@@ -552,44 +594,7 @@ __device__ inline To as_type(const From& f) {
   memcpy(&t, &f, sizeof(To));
   return t;
 }
-template <class T> struct numeric_limits;
-#define METAL_INT_LIMITS(T, lo, hi)                                                      \
-  template <> struct numeric_limits<T> {                                                 \
-    static __device__ constexpr T min() { return lo; }                                   \
-    static __device__ constexpr T lowest() { return lo; }                                \
-    static __device__ constexpr T max() { return hi; }                                   \
-  };
-METAL_INT_LIMITS(bool, false, true)
-METAL_INT_LIMITS(signed char, -128, 127)
-METAL_INT_LIMITS(unsigned char, 0, 255)
-METAL_INT_LIMITS(char, -128, 127)
-METAL_INT_LIMITS(short, -32768, 32767)
-METAL_INT_LIMITS(unsigned short, 0, 65535)
-METAL_INT_LIMITS(int, -2147483647 - 1, 2147483647)
-METAL_INT_LIMITS(unsigned int, 0u, 4294967295u)
-METAL_INT_LIMITS(long, -9223372036854775807l - 1, 9223372036854775807l)
-METAL_INT_LIMITS(unsigned long, 0ul, 18446744073709551615ul)
-template <> struct numeric_limits<float> {
-  static __device__ constexpr float min() { return 0x1p-126f; }
-  static __device__ constexpr float lowest() { return -0x1.fffffep+127f; }
-  static __device__ constexpr float max() { return 0x1.fffffep+127f; }
-  static __device__ constexpr float epsilon() { return 0x1p-23f; }
-  static __device__ constexpr float infinity() { return __builtin_bit_cast(float, 0x7f800000u); }
-  static __device__ constexpr float quiet_NaN() { return __builtin_bit_cast(float, 0x7fc00000u); }
-  static __device__ constexpr float denorm_min() { return 0x1p-149f; }
-};
-#define METAL_LOW_FLOAT_LIMITS(T, min_, lowest_, max_, epsilon_, infinity_, nan_)         \
-  template <> struct numeric_limits<T> {                                                 \
-    static __device__ constexpr T min() { return T::from_bits(min_); }                  \
-    static __device__ constexpr T lowest() { return T::from_bits(lowest_); }            \
-    static __device__ constexpr T max() { return T::from_bits(max_); }                  \
-    static __device__ constexpr T epsilon() { return T::from_bits(epsilon_); }          \
-    static __device__ constexpr T infinity() { return T::from_bits(infinity_); }        \
-    static __device__ constexpr T quiet_NaN() { return T::from_bits(nan_); }            \
-    static __device__ constexpr T denorm_min() { return T::from_bits(0x0001); }         \
-  };
-METAL_LOW_FLOAT_LIMITS(half, 0x0400, 0xfbff, 0x7bff, 0x1400, 0x7c00, 0x7e00)
-METAL_LOW_FLOAT_LIMITS(bfloat, 0x0080, 0xff7f, 0x7f7f, 0x3c00, 0x7f80, 0x7fc0)
+""" + _numeric_limits() + r"""
 // Metal's constants (<metal_math>, <metal_limits>), exact, usable in constant expressions.
 #define INFINITY (__builtin_bit_cast(float, 0x7f800000u))
 #define NAN (__builtin_bit_cast(float, 0x7fc00000u))

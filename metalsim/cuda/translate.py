@@ -161,8 +161,8 @@ def _translate_text(text: str, sections: list[tuple[str, int, int]], math_mode: 
     metal_library = [item for item in unit.items if item.coord.section == METAL_SECTION]
     unit.items = [item for item in unit.items if item.coord.section not in prelude_sections]
     _rename_own_library_types(unit, metal_library)
-    _spell_program_names(unit)
     try:
+        printer.without_adl = _spell_program_names(unit)
         return printer.unit(unit)
     except _Untranslatable as error:
         coord = error.node.coord if error.node is not None else None
@@ -207,18 +207,26 @@ def _rename_own_library_types(unit: ast.TranslationUnit, prelude: list[ast.Node]
             node.name = f"program_{node.name}"
 
 
-def _spell_program_names(unit: ast.TranslationUnit) -> None:
+def _spell_program_names(unit: ast.TranslationUnit) -> set[int]:
     """Respells the parser's program names of a program's namespace members (`na::K`, see
     `metalsim.lang.namespaces`) as plain identifiers (`na_ns_K`) everywhere in `unit`, for
-    the printer, which declares everything in one CUDA namespace."""
+    the printer, which declares everything in one CUDA namespace. A hidden friend keeps its
+    own name (it is printed in its struct, where argument-dependent lookup finds it), and so
+    do the functions of its name in its namespace (its redeclarations among them) and the
+    names that call them: one function, one name. Returns the ids of those names written
+    qualified (`na::g`), whose calls must not find the hidden friend by argument-dependent
+    lookup where C++ does not (the printer writes `(g)(c)`)."""
     declared = [n.name for n in _walk(unit) if isinstance(n, _NAMED[2:]) and "::" in n.name]
     namespaces = {name.rsplit("::", depth)[0] for name in declared
                   for depth in range(1, name.count("::") + 1)} - {"metal", "metal::fast",
                                                                   "metal::precise"}
-    if not namespaces:
-        return
+    friends = _friend_names(unit)
+    qualified = {id(n) for n in _walk(unit) if isinstance(n, ast.Name) and n.name in friends
+                 and not n.written_unqualified}
 
     def spelled(text: str) -> str:
+        if text in friends:
+            return friends[text]
         parts = text.split("::")
         for length in range(len(parts) - 1, 0, -1):
             if "::".join(parts[:length]) in namespaces:
@@ -228,10 +236,35 @@ def _spell_program_names(unit: ast.TranslationUnit) -> None:
 
     for node in _walk(unit):
         if isinstance(node, _NAMED):
-            for field in ("name", "qualifier", "owner"):
+            for field in ("name", "qualifier", "owner", "friend_of"):
                 value = getattr(node, field, None)
                 if isinstance(value, str) and "::" in value:
                     setattr(node, field, spelled(value))
+    return qualified
+
+
+def _friend_names(unit: ast.TranslationUnit) -> dict[str, str]:
+    """The printed names of the hidden friends declared in a namespace, by program name: the
+    friend's own name, which the functions of that name in its namespace take too. Where
+    another function at namespace scope would print alike (a global `g` beside `na::g`), the
+    two overload sets would merge in CUDA, and the translation is refused."""
+    friends = {item.name: item.name.rpartition("::")[2] for item in unit.items
+               if isinstance(item, ast.FunctionDef) and item.friend_of is not None
+               and "::" in item.name}
+    redeclared = {item.name for item in unit.items if isinstance(item, ast.FunctionDef)
+                  and item.friend_of is None and item.name in friends}
+    visible: dict[str, str] = {}   # printed name -> the program name it is at namespace scope
+    for item in unit.items:
+        if isinstance(item, ast.FunctionDef) and item.friend_of is None:
+            printed = friends[item.name] if item.name in redeclared else item.name
+            other = visible.setdefault(printed, item.name)
+            if other != item.name:
+                friend = item.name if item.name in redeclared else other
+                raise _Untranslatable(
+                    f"the hidden friend '{friend}', whose namespace declares functions of its "
+                    f"name, beside another function named '{printed}' (CUDA would see one "
+                    "overload set)", item)
+    return friends
 
 
 def _hidden_friends(unit: ast.TranslationUnit) -> dict[str, list[ast.FunctionDef]]:
@@ -243,10 +276,8 @@ def _hidden_friends(unit: ast.TranslationUnit) -> dict[str, list[ast.FunctionDef
     friends: dict[str, list[ast.FunctionDef]] = {}
     for item in unit.items:
         if isinstance(item, ast.FunctionDef) and item.friend_of is not None:
-            namespace, _, struct = item.friend_of.rpartition("::")
-            prefix = namespace.replace("::", "_ns_") + "_ns_" if namespace else ""
-            friends.setdefault(prefix + struct, []).append(dataclasses.replace(
-                item, name=item.name.removeprefix(prefix), template_params=None))
+            friends.setdefault(item.friend_of, []).append(dataclasses.replace(
+                item, template_params=None))
     return friends
 
 
@@ -316,6 +347,7 @@ class _Printer:
         self.members: set[str] = set()
         self.unset_constants: list[ast.VarDecl] = []   # function constants the launch leaves unset
         self.values: set[str] = set()
+        self.without_adl: set[int] = set()   # ids of names whose calls C++ looks up qualified
 
     # --- translation unit ----------------------------------------------------------------
 
@@ -411,7 +443,7 @@ class _Printer:
         if isinstance(item, ast.EnumDef):
             return self.enum(item)
         if isinstance(item, ast.StructDeclaration):
-            return f"{self.template_header(item.template_params)}struct {item.name};\n"
+            return f"{self.template_header(item.template_params)}{item.key} {item.name};\n"
         if isinstance(item, ast.Empty):   # what a namespace alias or using-declaration left
             return ""
         if isinstance(item, ast.ExplicitInstantiation):
@@ -586,7 +618,7 @@ class _Printer:
         if isinstance(item, ast.EnumDef):
             return self.enum(item)
         if isinstance(item, ast.StructDeclaration):
-            return f"{self.template_header(item.template_params)}struct {item.name};\n"
+            return f"{self.template_header(item.template_params)}{item.key} {item.name};\n"
         if isinstance(item, ast.Empty):   # what a namespace alias or using-declaration left
             return ""
         raise _Untranslatable(f"the member '{type(item).__name__}'", item)
@@ -969,7 +1001,10 @@ class _Printer:
                     e.args[0], ast.Name) and e.args[0].name in self.defined_constants:
                 return "true" if self.defined_constants[e.args[0].name] else "false"
             # (a type is an argument of the compiler's built-ins: `__is_empty(T)`)
-            return f"{self.name(e.func)}({', '.join(self.template_arg(a) for a in e.args)})"
+            callee = self.name(e.func)
+            if id(e.func) in self.without_adl:   # `(g)(c)`: no argument-dependent lookup
+                callee = f"({callee})"
+            return f"{callee}({', '.join(self.template_arg(a) for a in e.args)})"
         if isinstance(e, ast.MethodCall):
             dot = "->" if e.arrow else "."
             name = f"{e.qualifier}::{e.name}" if e.qualifier else e.name

@@ -7,7 +7,6 @@ Each entry maps a key — `("call", name)` or `("name", qualifier, name)` — to
 
 from __future__ import annotations
 
-import ml_dtypes
 import numpy as np
 
 from metalsim.exec.atomics import ATOMIC_BUILTINS
@@ -15,7 +14,7 @@ from metalsim.exec.compiled import E, constant
 from metalsim.exec.machine import Lanes, Machine
 from metalsim.exec.simd import SIMD_BUILTINS
 from metalsim.exec.simdgroup_matrix import SIMDGROUP_MATRIX_BUILTINS
-from metalsim.lang import ast
+from metalsim.lang import ast, limits
 from metalsim.lang import types as ty
 
 MEM_FLAGS = {"mem_none": 0, "mem_device": 1, "mem_threadgroup": 2, "mem_texture": 4,
@@ -118,33 +117,48 @@ def _barrier_call(threadgroup_scope: bool):
     return handler
 
 
-def _limits(t: ty.ScalarType) -> dict[str, object]:
-    """The members of `metal::numeric_limits<T>`."""
-    if t.kind == "float":
-        info = ml_dtypes.finfo(t.dtype)   # numpy's finfo knows no bfloat
-        big, tiny = float(info.max), float(info.smallest_normal)
-        return {"max": big, "min": tiny, "lowest": -big, "epsilon": float(info.eps),
-                "infinity": np.inf, "quiet_NaN": np.nan,
-                "denorm_min": float(info.smallest_subnormal)}
-    if t.kind == "bool":
-        return {"max": True, "min": False, "lowest": False}
-    info = np.iinfo(t.dtype)
-    return {"max": int(info.max), "min": int(info.min), "lowest": int(info.min)}
+def _limits_type(c, node: ast.Call | ast.Name, scope) -> ty.ScalarType:
+    """The T of `numeric_limits<T>::member`."""
+    name = node.func if isinstance(node, ast.Call) else node
+    args = name.template_args or []
+    t = c.resolve_type(args[0], scope) if len(args) == 1 else None
+    if not isinstance(t, ty.ScalarType) or t.enum is not None:
+        c.error("numeric_limits<T> needs one scalar type argument", node)
+    return t
 
 
 def _numeric_limits_member(c, node: ast.Call, scope) -> E:
-    """`numeric_limits<T>::max()` and the other members of Metal's numeric_limits."""
+    """`numeric_limits<T>::max()` and the other member functions of Metal's numeric_limits."""
     name = node.func
+    t = _limits_type(c, node, scope)
+    if name.name in limits.BOOL_CONSTANTS + limits.INT_CONSTANTS:
+        shown = "bool" if name.name in limits.BOOL_CONSTANTS else "int"
+        c.error(f"called object type 'const {shown}' is not a function or function pointer",
+                node, hint=f"'numeric_limits<{t}>::{name.name}' is a constant: drop the '()'")
     if node.args:
         c.error(f"numeric_limits<T>::{name.name}() takes no arguments", node)
-    args = name.template_args or []
-    t = c.resolve_type(args[0], scope) if len(args) == 1 else None
-    if not isinstance(t, ty.ScalarType):
-        c.error("numeric_limits<T> needs one scalar type argument", node)
-    value = _limits(t).get(name.name)
+    value = limits.limit_functions(t).get(name.name)
     if value is None:
         c.error(f"no member named '{name.name}' in 'numeric_limits<{t}>'", node)
     return constant(value, t, node.coord)
+
+
+def _numeric_limits_constant(c, node: ast.Name, scope) -> E:
+    """`numeric_limits<T>::has_infinity` and the other static constexpr data members."""
+    t = _limits_type(c, node, scope)
+    if node.name in limits.FUNCTIONS:
+        c.error(f"reference to non-static member function '{node.name}' must be called", node,
+                width=len(node.name), hint=f"call it: 'numeric_limits<{t}>::{node.name}()'")
+    value = limits.limit_constants(t).get(node.name)
+    if node.name in limits.UNMODELLED:
+        c.error(f"'numeric_limits<{t}>::{node.name}' is not supported by metalsim", node,
+                width=len(node.name), hint="its members are: " + ", ".join(
+                    limits.BOOL_CONSTANTS + limits.INT_CONSTANTS) + " and the functions "
+                    + ", ".join(f"{f}()" for f in limits.FUNCTIONS))
+    if value is None:
+        c.error(f"no member named '{node.name}' in 'numeric_limits<{t}>'", node,
+                width=len(node.name))
+    return constant(value, ty.BOOL if isinstance(value, bool) else ty.INT, node.coord)
 
 
 def _type_trait(trait: str, args: list[ty.Type]) -> bool | None:
@@ -252,6 +266,7 @@ def build_builtins() -> dict:
         ("call", "threadgroup_barrier"): _barrier_call(True),
         ("call", "simdgroup_barrier"): _barrier_call(False),
         ("qualified_call", "numeric_limits"): _numeric_limits_member,
+        ("qualified_name", "numeric_limits"): _numeric_limits_constant,
         ("call", "atomic_thread_fence"): _fence,
         ("call", "__is_empty"): _is_empty,
         ("call", "is_function_constant_defined"): _function_constant_defined,

@@ -31,6 +31,7 @@ from metalsim.exec.function_specializations import (
     FunctionSpecializationCompiler,
     is_explicit_specialization,
 )
+from metalsim.exec.incomplete_types import IncompleteTypeCompiler
 from metalsim.exec.lambdas import Closure, LambdaCompiler
 from metalsim.exec.operators import OperatorCompiler
 from metalsim.exec.prelude import replaced_stand_ins
@@ -70,7 +71,7 @@ MAX_INSTANTIATION_DEPTH = 1024
 class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, ConstructorCompiler,
                StructTemplateCompiler, OperatorCompiler, ReferenceCompiler,
                FunctionSpecializationCompiler, EnumCompiler, LambdaCompiler,
-               FunctionPointerCompiler, ConstantCallCompiler):
+               FunctionPointerCompiler, ConstantCallCompiler, IncompleteTypeCompiler):
     """Compiles one translation unit's kernel (and what it calls) for one instantiation."""
 
     def __init__(self, unit: ast.TranslationUnit, source_map: SourceMap,
@@ -134,6 +135,7 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
         self.decl_ids = 0
         # code that runs only where a comparison let it: its coordinates -> the comparison's
         self.guarded: dict[Coord, Coord] = {}
+        self.init_incomplete_types()
 
     # --- errors -----------------------------------------------------------------------------
     def error(self, message: str, node: ast.Node | Coord, hint: str = "", width: int = 1):
@@ -165,8 +167,10 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
                 self.functions.setdefault(item.name, []).append(item)
             elif isinstance(item, ast.FunctionDef) and item.friend_of is not None:
                 self.hidden_friends.setdefault(item.name.rpartition("::")[2], []).append(item)
+                self.note_function_definition(item)
             elif isinstance(item, ast.FunctionDef):
                 self.functions.setdefault(item.name, []).append(item)
+                self.note_function_definition(item)
             elif isinstance(item, ast.VariableTemplate) and item.specialization is not None:
                 primary = self.globals.names.get(item.name)
                 if not (isinstance(primary, tuple) and primary[0] == "variable_template"):
@@ -182,6 +186,8 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
                 self.declare_struct_template(item, self.globals)
             elif isinstance(item, ast.StructDef):
                 self.define_struct(item, self.globals)
+            elif isinstance(item, ast.StructDeclaration) and item.template_params is None:
+                self.declare_struct(item, self.globals)
             elif isinstance(item, ast.TypeAlias):
                 if isinstance(item.type, ast.StructDef):
                     self.globals.names[item.name] = self.define_struct(item.type, self.globals)
@@ -243,6 +249,7 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
 
     def declare_global_var(self, d: ast.VarDecl) -> None:
         t, const, space = self.resolve_decl_type(d.type, self.globals)
+        self.require_complete(t, d, "variable has incomplete type '{}'")
         if space != "constant" and not d.constexpr:
             self.error("program scope variable must reside in constant address space", d,
                        hint="declare it 'constant' (program-scope values are read-only)")
@@ -1188,7 +1195,7 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
                        hint="end the recursion with 'if constexpr' on a template parameter")
         self.open_instances.append(code)
         saved = (self.fn, self.address_taken, self.fixed_names, self.loop_depth,
-                 self.switch_depth, self.access_from)
+                 self.switch_depth, self.access_from, self.incomplete_here)
         self.access_from = ((this.pointee, "") if this is not None else self.closure_access.get(
             id(fdef), (None, fdef.name.rpartition("::")[2])))
         params = {p.name for p in fdef.params}
@@ -1197,7 +1204,12 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
         self.fn, self.address_taken = code, found.addressed
         self.fixed_names = set() if this is not None or self.tracing else fixed_names(found)
         self.loop_depth = self.switch_depth = 0
+        # a function defined before a struct's definition sees it incomplete
+        self.incomplete_here = self.incomplete_before.get(id(fdef), frozenset())
         try:
+            if not isinstance(fdef.return_type, ast.ReferenceType):
+                self.require_complete(rt, fdef, "incomplete result type '{}' in function "
+                                                "definition")
             if this is not None:
                 var = Var("ptr", this, self.new_slot(), readonly=True)
                 scope.names["this"] = var
@@ -1218,7 +1230,7 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
                 code.return_type = ty.VOID
         finally:
             (self.fn, self.address_taken, self.fixed_names, self.loop_depth,
-             self.switch_depth, self.access_from) = saved
+             self.switch_depth, self.access_from, self.incomplete_here) = saved
             self.open_instances.pop()
         return code
 
@@ -1243,6 +1255,7 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
         elif isinstance(t, ArrayType):
             var = Var("ptr", self.param_type(p, scope), self.new_slot())
         elif isinstance(t, StructType):  # a by-value struct is an object in thread memory
+            self.require_complete(t, p, "variable has incomplete type '{}'")
             var = Var("region", t, self.new_slot(), readonly=const, space="thread",
                       name=p.name or "")
         else:

@@ -70,6 +70,9 @@ class ExpressionCompiler:
         if isinstance(e.type, AtomicType):
             self.error(f"an atomic ('{e.type}') cannot be read directly", e.coord,
                        hint="use atomic_load_explicit(&x, memory_order_relaxed)")
+        if isinstance(e.type, StructType):   # (before its layout is used, or cached)
+            self.require_complete(e.type, e.coord, "incomplete type '{}' where a complete "
+                                                   "type is required")
         if isinstance(e.type, StructType) and holds_atomic(e.type):
             self.error(f"'{e.type}' cannot be copied: it holds an atomic, whose copy "
                        "constructor and assignment are deleted", e.coord,
@@ -424,6 +427,10 @@ class ExpressionCompiler:
     def pointer_arith(self, node: ast.Binary, left: E, right: E) -> E:
         op, coord = node.op, node.coord
         lp, rp = isinstance(left.type, PointerType), isinstance(right.type, PointerType)
+        for p in (left, right) if op in ("+", "-") else ():
+            if isinstance(p.type, PointerType):
+                self.require_complete(p.type.pointee, node, "arithmetic on a pointer to an "
+                                                            "incomplete type '{}'")
         if lp and rp:
             if op == "-":
                 size = left.type.pointee.size or 1
@@ -615,12 +622,20 @@ class ExpressionCompiler:
 
     def increment(self, node, scope: Scope, prefix: bool) -> E:
         target = self.expr(node.operand, scope)
+        if isinstance(target.type, StructType) or self.enumeration_operator(node.op, [target]):
+            # `operator++()` / `operator++(int)`: the postfix form passes an extra int 0
+            operands = [target] if prefix else [target, constant(0, INT, node.coord)]
+            call = self.struct_operator(node.op, operands, node, scope)
+            if call is not None:
+                return call
         self.check_assignable(target, node.operand, scope)
         t = target.type
         one = ast.IntLiteral(node.coord, 1, text="1")
         op = "+" if node.op == "++" else "-"
         loc, coord = target.loc, node.coord
         if isinstance(t, PointerType):
+            self.require_complete(t.pointee, node, "arithmetic on a pointer to an incomplete "
+                                                   "type '{}'")
             size = t.pointee.size * (1 if op == "+" else -1)
 
             def step(v):
@@ -863,6 +878,7 @@ class ExpressionCompiler:
         t = base.type
         if not isinstance(t, PointerType):
             self.error(f"subscripted value is not an array, pointer, or vector ('{t}')", node)
+        self.require_complete(t.pointee, node, "subscript of pointer to incomplete type '{}'")
         size, bev, iev, coord = t.pointee.size, base.ev, index.ev, node.coord
         if array_loc is not None:   # an array: its location, not the pointer its decay makes
             bev = array_loc
@@ -1046,6 +1062,9 @@ class ExpressionCompiler:
             t = self.resolve_type(operand, scope)
         else:
             t = self.expr(operand, scope).type
+        self.require_complete(t, node, "invalid application of "
+                                       f"'{'alignof' if node.align else 'sizeof'}' to an "
+                                       "incomplete type '{}'")
         return constant(t.align if node.align else t.size, ULONG, node.coord)
 
     def x_MethodCall(self, node: ast.MethodCall, scope: Scope) -> E:
@@ -1162,6 +1181,7 @@ class ExpressionCompiler:
 
     def x_Construct(self, node: ast.Construct, scope: Scope) -> E:
         t = self.resolve_type(node.type, scope)
+        self.require_complete(t, node, "invalid use of incomplete type '{}'")
         if isinstance(t, StructType):
             return self.construct_struct(t, node, scope)
         args = [self.rvalue(self.expr(a, scope)) for a in node.args]

@@ -1,15 +1,16 @@
 """Overloaded operators on structs: the `OperatorCompiler` part of `Compiler`.
 
 As in C++14 [over.match.oper], an operator expression with a struct operand (`a + b`, `-a`,
-`a += b`, `a[i]`) calls the best of the left operand's member `operator@` functions, the free
-`operator@` functions and the built-in operator, ranked as any overloaded call is
-(`operator[]` must be a member); so does one with an enumeration operand where the program
-declares a free `operator@` (a candidate only where a parameter takes the enumeration). The
-built-in candidate takes a struct by its one conversion function to an arithmetic type (a
-user-defined conversion) and an unscoped enumeration by promotion; with its operands of the
-same enumeration type, a comparison's by value; it is no candidate where a free one takes the
-same parameter types. Where it wins the caller compiles the built-in operator, so expressions
-without a struct or such an enumeration operand compile (and run) as before.
+`a += b`, `a[i]`, `++a`, `a++`) calls the best of the left operand's member `operator@`
+functions, the free `operator@` functions and the built-in operator, ranked as any overloaded
+call is (`operator[]` must be a member; a postfix `a++` passes the int 0 to `operator++(int)`,
+the form its extra parameter tells apart); so does one with an enumeration operand where the
+program declares a free `operator@` (a candidate only where a parameter takes the
+enumeration). The built-in candidate takes a struct by its one conversion function to an
+arithmetic type (a user-defined conversion) and an unscoped enumeration by promotion; with its
+operands of the same enumeration type, a comparison's by value; it is no candidate where a free
+one takes the same parameter types. Where it wins the caller compiles the built-in operator, so
+expressions without a struct or such an enumeration operand compile (and run) as before.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from metalsim.lang.types import StructType
 COMPOUND = frozenset({"+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=", "<<=", ">>="})
 COMPARISONS = frozenset({"<", ">", "<=", ">=", "==", "!="})
 LOGICAL = frozenset({"&&", "||", "!"})
+INCREMENTS = frozenset({"++", "--"})   # a postfix one has the int 0 as its second operand
 INTEGRAL_ONLY = frozenset({"%", "&", "|", "^", "<<", ">>", "~", "%=", "&=", "|=", "^=", "<<=",
                            ">>="})
 BUILTIN = "built-in"   # the last item of the built-in operator's candidate
@@ -92,7 +94,7 @@ class OperatorCompiler:
         builtin = self.builtin_candidate(op, operands, candidates)
         if builtin is not None:
             candidates.append(builtin)
-        shown = [str(self.rvalue(e).type) for e in operands]
+        shown = [str(self.rvalue(e).type) for e in operands[:1 if op in INCREMENTS else 2]]
         if not candidates and not any(isinstance(e.type, StructType) for e in operands):
             return None   # the built-in operator on enumerations reports why it does not fit
         if not candidates:
@@ -127,10 +129,11 @@ class OperatorCompiler:
                           ) -> tuple | None:
         """The built-in operator `op` as a candidate beside the operator functions `others`,
         ranked by its best parameter types; None where no built-in one takes `operands`."""
-        if op == "[]" or (op in COMPOUND and not (
+        if op == "[]" or op in INCREMENTS or (op in COMPOUND and not (
                 isinstance(operands[0].type, ty.ScalarType | ty.VectorType)
                 and operands[0].type.enum is None and operands[0].loc is not None)):
-            return None   # (a compound assignment's left operand binds to an arithmetic `L&`)
+            return None   # (a compound assignment's or an increment's operand binds to an
+            # arithmetic `L&`, which a conversion function's value is not)
         types = [self.arithmetic_target(e.type) if isinstance(e.type, StructType)
                  else self.rvalue(e).type for e in operands]
         if not all(isinstance(t, ty.ScalarType | ty.VectorType) for t in types) or (
@@ -228,6 +231,11 @@ class OperatorCompiler:
             self.error(f"type '{shown[0]}' does not provide a subscript operator", node,
                        hint=hint or f"define 'T operator[](uint i) const {{ ... }}' in "
                                     f"'{shown[0]}'")
+        if op in INCREMENTS:
+            self.error(f"cannot {'increment' if op == '++' else 'decrement'} value of type "
+                       f"'{shown[0]}'", node, hint=hint or f"define 'S& operator{op}()' (prefix) "
+                                                           f"or 'S operator{op}(int)' (postfix) "
+                                                           f"in '{shown[0]}'")
         if len(shown) == 1:
             self.error(f"invalid argument type '{shown[0]}' to unary expression", node,
                        hint=hint)

@@ -210,6 +210,7 @@ class StatementCompiler:
             t = ArrayType(t.elem, len(d.init.items))
         if isinstance(d.type, ast.ReferenceType):
             return self.declare_reference(d, t, const, init, scope)
+        self.require_complete(t, d, "variable has incomplete type '{}'")
         if space == "threadgroup":
             return self.declare_threadgroup(d, t, scope)
         if holds_atomic(t) and space not in ("device", "constant"):
@@ -487,8 +488,8 @@ class StatementCompiler:
                                  self.fn is None or self.fn.returns_ref is None)):
             return None
         t, const, space = self.resolve_decl_type(d.type, scope)
-        if not (isinstance(t, ty.ScalarType) and t.kind == "int") or const or space not in (
-                None, "thread"):
+        if not (isinstance(t, ty.ScalarType) and t.kind == "int" and t.enum is None) or (
+                const or space not in (None, "thread")):   # (an enumeration's `++` is a call)
             return None
         start, by = self.expr(d.init, scope), self.expr(amount, scope)
         if start.const is None or by.const is None or not ty.is_arithmetic(start.type):

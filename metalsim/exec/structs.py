@@ -164,8 +164,14 @@ class StructCompiler:
         """Lay out a struct definition, declare its name in `scope` and record its member
         functions. For the `instance` of a struct template (`Acc<float>`), `scope` holds the
         template's arguments and gets the injected class name."""
-        if instance is None and isinstance(scope.names.get(node.name), StructType):
+        declared = scope.names.get(node.name) if instance is None else None
+        if isinstance(declared, StructType) and not declared.incomplete:
             self.error(f"redefinition of '{node.name}'", node)
+        if isinstance(declared, StructType) and declared.union != node.union:
+            self.mismatched_tag(node.name, declared.union, node)
+        if instance is None and not isinstance(declared, StructType):
+            # the name is declared from its `{` on: `thread S* next;` inside S is a member
+            declared = scope.names[node.name] = ty.declared_struct(node.name, node.union)
         bases = self.base_classes(node, scope)
         inherited_statics: dict[str, Var] = {}
         inherited_types: dict[str, Type] = {}
@@ -186,6 +192,7 @@ class StructCompiler:
             if d.name in statics or d.name in types:
                 self.error(f"duplicate member '{d.name}'", d, width=len(d.name))
             t, const, space = self.resolve_decl_type(d.type, body)
+            self.require_complete(t, d, "field has incomplete type '{}'")
             if space is not None:
                 self.error("field may not be qualified with an address space", d)
             inner = ty.array_shape(t)[1]
@@ -199,6 +206,9 @@ class StructCompiler:
             fields.append((d.name, t, const))
         st = ty.struct_type(instance or node.name, fields, self.struct_alignment(node, body),
                             node.union)
+        if isinstance(declared, StructType):
+            st = ty.complete_struct(declared, st)
+            self.incomplete_now.discard(st)
         scope.names[node.name] = st
         defaults = {d.name: d.init for d in node.members if d.init is not None}
         if defaults:
@@ -253,6 +263,7 @@ class StructCompiler:
             t = self.resolve_type(b, scope)
             if not isinstance(t, StructType):
                 self.error(f"base specifier must name a class, not '{t}'", b)
+            self.require_complete(t, b, "base class has incomplete type '{}'")
             if t in bases:
                 self.error(f"base class '{t}' specified more than once as a direct base class",
                            b)
@@ -546,6 +557,7 @@ class StructCompiler:
     def struct_member(self, base: E, node: ast.Member) -> E:
         """`s.name`: an lvalue in the object's memory, or a value taken from a struct rvalue."""
         st: StructType = base.type
+        self.require_complete(st, node, "member access into incomplete type '{}'")
         self.check_access(st, node.name, node)
         member = st.member(node.name)
         static = self.struct_statics.get(st, {}).get(node.name)
@@ -674,6 +686,7 @@ class StructCompiler:
             obj = self.qualified_subobject(obj, node, scope)
             node = replace(node, qualifier="")
         st: StructType = obj.type
+        self.require_complete(st, node, "member access into incomplete type '{}'")
         self.check_access(st, node.name, node)
         overloads = self.methods_of(st).get(node.name)
         if not overloads:
@@ -827,6 +840,7 @@ class StructCompiler:
     def aggregate(self, t: StructType, init: ast.InitList, scope: Scope) -> E:
         """A struct temporary from an initializer list (`S{1, 2.0f}`, `return {a, b};`); for
         a struct with constructors, a constructor call."""
+        self.require_complete(t, init, "initialization of incomplete type '{}'")
         if self.constructors_of(t):
             return self.construct_temp(t, [self.expr(a, scope) for a in init.items], init)
         parts = [(off, et, self.init_value(et, item, scope).ev)

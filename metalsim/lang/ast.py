@@ -364,11 +364,12 @@ class Empty(Node):
 
 @dataclass(eq=False)
 class StructDeclaration(Empty):
-    """`template <typename T> struct S;`: names a struct template defined later (nothing to
-    run; the CUDA back end prints it)."""
+    """`struct S;` or `template <typename T> struct S;`: names a struct (template) defined
+    later, an incomplete type until then."""
 
     name: str = ""
     template_params: list[TemplateParam] | None = None
+    key: str = "struct"   # "struct", "class" or "union", as written
 
 
 @dataclass(eq=False)

@@ -126,12 +126,8 @@ _ASSIGN_OPS = frozenset({"=", "+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=", "<
 _PREFIX_OPS = frozenset({"+", "-", "!", "~", "*", "&", "++", "--"})
 _CLOSERS = {"(": ")", "[": "]", "{": "}"}
 # Operators a struct may overload in metalsim (besides `()` and `[]`).
-_OVERLOADABLE = frozenset(_BINARY_PRECEDENCE) | _ASSIGN_OPS - {"="} | {"!", "~"}
-_NOT_OVERLOADABLE = {
-    "=": "the implicit copy assignment copies every member",
-    "++": "write 'void operator+=(S o)' or a named member function",
-    "--": "write 'void operator-=(S o)' or a named member function",
-}
+_OVERLOADABLE = frozenset(_BINARY_PRECEDENCE) | _ASSIGN_OPS - {"="} | {"!", "~", "++", "--"}
+_NOT_OVERLOADABLE = {"=": "the implicit copy assignment copies every member"}
 
 # What follows the name a member declarator declares: `int n;`, `T f(...)`, `int a[4]`, ...
 _DECLARATOR_ENDS = frozenset({";", ",", "=", "(", "[", "{", ":"})
@@ -184,6 +180,19 @@ def _member_names(tokens: list[Token], pos: int) -> set[str]:
     return names
 
 
+def _spelled(t: ast.TypeNode) -> str:
+    """A type as a message spells it (`const float`, `int &`, `S *`)."""
+    if isinstance(t, ast.PointerType):
+        return f"{_spelled(t.pointee)} *"
+    if isinstance(t, ast.ReferenceType):
+        return f"{_spelled(t.referee)} &"
+    if isinstance(t, ast.ArrayType):
+        return f"{_spelled(t.element)}[]"
+    if isinstance(t, ast.NamedType):
+        return " ".join(w for w in ("const" if t.const else "", t.space or "", t.name) if w)
+    return "function pointer"
+
+
 def _with_element(array: ast.TypeNode, element: ast.TypeNode) -> ast.TypeNode:
     """The array type `array` (of `NamedType`s) with its innermost element type `element`."""
     if isinstance(array, ast.ArrayType):
@@ -219,6 +228,9 @@ class _Parser:
         self.member_alias_templates: set[str] = set()  # `template <...> using` in a struct
         self.member_templates: set[str] = set()  # names of member function templates
         self.switch_depth = 0
+        self.block_depth = 0   # compound statements open (function bodies among them)
+        # Structs an elaborated type (`struct C* p;`) declared, for the namespace scope.
+        self.implicit_structs: list[ast.StructDeclaration] = []
         self.failed: dict[tuple[str, int], Token] = {}  # speculations known to fail
         # Friend functions defined in the struct being read, for its namespace scope.
         self.hidden_friends: list[ast.FunctionDef] = []
@@ -519,7 +531,8 @@ class _Parser:
         if prelude:
             self.namespaces.metal_own |= set(self.scopes[0]) - before | _declared_names(item)
         friends, self.hidden_friends = self.hidden_friends, []
-        return [item, *friends]
+        implicit, self.implicit_structs = self.implicit_structs, []
+        return [*implicit, item, *friends]
 
     def name_declaration(self, item: ast.Node) -> None:
         """Gives what `item` declares at namespace scope its program name: qualified by the
@@ -695,6 +708,8 @@ class _Parser:
             return self.static_assert()
         if word in _CLASS_KEYS and self.struct_definition_at():
             return self.struct_declaration()
+        if word in _CLASS_KEYS and self.peek(1).kind == "ident" and self.at(";", 2):
+            return self.struct_forward_declaration()
         if word == "enum":
             return self.enum_declaration()
         if word in _UNSUPPORTED_DECLARATIONS - _CLASS_KEYS:
@@ -764,7 +779,7 @@ class _Parser:
         self.scopes.append({})
         try:
             params = self.parameters()
-            self.check_operator(name, len(params), member=False)
+            self.check_operator(name, params, member=False)
             return_type = self.trailing_return_type(return_type)
             body = None
             if self.at("{"):
@@ -865,6 +880,25 @@ class _Parser:
         self.struct_templates.add(name.text)
         return ast.StructDeclaration(self.coord(tmpl), program_name(self.namespace_path(),
                                                                     name.text), params)
+
+    def struct_forward_declaration(self) -> ast.StructDeclaration:
+        """`struct C;`: declares the struct's name, an incomplete type until its definition
+        (pointers and references to it may be used before then)."""
+        key = self.advance()
+        name = self.identifier(f"expected a struct name after '{key.text}'")
+        self.expect(";")
+        self.declare(name.text, _TYPE, file_scope=True)
+        return ast.StructDeclaration(self.coord(key), program_name(self.namespace_path(),
+                                                                   name.text), key=key.text)
+
+    def implicit_struct(self, key: Token, name: Token) -> None:
+        """`struct C* p;` naming no declared type, outside any block, declares the struct `C`
+        (C++ [basic.scope.pdecl]/7) in the namespace around the declaration, which a
+        struct's member declarations and a function's parameters belong to. (In a block it
+        would declare a local struct: metalsim says the name is unknown.)"""
+        self.declare(name.text, _TYPE, file_scope=True)
+        self.implicit_structs.append(ast.StructDeclaration(
+            self.coord(key), program_name(self.namespace_path(), name.text), key=key.text))
 
     def struct_template(self, params: list[ast.TemplateParam]) -> ast.StructDef:
         """class-template: 'template' '<' params '>' struct-declaration, where a (partial)
@@ -1195,6 +1229,10 @@ class _Parser:
             elif text in ("struct", "class") and base is None and not words:
                 # `struct Params p;`: the elaborated form names the same type.
                 following = self.peek(1)
+                if not self.type_at(1) and following.kind == "ident" and (
+                        following.text not in _RESERVED) and not (
+                        self.at("::", 2) or self.block_depth):
+                    self.implicit_struct(tok, following)
                 if not self.type_at(1):
                     if following.kind == "ident" and following.text not in _RESERVED:
                         raise self.unknown_type(following)
@@ -1402,12 +1440,14 @@ class _Parser:
                              hint="declare 'operator T() const { ... }' in the struct")
         return replace(start, text="operator" + text)
 
-    def check_operator(self, name: Token, arity: int, member: bool) -> None:
-        """An operator function's parameter count (`this` included), checked as clang does; a
-        unary `operator&` (address-of) is refused, as metalsim always takes the address."""
+    def check_operator(self, name: Token, params: list[ast.Param], member: bool) -> None:
+        """An operator function's parameter count (`this` included), checked as clang does, and
+        a postfix `operator++(int)`'s `int`; a unary `operator&` (address-of) is refused, as
+        metalsim always takes the address."""
         op = name.text[len("operator"):] if name.text.startswith("operator") else None
         if op is None:
             return
+        arity = len(params) + member
         if op == "[]" and not member:
             raise self.error("overloaded 'operator[]' must be a non-static member function",
                              name, width=len(name.text))
@@ -1420,13 +1460,30 @@ class _Parser:
             raise self.error("overloading unary 'operator&' is not supported by metalsim",
                              name, width=len(name.text),
                              hint="'&' takes the address of the object")
-        unary_ok, binary_ok = op in ("+", "-", "*", "&", "!", "~"), op not in ("!", "~")
+        if op in ("++", "--") and arity == 2:
+            self.check_postfix_parameter(op, params[-1])
+        unary_ok, binary_ok = op in ("+", "-", "*", "&", "!", "~", "++", "--"), op not in (
+            "!", "~")
         if (arity == 1 and unary_ok) or (arity == 2 and binary_ok):
             return
         kind = ("a unary or binary" if unary_ok and binary_ok
                 else "a unary" if unary_ok else "a binary")
         raise self.error(f"overloaded '{name.text}' must be {kind} operator (has {arity} "
                          f"parameter{'s' if arity != 1 else ''})", name, width=len(name.text))
+
+    def check_postfix_parameter(self, op: str, param: ast.Param) -> None:
+        """A postfix `operator++`/`operator--` tells itself from the prefix one by a last
+        parameter of type `int` (C++ [over.inc]), as clang checks. A name the parser cannot
+        resolve (a typedef, a template parameter) passes here."""
+        t = param.type
+        if isinstance(t, ast.NamedType) and (t.name == "int" or t.name not in TYPE_NAMES) and (
+                not t.template_args and t.space is None):
+            return
+        kind = "increment" if op == "++" else "decrement"
+        raise CompileError(f"parameter of overloaded post-{kind} operator must have type 'int' "
+                           f"(not '{_spelled(t)}')", param.type.coord, self.sm,
+                           hint=f"write 'operator{op}(int)' for the postfix form, "
+                                f"'operator{op}()' for the prefix one")
 
     def init_declarators(self, specs: _Specifiers, name: Token, type_: ast.TypeNode,
                          file_scope: bool = False) -> list[ast.VarDecl]:
@@ -1723,6 +1780,11 @@ class _Parser:
             k += 1
         if self.at("operator", k) and self.peek(k + 1).kind == "ident":
             return [self.conversion_function(k)]
+        if tok.text in _CLASS_KEYS and self.peek(1).kind == "ident" and self.at(";", 2):
+            raise self.error("a forward declaration of a nested struct is not supported by "
+                             "metalsim", self.peek(1), width=len(self.peek(1).text),
+                             hint=f"define '{self.peek(1).text}' here, or declare it at "
+                                  "namespace scope (before this struct)")
         if tok.text in _CLASS_KEYS and self.struct_definition_at():  # a nested class
             nested = self.struct_declaration()
             if not nested.name:
@@ -1879,7 +1941,7 @@ class _Parser:
         self.scopes.append({})
         try:
             params = self.parameters()
-            self.check_operator(name, len(params) + 1, member=True)
+            self.check_operator(name, params, member=True)
             const, space = self.member_qualifiers()
             if specs.static and (const or space):
                 qualifier = "const" if const else space
@@ -2014,6 +2076,7 @@ class _Parser:
         """compound-statement: '{' statement* '}' (case labels only directly in a switch body)"""
         open_ = self.expect("{")
         self.scopes.append({})
+        self.block_depth += 1
         items: list = []
         try:
             while not self.accept("}"):
@@ -2026,6 +2089,7 @@ class _Parser:
                     items.append(self.statement())
         finally:
             self.scopes.pop()
+            self.block_depth -= 1
         return ast.Compound(self.coord(open_), items)
 
     def statement(self) -> ast.Node:
@@ -2194,6 +2258,10 @@ class _Parser:
         """struct-definition ';' | declaration with an elaborated `struct Name` type"""
         if self.struct_definition_at():
             return self.struct_declaration()
+        if self.peek(1).kind == "ident" and self.at(";", 2):
+            raise self.error("a forward declaration of a local struct is not supported by "
+                             "metalsim", self.peek(1), width=len(self.peek(1).text),
+                             hint="declare the struct in the header, or define it here")
         return self.declaration_statement()
 
     def namespace_statement(self) -> ast.Node:

@@ -188,6 +188,7 @@ class StructType:
     align: int
     narrowest: ScalarType  # the smallest scalar in it: memory tracks structs at this grain
     union: bool = False     # members overlap at offset 0; braces initialise the first
+    incomplete: bool = False   # declared (`struct S;`), not yet defined
     dtype = np.dtype(np.uint8)
 
     def member(self, name: str) -> Member | None:
@@ -224,6 +225,21 @@ def struct_type(name: str, fields: list[tuple[str, Type, bool]], align: int = 1,
     # An empty struct still occupies one byte in C++.
     size = max(1, -(-end // align) * align)
     return StructType(name, tuple(members), size, align, narrowest, union)
+
+
+def declared_struct(name: str, union: bool = False) -> StructType:
+    """The incomplete type a forward declaration `struct S;` names: pointers and references to
+    it are complete types, the struct itself gets its layout from `complete_struct`."""
+    return StructType(name, (), 0, 1, UCHAR, union, incomplete=True)
+
+
+def complete_struct(declared: StructType, defined: StructType) -> StructType:
+    """Give the incomplete `declared` the layout of its definition `defined`, in place: a C++
+    class type is one type from its first declaration on, so the pointer and reference types
+    built from the declaration must see the definition (types compare by identity)."""
+    for name in ("members", "size", "align", "narrowest", "union", "incomplete"):
+        object.__setattr__(declared, name, getattr(defined, name))
+    return declared
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """Random C++ programs over name lookup and the constructs around it, run by metalsim (as a
 kernel) and by g++ (-std=c++14), for a differential oracle.
 
-Seven families, each a header and a kernel body writing ints to `out`: explicit
+Eight families, each a header and a kernel body writing ints to `out`: explicit
 specialisations of function templates (called as `f(x)`, `f<T>(x)`, from other templates, with
 partly given arguments, `template <> int h<0>()` ending a recursion), name lookup (locals,
 blocks and parameters shadowing globals and namespace members, `na::K`, `::G`,
@@ -19,15 +19,17 @@ and lvalues (`++(++a)`, `(a += k) ^= b`, `int& r = ++a`, `(c ? a : b) = k` on lo
 members and array elements, references to and returns of `c ? a : b`, `(p = q).x`,
 `(a, b) = k`, `*&(++a)`), and operators (operator functions on enumerations, `enum class`es
 and a struct with a conversion function, free, member and templates, beside the built-in
-operators they compete with). A construct metalsim refuses gives a CompileError: a
+operators they compete with), and increments (prefix and postfix `operator++`/`operator--`,
+member, const member and free, on a struct and an enumeration, in expressions, through
+references and as loop steps). A construct metalsim refuses gives a CompileError: a
 "refusal", never a disagreement; a different value is.
 
 Every program of the first six families is valid C++14 whose meaning Metal shares: values stay
 small, integer overflow is avoided or wraps under `-fwrapv` as Metal's does, and narrowing
-conversions are the ones both define (modulo the width). An operators program may be
-ill-formed (an ambiguous or impossible operator): g++ -pedantic-errors, which rejects what ISO
-C++ and clang (Metal's compiler) reject, decides; metalsim must refuse those too (accepting
-one is a disagreement).
+conversions are the ones both define (modulo the width). An operators or increments program
+may be ill-formed (an ambiguous or impossible operator): g++ -pedantic-errors, which rejects
+what ISO C++ and clang (Metal's compiler) reject, decides; metalsim must refuse those too
+(accepting one is a disagreement).
 """
 
 from __future__ import annotations
@@ -614,12 +616,72 @@ def operators(ch: Chooser) -> Program:
     return g.program("operators")
 
 
+def increments(ch: Chooser) -> Program:
+    """Prefix and postfix `operator++`/`operator--` on a struct `P` (each form a member, a
+    const member, a free function, both or neither; a postfix one returning the old value or
+    one it computes) and on an enumeration `E` (free), in expressions, as statements, through
+    references and as loop steps. A form used where none is declared, or declared twice alike
+    (ambiguous), makes the program ill-formed."""
+    g = _Gen(ch)
+    g.header.append("enum E { EA, EB, EC, ED };")
+    members, frees = [], []
+    const_prefix = False
+    for op in ("++", "--"):
+        step = f"{op[0]}= {g.small()}"
+        where = pick(ch, ["member"] * 9 + ["free"] * 9 + ["both", "none"])
+        if where in ("member", "both") and g.chance(20):
+            const_prefix = True
+            members.append(f"  P operator{op}() const {{ return P{{v * 3 + {g.small()}}}; }}")
+        elif where in ("member", "both"):
+            members.append(f"  thread P& operator{op}() {{ v {step}; return *this; }}")
+        if where in ("free", "both"):
+            frees.append(f"thread P& operator{op}(thread P& p) {{ p.v {step}; return p; }}")
+        step = f"{op[0]}= {g.small()}"
+        result = pick(ch, ["old", "old", f"P{{old.v * 2 + {g.small()}}}"])
+        where = pick(ch, ["member"] * 9 + ["free"] * 9 + ["both", "none"])
+        if where in ("member", "both"):
+            members.append(f"  P operator{op}(int) {{ P old = *this; v {step}; "
+                           f"return {result}; }}")
+        if where in ("free", "both"):
+            frees.append(f"P operator{op}(thread P& p, int) {{ P old = p; p.v {step}; "
+                         f"return {result}; }}")
+    g.header.append("struct P {\n  int v;\n" + "".join(m + "\n" for m in members) + "};")
+    g.header += frees
+    if g.chance(90):
+        g.header.append("thread E& operator++(thread E& e) { e = E((int(e) + 1) % 4); "
+                        "return e; }")
+    if g.chance(85):
+        g.header.append(f"E operator--(thread E& e, int) {{ E old = e; "
+                        f"e = E((int(e) + {g.small(1, 3)}) % 4); return old; }}")
+    g.body.append(f"P p{{{g.inp()} + 1}};\nE e = {pick(ch, ['EA', 'EB', 'EC'])};\nint n = 0;")
+    forms: list[Callable[[], None]] = [
+        lambda: g.out(f"({pick(ch, ['++p', 'p++', '--p', 'p--'])}).v"),
+        lambda: g.body.append(f"{pick(ch, ['++p', 'p++', '--p', 'p--'])};"),
+        lambda: g.body.append(f"for (int k = 0; k < {g.small(1, 3)}; ++k) "
+                              f"{pick(ch, ['++p', 'p++', '--p', 'p--'])};"),
+        lambda: g.body.append(f"thread P& r{g.outs} = {pick(ch, ['++p', '--p'])}; "
+                              f"r{g.outs}.v += {g.small()};"),
+        lambda: g.out("(++(--p)).v"),
+        lambda: g.out(f"int({pick(ch, ['++e', 'e--', 'e'])})"),
+        lambda: g.body.append("for (E x = EA; x != ED; ++x) n = n * 4 + int(x) + 1;"),
+    ]
+    if const_prefix:
+        forms.append(lambda: g.out(f"(++P{{{g.small()}}}).v + (--P{{{g.small()}}}).v"))
+    for _ in range(g.small(2, 5)):
+        pick(ch, forms)()
+        g.out(pick(ch, ["p.v", "int(e)", "n", "p.v * 4 + int(e)"]))
+    g.out("p.v")
+    g.out("n * 4 + int(e)")
+    return g.program("increments")
+
+
 FAMILIES: dict[str, Callable[[Chooser], Program]] = {
     "specialisation": specialisation, "lookup": lookup, "namespaces": namespaces,
     "scopes": scopes, "inheritance": inheritance, "lvalues": lvalues, "operators": operators,
+    "increments": increments,
 }
 # Families whose programs may be ill-formed: g++ -pedantic-errors sorts them first.
-MAY_BE_ILL_FORMED = frozenset({"operators"})
+MAY_BE_ILL_FORMED = frozenset({"operators", "increments"})
 
 
 def random_program(ch: Chooser) -> Program:

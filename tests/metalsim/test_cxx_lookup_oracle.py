@@ -3,8 +3,9 @@ lookup (enumerations included), namespaces (aliases, using-declarations), namesp
 (the same names in the global namespace and nested namespaces, argument-dependent lookup),
 inheritance (multiple and template bases, pointer and reference conversions, casts,
 qualified members, `using B::f;`, hidden friends), lvalues (conditional, comma and
-assignment lvalues on locals, members, elements and references) and operators (operator
-functions on enumerations and structs beside the built-in operators) (`cgen_cxx_lookup`) give
+assignment lvalues on locals, members, elements and references), operators (operator
+functions on enumerations and structs beside the built-in operators) and increments (prefix
+and postfix `operator++`/`operator--`, member and free) (`cgen_cxx_lookup`) give
 the same ints in metalsim and compiled by g++ -std=c++14; a construct metalsim refuses with a
 CompileError is counted, never a different value, and what g++ -pedantic-errors rejects
 metalsim refuses too. 400 programs here, one g++ compile per 100;
@@ -64,5 +65,10 @@ def test_the_generator_writes_every_construct_it_is_meant_to_cover() -> None:
                  r"friend int operator\*\(U a", r"class C : public B", r"id\.TB<int>::t",
                  r"peek_t\(td\)", r"enum class F", r"operator (int|float|short|uint)\(\) const",
                  r"template <typename T> int operator", r"int operator[-~]\([ESF] a\)",
-                 r"void operator\|=\(thread E& a", r"int operator[^(]+\(const thread S&"):
+                 r"void operator\|=\(thread E& a", r"int operator[^(]+\(const thread S&",
+                 r"  P operator(\+\+|--)\(int\) \{", r"P operator(\+\+|--)\(thread P& p, int\)",
+                 r"thread P& operator(\+\+|--)\(thread P& p\)",
+                 r"  thread P& operator(\+\+|--)\(\) \{", r"P operator(\+\+|--)\(\) const",
+                 r"return P\{old\.v \* 2", r"for \(E x = EA; x != ED; \+\+x\)",
+                 r"thread P& r\d+ = (\+\+|--)p;", r"\(\+\+P\{\d\}\)\.v", r"int\(e--\)"):
         assert re.search(form, text), form

@@ -177,6 +177,15 @@ def test_metals_type_traits_and_limits_are_constant_expressions_on_cuda():
         static_assert(metal::is_same_v<metal::conditional_t<true, int, float>, int>, "");
         constexpr float inf = metal::numeric_limits<float>::infinity();
         constexpr half top = metal::numeric_limits<half>::max();
+        static_assert(metal::numeric_limits<float>::has_infinity, "");
+        static_assert(metal::numeric_limits<int>::infinity() == 0, "");
+        static_assert(metal::numeric_limits<char>::is_signed && numeric_limits<char>::digits == 7,
+                      "");
+        static_assert(numeric_limits<bfloat>::digits == 8 && !numeric_limits<uint>::is_signed,
+                      "");
+        static_assert(numeric_limits<ulong>::max() == 18446744073709551615ul, "");
+        static_assert(numeric_limits<long>::min() < 0 && numeric_limits<short>::digits10 == 4,
+                      "");
         out[thread_position_in_grid.x] = inf > top ? 1.0f : 0.0f;
     """)
     nvrtc.compile_ptx(t.source)
@@ -381,4 +390,91 @@ def test_hidden_friends_are_defined_in_their_structs():
     assert "  friend __device__ inline int f(long) {" in t.kernel_text
     assert "  friend __device__ inline int g(na_ns_C c) {" in t.kernel_text
     assert "  friend __device__ inline T h(na_ns_W w) {" in t.kernel_text
+    compiles(t)
+
+
+def test_prefix_and_postfix_increment_operators_print_with_the_postfix_int():
+    t = translated("C c = {1}; ++c; C d = c--; P p = {1}; p++; "
+                   "out[thread_position_in_grid.x] = c.v + d.v + p.x;", """
+        struct C { int v; C& operator++() { v += 10; return *this; }
+                   C operator--(int) { C old = *this; v -= 1; return old; } };
+        struct P { int x; };
+        P operator++(P& p, int) { P old = p; p.x += 3; return old; }
+    """)
+    assert "__device__ inline C & operator++() {" in t.kernel_text
+    assert "__device__ inline C operator--(int) {" in t.kernel_text
+    assert "__device__ inline P operator++(P &p, int) {" in t.kernel_text
+    assert "(++c);" in t.kernel_text and "C d = (c--);" in t.kernel_text
+    compiles(t)
+
+
+def test_forward_declared_structs_print_with_their_class_key_and_compile():
+    t = translated("C c = {3}; N n = {&c}; L l; l.next = &l; l.v = 1; "
+                   "out[thread_position_in_grid.x] = get(n) + na::g(&c) + l.next->v;", """
+        struct C;
+        struct N { thread C* p; };
+        int get(N n);
+        struct C { int v; };
+        int get(N n) { return n.p->v; }
+        namespace na { union U; int g(thread C* c) { return c->v; } union U { int i; }; }
+        struct L { thread L* next; int v; };
+        struct K { thread struct E* e; };
+        struct E { int w; };
+    """)
+    assert "struct C;\n" in t.kernel_text and "union na_ns_U;\n" in t.kernel_text
+    assert t.kernel_text.index("struct E;") < t.kernel_text.index("struct K {")
+    assert t.kernel_text.index("struct C;") < t.kernel_text.index("struct N {")
+    compiles(t)
+
+
+REDECLARED_FRIENDS = """
+    namespace na {
+    struct B; int g(B b);
+    struct C { int v; friend int g(C c) { return c.v; } };
+    int g(C c);
+    struct B { int v; friend int g(B b) { return b.v * 100; } };
+    int use(C c) { return g(c) + na::g(c); }
+    }
+    struct D { int v; friend int f(D d) { return d.v * 2; } };
+    int f(D d);
+"""
+
+
+def test_a_hidden_friend_redeclared_in_its_namespace_prints_under_one_name():
+    t = translated("na::C c{5}; na::B b{1}; D d{4}; "
+                   "out[thread_position_in_grid.x] = na::g(c) + g(c) + f(d) + na::g(b);",
+                   REDECLARED_FRIENDS)
+    assert "na_ns_g" not in t.kernel_text
+    assert "__device__ inline int g(na_ns_B b);\n" in t.kernel_text
+    assert "  friend __device__ inline int g(na_ns_C c) {" in t.kernel_text
+    assert "__device__ inline int g(na_ns_C c);\n" in t.kernel_text
+    assert "return (g(c) + (g)(c));" in t.kernel_text   # `na::g(c)`: no ADL
+    assert "(((g)(c) + g(c)) + f(d)) + (g)(b)" in t.kernel_text
+    assert "__device__ inline int f(D d);\n" in t.kernel_text
+    compiles(t)
+
+
+def test_a_redeclared_friend_beside_a_function_of_its_name_is_refused():
+    with pytest.raises(metalsim.CompileError, match="the hidden friend 'na::g', whose "
+                                                    "namespace declares functions of its name, "
+                                                    "beside another function named 'g'") as e:
+        translated("out[thread_position_in_grid.x] = g(1);",
+                   "int g(int k) { return k; }\n"
+                   "namespace na { struct C { int v; friend int g(C c) { return 1; } };\n"
+                   "int g(C c); }")
+    assert (e.value.line, e.value.column) == (3, 1)
+
+
+def test_a_qualified_call_of_a_hidden_friend_s_name_finds_no_friend_by_its_argument():
+    # C++: `na::other(s)` is the namespace's `other(int)` (through the conversion); an
+    # unqualified `other(s)` finds the friend through its argument (the simulator: 3 and 100)
+    t = translated("na::S s{2}; out[thread_position_in_grid.x] = na::other(s) * 1000 + "
+                   "other(s) + na::tw(s);", """
+        namespace na { struct S { int v; operator int() const { return v; }
+          friend int tw(S s) { return s.v + 10; }
+          friend int other(S s) { return 100; } };
+          int tw(S s); int other(int x) { return x + 1; } }
+    """)
+    assert "__device__ inline int other(int x) {" in t.kernel_text
+    assert "(((other)(s) * 1000) + other(s)) + (tw)(s)" in t.kernel_text
     compiles(t)

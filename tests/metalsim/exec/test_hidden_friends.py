@@ -78,3 +78,11 @@ def test_a_friend_function_defined_in_a_specialisation_is_refused_by_name():
     with pytest.raises(metalsim.CompileError,
                        match="a friend function defined in a struct template's specialisation"):
         metalsim_outputs(header, "W<int> w{3}; out[0] = w.v;", 1)
+
+
+def test_a_friend_declared_in_its_namespace_before_its_struct_is_defined_is_the_same_function():
+    header = ("namespace na { struct B; int g(B b);\n"
+              "  struct B { int v; friend int g(B b) { return b.v * 100; } };\n"
+              "  int use(B b) { return g(b) + na::g(b); } }\n")
+    assert agree(header, "na::B b{2}; out[0] = na::g(b); out[1] = g(b); out[2] = na::use(b);",
+                 3) == [200, 200, 400]

@@ -225,8 +225,10 @@ def test_free_and_template_operator_functions_and_a_reference_return_type_parse(
 
 
 @pytest.mark.parametrize("text, message, hint, column", [
-    ("struct S { S operator++() { return *this; } };", r"overloading 'operator\+\+' is not "
-     "supported by metalsim", "operator+=", 22),
+    ("struct S { S operator++(float) { return *this; } };", r"parameter of overloaded "
+     r"post-increment operator must have type 'int' \(not 'float'\)", "operator++(int)", 25),
+    ("struct S { S operator--(S a, int b) { return a; } };", r"overloaded 'operator--' must be "
+     r"a unary or binary operator \(has 3 parameters\)", "", 14),
     ("struct S { S operator,(S o) { return o; } };", "overloading 'operator,'", "", 22),
     ("struct S { operator float(int x) const { return 1; } };", "a conversion function takes "
      "no parameters", "", 27),
@@ -248,3 +250,29 @@ def test_operators_metalsim_or_cpp_cannot_overload_are_refused(text, message, hi
         parse(text)
     assert hint in str(info.value)
     assert (info.value.line, info.value.column) == (1, column)
+
+
+def test_a_forward_declaration_names_a_type_for_the_declarations_after_it():
+    unit = parse("struct C; class K; union U; namespace na { struct D; }\n"
+                 "int f(thread C& c, thread na::D* d);")
+    declarations = [i for i in unit.items if isinstance(i, ast.StructDeclaration)]
+    assert [(d.name, d.key, d.template_params) for d in declarations] == [
+        ("C", "struct", None), ("K", "class", None), ("U", "union", None),
+        ("na::D", "struct", None)]
+    f = unit.items[-1]
+    assert [p.type.referee.name if isinstance(p.type, ast.ReferenceType)
+            else p.type.pointee.name for p in f.params] == ["C", "na::D"]
+
+
+def test_a_forward_declaration_needs_a_name():
+    with pytest.raises(CompileError, match="expected a struct name after 'struct'") as info:
+        parse("struct float4;")
+    assert (info.value.line, info.value.column) == (1, 8)
+
+
+def test_an_elaborated_type_of_an_undeclared_struct_declares_it_before_the_declaration():
+    unit = parse("namespace na { struct N { thread struct C* p; }; }")
+    declaration, struct = unit.items
+    assert isinstance(declaration, ast.StructDeclaration)
+    assert (declaration.name, declaration.key, struct.name) == ("na::C", "struct", "na::N")
+    assert struct.members[0].type.pointee.name == "na::C"
