@@ -69,8 +69,10 @@ inline float4 load4(const device T* p, int n) {
         return float4(*reinterpret_cast<const device packed_vec<T, 4>*>(p));
     }
     float4 v = 0.0f;
-    for (int q = 0; q < n; ++q) {
-        v[q] = float(p[q]);
+    for (int q = 0; q < 3; ++q) {       // n < 4 here: a fixed trip count, unrolled
+        if (q < n) {
+            v[q] = float(p[q]);
+        }
     }
     return v;
 }
