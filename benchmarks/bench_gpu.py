@@ -2,6 +2,7 @@
 
 Run (needs CuPy, PyTorch with CUDA, and a GPU):
     python benchmarks/bench_gpu.py [--only NAME,NAME] [--pointelligence DIR] [--exact-products]
+                                   [--baseline DIR] [--variant LABEL:MODULE.NAME=VALUE;...]
 
 Each benchmark calls a real kernel's MLX function once under a recording CUDA back end, which
 keeps every kernel launch the function makes (several for ops with a finishing pass); those
@@ -30,6 +31,13 @@ magnitude), so a fast wrong kernel cannot pass unnoticed and the error is the ke
 for float). The header says which precision pointelligence's `tl.dot` engines resolve to for
 float32 (its default follows PyTorch's TF32 switch: IEEE float products unless it is on).
 
+A/B in one process: `--baseline DIR` names another checkout of this project (e.g. main): its
+`metalsim` and `solutions` are imported in place of these while its launches are recorded and
+compiled, and they are timed beside ours on the same operands; `--variant` (repeatable) reruns
+ours with module-level tuning values set, e.g.
+`--variant "no cap:metalsim.cuda.runtime.MIN_RESIDENT_WARPS=0"`. Each prints its kernel time,
+ours over it, and its error.
+
 To add a benchmark, append a `Bench` to `benches()`: a name, a `setup(rng)` returning the
 operands, `ours(*operands)` calling the MLX function, `torch(*tensors)`, and optionally the
 Triton figure.
@@ -38,9 +46,11 @@ Triton figure.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import importlib
 import statistics
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -49,9 +59,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import metalsim  # noqa: E402
 import metalsim.cuda  # noqa: E402
-from metalsim.cuda.api import CudaKernel  # noqa: E402
 
 WARMUP, REPS = 5, 20
 
@@ -133,19 +141,21 @@ def copy_bandwidth() -> tuple[float, float]:
     return ms, 2 * src.nbytes / (ms * 1e-3) / 1e9
 
 
-class _Recording(CudaKernel):
-    launches: list = []
-
-    def __call__(self, *args: object, **kwargs: object) -> list[mx.array]:
-        _Recording.launches.append((self, dict(kwargs)))
-        return super().__call__(*args, **kwargs)
-
-
 def record(thunk: Callable[[], mx.array]) -> tuple[mx.array, list]:
-    """Run `thunk` with mx.fast.metal_kernel on the GPU; return its result and its launches."""
-    _Recording.launches = []
+    """Run `thunk` with mx.fast.metal_kernel on the GPU; return its result and its launches
+    (with the `metalsim` imported now: this checkout's, or a baseline's)."""
+    import metalsim
+    import metalsim.cuda.api
+
+    launches = []
+
+    class Recording(metalsim.cuda.api.CudaKernel):
+        def __call__(self, *args: object, **kwargs: object) -> list[mx.array]:
+            launches.append((self, dict(kwargs)))
+            return super().__call__(*args, **kwargs)
+
     saved = mx.fast.metal_kernel
-    mx.fast.metal_kernel = lambda *a, **k: _Recording(metalsim.metal_kernel(*a, **k).spec)
+    mx.fast.metal_kernel = lambda *a, **k: Recording(metalsim.metal_kernel(*a, **k).spec)
     mx.disable_compile()
     try:
         out = thunk()
@@ -153,7 +163,57 @@ def record(thunk: Callable[[], mx.array]) -> tuple[mx.array, list]:
     finally:
         mx.fast.metal_kernel = saved
         mx.enable_compile()
-    return out, _Recording.launches
+    return out, launches
+
+
+def prepared_launches(bench: Bench, operands: list[np.ndarray]) -> tuple[mx.array, list]:
+    """Our function's result on `operands` and its launches, compiled and resident on the GPU."""
+    import metalsim.cuda
+
+    result, launches = record(lambda: bench.ours(*[mx.array(o) for o in operands]))
+    return result, [metalsim.cuda.prepare(kernel, **kwargs)[0] for kernel, kwargs in launches]
+
+
+PACKAGES = ("metalsim", "solutions", "puzzles")
+
+
+@contextlib.contextmanager
+def checkout(root: str) -> Iterator[None]:
+    """This project's packages imported from another checkout `root` inside the block (ours
+    are set aside and put back after; objects made inside keep the other checkout's code)."""
+    def ours(name: str) -> bool:
+        return name.split(".")[0] in PACKAGES
+
+    saved = {name: module for name, module in sys.modules.items() if ours(name)}
+    for name in saved:
+        del sys.modules[name]
+    sys.path.insert(0, root)
+    try:
+        yield
+    finally:
+        sys.path.remove(root)
+        for name in [name for name in sys.modules if ours(name)]:
+            del sys.modules[name]
+        sys.modules.update(saved)
+
+
+@contextlib.contextmanager
+def settings(assignments: str) -> Iterator[None]:
+    """`MODULE.NAME=VALUE;...` (VALUE a Python literal) set inside the block, then restored."""
+    import ast
+
+    undo = []
+    try:
+        for assignment in filter(None, assignments.split(";")):
+            target, value = assignment.split("=", 1)
+            module_name, name = target.strip().rsplit(".", 1)
+            module = importlib.import_module(module_name)
+            undo.append((module, name, getattr(module, name)))
+            setattr(module, name, ast.literal_eval(value.strip()))
+        yield
+    finally:
+        for module, name, value in reversed(undo):
+            setattr(module, name, value)
 
 
 # --- the benchmarks -----------------------------------------------------------------------------
@@ -382,13 +442,21 @@ def _relative_error(got: np.ndarray, want: np.ndarray) -> float:
                  / max(np.abs(want[finite]).max(initial=0.0), 1e-30))
 
 
-def run(bench: Bench, copy_gbs: float, triton_ready: bool) -> str:
+def run(bench: Bench, copy_gbs: float, triton_ready: bool, baseline: str = "",
+        variants: tuple[str, ...] = ()) -> str:
     import torch
 
     rng = np.random.default_rng(0)
     operands = bench.setup(rng)
-    result, launches = record(lambda: bench.ours(*[mx.array(o) for o in operands]))
-    prepared = [metalsim.cuda.prepare(kernel, **kwargs)[0] for kernel, kwargs in launches]
+    result, prepared = prepared_launches(bench, operands)
+    others = {}                     # label: (result, launches) of the baseline and variants
+    if baseline:
+        with checkout(baseline):
+            others[f"baseline {baseline}"] = prepared_launches(bench, operands)
+    for variant in variants:
+        label, assignments = variant.split(":", 1)
+        with settings(assignments):
+            others[label] = prepared_launches(bench, operands)
     ours_ms = kernel_ms(lambda: [launch.enqueue() for launch in prepared])
     tensors = [torch.from_numpy(o.astype(np.int64) if o.dtype == np.int32 else o).cuda()
                for o in operands]
@@ -402,6 +470,11 @@ def run(bench: Bench, copy_gbs: float, triton_ready: bool) -> str:
             f"{'es' if len(prepared) != 1 else ''}) | PyTorch {torch_ms:8.3f} ms | "
             f"{torch_ms / ours_ms:5.2f}x | {gbs:7.1f} GB/s = {100 * gbs / copy_gbs:5.1f}% of copy"
             f" | max rel err {err:.1e}")
+    for label, (other, launches) in others.items():
+        other_ms = kernel_ms(lambda launches=launches: [launch.enqueue() for launch in launches])
+        other_err = _relative_error(np.array(other.astype(mx.float32)), want)
+        line += (f"\n{'':44s} {label[:40]:40s} {other_ms:8.3f} ms | ours / it "
+                 f"{ours_ms / other_ms:5.2f}x | its max rel err {other_err:.1e}")
     if bench.peers and triton_ready:
         peer_ms = {}
         for peer in bench.peers:
@@ -455,6 +528,10 @@ def main() -> int:
                         help="a checkout of ant-research/pointelligence: time its Triton kernels")
     parser.add_argument("--exact-products", action="store_true",
                         help="simdgroup_matrix products on CUDA-core FMAs, not tensor cores")
+    parser.add_argument("--baseline", default="",
+                        help="another checkout of this project: time its kernels beside ours")
+    parser.add_argument("--variant", action="append", default=[],
+                        help="LABEL:MODULE.NAME=VALUE;...: time ours again with these set")
     opts = parser.parse_args()
     if not metalsim.cuda.gpu_available():
         print("bench_gpu.py needs CuPy and an NVIDIA GPU")
@@ -476,7 +553,8 @@ def main() -> int:
             continue
         try:
             with metalsim.cuda.exact_matrix_products(opts.exact_products):
-                print(run(bench, copy_gbs, triton_ready), flush=True)
+                print(run(bench, copy_gbs, triton_ready, opts.baseline, tuple(opts.variant)),
+                      flush=True)
         except Exception as error:  # noqa: BLE001 - report and go on to the next benchmark
             print(f"{bench.name:44s} FAILED: {type(error).__name__}: {str(error)[:600]}",
                   flush=True)
