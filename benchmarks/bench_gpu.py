@@ -2,7 +2,8 @@
 
 Run (needs CuPy, PyTorch with CUDA, and a GPU):
     python benchmarks/bench_gpu.py [--only NAME,NAME] [--pointelligence DIR] [--exact-products]
-                                   [--baseline DIR] [--variant LABEL:MODULE.NAME=VALUE;...]
+                                   [--baseline DIR] [--variant LABEL[@PART]:MODULE.NAME=VALUE;...]
+                                   [--peers LABEL,LABEL]
 
 Each benchmark calls a real kernel's MLX function once under a recording CUDA back end, which
 keeps every kernel launch the function makes (several for ops with a finishing pass); those
@@ -35,8 +36,9 @@ A/B in one process: `--baseline DIR` names another checkout of this project (e.g
 `metalsim` and `solutions` are imported in place of these while its launches are recorded and
 compiled, and they are timed beside ours on the same operands; `--variant` (repeatable) reruns
 ours with module-level tuning values set, e.g.
-`--variant "no cap:metalsim.cuda.runtime.MIN_RESIDENT_WARPS=0"`. Each prints its kernel time,
-ours over it, and its error.
+`--variant "no cap@C=M=128:metalsim.cuda.runtime.MIN_RESIDENT_WARPS=0"` (`@` limits it to the
+benchmarks whose names contain that part). Each prints its kernel time, ours over it, and its
+error. `--peers "TIG flat,Triton"` runs only those of pointelligence's engines.
 
 To add a benchmark, append a `Bench` to `benches()`: a name, a `setup(rng)` returning the
 operands, `ours(*operands)` calling the MLX function, `torch(*tensors)`, and optionally the
@@ -174,7 +176,7 @@ def prepared_launches(bench: Bench, operands: list[np.ndarray]) -> tuple[mx.arra
     return result, [metalsim.cuda.prepare(kernel, **kwargs)[0] for kernel, kwargs in launches]
 
 
-PACKAGES = ("metalsim", "solutions", "puzzles")
+PACKAGES = ("metalsim", "solutions", "puzzles", "utils")
 
 
 @contextlib.contextmanager
@@ -443,7 +445,7 @@ def _relative_error(got: np.ndarray, want: np.ndarray) -> float:
 
 
 def run(bench: Bench, copy_gbs: float, triton_ready: bool, baseline: str = "",
-        variants: tuple[str, ...] = ()) -> str:
+        variants: tuple[str, ...] = (), peers: str = "") -> str:
     import torch
 
     rng = np.random.default_rng(0)
@@ -455,6 +457,9 @@ def run(bench: Bench, copy_gbs: float, triton_ready: bool, baseline: str = "",
             others[f"baseline {baseline}"] = prepared_launches(bench, operands)
     for variant in variants:
         label, assignments = variant.split(":", 1)
+        label, _, scope = label.partition("@")
+        if scope.lower() not in bench.name.lower():
+            continue
         with settings(assignments):
             others[label] = prepared_launches(bench, operands)
     ours_ms = kernel_ms(lambda: [launch.enqueue() for launch in prepared])
@@ -477,16 +482,18 @@ def run(bench: Bench, copy_gbs: float, triton_ready: bool, baseline: str = "",
                  f"{ours_ms / other_ms:5.2f}x | its max rel err {other_err:.1e}")
     if bench.peers and triton_ready:
         peer_ms = {}
-        for peer in bench.peers:
+        wanted = [label.strip() for label in peers.split(",") if label.strip()]
+        for peer in [p for p in bench.peers if not wanted or p.label in wanted]:
             call = peer.make(*tensors)
             peer_err = _relative_error(call().float().cpu().numpy(), want)
             peer_ms[peer.label] = kernel_ms(call, peer.kernel)
             line += (f"\n{'':44s} {peer.label + ' (same process)':24s} "
                      f"{peer_ms[peer.label]:8.3f} ms | ours / it "
                      f"{ours_ms / peer_ms[peer.label]:5.2f}x | its max rel err {peer_err:.1e}")
-        fastest = min(peer_ms, key=peer_ms.get)
-        line += (f"\n{'':44s} ours / fastest pointelligence engine ({fastest}) "
-                 f"{ours_ms / peer_ms[fastest]:5.2f}x")
+        if peer_ms:
+            fastest = min(peer_ms, key=peer_ms.get)
+            line += (f"\n{'':44s} ours / fastest pointelligence engine ({fastest}) "
+                     f"{ours_ms / peer_ms[fastest]:5.2f}x")
     elif bench.triton_ms is not None:
         quoted = f", PyTorch quoted {bench.torch_quoted_ms} ms" if bench.torch_quoted_ms else ""
         line += f"\n{'':44s} Triton (issue 13, H100): {bench.triton_ms} ms{quoted}"
@@ -531,7 +538,11 @@ def main() -> int:
     parser.add_argument("--baseline", default="",
                         help="another checkout of this project: time its kernels beside ours")
     parser.add_argument("--variant", action="append", default=[],
-                        help="LABEL:MODULE.NAME=VALUE;...: time ours again with these set")
+                        help="LABEL[@NAME PART]:MODULE.NAME=VALUE;...: time ours again with "
+                             "these set (only in the benchmarks whose names contain NAME PART)")
+    parser.add_argument("--peers", default="",
+                        help="comma-separated labels of pointelligence's engines to run "
+                             "(default: all)")
     opts = parser.parse_args()
     if not metalsim.cuda.gpu_available():
         print("bench_gpu.py needs CuPy and an NVIDIA GPU")
@@ -553,8 +564,8 @@ def main() -> int:
             continue
         try:
             with metalsim.cuda.exact_matrix_products(opts.exact_products):
-                print(run(bench, copy_gbs, triton_ready, opts.baseline, tuple(opts.variant)),
-                      flush=True)
+                print(run(bench, copy_gbs, triton_ready, opts.baseline, tuple(opts.variant),
+                          opts.peers), flush=True)
         except Exception as error:  # noqa: BLE001 - report and go on to the next benchmark
             print(f"{bench.name:44s} FAILED: {type(error).__name__}: {str(error)[:600]}",
                   flush=True)

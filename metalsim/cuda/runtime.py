@@ -168,11 +168,12 @@ def _build(source: str, math_mode: str, max_threads: int, defines: tuple[str, ..
     cupy = cupy_module()
     arch = f"compute_{cupy.cuda.Device().compute_capability}"   # e.g. "90" on an H100
     function = _load(cupy, _ptx(source, math_mode, arch, max_threads, defines))
-    blocks = register_capped_blocks(function.num_regs, max_threads, min_warps)
+    first = function.attributes        # CuPy's: num_regs, local_size_bytes (a thread's), ...
+    blocks = register_capped_blocks(first["num_regs"], max_threads, min_warps)
     if blocks:
         capped = _load(cupy, _ptx(source, math_mode, arch, max_threads,
                                   (*defines, f"-DMETALSIM_MIN_BLOCKS={blocks}")))
-        if capped.local_size_bytes <= function.local_size_bytes + MAX_CAP_SPILL:
+        if capped.attributes["local_size_bytes"] <= first["local_size_bytes"] + MAX_CAP_SPILL:
             return capped
     return function
 
