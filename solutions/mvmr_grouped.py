@@ -21,11 +21,11 @@ grouped ("FSG"/"TIG") engines do, on Apple's 8x8 matrix units:
    (`BM x BC`) in threadgroup memory, two barriers per slice instead of two per triplet. Each
    thread loads its part of the next slice into registers (4 channels or outputs per packed
    vector load) before the products of this one, so the loads are in flight during the products.
-4. **Register tiling on simdgroup_matrix.** `NT / 32` SIMD-groups (4) split the `BL x BM`
-   tile 2 x (NT / 64); each holds 4 x 4 8x8 float accumulators (4 x 2 or 4 x 1 for M <= 32).
-   Per 8 channels it loads its 4 feature pieces and 4 weight pieces once and does every
-   product between them: each piece loaded from threadgroup memory feeds 4 8x8x8
-   multiply-adds. The products are written in pairs sharing the weight
+4. **Register tiling on simdgroup_matrix.** `NT / 32` SIMD-groups (8) split the `BL x BM`
+   tile 2 x (NT / 64); each holds 4 x 2 8x8 float accumulators (4 x 1 for M <= 16). Per 8
+   channels it loads its 4 feature pieces and 2 weight pieces once and does every product
+   between them: each feature piece loaded from threadgroup memory feeds 2 8x8x8
+   multiply-adds, each weight piece 4. The products are written in pairs sharing the weight
    piece, which the CUDA translation runs together on its tensor cores. (The kernel takes
    other tiles as template arguments; `tiles` says which and why.)
 5. **No bank conflicts.** Both tiles are stored transposed (channel-major features,
@@ -54,7 +54,8 @@ from collections.abc import Callable
 import mlx.core as mx
 
 THREADS = 128          # four SIMD-groups, 2 x 2 over the (triplets x outputs) tile
-MVMR_TILE = (64, 64, 16, THREADS)   # MVMR's (BL, BM, BC, NT) where M > 32: see `tiles`
+MVMR_TILE = (64, 64, 16, THREADS)          # MVMR's (BL, BM, BC, NT) where M > 32 ...
+MVMR_WIDE_TILE = (64, 64, 32, 2 * THREADS)  # ... and C >= 256: see `tiles`
 MVMR_THREADGROUPS = 512   # MVMR: split the C reduction while there are fewer threadgroups ...
 MVMR_MIN_SLICES = 4        # ... keeping at least this many slices per part
 VVOR_STEP = 32         # VVOR: triplets staged at a time
@@ -433,24 +434,24 @@ def _kernels(factory: Callable) -> dict[str, Callable]:
 
 
 def tiles(t: int, k: int, c: int, m: int) -> tuple[int, int, int, int]:
-    """(BL, BM, BC, NT): `MVMR_TILE` where M > 32 (64 triplets x 64 output channels on 128
-    threads, slices of 16 channels: each SIMD-group holds 4 x 4 accumulators), 32 or 16
-    outputs on 128 threads where M is that small (4 x 2 or 4 x 1), slices of 32 channels from
-    C = 128 on. Measured on the CUDA translation (H100, the three benchmark shapes): 64 x 64
-    on 256 threads was 7-9% faster than 64 x 32 on 128 at C = M = 128 and 256; 32 triplets
-    were 20% slower, 128 twice as slow. With products in pairs sharing B (three tensor-core
-    instructions for two products), 64 x 64 on 128 threads with slices of 16 channels was 7%
-    faster at C = M = 128 (0.0579 -> 0.0541 ms, 3 threadgroups per SM) and 8% slower at
-    C = 256 than 256 threads with slices of 32, where slices of 64 were no faster than 32
-    (`benchmarks/bench_tiles.py`). Since then the TF32 split takes half the instructions and
-    the CUDA runtime caps registers for 16 resident warps: statically (ptxas, sm_90) the
-    128-thread tile then holds 4 threadgroups per SM (128 registers, 8 bytes of spill),
-    which at C = 256 is the whole grid of 516 threadgroups in one wave (256 threads: 113
-    registers, 2 per SM, two waves), with 8% fewer instructions per threadgroup, each
-    operand's TF32 split feeding 4 products instead of 2 or 4."""
+    """(BL, BM, BC, NT): 64 triplets x 64 output channels, on 256 threads with slices of 32
+    channels from C = 256 on, on 128 threads with slices of 16 below (32 or 16 outputs on 128
+    threads where M is that small, slices of 32 channels from C = 128 on). Each SIMD-group then
+    holds 4 x 2 (4 x 4; 4 x 2 or 4 x 1) accumulators. Measured on the CUDA translation (H100,
+    the three benchmark shapes): 64 x 64 on 256 threads is 7-9% faster than 64 x 32 on 128 at
+    C = M = 128 and 256; 32 triplets were 20% slower, 128 twice as slow (with tensor-core
+    products still 1.3-1.4x slower). Slices of 32 channels were 3-5% slower with the products
+    on CUDA cores; on tensor cores they are 5% faster at C = 256 (0.075 -> 0.072 ms), 3% slower
+    at C = 128 and 11% slower at C = 32 (`benchmarks/bench_tiles.py`). With the products'
+    halves kept apart and the epilogue through threadgroup memory, 32 channels are 4% faster
+    at C = 128 too (0.0645 -> 0.0622 ms) and still 4% slower at C = 32. With products in
+    pairs sharing B (three tensor-core instructions for two products), 64 x 64 on 128 threads
+    with slices of 16 channels is 7% faster at C = M = 128 (0.0579 -> 0.0541 ms; each
+    SIMD-group holds 4 x 4 accumulators, 3 threadgroups per SM) and 8% slower at C = 256, where
+    slices of 64 were no faster than 32."""
     del t, k                       # the tile depends on the channels alone
     if m > 32:
-        return MVMR_TILE
+        return MVMR_WIDE_TILE if c >= 256 else MVMR_TILE
     return 64, (32 if m > 16 else 16), (32 if c >= 128 else 16), THREADS
 
 

@@ -1659,16 +1659,6 @@ METAL_SIMD_INTRINSIC(simd_shuffle_and_fill_up)
 #ifndef METALSIM_MAX_THREADS
 #define METALSIM_MAX_THREADS 1024
 #endif
-// METALSIM_MIN_BLOCKS, where the runtime defines it: blocks of that size that must fit on one
-// SM at once (registers capped to allow it), for a kernel whose registers would leave fewer
-// warps resident than it wants (runtime.MIN_RESIDENT_WARPS). Not stated otherwise: even a
-// minimum of 1 changes ptxas's register allocation (the grouped MVMR at C = 32 took 105
-// registers instead of 91).
-#ifdef METALSIM_MIN_BLOCKS
-#define METALSIM_LAUNCH_BOUNDS METALSIM_MAX_THREADS, METALSIM_MIN_BLOCKS
-#else
-#define METALSIM_LAUNCH_BOUNDS METALSIM_MAX_THREADS
-#endif
 
 struct thread_info {
   uint3 thread_position_in_grid, thread_position_in_threadgroup, threadgroup_position_in_grid;

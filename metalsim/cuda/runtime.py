@@ -122,60 +122,20 @@ def _ptx(source: str, math_mode: str, arch: str, max_threads: int,
     return ptx.decode() if isinstance(ptx, bytes) else ptx
 
 
-# Occupancy: a kernel whose registers would leave fewer than MIN_RESIDENT_WARPS warps on an SM
-# (an SM holds 64K 32-bit registers) is compiled again with its registers capped so that they
-# fit, and that build is kept unless it spills more than MAX_CAP_SPILL bytes a thread beyond the
-# first (a little local memory costs less than a quarter of the warps hiding latency). 16 warps:
-# the grouped MVMR's 128-thread kernel (146 registers, 3 blocks, 12 warps) then holds 4 blocks
-# for 8 bytes of spill. 0 turns the cap off.
-MIN_RESIDENT_WARPS = 16
-MAX_CAP_SPILL = 32
-SM_REGISTERS = 65536
-
-
-def register_capped_blocks(registers: int, max_threads: int, min_warps: int | None = None) -> int:
-    """How many blocks of `max_threads` threads the registers must be capped for, or 0 where
-    `registers` a thread already leave `min_warps` (MIN_RESIDENT_WARPS) warps resident (registers
-    are allocated per warp in steps of 256, that is 8 a thread)."""
-    min_warps = MIN_RESIDENT_WARPS if min_warps is None else min_warps
-    warps = -(-max_threads // 32)
-    blocks = -(-min_warps // warps)
-    per_warp = 32 * -(-registers // 8) * 8
-    if min_warps <= 0 or blocks * warps * per_warp <= SM_REGISTERS:
-        return 0
-    return blocks if blocks * warps * 32 * 8 <= SM_REGISTERS else 0
-
-
-def _load(cupy: Any, ptx: str) -> Any:
-    """The entry of `ptx`, loaded for this device."""
+@functools.lru_cache(maxsize=256)
+def _compiled(source: str, math_mode: str, max_threads: int, defines: tuple[str, ...] = ()) -> Any:
+    """Compile to PTX ourselves (CuPy's own compilation of the same source flushed denormals)
+    and load it for this device."""
+    cupy = cupy_module()
+    arch = f"compute_{cupy.cuda.Device().compute_capability}"   # e.g. "90" on an H100
+    ptx = _ptx(source, math_mode, arch, max_threads, defines)
     with tempfile.NamedTemporaryFile("w", suffix=".ptx", delete=False) as f:
         f.write(ptx)
     try:
-        return cupy.RawModule(path=f.name).get_function(ENTRY)
+        module = cupy.RawModule(path=f.name)
+        return module.get_function(ENTRY)
     finally:
         os.unlink(f.name)
-
-
-def _compiled(source: str, math_mode: str, max_threads: int, defines: tuple[str, ...] = ()) -> Any:
-    """Compile to PTX ourselves (CuPy's own compilation of the same source flushed denormals)
-    and load it for this device; again with capped registers where MIN_RESIDENT_WARPS asks."""
-    return _build(source, math_mode, max_threads, defines, MIN_RESIDENT_WARPS)
-
-
-@functools.lru_cache(maxsize=256)
-def _build(source: str, math_mode: str, max_threads: int, defines: tuple[str, ...],
-           min_warps: int) -> Any:
-    cupy = cupy_module()
-    arch = f"compute_{cupy.cuda.Device().compute_capability}"   # e.g. "90" on an H100
-    function = _load(cupy, _ptx(source, math_mode, arch, max_threads, defines))
-    first = function.attributes        # CuPy's: num_regs, local_size_bytes (a thread's), ...
-    blocks = register_capped_blocks(first["num_regs"], max_threads, min_warps)
-    if blocks:
-        capped = _load(cupy, _ptx(source, math_mode, arch, max_threads,
-                                  (*defines, f"-DMETALSIM_MIN_BLOCKS={blocks}")))
-        if capped.attributes["local_size_bytes"] <= first["local_size_bytes"] + MAX_CAP_SPILL:
-            return capped
-    return function
 
 
 def _raw(data: np.ndarray) -> np.ndarray:

@@ -711,7 +711,7 @@ class _Printer:
             args.append(f"{kind}{{b{index}}}")
         params += [f"unsigned int {n}" for n in ("gx", "gy", "gz", "tx", "ty", "tz")]
         text = (
-            f'\nextern "C" __global__ void __launch_bounds__(METALSIM_LAUNCH_BOUNDS) {ENTRY}('
+            f'\nextern "C" __global__ void __launch_bounds__(METALSIM_MAX_THREADS) {ENTRY}('
             + ", ".join(params) + ") {\n"
             "  const thread_info info = make_thread_info(gx, gy, gz, tx, ty, tz);\n"
             "  if (!info.exists) return;\n"

@@ -288,18 +288,6 @@ def test_the_grouped_mvmr_compiles_for_its_launch_with_tensor_core_products():
 
 
 @needs_nvrtc
-def test_the_runtimes_register_cap_reaches_the_ptx_as_a_minimum_of_resident_blocks():
-    """METALSIM_MIN_BLOCKS (the runtime's register cap for occupancy) is the entry's second
-    launch bound: ptxas then fits that many blocks of .maxntid threads on an SM."""
-    translation = _grouped_mvmr_translation()
-    assert ".minnctapersm" not in _grouped_mvmr_ptx()
-    ptx = nvrtc.compile_ptx(translation.source, opts=(
-        *nvrtc.options("safe"), "-DMETALSIM_MAX_THREADS=128", "-DMETALSIM_MIN_BLOCKS=4",
-        *matrix_defines(translation)))
-    assert ".maxntid 128" in ptx and ".minnctapersm 4" in ptx
-
-
-@needs_nvrtc
 def test_exact_matrix_products_compile_to_fused_multiply_adds_in_k_order():
     """Inside exact_matrix_products(): 16 fused multiply-adds per lane and product after
     8 + 2 x 8 shuffles, no tensor-core instruction, no separate multiply (paired products

@@ -17,7 +17,7 @@ __device__ __forceinline__ void custom_kernel_threadgroup_memory_float_float(con
   }
 }
 
-extern "C" __global__ void __launch_bounds__(METALSIM_LAUNCH_BOUNDS) metalsim_entry(void* b0, void* b1, void* b2, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int tx, unsigned int ty, unsigned int tz) {
+extern "C" __global__ void __launch_bounds__(METALSIM_MAX_THREADS) metalsim_entry(void* b0, void* b1, void* b2, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int tx, unsigned int ty, unsigned int tz) {
   const thread_info info = make_thread_info(gx, gy, gz, tx, ty, tz);
   if (!info.exists) return;
   custom_kernel_threadgroup_memory_float_float(pointer_arg{b0}, pointer_arg{b1}, pointer_arg{b2}, attribute_as<uint3>::from(info.dispatch_threads_per_threadgroup), attribute_as<uint3>::from(info.thread_position_in_threadgroup), attribute_as<uint3>::from(info.threadgroup_position_in_grid), attribute_as<uint3>::from(info.threads_per_threadgroup));

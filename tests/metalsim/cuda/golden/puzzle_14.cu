@@ -10,7 +10,7 @@ __device__ __forceinline__ void custom_kernel_simd_sum_float_float(const float *
   }
 }
 
-extern "C" __global__ void __launch_bounds__(METALSIM_LAUNCH_BOUNDS) metalsim_entry(void* b0, void* b1, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int tx, unsigned int ty, unsigned int tz) {
+extern "C" __global__ void __launch_bounds__(METALSIM_MAX_THREADS) metalsim_entry(void* b0, void* b1, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int tx, unsigned int ty, unsigned int tz) {
   const thread_info info = make_thread_info(gx, gy, gz, tx, ty, tz);
   if (!info.exists) return;
   custom_kernel_simd_sum_float_float(pointer_arg{b0}, pointer_arg{b1}, attribute_as<uint>::from(info.thread_index_in_simdgroup), attribute_as<uint3>::from(info.thread_position_in_grid));

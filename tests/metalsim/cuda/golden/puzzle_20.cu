@@ -18,7 +18,7 @@ __device__ __forceinline__ void custom_kernel_simdgroup_matmul_float_float_float
   simdgroup_store(acc, out, N, ulong2((tile_col * 8), (tile_row * 8)));
 }
 
-extern "C" __global__ void __launch_bounds__(METALSIM_LAUNCH_BOUNDS) metalsim_entry(void* b0, void* b1, void* b2, void* b3, void* b4, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int tx, unsigned int ty, unsigned int tz) {
+extern "C" __global__ void __launch_bounds__(METALSIM_MAX_THREADS) metalsim_entry(void* b0, void* b1, void* b2, void* b3, void* b4, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int tx, unsigned int ty, unsigned int tz) {
   const thread_info info = make_thread_info(gx, gy, gz, tx, ty, tz);
   if (!info.exists) return;
   custom_kernel_simdgroup_matmul_float_float_float(pointer_arg{b0}, pointer_arg{b1}, pointer_arg{b2}, pointer_arg{b3}, pointer_arg{b4}, attribute_as<uint3>::from(info.threadgroup_position_in_grid));
