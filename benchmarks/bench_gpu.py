@@ -2,7 +2,7 @@
 
 Run (needs CuPy, PyTorch with CUDA, and a GPU):
     python benchmarks/bench_gpu.py [--only NAME,NAME] [--pointelligence DIR] [--exact-products]
-                                   [--baseline DIR] [--variant LABEL[@PART]:MODULE.NAME=VALUE;...]
+                                   [--variant LABEL[@PART]:MODULE.NAME=VALUE;...]
                                    [--peers LABEL,LABEL]
 
 Each benchmark calls a real kernel's MLX function once under a recording CUDA back end, which
@@ -32,13 +32,12 @@ magnitude), so a fast wrong kernel cannot pass unnoticed and the error is the ke
 for float). The header says which precision pointelligence's `tl.dot` engines resolve to for
 float32 (its default follows PyTorch's TF32 switch: IEEE float products unless it is on).
 
-A/B in one process: `--baseline DIR` names another checkout of this project (e.g. main): its
-`metalsim` and `solutions` are imported in place of these while its launches are recorded and
-compiled, and they are timed beside ours on the same operands; `--variant` (repeatable) reruns
-ours with module-level tuning values set, e.g.
-`--variant "no cap@C=M=128:metalsim.cuda.runtime.MIN_RESIDENT_WARPS=0"` (`@` limits it to the
-benchmarks whose names contain that part). Each prints its kernel time, ours over it, and its
-error. `--peers "TIG flat,Triton"` runs only those of pointelligence's engines.
+A/B in one process: `--variant` (repeatable) records and compiles ours again with module-level
+tuning values set (VALUE a Python literal, the old value put back after) and times it beside
+ours on the same operands; `@` limits it to the benchmarks whose names contain that part, e.g.
+    --variant "128 threads@MVMR K=27, T=6.5k:solutions.mvmr_grouped.MVMR_WIDE_TILE=(64,64,16,128)"
+Each prints its kernel time, ours over it, and its error. `--peers "TIG flat,Triton"` runs only
+those of pointelligence's engines.
 
 To add a benchmark, append a `Bench` to `benches()`: a name, a `setup(rng)` returning the
 operands, `ours(*operands)` calling the MLX function, `torch(*tensors)`, and optionally the
@@ -48,6 +47,7 @@ Triton figure.
 from __future__ import annotations
 
 import argparse
+import ast
 import contextlib
 import importlib
 import statistics
@@ -61,7 +61,9 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+import metalsim  # noqa: E402
 import metalsim.cuda  # noqa: E402
+from metalsim.cuda.api import CudaKernel  # noqa: E402
 
 WARMUP, REPS = 5, 20
 
@@ -143,21 +145,19 @@ def copy_bandwidth() -> tuple[float, float]:
     return ms, 2 * src.nbytes / (ms * 1e-3) / 1e9
 
 
+class _Recording(CudaKernel):
+    launches: list = []
+
+    def __call__(self, *args: object, **kwargs: object) -> list[mx.array]:
+        _Recording.launches.append((self, dict(kwargs)))
+        return super().__call__(*args, **kwargs)
+
+
 def record(thunk: Callable[[], mx.array]) -> tuple[mx.array, list]:
-    """Run `thunk` with mx.fast.metal_kernel on the GPU; return its result and its launches
-    (with the `metalsim` imported now: this checkout's, or a baseline's)."""
-    import metalsim
-    import metalsim.cuda.api
-
-    launches = []
-
-    class Recording(metalsim.cuda.api.CudaKernel):
-        def __call__(self, *args: object, **kwargs: object) -> list[mx.array]:
-            launches.append((self, dict(kwargs)))
-            return super().__call__(*args, **kwargs)
-
+    """Run `thunk` with mx.fast.metal_kernel on the GPU; return its result and its launches."""
+    _Recording.launches = []
     saved = mx.fast.metal_kernel
-    mx.fast.metal_kernel = lambda *a, **k: Recording(metalsim.metal_kernel(*a, **k).spec)
+    mx.fast.metal_kernel = lambda *a, **k: _Recording(metalsim.metal_kernel(*a, **k).spec)
     mx.disable_compile()
     try:
         out = thunk()
@@ -165,45 +165,18 @@ def record(thunk: Callable[[], mx.array]) -> tuple[mx.array, list]:
     finally:
         mx.fast.metal_kernel = saved
         mx.enable_compile()
-    return out, launches
+    return out, _Recording.launches
 
 
 def prepared_launches(bench: Bench, operands: list[np.ndarray]) -> tuple[mx.array, list]:
     """Our function's result on `operands` and its launches, compiled and resident on the GPU."""
-    import metalsim.cuda
-
     result, launches = record(lambda: bench.ours(*[mx.array(o) for o in operands]))
     return result, [metalsim.cuda.prepare(kernel, **kwargs)[0] for kernel, kwargs in launches]
-
-
-PACKAGES = ("metalsim", "solutions", "puzzles", "utils")
-
-
-@contextlib.contextmanager
-def checkout(root: str) -> Iterator[None]:
-    """This project's packages imported from another checkout `root` inside the block (ours
-    are set aside and put back after; objects made inside keep the other checkout's code)."""
-    def ours(name: str) -> bool:
-        return name.split(".")[0] in PACKAGES
-
-    saved = {name: module for name, module in sys.modules.items() if ours(name)}
-    for name in saved:
-        del sys.modules[name]
-    sys.path.insert(0, root)
-    try:
-        yield
-    finally:
-        sys.path.remove(root)
-        for name in [name for name in sys.modules if ours(name)]:
-            del sys.modules[name]
-        sys.modules.update(saved)
 
 
 @contextlib.contextmanager
 def settings(assignments: str) -> Iterator[None]:
     """`MODULE.NAME=VALUE;...` (VALUE a Python literal) set inside the block, then restored."""
-    import ast
-
     undo = []
     try:
         for assignment in filter(None, assignments.split(";")):
@@ -444,17 +417,14 @@ def _relative_error(got: np.ndarray, want: np.ndarray) -> float:
                  / max(np.abs(want[finite]).max(initial=0.0), 1e-30))
 
 
-def run(bench: Bench, copy_gbs: float, triton_ready: bool, baseline: str = "",
-        variants: tuple[str, ...] = (), peers: str = "") -> str:
+def run(bench: Bench, copy_gbs: float, triton_ready: bool, variants: tuple[str, ...] = (),
+        peers: str = "") -> str:
     import torch
 
     rng = np.random.default_rng(0)
     operands = bench.setup(rng)
     result, prepared = prepared_launches(bench, operands)
-    others = {}                     # label: (result, launches) of the baseline and variants
-    if baseline:
-        with checkout(baseline):
-            others[f"baseline {baseline}"] = prepared_launches(bench, operands)
+    others = {}                     # label: (result, launches) of each variant
     for variant in variants:
         label, assignments = variant.split(":", 1)
         label, _, scope = label.partition("@")
@@ -535,8 +505,6 @@ def main() -> int:
                         help="a checkout of ant-research/pointelligence: time its Triton kernels")
     parser.add_argument("--exact-products", action="store_true",
                         help="simdgroup_matrix products on CUDA-core FMAs, not tensor cores")
-    parser.add_argument("--baseline", default="",
-                        help="another checkout of this project: time its kernels beside ours")
     parser.add_argument("--variant", action="append", default=[],
                         help="LABEL[@NAME PART]:MODULE.NAME=VALUE;...: time ours again with "
                              "these set (only in the benchmarks whose names contain NAME PART)")
@@ -564,8 +532,8 @@ def main() -> int:
             continue
         try:
             with metalsim.cuda.exact_matrix_products(opts.exact_products):
-                print(run(bench, copy_gbs, triton_ready, opts.baseline, tuple(opts.variant),
-                          opts.peers), flush=True)
+                print(run(bench, copy_gbs, triton_ready, tuple(opts.variant), opts.peers),
+                      flush=True)
         except Exception as error:  # noqa: BLE001 - report and go on to the next benchmark
             print(f"{bench.name:44s} FAILED: {type(error).__name__}: {str(error)[:600]}",
                   flush=True)
