@@ -1,7 +1,7 @@
 """What the GPU benchmarks' kernels compile to, without a GPU: registers, spills, threadgroups
 resident per SM, waves, and the SASS of each kernel's main loop.
 
-Run (needs NVRTC, ptxas and cuobjdump: `pip install -r benchmarks/requirements-sass.txt`):
+Run (needs NVRTC, ptxas, cuobjdump and nvdisasm: `pip install -r benchmarks/requirements-sass.txt`):
     python benchmarks/bench_sass.py [--only NAME,NAME] [--arch sm_90] [--sms 132] [--keep DIR]
 
 Each benchmark of `bench_gpu.py` calls its MLX function once with `mx.fast.metal_kernel`
@@ -9,13 +9,13 @@ replaced by a recorder: every launch is kept and answered with zeros of its outp
 no kernel runs (launches that depend on an earlier launch's values see zeros; the benchmarks'
 launch sizes depend on shapes only). Each launch is translated and compiled as
 `metalsim.cuda.runtime` compiles it (NVRTC to PTX with the same options and switches, blocks
-of the launch's threadgroup size, the register cap of `runtime.MIN_RESIDENT_WARPS`), then
-assembled by ptxas for `--arch` and disassembled. Per launch it prints registers a thread, the
-bytes of local memory (spills), threadgroups per SM and what limits them (registers, threads,
-shared memory: 64K registers, 2048 threads and 228 KiB an SM, 1 KiB reserved per block, as on
-an H100), the grid's waves over `--sms` SMs, and the instructions of the longest loop that
-holds a tensor-core instruction or, failing that, the longest loop, with the most frequent
-opcodes (one iteration, every instruction of the loop counted once, cold paths included).
+of the launch's threadgroup size), then assembled by ptxas for `--arch` and disassembled. Per
+launch it prints registers a thread, the bytes of local memory (spills), threadgroups per SM
+and what limits them (registers, threads, shared memory: 64K registers, 2048 threads and
+228 KiB an SM, 1 KiB reserved per block, as on an H100), the grid's waves over `--sms` SMs,
+and the instructions of the longest loop that holds a tensor-core instruction or, failing
+that, the longest loop, with the most frequent opcodes (one iteration, every instruction of
+the loop counted once, cold paths included).
 The GPU's own ptxas (the driver's) may allocate a few registers differently.
 """
 
@@ -44,7 +44,7 @@ import metalsim  # noqa: E402
 from metalsim.cuda import nvrtc, runtime  # noqa: E402
 from metalsim.cuda.translate import translate  # noqa: E402
 
-SM_THREADS, SM_SHARED, BLOCK_RESERVED, SM_BLOCKS = 2048, 228 * 1024, 1024, 32
+SM_REGISTERS, SM_THREADS, SM_SHARED, BLOCK_RESERVED, SM_BLOCKS = 65536, 2048, 228 * 1024, 1024, 32
 
 
 def tool(name: str) -> str:
@@ -107,34 +107,22 @@ def assemble(ptx: str, arch: str, folder: str) -> tuple[dict[str, int], str]:
 
 
 def compiled(kernel: object, call: dict, arch: str, folder: str
-             ) -> tuple[dict[str, int], str, int, int]:
-    """(resources, SASS, threads, minimum blocks) of a launch compiled as the runtime does,
-    register cap included."""
+             ) -> tuple[dict[str, int], str, int]:
+    """(resources, SASS, threads) of a launch compiled as the runtime compiles it."""
     translation = translate(kernel._prepare((), call).gen, kernel.spec.math_mode)
-    grid, threadgroup = call["grid"], call["threadgroup"]
-    tg = runtime.clamp_threadgroup(grid, threadgroup)
+    tg = runtime.clamp_threadgroup(call["grid"], call["threadgroup"])
     threads = max(32, -(-tg[0] * tg[1] * tg[2] // 32) * 32)
-
-    def build(extra: tuple[str, ...]) -> tuple[dict[str, int], str]:
-        ptx = nvrtc.compile_ptx(translation.source, opts=(
-            *nvrtc.options(kernel.spec.math_mode), f"-DMETALSIM_MAX_THREADS={threads}",
-            *runtime.matrix_defines(translation), *extra))
-        return assemble(ptx, arch, folder)
-
-    resources, sass = build(())
-    blocks = runtime.register_capped_blocks(resources["registers"], threads)
-    if blocks:
-        capped = build((f"-DMETALSIM_MIN_BLOCKS={blocks}",))
-        if capped[0]["local"] <= resources["local"] + runtime.MAX_CAP_SPILL:
-            return (*capped, threads, blocks)
-    return resources, sass, threads, 0
+    ptx = nvrtc.compile_ptx(translation.source, opts=(
+        *nvrtc.options(kernel.spec.math_mode), f"-DMETALSIM_MAX_THREADS={threads}",
+        *runtime.matrix_defines(translation)))
+    return (*assemble(ptx, arch, folder), threads)
 
 
 def resident(resources: dict[str, int], threads: int) -> tuple[int, str]:
     """Threadgroups per SM and the resource that limits them."""
     warps = threads // 32
     per_warp = 32 * -(-max(resources["registers"], 1) // 8) * 8
-    limits = {"registers": runtime.SM_REGISTERS // (per_warp * warps),
+    limits = {"registers": SM_REGISTERS // (per_warp * warps),
               "threads": SM_THREADS // threads,
               "shared memory": SM_SHARED // (resources["shared"] + BLOCK_RESERVED),
               "blocks": SM_BLOCKS}
@@ -171,15 +159,14 @@ def main() -> int:
     parser.add_argument("--keep", default="", help="a folder for the PTX and SASS")
     opts = parser.parse_args()
     wanted = [part.strip().lower() for part in opts.only.split(",") if part.strip()]
-    print(f"ptxas {tool('ptxas')} for {opts.arch}; register cap: "
-          f"{runtime.MIN_RESIDENT_WARPS} resident warps")
+    print(f"ptxas {tool('ptxas')} for {opts.arch}")
     with tempfile.TemporaryDirectory() as scratch:
         for bench in bench_gpu.benches():
             if wanted and not any(part in bench.name.lower() for part in wanted):
                 continue
             print(bench.name, flush=True)
             for n, (kernel, call) in enumerate(recorded_launches(bench)):
-                resources, sass, threads, capped = compiled(kernel, call, opts.arch, scratch)
+                resources, sass, threads = compiled(kernel, call, opts.arch, scratch)
                 if opts.keep:
                     os.makedirs(opts.keep, exist_ok=True)
                     stem = re.sub(r"\W+", "_", f"{bench.name}_{n}_{kernel.spec.name}")
@@ -189,9 +176,8 @@ def main() -> int:
                     call["grid"], call["threadgroup"])
                 groups = np.prod([-(-g // t) for g, t in zip(grid, tg, strict=True)])
                 size, opcodes = main_loop(sass)
-                cap = f", capped for {capped} blocks" if capped else ""
                 print(f"    {kernel.spec.name:22s} {threads:4d} threads, "
-                      f"{resources['registers']:3d} registers{cap}, {resources['local']} B local,"
+                      f"{resources['registers']:3d} registers, {resources['local']} B local,"
                       f" {resources['shared']} B shared: {blocks} per SM ({limit}), "
                       f"{groups} threadgroups = {groups / (blocks * opts.sms):.2f} waves")
                 print(f"        main loop {size} instructions: " + " ".join(
