@@ -2,6 +2,8 @@
 
 Run (needs CuPy, PyTorch with CUDA, and a GPU):
     python benchmarks/bench_gpu.py [--only NAME,NAME] [--pointelligence DIR] [--exact-products]
+                                   [--variant LABEL[@PART]:MODULE.NAME=VALUE;...]
+                                   [--peers LABEL,LABEL]
 
 Each benchmark calls a real kernel's MLX function once under a recording CUDA back end, which
 keeps every kernel launch the function makes (several for ops with a finishing pass); those
@@ -30,6 +32,13 @@ magnitude), so a fast wrong kernel cannot pass unnoticed and the error is the ke
 for float). The header says which precision pointelligence's `tl.dot` engines resolve to for
 float32 (its default follows PyTorch's TF32 switch: IEEE float products unless it is on).
 
+A/B in one process: `--variant` (repeatable) records and compiles ours again with module-level
+tuning values set (VALUE a Python literal, the old value put back after) and times it beside
+ours on the same operands; `@` limits it to the benchmarks whose names contain that part, e.g.
+    --variant "128 threads@MVMR K=27, T=6.5k:solutions.mvmr_grouped.MVMR_WIDE_TILE=(64,64,16,128)"
+Each prints its kernel time, ours over it, and its error. `--peers "TIG flat,Triton"` runs only
+those of pointelligence's engines.
+
 To add a benchmark, append a `Bench` to `benches()`: a name, a `setup(rng)` returning the
 operands, `ours(*operands)` calling the MLX function, `torch(*tensors)`, and optionally the
 Triton figure.
@@ -38,9 +47,12 @@ Triton figure.
 from __future__ import annotations
 
 import argparse
+import ast
+import contextlib
+import importlib
 import statistics
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -154,6 +166,29 @@ def record(thunk: Callable[[], mx.array]) -> tuple[mx.array, list]:
         mx.fast.metal_kernel = saved
         mx.enable_compile()
     return out, _Recording.launches
+
+
+def prepared_launches(bench: Bench, operands: list[np.ndarray]) -> tuple[mx.array, list]:
+    """Our function's result on `operands` and its launches, compiled and resident on the GPU."""
+    result, launches = record(lambda: bench.ours(*[mx.array(o) for o in operands]))
+    return result, [metalsim.cuda.prepare(kernel, **kwargs)[0] for kernel, kwargs in launches]
+
+
+@contextlib.contextmanager
+def settings(assignments: str) -> Iterator[None]:
+    """`MODULE.NAME=VALUE;...` (VALUE a Python literal) set inside the block, then restored."""
+    undo = []
+    try:
+        for assignment in filter(None, assignments.split(";")):
+            target, value = assignment.split("=", 1)
+            module_name, name = target.strip().rsplit(".", 1)
+            module = importlib.import_module(module_name)
+            undo.append((module, name, getattr(module, name)))
+            setattr(module, name, ast.literal_eval(value.strip()))
+        yield
+    finally:
+        for module, name, value in reversed(undo):
+            setattr(module, name, value)
 
 
 # --- the benchmarks -----------------------------------------------------------------------------
@@ -382,13 +417,21 @@ def _relative_error(got: np.ndarray, want: np.ndarray) -> float:
                  / max(np.abs(want[finite]).max(initial=0.0), 1e-30))
 
 
-def run(bench: Bench, copy_gbs: float, triton_ready: bool) -> str:
+def run(bench: Bench, copy_gbs: float, triton_ready: bool, variants: tuple[str, ...] = (),
+        peers: str = "") -> str:
     import torch
 
     rng = np.random.default_rng(0)
     operands = bench.setup(rng)
-    result, launches = record(lambda: bench.ours(*[mx.array(o) for o in operands]))
-    prepared = [metalsim.cuda.prepare(kernel, **kwargs)[0] for kernel, kwargs in launches]
+    result, prepared = prepared_launches(bench, operands)
+    others = {}                     # label: (result, launches) of each variant
+    for variant in variants:
+        label, assignments = variant.split(":", 1)
+        label, _, scope = label.partition("@")
+        if scope.lower() not in bench.name.lower():
+            continue
+        with settings(assignments):
+            others[label] = prepared_launches(bench, operands)
     ours_ms = kernel_ms(lambda: [launch.enqueue() for launch in prepared])
     tensors = [torch.from_numpy(o.astype(np.int64) if o.dtype == np.int32 else o).cuda()
                for o in operands]
@@ -402,18 +445,25 @@ def run(bench: Bench, copy_gbs: float, triton_ready: bool) -> str:
             f"{'es' if len(prepared) != 1 else ''}) | PyTorch {torch_ms:8.3f} ms | "
             f"{torch_ms / ours_ms:5.2f}x | {gbs:7.1f} GB/s = {100 * gbs / copy_gbs:5.1f}% of copy"
             f" | max rel err {err:.1e}")
+    for label, (other, launches) in others.items():
+        other_ms = kernel_ms(lambda launches=launches: [launch.enqueue() for launch in launches])
+        other_err = _relative_error(np.array(other.astype(mx.float32)), want)
+        line += (f"\n{'':44s} {label[:40]:40s} {other_ms:8.3f} ms | ours / it "
+                 f"{ours_ms / other_ms:5.2f}x | its max rel err {other_err:.1e}")
     if bench.peers and triton_ready:
         peer_ms = {}
-        for peer in bench.peers:
+        wanted = [label.strip() for label in peers.split(",") if label.strip()]
+        for peer in [p for p in bench.peers if not wanted or p.label in wanted]:
             call = peer.make(*tensors)
             peer_err = _relative_error(call().float().cpu().numpy(), want)
             peer_ms[peer.label] = kernel_ms(call, peer.kernel)
             line += (f"\n{'':44s} {peer.label + ' (same process)':24s} "
                      f"{peer_ms[peer.label]:8.3f} ms | ours / it "
                      f"{ours_ms / peer_ms[peer.label]:5.2f}x | its max rel err {peer_err:.1e}")
-        fastest = min(peer_ms, key=peer_ms.get)
-        line += (f"\n{'':44s} ours / fastest pointelligence engine ({fastest}) "
-                 f"{ours_ms / peer_ms[fastest]:5.2f}x")
+        if peer_ms:
+            fastest = min(peer_ms, key=peer_ms.get)
+            line += (f"\n{'':44s} ours / fastest pointelligence engine ({fastest}) "
+                     f"{ours_ms / peer_ms[fastest]:5.2f}x")
     elif bench.triton_ms is not None:
         quoted = f", PyTorch quoted {bench.torch_quoted_ms} ms" if bench.torch_quoted_ms else ""
         line += f"\n{'':44s} Triton (issue 13, H100): {bench.triton_ms} ms{quoted}"
@@ -455,6 +505,12 @@ def main() -> int:
                         help="a checkout of ant-research/pointelligence: time its Triton kernels")
     parser.add_argument("--exact-products", action="store_true",
                         help="simdgroup_matrix products on CUDA-core FMAs, not tensor cores")
+    parser.add_argument("--variant", action="append", default=[],
+                        help="LABEL[@NAME PART]:MODULE.NAME=VALUE;...: time ours again with "
+                             "these set (only in the benchmarks whose names contain NAME PART)")
+    parser.add_argument("--peers", default="",
+                        help="comma-separated labels of pointelligence's engines to run "
+                             "(default: all)")
     opts = parser.parse_args()
     if not metalsim.cuda.gpu_available():
         print("bench_gpu.py needs CuPy and an NVIDIA GPU")
@@ -476,7 +532,8 @@ def main() -> int:
             continue
         try:
             with metalsim.cuda.exact_matrix_products(opts.exact_products):
-                print(run(bench, copy_gbs, triton_ready), flush=True)
+                print(run(bench, copy_gbs, triton_ready, tuple(opts.variant), opts.peers),
+                      flush=True)
         except Exception as error:  # noqa: BLE001 - report and go on to the next benchmark
             print(f"{bench.name:44s} FAILED: {type(error).__name__}: {str(error)[:600]}",
                   flush=True)

@@ -54,6 +54,8 @@ from collections.abc import Callable
 import mlx.core as mx
 
 THREADS = 128          # four SIMD-groups, 2 x 2 over the (triplets x outputs) tile
+MVMR_TILE = (64, 64, 16, THREADS)          # MVMR's (BL, BM, BC, NT) where M > 32 ...
+MVMR_WIDE_TILE = (64, 64, 32, 2 * THREADS)  # ... and C >= 256: see `tiles`
 MVMR_THREADGROUPS = 512   # MVMR: split the C reduction while there are fewer threadgroups ...
 MVMR_MIN_SLICES = 4        # ... keeping at least this many slices per part
 VVOR_STEP = 32         # VVOR: triplets staged at a time
@@ -69,8 +71,10 @@ inline float4 load4(const device T* p, int n) {
         return float4(*reinterpret_cast<const device packed_vec<T, 4>*>(p));
     }
     float4 v = 0.0f;
-    for (int q = 0; q < n; ++q) {
-        v[q] = float(p[q]);
+    for (int q = 0; q < 3; ++q) {       // n < 4 here: a fixed trip count, unrolled
+        if (q < n) {
+            v[q] = float(p[q]);
+        }
     }
     return v;
 }
@@ -447,7 +451,7 @@ def tiles(t: int, k: int, c: int, m: int) -> tuple[int, int, int, int]:
     slices of 64 were no faster than 32."""
     del t, k                       # the tile depends on the channels alone
     if m > 32:
-        return (64, 64, 32, 2 * THREADS) if c >= 256 else (64, 64, 16, THREADS)
+        return MVMR_WIDE_TILE if c >= 256 else MVMR_TILE
     return 64, (32 if m > 16 else 16), (32 if c >= 128 else 16), THREADS
 
 

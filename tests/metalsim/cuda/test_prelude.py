@@ -160,3 +160,85 @@ def test_constant_half_conversions_round_like_numpy(half_converter):
     finite = ~np.isnan(h)
     assert np.array_equal(back[finite], exact[finite])
     assert np.isnan(back[~finite].view(np.float32)).all()
+
+
+SPLIT_MAIN = """\
+int main() {
+  unsigned int u, hi, lo;
+  while (std::scanf("%u", &u) == 1) {
+    tf32_split(__uint_as_float(u), hi, lo);
+    std::printf("%u %u\\n", hi, lo);
+  }
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def tf32_splitter(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("tf32")
+    (folder / "split.cpp").write_text(SHIMS + prelude_function("tf32_split") + SPLIT_MAIN)
+    subprocess.run(["g++", "-O1", "-o", str(folder / "split"), str(folder / "split.cpp")],
+                   check=True)
+
+    def split(words: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        out = subprocess.run([str(folder / "split")], input="".join(f"{w}\n" for w in words),
+                             capture_output=True, text=True, check=True).stdout
+        pairs = np.array(out.split(), dtype=np.uint64).reshape(-1, 2).astype(np.uint32)
+        return pairs[:, 0], pairs[:, 1]
+
+    return split
+
+
+TF32_MASK = 0xFFFFE000
+FLOAT_MAX = Fraction(float(np.finfo(np.float32).max))
+
+
+def _value(bits: int) -> Fraction:
+    return Fraction(float(np.array([bits], np.uint32).view(np.float32)[0]))
+
+
+def nearest_tf32_bits(bits: int) -> int:
+    """The float32 bits of the TF32 value nearest to finite `bits`, ties away from zero (what
+    cvt.rna.tf32.f32 gives), by exact comparison of the two TF32 neighbours; a result past
+    FLT_MAX is the truncated value instead (the split's rule)."""
+    down = bits & TF32_MASK
+    if bits == down:
+        return down
+    up = down + 0x2000                      # the next TF32 magnitude, same sign
+    x, lower = abs(_value(bits)), abs(_value(down))
+    upper = lower + (abs(_value(up)) - lower if (up & 0x7FFFFFFF) < 0x7F800000 else
+                     Fraction(2) ** (127 - 10))   # the step past the largest exponent
+    nearest = up if x - lower >= upper - x else down
+    if (nearest & 0x7FFFFFFF) >= 0x7F800000 or abs(_value(nearest)) > FLOAT_MAX:
+        return down
+    return nearest
+
+
+def test_the_tf32_split_rounds_to_nearest_ties_away_and_keeps_infinities_whole(tf32_splitter):
+    """3xTF32's split of x into hi + lo (prelude `tf32_split`, the bit arithmetic that replaces
+    cvt.rna): hi is x to the nearest TF32 (ties away from zero), truncated where that would pass
+    FLT_MAX; lo is the exact rest x - hi to the nearest TF32; an infinity or NaN is all in hi
+    (its 13 low bits cleared) with lo = +0. Checked against exact rational rounding on the
+    rounding boundaries (ties and their neighbours) at every exponent, subnormals, the
+    overflow threshold, and random bit patterns."""
+    rng = np.random.default_rng(5)
+    exponents = np.arange(0, 0x100, dtype=np.uint32) << 23
+    near = np.array([0, 1, 0xFFF, 0x1000, 0x1001, 0x1FFF, 0x2000, 0x3000, 0x7FF000, 0x7FFFFF],
+                    dtype=np.uint32)
+    words = np.concatenate([
+        (exponents[:, None] | near[None, :]).ravel(),
+        np.array([0x7F7FE000, 0x7F7FEFFF, 0x7F7FF000, 0x7F7FF001, 0x7F7FFFFF, 0x7F800000,
+                  0x7F800001, 0x7FC00000, 0x7FFFFFFF, 0x00000001, 0x007FFFFF], dtype=np.uint32),
+        rng.integers(0, 1 << 32, 3000, dtype=np.uint64).astype(np.uint32),
+    ])
+    words = np.concatenate([words, words | np.uint32(0x80000000)])    # both signs
+    hi, lo = tf32_splitter(words)
+    for w, h, low in zip(words.tolist(), hi.tolist(), lo.tolist()):
+        if (w & 0x7FFFFFFF) >= 0x7F800000:
+            assert (h, low) == (w & TF32_MASK, 0), hex(w)
+            continue
+        assert h == nearest_tf32_bits(w), hex(w)
+        rest = _value(w) - _value(h)
+        rest_bits = int(np.array([float(rest)], np.float32).view(np.uint32)[0])
+        assert _value(rest_bits) == rest, hex(w)          # the rest is a float: x - hi exact
+        assert low == nearest_tf32_bits(rest_bits), hex(w)
