@@ -32,6 +32,7 @@ import numpy as np
 
 from metalsim.report import Report
 from metalsim.viz import arrows, style
+from metalsim.viz.cells import Key, cell_use
 from metalsim.viz.grid import INDEX_LANE, INDEX_SIZE, Grid, value_chars
 from metalsim.viz.header import PAD, draw_header, draw_legend, lines, shown_note
 from metalsim.viz.model import Access, Edge, TraceView, simd_group
@@ -211,8 +212,6 @@ def _values(report: Report, inputs, outputs) -> dict[str, np.ndarray]:
 
 # --- the launch -------------------------------------------------------------------------------
 
-Key = tuple[str, int, int | None, int | None]   # buffer, element, phase, threadgroup (tg memory)
-
 
 class _Scene:
     """The drawn launch: global memory once, the detailed threadgroups' frames, the arrows."""
@@ -244,46 +243,13 @@ class _Scene:
     # --- what the detailed threads did ------------------------------------------------------
     def _collect(self) -> None:
         view, sel = self.view, self.selection
-        self.readers: dict[Key, list[int]] = {}
-        self.writers: dict[Key, list[int]] = {}
-        self.lines: dict[Key, set] = {}
-        self.held: dict[Key, object] = {}   # threadgroup-memory copy -> value after its phase
-        # With threads or a phase selected, a cell shows what the selection read or wrote there
-        # (another thread may change it later in the same phase).
-        self.seen: dict[Key, object] = {}
-        self.selected: dict[Key, set] = {}
-        narrowed = sel is not None and (sel.threads is not None or sel.phase is not None)
-        shared = {name: view.is_threadgroup_memory(name) for name in view.buffers}
-        self.accesses = view.accesses(self.groups)
+        self.columns = view.columns(self.groups)
         ranked = [g for g in _ranked_threadgroups(view) if g in self.groups]
         self.focus_group = sel.threadgroup if sel is not None else ranked[0]
-        self.focus_touched: dict[str, list[int]] = {}
-        for a in self.accesses:
-            if a.threadgroup == self.focus_group and not shared[a.buffer]:
-                self.focus_touched.setdefault(a.buffer, []).append(a.element)
-        # (the hot loop of a large launch: kept plain, no empty list or set built per access)
-        readers, writers, lines = self.readers, self.writers, self.lines
-        for a in self.accesses:
-            in_shared = shared[a.buffer]
-            key = ((a.buffer, a.element, a.phase, a.threadgroup) if in_shared
-                   else (a.buffer, a.element, None, None))
-            if in_shared and a.value is not None:
-                self.held[key] = a.value
-            by_key = readers if a.kind == "read" else writers
-            who = by_key.get(key)
-            if who is None:
-                by_key[key] = [a.local]
-            elif a.local not in who:
-                who.append(a.local)
-            at = lines.get(key)
-            if at is None:
-                lines[key] = {a.line}
-            else:
-                at.add(a.line)
-            if sel is not None and sel.covers(a):
-                if narrowed and a.value is not None:
-                    self.seen[key] = a.value
-                self.selected.setdefault(key, set()).add("read" if a.kind == "read" else "write")
+        use = cell_use(view, self.groups, sel, self.focus_group)
+        self.readers, self.writers, self.lines = use.readers, use.writers, use.lines
+        self.held, self.seen, self.selected = use.held, use.seen, use.selected
+        self.focus_touched = use.focus_touched
 
     def _launch_writes(self) -> tuple[dict[str, set[int]], dict[tuple[str, int], list[int]]]:
         """Per global buffer, the elements the whole launch wrote (outputs: from the report,
@@ -325,10 +291,11 @@ class _Scene:
                         kinds.append(d.kind)
                     continue
                 if view.is_threadgroup_memory(buffer):
-                    touched = [a for a in self.accesses if a.threadgroup == owner
-                               and (a.buffer, a.element) == (buffer, element)]
-                    at_line = [a.phase for a in touched if a.line == d.line]
-                    phases = (sorted(set(at_line or [a.phase for a in touched]))
+                    c = self.columns
+                    touched = ((c.threadgroup == owner) & (c.element == element)
+                               & (c.buffer == c.names.index(buffer)))
+                    at_line = touched & (c.line == (-1 if d.line is None else d.line))
+                    phases = (np.unique(c.phase[at_line if at_line.any() else touched]).tolist()
                               or view.phases(owner, buffer)[:1])
                     keys = [(buffer, element, p, owner) for p in phases]
                 else:
@@ -469,7 +436,8 @@ class _Scene:
         focus_group = self.focus_group
         focus_threads = chosen if chosen is not None else {self._focus_thread(focus_group)}
         # Far too many flows to bundle at a glance's cost: only the focus threads' are built.
-        bound = sum(len(a.sources) for a in self.accesses if a.writes)
+        sources = self.columns.sources
+        bound = sum(len(sources[i]) for i in np.flatnonzero(self.columns.writes).tolist())
         only_focus = bound > MAX_BUNDLED_SOURCES
         edges = ([(focus_group, e) for e in self.view.edges(focus_group,
                                                            frozenset(focus_threads))]
@@ -605,7 +573,7 @@ class _Scene:
         wrong = self.wrong.get(grid.buffer, {}) if grid.phase is None else {}
         for e in grid.elements():
             key = (grid.buffer, e, grid.phase, grid.group)
-            readers, writers = self.readers.get(key, []), self.writers.get(key, [])
+            readers, writers = self.readers.get(key, ()), self.writers.get(key, ())
             x, y = grid.origin(e)
             expected = wrong.get(e)
             launch_written = grid.phase is None and e in written
@@ -642,7 +610,7 @@ class _Scene:
                               grid.group)
         svg.close("g")
 
-    def _fill(self, readers: list[int], writers: list[int], launch_written: bool,
+    def _fill(self, readers: Sequence[int], writers: Sequence[int], launch_written: bool,
               groups: list[int]) -> str:
         if launch_written and not self.single_group:
             return style.group_tint(groups[-1]) if groups else style.UNKNOWN_WRITER
@@ -674,8 +642,8 @@ class _Scene:
             svg.text(x + cs / 2, y + 11, text, MIN_FONT, font_family=MONO, text_anchor="middle",
                      fill=style.ERROR, class_="expected")
 
-    def _render_markers(self, svg: Svg, x: float, y: float, cs: float, readers: list[int],
-                        writers: list[int], value_shown: bool) -> None:
+    def _render_markers(self, svg: Svg, x: float, y: float, cs: float, readers: Sequence[int],
+                        writers: Sequence[int], value_shown: bool) -> None:
         r = max(1.8, min(3.4, cs / 9))
         step = 2 * r + 1.5
         fit = max(1, int((cs - 2) // step))
@@ -686,8 +654,8 @@ class _Scene:
         for i, local in enumerate(readers[:fit]):
             style.marker(svg, x + r + 2 + i * step, bottom, r, local, data_role="reader")
 
-    def _tooltip(self, grid: Grid, e: int, key: Key, value: object, readers: list[int],
-                 writers: list[int], groups: list[int], launch_written: bool) -> str:
+    def _tooltip(self, grid: Grid, e: int, key: Key, value: object, readers: Sequence[int],
+                 writers: Sequence[int], groups: list[int], launch_written: bool) -> str:
         name = grid.index_name(e)
         parts = [name + ("" if value is None else f" = {full_value(value)}")]
         if grid.phase is not None:
@@ -700,7 +668,7 @@ class _Scene:
             parts.append("written by thread " + _ranges(writers))
         if readers:
             parts.append("read by thread " + _ranges(readers))
-        lines_ = self.lines.get(key, set()) - {None}
+        lines_ = self.lines.get(key)
         if lines_:
             parts.append("line " + ", ".join(map(str, sorted(lines_))))
         return " · ".join(parts)
