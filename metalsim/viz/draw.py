@@ -35,7 +35,7 @@ from metalsim.viz import arrows, style
 from metalsim.viz.cells import Key, cell_use
 from metalsim.viz.grid import INDEX_LANE, INDEX_SIZE, Grid, value_chars
 from metalsim.viz.header import PAD, draw_header, draw_legend, lines, shown_note
-from metalsim.viz.model import Access, Edge, TraceView, simd_group
+from metalsim.viz.model import Access, Edge, TraceView, logical_index, simd_group
 from metalsim.viz.summary import draw_summary
 from metalsim.viz.svg import MONO, Diagram, Svg, num
 from metalsim.viz.text import MIN_FONT, compact, full_value, width
@@ -571,10 +571,12 @@ class _Scene:
         tail = ("" if grid.phase is None else
                 f' data-threadgroup="{grid.group}" data-phase="{grid.phase}"')
         wrong = self.wrong.get(grid.buffer, {}) if grid.phase is None else {}
-        for e in grid.elements():
+        # Where `grid.origin` puts each drawn cell (the same sums, row by row).
+        left, top = grid.x + grid.left, grid.y + grid.top
+        for e, row, col in grid.cells():
+            x, y = left + col * cs, top + row * cs
             key = (grid.buffer, e, grid.phase, grid.group)
             readers, writers = self.readers.get(key, ()), self.writers.get(key, ())
-            x, y = grid.origin(e)
             expected = wrong.get(e)
             launch_written = grid.phase is None and e in written
             groups = self.writer_groups.get((grid.buffer, e), []) if launch_written else []
@@ -585,10 +587,9 @@ class _Scene:
             extra = "" if expected is None else f' data-expected="{full_value(expected)}"'
             if groups:
                 extra += f' data-writer-threadgroup="{groups[-1]}"'
-            index = grid.index_name(e)
+            index = logical_index(grid.shape, e)
             add(f'<g class="{klass}" data-buffer="{grid.buffer}" data-element="{e}" '
-                f'data-index="{index[len(grid.buffer) + 1:-1].replace("][", ",")}"'
-                f'{tail}{extra}>')
+                f'data-index="{",".join(map(str, index))}"{tail}{extra}>')
             # crisp edges: cells are axis-aligned, and anti-aliasing them costs PNG export
             add(f'<rect x="{num(x)}" y="{num(y)}" width="{size}" height="{size}" '
                 f'fill="{self._fill(readers, writers, launch_written, groups)}" '
@@ -599,7 +600,8 @@ class _Scene:
             both = expected is not None and cs >= 28  # room for the expected value on top
             shown = grid.render_value(add, x, y, text, not touched, low=both)
             self._render_markers(svg, x, y, cs, readers, writers, shown)
-            tooltip = self._tooltip(grid, e, key, value, readers, writers, groups,
+            name = f"{grid.buffer}[{']['.join(map(str, index))}]"
+            tooltip = self._tooltip(grid, name, key, value, readers, writers, groups,
                                     launch_written)
             if expected is not None:
                 self._render_wrong(svg, grid, x, y, full_value(expected), both)
@@ -654,9 +656,9 @@ class _Scene:
         for i, local in enumerate(readers[:fit]):
             style.marker(svg, x + r + 2 + i * step, bottom, r, local, data_role="reader")
 
-    def _tooltip(self, grid: Grid, e: int, key: Key, value: object, readers: Sequence[int],
-                 writers: Sequence[int], groups: list[int], launch_written: bool) -> str:
-        name = grid.index_name(e)
+    def _tooltip(self, grid: Grid, name: str, key: Key, value: object,
+                 readers: Sequence[int], writers: Sequence[int], groups: list[int],
+                 launch_written: bool) -> str:
         parts = [name + ("" if value is None else f" = {full_value(value)}")]
         if grid.phase is not None:
             parts.append(f"threadgroup {grid.group}, phase {grid.phase}")
