@@ -457,7 +457,7 @@ class _Scene:
             grid = self._grid(*key)
             return element // grid.full_cols if grid else 0
 
-        edges = [(g, e) for g, e in edges if self._drawable(g, e)]
+        edges = [pair for pair in edges if self._drawable(*pair)]
         self.focus = (focus_group, focus_threads)
         plan = arrows.plan(edges, focus, source_key, target_key, row_of)
         if only_focus:

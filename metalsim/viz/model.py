@@ -236,20 +236,28 @@ class TraceView:
         n_names, n_locals = len(names), int(c.local.max(initial=0)) + 1
         read_phases = _read_phases(c, keep & (c.kind != KINDS.index("write"))
                                    & shared[c.buffer], n_locals)
-        # Phase and thread sets are shared between edges (a few distinct ones among
-        # thousands of edges): fewer objects, which the garbage collector would walk.
+        # Phase and thread sets, sources and targets are shared between edges (a few
+        # distinct ones among thousands of edges), and edges are found by a number: fewer
+        # objects, which the garbage collector would walk.
         phase_sets: dict[tuple, frozenset] = {}
         thread_sets: dict[int, frozenset] = {}
+        source_cells: dict[int, tuple[str, int]] = {}
         global_phases = frozenset({None})
-        edges: dict[tuple, Edge] = {}
+        edges: dict[int, Edge] = {}
         writes = np.flatnonzero(keep & c.writes)
+        written = c.element[writes]
+        lowest = int(written.min(initial=0))
+        span, n_phases = int(written.max(initial=0)) - lowest + 1, int(c.phase.max(initial=0)) + 2
         sources = c.sources
         for i, local, phase, buffer_code, target_element in zip(
                 writes.tolist(), c.local[writes].tolist(), c.phase[writes].tolist(),
                 c.buffer[writes].tolist(), c.element[writes].tolist()):
             target_buffer = names[buffer_code]
-            target = (target_buffer, target_element,
-                      phase if shared[buffer_code] else None)
+            target_phase = phase if shared[buffer_code] else None
+            target = (target_buffer, target_element, target_phase)
+            # (target copy, then source cell: a unique number for the pair)
+            target_id = ((buffer_code * n_phases + (0 if target_phase is None else phase + 1))
+                         * span + target_element - lowest)
             threads_ = thread_sets.get(local)
             if threads_ is None:
                 threads_ = thread_sets[local] = frozenset((local,))
@@ -257,10 +265,10 @@ class TraceView:
                 source_code = code.get(buffer)
                 if source_code is None or owner not in (-1, g):
                     continue
+                source_id = element * n_names + source_code
                 if shared[source_code]:
                     # The copies of the source this thread read, up to the write.
-                    read = read_phases.get((element * n_names + source_code) * n_locals + local,
-                                           ())
+                    read = read_phases.get(source_id * n_locals + local, ())
                     read = read[:bisect.bisect_right(read, phase)] or (phase,)
                     phases = phase_sets.get(read)
                     if phases is None:
@@ -268,19 +276,22 @@ class TraceView:
                 else:
                     phases = global_phases
                 if buffer == target_buffer and element == target_element:
-                    phases = phases - {target[2]}  # a copy feeding itself is not drawn
+                    phases = phases - {target_phase}  # a copy feeding itself is not drawn
                     if not phases:
                         continue
-                edge = edges.get((buffer, element, target))
+                edge_id = source_id * len(names) * n_phases * span + target_id
+                edge = edges.get(edge_id)
                 if edge is None:
-                    edges[buffer, element, target] = Edge((buffer, element), target, phases,
-                                                          threads_)
+                    source = source_cells.get(source_id)
+                    if source is None:
+                        source = source_cells[source_id] = (buffer, element)
+                    edges[edge_id] = Edge(source, target, phases, threads_)
                 else:
                     if not phases <= edge.source_phases:
                         edge.source_phases = edge.source_phases | phases
                     if local not in edge.threads:
                         edge.threads = edge.threads | threads_
-        return [edges[k] for k in sorted(edges, key=_edge_key)]
+        return sorted(edges.values(), key=_edge_order)
 
     def phases(self, g: int, buffer: str) -> list[int]:
         """The phases in which threadgroup `g` touched threadgroup buffer `buffer`."""
@@ -321,9 +332,10 @@ def _read_phases(c: Columns, chosen: np.ndarray, n_locals: int) -> dict[int, tup
     return out
 
 
-def _edge_key(key: tuple) -> tuple:
-    buffer, element, (tb, te, tp) = key
-    return (tb, -1 if tp is None else tp, te, buffer, element)
+def _edge_order(edge: Edge) -> tuple:
+    """Edges by target copy (buffer, phase, element), then source cell."""
+    tb, te, tp = edge.target
+    return (tb, -1 if tp is None else tp, te, *edge.source)
 
 
 def logical_index(shape: tuple[int, ...], element: int) -> tuple[int, ...]:
