@@ -562,7 +562,7 @@ def _record(m: Machine, region: Region, lanes: np.ndarray, bank, off: np.ndarray
     if write:
         if region.space == "device":
             m.check_defined(lanes, sources, coord, f"is stored to '{region.name}'")
-        else:
+        elif m.undefined_flows or region.undefined:
             for cell, came in zip(cells, sources):
                 undefined = frozenset(c for c in came if c.__class__ is Undefined)
                 if undefined:
@@ -580,7 +580,7 @@ def _record(m: Machine, region: Region, lanes: np.ndarray, bank, off: np.ndarray
         "epoch": m.tg_epoch[b.tg_local[lanes]].copy(), "line": coord.line if coord else None,
         "section": coord.section if coord else None, "type": str(t),
         "value": _cells(region, bank, off, t),
-        "sources": _defined_only(sources) if write else None,
+        "sources": (_defined_only(sources) if m.undefined_flows else sources) if write else None,
     })
 
 
