@@ -433,10 +433,13 @@ class Machine:
     def begin_statement(self) -> None:
         self.flow = {}
 
-    def note_cells(self, lanes: np.ndarray, cells) -> None:
-        """Lanes `lanes` read `cells` (one per lane) in the current statement."""
+    def note_cells(self, lanes: np.ndarray, buffer: str, owners: np.ndarray,
+                   elements: np.ndarray) -> None:
+        """Lanes `lanes` read the cells (buffer, owner, element), one per lane, in the
+        current statement."""
         flow = self.flow
-        for lane, cell in zip(lanes.tolist(), cells):
+        for lane, owner, element in zip(lanes.tolist(), owners.tolist(), elements.tolist()):
+            cell = (buffer, owner, element)
             got = flow.get(lane)
             if got is None:
                 flow[lane] = frozenset((cell,))

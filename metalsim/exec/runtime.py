@@ -149,8 +149,12 @@ def checked_condition(ev: Ev, coord: Coord) -> Ev:
         kept, m.flow = m.flow, {}
         value = ev(f, lanes)
         m.check_flow_defined(coord, "decides a branch or loop condition")
-        if not kept and not m.undefined_flows:   # (nothing to merge into, nothing to drop)
-            kept.update(m.flow)
+        if not m.undefined_flows:   # (no uninitialised read to drop)
+            if kept:
+                for lane, cells in m.flow.items():
+                    merge_flow(kept, lane, cells)
+            else:
+                kept.update(m.flow)
         else:
             for lane, cells in m.flow.items():
                 if any(c.__class__ is Undefined for c in cells):
