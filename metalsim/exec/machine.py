@@ -99,7 +99,7 @@ def merge_flow(flow: dict[int, frozenset], lane: int, cells) -> None:
     got = flow.get(lane)
     if got is None:
         flow[lane] = cells if cells.__class__ is frozenset else frozenset(cells)
-    elif not got.issuperset(cells):
+    elif got is not cells and not got.issuperset(cells):
         flow[lane] = got.union(cells)
 
 
@@ -438,9 +438,10 @@ class Machine:
         """Lanes `lanes` read the cells (buffer, owner, element), one per lane, in the
         current statement."""
         flow = self.flow
+        get = flow.get   # (bound once: a traced loop runs this for every lane at each read)
         for lane, owner, element in zip(lanes.tolist(), owners.tolist(), elements.tolist()):
             cell = (buffer, owner, element)
-            got = flow.get(lane)
+            got = get(lane)
             if got is None:
                 flow[lane] = frozenset((cell,))
             elif cell not in got:
@@ -455,7 +456,12 @@ class Machine:
         for lane in lanes.tolist():
             cells = sources.get(lane)
             if cells:
-                merge_flow(flow, lane, cells)
+                # `merge_flow`, inlined: a traced loop runs this for every lane at each read
+                got = flow.get(lane)
+                if got is None:
+                    flow[lane] = cells if cells.__class__ is frozenset else frozenset(cells)
+                elif got is not cells and not got.issuperset(cells):
+                    flow[lane] = got.union(cells)
 
     def sources(self, lanes: np.ndarray) -> list[frozenset]:
         """What flowed into each lane's current value: the cells it read, directly or through
