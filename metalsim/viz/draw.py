@@ -32,7 +32,7 @@ import numpy as np
 
 from metalsim.report import Report
 from metalsim.viz import arrows, style
-from metalsim.viz.cells import Key, cell_use
+from metalsim.viz.cells import CellUse, Key
 from metalsim.viz.grid import INDEX_LANE, INDEX_SIZE, Grid, value_chars
 from metalsim.viz.header import PAD, draw_header, draw_legend, lines, shown_note
 from metalsim.viz.model import Access, Edge, TraceView, logical_index, simd_group
@@ -224,11 +224,9 @@ class _Scene:
         self.limit = limit
         self.single_group = view.threadgroup_count == 1
         self._collect()
-        # The elements each copy's detailed threads touched, readers' then writers' keys in
-        # order (what `touched` windows on, asked once per grid and cell size).
-        self.touched_in: dict[tuple[str, int | None, int | None], list[int]] = {}
-        for b, e, p, g in [*self.readers, *self.writers]:
-            self.touched_in.setdefault((b, p, g), []).append(e)
+        # The elements each copy's detailed threads touched (what `touched` windows on,
+        # asked once per grid and cell size).
+        self.touched_in = self.use.touched()
         self.written, self.writer_groups = self._launch_writes()
         self.untraced_writers = not self.single_group and any(
             (name, e) not in self.writer_groups
@@ -246,10 +244,8 @@ class _Scene:
         self.columns = view.columns(self.groups)
         ranked = [g for g in _ranked_threadgroups(view) if g in self.groups]
         self.focus_group = sel.threadgroup if sel is not None else ranked[0]
-        use = cell_use(view, self.groups, sel, self.focus_group)
-        self.readers, self.writers, self.lines = use.readers, use.writers, use.lines
-        self.held, self.seen, self.selected = use.held, use.seen, use.selected
-        self.focus_touched = use.focus_touched
+        self.use = CellUse(view, self.groups, sel, self.focus_group)
+        self.selected, self.focus_touched = self.use.selected, self.use.focus_touched
 
     def _launch_writes(self) -> tuple[dict[str, set[int]], dict[tuple[str, int], list[int]]]:
         """Per global buffer, the elements the whole launch wrote (outputs: from the report,
@@ -576,7 +572,7 @@ class _Scene:
         for e, row, col in grid.cells():
             x, y = left + col * cs, top + row * cs
             key = (grid.buffer, e, grid.phase, grid.group)
-            readers, writers = self.readers.get(key, ()), self.writers.get(key, ())
+            readers, writers = self.use.readers(key), self.use.writers(key)
             expected = wrong.get(e)
             launch_written = grid.phase is None and e in written
             groups = self.writer_groups.get((grid.buffer, e), []) if launch_written else []
@@ -624,10 +620,10 @@ class _Scene:
 
     def _value(self, key: Key, b: dict, values: np.ndarray | None, shown: bool,
                expected: object) -> object:
-        if key in self.seen:
-            return self.seen[key]
+        if self.use.has_seen(key):
+            return self.use.seen(key)
         if b["space"] == "threadgroup":
-            return self.held.get(key)
+            return self.use.held(key)
         if values is not None and (shown or expected is not None):
             return values[key[1]]
         return None
@@ -670,7 +666,7 @@ class _Scene:
             parts.append("written by thread " + _ranges(writers))
         if readers:
             parts.append("read by thread " + _ranges(readers))
-        lines_ = self.lines.get(key)
+        lines_ = self.use.lines(key)
         if lines_:
             parts.append("line " + ", ".join(map(str, sorted(lines_))))
         return " · ".join(parts)
