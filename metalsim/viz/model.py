@@ -269,7 +269,8 @@ class TraceView:
                 if shared[source_code]:
                     # The copies of the source this thread read, up to the write.
                     read = read_phases.get(source_id * n_locals + local, ())
-                    read = read[:bisect.bisect_right(read, phase)] or (phase,)
+                    if not read or read[-1] > phase:   # (else every read came first)
+                        read = read[:bisect.bisect_right(read, phase)] or (phase,)
                     phases = phase_sets.get(read)
                     if phases is None:
                         phases = phase_sets[read] = frozenset(read)
