@@ -59,8 +59,8 @@ class CellUse:
                 for k in np.unique(keys.ids[mask]).tolist():
                     self.selected.setdefault(keys.keys[k], set()).add(what)
         focus = c.threadgroup == focus_group
-        # Device/constant elements the focus threadgroup touched, by buffer, in order.
-        self.focus_touched = {c.names[b]: c.element[focus & (c.buffer == b)].tolist()
+        # Device/constant elements the focus threadgroup touched, by buffer, ascending.
+        self.focus_touched = {c.names[b]: np.unique(c.element[focus & (c.buffer == b)]).tolist()
                               for b in dict.fromkeys(c.buffer[focus & ~in_shared].tolist())}
 
     def readers(self, key: Key) -> tuple[int, ...]:
@@ -91,11 +91,12 @@ class CellUse:
         return None if i is None else self._columns.value(self._trace, i)
 
     def touched(self) -> dict[tuple[str, int | None, int | None], list[int]]:
-        """Per copy (buffer, phase, threadgroup), the elements its cells' threads touched."""
-        out: dict[tuple[str, int | None, int | None], list[int]] = {}
-        for b, e, p, g in self._keys.keys:
-            out.setdefault((b, p, g), []).append(e)
-        return out
+        """Per copy (buffer, phase, threadgroup), the elements its cells' threads touched,
+        ascending."""
+        keys, starts = self._keys.keys, self._keys.copy_starts
+        elements = [e for _, e, _, _ in keys]
+        return {(keys[a][0], keys[a][2], keys[a][3]): elements[a:b]
+                for a, b in zip(starts, [*starts[1:], len(keys)])}
 
 
 class _Keys:
@@ -116,6 +117,11 @@ class _Keys:
             for bi, ei, pi, gi in zip(b[new].tolist(), e[new].tolist(), p[new].tolist(),
                                       g[new].tolist())]
         self.id_of = {key: k for k, key in enumerate(self.keys)}
+        # Keys are sorted by copy (buffer, threadgroup, phase), then element: where each
+        # copy's run of keys starts.
+        b, p, g = b[new], p[new], g[new]
+        self.copy_starts = np.flatnonzero(np.r_[True, (b[1:] != b[:-1]) | (p[1:] != p[:-1])
+                                                | (g[1:] != g[:-1])]).tolist() if b.size else []
 
 
 def _last_per_key(keys: _Keys, mask: np.ndarray) -> dict[int, int]:

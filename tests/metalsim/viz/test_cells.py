@@ -73,7 +73,7 @@ def test_lines_are_those_of_the_accesses_to_the_cell():
     assert use.lines(("out", 99, None, None)) == ()
 
 
-def test_the_focus_threadgroups_device_elements_in_execution_order():
+def test_the_focus_threadgroups_device_elements_each_once_ascending():
     assert sums_use(group=1).focus_touched == {"a": [4, 5, 6, 7], "out": [4, 5, 6, 7]}
 
 
