@@ -230,7 +230,8 @@ class TraceView:
         c = self.columns([g])
         names = c.names
         code = {name: i for i, name in enumerate(names)}
-        shared = np.array([self.is_threadgroup_memory(n) for n in names], bool)
+        in_shared = [self.is_threadgroup_memory(n) for n in names]   # (plain: read per pair)
+        shared = np.array(in_shared, bool)
         keep = (np.ones(len(c), bool) if threads is None
                 else np.isin(c.local, np.fromiter(threads, np.int64, len(threads))))
         n_names, n_locals = len(names), int(c.local.max(initial=0)) + 1
@@ -249,11 +250,12 @@ class TraceView:
         lowest = int(written.min(initial=0))
         span, n_phases = int(written.max(initial=0)) - lowest + 1, int(c.phase.max(initial=0)) + 2
         sources = c.sources
+        targets = n_names * n_phases * span   # distinct target ids
         for i, local, phase, buffer_code, target_element in zip(
                 writes.tolist(), c.local[writes].tolist(), c.phase[writes].tolist(),
                 c.buffer[writes].tolist(), c.element[writes].tolist()):
             target_buffer = names[buffer_code]
-            target_phase = phase if shared[buffer_code] else None
+            target_phase = phase if in_shared[buffer_code] else None
             target = (target_buffer, target_element, target_phase)
             # (target copy, then source cell: a unique number for the pair)
             target_id = ((buffer_code * n_phases + (0 if target_phase is None else phase + 1))
@@ -266,7 +268,7 @@ class TraceView:
                 if source_code is None or owner not in (-1, g):
                     continue
                 source_id = element * n_names + source_code
-                if shared[source_code]:
+                if in_shared[source_code]:
                     # The copies of the source this thread read, up to the write.
                     read = read_phases.get(source_id * n_locals + local, ())
                     if not read or read[-1] > phase:   # (else every read came first)
@@ -280,7 +282,7 @@ class TraceView:
                     phases = phases - {target_phase}  # a copy feeding itself is not drawn
                     if not phases:
                         continue
-                edge_id = source_id * len(names) * n_phases * span + target_id
+                edge_id = source_id * targets + target_id
                 edge = edges.get(edge_id)
                 if edge is None:
                     source = source_cells.get(source_id)
