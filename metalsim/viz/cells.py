@@ -9,6 +9,7 @@ this the slowest part of a diagram, so only the cells get objects, not the acces
 
 from __future__ import annotations
 
+import bisect
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -56,8 +57,8 @@ class CellUse:
             if selection.threads is not None or selection.phase is not None:
                 self._seen = _last_per_key(keys, covered & valued)
             for what, mask in (("read", covered & reads), ("write", covered & ~reads)):
-                for k in np.unique(keys.ids[mask]).tolist():
-                    self.selected.setdefault(keys.keys[k], set()).add(what)
+                for key in keys.keys(np.unique(keys.ids[mask]).tolist()):
+                    self.selected.setdefault(key, set()).add(what)
         focus = c.threadgroup == focus_group
         # Device/constant elements the focus threadgroup touched, by buffer, ascending.
         self.focus_touched = {c.names[b]: np.unique(c.element[focus & (c.buffer == b)]).tolist()
@@ -65,18 +66,18 @@ class CellUse:
 
     def readers(self, key: Key) -> tuple[int, ...]:
         """The local indices of the threads that read the cell, in first-read order."""
-        return self._readers.of(self._keys.id_of.get(key))
+        return self._readers.of(self._keys.id_of(key))
 
     def writers(self, key: Key) -> tuple[int, ...]:
         """Those that wrote it (or did an atomic on it), in first-write order."""
-        return self._writers.of(self._keys.id_of.get(key))
+        return self._writers.of(self._keys.id_of(key))
 
     def lines(self, key: Key) -> tuple[int, ...]:
         """The source lines that touched it, in order of first touch."""
-        return self._lines.of(self._keys.id_of.get(key))
+        return self._lines.of(self._keys.id_of(key))
 
     def has_seen(self, key: Key) -> bool:
-        return self._keys.id_of.get(key) in self._seen
+        return self._keys.id_of(key) in self._seen
 
     def seen(self, key: Key) -> object:
         """What the selection last read or wrote there (None: nothing)."""
@@ -87,20 +88,20 @@ class CellUse:
         return self._value(self._held, key)
 
     def _value(self, entries: dict[int, int], key: Key) -> object:
-        i = entries.get(self._keys.id_of.get(key))
+        i = entries.get(self._keys.id_of(key))
         return None if i is None else self._columns.value(self._trace, i)
 
     def touched(self) -> dict[tuple[str, int | None, int | None], list[int]]:
         """Per copy (buffer, phase, threadgroup), the elements its cells' threads touched,
         ascending."""
-        keys, starts = self._keys.keys, self._keys.copy_starts
-        elements = [e for _, e, _, _ in keys]
-        return {(keys[a][0], keys[a][2], keys[a][3]): elements[a:b]
-                for a, b in zip(starts, [*starts[1:], len(keys)])}
+        elements = self._keys.elements
+        return {copy: elements[start:end] for copy, (start, end) in self._keys.copies.items()}
 
 
 class _Keys:
-    """Each entry's cell as a small integer id, the `Key` of each id and the id of each key."""
+    """Each entry's cell as a small integer id; the `Key` of an id, and the id of a key.
+    Cells are numbered by copy (buffer, threadgroup, phase), then element; a copy maps its
+    elements to ids (plain integers: no tuple per cell for the garbage collector to walk)."""
 
     def __init__(self, c: Columns, in_shared: np.ndarray) -> None:
         phase = np.where(in_shared, c.phase, -1)
@@ -111,17 +112,33 @@ class _Keys:
         new[1:] = (b[1:] != b[:-1]) | (e[1:] != e[:-1]) | (p[1:] != p[:-1]) | (g[1:] != g[:-1])
         self.ids = np.empty(order.size, np.int64)
         self.ids[order] = np.cumsum(new) - 1
-        names = c.names
-        self.keys: list[Key] = [
-            (names[bi], ei, None if pi < 0 else pi, None if gi < 0 else gi)
-            for bi, ei, pi, gi in zip(b[new].tolist(), e[new].tolist(), p[new].tolist(),
-                                      g[new].tolist())]
-        self.id_of = {key: k for k, key in enumerate(self.keys)}
-        # Keys are sorted by copy (buffer, threadgroup, phase), then element: where each
-        # copy's run of keys starts.
-        b, p, g = b[new], p[new], g[new]
-        self.copy_starts = np.flatnonzero(np.r_[True, (b[1:] != b[:-1]) | (p[1:] != p[:-1])
-                                                | (g[1:] != g[:-1])]).tolist() if b.size else []
+        self.count = int(new.sum())
+        b, e, p, g = b[new], e[new], p[new], g[new]
+        self.elements = e.tolist()
+        starts = np.flatnonzero(np.r_[True, (b[1:] != b[:-1]) | (p[1:] != p[:-1])
+                                      | (g[1:] != g[:-1])]).tolist() if b.size else []
+        ends = [*starts[1:], self.count]
+        self.copies: dict[tuple[str, int | None, int | None], tuple[int, int]] = {
+            (c.names[bi], None if pi < 0 else pi, None if gi < 0 else gi): (start, end)
+            for bi, pi, gi, start, end in zip(b[starts].tolist(), p[starts].tolist(),
+                                              g[starts].tolist(), starts, ends)}
+        self._ids = {copy: dict(zip(self.elements[start:end], range(start, end)))
+                     for copy, (start, end) in self.copies.items()}
+
+    def id_of(self, key: Key) -> int | None:
+        buffer, element, phase, group = key
+        ids = self._ids.get((buffer, phase, group))
+        return None if ids is None else ids.get(element)
+
+    def keys(self, ids: list[int]) -> list[Key]:
+        """The keys of `ids`, ascending ids."""
+        copies = list(self.copies)
+        starts = [start for start, _ in self.copies.values()]
+        out = []
+        for k in ids:
+            buffer, phase, group = copies[bisect.bisect_right(starts, k) - 1]
+            out.append((buffer, self.elements[k], phase, group))
+        return out
 
 
 def _last_per_key(keys: _Keys, mask: np.ndarray) -> dict[int, int]:
@@ -146,7 +163,7 @@ class _Grouped:
         by_key = np.argsort(k, kind="stable")
         k = k[by_key]
         self._values = v[by_key].tolist()
-        count = len(keys.keys)
+        count = keys.count
         self._start = np.searchsorted(k, np.arange(count)).tolist()
         self._end = np.searchsorted(k, np.arange(count), side="right").tolist()
 
