@@ -435,25 +435,24 @@ class _Scene:
         sources = self.columns.sources
         bound = sum(len(sources[i]) for i in np.flatnonzero(self.columns.writes).tolist())
         only_focus = bound > MAX_BUNDLED_SOURCES
-        edges = ([(focus_group, e) for e in self.view.edges(focus_group,
-                                                           frozenset(focus_threads))]
-                 if only_focus else
-                 [(g, e) for g in self.groups for e in self.view.edges(g)])
+        edges = (self.view.edges(focus_group, frozenset(focus_threads)) if only_focus else
+                 [e for g in self.groups for e in self.view.edges(g)])
 
-        def focus(g: int, edge: Edge) -> bool:
-            return g == focus_group and bool(edge.threads & focus_threads)
+        def focus(edge: Edge) -> bool:
+            return edge.group == focus_group and bool(edge.threads & focus_threads)
 
         def source_key(g: int, buffer: str, phase: int | None) -> arrows.GridKey:
             return (buffer, phase, None if phase is None else g)
 
-        def target_key(g: int, edge: Edge) -> arrows.GridKey:
-            return (edge.target[0], edge.target[2], None if edge.target[2] is None else g)
+        def target_key(edge: Edge) -> arrows.GridKey:
+            return (edge.target[0], edge.target[2],
+                    None if edge.target[2] is None else edge.group)
 
         def row_of(key: arrows.GridKey, element: int) -> int:
             grid = self._grid(*key)
             return element // grid.full_cols if grid else 0
 
-        edges = [pair for pair in edges if self._drawable(*pair)]
+        edges = [e for e in edges if self._drawable(e)]
         self.focus = (focus_group, focus_threads)
         plan = arrows.plan(edges, focus, source_key, target_key, row_of)
         if only_focus:
@@ -471,7 +470,8 @@ class _Scene:
                     return threads.index(t)
         return 0
 
-    def _drawable(self, g: int, edge: Edge) -> bool:
+    def _drawable(self, edge: Edge) -> bool:
+        g = edge.group
         tb, te, tp = edge.target
         grids = self._by_key
         target = grids.get((tb, tp, None if tp is None else g))
@@ -501,7 +501,8 @@ class _Scene:
         plan, sel = self.arrow_plan, self.selection
         svg.open("g", class_="arrows")
         busy = plan.flows > 24
-        for g, edge in plan.singles:
+        for edge in plan.singles:
+            g = edge.group
             tb, te, tp = edge.target
             target = self._grid(tb, tp, None if tp is None else g).box(te)
             phases = sorted(edge.source_phases, key=lambda p: -1 if p is None else p)
@@ -514,7 +515,7 @@ class _Scene:
 
                 def selected(phase, mine=mine, tp=tp):  # a path of the chosen threads and phase
                     return mine and (sel.phase is None or sel.phase in (tp, phase))
-            arrows.render_single(svg, g, edge, boxes, _box_of(target), selected, busy)
+            arrows.render_single(svg, edge, boxes, _box_of(target), selected, busy)
         svg.close("g")
 
     def render_notes(self, svg: Svg, x: float, y: float, one_thread: str | None) -> float:
@@ -531,7 +532,7 @@ class _Scene:
             g, threads = self.focus
             who = (f"thread {_ranges(threads)} of threadgroup {g}" if len(threads) < 8
                    else f"the chosen threads of threadgroup {g}")
-            drawn = sum(arrows.paths(e) for _, e in plan.singles)
+            drawn = sum(arrows.paths(e) for e in plan.singles)
             text = (f"{plan.flows:,} value flows: {drawn} of {who} drawn one by one, the others "
                     f"bundled into {len(plan.bundles)} (thicker = more values; hover for how "
                     f"many)" + (f", {plan.left_out} bundles not drawn" if plan.left_out else "")

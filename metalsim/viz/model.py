@@ -62,6 +62,7 @@ class Edge:
 
     source: tuple[str, int]
     target: Copy
+    group: int                               # the threadgroup whose frame it is drawn in
     source_phases: frozenset = frozenset()   # {None} for device/constant sources
     threads: frozenset = frozenset()         # local indices of the writing threads
 
@@ -288,7 +289,7 @@ class TraceView:
                     source = source_cells.get(source_id)
                     if source is None:
                         source = source_cells[source_id] = (buffer, element)
-                    edges[edge_id] = Edge(source, target, phases, threads_)
+                    edges[edge_id] = Edge(source, target, g, phases, threads_)
                 else:
                     if not phases <= edge.source_phases:
                         edge.source_phases = edge.source_phases | phases
