@@ -64,31 +64,36 @@ class CellUse:
         self.focus_touched = {c.names[b]: np.unique(c.element[focus & (c.buffer == b)]).tolist()
                               for b in dict.fromkeys(c.buffer[focus & ~in_shared].tolist())}
 
-    def readers(self, key: Key) -> tuple[int, ...]:
+    def cell(self, key: Key) -> int | None:
+        """The id of the cell `key` (None: no drawn thread touched it); what the other
+        queries take (a cell is looked up once, asked several things)."""
+        return self._keys.id_of(key)
+
+    def readers(self, cell: int | None) -> tuple[int, ...]:
         """The local indices of the threads that read the cell, in first-read order."""
-        return self._readers.of(self._keys.id_of(key))
+        return self._readers.of(cell)
 
-    def writers(self, key: Key) -> tuple[int, ...]:
+    def writers(self, cell: int | None) -> tuple[int, ...]:
         """Those that wrote it (or did an atomic on it), in first-write order."""
-        return self._writers.of(self._keys.id_of(key))
+        return self._writers.of(cell)
 
-    def lines(self, key: Key) -> tuple[int, ...]:
+    def lines(self, cell: int | None) -> tuple[int, ...]:
         """The source lines that touched it, in order of first touch."""
-        return self._lines.of(self._keys.id_of(key))
+        return self._lines.of(cell)
 
-    def has_seen(self, key: Key) -> bool:
-        return self._keys.id_of(key) in self._seen
+    def has_seen(self, cell: int | None) -> bool:
+        return cell in self._seen
 
-    def seen(self, key: Key) -> object:
+    def seen(self, cell: int | None) -> object:
         """What the selection last read or wrote there (None: nothing)."""
-        return self._value(self._seen, key)
+        return self._value(self._seen, cell)
 
-    def held(self, key: Key) -> object:
+    def held(self, cell: int | None) -> object:
         """A threadgroup-memory copy's value at the end of its phase (None: not known)."""
-        return self._value(self._held, key)
+        return self._value(self._held, cell)
 
-    def _value(self, entries: dict[int, int], key: Key) -> object:
-        i = entries.get(self._keys.id_of(key))
+    def _value(self, entries: dict[int, int], cell: int | None) -> object:
+        i = entries.get(cell)
         return None if i is None else self._columns.value(self._trace, i)
 
     def touched(self) -> dict[tuple[str, int | None, int | None], list[int]]:

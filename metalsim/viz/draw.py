@@ -573,7 +573,8 @@ class _Scene:
         for e, row, col in grid.cells():
             x, y = left + col * cs, top + row * cs
             key = (grid.buffer, e, grid.phase, grid.group)
-            readers, writers = self.use.readers(key), self.use.writers(key)
+            cell = self.use.cell(key)
+            readers, writers = self.use.readers(cell), self.use.writers(cell)
             expected = wrong.get(e)
             launch_written = grid.phase is None and e in written
             groups = self.writer_groups.get((grid.buffer, e), []) if launch_written else []
@@ -592,13 +593,13 @@ class _Scene:
                 f'fill="{self._fill(readers, writers, launch_written, groups)}" '
                 f'stroke="{style.MUTED if touched else style.FAINT}" '
                 'shape-rendering="crispEdges"/>')
-            value = self._value(key, b, values, launch_written or not is_output, expected)
+            value = self._value(key, cell, b, values, launch_written or not is_output, expected)
             text = grid.fit_value(value) if value is not None else ""
             both = expected is not None and cs >= 28  # room for the expected value on top
             shown = grid.render_value(add, x, y, text, not touched, low=both)
             self._render_markers(svg, x, y, cs, readers, writers, shown)
             name = f"{grid.buffer}[{']['.join(map(str, index))}]"
-            tooltip = self._tooltip(grid, name, key, value, readers, writers, groups,
+            tooltip = self._tooltip(grid, name, cell, value, readers, writers, groups,
                                     launch_written)
             if expected is not None:
                 self._render_wrong(svg, grid, x, y, full_value(expected), both)
@@ -619,12 +620,12 @@ class _Scene:
             return style.UNKNOWN_WRITER
         return "white" if readers else style.UNTOUCHED_FILL
 
-    def _value(self, key: Key, b: dict, values: np.ndarray | None, shown: bool,
-               expected: object) -> object:
-        if self.use.has_seen(key):
-            return self.use.seen(key)
+    def _value(self, key: Key, cell: int | None, b: dict, values: np.ndarray | None,
+               shown: bool, expected: object) -> object:
+        if self.use.has_seen(cell):
+            return self.use.seen(cell)
         if b["space"] == "threadgroup":
-            return self.use.held(key)
+            return self.use.held(cell)
         if values is not None and (shown or expected is not None):
             return values[key[1]]
         return None
@@ -653,7 +654,7 @@ class _Scene:
         for i, local in enumerate(readers[:fit]):
             style.marker(svg, x + r + 2 + i * step, bottom, r, local, data_role="reader")
 
-    def _tooltip(self, grid: Grid, name: str, key: Key, value: object,
+    def _tooltip(self, grid: Grid, name: str, cell: int | None, value: object,
                  readers: Sequence[int], writers: Sequence[int], groups: list[int],
                  launch_written: bool) -> str:
         parts = [name + ("" if value is None else f" = {full_value(value)}")]
@@ -667,7 +668,7 @@ class _Scene:
             parts.append("written by thread " + _ranges(writers))
         if readers:
             parts.append("read by thread " + _ranges(readers))
-        lines_ = self.use.lines(key)
+        lines_ = self.use.lines(cell)
         if lines_:
             parts.append("line " + ", ".join(map(str, sorted(lines_))))
         return " · ".join(parts)
