@@ -33,8 +33,9 @@ NOTHING: frozenset = frozenset()
 
 @dataclass(slots=True)
 class Access:
-    """One thread's access to one cell (a lane of a trace event); read-only by convention
-    (not frozen: diagrams build tens of thousands, and frozen dataclasses are slow to build)."""
+    """One thread's access to one cell (a lane of a trace event), as the explorer lists them
+    (drawing reads `Columns`); read-only by convention (not frozen: a large threadgroup has
+    tens of thousands, and frozen dataclasses are slow to build)."""
 
     kind: str                 # "read", "write" or "atomic"
     buffer: str
@@ -221,9 +222,6 @@ class TraceView:
 
     def is_threadgroup_memory(self, buffer: str) -> bool:
         return self.buffers[buffer]["space"] == "threadgroup"
-
-    def copy_of(self, a: Access) -> Copy:
-        return (a.buffer, a.element, a.phase if self.is_threadgroup_memory(a.buffer) else None)
 
     def edges(self, g: int, threads: frozenset[int] | None = None) -> list[Edge]:
         """The provenance edges of threadgroup `g`'s frame (of its threads `threads`, local
