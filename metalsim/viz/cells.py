@@ -48,12 +48,7 @@ class CellUse:
         self._seen: dict[int, int] = {}
         self.selected: dict[Key, set[str]] = {}
         if selection is not None:
-            covered = c.threadgroup == selection.threadgroup
-            if selection.threads is not None:
-                covered &= np.isin(c.local, np.fromiter(selection.threads, np.int64,
-                                                        len(selection.threads)))
-            if selection.phase is not None:
-                covered &= c.phase == selection.phase
+            covered = selection.covered(c)
             if selection.threads is not None or selection.phase is not None:
                 self._seen = _last_per_key(keys, covered & valued)
             for what, mask in (("read", covered & reads), ("write", covered & ~reads)):

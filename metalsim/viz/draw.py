@@ -35,7 +35,7 @@ from metalsim.viz import arrows, style
 from metalsim.viz.cells import CellUse, Key
 from metalsim.viz.grid import INDEX_LANE, INDEX_SIZE, Grid, value_chars
 from metalsim.viz.header import PAD, draw_header, draw_legend, lines, shown_note
-from metalsim.viz.model import Access, Edge, TraceView, logical_index, simd_group
+from metalsim.viz.model import Columns, Edge, TraceView, logical_index, simd_group
 from metalsim.viz.summary import draw_summary
 from metalsim.viz.svg import MONO, Diagram, Svg, num
 from metalsim.viz.text import MIN_FONT, compact, full_value, width
@@ -65,10 +65,14 @@ class Selection:
     threads: frozenset[int] | None = None
     phase: int | None = None
 
-    def covers(self, a: Access) -> bool:
-        return (a.threadgroup == self.threadgroup
-                and (self.threads is None or a.local in self.threads)
-                and (self.phase is None or a.phase == self.phase))
+    def covered(self, c: Columns) -> np.ndarray:
+        """Which entries of `c` (accesses) are the selection's: its threads' in its phase."""
+        mask = c.threadgroup == self.threadgroup
+        if self.threads is not None:
+            mask &= np.isin(c.local, np.fromiter(self.threads, np.int64, len(self.threads)))
+        if self.phase is not None:
+            mask &= c.phase == self.phase
+        return mask
 
 
 def draw(run: object, *, inputs: Sequence | Mapping | None = None,

@@ -164,15 +164,19 @@ class TraceView:
                 self._cache[g] = self._expand(g)
         return Columns.merged([self._cache[g] for g in groups])
 
-    def accesses(self, groups: Iterable[int]) -> list[Access]:
+    def accesses(self, groups: Iterable[int], chosen: np.ndarray | None = None
+                 ) -> list[Access]:
         """Every access by threads of `groups` to a drawn buffer, in execution order, one
-        object each (for listing a few; drawing reads `columns`)."""
+        object each (for listing; drawing reads `columns`); `chosen`: only the entries of
+        `columns(groups)` it marks."""
         c = self.columns(groups)
         trace, names = self.report.trace or (), c.names
+        picked = np.arange(len(c)) if chosen is None else np.flatnonzero(chosen)
         out = []
-        for i, (event, thread, local, group, element, phase) in enumerate(zip(
-                c.event.tolist(), c.thread.tolist(), c.local.tolist(), c.threadgroup.tolist(),
-                c.element.tolist(), c.phase.tolist())):
+        for i, event, thread, local, group, element, phase in zip(
+                picked.tolist(), c.event[picked].tolist(), c.thread[picked].tolist(),
+                c.local[picked].tolist(), c.threadgroup[picked].tolist(),
+                c.element[picked].tolist(), c.phase[picked].tolist()):
             e = trace[event]
             out.append(Access(e["kind"], names[c.buffer[i]], e["space"], thread, local, group,
                               element, phase, e["line"], e["section"], c.sources[i], event,

@@ -105,3 +105,13 @@ def test_an_atomic_counts_as_a_write():
     writers = use.writers(use.cell(("out", 0, None, None)))
     a = [0, 2, -1, 2, 3, -2, 0, 1]
     assert sorted(writers) == [t for t in range(8) if a[t] > 0]
+
+
+def test_a_selection_covers_the_accesses_of_its_threads_in_its_phase():
+    run = example("reverse").simulate()
+    c = TraceView(run.report).columns([0, 1])
+    covered = Selection(1, frozenset({2, 5}), 1).covered(c)
+    # phase 1: each chosen thread reads its mirror cell and writes its output
+    assert sorted(zip(c.thread[covered].tolist(), c.element[covered].tolist())) == [
+        (10, 5), (10, 10), (13, 2), (13, 13)]
+    assert Selection(0).covered(c).sum() == 32
