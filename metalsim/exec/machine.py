@@ -99,7 +99,7 @@ def merge_flow(flow: dict[int, frozenset], lane: int, cells) -> None:
     got = flow.get(lane)
     if got is None:
         flow[lane] = cells if cells.__class__ is frozenset else frozenset(cells)
-    elif not got.issuperset(cells):
+    elif got is not cells and not got.issuperset(cells):
         flow[lane] = got.union(cells)
 
 
@@ -265,6 +265,9 @@ class Machine:
         # Provenance while tracing: for each lane, the memory cells whose values flowed into
         # what the current statement computed so far (see `note_cells` and `sources`).
         self.flow: dict[int, frozenset] = {}
+        # Whether an uninitialised read has joined some provenance (trace mode): until one
+        # has, no provenance set holds an `Undefined`, and none needs searching for one.
+        self.undefined_flows = False
         self.buffers: dict[str, dict] = {}   # name -> role, space, shape, dtype (for diagrams)
         # Without a trace an uninitialised read cannot be followed to where it matters; it is
         # reported as a warning at the read, and `launch` runs the kernel again traced.
@@ -430,11 +433,15 @@ class Machine:
     def begin_statement(self) -> None:
         self.flow = {}
 
-    def note_cells(self, lanes: np.ndarray, cells) -> None:
-        """Lanes `lanes` read `cells` (one per lane) in the current statement."""
+    def note_cells(self, lanes: np.ndarray, buffer: str, owners: np.ndarray,
+                   elements: np.ndarray) -> None:
+        """Lanes `lanes` read the cells (buffer, owner, element), one per lane, in the
+        current statement."""
         flow = self.flow
-        for lane, cell in zip(lanes.tolist(), cells):
-            got = flow.get(lane)
+        get = flow.get   # (bound once: a traced loop runs this for every lane at each read)
+        for lane, owner, element in zip(lanes.tolist(), owners.tolist(), elements.tolist()):
+            cell = (buffer, owner, element)
+            got = get(lane)
             if got is None:
                 flow[lane] = frozenset((cell,))
             elif cell not in got:
@@ -443,11 +450,18 @@ class Machine:
     def note_sources(self, lanes: np.ndarray, sources: dict) -> None:
         """Traced lanes `lanes` read a variable whose value came from `sources` (lane ->
         cells)."""
+        if not sources:   # (most variables: indices and counters come from no memory)
+            return
         flow = self.flow
         for lane in lanes.tolist():
             cells = sources.get(lane)
             if cells:
-                merge_flow(flow, lane, cells)
+                # `merge_flow`, inlined: a traced loop runs this for every lane at each read
+                got = flow.get(lane)
+                if got is None:
+                    flow[lane] = cells if cells.__class__ is frozenset else frozenset(cells)
+                elif got is not cells and not got.issuperset(cells):
+                    flow[lane] = got.union(cells)
 
     def sources(self, lanes: np.ndarray) -> list[frozenset]:
         """What flowed into each lane's current value: the cells it read, directly or through
@@ -461,6 +475,7 @@ class Machine:
         and is reported only where it matters; untraced, it is a warning at the read."""
         if self.trace is not None:
             traced = self.traced(lanes)
+            self.undefined_flows = True
             self.note_sources(traced, dict.fromkeys(traced.tolist(), (origin,)))
             if traced.size == lanes.size:
                 return
@@ -475,6 +490,8 @@ class Machine:
         """Report the lanes whose value (`sources`, one provenance set per lane of `lanes`)
         holds an uninitialised read, at `coord` where it matters; `use` says how ("is stored
         to 'out'", "decides a branch", ...)."""
+        if not self.undefined_flows:
+            return
         by_origin: dict[Undefined, list[int]] = {}
         for lane, cells in zip(lanes.tolist(), sources):
             for c in cells:
@@ -492,7 +509,7 @@ class Machine:
 
     def check_flow_defined(self, coord: Coord | None, use: str) -> None:
         """`check_defined` for everything the current statement has read so far."""
-        if self.flow:
+        if self.flow and self.undefined_flows:
             lanes = np.fromiter(self.flow, np.int64, len(self.flow))
             self.check_defined(lanes, list(self.flow.values()), coord, use)
 

@@ -548,39 +548,41 @@ def _record(m: Machine, region: Region, lanes: np.ndarray, bank, off: np.ndarray
     owner = b.tg_global[lanes] if region.space == "threadgroup" else (
         b.tid[lanes] if region.space == "thread" else np.full(lanes.size, -1))
     element = off // region.unit
-    cells = [(region.name, g, e) for g, e in zip(owner.tolist(), element.tolist())]
+
+    def cells() -> list[tuple[str, int, int]]:   # (built only where needed)
+        return [(region.name, g, e) for g, e in zip(owner.tolist(), element.tolist())]
     if region.space == "thread":
         # Private memory is not drawn, but values flow through it: keep what was stored.
         if write:
-            for cell, sources in zip(cells, m.sources(lanes)):
+            for cell, sources in zip(cells(), m.sources(lanes)):
                 region.provenance[cell] = sources
         else:
             m.note_sources(lanes, {lane: region.provenance.get(cell, ())
-                                   for lane, cell in zip(lanes.tolist(), cells)})
+                                   for lane, cell in zip(lanes.tolist(), cells())})
         return
     sources = m.sources(lanes) if write else None
     if write:
         if region.space == "device":
             m.check_defined(lanes, sources, coord, f"is stored to '{region.name}'")
-        else:
-            for cell, came in zip(cells, sources):
+        elif m.undefined_flows or region.undefined:
+            for cell, came in zip(cells(), sources):
                 undefined = frozenset(c for c in came if c.__class__ is Undefined)
                 if undefined:
                     region.undefined[cell] = undefined
                 else:
                     region.undefined.pop(cell, None)
     else:
-        m.note_cells(lanes, cells)
+        m.note_cells(lanes, region.name, owner, element)
         if region.undefined:
             m.note_sources(lanes, {lane: region.undefined.get(cell, ())
-                                   for lane, cell in zip(lanes.tolist(), cells)})
+                                   for lane, cell in zip(lanes.tolist(), cells())})
     m.trace.append({
         "kind": "write" if write else "read", "buffer": region.name, "space": region.space,
         "thread": b.tid[lanes], "threadgroup": b.tg_global[lanes], "element": element,
         "epoch": m.tg_epoch[b.tg_local[lanes]].copy(), "line": coord.line if coord else None,
         "section": coord.section if coord else None, "type": str(t),
         "value": _cells(region, bank, off, t),
-        "sources": _defined_only(sources) if write else None,
+        "sources": (_defined_only(sources) if m.undefined_flows else sources) if write else None,
     })
 
 

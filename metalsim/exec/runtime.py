@@ -149,11 +149,18 @@ def checked_condition(ev: Ev, coord: Coord) -> Ev:
         kept, m.flow = m.flow, {}
         value = ev(f, lanes)
         m.check_flow_defined(coord, "decides a branch or loop condition")
-        for lane, cells in m.flow.items():
-            if any(c.__class__ is Undefined for c in cells):
-                cells = frozenset(c for c in cells if c.__class__ is not Undefined)
-            if cells:
-                merge_flow(kept, lane, cells)
+        if not m.undefined_flows:   # (no uninitialised read to drop)
+            if kept:
+                for lane, cells in m.flow.items():
+                    merge_flow(kept, lane, cells)
+            else:
+                kept.update(m.flow)
+        else:
+            for lane, cells in m.flow.items():
+                if any(c.__class__ is Undefined for c in cells):
+                    cells = frozenset(c for c in cells if c.__class__ is not Undefined)
+                if cells:
+                    merge_flow(kept, lane, cells)
         m.flow = kept
         return value
     return ev_condition
@@ -162,9 +169,15 @@ def checked_condition(ev: Ev, coord: Coord) -> Ev:
 def record_sources(f: Frame, lanes: Lanes, where: VarLoc) -> None:
     """Trace mode: a variable now holds what flowed into the current statement; a write of
     some components keeps what the other components came from."""
-    traced = f.m.traced_of(lanes)
+    m = f.m
+    traced = m.traced_of(lanes)
+    if not m.flow:   # the value came from no memory (an index, a counter, a constant)
+        if where.comps is None and where.sources:
+            for lane in traced.tolist():
+                where.sources.pop(lane, None)
+        return
     lane_ids = traced.tolist()
-    new = f.m.sources(traced)
+    new = m.sources(traced)
     if where.comps is None:
         where.sources.update(zip(lane_ids, new))
     else:

@@ -43,7 +43,7 @@ class Bundle:
 
 @dataclass
 class ArrowPlan:
-    singles: list[tuple[int, Edge]]
+    singles: list[Edge]
     bundles: list[Bundle]
     flows: int            # paths the edges would need one by one
     left_out: int = 0     # bundles not drawn (past MAX_ARROWS)
@@ -58,27 +58,29 @@ def paths(edge: Edge) -> int:
     return len(edge.source_phases)
 
 
-def plan(edges: list[tuple[int, Edge]], focus: Callable[[int, Edge], bool],
+def plan(edges: list[Edge], focus: Callable[[Edge], bool],
          source_key: Callable[[int, str, int | None], GridKey],
-         target_key: Callable[[int, Edge], GridKey], row_of: Callable[[GridKey, int], int]
+         target_key: Callable[[Edge], GridKey], row_of: Callable[[GridKey, int], int]
          ) -> ArrowPlan:
-    """Which of `edges` (threadgroup, edge) to draw one by one, and the bundles of the rest.
-    `focus(g, edge)` says which edges belong to the focus threads; the keys name the drawn
-    copies an edge runs between, and `row_of(key, element)` the drawn row of an element."""
-    flows = sum(paths(e) for _, e in edges)
+    """Which of `edges` to draw one by one, and the bundles of the rest. `focus(edge)` says
+    which edges belong to the focus threads; the keys name the drawn copies an edge runs
+    between (`source_key(threadgroup, buffer, phase)`), and `row_of(key, element)` the drawn
+    row of an element."""
+    flows = sum(paths(e) for e in edges)
     if flows <= MAX_ARROWS:
         return ArrowPlan(list(edges), [], flows)
     singles, rest, used = [], [], 0
-    for g, edge in edges:
-        if focus(g, edge) and used + paths(edge) <= FOCUS_ARROWS:
-            singles.append((g, edge))
+    for edge in edges:
+        if focus(edge) and used + paths(edge) <= FOCUS_ARROWS:
+            singles.append(edge)
             used += paths(edge)
         else:
-            rest.append((g, edge))
+            rest.append(edge)
     room = MAX_ARROWS - used
     bundles: dict[tuple, Bundle] = {}
-    for g, edge in rest:
-        target = target_key(g, edge)
+    for edge in rest:
+        g = edge.group
+        target = target_key(edge)
         t_row = row_of(target, edge.target[1])
         for phase in sorted(edge.source_phases, key=lambda p: -1 if p is None else p):
             source = source_key(g, edge.source[0], phase)
@@ -111,7 +113,7 @@ def _merged(bundles: list[Bundle]) -> list[Bundle]:
     return list(out.values())
 
 
-def render_single(svg: Svg, g: int, edge: Edge, boxes: list[tuple[int | None, Box]],
+def render_single(svg: Svg, edge: Edge, boxes: list[tuple[int | None, Box]],
                   target: Box, selected: Callable[[int | None], bool] | None,
                   busy: bool) -> None:
     """One edge: a curve from each drawn source copy to the target cell, coloured by thread."""
@@ -123,7 +125,7 @@ def render_single(svg: Svg, g: int, edge: Edge, boxes: list[tuple[int | None, Bo
     svg.open("g", class_="arrow" + (" selected" if chosen else ""),
              data_from=f"{edge.source[0]}:{edge.source[1]}",
              data_from_phases=" ".join("-" if p is None else str(p) for p in phases),
-             data_to=f"{tb}:{te}", data_to_phase=tp, data_threadgroup=g,
+             data_to=f"{tb}:{te}", data_to_phase=tp, data_threadgroup=edge.group,
              data_threads=" ".join(map(str, threads)))
     for phase, box in boxes:
         if selected is None:

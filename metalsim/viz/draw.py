@@ -32,9 +32,10 @@ import numpy as np
 
 from metalsim.report import Report
 from metalsim.viz import arrows, style
+from metalsim.viz.cells import CellUse, Key
 from metalsim.viz.grid import INDEX_LANE, INDEX_SIZE, Grid, value_chars
 from metalsim.viz.header import PAD, draw_header, draw_legend, lines, shown_note
-from metalsim.viz.model import Access, Edge, TraceView, simd_group
+from metalsim.viz.model import Columns, Edge, TraceView, logical_index, simd_group
 from metalsim.viz.summary import draw_summary
 from metalsim.viz.svg import MONO, Diagram, Svg, num
 from metalsim.viz.text import MIN_FONT, compact, full_value, width
@@ -64,10 +65,14 @@ class Selection:
     threads: frozenset[int] | None = None
     phase: int | None = None
 
-    def covers(self, a: Access) -> bool:
-        return (a.threadgroup == self.threadgroup
-                and (self.threads is None or a.local in self.threads)
-                and (self.phase is None or a.phase == self.phase))
+    def covered(self, c: Columns) -> np.ndarray:
+        """Which entries of `c` (accesses) are the selection's: its threads' in its phase."""
+        mask = c.threadgroup == self.threadgroup
+        if self.threads is not None:
+            mask &= np.isin(c.local, np.fromiter(self.threads, np.int64, len(self.threads)))
+        if self.phase is not None:
+            mask &= c.phase == self.phase
+        return mask
 
 
 def draw(run: object, *, inputs: Sequence | Mapping | None = None,
@@ -211,8 +216,6 @@ def _values(report: Report, inputs, outputs) -> dict[str, np.ndarray]:
 
 # --- the launch -------------------------------------------------------------------------------
 
-Key = tuple[str, int, int | None, int | None]   # buffer, element, phase, threadgroup (tg memory)
-
 
 class _Scene:
     """The drawn launch: global memory once, the detailed threadgroups' frames, the arrows."""
@@ -225,11 +228,9 @@ class _Scene:
         self.limit = limit
         self.single_group = view.threadgroup_count == 1
         self._collect()
-        # The elements each copy's detailed threads touched, readers' then writers' keys in
-        # order (what `touched` windows on, asked once per grid and cell size).
-        self.touched_in: dict[tuple[str, int | None, int | None], list[int]] = {}
-        for b, e, p, g in [*self.readers, *self.writers]:
-            self.touched_in.setdefault((b, p, g), []).append(e)
+        # The elements each copy's detailed threads touched (what `touched` windows on,
+        # asked once per grid and cell size).
+        self.touched_in = self.use.touched()
         self.written, self.writer_groups = self._launch_writes()
         self.untraced_writers = not self.single_group and any(
             (name, e) not in self.writer_groups
@@ -244,46 +245,11 @@ class _Scene:
     # --- what the detailed threads did ------------------------------------------------------
     def _collect(self) -> None:
         view, sel = self.view, self.selection
-        self.readers: dict[Key, list[int]] = {}
-        self.writers: dict[Key, list[int]] = {}
-        self.lines: dict[Key, set] = {}
-        self.held: dict[Key, object] = {}   # threadgroup-memory copy -> value after its phase
-        # With threads or a phase selected, a cell shows what the selection read or wrote there
-        # (another thread may change it later in the same phase).
-        self.seen: dict[Key, object] = {}
-        self.selected: dict[Key, set] = {}
-        narrowed = sel is not None and (sel.threads is not None or sel.phase is not None)
-        shared = {name: view.is_threadgroup_memory(name) for name in view.buffers}
-        self.accesses = view.accesses(self.groups)
+        self.columns = view.columns(self.groups)
         ranked = [g for g in _ranked_threadgroups(view) if g in self.groups]
         self.focus_group = sel.threadgroup if sel is not None else ranked[0]
-        self.focus_touched: dict[str, list[int]] = {}
-        for a in self.accesses:
-            if a.threadgroup == self.focus_group and not shared[a.buffer]:
-                self.focus_touched.setdefault(a.buffer, []).append(a.element)
-        # (the hot loop of a large launch: kept plain, no empty list or set built per access)
-        readers, writers, lines = self.readers, self.writers, self.lines
-        for a in self.accesses:
-            in_shared = shared[a.buffer]
-            key = ((a.buffer, a.element, a.phase, a.threadgroup) if in_shared
-                   else (a.buffer, a.element, None, None))
-            if in_shared and a.value is not None:
-                self.held[key] = a.value
-            by_key = readers if a.kind == "read" else writers
-            who = by_key.get(key)
-            if who is None:
-                by_key[key] = [a.local]
-            elif a.local not in who:
-                who.append(a.local)
-            at = lines.get(key)
-            if at is None:
-                lines[key] = {a.line}
-            else:
-                at.add(a.line)
-            if sel is not None and sel.covers(a):
-                if narrowed and a.value is not None:
-                    self.seen[key] = a.value
-                self.selected.setdefault(key, set()).add("read" if a.kind == "read" else "write")
+        self.use = CellUse(view, self.groups, sel, self.focus_group)
+        self.selected, self.focus_touched = self.use.selected, self.use.focus_touched
 
     def _launch_writes(self) -> tuple[dict[str, set[int]], dict[tuple[str, int], list[int]]]:
         """Per global buffer, the elements the whole launch wrote (outputs: from the report,
@@ -325,10 +291,11 @@ class _Scene:
                         kinds.append(d.kind)
                     continue
                 if view.is_threadgroup_memory(buffer):
-                    touched = [a for a in self.accesses if a.threadgroup == owner
-                               and (a.buffer, a.element) == (buffer, element)]
-                    at_line = [a.phase for a in touched if a.line == d.line]
-                    phases = (sorted(set(at_line or [a.phase for a in touched]))
+                    c = self.columns
+                    touched = ((c.threadgroup == owner) & (c.element == element)
+                               & (c.buffer == c.names.index(buffer)))
+                    at_line = touched & (c.line == (-1 if d.line is None else d.line))
+                    phases = (np.unique(c.phase[at_line if at_line.any() else touched]).tolist()
                               or view.phases(owner, buffer)[:1])
                     keys = [(buffer, element, p, owner) for p in phases]
                 else:
@@ -469,27 +436,27 @@ class _Scene:
         focus_group = self.focus_group
         focus_threads = chosen if chosen is not None else {self._focus_thread(focus_group)}
         # Far too many flows to bundle at a glance's cost: only the focus threads' are built.
-        bound = sum(len(a.sources) for a in self.accesses if a.writes)
+        sources = self.columns.sources
+        bound = sum(len(sources[i]) for i in np.flatnonzero(self.columns.writes).tolist())
         only_focus = bound > MAX_BUNDLED_SOURCES
-        edges = ([(focus_group, e) for e in self.view.edges(focus_group,
-                                                           frozenset(focus_threads))]
-                 if only_focus else
-                 [(g, e) for g in self.groups for e in self.view.edges(g)])
+        edges = (self.view.edges(focus_group, frozenset(focus_threads)) if only_focus else
+                 [e for g in self.groups for e in self.view.edges(g)])
 
-        def focus(g: int, edge: Edge) -> bool:
-            return g == focus_group and bool(edge.threads & focus_threads)
+        def focus(edge: Edge) -> bool:
+            return edge.group == focus_group and bool(edge.threads & focus_threads)
 
         def source_key(g: int, buffer: str, phase: int | None) -> arrows.GridKey:
             return (buffer, phase, None if phase is None else g)
 
-        def target_key(g: int, edge: Edge) -> arrows.GridKey:
-            return (edge.target[0], edge.target[2], None if edge.target[2] is None else g)
+        def target_key(edge: Edge) -> arrows.GridKey:
+            return (edge.target[0], edge.target[2],
+                    None if edge.target[2] is None else edge.group)
 
         def row_of(key: arrows.GridKey, element: int) -> int:
             grid = self._grid(*key)
             return element // grid.full_cols if grid else 0
 
-        edges = [(g, e) for g, e in edges if self._drawable(g, e)]
+        edges = [e for e in edges if self._drawable(e)]
         self.focus = (focus_group, focus_threads)
         plan = arrows.plan(edges, focus, source_key, target_key, row_of)
         if only_focus:
@@ -507,7 +474,8 @@ class _Scene:
                     return threads.index(t)
         return 0
 
-    def _drawable(self, g: int, edge: Edge) -> bool:
+    def _drawable(self, edge: Edge) -> bool:
+        g = edge.group
         tb, te, tp = edge.target
         grids = self._by_key
         target = grids.get((tb, tp, None if tp is None else g))
@@ -537,7 +505,8 @@ class _Scene:
         plan, sel = self.arrow_plan, self.selection
         svg.open("g", class_="arrows")
         busy = plan.flows > 24
-        for g, edge in plan.singles:
+        for edge in plan.singles:
+            g = edge.group
             tb, te, tp = edge.target
             target = self._grid(tb, tp, None if tp is None else g).box(te)
             phases = sorted(edge.source_phases, key=lambda p: -1 if p is None else p)
@@ -550,7 +519,7 @@ class _Scene:
 
                 def selected(phase, mine=mine, tp=tp):  # a path of the chosen threads and phase
                     return mine and (sel.phase is None or sel.phase in (tp, phase))
-            arrows.render_single(svg, g, edge, boxes, _box_of(target), selected, busy)
+            arrows.render_single(svg, edge, boxes, _box_of(target), selected, busy)
         svg.close("g")
 
     def render_notes(self, svg: Svg, x: float, y: float, one_thread: str | None) -> float:
@@ -567,7 +536,7 @@ class _Scene:
             g, threads = self.focus
             who = (f"thread {_ranges(threads)} of threadgroup {g}" if len(threads) < 8
                    else f"the chosen threads of threadgroup {g}")
-            drawn = sum(arrows.paths(e) for _, e in plan.singles)
+            drawn = sum(arrows.paths(e) for e in plan.singles)
             text = (f"{plan.flows:,} value flows: {drawn} of {who} drawn one by one, the others "
                     f"bundled into {len(plan.bundles)} (thicker = more values; hover for how "
                     f"many)" + (f", {plan.left_out} bundles not drawn" if plan.left_out else "")
@@ -603,10 +572,13 @@ class _Scene:
         tail = ("" if grid.phase is None else
                 f' data-threadgroup="{grid.group}" data-phase="{grid.phase}"')
         wrong = self.wrong.get(grid.buffer, {}) if grid.phase is None else {}
-        for e in grid.elements():
+        # Where `grid.origin` puts each drawn cell (the same sums, row by row).
+        left, top = grid.x + grid.left, grid.y + grid.top
+        for e, row, col in grid.cells():
+            x, y = left + col * cs, top + row * cs
             key = (grid.buffer, e, grid.phase, grid.group)
-            readers, writers = self.readers.get(key, []), self.writers.get(key, [])
-            x, y = grid.origin(e)
+            cell = self.use.cell(key)
+            readers, writers = self.use.readers(cell), self.use.writers(cell)
             expected = wrong.get(e)
             launch_written = grid.phase is None and e in written
             groups = self.writer_groups.get((grid.buffer, e), []) if launch_written else []
@@ -617,21 +589,21 @@ class _Scene:
             extra = "" if expected is None else f' data-expected="{full_value(expected)}"'
             if groups:
                 extra += f' data-writer-threadgroup="{groups[-1]}"'
-            index = grid.index_name(e)
+            index = logical_index(grid.shape, e)
             add(f'<g class="{klass}" data-buffer="{grid.buffer}" data-element="{e}" '
-                f'data-index="{index[len(grid.buffer) + 1:-1].replace("][", ",")}"'
-                f'{tail}{extra}>')
+                f'data-index="{",".join(map(str, index))}"{tail}{extra}>')
             # crisp edges: cells are axis-aligned, and anti-aliasing them costs PNG export
             add(f'<rect x="{num(x)}" y="{num(y)}" width="{size}" height="{size}" '
                 f'fill="{self._fill(readers, writers, launch_written, groups)}" '
                 f'stroke="{style.MUTED if touched else style.FAINT}" '
                 'shape-rendering="crispEdges"/>')
-            value = self._value(key, b, values, launch_written or not is_output, expected)
+            value = self._value(key, cell, b, values, launch_written or not is_output, expected)
             text = grid.fit_value(value) if value is not None else ""
             both = expected is not None and cs >= 28  # room for the expected value on top
             shown = grid.render_value(add, x, y, text, not touched, low=both)
             self._render_markers(svg, x, y, cs, readers, writers, shown)
-            tooltip = self._tooltip(grid, e, key, value, readers, writers, groups,
+            name = f"{grid.buffer}[{']['.join(map(str, index))}]"
+            tooltip = self._tooltip(grid, name, cell, value, readers, writers, groups,
                                     launch_written)
             if expected is not None:
                 self._render_wrong(svg, grid, x, y, full_value(expected), both)
@@ -642,7 +614,7 @@ class _Scene:
                               grid.group)
         svg.close("g")
 
-    def _fill(self, readers: list[int], writers: list[int], launch_written: bool,
+    def _fill(self, readers: Sequence[int], writers: Sequence[int], launch_written: bool,
               groups: list[int]) -> str:
         if launch_written and not self.single_group:
             return style.group_tint(groups[-1]) if groups else style.UNKNOWN_WRITER
@@ -652,12 +624,12 @@ class _Scene:
             return style.UNKNOWN_WRITER
         return "white" if readers else style.UNTOUCHED_FILL
 
-    def _value(self, key: Key, b: dict, values: np.ndarray | None, shown: bool,
-               expected: object) -> object:
-        if key in self.seen:
-            return self.seen[key]
+    def _value(self, key: Key, cell: int | None, b: dict, values: np.ndarray | None,
+               shown: bool, expected: object) -> object:
+        if self.use.has_seen(cell):
+            return self.use.seen(cell)
         if b["space"] == "threadgroup":
-            return self.held.get(key)
+            return self.use.held(cell)
         if values is not None and (shown or expected is not None):
             return values[key[1]]
         return None
@@ -674,8 +646,8 @@ class _Scene:
             svg.text(x + cs / 2, y + 11, text, MIN_FONT, font_family=MONO, text_anchor="middle",
                      fill=style.ERROR, class_="expected")
 
-    def _render_markers(self, svg: Svg, x: float, y: float, cs: float, readers: list[int],
-                        writers: list[int], value_shown: bool) -> None:
+    def _render_markers(self, svg: Svg, x: float, y: float, cs: float, readers: Sequence[int],
+                        writers: Sequence[int], value_shown: bool) -> None:
         r = max(1.8, min(3.4, cs / 9))
         step = 2 * r + 1.5
         fit = max(1, int((cs - 2) // step))
@@ -686,9 +658,9 @@ class _Scene:
         for i, local in enumerate(readers[:fit]):
             style.marker(svg, x + r + 2 + i * step, bottom, r, local, data_role="reader")
 
-    def _tooltip(self, grid: Grid, e: int, key: Key, value: object, readers: list[int],
-                 writers: list[int], groups: list[int], launch_written: bool) -> str:
-        name = grid.index_name(e)
+    def _tooltip(self, grid: Grid, name: str, cell: int | None, value: object,
+                 readers: Sequence[int], writers: Sequence[int], groups: list[int],
+                 launch_written: bool) -> str:
         parts = [name + ("" if value is None else f" = {full_value(value)}")]
         if grid.phase is not None:
             parts.append(f"threadgroup {grid.group}, phase {grid.phase}")
@@ -700,7 +672,7 @@ class _Scene:
             parts.append("written by thread " + _ranges(writers))
         if readers:
             parts.append("read by thread " + _ranges(readers))
-        lines_ = self.lines.get(key, set()) - {None}
+        lines_ = self.use.lines(cell)
         if lines_:
             parts.append("line " + ", ".join(map(str, sorted(lines_))))
         return " · ".join(parts)

@@ -23,6 +23,8 @@ import html
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
 from metalsim.report import COUNT_NAMES
 from metalsim.viz.draw import Selection, draw
 from metalsim.viz.model import TraceView, logical_index, simd_group
@@ -148,7 +150,7 @@ class Explorer:
 
     def phases(self) -> list[int]:
         """The barrier phases in which the chosen threadgroup touched memory."""
-        return sorted({a.phase for a in self.view.accesses([self.threadgroup])})
+        return np.unique(self.view.columns([self.threadgroup]).phase).tolist()
 
     def _update(self) -> None:
         sel = self.selection
@@ -156,8 +158,8 @@ class Explorer:
                             selection=sel, case=self.case, max_width=WIDTH,
                             others="the threadgroup choice above",
                             one_thread="the thread choice above")
-        self.listing = [self._listed(a) for a in self.view.accesses([sel.threadgroup])
-                        if sel.covers(a)]
+        chosen = sel.covered(self.view.columns([sel.threadgroup]))
+        self.listing = [self._listed(a) for a in self.view.accesses([sel.threadgroup], chosen)]
         self.counts = self._counts(sel)
         if self._widget is not None:
             self._sync_widgets()

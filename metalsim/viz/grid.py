@@ -172,6 +172,13 @@ class Grid:
         return [e for r in range(self.rows) for c in range(self.cols)
                 if (e := (self.r0 + r) * self.full_cols + self.c0 + c) < size]
 
+    def cells(self) -> list[tuple[int, int, int]]:
+        """The elements drawn, row by row, each with its row and column in the window."""
+        size = math.prod(self.shape)
+        first, stride = self.r0 * self.full_cols + self.c0, self.full_cols
+        return [(e, r, c) for r in range(self.rows) for c in range(self.cols)
+                if (e := first + r * stride + c) < size]
+
     def drawn(self, element: int) -> bool:
         if not 0 <= element < self.size:
             return element in self.ghosts

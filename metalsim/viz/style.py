@@ -55,10 +55,7 @@ def marker(svg: Svg, x: float, y: float, r: float, local: int, *, outlined: bool
     """The thread's marker centred at (x, y): colour by thread, shape by SIMD-group."""
     shape = SHAPES[(local // 32) % len(SHAPES)]
     # Written as text directly: diagrams draw thousands of markers.
-    extra = Svg._attrs(attrs) if attrs else ""
-    paint = (f' class="thread-marker" data-local="{local}"{extra} '
-             f'fill="{thread_colour(local)}" stroke="{INK if outlined else "white"}" '
-             f'stroke-width="{"1.3" if outlined else "0.6"}"/>')
+    paint = _paint(local, outlined, tuple(attrs.items()))
     if shape == "circle":
         head = f'<circle cx="{num(x)}" cy="{num(y)}" r="{num(r)}"'
     elif shape == "square":
@@ -71,6 +68,15 @@ def marker(svg: Svg, x: float, y: float, r: float, local: int, *, outlined: bool
         head = (f'<polygon points="'
                 f'{_points([(x, y - s), (x + s, y + s * 0.8), (x - s, y + s * 0.8)])}"')
     svg.parts.append(head + paint)
+
+
+@functools.lru_cache(maxsize=4096)   # a function of its arguments: a few thousand markers
+def _paint(local: int, outlined: bool, attrs: tuple[tuple[str, object], ...]) -> str:
+    """A marker's attributes after its geometry: who it is, its colour and outline."""
+    extra = Svg._attrs(dict(attrs)) if attrs else ""
+    return (f' class="thread-marker" data-local="{local}"{extra} '
+            f'fill="{thread_colour(local)}" stroke="{INK if outlined else "white"}" '
+            f'stroke-width="{"1.3" if outlined else "0.6"}"/>')
 
 
 def _points(points: list[tuple[float, float]]) -> str:

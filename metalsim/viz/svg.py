@@ -12,6 +12,7 @@ libraries); it draws text with the system's fonts.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,6 +31,7 @@ def escape(text: str) -> str:
     return _escape(text) if _SPECIAL.search(text) else text
 
 
+@functools.lru_cache(maxsize=4096)   # a function of the value alone; cells repeat coordinates
 def num(x: float) -> str:
     """A coordinate as short, stable text: at most two decimals, no trailing zeros."""
     if x == int(x):

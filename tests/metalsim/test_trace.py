@@ -107,3 +107,31 @@ def test_tracing_chosen_threadgroups_records_exactly_their_part_of_the_full_trac
     assert _events_of(part.report.trace, set(groups)) == _events_of(full.report.trace,
                                                                     set(groups))
     assert mx.array_equal(part.outputs[0], full.outputs[0])
+
+
+def test_a_variable_overwritten_from_no_memory_no_longer_carries_its_old_provenance():
+    source = """
+    uint i = thread_position_in_grid.x;
+    float x = a[i];
+    out[i] = x;
+    x = 3.0f;
+    out[i] = x;
+    """
+    trace = traced(source, [mx.arange(4).astype(mx.float32)], ["a"], (4,), (4, 1, 1),
+                   (4, 1, 1))
+    first, second = [e for e in trace if e["kind"] == "write"]
+    assert [set(s) for s in first["sources"]] == [{("a", -1, i)} for i in range(4)]
+    assert [set(s) for s in second["sources"]] == [set()] * 4
+
+
+@pytest.mark.parametrize("value, cells", [
+    ("a[i] > 1 ? 5.0f : 6.0f", {"a"}),                 # the condition is all that was read
+    ("b[i] + (a[i] > 1 ? 5.0f : 6.0f)", {"a", "b"}),   # it joins what was read before it
+])
+def test_the_cells_a_conditional_expression_tests_flow_into_its_value(value, cells):
+    source = f"uint i = thread_position_in_grid.x;\nout[i] = {value};"
+    inputs = [mx.arange(4).astype(mx.float32), mx.arange(4).astype(mx.float32)]
+    trace = traced(source, inputs, ["a", "b"], (4,), (4, 1, 1), (4, 1, 1))
+    (write,) = [e for e in trace if e["kind"] == "write"]
+    assert [set(s) for s in write["sources"]] == [{(name, -1, i) for name in cells}
+                                                  for i in range(4)]
