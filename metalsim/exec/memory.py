@@ -119,10 +119,16 @@ class Region:
 
     def fully_written(self) -> bool:
         """Whether every granule was written (initialisation shadow), looked at again only
-        after a write: once true it stays true, since nothing makes memory uninitialised."""
+        after a write: once true it stays true until `forget_init`."""
         if self.all_written is None:
             self.all_written = bool(self.init.all())
         return self.all_written
+
+    def forget_init(self, banks: np.ndarray | slice) -> None:
+        """The objects of banks `banks` (lanes, for thread memory) begin their lifetime again:
+        indeterminate until written (a variable declared anew in each loop iteration)."""
+        self.init.reshape(self.banks, self.granules)[banks] = False
+        self.all_written = False
 
     def note_init(self, flat: np.ndarray | slice) -> None:
         """Granules `flat` were written."""
