@@ -1271,7 +1271,9 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
         its address (`&x`, `*(thread uint*)&x`): as for a local so used, the name then names
         an object in memory, which the call's argument initialises."""
         copy = ast.VarDecl(p.coord, p.name, p.type, ast.Name(p.coord, p.name))
-        return self.declare_thread_memory(copy, var.type, var.readonly, scope)
+        # (the copy's initializer names the parameter, not the copy)
+        return self.declare_thread_memory(copy, var.type, var.readonly, scope,
+                                          Scope({p.name: var}, scope))
 
     # --- the kernel -------------------------------------------------------------------------
     def compile_kernel(self, host_name: str | None = None) -> tuple[FunctionCode, dict[str, Var]]:

@@ -389,7 +389,9 @@ class StatementCompiler:
             return lanes
         return run
 
-    def declare_thread_memory(self, d: ast.VarDecl, t: Type, const: bool, scope: Scope) -> Run:
+    def declare_thread_memory(self, d: ast.VarDecl, t: Type, const: bool, scope: Scope,
+                              init_scope: Scope | None = None) -> Run:
+        """A variable in thread memory; its initializer sees it (or, given, `init_scope`)."""
         slot = self.new_slot()
         self.fn.thread_bytes += t.size
         if t.size > self.fn.largest_thread_object[1]:
@@ -402,10 +404,10 @@ class StatementCompiler:
             for off, et, item in leaves:
                 store = (store_struct if isinstance(et, StructType) else store_pointer
                          if isinstance(et, PointerType) else mem.store)
-                stores.append((store, off, et, self.convert(self.expr(item, scope), et,
-                                                            item).ev, item.coord))
+                stores.append((store, off, et, self.convert(self.expr(item, init_scope or scope),
+                                                            et, item).ev, item.coord))
         name = d.name
-        own = d.init is not None and mentions(d.init, name)
+        own = d.init is not None and init_scope is None and mentions(d.init, name)
 
         def run(f, lanes):
             m = f.m
