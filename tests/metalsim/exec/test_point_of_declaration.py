@@ -128,3 +128,19 @@ def test_a_reference_bound_to_itself_is_refused():
     with pytest.raises(metalsim.CompileError, match="reference 'r' is not yet bound to a value "
                                                     "when used within its own initialization"):
         metalsim_outputs("", "int x = 1; { thread int& r = r; out[0] = r; }", 1)
+
+
+def test_a_self_initialized_pointer_is_unset_again_in_every_loop_iteration():
+    run = simulate(TID + "int y = 3;\nfor (int k = 0; k < 2; ++k) {\n"
+                         "  thread int* p = k == 0 ? &y : p;\n  out[i] = *p;\n}")
+    [d] = run.report.diagnostics
+    assert (d.kind, d.line) == ("uninitialized-read", 5)
+    assert "uninitialised pointer" in d.message
+
+
+def test_a_self_initialized_array_is_uninitialised_again_in_every_loop_iteration():
+    run = simulate(TID + "for (int k = 0; k < 2; ++k) {\n"
+                         "  int v[2] = {k == 0 ? 1 : v[1], 2};\n  out[i] = v[0];\n}")
+    [d] = run.report.diagnostics
+    assert (d.kind, d.line) == ("uninitialized-read", 4)
+    assert "'v'" in d.message
