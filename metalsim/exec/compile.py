@@ -278,12 +278,15 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
             self.error(f"metalsim does not run constructors at compile time, so a program-scope "
                        f"constant of type '{t}' cannot be initialized", d,
                        hint="use a struct without constructors, initialized with braces")
+        # The name is in scope from its declarator on, its initializer included (`constant
+        # int n = sizeof(n);`); a read of its value there is not a constant expression.
         if isinstance(t, ArrayType | StructType):
             region = mem.Region(d.name, "constant", t, t.size)
-            self.fill_constant_array(region, t, d.init, self.globals)
             self.globals.names[d.name] = Var("global_region", t, readonly=True,
                                              space="constant", region=region)
+            self.fill_constant_array(region, t, d.init, self.globals)
             return
+        self.globals.names[d.name] = Var("value", t, readonly=True, name=d.name)
         e = self.convert(self.expr(d.init, self.globals), t, d)
         if e.const is None:
             self.error("initializer of a program scope variable is not a constant expression",

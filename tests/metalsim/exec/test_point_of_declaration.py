@@ -144,3 +144,13 @@ def test_a_self_initialized_array_is_uninitialised_again_in_every_loop_iteration
     [d] = run.report.diagnostics
     assert (d.kind, d.line) == ("uninitialized-read", 4)
     assert "'v'" in d.message
+
+
+def test_a_program_scope_constant_s_sizeof_in_its_own_initializer_is_its_size():
+    assert agree("constant long n = sizeof(n) * 2;\n", "out[0] = int(n);", 1) == [16]
+
+
+def test_a_program_scope_constant_reading_itself_is_not_a_constant_expression():
+    with pytest.raises(metalsim.CompileError, match="initializer of a program scope variable "
+                                                    "is not a constant expression"):
+        metalsim_outputs("constant int g = g + 1;\n", "out[0] = g;", 1)
