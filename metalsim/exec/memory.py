@@ -72,6 +72,7 @@ class Region:
         self.granules = -(-nbytes // self.granule)
         size = banks * self.granules  # shadow state is flat: index = bank * granules + granule
         self.init = np.zeros(size, bool) if track_init else None
+        self.init_hint = ""   # the hint for a read before a write, where not the usual one
         # Whether every granule was written (None: not known since the latest write): reads of
         # a fully written region need not gather their granules' flags (`fully_written`).
         self.all_written: bool | None = False
@@ -609,6 +610,8 @@ def _record_outside(m: Machine, region: Region, lanes: np.ndarray, off: np.ndarr
 
 
 def _init_hint(region: Region) -> str:
+    if region.init_hint:
+        return region.init_hint
     if region.space == "threadgroup":
         return ("threadgroup memory starts as garbage in every threadgroup: write it (and "
                 "call threadgroup_barrier) before reading it")

@@ -408,12 +408,14 @@ class StatementCompiler:
                                                             et, item).ev, item.coord))
         name = d.name
         own = d.init is not None and init_scope is None and mentions(d.init, name)
+        hint = self_init_hint(name) if own else ""
 
         def run(f, lanes):
             m = f.m
             region = f.vars[slot]
             if region is None:
                 region = f.vars[slot] = thread_region(name, t, m.batch.size)
+                region.init_hint = hint
             elif own:   # a new object: not the one an earlier iteration left
                 region.forget_init(lanes.idx)
             for store, off, et, ev, coord in stores:

@@ -154,3 +154,14 @@ def test_a_program_scope_constant_reading_itself_is_not_a_constant_expression():
     with pytest.raises(metalsim.CompileError, match="initializer of a program scope variable "
                                                     "is not a constant expression"):
         metalsim_outputs("constant int g = g + 1;\n", "out[0] = g;", 1)
+
+
+@pytest.mark.parametrize("source", [
+    "int v[2] = {v[1], 2};\nout[i] = v[0];",
+    "struct S { int a; int b; };\nS v = {v.b, 2};\nout[i] = v.a;",
+    "struct S { int a; S(int x) : a(x) {} };\nS v(v.a + 1);\nout[i] = v.a;"])
+def test_an_object_in_thread_memory_read_in_its_own_initializer_has_clang_s_hint(source):
+    [d] = simulate(TID + source).report.diagnostics
+    assert d.kind == "uninitialized-read"
+    assert d.hint.startswith("variable 'v' is uninitialized when used within its own "
+                             "initialization")
