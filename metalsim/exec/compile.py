@@ -278,12 +278,15 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
             self.error(f"metalsim does not run constructors at compile time, so a program-scope "
                        f"constant of type '{t}' cannot be initialized", d,
                        hint="use a struct without constructors, initialized with braces")
+        # The name is in scope from its declarator on, its initializer included (`constant
+        # int n = sizeof(n);`); a read of its value there is not a constant expression.
         if isinstance(t, ArrayType | StructType):
             region = mem.Region(d.name, "constant", t, t.size)
-            self.fill_constant_array(region, t, d.init, self.globals)
             self.globals.names[d.name] = Var("global_region", t, readonly=True,
                                              space="constant", region=region)
+            self.fill_constant_array(region, t, d.init, self.globals)
             return
+        self.globals.names[d.name] = Var("value", t, readonly=True, name=d.name)
         e = self.convert(self.expr(d.init, self.globals), t, d)
         if e.const is None:
             self.error("initializer of a program scope variable is not a constant expression",
@@ -1271,7 +1274,9 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
         its address (`&x`, `*(thread uint*)&x`): as for a local so used, the name then names
         an object in memory, which the call's argument initialises."""
         copy = ast.VarDecl(p.coord, p.name, p.type, ast.Name(p.coord, p.name))
-        return self.declare_thread_memory(copy, var.type, var.readonly, scope)
+        # (the copy's initializer names the parameter, not the copy)
+        return self.declare_thread_memory(copy, var.type, var.readonly, scope,
+                                          Scope({p.name: var}, scope))
 
     # --- the kernel -------------------------------------------------------------------------
     def compile_kernel(self, host_name: str | None = None) -> tuple[FunctionCode, dict[str, Var]]:

@@ -46,7 +46,8 @@ class Var:
     function also member and method (names of its struct, reached through `this`), and
     enclosing_local (a variable of the function enclosing a local struct: C++ forbids it);
     in a lambda's body captured (`captured` names the enclosing function's variable, or the
-    copy the lambda made, and that function's code) and uncaptured (`lambdas`)."""
+    copy the lambda made, and that function's code) and uncaptured (`lambdas`); unusable (a
+    variable named in its own initializer where C++ forbids it: `name` says why)."""
 
     kind: str
     type: Type
@@ -58,6 +59,7 @@ class Var:
     init_slot: int = -1     # slot of the "written" mask of a variable declared uninitialised
     name: str = ""
     captured: tuple[Var, FunctionCode] | None = None
+    read_hint: str = ""     # the hint for a read of it while uninitialised, if not the usual
 
 
 @dataclass

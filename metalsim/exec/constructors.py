@@ -22,7 +22,9 @@ from metalsim.exec import memory as mem
 from metalsim.exec import pointers, ranking
 from metalsim.exec.compiled import E, FunctionCode, Run, Scope, Var, constant
 from metalsim.exec.machine import Lanes
+from metalsim.exec.statements import self_init_hint
 from metalsim.exec.structs import load, store, thread_region
+from metalsim.exec.uses import mentions
 from metalsim.exec.values import Frame, Ptr
 from metalsim.lang import ast
 from metalsim.lang import types as ty
@@ -208,15 +210,20 @@ class ConstructorCompiler:
 
     def declare_constructed(self, d: ast.VarDecl, t: Type, const: bool, scope: Scope) -> Run:
         """A thread variable whose initialization may call constructors, built in place."""
-        steps = self.init_steps(t, d.init, scope, d)
         slot = self.new_slot()
         scope.names[d.name] = Var("region", t, slot, readonly=const, space="thread")
+        steps = self.init_steps(t, d.init, scope, d)   # (in the scope of the variable)
         name = d.name
+        own = d.init is not None and mentions(d.init, name)
+        hint = self_init_hint(name) if own else ""
 
         def run(f, lanes):
             region = f.vars[slot]
             if region is None:
                 region = f.vars[slot] = thread_region(name, t, f.m.batch.size)
+                region.init_hint = hint
+            elif own:   # a new object: not the one an earlier iteration left
+                region.forget_init(lanes.idx)
             p = Ptr(region, np.zeros(lanes.n, np.int64))
             for step in steps:
                 step(f, lanes, p)

@@ -278,6 +278,8 @@ class ExpressionCompiler:
             return self.captured_expr(v, node)
         if v.kind == "function":
             self.refuse_function_value(v, node)
+        if v.kind == "unusable":
+            self.error(v.name, node, width=len(getattr(node, "name", "")) or 1)
         coord = node.coord
         slot, t = v.slot, v.type
         if v.kind == "const":
@@ -286,11 +288,11 @@ class ExpressionCompiler:
         if v.kind == "uniform":   # a loop counter all lanes hold alike (`uniform_counter`)
             return E(t, lambda f, lanes: f.vars[slot], coord, readonly=True)
         if v.kind == "value" and (v.init_slot >= 0 or self.tracing):
-            init_slot, name, tracing = v.init_slot, v.name, self.tracing
+            init_slot, name, tracing, hint = v.init_slot, v.name, self.tracing, v.read_hint
 
             def loc_tracked(f, lanes):
                 return VarLoc(f.vars[slot], None, f.vars[init_slot] if init_slot >= 0 else None,
-                              name, f.sources.setdefault(slot, {}) if tracing else None)
+                              name, f.sources.setdefault(slot, {}) if tracing else None, hint)
             return self.with_load(E(t, None, coord, loc=loc_tracked, readonly=v.readonly))
         if v.kind == "value":
             return E(t, lambda f, lanes: f.vars[slot][lanes.idx], coord,
@@ -989,7 +991,7 @@ class ExpressionCompiler:
                 where = bloc(f, lanes)
                 k = component(f, lanes)
                 if isinstance(where, VarLoc):
-                    return VarLoc(where.arr, k, where.init, where.name, where.sources)
+                    return VarLoc(where.arr, k, where.init, where.name, where.sources, where.hint)
                 # an index reported out of range accesses component 0
                 return MemLoc(where.region, where.off + np.where(k >= 0, k * elem.size, 0))
             e.loc, e.readonly, e.space = loc, base.readonly, base.space
@@ -1041,7 +1043,8 @@ class ExpressionCompiler:
                 inner = where.comps
                 picked = comps if inner is None else tuple(inner[c] for c in comps)
                 if isinstance(where, VarLoc):
-                    return VarLoc(where.arr, picked, where.init, where.name, where.sources)
+                    return VarLoc(where.arr, picked, where.init, where.name, where.sources,
+                                  where.hint)
                 return MemLoc(where.region, where.off, picked)
 
             def loc(f, lanes):

@@ -53,7 +53,7 @@ def _same_variable(a: VarLoc, b: VarLoc, picked: np.ndarray) -> VarLoc | None:
         return None
     comps = np.empty(picked.size, np.int64)
     comps[picked], comps[~picked] = ca, cb
-    return VarLoc(a.arr, comps, a.init, a.name, a.sources)
+    return VarLoc(a.arr, comps, a.init, a.name, a.sources, a.hint)
 
 
 def chosen_location(picked: np.ndarray, a, b, t: Type, lanes: Lanes, coord: Coord):

@@ -72,6 +72,7 @@ class Region:
         self.granules = -(-nbytes // self.granule)
         size = banks * self.granules  # shadow state is flat: index = bank * granules + granule
         self.init = np.zeros(size, bool) if track_init else None
+        self.init_hint = ""   # the hint for a read before a write, where not the usual one
         # Whether every granule was written (None: not known since the latest write): reads of
         # a fully written region need not gather their granules' flags (`fully_written`).
         self.all_written: bool | None = False
@@ -119,10 +120,16 @@ class Region:
 
     def fully_written(self) -> bool:
         """Whether every granule was written (initialisation shadow), looked at again only
-        after a write: once true it stays true, since nothing makes memory uninitialised."""
+        after a write: once true it stays true until `forget_init`."""
         if self.all_written is None:
             self.all_written = bool(self.init.all())
         return self.all_written
+
+    def forget_init(self, banks: np.ndarray | slice) -> None:
+        """The objects of banks `banks` (lanes, for thread memory) begin their lifetime again:
+        indeterminate until written (a variable declared anew in each loop iteration)."""
+        self.init.reshape(self.banks, self.granules)[banks] = False
+        self.all_written = False
 
     def note_init(self, flat: np.ndarray | slice) -> None:
         """Granules `flat` were written."""
@@ -605,6 +612,8 @@ def _record_outside(m: Machine, region: Region, lanes: np.ndarray, off: np.ndarr
 
 
 def _init_hint(region: Region) -> str:
+    if region.init_hint:
+        return region.init_hint
     if region.space == "threadgroup":
         return ("threadgroup memory starts as garbage in every threadgroup: write it (and "
                 "call threadgroup_barrier) before reading it")

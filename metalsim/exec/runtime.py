@@ -31,8 +31,7 @@ def load_loc(f: Frame, lanes: Lanes, where, t: Type, coord: Coord):
             if not written.all():
                 f.m.undefined_read(
                     lanes.indices()[~np.broadcast_to(written, (lanes.n,))],
-                    Undefined(coord, f"variable '{where.name}'",
-                              hint="give the variable an initial value where it is declared"))
+                    Undefined(coord, f"variable '{where.name}'", hint=where.hint))
         v = arr[lanes.idx]
         c = where.comps
         if c is None:

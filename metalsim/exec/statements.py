@@ -11,12 +11,12 @@ from metalsim.exec import mathlib
 from metalsim.exec import memory as mem
 from metalsim.exec.compiled import E, Ev, Run, Scope, Var, constant
 from metalsim.exec.machine import EMPTY, StepLimitExceeded, union
-from metalsim.exec.pointers import store_pointer
+from metalsim.exec.pointers import UNSET, store_pointer
 from metalsim.exec.runtime import bind_argument, checked_condition, record_sources
 from metalsim.exec.structs import store as store_struct
 from metalsim.exec.structs import thread_region
 from metalsim.exec.uses import mentions, only_read
-from metalsim.exec.values import PtrSlot, VarLoc
+from metalsim.exec.values import Ptr, PtrSlot, VarLoc
 from metalsim.lang import ast
 from metalsim.lang import types as ty
 from metalsim.lang.types import (
@@ -38,6 +38,13 @@ ATTRIBUTE_NAMES = frozenset({
     "threadgroup_position_in_grid", "threadgroups_per_grid", "threads_per_grid",
     "threads_per_simdgroup", "threads_per_threadgroup",
 })
+
+
+def self_init_hint(name: str) -> str:
+    """The hint for a read of a variable within its own initializer (clang's warning)."""
+    return (f"variable '{name}' is uninitialized when used within its own initialization: "
+            f"its scope begins before its initializer, so this '{name}' is not the outer "
+            f"one; rename one of them")
 
 
 # What the step limit counts: expression nodes evaluated, a memory access (`p[i]`, `*p`,
@@ -181,6 +188,9 @@ class StatementCompiler:
         return run
 
     def declare_local(self, d: ast.VarDecl, scope: Scope) -> Run:
+        """A local variable. Its name is in scope from the end of its declarator, before its
+        initializer ([basic.scope.pdecl]): `Node c = {4, &c};` takes its own address,
+        `int a = a + 1;` reads its own indeterminate value, not an outer `a`."""
         if d.name in scope.names:
             self.error(f"redefinition of '{d.name}'", d, width=len(d.name),
                        hint="a kernel parameter of this name already exists (MLX adds one for "
@@ -191,8 +201,12 @@ class StatementCompiler:
             self.error("static local variables are not allowed in Metal", d, width=len(d.name),
                        hint="drop 'static' for a per-thread variable; a table shared by all "
                             "threads is 'constant' (or 'constexpr')")
-        init = self.expr(d.init, scope) if d.init is not None and not isinstance(
-            d.init, ast.InitList) else None
+        deduced = t is None or isinstance(t, PointerType) and t.pointee is None
+        init = None
+        if d.init is not None and not isinstance(d.init, ast.InitList) and (
+                deduced or isinstance(d.type, ast.ReferenceType)):
+            # the type, or what a reference binds to, is not known before the initializer
+            init = self.unusable_in_own_initializer(d, t, scope)
         if t is None:
             if init is None:
                 self.error("declaration with 'auto' needs an initializer", d)
@@ -222,15 +236,19 @@ class StatementCompiler:
                        f"scope", d)
         if isinstance(t, ArrayType | StructType) or d.name in self.address_taken:
             return self.declare_thread_memory(d, t, const, scope)
-        if isinstance(d.init, ast.InitList):
-            items = d.init.items
-            if isinstance(t, VectorType):
-                init = self.construct_vector(t, [self.rvalue(self.expr(i, scope))
-                                                 for i in items], d.init)
-            elif len(items) <= 1:
-                init = self.expr(items[0], scope) if items else constant(0, t, d.coord)
-            else:
-                self.error("excess elements in scalar initializer", items[1])
+        # Only an initializer that names the variable can read it before it holds a value:
+        # such a variable alone keeps a "written" mask although it has an initializer.
+        own = d.init is not None and mentions(d.init, d.name)
+        slot = self.new_slot()
+        init_slot = self.new_slot() if d.init is None or own else -1
+        if isinstance(t, PointerType):
+            scope.names[d.name] = Var("ptr", t, slot, readonly=const)
+        else:
+            scope.names[d.name] = Var("value", t, slot, readonly=const, init_slot=init_slot,
+                                      name=d.name, read_hint=self_init_hint(d.name) if own
+                                      else "")
+        if init is None and d.init is not None:
+            init = self.scalar_initializer(d, t, scope)
         value = self.convert(init, t, d.init) if init is not None else None
         if (const or d.constexpr) and value is not None and value.const is not None:
             scope.names[d.name] = Var("const", t, readonly=True, const=value.const)
@@ -238,26 +256,20 @@ class StatementCompiler:
         if d.constexpr:
             self.error(f"constexpr variable '{d.name}' must be initialized by a constant "
                        f"expression", d)
+        vev = value.ev if value is not None else None
         if isinstance(t, PointerType):
-            slot = self.new_slot()
-            scope.names[d.name] = Var("ptr", t, slot, readonly=const)
-            vev = value.ev if value is not None else None
-
             def run_ptr(f, lanes):
                 s = f.vars[slot]
                 if s is None:
                     s = f.vars[slot] = PtrSlot(None, f.m.batch.size)
+                elif own:   # a new object: not the one an earlier iteration left
+                    s.set(lanes, Ptr(UNSET, np.zeros(lanes.n, np.int64)))
                 if vev is not None:
                     s.set(lanes, vev(f, lanes))
                 return lanes
             return run_ptr
         if not (ty.is_arithmetic(t) or isinstance(t, ty.SimdMatrixType)):
             self.error(f"cannot declare a variable of type '{t}'", d)
-        slot = self.new_slot()
-        init_slot = self.new_slot() if value is None else -1
-        scope.names[d.name] = Var("value", t, slot, readonly=const, init_slot=init_slot,
-                                  name=d.name)
-        vev = value.ev if value is not None else None
         shape = ty.lane_shape(t)
         dtype = ty.scalar_of(t).dtype
         tracing = self.tracing
@@ -266,17 +278,49 @@ class StatementCompiler:
             arr = f.vars[slot]
             if arr is None:
                 arr = f.vars[slot] = np.zeros((f.m.batch.size,) + shape, dtype)
-            if vev is not None:
-                arr[lanes.idx] = vev(f, lanes)
-                if tracing:
-                    record_sources(f, lanes, VarLoc(arr, sources=f.sources.setdefault(slot, {})))
-            else:
+            if init_slot >= 0:
                 if f.vars[init_slot] is None:
                     # per component of a vector: `v.x = 1;` leaves `v.y` indeterminate
                     f.vars[init_slot] = np.zeros((f.m.batch.size,) + shape[:1], bool)
                 f.vars[init_slot][lanes.idx] = False  # a fresh, indeterminate object
+            if vev is not None:
+                arr[lanes.idx] = vev(f, lanes)
+                if init_slot >= 0:
+                    f.vars[init_slot][lanes.idx] = True
+                if tracing:
+                    record_sources(f, lanes, VarLoc(arr, sources=f.sources.setdefault(slot, {})))
             return lanes
         return run_value
+
+    def scalar_initializer(self, d: ast.VarDecl, t: Type, scope: Scope) -> E:
+        """The initializer of a variable of scalar, vector or pointer type `t`: an expression,
+        or braces holding one (a vector's: its components)."""
+        if not isinstance(d.init, ast.InitList):
+            return self.expr(d.init, scope)
+        items = d.init.items
+        if isinstance(t, VectorType):
+            return self.construct_vector(t, [self.rvalue(self.expr(i, scope)) for i in items],
+                                         d.init)
+        if len(items) > 1:
+            self.error("excess elements in scalar initializer", items[1])
+        return self.expr(items[0], scope) if items else constant(0, t, d.coord)
+
+    def unusable_in_own_initializer(self, d: ast.VarDecl, t: Type | None, scope: Scope) -> E:
+        """Compile the initializer of a variable whose type is deduced from it, or of a
+        reference, with the name in scope but refused: clang's errors (and, for a reference,
+        its warning: binding a reference to itself is undefined)."""
+        if t is None or isinstance(t, PointerType):
+            written = "auto" if t is None else "auto*"
+            why = (f"variable '{d.name}' declared with deduced type '{written}' cannot appear "
+                   f"in its own initializer")
+        else:
+            why = (f"reference '{d.name}' is not yet bound to a value when used within its own "
+                   f"initialization")
+        scope.names[d.name] = Var("unusable", ty.VOID, name=why)
+        try:
+            return self.expr(d.init, scope)
+        finally:
+            del scope.names[d.name]
 
     def declare_reference(self, d, t, const, init, scope) -> Run:
         if init is None:
@@ -345,11 +389,14 @@ class StatementCompiler:
             return lanes
         return run
 
-    def declare_thread_memory(self, d: ast.VarDecl, t: Type, const: bool, scope: Scope) -> Run:
+    def declare_thread_memory(self, d: ast.VarDecl, t: Type, const: bool, scope: Scope,
+                              init_scope: Scope | None = None) -> Run:
+        """A variable in thread memory; its initializer sees it (or, given, `init_scope`)."""
         slot = self.new_slot()
         self.fn.thread_bytes += t.size
         if t.size > self.fn.largest_thread_object[1]:
             self.fn.largest_thread_object = (d.name, t.size)
+        scope.names[d.name] = Var("region", t, slot, readonly=const, space="thread")
         stores = []
         if d.init is not None:
             aggregate = isinstance(t, ArrayType) or isinstance(d.init, ast.InitList)
@@ -357,16 +404,20 @@ class StatementCompiler:
             for off, et, item in leaves:
                 store = (store_struct if isinstance(et, StructType) else store_pointer
                          if isinstance(et, PointerType) else mem.store)
-                stores.append((store, off, et, self.convert(self.expr(item, scope), et,
-                                                            item).ev, item.coord))
-        scope.names[d.name] = Var("region", t, slot, readonly=const, space="thread")
+                stores.append((store, off, et, self.convert(self.expr(item, init_scope or scope),
+                                                            et, item).ev, item.coord))
         name = d.name
+        own = d.init is not None and init_scope is None and mentions(d.init, name)
+        hint = self_init_hint(name) if own else ""
 
         def run(f, lanes):
             m = f.m
             region = f.vars[slot]
             if region is None:
                 region = f.vars[slot] = thread_region(name, t, m.batch.size)
+                region.init_hint = hint
+            elif own:   # a new object: not the one an earlier iteration left
+                region.forget_init(lanes.idx)
             for store, off, et, ev, coord in stores:
                 store(m, region, lanes.idx, lanes.n, np.asarray(off, np.int64), et,
                       ev(f, lanes), coord)

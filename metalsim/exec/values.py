@@ -75,19 +75,21 @@ class VarLoc:
     """An lvalue in a thread variable: the full-width array and optional vector components.
 
     `init` is the variable's full-width "has been written" mask when it was declared without
-    an initializer (so reading it first can be reported), and `name` names it in that report.
+    an initializer, or with one that names it (so reading it first can be reported); `name`
+    names it in that report and `hint` says what to do.
     """
 
-    __slots__ = ("arr", "comps", "init", "name", "sources")
+    __slots__ = ("arr", "comps", "init", "name", "sources", "hint")
 
     def __init__(self, arr: np.ndarray, comps: tuple[int, ...] | np.ndarray | None = None,
                  init: np.ndarray | None = None, name: str = "",
-                 sources: dict | None = None) -> None:
+                 sources: dict | None = None, hint: str = "") -> None:
         self.arr = arr
         self.comps = comps
         self.init = init
         self.name = name
         self.sources = sources  # trace mode: lane -> cells the variable's value came from
+        self.hint = hint or "give the variable an initial value where it is declared"
 
 
 class MemLoc:
