@@ -86,7 +86,8 @@ class Diagnostic:
     """One finding about a kernel: what went wrong, where, and which threads did it.
 
     `kind` is one of: out-of-bounds, race, divergent-barrier, uninitialized-read,
-    division-by-zero, shift-out-of-range, step-limit, resource-limit; for SIMD-group code
+    null-dereference, division-by-zero, shift-out-of-range, step-limit, resource-limit; for
+    SIMD-group code
     inactive-lane-read, inactive-lanes (a reduction or scan with lanes in another branch),
     invalid-lane, invalid-argument, non-uniform-argument,
     divergent-simdgroup, unconfirmed-behavior; lost-update (atomic loads and stores of one

@@ -982,6 +982,8 @@ class _Printer:
             return self.float_literal(e)
         if isinstance(e, ast.BoolLiteral):
             return "true" if e.value else "false"
+        if isinstance(e, ast.NullptrLiteral):
+            return "nullptr"
         if isinstance(e, ast.StringLiteral):
             return self.string(e.value)
         if isinstance(e, ast.Name):

@@ -1133,6 +1133,11 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
                 # a user-defined conversion, then what converts its result (which ranks
                 # sequences through the same conversion function)
                 costs[-1] += 10 + self.after_conversion_function(found, pt)
+            elif at == ty.NULLPTR_T or (a.null_constant and isinstance(
+                    pt, PointerType | ty.NullptrType)):
+                if not isinstance(pt, PointerType | ty.NullptrType):
+                    return None   # (not to bool: that needs direct-initialization)
+                costs[-1] += 2    # a pointer conversion ([conv.ptr]/1)
             elif isinstance(pt, PointerType) or isinstance(at, PointerType):
                 if not (isinstance(pt, PointerType) and isinstance(at, PointerType)
                         and pt.space == at.space and (pt.const or not at.const)):
@@ -1253,7 +1258,7 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
         t, const, space = self.resolve_decl_type(p.type, scope)
         if isinstance(p.type, ast.ReferenceType):
             var = Var("ref", t, self.new_slot(), readonly=const, space=space or "thread")
-        elif isinstance(t, PointerType):
+        elif isinstance(t, PointerType | ty.NullptrType):
             var = Var("ptr", t, self.new_slot(), readonly=const)
         elif isinstance(t, ArrayType):
             var = Var("ptr", self.param_type(p, scope), self.new_slot())

@@ -37,6 +37,7 @@ class E:
     loc: Callable[[Frame, Lanes], VarLoc | MemLoc] | None = None
     readonly: bool = False                # an lvalue that may not be assigned
     space: str | None = None              # address space of an lvalue in memory
+    null_constant: bool = False           # the literal 0: converts to any pointer (C++14)
 
 
 @dataclass

@@ -35,9 +35,11 @@ from metalsim.lang.types import (
     FLOAT,
     INT,
     LONG,
+    NULLPTR_T,
     ULONG,
     ArrayType,
     AtomicType,
+    NullptrType,
     PointerType,
     ScalarType,
     StructType,
@@ -49,6 +51,11 @@ from metalsim.lang.types import (
 SWIZZLE = {c: i for i, c in enumerate("xyzw")} | {c: i for i, c in enumerate("rgba")}
 # A byte offset no buffer reaches: 64-bit indices whose offset would pass it are held there.
 FAR_BYTES = 1 << 62
+
+
+def null_pointer(f, lanes) -> Ptr:
+    """The value of `nullptr` (or a null pointer of any type) on the active lanes."""
+    return Ptr(pointers.NULL, np.zeros(lanes.n, np.int64))
 
 
 def held_in_reach(k: np.ndarray, size: int) -> np.ndarray:
@@ -106,6 +113,8 @@ class ExpressionCompiler:
                 return E(t, base.ev, coord)
         if isinstance(t, StructType) and self.constructors_of(t):
             return self.converting_constructor(e, t, coord, explicit)
+        if t == NULLPTR_T or src == NULLPTR_T or (e.null_constant and isinstance(t, PointerType)):
+            return self.convert_null(e, t, coord, explicit)
         if isinstance(t, PointerType) or isinstance(src, PointerType):
             return self.convert_pointer(e, t, coord, explicit)
         if not (ty.is_arithmetic(src) and ty.is_arithmetic(t)):
@@ -163,8 +172,29 @@ class ExpressionCompiler:
         ev = e.ev
         return E(t, lambda f, lanes: fn(ev(f, lanes)), e.coord)
 
+    def convert_null(self, e: E, t: Type, coord: Coord, explicit: bool) -> E:
+        """Conversions of `nullptr` and of the null pointer constant 0 (C++14 [conv.ptr]):
+        to any pointer type (a null pointer) or to `std::nullptr_t`; `nullptr` to `bool` only
+        by direct-initialization ([conv.bool]), as `bool(nullptr)` or a condition."""
+        src = e.type
+        if isinstance(t, PointerType) or t == NULLPTR_T:
+            if src == NULLPTR_T or e.null_constant:
+                return E(t, null_pointer, coord)
+        elif t == BOOL and explicit:
+            return constant(False, BOOL, coord)
+        elif t == BOOL:
+            self.error(f"converting '{src}' to 'bool' requires direct-initialization", coord,
+                       hint="write `bool(nullptr)`, or compare a pointer with nullptr")
+        self.error(f"cannot convert '{src}' to '{t}'", coord,
+                   hint="only the literal 0 and nullptr are null pointer constants"
+                   if isinstance(t, PointerType) or t == NULLPTR_T else "")
+
     def convert_pointer(self, e: E, t: Type, coord: Coord, explicit: bool) -> E:
         src = e.type
+        if isinstance(src, PointerType) and t == BOOL:   # [conv.bool]: true unless null
+            pev = e.ev
+            return E(BOOL, lambda f, lanes: ~pointers.is_null(pev(f, lanes).region, lanes.n),
+                     coord)
         if not (isinstance(src, PointerType) and isinstance(t, PointerType)):
             self.error(f"cannot convert '{src}' to '{t}'", coord)
         if src.space != t.space:
@@ -215,8 +245,14 @@ class ExpressionCompiler:
             t = arith.parse_int_literal_type(node.value, node.suffix, node.hex_or_octal)
         except ValueError as exc:
             self.error(str(exc), node)
-        return constant(node.value % (1 << t.bits) if not t.signed and node.value < 0
-                        else node.value, t, node.coord)
+        e = constant(node.value % (1 << t.bits) if not t.signed and node.value < 0
+                     else node.value, t, node.coord)
+        # C++14 [conv.ptr]/1: an integer literal of value zero is a null pointer constant
+        # (`0`, `0u`, `0x0`; not `1 - 1`, a `const int` zero, `false` or '\0').
+        return replace(e, null_constant=True) if node.value == 0 else e
+
+    def x_NullptrLiteral(self, node: ast.NullptrLiteral, scope: Scope) -> E:
+        return E(NULLPTR_T, null_pointer, node.coord)
 
     def x_FloatLiteral(self, node: ast.FloatLiteral, scope: Scope) -> E:
         t = {"h": ty.HALF, "bf": ty.BFLOAT}.get(node.suffix, FLOAT)
@@ -356,7 +392,8 @@ class ExpressionCompiler:
         if op == ",":
             return self.comma(self.rvalue(left), right, node)
         left, right = self.rvalue(left), self.rvalue(right)
-        if isinstance(left.type, PointerType) or isinstance(right.type, PointerType):
+        if isinstance(left.type, PointerType | NullptrType) or isinstance(
+                right.type, PointerType | NullptrType):
             return self.pointer_arith(node, left, right)
         return self.binary(op, left, right, node)
 
@@ -428,11 +465,15 @@ class ExpressionCompiler:
 
     def pointer_arith(self, node: ast.Binary, left: E, right: E) -> E:
         op, coord = node.op, node.coord
+        if op in ("<", ">", "<=", ">=", "==", "!="):
+            left, right = self.null_compared(node, left, right)
         lp, rp = isinstance(left.type, PointerType), isinstance(right.type, PointerType)
         for p in (left, right) if op in ("+", "-") else ():
             if isinstance(p.type, PointerType):
                 self.require_complete(p.type.pointee, node, "arithmetic on a pointer to an "
                                                             "incomplete type '{}'")
+        if left.type == right.type == NULLPTR_T and op in ("==", "!="):
+            return constant(op == "==", BOOL, coord)
         if lp and rp:
             if op == "-":
                 size = left.type.pointee.size or 1
@@ -451,13 +492,40 @@ class ExpressionCompiler:
                 return E(BOOL, ev_compare, coord)
             self.error(f"invalid operands to binary expression ('{left.type}' and "
                        f"'{right.type}')", node)
-        if op not in ("+", "-") or (rp and op == "-"):
+        if op not in ("+", "-") or (rp and op == "-") or not (lp or rp):
             self.error(f"invalid operands to binary expression ('{left.type}' and "
                        f"'{right.type}')", node)
         ptr, num = (left, right) if lp else (right, left)
         if not ty.is_integer(num.type) or isinstance(num.type, VectorType):
             self.error(f"pointer arithmetic needs an integer offset, not '{num.type}'", node)
         return self.offset_pointer(ptr, num, -1 if op == "-" else 1, coord)
+
+    def null_compared(self, node: ast.Binary, left: E, right: E) -> tuple[E, E]:
+        """The operands of a comparison where one is `nullptr` or the literal 0, both of the
+        other's pointer type (C++14 [expr.eq]/2, composite pointer type); two null pointer
+        constants compare as `std::nullptr_t`. Ordered comparisons with a null pointer
+        constant are refused, as clang does."""
+        nulls = [e.type == NULLPTR_T or (e.null_constant and ty.is_integer(e.type))
+                 for e in (left, right)]
+        if not any(nulls):
+            return left, right
+        if node.op not in ("==", "!="):
+            zero = "zero" if any(e.type != NULLPTR_T for e in (left, right)) else "nullptr"
+            self.error(f"ordered comparison between pointer and {zero} ('{left.type}' and "
+                       f"'{right.type}')" if zero == "zero" else
+                       f"invalid operands to binary expression ('{left.type}' and "
+                       f"'{right.type}')", node,
+                       hint="only == and != compare a pointer with a null pointer")
+        pointer = next((e.type for e, null in zip((left, right), nulls)
+                        if not null and isinstance(e.type, PointerType)), None)
+        if pointer is None and not all(nulls):
+            other = right if nulls[0] else left
+            self.error(f"invalid operands to binary expression ('{left.type}' and "
+                       f"'{right.type}')", node,
+                       hint=f"'{other.type}' is not a pointer")
+        t = pointer or NULLPTR_T
+        return (self.convert(left, t, node.left) if nulls[0] else left,
+                self.convert(right, t, node.right) if nulls[1] else right)
 
     def offset_pointer(self, ptr: E, num: E, sign: int, coord: Coord) -> E:
         size = ptr.type.pointee.size
@@ -548,8 +616,10 @@ class ExpressionCompiler:
         if isinstance(e.type, VectorType):
             self.error(f"a vector ('{e.type}') cannot be used as a condition", node,
                        hint="use all(...) or any(...)")
-        if isinstance(e.type, PointerType):  # kernel pointers are never null
-            return E(BOOL, lambda f, lanes: np.ones(lanes.n, bool), e.coord)
+        if e.type == NULLPTR_T:   # contextually converted to bool: false
+            return constant(False, BOOL, e.coord)
+        if isinstance(e.type, PointerType):
+            return self.convert(e, BOOL, node)
         if not ty.is_arithmetic(e.type):
             self.error(f"'{e.type}' cannot be used as a condition", node)
         if isinstance(e.type, ScalarType) and e.type.scoped_enum:
@@ -793,7 +863,8 @@ class ExpressionCompiler:
             return then if bool(cond.const) else otherwise
         a, b = self.rvalue(then), self.rvalue(otherwise)
         # Pointers, structs and simdgroup matrices: both operands of one type, copied per lane.
-        objects = PointerType | StructType | ty.SimdMatrixType
+        objects = PointerType | StructType | ty.SimdMatrixType | NullptrType
+        a, b = self.null_operands(a, b, node)
         if isinstance(a.type, objects) or isinstance(b.type, objects):
             if a.type != b.type:
                 self.error(f"incompatible operand types ('{a.type}' and '{b.type}')", node)
@@ -832,6 +903,21 @@ class ExpressionCompiler:
         if lvalue is not None:   # read as a value above; located only where it is an lvalue
             return replace(lvalue, ev=ev)
         return E(t, ev, coord)
+
+    def null_operands(self, a: E, b: E, node: ast.Conditional) -> tuple[E, E]:
+        """`c ? p : nullptr` (or `: 0`): the null pointer constant as the other operand's
+        pointer type; `c ? nullptr : 0` is a `std::nullptr_t` (C++14 [expr.cond]/6)."""
+        nulls = [e.type == NULLPTR_T or (e.null_constant and ty.is_integer(e.type))
+                 for e in (a, b)]
+        if not any(nulls) or (all(nulls) and NULLPTR_T not in (a.type, b.type)):
+            return a, b
+        other = b if nulls[0] else a
+        t = other.type if isinstance(other.type, PointerType) else (
+            NULLPTR_T if all(nulls) else None)
+        if t is None:
+            return a, b   # refused below: incompatible operand types
+        return (self.convert(a, t, node.then) if nulls[0] else a,
+                self.convert(b, t, node.otherwise) if nulls[1] else b)
 
     def conditional_lvalue(self, cond: E, then: E, otherwise: E,
                            node: ast.Conditional) -> E | None:

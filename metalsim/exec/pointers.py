@@ -7,11 +7,11 @@ names one `Region`; after `if (c) p = b;` lanes differ, and the pointer's region
 such a pointer are split by region (`memory.load`/`store`/`atomic_update` hand them here), so
 every lane reads the buffer its own pointer names, as on the GPU.
 
-A pointer that was never given a value points at `UNSET`; dereferencing it is reported, not
-crashed on. Pointers stored in memory (arrays of pointers) are 8-byte words, an allocation
-number in the high bits and the byte offset in the low ones, so they can be copied, indexed and
-chosen per lane like any other value; a word that names no allocation (memory never written)
-reads back as an `UNSET` pointer.
+A pointer that was never given a value points at `UNSET`, a null pointer at `NULL`;
+dereferencing either is reported, not crashed on. Pointers stored in memory (arrays of
+pointers) are 8-byte words, an allocation number in the high bits and the byte offset in the
+low ones, so they can be copied, indexed and chosen per lane like any other value; a word that
+names no allocation (memory never written) reads back as an `UNSET` pointer.
 """
 
 from __future__ import annotations
@@ -54,6 +54,29 @@ class Unset:
 
 
 UNSET = Unset()
+
+
+class Null(Unset):
+    """Where a null pointer points (`nullptr`, or the literal 0 as a pointer): every access
+    through it is reported."""
+
+    name = "<null pointer>"
+
+    def _report(self, m: Machine, idx, coord: Coord) -> None:
+        lanes = np.arange(m.batch.size)[idx]
+        m.report("null-dereference", "error", "dereference of a null pointer", coord, lanes,
+                 key="pointer",
+                 hint="test the pointer (`if (p != nullptr)`) before using it, or point it at "
+                      "memory (a buffer, an array) first")
+
+
+NULL = Null()
+
+
+def is_null(region, n: int) -> np.ndarray:
+    """Per lane, whether a pointer value with this region is a null pointer."""
+    table, which = lane_table(region, n)
+    return np.array([r is NULL for r in table], bool)[which]
 
 
 def _components(t) -> tuple[int, ...]:

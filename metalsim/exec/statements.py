@@ -52,7 +52,8 @@ def self_init_hint(name: str) -> str:
 # contain blocks count only their own expressions (a loop's per iteration); the statements of
 # a block count themselves when they run.
 MEMORY_ACCESS_WORK = 4
-EXPRESSION_NODES = (ast.IntLiteral, ast.FloatLiteral, ast.BoolLiteral, ast.Name, ast.Unary,
+EXPRESSION_NODES = (ast.IntLiteral, ast.FloatLiteral, ast.BoolLiteral, ast.NullptrLiteral,
+                    ast.Name, ast.Unary,
                     ast.Postfix, ast.Binary, ast.Assign, ast.Conditional, ast.Call,
                     ast.MethodCall, ast.Construct, ast.Cast, ast.Index, ast.Member, ast.This,
                     ast.SizeOf, ast.InitList)
@@ -241,7 +242,7 @@ class StatementCompiler:
         own = d.init is not None and mentions(d.init, d.name)
         slot = self.new_slot()
         init_slot = self.new_slot() if d.init is None or own else -1
-        if isinstance(t, PointerType):
+        if isinstance(t, PointerType | ty.NullptrType):   # (`auto n = nullptr;`)
             scope.names[d.name] = Var("ptr", t, slot, readonly=const)
         else:
             scope.names[d.name] = Var("value", t, slot, readonly=const, init_slot=init_slot,
@@ -257,7 +258,7 @@ class StatementCompiler:
             self.error(f"constexpr variable '{d.name}' must be initialized by a constant "
                        f"expression", d)
         vev = value.ev if value is not None else None
-        if isinstance(t, PointerType):
+        if isinstance(t, PointerType | ty.NullptrType):
             def run_ptr(f, lanes):
                 s = f.vars[slot]
                 if s is None:

@@ -92,6 +92,11 @@ class BoolLiteral(Node):
 
 
 @dataclass(eq=False)
+class NullptrLiteral(Node):
+    """`nullptr`."""
+
+
+@dataclass(eq=False)
 class StringLiteral(Node):
     value: str
 
@@ -265,9 +270,9 @@ class Lambda(Node):
     mutable: bool = False
 
 
-Expr = (IntLiteral | FloatLiteral | BoolLiteral | StringLiteral | Name | Unary | Postfix | Binary
-        | Assign | Conditional | Call | MethodCall | Construct | Cast | Index | Member | This
-        | SizeOf | InitList | Lambda)
+Expr = (IntLiteral | FloatLiteral | BoolLiteral | NullptrLiteral | StringLiteral | Name | Unary
+        | Postfix | Binary | Assign | Conditional | Call | MethodCall | Construct | Cast | Index
+        | Member | This | SizeOf | InitList | Lambda)
 
 
 # --- Statements --------------------------------------------------------------------------------

@@ -113,8 +113,8 @@ _CLASS_KEYS = frozenset({"struct", "class", "union"})
 _KEYWORDS = frozenset({
     "if", "else", "for", "while", "do", "switch", "case", "default", "break", "continue",
     "return", "goto", "sizeof", "alignof", "typedef", "using", "namespace", "template",
-    "class", "struct", "union", "enum", "true", "false", "static_assert", "decltype", "kernel",
-    "operator", "this", "new", "delete", "const_cast", "dynamic_cast",
+    "class", "struct", "union", "enum", "true", "false", "nullptr", "static_assert", "decltype",
+    "kernel", "operator", "this", "new", "delete", "const_cast", "dynamic_cast",
 }) | _DECL_WORDS | _CASTS
 _RESERVED = _KEYWORDS | _BUILTIN_TYPE_WORDS
 
@@ -2483,6 +2483,8 @@ class _Parser:
             if text in ("true", "false"):
                 self.advance()
                 return ast.BoolLiteral(self.coord(tok), text == "true")
+            if text == "nullptr":
+                return ast.NullptrLiteral(self.coord(self.advance()))
             if text in _CASTS:
                 return self.named_cast()
             if text == "this":

@@ -243,6 +243,17 @@ def complete_struct(declared: StructType, defined: StructType) -> StructType:
 
 
 @dataclass(frozen=True)
+class NullptrType:
+    """`decltype(nullptr)`: the type of `nullptr`, which converts to every pointer type."""
+
+    size = 8
+    align = 8
+
+    def __str__(self) -> str:
+        return "std::nullptr_t"   # as clang names it in messages
+
+
+@dataclass(frozen=True)
 class VoidType:
     size = 0
     align = 1
@@ -252,9 +263,10 @@ class VoidType:
 
 
 Type = (ScalarType | VectorType | SimdMatrixType | AtomicType | ArrayType | PointerType
-        | StructType | VoidType | FunctionPointerType)
+        | StructType | VoidType | FunctionPointerType | NullptrType)
 
 VOID = VoidType()
+NULLPTR_T = NullptrType()
 
 BOOL = ScalarType("bool", np.dtype(np.bool_), "bool", False, 1)
 CHAR = ScalarType("char", np.dtype(np.int8), "int", True, 2)

@@ -28,25 +28,25 @@ typedef unsigned int uint;
 """
 
 
-def gxx_outputs(header: str, body: str, n: int) -> list[int]:
-    """The `n` ints `body` writes to `int* out` after `header`, compiled by g++ -std=c++17."""
+def gxx_outputs(header: str, body: str, n: int, std: str = "c++17") -> list[int]:
+    """The `n` ints `body` writes to `int* out` after `header`, compiled by g++ -std=`std`."""
     program = (f"{_CXX_PRELUDE}{header}\nint main() {{\n  int out[{n}] = {{0}};\n{body}\n"
                f"  for (int i = 0; i < {n}; ++i) std::printf(\"%d\\n\", out[i]);\n}}\n")
-    return _run_gxx(program)
+    return _run_gxx(program, std)
 
 
-def _run_gxx(program: str) -> list[int]:
-    """The ints a C++ program prints, compiled by g++ -std=c++17."""
+def _run_gxx(program: str, std: str = "c++17") -> list[int]:
+    """The ints a C++ program prints, compiled by g++ -std=`std`."""
     with tempfile.TemporaryDirectory() as tmp:
         src, exe = Path(tmp) / "t.cpp", Path(tmp) / "t"
         src.write_text(program)
-        subprocess.run(["g++", "-std=c++17", "-w", "-o", str(exe), str(src)], check=True,
+        subprocess.run(["g++", f"-std={std}", "-w", "-o", str(exe), str(src)], check=True,
                        capture_output=True, text=True)
         out = subprocess.run([str(exe)], check=True, capture_output=True, text=True).stdout
     return [int(v) for v in out.split()]
 
 
-def gxx_rejects(header: str, body: str, iso: bool = False) -> str:
+def gxx_rejects(header: str, body: str, iso: bool = False, std: str = "c++17") -> str:
     """g++'s error for a program it must reject (asserting that it does). With `iso`, as
     ISO C++ and clang (Metal's compiler) reject it: g++ alone, by default, resolves some
     calls ISO C++ calls ambiguous (by the candidates' worst conversions)."""
@@ -55,7 +55,7 @@ def gxx_rejects(header: str, body: str, iso: bool = False) -> str:
         src = Path(tmp) / "t.cpp"
         src.write_text(program)
         strict = ["-pedantic-errors"] if iso else []
-        proc = subprocess.run(["g++", "-std=c++17", "-w", *strict, "-fsyntax-only", str(src)],
+        proc = subprocess.run(["g++", f"-std={std}", "-w", *strict, "-fsyntax-only", str(src)],
                               capture_output=True, text=True)
     assert proc.returncode != 0, "g++ accepts the program"
     return proc.stderr
@@ -69,9 +69,9 @@ def metalsim_outputs(header: str, body: str, n: int) -> list[int]:
     return np.array(out).tolist()
 
 
-def agree(header: str, body: str, n: int) -> list[int]:
+def agree(header: str, body: str, n: int, std: str = "c++17") -> list[int]:
     """Run both; assert they agree and return the values."""
-    expected = gxx_outputs(header, body, n)
+    expected = gxx_outputs(header, body, n, std)
     assert metalsim_outputs(header, body, n) == expected
     return expected
 
