@@ -478,3 +478,16 @@ def test_a_qualified_call_of_a_hidden_friend_s_name_finds_no_friend_by_its_argum
     assert "__device__ inline int other(int x) {" in t.kernel_text
     assert "(((other)(s) * 1000) + other(s)) + (tw)(s)" in t.kernel_text
     compiles(t)
+
+
+def test_nullptr_and_null_pointer_comparisons_print_as_written():
+    t = translated("uint i = thread_position_in_grid.x;\n"
+                   "const device float* p = first(i % 2 == 0, a);\n"
+                   "out[i] = p == nullptr ? -1.0f : p[i];", """
+        const device float* first(bool c, const device float* p) {
+            return c ? p : nullptr;
+        }
+    """)
+    assert "(c ? p : nullptr)" in t.kernel_text
+    assert "(p == nullptr)" in t.kernel_text
+    compiles(t)

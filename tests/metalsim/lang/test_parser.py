@@ -26,6 +26,8 @@ def show(node: ast.Node | None) -> str:
             return node.text
         case ast.BoolLiteral():
             return str(node.value).lower()
+        case ast.NullptrLiteral():
+            return "nullptr"
         case ast.StringLiteral():
             return repr(node.value)
         case ast.Name():
@@ -241,6 +243,16 @@ def test_char_literal_is_int_literal():
 
 def test_bool_literals():
     assert expr("x = true || false") == "(= x (|| true false))"
+
+
+def test_nullptr_is_a_literal_in_comparisons_and_conditionals():
+    assert expr("p = c ? nullptr : q") == "(= p (? c nullptr q))"
+    assert expr("b = p != nullptr") == "(= b (!= p nullptr))"
+
+
+def test_nullptr_is_a_reserved_word_not_a_declarable_name():
+    with pytest.raises(CompileError, match="'nullptr' is a reserved word"):
+        body("int nullptr = 0;")
 
 
 # --- Casts, constructors and parentheses -------------------------------------------------------

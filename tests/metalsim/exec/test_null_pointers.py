@@ -1,0 +1,243 @@
+"""`nullptr` and the null pointer constant 0, with g++ -std=c++14 -pedantic-errors as the
+oracle for values and for what is refused; a kernel that dereferences a null pointer is
+reported (line, threads, hint), never crashed on."""
+
+import mlx.core as mx
+import numpy as np
+import pytest
+from cxx_oracle import agree, gxx_rejects, metalsim_outputs, needs_gxx
+
+import metalsim
+
+pytestmark = needs_gxx
+
+NODE = "struct Node { int v; thread Node* next; };\n"
+
+
+def agree14(header: str, body: str, n: int) -> list[int]:
+    return agree(header, body, n, std="c++14")
+
+
+def refused(header: str, body: str, gxx_says: str, metalsim_says: str) -> None:
+    """g++ (C++14, ISO) and metalsim both refuse the program."""
+    assert gxx_says in gxx_rejects(header, body, iso=True, std="c++14")
+    with pytest.raises(metalsim.CompileError, match=metalsim_says):
+        metalsim_outputs(header, body, 1)
+
+
+# --- values ----------------------------------------------------------------------------------
+
+def test_a_pointer_initialised_with_nullptr_compares_equal_to_nullptr_and_to_0():
+    body = ("int a = 5; thread int* p = nullptr; out[0] = p == nullptr; out[1] = p != 0;"
+            " out[2] = 0 == p; p = &a; out[3] = p == nullptr; out[4] = nullptr != p;")
+    assert agree14("", body, 5) == [1, 0, 1, 0, 1]
+
+
+def test_the_literal_0_in_any_spelling_is_a_null_pointer():
+    body = ("thread int* p = 0; thread int* q = 0u; thread int* r = 0x0; thread int* s = (0);"
+            " out[0] = p == nullptr; out[1] = q == 0L; out[2] = r == nullptr;"
+            " out[3] = s == 0u;")
+    assert agree14("", body, 4) == [1, 1, 1, 1]
+
+
+def test_assigning_nullptr_and_0_makes_a_pointer_null():
+    body = ("int a = 1; thread int* p = &a; p = nullptr; out[0] = p == nullptr;"
+            " p = &a; p = 0; out[1] = p == nullptr;")
+    assert agree14("", body, 2) == [1, 1]
+
+
+def test_a_pointer_is_true_unless_null_as_a_condition_and_as_bool():
+    body = ("int a = 1; thread int* p = nullptr; out[0] = p ? 1 : 2; out[1] = !p;"
+            " out[2] = bool(p); if (p) out[3] = 7; p = &a; bool b = p; out[4] = b;"
+            " out[5] = p && true; if (!p) out[6] = 9;")
+    assert agree14("", body, 7) == [2, 1, 0, 0, 1, 1, 0]
+
+
+def test_nullptr_as_a_condition_is_false():
+    assert agree14("", "out[0] = nullptr ? 1 : 2; out[1] = bool(nullptr);", 2) == [2, 0]
+
+
+def test_nullptr_compares_equal_to_nullptr_and_to_0():
+    assert agree14("", "out[0] = nullptr == nullptr; out[1] = nullptr != 0;", 2) == [1, 0]
+
+
+def test_a_braced_member_initialised_with_0_or_nullptr_ends_a_linked_list():
+    header = NODE + ("int total(thread Node* n) { int s = 0; while (n != nullptr) "
+                     "{ s += n->v; n = n->next; } return s; }\n")
+    body = ("thread Node c = {4, 0}; thread Node b = {2, &c}; thread Node a = {1, &b};"
+            " thread Node z{8, nullptr}; out[0] = total(&a); out[1] = total(&z);"
+            " out[2] = total(nullptr);")
+    assert agree14(header, body, 3) == [7, 8, 0]
+
+
+def test_value_initialised_pointers_are_null():
+    body = ("thread int* ps[3] = {}; out[0] = ps[2] == nullptr;"
+            " thread Node n = {5}; out[1] = n.next == 0;")
+    assert agree14(NODE, body, 2) == [1, 1]
+
+
+def test_nullptr_and_0_are_returned_as_null_pointers():
+    header = ("thread int* none() { return nullptr; }\n"
+              "thread int* zero() { return 0; }\n")
+    assert agree14(header, "out[0] = none() == zero(); out[1] = none() == 0;", 2) == [1, 1]
+
+
+def test_a_conditional_with_nullptr_or_0_has_the_pointer_type():
+    header = "thread int* pick(bool c, thread int* p) { return c ? p : nullptr; }\n"
+    body = ("int a = 3; out[0] = *pick(true, &a); out[1] = pick(false, &a) == nullptr;"
+            " thread int* q = true ? 0 : &a; out[2] = q == nullptr;"
+            " thread int* r = false ? 0 : &a; out[3] = *r;")
+    assert agree14(header, body, 4) == [3, 1, 1, 3]
+
+
+def test_a_null_pointer_chosen_per_thread_compares_per_thread():
+    # Lanes of one SIMD-group hold different pointers, some null.
+    source = ("uint i = thread_position_in_grid.x;\n"
+              "auto p = i % 3 == 0 ? nullptr : a;\n"
+              "out[i] = p == nullptr ? -1.0f : p[i];")
+    kernel = metalsim.metal_kernel("per_lane_null", ["a"], ["out"], source)
+    got = kernel(inputs=[mx.arange(6, dtype=mx.float32)], output_shapes=[(6,)],
+                 output_dtypes=[mx.float32], grid=(6, 1, 1), threadgroup=(6, 1, 1))[0]
+    assert np.array(got).tolist() == [-1, 1, 2, -1, 4, 5]
+
+
+def test_an_auto_variable_and_a_parameter_of_type_nullptr_t():
+    header = "int is_null(decltype(nullptr) n) { thread int* p = n; return p == 0; }\n"
+    body = ("auto n = nullptr; thread int* p = n; out[0] = p == nullptr;"
+            " decltype(nullptr) m = 0; out[1] = m == nullptr; out[2] = is_null(0);"
+            " out[3] = is_null(nullptr); out[4] = sizeof(nullptr);")
+    assert agree14(header, body, 5) == [1, 1, 1, 1, 8]
+
+
+def test_a_template_parameter_deduced_from_nullptr_is_nullptr_t():
+    header = "template <typename T> int null_of(T x) { return x == nullptr; }\n"
+    assert agree14(header, "out[0] = null_of(nullptr);", 1) == [1]
+
+
+# --- overload resolution ----------------------------------------------------------------------
+
+def test_nullptr_prefers_a_pointer_parameter_and_0_an_int_one():
+    header = "int f(int) { return 1; }\nint f(thread int*) { return 2; }\n"
+    assert agree14(header, "out[0] = f(nullptr); out[1] = f(0);", 2) == [2, 1]
+
+
+def test_0_for_long_or_pointer_parameters_is_ambiguous():
+    header = "int f(long) { return 1; }\nint f(thread int*) { return 2; }\n"
+    refused(header, "out[0] = f(0);", "ambiguous", "call to 'f' is ambiguous")
+
+
+def test_nullptr_does_not_pass_for_a_bool_parameter():
+    refused("int f(bool b) { return b; }\n", "out[0] = f(nullptr);",
+            "requires direct-initialization", "no matching function|cannot convert")
+
+
+# --- refused ---------------------------------------------------------------------------------
+
+def test_nullptr_does_not_initialise_an_int():
+    refused("", "int x = nullptr; out[0] = x;", "cannot convert",
+            r"cannot convert 'std::nullptr_t' to 'int'")
+
+
+def test_copy_initialising_a_bool_from_nullptr_is_refused():
+    refused("", "bool b = nullptr; out[0] = b;", "requires direct-initialization",
+            "requires direct-initialization")
+
+
+def test_an_integer_expression_of_value_0_is_not_a_null_pointer_constant():
+    refused("", "thread int* p = 1 - 1; out[0] = p == 0;", "invalid conversion",
+            r"cannot convert 'int' to 'thread int\*'")
+
+
+def test_a_const_int_zero_is_not_a_null_pointer_constant():
+    refused("", "const int z = 0; thread int* p = z; out[0] = p == 0;", "invalid conversion",
+            r"cannot convert 'int' to 'thread int\*'")
+
+
+def test_false_is_not_a_null_pointer_constant():
+    refused("", "thread int* p = false; out[0] = p == 0;", "cannot convert",
+            r"cannot convert 'bool' to 'thread int\*'")
+
+
+def test_a_pointer_compared_with_1_is_refused():
+    refused("", "thread int* p = 0; out[0] = p == 1;", "comparison between pointer and integer",
+            "invalid operands")
+
+
+def test_ordered_comparison_of_a_pointer_with_nullptr_or_0_is_refused():
+    refused("", "thread int* p = 0; out[0] = p < nullptr;", "ordered comparison",
+            "ordered comparison between pointer and zero")
+    refused("", "thread int* p = 0; out[0] = p >= 0;", "ordered comparison",
+            "ordered comparison between pointer and zero")
+    refused("", "out[0] = nullptr < nullptr;", "ordered comparison", "invalid operands")
+
+
+def test_arithmetic_on_nullptr_is_refused():
+    refused("", "out[0] = nullptr + 1 == 0;", "invalid operands", "invalid operands")
+    refused("", "thread int* p = 0; out[0] = p - nullptr;", "invalid operands",
+            "pointer arithmetic needs an integer offset|invalid operands")
+    refused("", "out[0] = -nullptr == 0;", "wrong type argument", "invalid operand")
+
+
+def test_dereferencing_nullptr_itself_is_refused():
+    refused("", "out[0] = *nullptr;", "invalid type argument", "indirection requires|pointer")
+
+
+def test_nullptr_is_a_keyword_not_a_name():
+    refused("", "int nullptr = 1; out[0] = nullptr;", "expected", "expected|nullptr")
+
+
+# --- null dereference at run time -----------------------------------------------------------
+
+def run_faulting(source: str, threads: int = 8) -> str:
+    kernel = metalsim.metal_kernel("null_deref", ["a"], ["out"], source)
+    with pytest.raises(metalsim.KernelFault) as fault:
+        kernel(inputs=[mx.arange(threads, dtype=mx.float32)], output_shapes=[(threads,)],
+               output_dtypes=[mx.float32], grid=(threads, 1, 1), threadgroup=(threads, 1, 1))
+    return str(fault.value)
+
+
+def test_reading_through_a_null_pointer_names_the_line_and_the_threads():
+    text = run_faulting("uint i = thread_position_in_grid.x;\n"
+                        "const device float* p = i % 2 == 0 ? a : nullptr;\n"
+                        "out[i] = p[i];")
+    assert "source:3:10: error: dereference of a null pointer" in text
+    assert "threads: (1, 0, 0), (3, 0, 0), (5, 0, 0), (7, 0, 0)\n" in text
+    assert "out[i] = p[i];" in text and "hint: test the pointer" in text
+
+
+def test_writing_through_a_null_pointer_is_reported():
+    text = run_faulting("device float* p = nullptr;\n*p = 1.0f;")
+    assert "source:2:1: error: dereference of a null pointer" in text
+
+
+def test_a_member_read_through_a_null_struct_pointer_is_reported():
+    source = ("struct S { int v; };\nthread S* s = 0;\n"
+              "out[thread_position_in_grid.x] = s->v;")
+    assert "source:3:34: error: dereference of a null pointer" in run_faulting(source)
+
+
+def test_an_atomic_through_a_null_pointer_is_reported():
+    text = run_faulting("device atomic_int* p = nullptr;\n"
+                        "atomic_fetch_add_explicit(p, 1, memory_order_relaxed);")
+    assert "source:2:1: error: dereference of a null pointer" in text
+
+
+def test_a_null_pointer_kept_in_an_array_is_reported_when_dereferenced():
+    text = run_faulting("thread float* ps[2] = {nullptr, 0};\nout[0] = *ps[1];")
+    assert "source:2:10: error: dereference of a null pointer" in text
+
+
+def test_a_null_dereference_is_a_finding_of_its_own_kind():
+    kernel = metalsim.metal_kernel("null_finding", ["a"], ["out"],
+                                   "device float* p = nullptr;\nout[0] = *p;")
+    run = metalsim.simulate(kernel, inputs=[mx.zeros(1)], output_shapes=[(1,)],
+                            output_dtypes=[mx.float32], grid=(1, 1, 1), threadgroup=(1, 1, 1))
+    assert [(d.kind, d.severity) for d in run.report.diagnostics] == [
+        ("null-dereference", "error")]
+
+
+def test_a_conditional_between_nullptr_and_0_is_a_nullptr_t():
+    # C++14 [expr.cond]/6 (both null pointer constants, one non-integral) and [expr]/13 give
+    # std::nullptr_t; clang agrees, while g++ refuses it ("different types"), so no oracle run.
+    assert metalsim_outputs("", "auto q = true ? nullptr : 0; thread int* p = q;"
+                                " out[0] = p == nullptr; out[1] = sizeof(q);", 2) == [1, 8]
