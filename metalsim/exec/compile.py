@@ -911,9 +911,9 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
                     region = thread_object(m, var.name, var.type, value, lanes, coord)
                     frame.vars[var.slot] = bind_argument(
                         "ref", None, MemLoc(region, np.zeros(lanes.n, np.int64)), lanes, size)
-                elif kind == "temp":
-                    frame.vars[var.slot] = VarLoc(bind_argument("value", var, value, lanes,
-                                                                size))
+                elif kind == "temp":   # a `const T&` bound to a temporary (a pointer's too)
+                    held = "ptr" if isinstance(var.type, PointerType | ty.NullptrType) else "value"
+                    frame.vars[var.slot] = VarLoc(bind_argument(held, var, value, lanes, size))
                 else:
                     frame.vars[var.slot] = bind_argument(kind, var, value, lanes, size)
             caller_flow = m.flow

@@ -119,7 +119,7 @@ class LambdaCompiler:
             self.error(f"capturing the array '{name}' by copy is not supported by metalsim",
                        node, hint=f"capture it by reference: '[&{name}]'")
         readonly = not node.mutable
-        if isinstance(t, PointerType):
+        if isinstance(t, PointerType | ty.NullptrType):
             return Var("ptr", t, self.new_slot(), readonly=readonly)
         if isinstance(t, StructType):
             return Var("region", t, self.new_slot(), readonly=readonly, space="thread",

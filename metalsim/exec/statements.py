@@ -225,6 +225,9 @@ class StatementCompiler:
             t = ArrayType(t.elem, len(d.init.items))
         if isinstance(d.type, ast.ReferenceType):
             return self.declare_reference(d, t, const, init, scope)
+        if isinstance(t, ArrayType) and ty.array_shape(t)[1] == ty.NULLPTR_T:
+            self.error("arrays of 'std::nullptr_t' are not supported by metalsim", d,
+                       hint="use an array of pointers, set to nullptr")
         self.require_complete(t, d, "variable has incomplete type '{}'")
         if space == "threadgroup":
             return self.declare_threadgroup(d, t, scope)

@@ -114,6 +114,24 @@ def test_a_template_parameter_deduced_from_nullptr_is_nullptr_t():
     assert agree14(header, "out[0] = null_of(nullptr);", 1) == [1]
 
 
+def test_a_nullptr_t_captured_by_copy_in_a_lambda():
+    body = ("auto n = nullptr; auto l = [n]() { thread int* p = n; return p == nullptr; };"
+            " out[0] = l();")
+    assert agree14("", body, 1) == [1]
+
+
+def test_a_const_reference_to_a_pointer_binds_a_temporary_pointer_or_nullptr():
+    header = "int f(const thread int* const& p) { return p == nullptr ? -1 : *p; }\n"
+    body = "int a = 4; out[0] = f(&a); out[1] = f(nullptr); out[2] = f(0);"
+    assert agree14(header, body, 3) == [4, -1, -1]
+
+
+def test_an_array_of_nullptr_t_is_refused_clearly():
+    with pytest.raises(metalsim.CompileError, match="arrays of 'std::nullptr_t' are not "
+                                                    "supported by metalsim"):
+        metalsim_outputs("", "decltype(nullptr) ns[2] = {}; out[0] = 1;", 1)
+
+
 # --- overload resolution ----------------------------------------------------------------------
 
 def test_nullptr_prefers_a_pointer_parameter_and_0_an_int_one():
