@@ -481,6 +481,7 @@ class ExpressionCompiler:
                 return E(LONG, lambda f, lanes: (lev(f, lanes).off - rev(f, lanes).off) // size,
                          coord)
             if op in ("<", ">", "<=", ">=", "==", "!="):
+                left, right = self.composite_pointers(node, left, right)
                 lev, rev = left.ev, right.ev
                 def ev_compare(f, lanes):
                     a, b = lev(f, lanes), rev(f, lanes)
@@ -499,6 +500,26 @@ class ExpressionCompiler:
         if not ty.is_integer(num.type) or isinstance(num.type, VectorType):
             self.error(f"pointer arithmetic needs an integer offset, not '{num.type}'", node)
         return self.offset_pointer(ptr, num, -1 if op == "-" else 1, coord)
+
+    def composite_pointers(self, node: ast.Binary, left: E, right: E) -> tuple[E, E]:
+        """Two compared pointers as their composite pointer type (C++14 [expr]/13): pointers
+        to one type (either const), or a derived class's pointer as its base's; others are
+        refused, as clang refuses them."""
+        lt, rt = left.type, right.type
+        if lt.space != rt.space:
+            self.error(f"comparison between ('{lt}' and '{rt}') which are pointers to "
+                       "non-overlapping address spaces", node)
+        if lt.pointee == rt.pointee or ty.VOID in (lt.pointee, rt.pointee):
+            return left, right
+        if self.base_offset(rt.pointee, lt.pointee) is not None:
+            base = lt.pointee
+        elif self.base_offset(lt.pointee, rt.pointee) is not None:
+            base = rt.pointee
+        else:
+            self.error(f"comparison of distinct pointer types ('{lt}' and '{rt}')", node,
+                       hint="cast one pointer to the other's type")
+        t = PointerType(base, lt.space, lt.const or rt.const)
+        return self.convert(left, t, node.left), self.convert(right, t, node.right)
 
     def null_compared(self, node: ast.Binary, left: E, right: E) -> tuple[E, E]:
         """The operands of a comparison where one is `nullptr` or the literal 0, both of the

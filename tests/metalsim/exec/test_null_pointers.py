@@ -132,6 +132,20 @@ def test_an_array_of_nullptr_t_is_refused_clearly():
         metalsim_outputs("", "decltype(nullptr) ns[2] = {}; out[0] = 1;", 1)
 
 
+def test_a_derived_pointer_compares_with_a_base_pointer_as_the_base_subobject():
+    header = "struct B { int x; };\nstruct C { int z; };\nstruct D : C, B { int y; };\n"
+    body = ("thread D d; thread D* pd = &d; thread B* pb = &d; thread C* pc = &d;"
+            " out[0] = pb == pd; out[1] = pd == pb; out[2] = pc == pd; out[3] = pb != pd;"
+            " const thread B* cb = pb; out[4] = cb == pb;")
+    assert agree14(header, body, 5) == [1, 1, 1, 0, 1]
+
+
+def test_comparing_distinct_pointer_types_is_refused():
+    refused("", "thread float* f = nullptr; thread int* p = 0; out[0] = f == p;",
+            "comparison between distinct pointer types",
+            "comparison of distinct pointer types")
+
+
 # --- overload resolution ----------------------------------------------------------------------
 
 def test_nullptr_prefers_a_pointer_parameter_and_0_an_int_one():
