@@ -158,6 +158,23 @@ def test_0_for_long_or_pointer_parameters_is_ambiguous():
     refused(header, "out[0] = f(0);", "ambiguous", "call to 'f' is ambiguous")
 
 
+def test_nullptr_for_two_pointer_parameters_is_ambiguous():
+    header = "int f(thread int*) { return 1; }\nint f(thread float*) { return 2; }\n"
+    refused(header, "out[0] = f(nullptr);", "ambiguous", "call to 'f' is ambiguous")
+
+
+def test_nullptr_prefers_a_nullptr_t_parameter_and_0_finds_both_conversions():
+    header = "int f(thread int*) { return 1; }\nint f(decltype(nullptr)) { return 2; }\n"
+    assert agree14(header, "out[0] = f(nullptr);", 1) == [2]
+    refused(header, "out[0] = f(0);", "ambiguous", "call to 'f' is ambiguous")
+
+
+def test_0_for_bool_or_unsigned_or_pointer_parameters_is_ambiguous():
+    for other in ("bool", "uint"):
+        header = f"int f(thread int*) {{ return 1; }}\nint f({other}) {{ return 2; }}\n"
+        refused(header, "out[0] = f(0);", "ambiguous", "call to 'f' is ambiguous")
+
+
 def test_nullptr_does_not_pass_for_a_bool_parameter():
     refused("int f(bool b) { return b; }\n", "out[0] = f(nullptr);",
             "requires direct-initialization", "no matching function|cannot convert")
