@@ -270,6 +270,18 @@ def group_processes(group: int) -> dict[int, str]:
             if not stat.startswith("Z")}
 
 
+def wait_until_importing_the_command(process: subprocess.Popen) -> None:
+    """Until `python -m puzzles` imports its command (numpy is mapped into it then): a
+    Ctrl-C before that, while the interpreter itself starts, is Python's to handle, not ours
+    (a fixed half-second wait was too short once on a loaded machine)."""
+    maps = Path(f"/proc/{process.pid}/maps")
+    deadline = time.monotonic() + 60
+    while "numpy" not in maps.read_text() and time.monotonic() < deadline:
+        assert process.poll() is None, "python -m puzzles ended before importing its command"
+        time.sleep(0.01)
+    assert "numpy" in maps.read_text(), "python -m puzzles did not import its command"
+
+
 def python_ctrl_c() -> None:
     """In the child before it runs Python: Ctrl-C as a terminal gives it (a test run in the
     background may have it ignored, and Python would keep ignoring it)."""
@@ -307,14 +319,15 @@ def test_ctrl_c_in_a_terminal_stops_a_jobs_whole_process_group(which, tmp_path):
 
 @pytest.mark.parametrize("which", ["gradescope", "prairielearn"])
 def test_ctrl_c_while_a_job_starts_exits_130_without_a_traceback(which, tmp_path):
-    """Half a second in, the grader is still importing (seconds): `python -m puzzles` says
-    it was interrupted in one line, as the command would once started."""
+    """While the grader is still importing (numpy's C extensions too, which would turn the
+    KeyboardInterrupt into an ImportError and a page of advice), `python -m puzzles` says it
+    was interrupted in one line, as the command would once started."""
     args, results = job(tmp_path, which)
     process = subprocess.Popen(
         [sys.executable, "-m", "puzzles", *args], cwd=ROOT, stderr=subprocess.PIPE, text=True,
         env={**os.environ, "PYTHONPATH": str(ROOT)}, start_new_session=True,
         preexec_fn=python_ctrl_c)
-    time.sleep(0.5)
+    wait_until_importing_the_command(process)
     os.killpg(process.pid, signal.SIGINT)
     _, err = process.communicate(timeout=60)
     assert process.returncode == 130
