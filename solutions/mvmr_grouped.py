@@ -106,15 +106,15 @@ RUNS_SOURCE = """
 # Inputs a (K, G, C, M), b (N_b, G, C), b_idx (T), o_idx (T), runs (K + 1), the triplets sorted
 # by slot; output out (n_o, G, M) float32, atomic. Template: BL triplets x BM outputs per
 # threadgroup of NT threads, BC channels per slice, the C reduction in PARTS parts (grid y is
-# the output tile times PARTS).
+# the output tile times PARTS); DIRECT: the weights are float and every tile is whole (C a
+# multiple of BC, M of BM), so the SIMD-groups read their weight pieces from device memory.
 SOURCE = """
     const uint LDF = BL + 4;            // row of the transposed feature slice
     const uint LDW = BC + 4;            // row of the transposed weight slice
     const uint TM = BL / 16;            // 8x8 accumulators per SIMD-group: TM x TN
     const uint TN = BM / (8 * (NT / 64));
     threadgroup float feat_t[BC * LDF];         // feat_t[c][i] = b[b_idx[t0 + i], g, c0 + c]
-    threadgroup float w_t[BM * LDW];            // w_t[m][c] = a[k, g, c0 + c, m0 + m]
-    threadgroup int rows_b[BL];
+    threadgroup float w_t[DIRECT ? 1 : BM * LDW];   // w_t[m][c] = a[k, g, c0 + c, m0 + m]
     threadgroup int rows_o[BL];                 // -1 past the chunk's last triplet
     uint tid = thread_position_in_threadgroup.x;
     uint lane = thread_index_in_simdgroup;
@@ -155,7 +155,6 @@ SOURCE = """
     }
     if (tid < BL) {
         bool inside = int(tid) < rows;
-        rows_b[tid] = inside ? b_idx[t0 + tid] : 0;
         rows_o[tid] = inside ? o_idx[t0 + tid] : -1;
     }
 
@@ -175,14 +174,28 @@ SOURCE = """
     //    channels of a gathered row (4 outputs of a weight row), read as one packed load and
     //    placed by `staged_vector`.
     const uint FV = BL * BC / (4 * NT);              // the tiles keep this whole
-    const uint WV = (BM * BC / 4 + NT - 1) / NT;     // a 16 x 16 tile: half the threads
+    const uint WV = DIRECT ? 0 : (BM * BC / 4 + NT - 1) / NT;   // 16 x 16: half the threads
     float4 fv[FV];
-    float4 wv[WV];
+    float4 wv[WV > 0 ? WV : 1];
+    // DIRECT: this SIMD-group's weight columns of the slot (a is float then: the cast only
+    // gives the unused pointer of the other types a type simdgroup_load takes)
+    const device float* w_sg = reinterpret_cast<const device float*>(a)
+                               + (size_t(slot) * G + g) * C * M + m0 + n0;
+    // Each thread's feature vectors lie in the same rows and at the same channels of every
+    // slice: where they start in slice 0, and their channels up to C (0 past the chunk).
+    size_t f_start[FV];
+    int f_left[FV];
+    for (uint r = 0; r < FV; ++r) {
+        uint2 v = staged_vector(tid + r * NT, BL);    // (triplet, channel)
+        bool inside = int(v.x) < rows;
+        f_start[r] = (size_t(inside ? b_idx[t0 + int(v.x)] : 0) * G + g) * C + v.y;
+        f_left[r] = inside ? int(C) - int(v.y) : 0;
+    }
     uint all_slices = (C + BC - 1) / BC;
     uint per_part = (all_slices + PARTS - 1) / PARTS;
     uint s0 = min(part * per_part, all_slices);     // this part's slices: s0, s0 + 1, ...
     uint slices = min(per_part, all_slices - s0);
-    threadgroup_barrier(mem_flags::mem_threadgroup);      // rows_b and rows_o are written
+    threadgroup_barrier(mem_flags::mem_threadgroup);      // rows_o is written
     for (uint s = 0; s <= slices; ++s) {
         if (s > 0) {
             threadgroup_barrier(mem_flags::mem_threadgroup);
@@ -208,11 +221,7 @@ SOURCE = """
         if (s < slices) {
             uint c0 = (s0 + s) * BC;
             for (uint r = 0; r < FV; ++r) {
-                uint e = tid + r * NT;
-                uint2 v = staged_vector(e, BL);
-                uint c = c0 + v.y;
-                int n = rows_o[v.x] >= 0 ? int(C) - int(c) : 0;
-                fv[r] = load4(b + (size_t(rows_b[v.x]) * G + g) * C + c, n);
+                fv[r] = load4(b + f_start[r] + c0, f_left[r] - int(c0));
             }
             for (uint r = 0; r < WV; ++r) {
                 uint e = tid + r * NT;
@@ -231,14 +240,19 @@ SOURCE = """
         }
         // 3. The products: per 8 channels, TM feature pieces and TN weight pieces, each
         //    loaded once, feed TM x TN multiply-accumulates.
-        for (uint kk = 0; kk < BC; kk += 8) {
+        const device float* w_rows = w_sg + size_t((s0 + s - 1) * BC) * M;   // 8 channels
+        for (uint kk = 0; kk < BC; kk += 8, w_rows += 8 * M) {
             simdgroup_float8x8 fa[TM];
             simdgroup_float8x8 wb[TN];
             for (uint i = 0; i < TM; ++i) {
                 simdgroup_load(fa[i], feat_t, LDF, ulong2(r0 + 8 * i, kk), true);
             }
             for (uint j = 0; j < TN; ++j) {
-                simdgroup_load(wb[j], w_t, LDW, ulong2(kk, n0 + 8 * j), true);
+                if (DIRECT) {
+                    simdgroup_load(wb[j], w_rows + 8 * j, M);
+                } else {
+                    simdgroup_load(wb[j], w_t, LDW, ulong2(kk, n0 + 8 * j), true);
+                }
             }
             for (uint j = 0; j < TN; ++j) {         // pairs of products sharing wb[j]
                 for (uint i = 0; i + 1 < TM; i += 2) {
@@ -499,9 +513,11 @@ def launch(a: mx.array, b: mx.array, b_idx: mx.array, o_idx: mx.array, runs: mx.
         raise ValueError(f"mvmr: tiles {(bl, bm, bc, nt)} leave no room for the epilogue")
     chunks = -(-t // bl) + k
     parts = c_parts(chunks * -(-m // bm) * g, -(-c // bc))
+    direct = a.dtype == mx.float32 and c % bc == 0 and m % bm == 0
     args = {"inputs": [a, b, b_idx, o_idx, runs], "output_shapes": [(n_o, g, m)],
             "output_dtypes": [mx.float32],
-            "template": [("BL", bl), ("BM", bm), ("BC", bc), ("NT", nt), ("PARTS", parts)],
+            "template": [("BL", bl), ("BM", bm), ("BC", bc), ("NT", nt), ("PARTS", parts),
+                         ("DIRECT", direct)],
             "grid": (chunks * nt, -(-m // bm) * parts, g), "threadgroup": (nt, 1, 1),
             "init_value": 0}
     return _kernels(factory or mx.fast.metal_kernel)["mvmr"], args

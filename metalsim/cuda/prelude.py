@@ -1233,23 +1233,19 @@ __device__ inline P* sgm_address(P* dst, S stride, O origin, bool transpose, lon
 // mma.sync m16n8k8 wants, in lane 4 g + t: the row pair (g, 2t), (g, 2t + 1) of A (k permuted
 // so that the tf32 shape's k = t and t + 4 are 2t and 2t + 1), the column pair (2t, g),
 // (2t + 1, g) of B, and gives the row pair (g, 2t), (g, 2t + 1) of the result.
-// 3xTF32: x = hi + lo with both parts tf32 (hi rounded to nearest, lo the rounded rest), so that
-// a * b = a_hi b_hi + a_lo b_hi + a_hi b_lo up to about 2^-22 relative (a_lo b_lo left out).
-// An infinite or NaN x is all in hi (lo = 0: its rest, inf - inf, would be NaN, and a product of
-// it with the zero rows of the other operand's layout would turn the result into NaN); a finite x
-// whose rounding to nearest overflows (within half a TF32 ulp of FLT_MAX) is truncated instead.
-// Rounding is cvt.rna.tf32.f32's (to nearest, ties away from zero) done on the bits: add half a
-// TF32 ulp to the magnitude, clear the 13 low bits. sm_80/sm_90 have no such instruction (ptxas
-// expands cvt.rna to an infinity test, a select, an add and a mask, and the overflow test above
-// became branches around it); one test of |x| chooses between rounding and truncating, and the
-// rest, always finite and within half a ulp, needs no test: 9 instructions and no branch per
-// element, where the two cvt.rna took about 17 (sm_90's one-instruction cvt.rn.tf32 runs on
-// the slow conversion pipe).
+// 3xTF32: x = hi + lo, hi the TF32 truncation of x (its 13 low bits cleared) and lo the exact
+// rest, so that a * b = a_hi b_hi + a_lo b_hi + a_hi b_lo + a_lo b_lo, the last left out:
+// |lo| < 2^-10 |x|, and the tensor cores read lo's 11 leading significant bits, so a product is
+// off by at most about 2^-19 of |a b| (rounding hi to nearest would halve lo, to about 2^-21,
+// for three more instructions per element and a guard of the rounding's overflow near FLT_MAX:
+// measured 11% slower on the MVMR at C = 256; bench_gpu.py states both errors). Two
+// instructions per element, no test: an infinity's hi is the infinity itself and its lo NaN
+// (inf - inf), a NaN's parts are NaNs (or an infinity: its bits past TF32's are dropped, as
+// the tensor cores would), and lo only ever lands in the `part` rows of a product, which
+// sgm_combine drops wherever the sum of the hi products is not finite: there it is the result.
 __device__ inline void tf32_split(float x, unsigned& hi, unsigned& lo) {
-  bool rounds = fabsf(x) < __uint_as_float(0x7f7ff000u);   // false for NaN, inf and near FLT_MAX
-  hi = (__float_as_uint(x) + (rounds ? 0x1000u : 0u)) & 0xffffe000u;
-  unsigned rest = __float_as_uint(x - __uint_as_float(hi));
-  lo = fabsf(x) <= 3.40282347e38f ? (rest + 0x1000u) & 0xffffe000u : 0u;
+  hi = __float_as_uint(x) & 0xffffe000u;
+  lo = __float_as_uint(x - __uint_as_float(hi));
 }
 __device__ inline void mma_tf32(float (&d)[4], unsigned a0, unsigned a1, unsigned a2, unsigned a3,
                                 unsigned b0, unsigned b1) {
@@ -1268,34 +1264,33 @@ __device__ inline tf32_pair tf32_split(vec<float, 2> x) {
   tf32_split(x[1], p.hi[1], p.lo[1]);
   return p;
 }
-// Two m16n8k8 products: rows 0-7 of the 16-row shape take a_lo b_hi and then a_hi b_lo, rows
-// 8-15 a_hi b_hi + acc; the lane adds its two halves (sgm_combine). Where a_hi b_hi + acc is not finite (an
-// infinite or NaN operand, or overflow) it is the result: the split parts of an infinity
-// would add inf * 0 = NaN.
-__device__ inline vec<float, 2> sgm_mma(const tf32_pair& a, const tf32_pair& b, vec<float, 2> acc) {
-  float d[4] = {0.0f, 0.0f, acc[0], acc[1]};
-  mma_tf32(d, a.lo[0], a.hi[0], a.lo[1], a.hi[1], b.hi[0], b.hi[1]);
-  mma_tf32(d, a.hi[0], 0u, a.hi[1], 0u, b.lo[0], b.lo[1]);
-  return vec<float, 2>(fabsf(d[2]) <= 3.40282347e38f ? d[0] + d[2] : d[2],
-                       fabsf(d[3]) <= 3.40282347e38f ? d[1] + d[3] : d[3]);
-}
-__device__ inline vec<float, 2> sgm_mma(vec<float, 2> a, vec<float, 2> b, vec<float, 2> acc) {
-  return sgm_mma(tf32_split(a), tf32_split(b), acc);
-}
-// The same two products with the halves kept apart: `hi` (rows 8-15) and `part` (rows 0-7)
-// accumulate in place, product after product, and are added only where the value is read.
+// Two m16n8k8 products with the halves kept apart: rows 0-7 of the 16-row shape take a_lo b_hi
+// and then a_hi b_lo into `part`, rows 8-15 a_hi b_hi into `hi`, product after product, added
+// only where the value is read (sgm_combine). The second product's rows 8-15 (a zero A times
+// b_lo, NaN where b is infinite) go to a scratch accumulator, thrown away.
 __device__ inline void sgm_mma_deferred(const tf32_pair& a, const tf32_pair& b, vec<float, 2>& hi,
                                         vec<float, 2>& part) {
   float d[4] = {part[0], part[1], hi[0], hi[1]};
   mma_tf32(d, a.lo[0], a.hi[0], a.lo[1], a.hi[1], b.hi[0], b.hi[1]);
-  mma_tf32(d, a.hi[0], 0u, a.hi[1], 0u, b.lo[0], b.lo[1]);
-  part = vec<float, 2>(d[0], d[1]);
+  float rest[4] = {d[0], d[1], 0.0f, 0.0f};
+  mma_tf32(rest, a.hi[0], 0u, a.hi[1], 0u, b.lo[0], b.lo[1]);
+  part = vec<float, 2>(rest[0], rest[1]);
   hi = vec<float, 2>(d[2], d[3]);
 }
-// hi + part, or hi where it is not finite (see sgm_mma).
+// hi + part, or hi where it is not finite (an infinite or NaN operand, or overflow): there the
+// split parts of an infinity would add NaN (inf - inf, inf * 0).
 __device__ inline vec<float, 2> sgm_combine(vec<float, 2> hi, vec<float, 2> part) {
   return vec<float, 2>(fabsf(hi[0]) <= 3.40282347e38f ? part[0] + hi[0] : hi[0],
                        fabsf(hi[1]) <= 3.40282347e38f ? part[1] + hi[1] : hi[1]);
+}
+// a * b + acc: the two products, their halves added.
+__device__ inline vec<float, 2> sgm_mma(const tf32_pair& a, const tf32_pair& b, vec<float, 2> acc) {
+  vec<float, 2> part(0.0f);
+  sgm_mma_deferred(a, b, acc, part);
+  return sgm_combine(acc, part);
+}
+__device__ inline vec<float, 2> sgm_mma(vec<float, 2> a, vec<float, 2> b, vec<float, 2> acc) {
+  return sgm_mma(tf32_split(a), tf32_split(b), acc);
 }
 template <class T> struct mma_half_kind;
 template <> struct mma_half_kind<half> { static constexpr bool bf16 = false; };
@@ -1408,7 +1403,8 @@ __device__ inline void simdgroup_multiply(simdgroup_matrix<T>& d, const simdgrou
 // the products using it do not split it again each, and a float product keeps its two halves
 // apart (`deferred`: e holds rows 8-15 of the tensor cores' sum, `part` rows 0-7): the next
 // product accumulates into both in place, and they are added where the value is read (a
-// store, or an operand of a product), not on every product's dependency chain.
+// store, or an operand of a product), not on every product's dependency chain. `part` is 0
+// wherever `deferred` is false, so that a product adds it without testing the flag.
 // The flags are the same in every lane: only whole-SIMD-group operations change them.
 #ifndef METALSIM_SGM_ELEMENTS_READ
 #define METALSIM_SGM_DEFERRED 1
@@ -1441,6 +1437,7 @@ template <class T, int R = 8, int C = 8> struct simdgroup_matrix {
   __device__ void keep_operands() {
     bt_valid = true;
     deferred = false;
+    part = vec<float, 2>(0.0f);
 #ifdef METALSIM_SGM_DEFERRED
     if constexpr (is_same<T, float>::value) {
       e_split = tf32_split(e);
@@ -1501,7 +1498,7 @@ __device__ inline void sgm_set_product(simdgroup_matrix<T>& d, const simdgroup_m
     tf32_pair bs = b.split_valid ? b.bt_split : tf32_split(bc);
 #ifdef METALSIM_SGM_DEFERRED
     vec<float, 2> hi = c ? c->e : vec<float, 2>(0.0f);
-    vec<float, 2> part = c && c->deferred ? c->part : vec<float, 2>(0.0f);
+    vec<float, 2> part = c ? c->part : vec<float, 2>(0.0f);
     sgm_mma_deferred(as, bs, hi, part);
     d.e = hi;
     d.part = part;
@@ -1547,10 +1544,8 @@ __device__ inline void sgm_set_product_pair(simdgroup_matrix<float>& d1, const s
   tf32_pair bs = b.split_valid ? b.bt_split : tf32_split(bc);
   tf32_pair s1 = a1.split_valid ? a1.e_split : tf32_split(a1.value());
   tf32_pair s2 = a2.split_valid ? a2.e_split : tf32_split(a2.value());
-  vec<float, 2> p1 = c1.deferred ? c1.part : vec<float, 2>(0.0f);
-  vec<float, 2> p2 = c2.deferred ? c2.part : vec<float, 2>(0.0f);
   float hi[4] = {c1.e[0], c1.e[1], c2.e[0], c2.e[1]};
-  float parts[4] = {p1[0], p1[1], p2[0], p2[1]};
+  float parts[4] = {c1.part[0], c1.part[1], c2.part[0], c2.part[1]};
   mma_tf32(hi, s1.hi[0], s2.hi[0], s1.hi[1], s2.hi[1], bs.hi[0], bs.hi[1]);
   mma_tf32(parts, s1.lo[0], s2.lo[0], s1.lo[1], s2.lo[1], bs.hi[0], bs.hi[1]);
   mma_tf32(parts, s1.hi[0], s2.hi[0], s1.hi[1], s2.hi[1], bs.lo[0], bs.lo[1]);

@@ -173,7 +173,7 @@ def fixed_names(found: Uses) -> set[str]:
 def _read_in(n: ast.Name, parent: ast.Node | None, builtin: Builtin,
              returns_value: bool) -> bool:
     if isinstance(parent, ast.Binary | ast.Index | ast.Conditional | ast.SizeOf | ast.ExprStmt
-                  | ast.If | ast.While | ast.DoWhile | ast.For | ast.Switch):
+                  | ast.If | ast.While | ast.DoWhile | ast.For | ast.Switch | ast.ArrayType):
         return True
     if isinstance(parent, ast.Unary):
         return parent.op not in ("&", "++", "--", "*")
