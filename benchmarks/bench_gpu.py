@@ -23,7 +23,10 @@ implicit GEMM, `sparse_engines.tig`) runs too: MVMR with its "flat" and its defa
 structure, VVOR with its one weight-gradient routing; its index (`TigIndex`, built once per
 triplet list and reused across layers) is built before timing, and its kernels (names with
 `_tig_`) are timed like Triton's. Each such row ends with ours over the fastest of
-pointelligence's engines. The MVMR triplets come sorted by slot, as production triplet lists
+pointelligence's engines. Ours is timed the same way: the slot runs of the triplet list
+(`solutions.mvmr.slot_runs`, one tiny kernel), which the layers and gradients sharing a list
+reuse, are built before timing and passed in (`Bench.index`), and their own kernel time is
+printed on the next line. The MVMR triplets come sorted by slot, as production triplet lists
 are (Triton's grouped kernel needs it; ours is told so with `slot_sorted=True`). Every output is
 checked against PyTorch's on the operands in float64 (max error relative to the largest
 magnitude), so a fast wrong kernel cannot pass unnoticed and the error is the kernel's own.
@@ -87,6 +90,10 @@ class Bench:
     triton_ms: float | None = None
     torch_quoted_ms: float | None = None   # the PyTorch figure quoted with the Triton one
     peers: tuple[Peer, ...] = ()           # pointelligence's engines on the same operands
+    # What ours computes from the triplet list alone (the slot runs), which the layers and
+    # gradients sharing a list reuse: built before timing, as TIG's index is, and passed to
+    # `ours` as its last argument; its own kernel time is printed beside ours.
+    index: Callable[..., mx.array] | None = None
 
 
 # --- timing -------------------------------------------------------------------------------------
@@ -168,10 +175,17 @@ def record(thunk: Callable[[], mx.array]) -> tuple[mx.array, list]:
     return out, _Recording.launches
 
 
-def prepared_launches(bench: Bench, operands: list[np.ndarray]) -> tuple[mx.array, list]:
-    """Our function's result on `operands` and its launches, compiled and resident on the GPU."""
-    result, launches = record(lambda: bench.ours(*[mx.array(o) for o in operands]))
-    return result, [metalsim.cuda.prepare(kernel, **kwargs)[0] for kernel, kwargs in launches]
+def prepared_launches(bench: Bench, operands: list[np.ndarray]) -> tuple[mx.array, list, list]:
+    """Our function's result on `operands`, its launches and those of its index (`Bench.index`),
+    compiled and resident on the GPU."""
+    arrays = [mx.array(o) for o in operands]
+    built, index_launches = (), []
+    if bench.index is not None:
+        runs, index_launches = record(lambda: bench.index(*arrays))
+        built = (runs,)
+    result, launches = record(lambda: bench.ours(*arrays, *built))
+    return result, *([metalsim.cuda.prepare(kernel, **kwargs)[0] for kernel, kwargs in found]
+                     for found in (launches, index_launches))
 
 
 @contextlib.contextmanager
@@ -213,9 +227,14 @@ def _mvmr_setup(k: int, t: int, c: int, m: int) -> Callable:
     return setup
 
 
-def _mvmr_ours(a, a_idx, b, b_idx, o_idx):
+def _mvmr_ours(a, a_idx, b, b_idx, o_idx, runs=None):
     from solutions import mvmr
-    return mvmr.mvmr(a, a_idx, b, b_idx, o_idx, b.shape[0], slot_sorted=True)
+    return mvmr.mvmr(a, a_idx, b, b_idx, o_idx, b.shape[0], slot_sorted=True, runs=runs)
+
+
+def _mvmr_index(a, a_idx, b, b_idx, o_idx):
+    from solutions import mvmr
+    return mvmr.slot_runs(a_idx, a.shape[0])
 
 
 def _mvmr_triton(a, a_idx, b, b_idx, o_idx):
@@ -279,9 +298,14 @@ def _vvor_setup(k: int, t: int, c: int, m: int) -> Callable:
     return setup
 
 
-def _vvor_ours(x, x_idx, y, y_idx, slot):
+def _vvor_ours(x, x_idx, y, y_idx, slot, runs=None):
     from solutions import mvmr
-    return mvmr.vvor(x, x_idx, y, y_idx, slot, 27, slot_sorted=True)
+    return mvmr.vvor(x, x_idx, y, y_idx, slot, 27, slot_sorted=True, runs=runs)
+
+
+def _vvor_index(x, x_idx, y, y_idx, slot):
+    from solutions import mvmr
+    return mvmr.slot_runs(slot, 27)
 
 
 def _vvor_torch(x, x_idx, y, y_idx, slot):
@@ -373,17 +397,17 @@ def benches() -> list[Bench]:
               lambda r: [_normal(r, 1 << 16, 64), _normal(r, 64, 64)], gemm.gemm,
               lambda a, b: a @ b),
         Bench("MVMR K=27, T=6.5k, C=M=256", _mvmr_setup(27, 6500, 256, 256), _mvmr_ours,
-              _mvmr_torch, 0.199, 1.31, MVMR_PEERS),
+              _mvmr_torch, 0.199, 1.31, MVMR_PEERS, _mvmr_index),
         Bench("MVMR K=27, T=25k, C=M=128", _mvmr_setup(27, 25000, 128, 128), _mvmr_ours,
-              _mvmr_torch, 0.123, None, MVMR_PEERS),
+              _mvmr_torch, 0.123, None, MVMR_PEERS, _mvmr_index),
         Bench("MVMR K=27, T=500k, C=M=32", _mvmr_setup(27, 500000, 32, 32), _mvmr_ours,
-              _mvmr_torch, 0.373, None, MVMR_PEERS),
+              _mvmr_torch, 0.373, None, MVMR_PEERS, _mvmr_index),
         Bench("VVOR (weight grad) K=27, T=6.5k, C=M=256", _vvor_setup(27, 6500, 256, 256),
-              _vvor_ours, _vvor_torch, None, None, VVOR_PEERS),
+              _vvor_ours, _vvor_torch, None, None, VVOR_PEERS, _vvor_index),
         Bench("VVOR (weight grad) K=27, T=25k, C=M=128", _vvor_setup(27, 25000, 128, 128),
-              _vvor_ours, _vvor_torch, None, None, VVOR_PEERS),
+              _vvor_ours, _vvor_torch, None, None, VVOR_PEERS, _vvor_index),
         Bench("VVOR (weight grad) K=27, T=500k, C=M=32", _vvor_setup(27, 500000, 32, 32),
-              _vvor_ours, _vvor_torch, None, None, VVOR_PEERS),
+              _vvor_ours, _vvor_torch, None, None, VVOR_PEERS, _vvor_index),
         Bench("segment sum N=1M, C=32, K=16", _segment_setup(1 << 20, 32, 16),
               _segment_ours("sum"), _segment_torch("sum"), 0.336, 1.59,
               _segment_peers("sum")),
@@ -423,7 +447,7 @@ def run(bench: Bench, copy_gbs: float, triton_ready: bool, variants: tuple[str, 
 
     rng = np.random.default_rng(0)
     operands = bench.setup(rng)
-    result, prepared = prepared_launches(bench, operands)
+    result, prepared, index = prepared_launches(bench, operands)
     others = {}                     # label: (result, launches) of each variant
     for variant in variants:
         label, assignments = variant.split(":", 1)
@@ -431,8 +455,9 @@ def run(bench: Bench, copy_gbs: float, triton_ready: bool, variants: tuple[str, 
         if scope.lower() not in bench.name.lower():
             continue
         with settings(assignments):
-            others[label] = prepared_launches(bench, operands)
+            others[label] = prepared_launches(bench, operands)[:2]
     ours_ms = kernel_ms(lambda: [launch.enqueue() for launch in prepared])
+    index_ms = kernel_ms(lambda: [launch.enqueue() for launch in index]) if index else None
     tensors = [torch.from_numpy(o.astype(np.int64) if o.dtype == np.int32 else o).cuda()
                for o in operands]
     torch_ms = time_gpu(lambda: bench.torch(*tensors))
@@ -445,6 +470,9 @@ def run(bench: Bench, copy_gbs: float, triton_ready: bool, variants: tuple[str, 
             f"{'es' if len(prepared) != 1 else ''}) | PyTorch {torch_ms:8.3f} ms | "
             f"{torch_ms / ours_ms:5.2f}x | {gbs:7.1f} GB/s = {100 * gbs / copy_gbs:5.1f}% of copy"
             f" | max rel err {err:.1e}")
+    if index_ms is not None:
+        line += (f"\n{'':44s} + its runs (slot_runs: per triplet list, reused like TIG's index)"
+                 f" {index_ms:8.3f} ms")
     for label, (other, launches) in others.items():
         other_ms = kernel_ms(lambda launches=launches: [launch.enqueue() for launch in launches])
         other_err = _relative_error(np.array(other.astype(mx.float32)), want)

@@ -184,10 +184,12 @@ by output point, `C = M = 32`, one group.
 The comparison table runs the same triplets through both kernels (the grouped one after
 sorting them by slot), with the memory model of `metalsim.efficiency`:
 
-- **threadgroup SIMD-group accesses 140,128 -> 25,096**, bank efficiency **26% -> 100%**: the
+- **threadgroup SIMD-group accesses 140,128 -> 18,466**, bank efficiency **26% -> 100%**: the
   per-triplet kernel reads two words per multiply-add, with 4-way conflicts; the grouped one
-  reads 8x8 pieces that each feed several products. Its `simdgroup_load`s cost one cycle per
-  32 words (no conflict), and so do its staging stores: the gathered rows are read 4 channels
+  reads 8x8 pieces that each feed several products, and only the gathered features pass
+  through threadgroup memory: float weights in whole tiles (here) are read piece by piece
+  straight from device memory, where they lie as a matrix. Its `simdgroup_load`s cost one
+  cycle per 32 words (no conflict), and so do its staging stores: the gathered rows are read 4 channels
   at a time (packed vector loads, 32 bytes of 16 rows per SIMD-group access) and each store
   puts one channel of 32 consecutive triplets into 32 different banks. The epilogue passes
   each 8x8 accumulator through threadgroup memory (stored transposed, a column every 12
@@ -196,10 +198,11 @@ sorting them by slot), with the memory model of `metalsim.efficiency`:
   channels (here C is two slices) instead of two per triplet, then the epilogue's: one
   threadgroup barrier and two SIMD-group barriers per 8x8 piece (a SIMD-group waits only for
   itself there).
-- **device traffic 1,023,360 bytes**: each feature row is gathered once per chunk (not once
-  per 8 output channels), the weights once per chunk; but **64,000 atomics**, one per triplet
+- **device traffic 1,256,256 bytes**: each feature row is gathered once per chunk (not once
+  per 8 output channels), the weights once per chunk and SIMD-group row (a GPU's caches serve
+  the repeats); but **64,000 atomics**, one per triplet
   and output channel, where the per-triplet kernel needed 5,568.
-- **SIMD-group efficiency 83%**: one lane per SIMD-group walks the 27 runs to find its chunk
+- **SIMD-group efficiency 82%**: one lane per SIMD-group walks the 27 runs to find its chunk
   while the others wait, and the last chunk of a run is partly empty.
 
 On an NVIDIA H100, through the CUDA translation (the 8x8 products on tensor cores),

@@ -284,10 +284,10 @@ def vvor_launch(a: mx.array, a_idx: mx.array, b: mx.array, b_idx: mx.array, o_id
     return _vvor_kernel(factory or mx.fast.metal_kernel), args
 
 
-def _run(launch: Callable, shape: tuple[int, ...], dtype: mx.Dtype, *operands) -> mx.array:
+def _run(launch: Callable, shape: tuple[int, ...], dtype: mx.Dtype, triplets: int,
+         *operands) -> mx.array:
     """Launch the kernel unless there is nothing to add (no triplet, or an empty output)."""
-    n_o = operands[-1]
-    if operands[-2].shape[0] == 0 or n_o == 0 or 0 in shape:
+    if triplets == 0 or 0 in shape:
         return mx.zeros(shape, dtype=dtype)
     kernel, args = launch(*operands)
     return kernel(**args)[0].astype(dtype)
@@ -302,61 +302,70 @@ def _sorted_by(key: mx.array, *indices: mx.array) -> list[mx.array]:
     return [i[order] for i in indices]
 
 
-def _grouped_launch(a: mx.array, a_idx: mx.array, b: mx.array, b_idx: mx.array,
-                    o_idx: mx.array, n_o: int) -> tuple[Callable, dict]:
-    """`_run`'s view of the grouped MVMR: its runs kernel runs first (it is tiny)."""
-    kernel, args = mvmr_grouped.runs_launch(a_idx, a.shape[0])
-    runs = kernel(**args)[0]
-    return mvmr_grouped.launch(a, b, b_idx, o_idx, runs, n_o)
+def slot_runs(idx: mx.array, slots: int) -> mx.array:
+    """The runs of triplets sorted by `idx` (ascending, in [0, slots)): `slots + 1` int32
+    boundaries, slot k's triplets at [runs[k], runs[k + 1]), by the grouped kernels' tiny
+    runs kernel. They depend on the triplet list alone (the number of triplets of each slot),
+    so the layers and gradients sharing a list can share them, as pointelligence's TIG shares
+    its index: `mvmr(..., runs=...)`, `vvor(..., runs=...)`."""
+    kernel, args = mvmr_grouped.runs_launch(idx.astype(mx.int32), slots)
+    return kernel(**args)[0]
 
 
 @functools.cache
 def _mvmr_op(n_o: int) -> Callable:
     """MVMR into `n_o` rows as an MLX function with its VJP (one per `n_o`: it is static).
-    The triplets come sorted by slot (`a_idx`): the grouped kernel needs it, and both
-    gradients keep that order (their slot is `a_idx` again), so they need no sort."""
+    The triplets come sorted by slot (`a_idx`) with their `runs`: the grouped kernel needs
+    them, and both gradients keep that order (their slot is `a_idx` again), so they need no
+    sort and share the runs."""
 
     @mx.custom_function
-    def op(a, b, a_idx, b_idx, o_idx):
+    def op(a, b, a_idx, b_idx, o_idx, runs):
         shape = (n_o, a.shape[1], a.shape[3])
-        return _run(_grouped_launch, shape, a.dtype, a, a_idx, b, b_idx, o_idx, n_o)
+        return _run(mvmr_grouped.launch, shape, a.dtype, o_idx.shape[0],
+                    a, b, b_idx, o_idx, runs, n_o)
 
     @op.vjp
     def op_vjp(primals, cotangent, output):
-        a, b, a_idx, b_idx, o_idx = primals
-        grad_a = _vvor_op(a.shape[0])(b, cotangent, b_idx, o_idx, a_idx)
-        grad_b = _mvmr_op(b.shape[0])(a.swapaxes(2, 3), cotangent, a_idx, o_idx, b_idx)
-        return (grad_a, grad_b, *(mx.zeros_like(i) for i in (a_idx, b_idx, o_idx)))
+        a, b, a_idx, b_idx, o_idx, runs = primals
+        grad_a = _vvor_op(a.shape[0])(b, cotangent, b_idx, o_idx, a_idx, runs)
+        grad_b = _mvmr_op(b.shape[0])(a.swapaxes(2, 3), cotangent, a_idx, o_idx, b_idx, runs)
+        return (grad_a, grad_b, *(mx.zeros_like(i) for i in (a_idx, b_idx, o_idx, runs)))
 
     return op
-
-
-def _grouped_vvor_launch(a: mx.array, a_idx: mx.array, b: mx.array, b_idx: mx.array,
-                         o_idx: mx.array, n_o: int) -> tuple[Callable, dict]:
-    """`_run`'s view of the grouped VVOR: the runs of `o_idx` first."""
-    kernel, args = mvmr_grouped.runs_launch(o_idx, n_o)
-    runs = kernel(**args)[0]
-    return mvmr_grouped.vvor_launch(a, a_idx, b, b_idx, runs, n_o)
 
 
 @functools.cache
 def _vvor_op(n_o: int) -> Callable:
     """VVOR into `n_o` matrices as an MLX function with its VJP. The triplets come sorted by
-    output index, which is the slot of both gradients (two MVMRs): no sort there either."""
+    output index with its `runs`; the output index is the slot of both gradients (two MVMRs):
+    no sort there either, and the same runs."""
 
     @mx.custom_function
-    def op(a, b, a_idx, b_idx, o_idx):
+    def op(a, b, a_idx, b_idx, o_idx, runs):
         shape = (n_o, a.shape[1], a.shape[2], b.shape[2])
-        return _run(_grouped_vvor_launch, shape, a.dtype, a, a_idx, b, b_idx, o_idx, n_o)
+        return _run(mvmr_grouped.vvor_launch, shape, a.dtype, o_idx.shape[0],
+                    a, a_idx, b, b_idx, runs, n_o)
 
     @op.vjp
     def op_vjp(primals, cotangent, output):
-        a, b, a_idx, b_idx, o_idx = primals
-        grad_a = _mvmr_op(a.shape[0])(cotangent.swapaxes(2, 3), b, o_idx, b_idx, a_idx)
-        grad_b = _mvmr_op(b.shape[0])(cotangent, a, o_idx, a_idx, b_idx)
-        return (grad_a, grad_b, *(mx.zeros_like(i) for i in (a_idx, b_idx, o_idx)))
+        a, b, a_idx, b_idx, o_idx, runs = primals
+        grad_a = _mvmr_op(a.shape[0])(cotangent.swapaxes(2, 3), b, o_idx, b_idx, a_idx, runs)
+        grad_b = _mvmr_op(b.shape[0])(cotangent, a, o_idx, a_idx, b_idx, runs)
+        return (grad_a, grad_b, *(mx.zeros_like(i) for i in (a_idx, b_idx, o_idx, runs)))
 
     return op
+
+
+def _runs_of(idx: mx.array, slots: int, runs: mx.array | None) -> mx.array:
+    """The caller's `runs` of the sorted `idx` (checked for shape), or new ones."""
+    if runs is None:
+        return slot_runs(idx, slots)
+    if not isinstance(runs, mx.array) or runs.shape != (slots + 1,) or runs.dtype != mx.int32:
+        raise ValueError(f"runs must be the int32 ({slots + 1},) array slot_runs returns, got "
+                         f"{getattr(runs, 'dtype', type(runs).__name__)} "
+                         f"{getattr(runs, 'shape', '')}")
+    return runs
 
 
 # --- validation -------------------------------------------------------------------------------
@@ -397,7 +406,8 @@ def _operands(a: mx.array, b: mx.array, a_idx: mx.array, b_idx: mx.array, o_idx:
 
 
 def mvmr(a: mx.array, a_idx: mx.array, b: mx.array, b_idx: mx.array, o_idx: mx.array,
-         n_o: int, *, check_indices: bool = False, slot_sorted: bool = False) -> mx.array:
+         n_o: int, *, check_indices: bool = False, slot_sorted: bool = False,
+         runs: mx.array | None = None) -> mx.array:
     """`o[o_idx[t], g] += b[b_idx[t], g] @ a[a_idx[t], g]`: a (K, G, C, M), b (N_b, G, C),
     o (n_o, G, M) in the promoted type, by the grouped kernel (`solutions/mvmr_grouped.py`).
     It needs the triplets sorted by slot: with `slot_sorted=True` the caller asserts that
@@ -405,7 +415,8 @@ def mvmr(a: mx.array, a_idx: mx.array, b: mx.array, b_idx: mx.array, o_idx: mx.a
     triplets are sorted first (an argsort of T integers and three gathers).
     `check_indices=True` raises IndexError for an index out of range (it reads the indices
     back, a synchronisation); otherwise such an index is undefined behaviour, as in the
-    original."""
+    original. `runs`: `slot_runs(a_idx, K)` of this triplet list, reused by the layers and
+    gradients that share it (computed here otherwise, one tiny launch)."""
     if a.ndim != 4 or b.ndim != 3:
         raise ValueError(f"mvmr takes a (K, G, C, M) and b (N_b, G, C), got {a.shape} and "
                          f"{b.shape}")
@@ -415,24 +426,25 @@ def mvmr(a: mx.array, a_idx: mx.array, b: mx.array, b_idx: mx.array, o_idx: mx.a
     a, b, a_idx, b_idx, o_idx = _operands(a, b, a_idx, b_idx, o_idx, n_o, check_indices)
     if not slot_sorted:
         a_idx, b_idx, o_idx = _sorted_by(a_idx, a_idx, b_idx, o_idx)
-    return _mvmr_op(n_o)(a, b, a_idx, b_idx, o_idx)
+    return _mvmr_op(n_o)(a, b, a_idx, b_idx, o_idx, _runs_of(a_idx, a.shape[0], runs))
 
 
 def vvor(a: mx.array, a_idx: mx.array, b: mx.array, b_idx: mx.array, o_idx: mx.array,
-         n_o: int, *, check_indices: bool = False, slot_sorted: bool = False) -> mx.array:
+         n_o: int, *, check_indices: bool = False, slot_sorted: bool = False,
+         runs: mx.array | None = None) -> mx.array:
     """`o[o_idx[t], g] += outer(a[a_idx[t], g], b[b_idx[t], g])`: a (N_a, G, C),
     b (N_b, G, M), o (n_o, G, C, M) in the promoted type (the letters of `mvmr`: as its
     weight gradient, `a` has the input channels and `b` the output channels), by the grouped
     kernel of `solutions/mvmr_grouped.py`, which needs the triplets sorted by `o_idx` (the
     slot, in the weight gradient): `slot_sorted=True` asserts they are, otherwise they are
-    sorted first. `check_indices` as for `mvmr`."""
+    sorted first. `check_indices` as for `mvmr`; `runs`: `slot_runs(o_idx, n_o)`, as there."""
     if a.ndim != 3 or b.ndim != 3 or a.shape[1] != b.shape[1]:
         raise ValueError(f"vvor takes a (N_a, G, C) and b (N_b, G, M) with the same G, got "
                          f"{a.shape} and {b.shape}")
     a, b, a_idx, b_idx, o_idx = _operands(a, b, a_idx, b_idx, o_idx, n_o, check_indices)
     if not slot_sorted:
         a_idx, b_idx, o_idx = _sorted_by(o_idx, a_idx, b_idx, o_idx)
-    return _vvor_op(n_o)(a, b, a_idx, b_idx, o_idx)
+    return _vvor_op(n_o)(a, b, a_idx, b_idx, o_idx, _runs_of(o_idx, n_o, runs))
 
 
 def simulate_mvmr(a: mx.array, a_idx: mx.array, b: mx.array, b_idx: mx.array,

@@ -49,6 +49,7 @@ The output is float32 (accumulated in float32 whatever the input type), `(n_o, G
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Callable
 
 import mlx.core as mx
@@ -577,9 +578,12 @@ def simulate(a: mx.array, a_idx: mx.array, b: mx.array, b_idx: mx.array, o_idx: 
 
 
 def inner_loop_lines(source: str = SOURCE) -> list[int]:
-    """The source lines of a kernel's inner-loop threadgroup reads (its `simdgroup_load`s),
-    as the simulator numbers them (`report.memory.by_line[("threadgroup", line)]`)."""
-    return [n for n, text in enumerate(source.splitlines(), start=1) if "simdgroup_load(" in text]
+    """The source lines of a kernel's inner-loop threadgroup reads (its `simdgroup_load`s from
+    a threadgroup tile: not the MVMR's weight pieces read from device memory), as the simulator
+    numbers them (`report.memory.by_line[("threadgroup", line)]`)."""
+    tiles = set(re.findall(r"threadgroup\s+\w+\*?\s+(\w+)", source))
+    return [n for n, text in enumerate(source.splitlines(), start=1)
+            if (load := re.search(r"simdgroup_load\([^,]+,\s*(\w+)", text)) and load[1] in tiles]
 
 
 def simulate_vvor(a: mx.array, a_idx: mx.array, b: mx.array, b_idx: mx.array,
