@@ -262,12 +262,13 @@ def test_the_grouped_mvmr_compiles_for_its_launch_with_tensor_core_products():
     (3xTF32 for both) on operands loaded in the tensor cores' layout (the kernel never calls
     thread_elements(): no Metal-layout copy, no shuffle but the 3 broadcasts of the chunk's
     slot, first triplet and length); each loaded piece is split into its TF32 parts once, not
-    once per product (per 8 channels 4 feature and 4 weight pieces, 2 elements, each rounded
-    to TF32 twice on its bits, without a conversion instruction),
+    once per product (per 8 channels 4 feature and 4 weight pieces, 2 elements, each split by
+    one mask and one subtraction, without a conversion instruction or a test),
     and the accumulators keep the products' two halves apart, added only where the epilogue
     stores them (16 accumulators x 2 elements); the launch's 128 threads reach the PTX as
     .maxntid (registers are not capped at the 64 of a 1024-thread block), and the packed
-    4-vector loads of the staging become 16-byte loads (behind an alignment test)."""
+    4-vector loads of the feature staging become 16-byte loads (behind an alignment test);
+    the float weights, in whole tiles, are read piece by piece from device memory."""
     translation = _grouped_mvmr_translation()
     assert matrix_defines(translation) == ()
     assert "simdgroup_multiply_accumulate_pair(acc[i][j], fa[i], acc[i][j], " in (
@@ -275,16 +276,15 @@ def test_the_grouped_mvmr_compiles_for_its_launch_with_tensor_core_products():
     ptx = _grouped_mvmr_ptx()
     assert ".maxntid 128" in ptx
     assert len(re.findall(r"\bmma\.sync\.aligned\.m16n8k8\.row\.col\.f32\.tf32", ptx)) == 16 * 3
-    # each element's split: one test of |x| (against the bits 0x7f7ff000, where rounding to
-    # nearest would overflow) and two masks to TF32 (its high part and its rest), no cvt
-    assert len(re.findall(r"\b0f7F7FF000\b", ptx)) == 2 * (4 + 4) * 2
-    assert len(re.findall(r"\band\.b32\s+%r\d+, %r\d+, -8192;", ptx)) == 2 * (4 + 4) * 2 * 2
+    # each element's split: its high part masked to TF32, the rest subtracted; no cvt, no test
+    assert len(re.findall(r"\band\.b32\s+%r\d+, %r\d+, -8192;", ptx)) == 2 * (4 + 4) * 2
+    assert len(re.findall(r"\bsub\.rn\.f32", ptx)) == 2 * (4 + 4) * 2
     assert len(re.findall(r"\bcvt\.rn", ptx)) == 0
     assert len(re.findall(r"\bfma\.rn\.f32", ptx)) == 0
     assert len(re.findall(r"\badd\.rn\.f32", ptx)) == 16 * 2
     assert len(re.findall(r"\bshfl\.sync", ptx)) == 3
-    # two feature vectors and two weight vectors per thread and slice
-    assert len(re.findall(r"\bld\.global\.v4\.[uf]32", ptx)) == 4
+    # two feature vectors per thread and slice
+    assert len(re.findall(r"\bld\.global\.v4\.[uf]32", ptx)) == 2
 
 
 @needs_nvrtc
