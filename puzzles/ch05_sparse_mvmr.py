@@ -126,25 +126,31 @@ it synchronises twice per triplet. `mvmr` therefore runs a redesign,
 1. **Group by slot.** Sort the triplets by `a_idx` (production triplet lists already are;
    `slot_sorted=True` skips the sort). Slot `k`'s triplets form one run, and a tiny kernel
    finds the run boundaries (one thread per triplet writes the starts of the slots between
-   its predecessor's and its own). Every triplet of a run multiplies by the same weight
-   matrix `a[k]`, so 64 of them are one dense product `(64 x C) @ (C x M)`.
+   its predecessor's and its own). The runs depend on the triplet list alone, so a network
+   computes them once per list (`slot_runs`) and passes them to every layer sharing it
+   (`mvmr(..., runs=...)`); the gradients reuse the forward's. Every triplet of a run
+   multiplies by the same weight matrix `a[k]`, so 64 of them are one dense product
+   `(64 x C) @ (C x M)`.
 2. **One chunk per threadgroup.** A threadgroup of 8 SIMD-groups owns one chunk of 64
    triplets of a run and 64 output channels (4 SIMD-groups and 32 or 16 channels when M is
    that small). The grid is an upper bound on the chunks (`T / BL + K`), computed without
    reading the runs back; spare threadgroups return at once. Where that leaves the GPU short
    of threadgroups, C is split into parts that add their sums atomically.
-3. **Stream the weights.** C is walked in slices of 16 channels: stage the chunk's gathered
-   features and the slot's weight slice, two barriers per slice, not per triplet. Each thread
-   loads its part of the next slice into registers before the products of this one, so the
-   gathers are in flight while the SIMD-groups multiply; it reads 4 channels (4 outputs) at a
-   time with one packed vector load.
+3. **Stream the features.** C is walked in slices of 16 or 32 channels: stage the chunk's
+   gathered features, two barriers per slice, not per triplet. Each thread loads its part of
+   the next slice into registers before the products of this one, so the gathers are in
+   flight while the SIMD-groups multiply; it reads 4 channels at a time with one packed vector
+   load, from rows whose addresses it computed once. The weights are not gathered: each
+   SIMD-group reads its 8x8 weight pieces straight from device memory with `simdgroup_load`
+   (float weights in whole tiles; other types and edge tiles are staged like the features).
 4. **Register tiling on `simdgroup_matrix`.** Each SIMD-group holds 4 x 2 8x8 float
    accumulators. Per 8 channels it loads its 4 feature and 2 weight pieces once and multiplies
-   every pair, so each piece read from threadgroup memory feeds 2 or 4 products of 512
-   multiply-adds (measured fastest on the GPU; wider tiles ran out of registers).
-5. **Pad against bank conflicts.** Both tiles are stored transposed with rows of `BL + 4` and
-   `BC + 4` floats and read with `simdgroup_load(..., transpose = true)`: each of a load's two
-   32-word accesses then hits 32 different banks, and so does each staging store.
+   every pair, so each piece loaded feeds 2 or 4 products of 512 multiply-adds (measured
+   fastest on the GPU; wider tiles ran out of registers).
+5. **Pad against bank conflicts.** The staged tiles are stored transposed with rows of
+   `BL + 4` (and `BC + 4`) floats and read with `simdgroup_load(..., transpose = true)`: each
+   of a load's two 32-word accesses then hits 32 different banks, and so does each staging
+   store.
 
 The cost: an atomic per triplet and output channel (two triplets of a chunk have different
 output points), where the per-triplet kernel needed one per run of equal `o_idx`.
@@ -189,11 +195,12 @@ sorting them by slot), with the memory model of `metalsim.efficiency`:
   reads 8x8 pieces that each feed several products, and only the gathered features pass
   through threadgroup memory: float weights in whole tiles (here) are read piece by piece
   straight from device memory, where they lie as a matrix. Its `simdgroup_load`s cost one
-  cycle per 32 words (no conflict), and so do its staging stores: the gathered rows are read 4 channels
-  at a time (packed vector loads, 32 bytes of 16 rows per SIMD-group access) and each store
-  puts one channel of 32 consecutive triplets into 32 different banks. The epilogue passes
-  each 8x8 accumulator through threadgroup memory (stored transposed, a column every 12
-  words: no conflict either) so that each atomic access adds 8 consecutive outputs.
+  cycle per 32 words (no conflict), and so do its staging stores: the gathered rows are read
+  4 channels at a time (packed vector loads, 32 bytes of 16 rows per SIMD-group access) and
+  each store puts one channel of 32 consecutive triplets into 32 different banks. The
+  epilogue passes each 8x8 accumulator through threadgroup memory (stored transposed, a
+  column every 12 words: no conflict either) so that each atomic access adds 8 consecutive
+  outputs.
 - **barriers 131,072 -> 39,168**: one before the first slice and two per slice of 16
   channels (here C is two slices) instead of two per triplet, then the epilogue's: one
   threadgroup barrier and two SIMD-group barriers per 8x8 piece (a SIMD-group waits only for
@@ -207,8 +214,9 @@ sorting them by slot), with the memory model of `metalsim.efficiency`:
 
 On an NVIDIA H100, through the CUDA translation (the 8x8 products on tensor cores),
 `benchmarks/bench_gpu.py` measures this kernel beside PointCNN++'s engines on the same
-triplets: 0.40x the time of its Triton kernels at C = M = 32, 1.06x at 128 and 1.08x at 256;
-against its fastest engine, TIG, 0.97x, 1.12x and 1.37x."""
+triplets (the slot runs built once per triplet list, as TIG builds its index): 0.33x the time
+of its Triton kernels at C = M = 32, 0.81x at 128 and 0.78x at 256; against its fastest
+engine, TIG, 0.79x, 0.85x and 0.98x."""
 
 
 REAL_KERNEL_CODE = """\

@@ -193,6 +193,63 @@ def test_mx_grad_of_a_loss_reaches_weights_and_features(metalsim_patch):
         assert relative_error(got, want) <= 1e-5
 
 
+# --- slot runs ------------------------------------------------------------------------------
+
+
+def test_slot_runs_start_each_slot_at_its_first_triplet(metalsim_patch):
+    idx = np.array([0, 0, 2, 2, 2, 5])
+    got = np.array(ops.slot_runs(indices(idx), 7)).tolist()
+    assert got == np.searchsorted(idx, np.arange(8)).tolist() == [0, 2, 2, 5, 5, 5, 6, 6]
+
+
+def test_runs_passed_in_give_the_values_and_gradients_of_runs_computed(metalsim_patch):
+    """The runs depend on the triplet list alone: built once from the sorted slots, they serve
+    a call on the list in another order too (sorted inside), forward and backward."""
+    rng = np.random.default_rng(24)
+    k, g, c, m, n = 27, 1, 8, 12, 40
+    a, b, cot = normal(rng, k, g, c, m), normal(rng, n, g, c), normal(rng, n, g, m)
+    a_idx, b_idx, o_idx = triplets(rng, k, n, n, 300, "random")
+    runs = ops.slot_runs(mx.sort(a_idx), k)
+    spec = mx.vjp(lambda a, b: mvmr_oracle(a, a_idx, b, b_idx, o_idx, n), [a, b], [cot])
+    ours = mx.vjp(lambda a, b: ops.mvmr(a, a_idx, b, b_idx, o_idx, n, runs=runs), [a, b], [cot])
+    for got, want in zip([*ours[0], *ours[1]], [*spec[0], *spec[1]]):
+        assert relative_error(got, want) <= 1e-5
+    empty = mx.zeros(k + 1, mx.int32)               # every run empty: the runs are used
+    assert not np.array(ops.mvmr(a, a_idx, b, b_idx, o_idx, n, runs=empty)).any()
+    x, y = normal(rng, n, g, m), normal(rng, n, g, c)
+    vvor_runs = ops.slot_runs(mx.sort(a_idx), k)
+    assert relative_error(ops.vvor(x, o_idx, y, b_idx, a_idx, k, runs=vvor_runs),
+                          vvor_oracle(x, o_idx, y, b_idx, a_idx, k)) <= 1e-5
+
+
+def test_runs_of_another_length_or_type_are_refused():
+    a, a_idx, b, b_idx, o_idx, n_o = operands()
+    for runs in (mx.zeros(27, mx.int32), mx.zeros(28, mx.float32)):
+        with pytest.raises(ValueError, match=r"runs must be the int32 \(28,\) array slot_runs"):
+            ops.mvmr(a, a_idx, b, b_idx, o_idx, n_o, runs=runs)
+    with pytest.raises(ValueError, match=r"runs must be the int32 \(4,\) array"):
+        ops.vvor(b, b_idx, b, b_idx, o_idx, n_o, runs=mx.zeros(3, mx.int32))
+
+
+def test_weights_are_read_from_device_memory_only_for_float_whole_tiles():
+    """DIRECT (weight pieces loaded by simdgroup_load from device memory) needs float weights
+    and C, M multiples of the tile; edge tiles and half weights are staged (converted, zeros
+    past the edges), and both paths equal the spec (`test_mvmr_equals_the_spec`, the half
+    test)."""
+    import metalsim
+    from solutions import mvmr_grouped
+
+    def direct(c: int, m: int, dtype=mx.float32) -> bool:
+        a, b = mx.zeros((27, 1, c, m), dtype), mx.zeros((8, 1, c), dtype)
+        t = mx.zeros(40, mx.int32)
+        _, args = mvmr_grouped.launch(a, b, t, t, mx.zeros(28, mx.int32), 8,
+                                      metalsim.metal_kernel)
+        return dict(args["template"])["DIRECT"]
+
+    assert direct(64, 64) and direct(32, 32) and direct(256, 256)
+    assert not direct(40, 64) and not direct(64, 72) and not direct(64, 64, mx.float16)
+
+
 # --- validation -----------------------------------------------------------------------------
 
 

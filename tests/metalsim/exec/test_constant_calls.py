@@ -48,3 +48,12 @@ def test_a_static_assert_calling_a_constexpr_function_is_checked():
     header = "constexpr int sq(int v) { return v * v; }\nstatic_assert(sq(3) == 10, \"nine\");\n"
     with pytest.raises(metalsim.CompileError, match="static assertion failed: nine"):
         metalsim_outputs(header, "out[0] = 1;", 1)
+
+
+@needs_gxx
+def test_a_constant_chosen_by_a_conditional_sizes_an_array():
+    """A const local with a constant initializer is a constant expression wherever it appears,
+    here both operands of the conditional giving an array its size (g++ agrees)."""
+    agree("", "const unsigned W = 3; const unsigned Z = W > 3 ? 0 : W - 3;\n"
+              "float v[W > 0 ? W : 1]; float u[Z > 0 ? Z : 1];\n"
+              "out[0] = sizeof(v); out[1] = sizeof(u);", 2)

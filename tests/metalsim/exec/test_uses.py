@@ -110,3 +110,11 @@ def test_the_objects_a_conditional_lvalue_names_are_addressed():
                    "(k ? a : b[1]) = 1; (k ? v.x : v.y) += 2.0f; out[k] = k ? a : b[0]; }")
     found = uses([loop.body], lambda name: False, returns_value=True)
     assert {"a", "b", "v"} <= found.addressed and "k" not in found.addressed
+
+
+def test_a_conditional_giving_an_array_its_size_only_reads_its_operands():
+    """`float v[W > 0 ? W : 1]` reads W: its conditional is a value, so W keeps no location and
+    stays a constant (it was taken for an lvalue, put in memory and refused as no constant)."""
+    body = body_of("const uint W = 3; float v[W > 0 ? W : 1]; v[0] = 1; out[0] = v[0];")
+    found = uses([body], lambda name: False, returns_value=True)
+    assert "W" not in found.addressed and "W" not in found.not_only_read
