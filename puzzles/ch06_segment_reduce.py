@@ -120,9 +120,11 @@ REAL_KERNEL_MARKDOWN = """\
   combined within a SIMD-group with `simd_shuffle_down` and across SIMD-groups through
   threadgroup memory, into one partial row. The same kernel, launched a second time over the
   `P` partials of each segment, finishes the job (divides for the mean, clamps float16).
-  No atomics, so the result is deterministic. Its backward uses the same
-  grid: each thread knows its segment, so `dx[r] = gy[s]` (÷ length, or masked by `x == y`
-  for max/min) is a plain store.
+  No atomics, so the result is deterministic. Many short segments (64 rows or fewer on
+  average) would leave most of such a threadgroup idle: there one pass does it, one thread
+  per (segment, 4 columns) walking its rows, 4 at a time. The backward uses the two-pass
+  kernel's grid: each thread knows its segment, so `dx[r] = gy[s]` (÷ length, or masked by
+  `x == y` for max/min) is a plain store.
 - **`indexed_segment_reduce(x, indices, offsets, lengths, op)`**. Each thread owns one
   segment and 4 columns (one 16-byte load per row, when `C` is a multiple of 4) and loops over
   the segment's positions, two rows at a time into two accumulators. The lanes that share a

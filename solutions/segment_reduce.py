@@ -26,7 +26,10 @@ SIMD-group with `simd_shuffle_down` and across SIMD-groups in threadgroup memory
 kernel, launched again over the `(K * P, C)` partials, reduces each segment's P rows into the
 result (dividing for the mean, clamping float16). No atomics: deterministic. The backward
 runs on the same grid; each thread knows its segment, so it stores `dx[r] = gy[s]` (÷ length;
-masked by `x == y` for max/min) with no atomics either.
+masked by `x == y` for max/min) with no atomics either. Segments averaging at most
+`SHORT_ROWS` = 64 rows would leave most of a 256-thread threadgroup idle: there one pass
+reduces them, one thread per (segment, V columns) walking its rows UNROLL at a time, in
+threadgroups of (up to 32 column-threads) x (segments).
 
 Indexed forward: one thread per (segment, 4 columns when C is a multiple of 4, else 1),
 threadgroups of 256 = (up to 32 column-threads) x (segments). The lanes of a SIMD-group that
@@ -59,6 +62,7 @@ THREADS = 256          # per threadgroup
 SIMD_WIDTH = 32
 ROWS_PER_THREAD = 64   # contiguous form: a part has about 64 rows per row-thread
 UNROLL = 4             # contiguous form: rows loaded at once, one accumulator each
+SHORT_ROWS = 64        # segments averaging at most this many rows: one thread per segment
 
 HEADER = """
 // OP: 0 sum, 1 mean, 2 max, 3 min.
@@ -184,6 +188,53 @@ FORWARD_SOURCE = PART_ROWS + """
     }
 """
 
+# Many short segments (a few rows each on average): one thread per (segment, V columns) walks
+# the segment's rows, UNROLL at a time, and stores the result: one pass, no threadgroup memory,
+# no combining across threads. Threadgroups of (TC column-threads) x (256 / TC segments), so
+# the TC lanes sharing a segment read its rows' columns together. Inputs x (N, C), starts
+# (K + 1); output (K, C) in OT, the mean divided by the true length, CLAMP saturating float16.
+SHORT_FORWARD_SOURCE = """
+    int N = int(x_shape[0]);
+    uint C = x_shape[1];
+    uint s = thread_position_in_grid.y;
+    uint c = thread_position_in_grid.x * V;
+    if (s + 1 >= starts_shape[0] || c >= C) {
+        return;
+    }
+    uint lo = uint(clamp(starts[s], 0, N));
+    uint hi = uint(clamp(starts[s + 1], int(lo), N));
+    acc_t acc[UNROLL];
+    for (uint u = 0; u < UNROLL; ++u) {
+        acc[u] = acc_t(identity<OP>());
+    }
+    uint r = lo;
+    for (; r + UNROLL <= hi; r += UNROLL) {
+        acc_t v[UNROLL];
+        for (uint u = 0; u < UNROLL; ++u) {
+            v[u] = load_v(x + size_t(r + u) * C + c);
+        }
+        for (uint u = 0; u < UNROLL; ++u) {
+            acc[u] = combine<OP>(acc[u], v[u]);
+        }
+    }
+    for (; r < hi; ++r) {
+        acc[0] = combine<OP>(acc[0], load_v(x + size_t(r) * C + c));
+    }
+    for (uint u = 1; u < UNROLL; ++u) {
+        acc[0] = combine<OP>(acc[0], acc[u]);
+    }
+    acc_t total = acc[0];
+    if (OP == 1) {
+        total /= float(max(starts[s + 1] - starts[s], 1));
+    }
+    if (CLAMP) {
+        total = clamp(total, acc_t(-65504.0f), acc_t(65504.0f));
+    }
+    for (uint k = 0; k < V; ++k) {
+        out[size_t(s) * C + c + k] = static_cast<OT>(element(total, k));
+    }
+"""
+
 # Inputs x (N, C), starts (K + 1), y (K, C), gy (K, C); output dx (N, C). Same grid as forward.
 BACKWARD_SOURCE = PART_ROWS + """
     uint c = threadgroup_position_in_grid.x * TC + tc;
@@ -298,7 +349,7 @@ COMMON_HEADER = f"constant uint SIMD_WIDTH = {SIMD_WIDTH};\n" + HEADER
 
 @functools.cache
 def _kernels(factory: Callable) -> dict[str, Callable]:
-    """The four kernels, built once per kernel factory (MLX's, or metalsim's under a patch)."""
+    """The kernels, built once per kernel factory (MLX's, or metalsim's under a patch)."""
     sizes = f"constant uint SIMDGROUPS = {THREADS // SIMD_WIDTH};\n"
     return {
         "forward4": factory(name="segment_reduce_v4", input_names=["x", "starts", "counts"],
@@ -307,6 +358,12 @@ def _kernels(factory: Callable) -> dict[str, Callable]:
         "forward1": factory(name="segment_reduce_v1", input_names=["x", "starts", "counts"],
                             output_names=["out"], source=FORWARD_SOURCE,
                             header=sizes + COMMON_HEADER + VECTOR_HEADER[1]),
+        "short4": factory(name="segment_reduce_short_v4", input_names=["x", "starts"],
+                          output_names=["out"], source=SHORT_FORWARD_SOURCE,
+                          header=COMMON_HEADER + VECTOR_HEADER[4]),
+        "short1": factory(name="segment_reduce_short_v1", input_names=["x", "starts"],
+                          output_names=["out"], source=SHORT_FORWARD_SOURCE,
+                          header=COMMON_HEADER + VECTOR_HEADER[1]),
         "backward": factory(name="segment_reduce_vjp", input_names=["x", "starts", "y", "gy"],
                             output_names=["dx"], source=BACKWARD_SOURCE, header=COMMON_HEADER),
         "indexed4": factory(name="indexed_segment_reduce_v4",
@@ -460,6 +517,28 @@ def launch_final(partials: mx.array, lengths: mx.array, op: str, dtype: mx.Dtype
     return _kernels(factory or mx.fast.metal_kernel)[name], args
 
 
+def launch_short(x: mx.array, lengths: mx.array, op: str = "sum",
+                 factory: Callable | None = None) -> tuple[Callable, dict]:
+    """The one-pass forward for many short segments (`segment_reduce` takes it where the
+    segments average at most SHORT_ROWS rows) and its call's arguments: `(K, C)` in
+    `x.dtype`."""
+    code = _check_op(op)
+    _check_x(x)
+    lengths = _index_array("lengths", lengths)
+    _check_some(lengths)
+    vector = _vector_width(x.shape[1])
+    column_threads = -(-x.shape[1] // vector)
+    tc = _column_tile(column_threads)
+    per_group = THREADS // tc
+    args = {"inputs": [x, _starts(lengths)], "output_shapes": [(lengths.size, x.shape[1])],
+            "output_dtypes": [x.dtype],
+            "template": [("OT", x.dtype), ("OP", code), ("V", vector), ("UNROLL", UNROLL),
+                         ("CLAMP", x.dtype == mx.float16)],
+            "grid": (-(-column_threads // tc) * tc, -(-lengths.size // per_group) * per_group, 1),
+            "threadgroup": (tc, per_group, 1)}
+    return _kernels(factory or mx.fast.metal_kernel)[f"short{vector}"], args
+
+
 def _segment_backward(x: mx.array, starts: mx.array, y: mx.array, gy: mx.array, code: int
                       ) -> mx.array:
     """dx of the contiguous reduce, on the forward's grid: a plain store per element."""
@@ -486,6 +565,9 @@ def segment_reduce(x: mx.array, lengths: mx.array, op: str = "sum", *,
 
     @mx.custom_function
     def reduce(x: mx.array) -> mx.array:
+        if x.shape[0] <= SHORT_ROWS * lengths.size:
+            kernel, args = launch_short(x, lengths, op)
+            return kernel(**args)[0]
         kernel, args = launch(x, lengths, op)
         partials = kernel(**args)[0]
         kernel, args = launch_final(partials, lengths, op, x.dtype)

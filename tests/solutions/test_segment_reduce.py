@@ -64,8 +64,11 @@ CONTIGUOUS = [
     (ties(4000, 40, 4), mx.array([0, 4000, 0])),                 # one segment, 2 column tiles
     (normal(600, 3, 5), mx.array([600])),                        # K = 1
     (ties(257, 2, 6), mx.ones(257, dtype=mx.int32)),             # K = N: one row each
+    (ties(3000, 32, 7), random_lengths(3000, 400, 30, 7)),       # many short segments
+    (normal(2000, 7, 8), random_lengths(2000, 90, 5, 8)),        # short, odd C
 ]
-CONTIGUOUS_IDS = ["puzzle-tier", "ties-empty", "c1", "odd-c", "one-segment", "k1", "k-is-n"]
+CONTIGUOUS_IDS = ["puzzle-tier", "ties-empty", "c1", "odd-c", "one-segment", "k1", "k-is-n",
+                  "short", "short-odd-c"]
 
 
 @pytest.mark.parametrize("op", OPS)
@@ -137,6 +140,26 @@ def test_segment_reduce_forward_is_deterministic_and_near_ideal_traffic():
     assert report.bytes_moved <= 1.02 * report.ideal_bytes, report.summary()
     parts = run.outputs[0].reshape(lengths.size, -1, 32)
     assert_matches(parts.sum(axis=1), ref.large_segment_reduce_ref(x, "sum", lengths), "sum")
+
+
+@pytest.mark.parametrize("op", OPS)
+def test_short_segments_give_the_two_pass_kernels_results(op):
+    """`segment_reduce` reduces segments averaging at most SHORT_ROWS rows in one pass, a
+    thread per segment and column vector; the two-pass kernels give the same values there
+    (sum and mean up to the order of the additions), with no finding in either."""
+    x, lengths = ties(3000, 32, 9), random_lengths(3000, 400, 30, 9)
+    assert x.shape[0] <= sr.SHORT_ROWS * lengths.size
+    kernel, args = sr.launch_short(x, lengths, op, metalsim.metal_kernel)
+    short = metalsim.simulate(kernel, **args)
+    kernel, args = sr.launch(x, lengths, op, metalsim.metal_kernel)
+    partials = metalsim.simulate(kernel, **args)
+    kernel, args = sr.launch_final(mx.array(partials.outputs[0]), lengths, op, x.dtype,
+                                   metalsim.metal_kernel)
+    final = metalsim.simulate(kernel, **args)
+    for run in (short, partials, final):
+        assert run.report.diagnostics == [], run.report.summary()
+    assert short.report.totals()["atomics"] == 0
+    assert_matches(mx.array(short.outputs[0]), mx.array(final.outputs[0]), op)
 
 
 # --- indexed segments -----------------------------------------------------------------------
@@ -308,9 +331,10 @@ def test_indexed_segment_reduce_accepts_64_bit_and_unsigned_indices(metalsim_pat
     ("launch", "arrays", "rest"),
     [
         (sr.launch, (normal(100, 3, 16), mx.array([60, 0, 40])), ("max",)),
+        (sr.launch_short, (normal(100, 8, 16), mx.array([6, 0, 40, 4, 50])), ("mean",)),
         (sr.launch_indexed, INDEXED[0][:2] + (None, INDEXED[0][2]), ("mean",)),
     ],
-    ids=["contiguous", "indexed"],
+    ids=["contiguous", "short", "indexed"],
 )
 def test_real_mlx_accepts_each_launch_and_generates_the_simulated_source(tmp_path, launch,
                                                                          arrays, rest):
