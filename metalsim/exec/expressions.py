@@ -476,6 +476,7 @@ class ExpressionCompiler:
             return constant(op == "==", BOOL, coord)
         if lp and rp:
             if op == "-":
+                self.require_subtractable(node, left.type, right.type)
                 size = left.type.pointee.size or 1
                 lev, rev = left.ev, right.ev
                 return E(LONG, lambda f, lanes: (lev(f, lanes).off - rev(f, lanes).off) // size,
@@ -500,6 +501,20 @@ class ExpressionCompiler:
         if not ty.is_integer(num.type) or isinstance(num.type, VectorType):
             self.error(f"pointer arithmetic needs an integer offset, not '{num.type}'", node)
         return self.offset_pointer(ptr, num, -1 if op == "-" else 1, coord)
+
+    def require_subtractable(self, node: ast.Binary, lt: PointerType, rt: PointerType) -> None:
+        """Refuse `p - q` unless both point, in one address space, to the same type but for
+        the pointee's own const (C++14 [expr.add]/2; a derived class's pointer minus its
+        base's is refused too). Address spaces do not overlap in Metal, so clang (Metal's
+        compiler) refuses a difference across them, as it does for OpenCL's."""
+        if lt.space != rt.space:
+            self.error(f"arithmetic operation with operands of type ('{lt}' and '{rt}') which "
+                       "are pointers to non-overlapping address spaces", node,
+                       hint="only pointers into one address space can be subtracted")
+        if lt.pointee != rt.pointee:
+            self.error(f"'{lt}' and '{rt}' are not pointers to compatible types", node,
+                       hint="a pointer difference counts elements of one type: cast one "
+                            "pointer to the other's type")
 
     def composite_pointers(self, node: ast.Binary, left: E, right: E) -> tuple[E, E]:
         """Two compared pointers as their composite pointer type (C++14 [expr]/13): pointers
