@@ -58,6 +58,30 @@ def null_pointer(f, lanes) -> Ptr:
     return Ptr(pointers.NULL, np.zeros(lanes.n, np.int64))
 
 
+def evaluated_for_effects(value: object, t: Type, coord: Coord, *operands: E) -> E:
+    """The constant `value` of type `t` where C++ still evaluates `operands` (`f() == nullptr`
+    and `(long)f()` call f); a constant expression where each is the literal `nullptr`."""
+    result = constant(value, t, coord)
+    effects = [e.ev for e in operands if e.ev is not null_pointer and e.const is None]
+    if not effects:
+        return result
+    c = result.const
+
+    def ev(f, lanes):
+        for effect in effects:
+            effect(f, lanes)
+        return c
+    return E(t, ev, coord)
+
+
+def reinterprets_nullptr(e: E, t: Type, style: str) -> bool:
+    """Whether a cast of `e` to `t` in `style` is `reinterpret_cast` of a `std::nullptr_t` to
+    an integer type, as `(long)nullptr` is; `(bool)nullptr` is the static_cast a C-style cast
+    tries first (C++14 [expr.cast]/4)."""
+    return (e.type == NULLPTR_T and t in ty.SCALARS and ty.is_integer(t)
+            and (style == "reinterpret_cast" or (style == "c" and t != BOOL)))
+
+
 def held_in_reach(k: np.ndarray, size: int) -> np.ndarray:
     """A 64-bit index `k` into elements of `size` bytes, held to +-FAR_BYTES: past every buffer,
     so the bounds check reports it instead of a byte offset wrapped modulo 2^64 landing back
@@ -178,10 +202,12 @@ class ExpressionCompiler:
         by direct-initialization ([conv.bool]), as `bool(nullptr)` or a condition."""
         src = e.type
         if isinstance(t, PointerType) or t == NULLPTR_T:
-            if src == NULLPTR_T or e.null_constant:
+            if src == NULLPTR_T:   # already a null pointer (`p = f()` still calls f)
+                return E(t, e.ev, coord)
+            if e.null_constant:
                 return E(t, null_pointer, coord)
         elif t == BOOL and explicit:
-            return constant(False, BOOL, coord)
+            return evaluated_for_effects(False, BOOL, coord, e)
         elif t == BOOL:
             self.error(f"converting '{src}' to 'bool' requires direct-initialization", coord,
                        hint="write `bool(nullptr)`, or compare a pointer with nullptr")
@@ -473,7 +499,7 @@ class ExpressionCompiler:
                 self.require_complete(p.type.pointee, node, "arithmetic on a pointer to an "
                                                             "incomplete type '{}'")
         if left.type == right.type == NULLPTR_T and op in ("==", "!="):
-            return constant(op == "==", BOOL, coord)
+            return evaluated_for_effects(op == "==", BOOL, coord, left, right)
         if lp and rp:
             if op == "-":
                 self.require_subtractable(node, left.type, right.type)
@@ -1258,9 +1284,20 @@ class ExpressionCompiler:
             return E(ty.VOID, e.ev, node.coord)
         if node.style == "as_type":
             return self.as_type(e, t, node)
+        if reinterprets_nullptr(e, t, node.style):
+            return self.nullptr_as_integer(e, t, node)
         if node.style == "reinterpret_cast" and not isinstance(t, PointerType):
             self.error("reinterpret_cast is only supported between pointer types", node)
         return replace(self.convert(e, t, node, explicit=True), coord=node.coord)
+
+    def nullptr_as_integer(self, e: E, t: ScalarType, node: ast.Cast | ast.Construct) -> E:
+        """`(long)nullptr`, `reinterpret_cast<ulong>(nullptr)`: 0, as `(void*)0` converted,
+        in an integer type that holds a pointer (C++14 [expr.reinterpret.cast]/4); a
+        narrower one is refused, as clang and g++ refuse it."""
+        if t.size < NULLPTR_T.size:
+            self.error(f"cast from pointer to smaller type '{t}' loses information", node,
+                       hint="a pointer is 64 bits in Metal: cast to 'long' or 'ulong'")
+        return replace(evaluated_for_effects(0, t, node.coord, e), const=None)
 
     def reference_cast(self, node: ast.Cast, scope: Scope) -> E:
         """`reinterpret_cast<thread T&>(x)` (or `static_cast`) of an lvalue of type T: the same
@@ -1315,6 +1352,8 @@ class ExpressionCompiler:
                 return constant(0, t, node.coord)
             if len(args) != 1:
                 self.error(f"too many arguments to construct '{t}'", node)
+            if not node.braces and reinterprets_nullptr(args[0], t, "c"):   # `long(nullptr)`
+                return self.nullptr_as_integer(args[0], t, node)
             return replace(self.convert(args[0], t, node, explicit=True), coord=node.coord)
         if isinstance(t, VectorType):
             return self.construct_vector(t, args, node)

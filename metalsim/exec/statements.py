@@ -672,7 +672,7 @@ class StatementCompiler:
                 if m.trace is not None:
                     traced = m.traced_of(lanes)
                     f.ret_sources.update(zip(traced.tolist(), m.sources(traced)))
-                if isinstance(rt, PointerType):
+                if isinstance(rt, PointerType | ty.NullptrType):
                     if f.ret is None:
                         f.ret = PtrSlot(None, m.batch.size)
                     f.ret.set(lanes, v)
