@@ -87,6 +87,7 @@ typedef unsigned long uint64_t;
 typedef unsigned long size_t;
 typedef long ptrdiff_t;
 typedef float float32_t;
+typedef decltype(nullptr) nullptr_t;
 
 // <metal_type_traits>: C++'s type traits, as Metal's library names them (`remove_addrspace`
 // is the identity here: CUDA's pointers and references carry no address space).

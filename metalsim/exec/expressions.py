@@ -1361,6 +1361,9 @@ class ExpressionCompiler:
             return self.builtins[("construct", "simdgroup_matrix")](self, t, args, node)
         if isinstance(t, PointerType) and len(args) == 1:
             return self.convert(args[0], t, node, explicit=True)
+        if t == NULLPTR_T and len(args) <= 1:   # `nullptr_t()`, `nullptr_t(0)`
+            return (self.convert(args[0], t, node, explicit=True) if args
+                    else E(t, null_pointer, node.coord))
         self.error(f"cannot construct a value of type '{t}'", node)
 
     def construct_vector(self, t: VectorType, args: list[E], node: ast.Node) -> E:

@@ -5,7 +5,7 @@ MLX compiles every custom kernel after the preprocessed text of its `utils.h` (w
 compiles this prelude in front of the generated source instead, in sections of its own, so
 that diagnostics inside it are clear. It holds two kinds of declarations:
 
-- Metal's own library, which is real in every Metal program: `integral_constant`,
+- Metal's own library, which is real in every Metal program: `nullptr_t`, `integral_constant`,
   `bool_constant`, `true_type`, `false_type`, `enable_if` (<metal_type_traits>), `array`
   (<metal_array>, for thread objects) and the math functions with a reference parameter
   (`modf`, `sincos`, `frexp`). A program's overloads compete with these by C++'s rules.
@@ -26,6 +26,8 @@ from metalsim.lang import ast
 
 # Metal's own declarations that metalsim writes in MSL.
 METAL_LIBRARY = """
+typedef decltype(nullptr) nullptr_t;
+
 template <typename T, T v>
 struct integral_constant {
   static constexpr constant T value = v;

@@ -491,3 +491,13 @@ def test_nullptr_and_null_pointer_comparisons_print_as_written():
     assert "(c ? p : nullptr)" in t.kernel_text
     assert "(p == nullptr)" in t.kernel_text
     compiles(t)
+
+
+def test_metal_nullptr_t_prints_as_the_preludes_nullptr_t():
+    t = translated("out[thread_position_in_grid.x] = is_null(nullptr) + is_null(a);", """
+        int is_null(thread const metal::nullptr_t&) { return 1; }
+        int is_null(const device float* p) { return p == nullptr_t(); }
+    """)
+    assert "int is_null(const nullptr_t &)" in t.kernel_text
+    assert "typedef decltype(nullptr) nullptr_t;" in t.source
+    compiles(t)

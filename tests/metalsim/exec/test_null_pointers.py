@@ -2,10 +2,12 @@
 oracle for values and for what is refused; a kernel that dereferences a null pointer is
 reported (line, threads, hint), never crashed on."""
 
+import re
+
 import mlx.core as mx
 import numpy as np
 import pytest
-from cxx_oracle import agree, gxx_rejects, metalsim_outputs, needs_gxx
+from cxx_oracle import agree, gxx_outputs, gxx_rejects, metalsim_outputs, needs_gxx
 
 import metalsim
 
@@ -107,6 +109,33 @@ def test_an_auto_variable_and_a_parameter_of_type_nullptr_t():
             " decltype(nullptr) m = 0; out[1] = m == nullptr; out[2] = is_null(0);"
             " out[3] = is_null(nullptr); out[4] = sizeof(nullptr);")
     assert agree14(header, body, 5) == [1, 1, 1, 1, 8]
+
+
+def as_decltype(text: str) -> str:
+    """`text` with Metal's `nullptr_t` spelled as C++ without a header spells its type."""
+    return re.sub(r"(metal::)?\bnullptr_t\b", "decltype(nullptr)", text)
+
+
+def test_nullptr_t_and_metal_nullptr_t_name_the_type_of_nullptr():
+    # Metal's library declares `metal::nullptr_t` (ThunderMittens' Metal kernels take
+    # `thread const metal::nullptr_t&` parameters); g++ runs it as `decltype(nullptr)`.
+    header = ("int kind(nullptr_t) { return 1; }\nint kind(thread int*) { return 2; }\n"
+              "int is_null(thread const metal::nullptr_t& n) { thread int* p = n; "
+              "return p == 0; }\n")
+    body = ("nullptr_t n = nullptr; metal::nullptr_t m = 0; thread int* p = n;"
+            " out[0] = p == nullptr; out[1] = m == nullptr; out[2] = kind(n);"
+            " out[3] = kind(nullptr); out[4] = is_null(m); out[5] = sizeof(nullptr_t);"
+            " out[6] = kind(nullptr_t()); out[7] = nullptr_t(0) == nullptr;")
+    expected = gxx_outputs(as_decltype(header), as_decltype(body), 8, std="c++14")
+    assert metalsim_outputs(header, body, 8) == expected == [1, 1, 1, 1, 1, 8, 1, 1]
+
+
+def test_std_nullptr_t_is_refused_with_a_hint_that_compiles():
+    body = "std::nullptr_t n = nullptr; out[0] = n == nullptr;"
+    with pytest.raises(metalsim.CompileError, match="use of undeclared identifier 'std'") as e:
+        metalsim_outputs("", body, 1)
+    assert "hint: Metal has no C++ standard library: use 'metal::nullptr_t'" in str(e.value)
+    assert metalsim_outputs("", body.replace("std::", "metal::"), 1) == [1]
 
 
 def test_a_template_parameter_deduced_from_nullptr_is_nullptr_t():
