@@ -82,6 +82,12 @@ def reinterprets_nullptr(e: E, t: Type, style: str) -> bool:
             and (style == "reinterpret_cast" or (style == "c" and t != BOOL)))
 
 
+def pointer_step(t: PointerType) -> int:
+    """The bytes that one step of a `t` moves (`p + 1`, `++p`, `p - q`): its pointee's size;
+    one for `void*`, as GNU C++ (the default of clang and g++) steps it."""
+    return 1 if t.pointee == ty.VOID else t.pointee.size
+
+
 def held_in_reach(k: np.ndarray, size: int) -> np.ndarray:
     """A 64-bit index `k` into elements of `size` bytes, held to +-FAR_BYTES: past every buffer,
     so the bounds check reports it instead of a byte offset wrapped modulo 2^64 landing back
@@ -503,7 +509,7 @@ class ExpressionCompiler:
         if lp and rp:
             if op == "-":
                 self.require_subtractable(node, left.type, right.type)
-                size = left.type.pointee.size or 1
+                size = pointer_step(left.type)
                 lev, rev = left.ev, right.ev
                 return E(LONG, lambda f, lanes: (lev(f, lanes).off - rev(f, lanes).off) // size,
                          coord)
@@ -590,7 +596,7 @@ class ExpressionCompiler:
                 self.convert(right, t, node.right) if nulls[1] else right)
 
     def offset_pointer(self, ptr: E, num: E, sign: int, coord: Coord) -> E:
-        size = ptr.type.pointee.size
+        size = pointer_step(ptr.type)
         pev, nev, src = ptr.ev, num.ev, num.type
         wide = ty.scalar_of(src).size >= 8
 
@@ -770,7 +776,7 @@ class ExpressionCompiler:
         if isinstance(t, PointerType):
             self.require_complete(t.pointee, node, "arithmetic on a pointer to an incomplete "
                                                    "type '{}'")
-            size = t.pointee.size * (1 if op == "+" else -1)
+            size = pointer_step(t) * (1 if op == "+" else -1)
 
             def step(v):
                 return Ptr(v.region, v.off + size)
