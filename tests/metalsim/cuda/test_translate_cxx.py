@@ -501,3 +501,10 @@ def test_metal_nullptr_t_prints_as_the_preludes_nullptr_t():
     assert "int is_null(const nullptr_t &)" in t.kernel_text
     assert "typedef decltype(nullptr) nullptr_t;" in t.source
     compiles(t)
+
+
+def test_casts_of_nullptr_to_long_print_as_written_and_compile():
+    t = translated("out[thread_position_in_grid.x] = (long)nullptr + long(nullptr)"
+                   " + reinterpret_cast<ulong>(nullptr);")
+    assert "((long)(nullptr)) + long(nullptr)) + reinterpret_cast<ulong>(nullptr)" in t.kernel_text
+    compiles(t)
