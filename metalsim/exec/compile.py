@@ -1146,6 +1146,9 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
                     costs[-1] += 1
                 elif self.base_offset(at.pointee, pt.pointee) is not None:
                     costs[-1] += self.derivation_cost(pt.pointee, at.pointee)
+                elif pt.pointee == ty.VOID:
+                    # a conversion, worse than to a base class's pointer ([over.ics.rank]/4.4)
+                    costs[-1] += 2.5
                 else:
                     return None
             else:

@@ -238,7 +238,8 @@ class ExpressionCompiler:
         if up is not None or (down is not None and explicit):
             # To a base class subobject (implicit), or back to the derived object (a cast).
             return self.offset_by(e, t, up if up is not None else -down, coord)
-        if src.pointee != t.pointee and not explicit:
+        if src.pointee != t.pointee and t.pointee != ty.VOID and not explicit:
+            # (any object pointer converts to `void*` implicitly: C++14 [conv.ptr]/2)
             self.error(f"cannot convert '{src}' to '{t}' implicitly", coord,
                        hint=f"cast explicitly: ({t})")
         return E(t, e.ev, coord)
