@@ -27,6 +27,8 @@ class IncompleteTypeCompiler:
         # what was incomplete where each non-template function was defined, by its id
         self.incomplete_before: dict[int, frozenset[StructType]] = {}
         self.incomplete_here: frozenset[StructType] = frozenset()   # in the function compiled
+        # where each nested struct a `struct I;` in its enclosing struct declared is defined
+        self.nested_defined_at: dict[StructType, Coord] = {}
 
     def declare_struct(self, node: ast.StructDeclaration, scope: Scope) -> None:
         """`struct S;`: names the incomplete struct `S` in `scope`, unless it is declared (or
@@ -37,12 +39,38 @@ class IncompleteTypeCompiler:
             st = ty.declared_struct(node.name, union)
             scope.names[node.name] = st
             self.struct_declared_at[st] = node.coord
-            self.incomplete_now.add(st)
+            if scope is self.globals:   # (a local one is compiled in order, where it is)
+                self.incomplete_now.add(st)
         elif not isinstance(previous, StructType):
             self.error(f"redefinition of '{node.name}' as a different kind of symbol", node,
                        hint="give the struct another name")
         elif previous.union != union:
             self.mismatched_tag(node.name, previous.union, node)
+
+    def declare_nested_struct(self, node: ast.StructDeclaration, shown: str) -> StructType:
+        """`struct I;` in a struct's body: the incomplete member type `shown` (`O::I`)."""
+        st = ty.declared_struct(shown, node.key == "union")
+        self.struct_declared_at[st] = node.coord
+        return st
+
+    def require_defined_before(self, t: Type | None, member: ast.VarDecl) -> None:
+        """Refuse a data member of a nested struct's type (or an array of it) declared
+        before the nested struct's definition: metalsim lays out the nested structs first,
+        C++ in declaration order."""
+        inner = ty.array_shape(t)[1] if isinstance(t, ArrayType) else t
+        defined = self.nested_defined_at.get(inner)   # type: ignore[arg-type]
+        if defined is not None and (member.coord.line, member.coord.column) < (
+                defined.line, defined.column):
+            declared = self.struct_declared_at[inner]   # type: ignore[index]
+            self.error(f"field has incomplete type '{inner}'", member,
+                       hint=f"'{inner}' is declared ({declared.section} line "
+                            f"{declared.line}) but defined after this member: define it "
+                            f"first, or use a pointer or reference to it")
+
+    def s_StructDeclaration(self, node: ast.StructDeclaration, scope: Scope):
+        """`struct C;` in a block: the statement declares `C` in the block."""
+        self.declare_struct(node, scope)
+        return lambda f, lanes: lanes
 
     def mismatched_tag(self, name: str, was_union: bool, node: ast.Node) -> None:
         """A union declared as a struct, or the other way round (C++ [dcl.type.elab])."""

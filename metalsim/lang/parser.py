@@ -1645,7 +1645,7 @@ class _Parser:
                             space_constructors.append(item)
                     elif isinstance(item, ast.VarDecl) and item.static or isinstance(
                             item, ast.TypeAlias | ast.StaticAssert | ast.StructDef
-                            | ast.EnumDef):
+                            | ast.StructDeclaration | ast.EnumDef):
                         statics.append(item)
                     elif isinstance(item, ast.MemberFunction):
                         methods.append(item)
@@ -1781,10 +1781,9 @@ class _Parser:
         if self.at("operator", k) and self.peek(k + 1).kind == "ident":
             return [self.conversion_function(k)]
         if tok.text in _CLASS_KEYS and self.peek(1).kind == "ident" and self.at(";", 2):
-            raise self.error("a forward declaration of a nested struct is not supported by "
-                             "metalsim", self.peek(1), width=len(self.peek(1).text),
-                             hint=f"define '{self.peek(1).text}' here, or declare it at "
-                                  "namespace scope (before this struct)")
+            declared = self.local_struct_declaration()
+            self.member_types.add(declared.name)
+            return [declared]
         if tok.text in _CLASS_KEYS and self.struct_definition_at():  # a nested class
             nested = self.struct_declaration()
             if not nested.name:
@@ -2259,10 +2258,17 @@ class _Parser:
         if self.struct_definition_at():
             return self.struct_declaration()
         if self.peek(1).kind == "ident" and self.at(";", 2):
-            raise self.error("a forward declaration of a local struct is not supported by "
-                             "metalsim", self.peek(1), width=len(self.peek(1).text),
-                             hint="declare the struct in the header, or define it here")
+            return self.local_struct_declaration()
         return self.declaration_statement()
+
+    def local_struct_declaration(self) -> ast.StructDeclaration:
+        """`struct C;` in a block or a struct's body: declares `C` there, an incomplete type
+        until its definition in the same scope."""
+        key = self.advance()
+        name = self.advance()
+        self.advance()
+        self.declare(name.text, _TYPE)
+        return ast.StructDeclaration(self.coord(key), name.text, key=key.text)
 
     def namespace_statement(self) -> ast.Node:
         """A namespace alias in a block (`namespace st = mlx::steel;`); no other namespace
