@@ -661,6 +661,8 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
                 return static
         if isinstance(v, Var) and v.kind == "function":
             return self.call_function_pointer(node, v, scope)
+        if isinstance(v, Var) and v.kind == "unusable":   # `auto f = f(1);`
+            self.var_expr(v, name)
         if isinstance(v, Var) and v.kind != "method":
             self.error(f"called object type '{v.type}' is not a function", name,
                        width=len(name.name),
