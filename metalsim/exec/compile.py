@@ -1291,6 +1291,7 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
         `host_name`: a kernel function's name, or the `[[host_name("...")]]` of an explicit
         instantiation of a kernel template); returns its code and its parameters by name."""
         self.declare_globals()
+        self.check_early_definitions()
         kernels = [f for f in self.unit.items if isinstance(f, ast.FunctionDef)
                    and any(a.name == "kernel" for a in f.attributes) and f.body is not None]
         if not kernels:

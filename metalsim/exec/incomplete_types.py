@@ -5,8 +5,8 @@ be declared, passed and stored before its definition, which completes the same t
 (`types.complete_struct`). Until then, what needs the object's layout (a variable, a member, a
 by-value parameter or result of a function definition, `sizeof`, a member access, pointer
 arithmetic) is refused as clang refuses it. A non-template function defined before a struct's
-definition sees the struct incomplete in its body, though metalsim compiles the body later,
-where it is first called.
+definition sees the struct incomplete in its body, which is checked whether it is called or
+not (a template's body only where it is instantiated, as in C++).
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ class IncompleteTypeCompiler:
         # what was incomplete where each non-template function was defined, by its id
         self.incomplete_before: dict[int, frozenset[StructType]] = {}
         self.incomplete_here: frozenset[StructType] = frozenset()   # in the function compiled
+        self.defined_early: list[ast.FunctionDef] = []   # those non-template functions
         # where each nested struct a `struct I;` in its enclosing struct declared is defined
         self.nested_defined_at: dict[StructType, Coord] = {}
 
@@ -85,6 +86,7 @@ class IncompleteTypeCompiler:
         if not self.incomplete_now or fdef.body is None or fdef.template_params is not None:
             return
         self.incomplete_before[id(fdef)] = frozenset(self.incomplete_now)
+        self.defined_early.append(fdef)
         if not isinstance(fdef.return_type, ast.ReferenceType | ast.PointerType):
             self.require_complete(self.resolve_type(fdef.return_type, self.globals), fdef,
                                   "incomplete result type '{}' in function definition")
@@ -92,6 +94,16 @@ class IncompleteTypeCompiler:
             if isinstance(p.type, ast.NamedType):
                 self.require_complete(self.resolve_type(p.type, self.globals), p,
                                       "variable has incomplete type '{}'")
+
+    def check_early_definitions(self) -> None:
+        """Compile each non-template function defined while a struct was incomplete, called or
+        not: C++ refuses a body that uses the struct by value where it is defined. (Its code
+        is dropped: a call compiles it again, and an uncalled function adds nothing to the
+        launch.)"""
+        for fdef in self.defined_early:
+            before = dict(self.instances)
+            self.instantiate(fdef, {})
+            self.instances = before
 
     def is_incomplete(self, t: Type | None) -> bool:
         """Whether `t` is a struct not (yet, where the code being compiled is) defined."""

@@ -177,6 +177,37 @@ def test_a_use_of_an_incomplete_struct_by_value_is_refused_where_it_is(header, b
     assert "pointer or reference" in d.hint
 
 
+@pytest.mark.parametrize("header, message, where", [
+    ("struct C;\nint f(thread C* p) { C x = *p; return 0; }\nstruct C { int v; };\n",
+     "variable has incomplete type 'C'", "header:2:24"),
+    ("struct C;\nint f(thread C* p) { return p->v; }\nstruct C { int v; };\n",
+     "member access into incomplete type 'C'", "header:2:29"),
+    ("struct C;\nint f() { return sizeof(C); }\nstruct C { int v; };\n",
+     "invalid application of 'sizeof' to an incomplete type 'C'", "header:2:18"),
+    ("struct C;\nnamespace na { int f(thread C* p) { C a[2]; return 0; } }\n"
+     "struct C { int v; };\n", "array has incomplete element type 'C'", "header:2:39"),
+])
+def test_a_function_body_using_an_incomplete_struct_is_refused_uncalled(header, message,
+                                                                          where):
+    gxx_rejects(header, "out[0] = 1;", std="c++14")
+    with pytest.raises(metalsim.CompileError) as e:
+        metalsim_outputs(header, "out[0] = 1;", 1)
+    d = e.value.diagnostic
+    assert (d.message, f"{d.section}:{d.line}:{d.column}") == (message, where)
+
+
+def test_a_function_template_body_is_checked_where_it_is_instantiated_after_the_definition():
+    header = ("struct C;\ntemplate <class T> int f(thread T* p) { T x = *p; return x.v; }\n"
+              "struct C { int v; };\n")
+    assert agree(header, "C c = {6}; out[0] = f(&c);", 1, std="c++14") == [6]
+
+
+def test_a_function_declared_early_and_defined_after_the_struct_uses_it_by_value():
+    header = ("struct C;\nint f(thread C* p);\nstruct C { int v; };\n"
+              "int f(thread C* p) { C x = *p; return x.v + 1; }\n")
+    assert agree(header, "C c = {3}; out[0] = f(&c);", 1, std="c++14") == [4]
+
+
 def test_the_hint_says_where_the_struct_was_declared():
     with pytest.raises(metalsim.CompileError) as e:
         metalsim_outputs("struct C;\n", "C c; out[0] = 1;", 1)
