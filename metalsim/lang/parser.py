@@ -29,7 +29,7 @@ import copy
 import difflib
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import TypeVar
 
 from metalsim.diagnostics import CompileError, Coord, SourceMap
@@ -193,6 +193,17 @@ def _spelled(t: ast.TypeNode) -> str:
     return "function pointer"
 
 
+def _names_in(node: object) -> set[str]:
+    """The names a type (with its template arguments) spells, at any depth."""
+    if isinstance(node, list):
+        return set().union(*(_names_in(n) for n in node))
+    if not isinstance(node, ast.Node):
+        return set()
+    names = {node.name} if isinstance(node, ast.NamedType | ast.Name) else set()
+    return names.union(*(_names_in(getattr(node, f.name)) for f in fields(node)
+                         if f.name != "coord"))
+
+
 def _with_element(array: ast.TypeNode, element: ast.TypeNode) -> ast.TypeNode:
     """The array type `array` (of `NamedType`s) with its innermost element type `element`."""
     if isinstance(array, ast.ArrayType):
@@ -237,6 +248,7 @@ class _Parser:
         self.friend_names: list[str] = []   # what the structs being read declare friends
         # The struct templates being read: their parameters, and whether a specialisation
         self.template_structs: list[tuple[list[ast.TemplateParam], bool]] = []
+        self.pack_names: set[str] = set()   # the template parameter packs in scope
         self._pasted: CompileError | bool | None = None   # `_pasted_kernel`, once looked for
 
     # --- Tokens and errors ---------------------------------------------------------------------
@@ -810,11 +822,22 @@ class _Parser:
             self.advance()
         elif not self.at(")"):
             while True:
+                self.refuse_c_variadic()
                 params.append(self.parameter())
+                if self.at(")", 1):   # `int n...`, C's spelling of `int n, ...`
+                    self.refuse_c_variadic()
                 if not self.accept(","):
                     break
         self.expect(")")
         return params
+
+    def refuse_c_variadic(self) -> None:
+        """A C variadic function's `...` (`int f(int n, ...)`): Metal has no `va_list`. A
+        parameter pack (`T... xs`) is parsed by `parameter`."""
+        if self.at("..."):
+            raise self.error("variadic functions are not supported in Metal", self.peek(),
+                             width=3, hint="pass a fixed list of parameters, or an array "
+                                           "and its length")
 
     def parameter(self) -> ast.Param:
         """parameter: specifiers declarator? attribute* ['=' default]"""
@@ -822,6 +845,8 @@ class _Parser:
         if not (start.kind == "ident" or self.at("[")):
             raise self.error("expected parameter declarator")
         specs = self.specifiers()
+        if self.at("...") and not _names_in(specs.type) & (self.pack_names | {"auto"}):
+            self.refuse_c_variadic()   # `int...`, C's spelling of `int, ...`
         pack = bool(self.accept("..."))
         name, type_ = self.declarator(specs.type, abstract=None)
         attributes = specs.attributes + self.attributes()
@@ -840,8 +865,10 @@ class _Parser:
             return self.explicit_instantiation(tmpl)
         self.advance()
         self.scopes.append({})
+        packs = set(self.pack_names)
         try:
             params = self.template_parameters()
+            self.pack_names |= {p.name for p in params if p.pack}
             if self.at("using"):
                 alias = self.alias_declaration(params)
                 self.declare(alias.name, _TYPE_TEMPLATE, file_scope=True)
@@ -866,6 +893,7 @@ class _Parser:
                 node = self.declaration(params)
         finally:
             self.scopes.pop()
+            self.pack_names = packs
         node.coord = self.coord(tmpl)
         return node
 
