@@ -868,7 +868,6 @@ class _Parser:
         packs = set(self.pack_names)
         try:
             params = self.template_parameters()
-            self.pack_names |= {p.name for p in params if p.pack}
             if self.at("using"):
                 alias = self.alias_declaration(params)
                 self.declare(alias.name, _TYPE_TEMPLATE, file_scope=True)
@@ -991,6 +990,7 @@ class _Parser:
             if not self.accept(","):
                 break
         self.close_angle()
+        self.pack_names |= {p.name for p in params if p.pack}   # (the caller restores them)
         return params
 
     def template_default(self, rule: Callable[[], ast.Node]) -> ast.Node | None:
@@ -1867,6 +1867,7 @@ class _Parser:
         self.expect("<", "expected '<' after 'template'")
         self.scopes.append({})
         alias = None
+        packs = set(self.pack_names)
         try:
             params = self.template_parameters()
             if self.at("using"):   # a member alias template
@@ -1876,6 +1877,7 @@ class _Parser:
                 items = self.member_declaration(struct)
         finally:
             self.scopes.pop()
+            self.pack_names = packs
         if isinstance(alias, ast.TypeAlias):
             alias.coord = self.coord(start)
             self.declare(alias.name, _TYPE_TEMPLATE)

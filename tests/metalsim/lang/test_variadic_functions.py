@@ -40,6 +40,7 @@ def test_a_c_variadic_function_is_refused_at_its_ellipsis(header):
     "template <class... T> int g(T...) { return 1; }\n",
     "template <class... T> struct P { static int g(T... xs) { return 1; } };\n",
     "int g() { auto l = [](auto... xs) { return 1; }; return 2; }\n",
+    "struct L { template <typename... A> void log(constant char*, A...) const thread {} };\n",
 ])
 def test_a_parameter_pack_is_no_variadic_function(header):
     assert run(header) == [1]
