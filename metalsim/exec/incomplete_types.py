@@ -12,7 +12,7 @@ not (a template's body only where it is instantiated, as in C++).
 from __future__ import annotations
 
 from metalsim.diagnostics import Coord
-from metalsim.exec.compiled import Scope
+from metalsim.exec.compiled import FunctionCode, Scope
 from metalsim.lang import ast
 from metalsim.lang import types as ty
 from metalsim.lang.types import ArrayType, StructType, Type
@@ -28,6 +28,7 @@ class IncompleteTypeCompiler:
         self.incomplete_before: dict[int, frozenset[StructType]] = {}
         self.incomplete_here: frozenset[StructType] = frozenset()   # in the function compiled
         self.defined_early: list[ast.FunctionDef] = []   # those non-template functions
+        self.checked_early: list[FunctionCode] = []   # their code, compiled to check them
         # where each nested struct a `struct I;` in its enclosing struct declared is defined
         self.nested_defined_at: dict[StructType, Coord] = {}
 
@@ -103,6 +104,8 @@ class IncompleteTypeCompiler:
         for fdef in self.defined_early:
             before = dict(self.instances)
             self.instantiate(fdef, {})
+            # kept alive: caches such as `lambdas` are keyed by a function code's id
+            self.checked_early.extend(c for k, c in self.instances.items() if k not in before)
             self.instances = before
 
     def is_incomplete(self, t: Type | None) -> bool:

@@ -196,6 +196,13 @@ def test_a_function_body_using_an_incomplete_struct_is_refused_uncalled(header, 
     assert (d.message, f"{d.section}:{d.line}:{d.column}") == (message, where)
 
 
+def test_a_function_checked_where_it_is_defined_runs_its_lambdas_when_called():
+    header = ("struct C;\nint f(thread C* p) { auto l = [](int k) { return k + 1; };\n"
+              "  return l(2); }\nstruct C { int v; };\n")
+    body = "C c = {1}; auto m = [](int k) { return k * 10; }; out[0] = f(&c) + m(4);"
+    assert agree(header, body, 1, std="c++14") == [43]
+
+
 def test_a_function_template_body_is_checked_where_it_is_instantiated_after_the_definition():
     header = ("struct C;\ntemplate <class T> int f(thread T* p) { T x = *p; return x.v; }\n"
               "struct C { int v; };\n")
