@@ -102,6 +102,15 @@ def test_a_nested_forward_declaration_names_the_member_struct_defined_later():
     assert agree(header, body, 2) == [4, 4]
 
 
+def test_a_nested_forward_declaration_in_a_struct_template_and_a_local_struct():
+    header = ("template <class T> struct O { struct I; thread I* p; struct I { T v; };\n"
+              "  T get() { return p->v; } };\n")
+    body = ("O<int>::I i = {5}; O<int> o = {&i}; out[0] = o.get() + sizeof(O<int>::I);\n"
+            "struct L { struct J; thread J* q; struct J { int w; }; };\n"
+            "L::J j = {6}; L l = {&j}; out[1] = l.q->w;")
+    assert agree(header, body, 2) == [9, 6]
+
+
 def test_repeated_nested_forward_declarations_and_a_union_name_one_type_each():
     header = ("struct O { struct I; struct I; union U; thread I* p; struct I { int v; };\n"
               "  union U { int a; float b; }; U u; };\n")
