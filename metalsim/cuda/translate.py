@@ -913,6 +913,8 @@ class _Printer:
             return pad + "continue;\n"
         if isinstance(s, ast.Return):
             return pad + ("return;\n" if s.value is None else f"return {self.expr(s.value)};\n")
+        if isinstance(s, ast.StructDeclaration):
+            return f"{pad}{s.key} {s.name};\n"
         if isinstance(s, ast.Empty):
             return pad + ";\n"
         if isinstance(s, ast.StaticAssert):

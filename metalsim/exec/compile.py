@@ -661,6 +661,8 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
                 return static
         if isinstance(v, Var) and v.kind == "function":
             return self.call_function_pointer(node, v, scope)
+        if isinstance(v, Var) and v.kind == "unusable":   # `auto f = f(1);`
+            self.var_expr(v, name)
         if isinstance(v, Var) and v.kind != "method":
             self.error(f"called object type '{v.type}' is not a function", name,
                        width=len(name.name),
@@ -1292,6 +1294,7 @@ class Compiler(ExpressionCompiler, StatementCompiler, StructCompiler, Constructo
         `host_name`: a kernel function's name, or the `[[host_name("...")]]` of an explicit
         instantiation of a kernel template); returns its code and its parameters by name."""
         self.declare_globals()
+        self.check_early_definitions()
         kernels = [f for f in self.unit.items if isinstance(f, ast.FunctionDef)
                    and any(a.name == "kernel" for a in f.attributes) and f.body is not None]
         if not kernels:

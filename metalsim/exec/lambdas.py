@@ -71,6 +71,8 @@ class LambdaCompiler:
         visible = self.enclosing_names(scope)
         for name in explicit:
             v = visible.get(name)
+            if isinstance(v, Var) and v.kind == "unusable":
+                self.error(v.name, node)
             if not (isinstance(v, Var) and v.kind in FRAME_KINDS):
                 what = "'this' outside of a non-static member function" if name == "this" \
                     else f"'{name}' in capture list does not name a local variable"
@@ -80,6 +82,8 @@ class LambdaCompiler:
         captures: dict[str, Var] = {}
         copies: list[tuple[Var, E]] = []
         for name, v in visible.items():
+            if isinstance(v, Var) and v.kind == "unusable":
+                captures[name] = v   # (`auto f = [&] { return f; };`: refused in the body)
             if not (isinstance(v, Var) and v.kind in FRAME_KINDS):
                 continue
             by_reference = explicit.get(name)
@@ -99,7 +103,13 @@ class LambdaCompiler:
         call = ast.FunctionDef(node.coord, "operator()", node.return_type, node.params,
                                node.body, node.template_params)
         self.closure_access[id(call)] = self.access_from   # its body names what this code may
-        st = self.closure_type(node, Closure(node, call, Scope(captures, scope)))
+        closure = Closure(node, call, Scope(captures, scope))
+        st = self.closure_type(node, closure)
+        if not node.template_params and any(
+                captures[n].kind == "unusable" for n in used if n in captures):
+            # compiled now, called or not, as C++ does: naming the variable being declared
+            # is an error in the body too
+            self.instantiate(call, {}, closure.scope)
         return E(st, self.make_closure(copies, st), node.coord)
 
     def enclosing_names(self, scope: Scope) -> dict[str, Var | Type]:

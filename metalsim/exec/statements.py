@@ -105,7 +105,7 @@ class StatementCompiler:
                     and _jumps_out(item.then)):
                 self.note_guard(item.cond, node.items[k + 1:])   # `if (i >= n) return;`
         runs = [(self.stmt(item, inner), item.coord, work(item)) for item in node.items
-                if not isinstance(item, ast.Empty)]
+                if not isinstance(item, ast.Empty) or isinstance(item, ast.StructDeclaration)]
 
         if self.tracing:
             def run_traced(f, lanes):

@@ -159,12 +159,13 @@ class StructMethods:
 class StructCompiler:
     """Struct methods of `Compiler` (which supplies `error`, `expr`, `convert`, ...)."""
 
-    def define_struct(self, node: ast.StructDef, scope: Scope,
-                      instance: str | None = None) -> StructType:
+    def define_struct(self, node: ast.StructDef, scope: Scope, instance: str | None = None,
+                      forward: StructType | None = None) -> StructType:
         """Lay out a struct definition, declare its name in `scope` and record its member
         functions. For the `instance` of a struct template (`Acc<float>`), `scope` holds the
-        template's arguments and gets the injected class name."""
-        declared = scope.names.get(node.name) if instance is None else None
+        template's arguments and gets the injected class name; for a nested struct, `forward`
+        is the incomplete type its enclosing struct's `struct I;` declared."""
+        declared = scope.names.get(node.name) if instance is None else forward
         if isinstance(declared, StructType) and not declared.incomplete:
             self.error(f"redefinition of '{node.name}'", node)
         if isinstance(declared, StructType) and declared.union != node.union:
@@ -193,6 +194,7 @@ class StructCompiler:
                 self.error(f"duplicate member '{d.name}'", d, width=len(d.name))
             t, const, space = self.resolve_decl_type(d.type, body)
             self.require_complete(t, d, "field has incomplete type '{}'")
+            self.require_defined_before(t, d)
             if space is not None:
                 self.error("field may not be qualified with an address space", d)
             inner = ty.array_shape(t)[1]
@@ -430,9 +432,15 @@ class StructCompiler:
             if isinstance(d, ast.StaticAssert):  # checked where the struct is defined
                 self.static_assert(d, Scope(statics | types, scope))
                 continue
-            if d.name in statics or d.name in types:
+            forward = types.get(d.name) if isinstance(d, ast.StructDef | ast.StructDeclaration
+                                                      ) else None
+            if not self.is_incomplete(forward) and (d.name in statics or d.name in types):
                 self.error(f"duplicate member '{d.name}'", d, width=len(d.name))
             seen = Scope(statics | types, scope)
+            if isinstance(d, ast.StructDeclaration):   # `struct I;`: a nested struct to come
+                if forward is None:
+                    types[d.name] = self.declare_nested_struct(d, f"{shown}::{d.name}")
+                continue
             if isinstance(d, ast.EnumDef):  # a member type; unscoped, its enumerators too
                 declared = Scope({}, seen)
                 types[d.name] = self.define_enum(d, declared, f"{shown}::{d.name}")
@@ -440,7 +448,10 @@ class StructCompiler:
                     statics |= {n: v for n, v in declared.names.items() if n != d.name}
                 continue
             if isinstance(d, ast.StructDef):  # a nested struct, named `S::Inner` outside
-                types[d.name] = self.define_struct(d, Scope({}, seen), f"{shown}::{d.name}")
+                types[d.name] = self.define_struct(d, Scope({}, seen), f"{shown}::{d.name}",
+                                                   forward)
+                if forward is not None:
+                    self.nested_defined_at[forward] = d.coord
                 continue
             if isinstance(d, ast.TypeAlias) and d.template_params is not None:
                 # a member alias template, instantiated where named (`alias_instance`)

@@ -29,7 +29,7 @@ import copy
 import difflib
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import TypeVar
 
 from metalsim.diagnostics import CompileError, Coord, SourceMap
@@ -193,6 +193,17 @@ def _spelled(t: ast.TypeNode) -> str:
     return "function pointer"
 
 
+def _names_in(node: object) -> set[str]:
+    """The names a type (with its template arguments) spells, at any depth."""
+    if isinstance(node, list):
+        return set().union(*(_names_in(n) for n in node))
+    if not isinstance(node, ast.Node):
+        return set()
+    names = {node.name} if isinstance(node, ast.NamedType | ast.Name) else set()
+    return names.union(*(_names_in(getattr(node, f.name)) for f in fields(node)
+                         if f.name != "coord"))
+
+
 def _with_element(array: ast.TypeNode, element: ast.TypeNode) -> ast.TypeNode:
     """The array type `array` (of `NamedType`s) with its innermost element type `element`."""
     if isinstance(array, ast.ArrayType):
@@ -237,6 +248,7 @@ class _Parser:
         self.friend_names: list[str] = []   # what the structs being read declare friends
         # The struct templates being read: their parameters, and whether a specialisation
         self.template_structs: list[tuple[list[ast.TemplateParam], bool]] = []
+        self.pack_names: set[str] = set()   # the template parameter packs in scope
         self._pasted: CompileError | bool | None = None   # `_pasted_kernel`, once looked for
 
     # --- Tokens and errors ---------------------------------------------------------------------
@@ -810,11 +822,22 @@ class _Parser:
             self.advance()
         elif not self.at(")"):
             while True:
+                self.refuse_c_variadic()
                 params.append(self.parameter())
+                if self.at(")", 1):   # `int n...`, C's spelling of `int n, ...`
+                    self.refuse_c_variadic()
                 if not self.accept(","):
                     break
         self.expect(")")
         return params
+
+    def refuse_c_variadic(self) -> None:
+        """A C variadic function's `...` (`int f(int n, ...)`): Metal has no `va_list`. A
+        parameter pack (`T... xs`) is parsed by `parameter`."""
+        if self.at("..."):
+            raise self.error("variadic functions are not supported in Metal", self.peek(),
+                             width=3, hint="pass a fixed list of parameters, or an array "
+                                           "and its length")
 
     def parameter(self) -> ast.Param:
         """parameter: specifiers declarator? attribute* ['=' default]"""
@@ -822,6 +845,8 @@ class _Parser:
         if not (start.kind == "ident" or self.at("[")):
             raise self.error("expected parameter declarator")
         specs = self.specifiers()
+        if self.at("...") and not _names_in(specs.type) & (self.pack_names | {"auto"}):
+            self.refuse_c_variadic()   # `int...`, C's spelling of `int, ...`
         pack = bool(self.accept("..."))
         name, type_ = self.declarator(specs.type, abstract=None)
         attributes = specs.attributes + self.attributes()
@@ -840,6 +865,7 @@ class _Parser:
             return self.explicit_instantiation(tmpl)
         self.advance()
         self.scopes.append({})
+        packs = set(self.pack_names)
         try:
             params = self.template_parameters()
             if self.at("using"):
@@ -866,6 +892,7 @@ class _Parser:
                 node = self.declaration(params)
         finally:
             self.scopes.pop()
+            self.pack_names = packs
         node.coord = self.coord(tmpl)
         return node
 
@@ -963,6 +990,7 @@ class _Parser:
             if not self.accept(","):
                 break
         self.close_angle()
+        self.pack_names |= {p.name for p in params if p.pack}   # (the caller restores them)
         return params
 
     def template_default(self, rule: Callable[[], ast.Node]) -> ast.Node | None:
@@ -1645,7 +1673,7 @@ class _Parser:
                             space_constructors.append(item)
                     elif isinstance(item, ast.VarDecl) and item.static or isinstance(
                             item, ast.TypeAlias | ast.StaticAssert | ast.StructDef
-                            | ast.EnumDef):
+                            | ast.StructDeclaration | ast.EnumDef):
                         statics.append(item)
                     elif isinstance(item, ast.MemberFunction):
                         methods.append(item)
@@ -1781,10 +1809,9 @@ class _Parser:
         if self.at("operator", k) and self.peek(k + 1).kind == "ident":
             return [self.conversion_function(k)]
         if tok.text in _CLASS_KEYS and self.peek(1).kind == "ident" and self.at(";", 2):
-            raise self.error("a forward declaration of a nested struct is not supported by "
-                             "metalsim", self.peek(1), width=len(self.peek(1).text),
-                             hint=f"define '{self.peek(1).text}' here, or declare it at "
-                                  "namespace scope (before this struct)")
+            declared = self.local_struct_declaration()
+            self.member_types.add(declared.name)
+            return [declared]
         if tok.text in _CLASS_KEYS and self.struct_definition_at():  # a nested class
             nested = self.struct_declaration()
             if not nested.name:
@@ -1840,6 +1867,7 @@ class _Parser:
         self.expect("<", "expected '<' after 'template'")
         self.scopes.append({})
         alias = None
+        packs = set(self.pack_names)
         try:
             params = self.template_parameters()
             if self.at("using"):   # a member alias template
@@ -1849,6 +1877,7 @@ class _Parser:
                 items = self.member_declaration(struct)
         finally:
             self.scopes.pop()
+            self.pack_names = packs
         if isinstance(alias, ast.TypeAlias):
             alias.coord = self.coord(start)
             self.declare(alias.name, _TYPE_TEMPLATE)
@@ -2259,10 +2288,17 @@ class _Parser:
         if self.struct_definition_at():
             return self.struct_declaration()
         if self.peek(1).kind == "ident" and self.at(";", 2):
-            raise self.error("a forward declaration of a local struct is not supported by "
-                             "metalsim", self.peek(1), width=len(self.peek(1).text),
-                             hint="declare the struct in the header, or define it here")
+            return self.local_struct_declaration()
         return self.declaration_statement()
+
+    def local_struct_declaration(self) -> ast.StructDeclaration:
+        """`struct C;` in a block or a struct's body: declares `C` there, an incomplete type
+        until its definition in the same scope."""
+        key = self.advance()
+        name = self.advance()
+        self.advance()
+        self.declare(name.text, _TYPE)
+        return ast.StructDeclaration(self.coord(key), name.text, key=key.text)
 
     def namespace_statement(self) -> ast.Node:
         """A namespace alias in a block (`namespace st = mlx::steel;`); no other namespace

@@ -427,6 +427,18 @@ def test_forward_declared_structs_print_with_their_class_key_and_compile():
     compiles(t)
 
 
+def test_local_and_nested_forward_declarations_print_where_they_are_and_compile():
+    t = translated("struct C; thread C* p = nullptr; struct C { int v; }; C c = {2}; p = &c; "
+                   "O::I i = {5}; O o = {&i}; "
+                   "out[thread_position_in_grid.x] = p->v + o.p->v;", """
+        struct O { struct I; thread I* p; struct I { int v; }; };
+    """)
+    text = t.kernel_text
+    assert text.index("struct C;") < text.index("C *p = nullptr;") < text.index("struct C {")
+    assert text.index("struct I;") < text.index("struct I {")   # (types before data members)
+    compiles(t)
+
+
 REDECLARED_FRIENDS = """
     namespace na {
     struct B; int g(B b);

@@ -118,6 +118,37 @@ def test_an_auto_variable_in_its_own_initializer_is_refused_as_by_clang():
             body.rindex("= ") + 2:].index("x") + 1
 
 
+AUTO_MESSAGE = ("variable 'f' declared with deduced type 'auto' cannot appear in its own "
+                "initializer")
+
+
+@pytest.mark.parametrize("body", [
+    "auto f = [&] { return f; };",
+    "auto f = [=] { return 1 + sizeof(f); };",
+    "auto f = [] { return f; };",
+    "auto f = [&](int k) { return k; };\n{ auto f = [&] { return f(1); }; }",
+])
+def test_a_lambda_naming_the_auto_variable_it_initializes_is_refused_uncalled(body):
+    gxx_rejects("", body, std="c++14")
+    with pytest.raises(metalsim.CompileError, match=AUTO_MESSAGE) as info:
+        metalsim_outputs("", body + "\nout[0] = 1;", 1)
+    d = info.value.diagnostic
+    line = body.count("\n") + 1
+    assert (d.line, d.column) == (line, body.splitlines()[-1].rindex("f") + 1)
+
+
+def test_an_auto_variable_captured_by_name_in_its_own_initializer_is_refused():
+    body = "auto f = [&f] { return 1; };"
+    gxx_rejects("", body, std="c++14")
+    with pytest.raises(metalsim.CompileError, match=AUTO_MESSAGE):
+        metalsim_outputs("", body + "\nout[0] = 1;", 1)
+
+
+def test_a_lambda_declaring_its_own_local_of_the_same_name_is_accepted():
+    assert agree("", "auto f = [&] { int f = 3; return f; }; out[0] = f();", 1,
+                 std="c++14") == [3]
+
+
 def test_an_auto_pointer_in_its_own_initializer_is_refused_as_by_clang():
     with pytest.raises(metalsim.CompileError, match="variable 'p' declared with deduced type "
                                                     "'auto\\*' cannot appear in its own"):

@@ -4,7 +4,7 @@ same type; a struct names itself from its `{` on (`thread Node* next;`). A use t
 layout before the definition is refused with clang's message. g++ is the oracle."""
 
 import pytest
-from cxx_oracle import agree, gxx_outputs, gxx_rejects, metalsim_outputs, needs_gxx
+from cxx_oracle import agree, gxx_rejects, metalsim_outputs, needs_gxx
 
 import metalsim
 
@@ -75,17 +75,53 @@ def test_an_elaborated_type_declares_the_struct_in_the_enclosing_namespace():
     assert agree(header, body, 3) == [3, 6, 5]
 
 
-@pytest.mark.parametrize("header, body, message", [
-    ("struct O { struct I; thread I* p; struct I { int v; }; };\n", "out[0] = 1;",
-     "a forward declaration of a nested struct is not supported by metalsim"),
-    ("", "struct L; out[0] = 1;",
-     "a forward declaration of a local struct is not supported by metalsim"),
-])
-def test_nested_and_local_forward_declarations_are_refused_by_name(header, body, message):
-    gxx_outputs(header, body, 1)   # (valid C++)
-    with pytest.raises(metalsim.CompileError, match=message) as e:
-        metalsim_outputs(header, body, 1)
-    assert "declare" in e.value.diagnostic.hint
+def test_a_local_forward_declaration_names_the_struct_its_block_defines_later():
+    body = ("struct C; thread C* p = nullptr; struct C { int x; int y; };\n"
+            "C c = {5, 6}; p = &c; out[0] = p->x * 10 + p->y; out[1] = sizeof(C);")
+    assert agree("", body, 2) == [56, 8]
+
+
+def test_a_local_forward_declaration_in_a_function_is_followed_by_a_pointer():
+    header = ("int f(int k) { struct C; thread C* p = nullptr; struct C;\n"
+              "  struct C { int v; thread C* next; };\n"
+              "  C b = {k, nullptr}; C a = {1, &b}; p = &a; return p->v + p->next->v; }\n")
+    assert agree(header, "out[0] = f(40);", 1) == [41]
+
+
+def test_a_local_forward_declaration_hides_a_program_scope_struct():
+    header = "struct C { int a; int b; int c; };\n"
+    body = ("C outer = {1, 2, 3};\n{ struct C; thread C* p = nullptr; struct C { int v; };\n"
+            "  C c = {7}; p = &c; out[0] = p->v; out[1] = sizeof(C); }\nout[2] = sizeof(C);")
+    assert agree(header, body, 3) == [7, 4, 12]
+
+
+def test_a_nested_forward_declaration_names_the_member_struct_defined_later():
+    header = ("struct O { struct I; thread I* p; struct I { int v; };\n"
+              "  int get() const { return p->v; } };\n")
+    body = "O::I i = {4}; O o = {&i}; out[0] = o.get(); out[1] = sizeof(O::I);"
+    assert agree(header, body, 2) == [4, 4]
+
+
+def test_a_nested_forward_declaration_in_a_struct_template_and_a_local_struct():
+    header = ("template <class T> struct O { struct I; thread I* p; struct I { T v; };\n"
+              "  T get() { return p->v; } };\n")
+    body = ("O<int>::I i = {5}; O<int> o = {&i}; out[0] = o.get() + sizeof(O<int>::I);\n"
+            "struct L { struct J; thread J* q; struct J { int w; }; };\n"
+            "L::J j = {6}; L l = {&j}; out[1] = l.q->w;")
+    assert agree(header, body, 2) == [9, 6]
+
+
+def test_repeated_nested_forward_declarations_and_a_union_name_one_type_each():
+    header = ("struct O { struct I; struct I; union U; thread I* p; struct I { int v; };\n"
+              "  union U { int a; float b; }; U u; };\n")
+    body = "O::I i = {4}; O o; o.p = &i; o.u.a = 3; out[0] = o.p->v + o.u.a * 10;"
+    assert agree(header, body, 1) == [34]
+
+
+def test_a_member_function_body_sees_a_nested_struct_defined_after_it():
+    header = ("struct O { struct I; int size() const { return sizeof(I); }\n"
+              "  struct I { int v; int w; }; };\n")
+    assert agree(header, "O o; out[0] = o.size();", 1) == [8]
 
 
 # --- uses before the definition: refused --------------------------------------------------
@@ -122,6 +158,20 @@ INCOMPLETE_USES = [
      "incomplete type 'C' where a complete type is required", "header:2:54"),
     ("struct C;\nstruct N { thread C* p; void f() { *p = {1}; } };\nstruct C { int v; };\n",
      "out[0] = 1;", "initialization of incomplete type 'C'", "header:2:41"),
+    # forward declarations in a block or a struct's body
+    ("", "struct C; C c; struct C { int v; }; out[0] = 1;", "variable has incomplete type 'C'",
+     "source:1:13"),
+    ("", "struct C; out[0] = sizeof(C); struct C { int v; };",
+     "invalid application of 'sizeof' to an incomplete type 'C'", "source:1:20"),
+    ("int f() { struct C; thread C* p = nullptr; int k = p->v; struct C { int v; };\n"
+     "  return k; }\n", "out[0] = f();", "member access into incomplete type 'C'",
+     "header:1:52"),
+    ("struct O { struct I; I i; struct I { int v; }; };\n", "out[0] = 1;",
+     "field has incomplete type 'O::I'", "header:1:24"),
+    ("struct O { struct I; I i[2]; struct I { int v; }; };\n", "out[0] = 1;",
+     "field has incomplete type 'O::I'", "header:1:24"),
+    ("struct O { struct I; int f() { return sizeof(I); } };\n", "out[0] = 1;",
+     "invalid application of 'sizeof' to an incomplete type 'O::I'", "header:1:39"),
 ]
 
 
@@ -134,6 +184,44 @@ def test_a_use_of_an_incomplete_struct_by_value_is_refused_where_it_is(header, b
     d = e.value.diagnostic
     assert (d.message, f"{d.section}:{d.line}:{d.column}") == (message, where)
     assert "pointer or reference" in d.hint
+
+
+@pytest.mark.parametrize("header, message, where", [
+    ("struct C;\nint f(thread C* p) { C x = *p; return 0; }\nstruct C { int v; };\n",
+     "variable has incomplete type 'C'", "header:2:24"),
+    ("struct C;\nint f(thread C* p) { return p->v; }\nstruct C { int v; };\n",
+     "member access into incomplete type 'C'", "header:2:29"),
+    ("struct C;\nint f() { return sizeof(C); }\nstruct C { int v; };\n",
+     "invalid application of 'sizeof' to an incomplete type 'C'", "header:2:18"),
+    ("struct C;\nnamespace na { int f(thread C* p) { C a[2]; return 0; } }\n"
+     "struct C { int v; };\n", "array has incomplete element type 'C'", "header:2:39"),
+])
+def test_a_function_body_using_an_incomplete_struct_is_refused_uncalled(header, message,
+                                                                          where):
+    gxx_rejects(header, "out[0] = 1;", std="c++14")
+    with pytest.raises(metalsim.CompileError) as e:
+        metalsim_outputs(header, "out[0] = 1;", 1)
+    d = e.value.diagnostic
+    assert (d.message, f"{d.section}:{d.line}:{d.column}") == (message, where)
+
+
+def test_a_function_checked_where_it_is_defined_runs_its_lambdas_when_called():
+    header = ("struct C;\nint f(thread C* p) { auto l = [](int k) { return k + 1; };\n"
+              "  return l(2); }\nstruct C { int v; };\n")
+    body = "C c = {1}; auto m = [](int k) { return k * 10; }; out[0] = f(&c) + m(4);"
+    assert agree(header, body, 1, std="c++14") == [43]
+
+
+def test_a_function_template_body_is_checked_where_it_is_instantiated_after_the_definition():
+    header = ("struct C;\ntemplate <class T> int f(thread T* p) { T x = *p; return x.v; }\n"
+              "struct C { int v; };\n")
+    assert agree(header, "C c = {6}; out[0] = f(&c);", 1, std="c++14") == [6]
+
+
+def test_a_function_declared_early_and_defined_after_the_struct_uses_it_by_value():
+    header = ("struct C;\nint f(thread C* p);\nstruct C { int v; };\n"
+              "int f(thread C* p) { C x = *p; return x.v + 1; }\n")
+    assert agree(header, "C c = {3}; out[0] = f(&c);", 1, std="c++14") == [4]
 
 
 def test_the_hint_says_where_the_struct_was_declared():
