@@ -832,10 +832,11 @@ class _Parser:
         return params
 
     def refuse_c_variadic(self) -> None:
-        """A C variadic function's `...` (`int f(int n, ...)`): Metal has no `va_list`. A
-        parameter pack (`T... xs`) is parsed by `parameter`."""
+        """A C variadic function's `...` (`int f(int n, ...)`): Metal's library has no
+        `va_list` to read such arguments with, and metalsim runs none. A parameter pack
+        (`T... xs`) is parsed by `parameter`."""
         if self.at("..."):
-            raise self.error("variadic functions are not supported in Metal", self.peek(),
+            raise self.error("metalsim does not support C variadic functions", self.peek(),
                              width=3, hint="pass a fixed list of parameters, or an array "
                                            "and its length")
 

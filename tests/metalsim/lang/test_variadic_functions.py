@@ -1,6 +1,6 @@
 """A C variadic function (`int f(int n, ...)`) is refused with a compiler-like error at its
-`...`: Metal has no `va_list`. A template parameter pack (`T... xs`) or a generic lambda's
-`auto...` is no such function and still parses."""
+`...` (metalsim runs none; Metal's library has no `va_list`). A template parameter pack
+(`T... xs`) or a generic lambda's `auto...` is no such function and still parses."""
 
 import mlx.core as mx
 import pytest
@@ -29,7 +29,7 @@ def test_a_c_variadic_function_is_refused_at_its_ellipsis(header):
     with pytest.raises(metalsim.CompileError) as e:
         run(header)
     d = e.value.diagnostic
-    assert d.message == "variadic functions are not supported in Metal"
+    assert d.message == "metalsim does not support C variadic functions"
     assert (d.section, d.line, d.column) == ("header", 1, header.index("...") + 1)
     assert "^~~\n" in str(e.value)
     assert "fixed list of parameters" in d.hint
