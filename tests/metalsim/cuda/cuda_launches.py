@@ -145,6 +145,7 @@ def real_kernel_workloads(scale: int = 1) -> list[tuple[str, Callable[[], object
     pa_idx = mx.array(rng.integers(0, 50 * s, 500 * s).astype(np.int32))
     pb_idx = mx.array(rng.integers(0, 70 * s, 500 * s).astype(np.int32))
     cloud_p, cloud_q = _normal(rng, 37 * s, 3), _normal(rng, 45 * s, 3)
+    long_len = _lengths(rng, 500 * s, 4)     # segments of over 64 rows: the two-pass kernels
     return [
         ("axpby", _vjp(lambda x, y: axpby.axpby(x, y, 2.0, -0.5), [x, y])),
         ("axpby broadcast", _vjp(lambda r, w: axpby.axpby(r, w, 1.5, 3.0), [rows, row])),
@@ -163,6 +164,11 @@ def real_kernel_workloads(scale: int = 1) -> list[tuple[str, Callable[[], object
                              [seg_x])),
         ("segment mean, odd C", _vjp(lambda v: segment_reduce.segment_reduce(v, seg_len, "mean"),
                                      [_normal(np.random.default_rng(1), 500 * s, 5)])),
+        ("segment sum, long segments", _vjp(
+            lambda v: segment_reduce.segment_reduce(v, long_len, "sum"), [seg_x])),
+        ("segment max, long segments, odd C", _vjp(
+            lambda v: segment_reduce.segment_reduce(v, long_len, "max"),
+            [_normal(np.random.default_rng(3), 500 * s, 5)])),
         ("indexed segment max", _vjp(lambda v: segment_reduce.indexed_segment_reduce(
             v, perm, None, seg_len, "max"), [seg_x])),
         ("indexed segment mean, odd C", lambda: segment_reduce.indexed_segment_reduce(
