@@ -184,8 +184,10 @@ def prepared_launches(bench: Bench, operands: list[np.ndarray]) -> tuple[mx.arra
         runs, index_launches = record(lambda: bench.index(*arrays))
         built = (runs,)
     result, launches = record(lambda: bench.ours(*arrays, *built))
-    return result, *([metalsim.cuda.prepare(kernel, **kwargs)[0] for kernel, kwargs in found]
-                     for found in (launches, index_launches))
+
+    def compiled(found: list) -> list:
+        return [metalsim.cuda.prepare(kernel, **kwargs)[0] for kernel, kwargs in found]
+    return result, compiled(launches), compiled(index_launches)
 
 
 @contextlib.contextmanager

@@ -25,8 +25,7 @@ grouped ("FSG"/"TIG") engines do, on Apple's 8x8 matrix units:
    The weights need no gather: where they are float and the tile whole (`DIRECT`), each
    SIMD-group reads its 8x8 weight pieces straight from device memory with `simdgroup_load`
    (on an H100 through the CUDA translation, 0.051 -> 0.046 ms at C = M = 256 against
-   staging them);
-   otherwise they are staged like the features (`BM x BC`, converted to float).
+   staging them); otherwise they are staged like the features (`BM x BC`, as float).
 4. **Register tiling on simdgroup_matrix.** `NT / 32` SIMD-groups (8) split the `BL x BM`
    tile 2 x (NT / 64); each holds 4 x 2 8x8 float accumulators (4 x 1 for M <= 16). Per 8
    channels it loads its 4 feature pieces and 2 weight pieces once and does every product

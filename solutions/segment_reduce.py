@@ -527,15 +527,12 @@ def launch_short(x: mx.array, lengths: mx.array, op: str = "sum",
     lengths = _index_array("lengths", lengths)
     _check_some(lengths)
     vector = _vector_width(x.shape[1])
-    column_threads = -(-x.shape[1] // vector)
-    tc = _column_tile(column_threads)
-    per_group = THREADS // tc
+    geometry = _per_segment_geometry(x, lengths.size, vector)
     args = {"inputs": [x, _starts(lengths)], "output_shapes": [(lengths.size, x.shape[1])],
             "output_dtypes": [x.dtype],
             "template": [("OT", x.dtype), ("OP", code), ("V", vector), ("UNROLL", UNROLL),
                          ("CLAMP", x.dtype == mx.float16)],
-            "grid": (-(-column_threads // tc) * tc, -(-lengths.size // per_group) * per_group, 1),
-            "threadgroup": (tc, per_group, 1)}
+            "grid": geometry["grid"], "threadgroup": geometry["threadgroup"]}
     return _kernels(factory or mx.fast.metal_kernel)[f"short{vector}"], args
 
 
@@ -583,8 +580,9 @@ def segment_reduce(x: mx.array, lengths: mx.array, op: str = "sum", *,
 # --- indexed segments -----------------------------------------------------------------------
 
 
-def _indexed_geometry(x: mx.array, segments: int, vector: int = 1) -> dict:
-    """(column-threads of `vector` columns) x (segments) per threadgroup of 256."""
+def _per_segment_geometry(x: mx.array, segments: int, vector: int = 1) -> dict:
+    """(column-threads of `vector` columns) x (segments) per threadgroup of 256: a thread per
+    segment and column vector (the indexed kernels, and the contiguous one for short segments)."""
     column_threads = -(-x.shape[1] // vector)
     tc = _column_tile(column_threads)
     per_group = THREADS // tc
@@ -614,7 +612,7 @@ def launch_indexed(x: mx.array, indices: mx.array, offsets: mx.array | None,
     code = _check_op(op)
     indices, offsets, lengths = _indexed_arrays(x, indices, offsets, lengths)
     vector = _vector_width(x.shape[1])
-    geometry = _indexed_geometry(x, lengths.size, vector)
+    geometry = _per_segment_geometry(x, lengths.size, vector)
     args = {"inputs": [x, indices, offsets, lengths],
             "output_shapes": [(lengths.size, x.shape[1])], "output_dtypes": [x.dtype],
             "template": [("T", x.dtype), ("OP", code), ("TC", geometry["tc"]), ("V", vector)],
@@ -629,7 +627,7 @@ def launch_indexed_backward(x: mx.array, indices: mx.array, offsets: mx.array | 
     `dx` in float32."""
     code = _check_op(op)
     indices, offsets, lengths = _indexed_arrays(x, indices, offsets, lengths)
-    geometry = _indexed_geometry(x, lengths.size)
+    geometry = _per_segment_geometry(x, lengths.size)
     args = {"inputs": [x, indices, offsets, lengths, y, gy],
             "output_shapes": [x.shape], "output_dtypes": [mx.float32],
             "template": [("OP", code), ("TC", geometry["tc"])], "init_value": 0,
